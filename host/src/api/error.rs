@@ -1,0 +1,134 @@
+//! The one error shape of the endpoint and the status code of every rejection.
+
+use crate::deploy;
+use crate::dsr::Detail;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+/// A rejected request: status, stable code, message and the problems in detail.
+#[derive(Debug)]
+pub struct ApiError {
+    /// HTTP status: 4xx for the client's mistakes, 5xx for the server's faults.
+    pub status: StatusCode,
+    /// Stable code such as `request.json` or `deploy.invalid`.
+    pub code: &'static str,
+    /// What is wrong.
+    pub message: String,
+    /// Each problem with its place.
+    pub details: Vec<Detail>,
+    /// For 5xx: what really happened, for the log only.
+    pub internal: Option<String>,
+}
+
+impl ApiError {
+    /// A client error.
+    pub fn client(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            details: Vec::new(),
+            internal: None,
+        }
+    }
+
+    /// Adds details.
+    pub fn with_details(mut self, details: Vec<Detail>) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// A fault of the server; the client sees a generic message.
+    pub fn internal(what: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: "internal",
+            message: "internal error; the server log has the details".to_owned(),
+            details: Vec::new(),
+            internal: Some(what.into()),
+        }
+    }
+
+    pub(super) fn not_found() -> Self {
+        Self::client(
+            StatusCode::NOT_FOUND,
+            "request.path",
+            format!("no such endpoint; commands are sent as POST to {}", super::SERVICE_PATH),
+        )
+    }
+
+    pub(super) fn method_not_allowed() -> Self {
+        Self::client(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "request.method",
+            format!("only POST is served at {}", super::SERVICE_PATH),
+        )
+    }
+
+    pub(super) fn unauthorized() -> Self {
+        Self::client(
+            StatusCode::UNAUTHORIZED,
+            "request.unauthorized",
+            "this server listens beyond loopback and needs `Authorization: Bearer TOKEN`, TOKEN being option `token` of key file entry weft_server",
+        )
+    }
+
+    pub(super) fn body_rejected(r: &axum::extract::rejection::BytesRejection, limit: usize) -> Self {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Self::client(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request.too_large",
+                format!("the request body is larger than the limit of {limit} bytes (setting max_body_bytes)"),
+            )
+        } else {
+            Self::client(StatusCode::BAD_REQUEST, "request.body", format!("the request body could not be read: {}", r.body_text()))
+        }
+    }
+
+    pub(super) fn unknown_command(req: &super::envelope::Request) -> Self {
+        Self::client(
+            StatusCode::BAD_REQUEST,
+            "request.unknown_command",
+            format!("unknown command `{}`; known commands: {}", req.command, super::COMMANDS.join(", ")),
+        )
+    }
+
+    pub(super) fn from_deploy(e: deploy::Error) -> Self {
+        match e {
+            deploy::Error::Invalid(details) => {
+                let errors = details.iter().filter(|d| d.severity == crate::dsr::Severity::Error).count();
+                let first = details
+                    .iter()
+                    .find(|d| d.severity == crate::dsr::Severity::Error)
+                    .map(|d| match (d.line, d.column) {
+                        (Some(l), Some(c)) => format!("; first at {l}:{c}: {}", d.message),
+                        _ => format!("; first: {}", d.message),
+                    })
+                    .unwrap_or_default();
+                Self::client(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "deploy.invalid",
+                    format!("the content is invalid and was not deployed: {errors} error(s){first}"),
+                )
+                .with_details(details)
+            }
+            e @ deploy::Error::IntoFolderRefused(_) => {
+                Self::client(StatusCode::FORBIDDEN, "deploy.into_folder_refused", e.to_string())
+            }
+            deploy::Error::Repo(e) => Self::internal(e.to_string()),
+        }
+    }
+
+    /// The response, carrying `request_id`.
+    pub fn into_response_with(self, request_id: u64) -> Response {
+        let body = serde_json::json!({
+            "requestId": request_id,
+            "error": {
+                "code": self.code,
+                "message": self.message,
+                "details": self.details,
+            }
+        });
+        (self.status, axum::Json(body)).into_response()
+    }
+}

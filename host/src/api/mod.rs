@@ -1,0 +1,171 @@
+//! The service endpoint: `POST /weft/service` with the command envelope
+//! `{command, payload, variableList?}` of SPEC 4.1.
+//!
+//! The body is read raw (so that a malformed body still gets our error shape) and parsed by
+//! the project's strict JSON reader, which accepts raw control characters inside strings as
+//! SPEC 4.2's content encoding requires. Every rejection has one shape:
+//! `{requestId, error: {code, message, details: [{code, message, line, column, path}]}}`,
+//! with a 4xx status for a client mistake and a 5xx status only for a fault of the server,
+//! whose details go to the log, not to the client. This module never touches SQL: commands
+//! call the services (`deploy`) on blocking threads.
+
+mod envelope;
+mod error;
+
+pub use error::ApiError;
+
+use crate::deploy;
+use crate::keys::KeyStore;
+use crate::repo::Repository;
+use crate::settings::Settings;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The one service path.
+pub const SERVICE_PATH: &str = "/weft/service";
+
+/// The commands this server answers.
+pub const COMMANDS: &[&str] = &["DeployRepository"];
+
+/// What every request handler shares.
+#[derive(Debug)]
+pub struct AppState {
+    /// The repository.
+    pub repo: Arc<Repository>,
+    /// Settings in force.
+    pub settings: Settings,
+    /// The key file; consulted for the token when one is required.
+    pub keys: Option<Arc<KeyStore>>,
+    /// Whether requests need `Authorization: Bearer TOKEN` (non-loopback listening).
+    pub require_token: bool,
+    next_request: AtomicU64,
+}
+
+impl AppState {
+    /// State for a server. Request ids start from the clock, so they keep growing across
+    /// restarts without being stored.
+    pub fn new(repo: Arc<Repository>, settings: Settings, keys: Option<Arc<KeyStore>>, require_token: bool) -> Self {
+        let start = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_millis() as u64);
+        AppState {
+            repo,
+            settings,
+            keys,
+            require_token,
+            next_request: AtomicU64::new(start),
+        }
+    }
+
+    fn request_id(&self) -> u64 {
+        self.next_request.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// The router: one POST route; everything else gets a 404 or 405 in the error shape.
+pub fn app(state: Arc<AppState>) -> Router {
+    let limit = state.settings.max_body_bytes;
+    Router::new()
+        .route(
+            SERVICE_PATH,
+            post(service).fallback(|| async { ApiError::method_not_allowed().into_response_with(0) }),
+        )
+        .fallback(|| async { ApiError::not_found().into_response_with(0) })
+        .layer(axum::extract::DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+async fn service(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+    let id = state.request_id();
+    match handle(&state, &headers, body, id).await {
+        Ok(payload) => {
+            let body = serde_json::json!({ "requestId": id, "payload": payload });
+            (StatusCode::OK, axum::Json(body)).into_response()
+        }
+        Err(e) => {
+            if e.status.is_server_error() {
+                tracing::error!(message = "Request failed.", request_id = id, error = %e.internal.as_deref().unwrap_or(&e.message));
+            } else {
+                tracing::info!(message = "Request rejected.", request_id = id, code = e.code, error = %e.message);
+            }
+            e.into_response_with(id)
+        }
+    }
+}
+
+async fn handle(
+    state: &Arc<AppState>,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    id: u64,
+) -> Result<serde_json::Value, ApiError> {
+    if state.require_token {
+        check_token(state, headers)?;
+    }
+    let body = body.map_err(|r| ApiError::body_rejected(&r, state.settings.max_body_bytes))?;
+    let request = envelope::read(&body)?;
+    match request.command.as_str() {
+        "DeployRepository" => {
+            let deploy_request = envelope::deploy_request(&request)?;
+            let state = Arc::clone(state);
+            let result = tokio::task::spawn_blocking(move || {
+                deploy::deploy(&state.repo, &deploy_request.content, deploy_request.options, state.settings.environment)
+            })
+            .await
+            .map_err(|e| ApiError::internal(format!("the deploy task failed: {e}")))?;
+            match result {
+                Ok(report) => {
+                    tracing::info!(
+                        message = "Deployed.",
+                        request_id = id,
+                        created = report.created.len(),
+                        updated = report.updated.len(),
+                        unchanged = report.unchanged.len(),
+                        dry_run = report.dry_run
+                    );
+                    serde_json::to_value(report).map_err(|e| ApiError::internal(e.to_string()))
+                }
+                Err(e) => Err(ApiError::from_deploy(e)),
+            }
+        }
+        _ => Err(ApiError::unknown_command(&request)),
+    }
+}
+
+fn check_token(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let expected = state
+        .keys
+        .as_ref()
+        .and_then(|k| k.current().ok())
+        .and_then(|kf| kf.get(crate::keys::SERVER_KEY).and_then(|e| e.option("token").map(str::to_owned)));
+    let Some(expected) = expected.filter(|t| !t.is_empty()) else {
+        return Err(ApiError::internal("no token is configured for this server (key file entry weft_server, option token)"));
+    };
+    let given = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if constant_time_eq(given.as_bytes(), expected.as_bytes()) {
+        Ok(())
+    } else {
+        Err(ApiError::unauthorized())
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,205 @@
+//! The deploy service behind `DeployRepository`: read the `.dsr` content, copy it into a
+//! folder when `intoFolder` asks, validate it against the repository and write it, all in
+//! one transaction. A rejected deploy and a dry run change nothing.
+
+use crate::dsr::model::{At, Document};
+use crate::dsr::{self, Detail, LineIndex, Path, Problem, Problems, Severity};
+use crate::repo::{self, Change, ChangeKind, IdTable, Repository, Writer};
+use crate::settings::Environment;
+use crate::validate::{self, Facts};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// The deploy options of SPEC 4.2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Check the graph, modules and types (default true).
+    pub validate: bool,
+    /// Validate only; change nothing (default false).
+    pub dry_run: bool,
+    /// Copy the sheets into this folder with fresh ids.
+    pub into_folder: Option<i64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            validate: true,
+            dry_run: false,
+            into_folder: None,
+        }
+    }
+}
+
+/// Old-to-new ids of an `intoFolder` copy.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct IdMap {
+    /// Sheet ids.
+    pub sheets: BTreeMap<String, i64>,
+    /// Node ids.
+    pub nodes: BTreeMap<String, i64>,
+    /// Edge ids.
+    pub edges: BTreeMap<String, i64>,
+}
+
+/// What a successful deploy did (or, in a dry run, would do).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// Whether this was a dry run (nothing was written).
+    pub dry_run: bool,
+    /// Whether the graph, module and type checks ran.
+    pub validated: bool,
+    /// Objects created.
+    pub created: Vec<Change>,
+    /// Objects updated.
+    pub updated: Vec<Change>,
+    /// Objects found identical.
+    pub unchanged: Vec<Change>,
+    /// Nodes and edges a redeployed sheet no longer holds.
+    pub deleted: Vec<Change>,
+    /// Warnings (the deploy went on).
+    pub warnings: Vec<Detail>,
+    /// For `intoFolder`: old-to-new ids.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_map: Option<IdMap>,
+}
+
+/// Why a deploy was not done.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The content has errors; every problem is listed (warnings too).
+    #[error("the content is invalid: {} error(s)", .0.iter().filter(|d| d.severity == Severity::Error).count())]
+    Invalid(Vec<Detail>),
+    /// `intoFolder` outside a development environment.
+    #[error(
+        "intoFolder copies sheets with fresh ids, which only a development environment allows; this server runs as {0} (setting `environment`)"
+    )]
+    IntoFolderRefused(Environment),
+    /// The repository failed.
+    #[error(transparent)]
+    Repo(#[from] repo::Error),
+}
+
+/// Deploys `content` with `opts` into `repo`.
+///
+/// # Errors
+///
+/// [`Error::Invalid`] with every problem, [`Error::IntoFolderRefused`], or a repository error.
+pub fn deploy(repo: &Repository, content: &str, opts: Options, env: Environment) -> Result<Report, Error> {
+    if opts.into_folder.is_some() && env != Environment::Development {
+        return Err(Error::IntoFolderRefused(env));
+    }
+    let index = LineIndex::new(content);
+    let details = |problems: Problems| -> Vec<Detail> {
+        problems.into_sorted().iter().map(|p| p.detail(&index)).collect()
+    };
+    let (doc, mut problems) = dsr::parse(content);
+    let Some(mut doc) = doc.filter(|_| !problems.has_errors()) else {
+        return Err(Error::Invalid(details(problems)));
+    };
+    for s in &mut doc.sheets {
+        if s.attributes.order.is_none() {
+            let derived = s.attributes.name.v.to_uppercase();
+            s.attributes.order = Some(At::new(derived, s.attributes.name.span));
+        }
+    }
+    if doc.folders.is_empty() && doc.connections.is_empty() && doc.sheets.is_empty() {
+        problems.warning(
+            "dsr.empty",
+            "the document holds no folder, connection or sheet; nothing was deployed",
+            dsr::Span::default(),
+            &Path::root().key("transformationData"),
+        );
+    }
+    repo.write(|w| {
+        let id_map = match opts.into_folder {
+            Some(folder) => match copy_into(&mut doc, folder, w)? {
+                Ok(map) => Some(map),
+                Err(p) => {
+                    problems.push(p);
+                    return Ok((Err(Error::Invalid(details(std::mem::take(&mut problems)))), false));
+                }
+            },
+            None => None,
+        };
+        let vopts = validate::Options {
+            full: opts.validate,
+            check_ids: opts.into_folder.is_none(),
+        };
+        validate::document(&doc, w, vopts, &mut problems)?;
+        if problems.has_errors() {
+            return Ok((Err(Error::Invalid(details(std::mem::take(&mut problems)))), false));
+        }
+        let mut report = Report {
+            dry_run: opts.dry_run,
+            validated: opts.validate,
+            id_map,
+            ..Report::default()
+        };
+        let mut changes = Vec::new();
+        for f in &doc.folders {
+            changes.push(w.folder(f)?);
+        }
+        for c in &doc.connections {
+            changes.push(w.connection(c)?);
+        }
+        for s in &doc.sheets {
+            changes.extend(w.sheet(s)?);
+        }
+        let wrote = changes.iter().any(|c| c.change != ChangeKind::Unchanged);
+        for c in changes {
+            match c.change {
+                ChangeKind::Created => report.created.push(c),
+                ChangeKind::Updated => report.updated.push(c),
+                ChangeKind::Unchanged => report.unchanged.push(c),
+                ChangeKind::Deleted => report.deleted.push(c),
+            }
+        }
+        report.warnings = details(std::mem::take(&mut problems));
+        // Commit only real changes: an identical redeploy and a dry run leave the file as it was.
+        Ok((Ok(report), wrote && !opts.dry_run))
+    })?
+}
+
+/// Gives the document's sheets fresh ids and moves them into `folder`.
+fn copy_into(doc: &mut Document, folder: i64, w: &Writer<'_>) -> repo::Result<Result<IdMap, Problem>> {
+    let Some(path) = w.folder_path(folder)? else {
+        return Ok(Err(Problem {
+            severity: Severity::Error,
+            code: "deploy.into_folder_missing",
+            message: format!("intoFolder names folder {folder}, which does not exist in the repository"),
+            span: None,
+            path: "payload.deployOptions.intoFolder".to_owned(),
+        }));
+    };
+    let (mut sheet_id, mut node_id, mut edge_id) =
+        (w.max_id(IdTable::Sheets)?, w.max_id(IdTable::Nodes)?, w.max_id(IdTable::Edges)?);
+    let mut map = IdMap::default();
+    for s in &mut doc.sheets {
+        sheet_id += 1;
+        map.sheets.insert(s.id.v.to_string(), sheet_id);
+        s.id.v = sheet_id;
+        s.attributes.folder_id.v = folder;
+        s.attributes.folder.v = path.clone();
+        let mut nodes = HashMap::new();
+        for n in &mut s.nodes {
+            node_id += 1;
+            nodes.insert(n.id.v, node_id);
+            map.nodes.insert(n.id.v.to_string(), node_id);
+            n.id.v = node_id;
+        }
+        for e in &mut s.edges {
+            edge_id += 1;
+            map.edges.insert(e.id.v.to_string(), edge_id);
+            e.id.v = edge_id;
+            // An edge to a node outside the sheet keeps its id, so validation names it.
+            e.from.v = nodes.get(&e.from.v).copied().unwrap_or(e.from.v);
+            e.to.v = nodes.get(&e.to.v).copied().unwrap_or(e.to.v);
+        }
+    }
+    Ok(Ok(map))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,553 @@
+//! A spanned HJSON reader.
+//!
+//! It follows the reference implementation (hjson-js 3) rule for rule: optional root braces,
+//! quoteless keys and strings, `#`, `//` and `/* */` comments, optional commas, `'''`
+//! multi-line strings with their indentation removed, and quoteless values that are read as
+//! `true`/`false`/`null`/numbers only when nothing but a comment, a comma or a closing bracket
+//! follows them on the line. It is checked against `../shared/hjson-suite` by a test.
+//!
+//! Unlike the reference, it keeps the byte span of every value and key ([`Spanned`]), so that
+//! every later error names its place, and it caps nesting at [`MAX_DEPTH`] so that no input
+//! can overflow the stack. A leading byte order mark is skipped; CRLF line ends are accepted.
+
+use super::value::{Member, Span, Spanned, Value};
+
+/// How deeply arrays and objects may nest before the reader refuses the text.
+pub const MAX_DEPTH: usize = 256;
+
+/// A syntax error: what is wrong and the byte offset where the reader found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    /// What is wrong, in words.
+    pub message: String,
+    /// Byte offset in the text.
+    pub offset: usize,
+}
+
+/// Reads an HJSON text (which may also be plain JSON).
+///
+/// # Errors
+///
+/// A [`SyntaxError`] with the offset of the first problem.
+pub fn parse(text: &str) -> Result<Spanned, SyntaxError> {
+    let start = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let mut r = Reader {
+        text,
+        b: text.as_bytes(),
+        pos: start,
+        depth: 0,
+    };
+    r.white();
+    match r.cur() {
+        Some(b'{') | Some(b'[') => {
+            let v = r.value()?;
+            r.trailing()?;
+            Ok(v)
+        }
+        _ => {
+            let root_start = r.pos;
+            match r.object(true).and_then(|v| r.trailing().map(|()| v)) {
+                Ok(v) => Ok(v),
+                Err(first) => {
+                    // A single value (string, number, literal) at the root instead.
+                    r.pos = root_start;
+                    r.depth = 0;
+                    match r.value().and_then(|v| r.trailing().map(|()| v)) {
+                        Ok(v) => Ok(v),
+                        Err(_) => Err(first),
+                    }
+                }
+            }
+        }
+    }
+}
+
+struct Reader<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    pos: usize,
+    depth: usize,
+}
+
+fn is_punctuator(c: u8) -> bool {
+    matches!(c, b'{' | b'}' | b'[' | b']' | b',' | b':')
+}
+
+impl<'a> Reader<'a> {
+    fn cur(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    fn peek(&self, ahead: usize) -> Option<u8> {
+        self.b.get(self.pos + ahead).copied()
+    }
+
+    fn err<T>(&self, message: impl Into<String>) -> Result<T, SyntaxError> {
+        Err(SyntaxError {
+            message: message.into(),
+            offset: self.pos,
+        })
+    }
+
+    /// The character at the current position, for messages.
+    fn cur_char(&self) -> String {
+        match self.text.get(self.pos..).and_then(|s| s.chars().next()) {
+            Some(c) if c.is_control() => c.escape_default().to_string(),
+            Some(c) => c.to_string(),
+            None => "end of input".to_owned(),
+        }
+    }
+
+    /// Skips white space and comments.
+    fn white(&mut self) {
+        loop {
+            while matches!(self.cur(), Some(c) if c <= b' ') {
+                self.pos += 1;
+            }
+            match (self.cur(), self.peek(1)) {
+                (Some(b'#'), _) | (Some(b'/'), Some(b'/')) => {
+                    while matches!(self.cur(), Some(c) if c != b'\n') {
+                        self.pos += 1;
+                    }
+                }
+                (Some(b'/'), Some(b'*')) => {
+                    self.pos += 2;
+                    while self.pos < self.b.len() && !(self.b[self.pos] == b'*' && self.peek(1) == Some(b'/')) {
+                        self.pos += 1;
+                    }
+                    self.pos = (self.pos + 2).min(self.b.len());
+                }
+                _ => return,
+            }
+        }
+    }
+
+    fn trailing(&mut self) -> Result<(), SyntaxError> {
+        self.white();
+        if self.cur().is_some() {
+            return self.err(format!(
+                "Syntax error, found trailing characters ('{}')",
+                self.cur_char()
+            ));
+        }
+        Ok(())
+    }
+
+    fn enter(&mut self) -> Result<(), SyntaxError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.err(format!("Nesting deeper than {MAX_DEPTH} levels"));
+        }
+        Ok(())
+    }
+
+    fn value(&mut self) -> Result<Spanned, SyntaxError> {
+        self.white();
+        match self.cur() {
+            Some(b'{') => self.object(false),
+            Some(b'[') => self.array(),
+            Some(q @ (b'"' | b'\'')) => {
+                let start = self.pos;
+                let s = self.string(q, true)?;
+                Ok(Spanned {
+                    value: Value::String(s),
+                    span: Span::new(start, self.pos),
+                })
+            }
+            _ => self.quoteless(),
+        }
+    }
+
+    fn object(&mut self, without_braces: bool) -> Result<Spanned, SyntaxError> {
+        let start = self.pos;
+        let mut members = Vec::new();
+        if !without_braces {
+            self.enter()?;
+            self.pos += 1;
+        }
+        self.white();
+        if !without_braces && self.cur() == Some(b'}') {
+            self.pos += 1;
+            self.depth -= 1;
+            return Ok(Spanned {
+                value: Value::Object(members),
+                span: Span::new(start, self.pos),
+            });
+        }
+        while self.cur().is_some() {
+            let key_start = self.pos;
+            let key = self.key()?;
+            let key_span = Span::new(key_start, self.pos);
+            self.white();
+            if self.cur() != Some(b':') {
+                return self.err(format!("Expected ':' instead of '{}'", self.cur_char()));
+            }
+            self.pos += 1;
+            let value = self.value()?;
+            members.push(Member {
+                key,
+                key_span,
+                value,
+            });
+            self.white();
+            if self.cur() == Some(b',') {
+                self.pos += 1;
+                self.white();
+            }
+            if !without_braces && self.cur() == Some(b'}') {
+                self.pos += 1;
+                self.depth -= 1;
+                return Ok(Spanned {
+                    value: Value::Object(members),
+                    span: Span::new(start, self.pos),
+                });
+            }
+            self.white();
+        }
+        if without_braces {
+            Ok(Spanned {
+                value: Value::Object(members),
+                span: Span::new(start, self.pos),
+            })
+        } else {
+            self.err("End of input while parsing an object (missing '}')")
+        }
+    }
+
+    fn array(&mut self) -> Result<Spanned, SyntaxError> {
+        let start = self.pos;
+        self.enter()?;
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.white();
+        if self.cur() == Some(b']') {
+            self.pos += 1;
+            self.depth -= 1;
+            return Ok(Spanned {
+                value: Value::Array(items),
+                span: Span::new(start, self.pos),
+            });
+        }
+        while self.cur().is_some() {
+            items.push(self.value()?);
+            self.white();
+            if self.cur() == Some(b',') {
+                self.pos += 1;
+                self.white();
+            }
+            if self.cur() == Some(b']') {
+                self.pos += 1;
+                self.depth -= 1;
+                return Ok(Spanned {
+                    value: Value::Array(items),
+                    span: Span::new(start, self.pos),
+                });
+            }
+            self.white();
+        }
+        self.err("End of input while parsing an array (missing ']')")
+    }
+
+    fn key(&mut self) -> Result<String, SyntaxError> {
+        if let Some(q @ (b'"' | b'\'')) = self.cur() {
+            return self.string(q, false);
+        }
+        let start = self.pos;
+        let mut space: Option<usize> = None;
+        loop {
+            match self.cur() {
+                None => return self.err("Found EOF while looking for a key name (check your syntax)"),
+                Some(b':') => {
+                    let end = space.unwrap_or(self.pos);
+                    if end == start {
+                        return self.err(
+                            "Found ':' but no key name (for an empty key name use quotes)",
+                        );
+                    }
+                    if let Some(sp) = space {
+                        // Anything but white space after the first white space is an error.
+                        if self.b[sp..self.pos].iter().any(|&c| c > b' ') {
+                            self.pos = sp;
+                            return self.err(
+                                "Found whitespace in your key name (use quotes to include)",
+                            );
+                        }
+                    }
+                    return Ok(self.text[start..end].to_owned());
+                }
+                Some(c) if c <= b' ' => {
+                    if space.is_none() {
+                        space = Some(self.pos);
+                    }
+                }
+                Some(c) if is_punctuator(c) => {
+                    return self.err(format!(
+                        "Found '{}' where a key name was expected (check your syntax)",
+                        c as char
+                    ));
+                }
+                Some(_) => {}
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// A quoted string; the current byte is the quote. `'''` starts a multi-line string
+    /// where `allow_multiline` is set.
+    fn string(&mut self, quote: u8, allow_multiline: bool) -> Result<String, SyntaxError> {
+        self.pos += 1;
+        let mut out = String::new();
+        let mut run_start = self.pos;
+        loop {
+            let Some(c) = self.cur() else {
+                return self.err("Bad string: end of input before the closing quote");
+            };
+            match c {
+                _ if c == quote => {
+                    out.push_str(&self.text[run_start..self.pos]);
+                    self.pos += 1;
+                    if allow_multiline && quote == b'\'' && out.is_empty() && self.cur() == Some(b'\'')
+                    {
+                        self.pos += 1;
+                        return self.multiline();
+                    }
+                    return Ok(out);
+                }
+                b'\\' => {
+                    out.push_str(&self.text[run_start..self.pos]);
+                    self.pos += 1;
+                    self.escape(&mut out)?;
+                    run_start = self.pos;
+                }
+                b'\n' | b'\r' => return self.err("Bad string: a line break inside a quoted string"),
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    /// Decodes the escape after a backslash (the current byte is the escaped one).
+    fn escape(&mut self, out: &mut String) -> Result<(), SyntaxError> {
+        let c = match self.cur() {
+            Some(b'"') => '"',
+            Some(b'\'') => '\'',
+            Some(b'\\') => '\\',
+            Some(b'/') => '/',
+            Some(b'b') => '\u{8}',
+            Some(b'f') => '\u{c}',
+            Some(b'n') => '\n',
+            Some(b'r') => '\r',
+            Some(b't') => '\t',
+            Some(b'u') => {
+                self.pos += 1;
+                let first = self.hex4()?;
+                let code = if (0xD800..0xDC00).contains(&first)
+                    && self.cur() == Some(b'\\')
+                    && self.peek(1) == Some(b'u')
+                {
+                    let save = self.pos;
+                    self.pos += 2;
+                    let second = self.hex4()?;
+                    if (0xDC00..0xE000).contains(&second) {
+                        0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+                    } else {
+                        self.pos = save;
+                        first
+                    }
+                } else {
+                    first
+                };
+                out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+                return Ok(());
+            }
+            _ => return self.err(format!("Bad escape '\\{}' in a string", self.cur_char())),
+        };
+        out.push(c);
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn hex4(&mut self) -> Result<u32, SyntaxError> {
+        let mut code = 0u32;
+        for _ in 0..4 {
+            let d = match self.cur() {
+                Some(c) => (c as char).to_digit(16),
+                None => None,
+            };
+            let Some(d) = d else {
+                return self.err("Bad \\u char: four hexadecimal digits expected");
+            };
+            code = code * 16 + d;
+            self.pos += 1;
+        }
+        Ok(code)
+    }
+
+    /// A `'''` string; the position is just after the opening quotes.
+    fn multiline(&mut self) -> Result<String, SyntaxError> {
+        // The indent is the number of characters before the opening quotes on their line.
+        let quotes = self.pos - 3;
+        let line_start = self.b[..quotes]
+            .iter()
+            .rposition(|&c| c == b'\n')
+            .map_or(0, |i| i + 1);
+        let indent = self.text[line_start..quotes].chars().count();
+        let mut out = String::new();
+        while matches!(self.cur(), Some(c) if c <= b' ' && c != b'\n') {
+            self.pos += 1;
+        }
+        if self.cur() == Some(b'\n') {
+            self.pos += 1;
+            self.skip_indent(indent);
+        }
+        let mut triple = 0;
+        loop {
+            let Some(c) = self.cur() else {
+                return self.err("Bad multiline string: end of input before the closing '''");
+            };
+            if c == b'\'' {
+                triple += 1;
+                self.pos += 1;
+                if triple == 3 {
+                    if out.ends_with('\n') {
+                        out.pop();
+                    }
+                    return Ok(out);
+                }
+                continue;
+            }
+            for _ in 0..triple {
+                out.push('\'');
+            }
+            triple = 0;
+            if c == b'\n' {
+                out.push('\n');
+                self.pos += 1;
+                self.skip_indent(indent);
+            } else {
+                let run_end = self.b[self.pos..]
+                    .iter()
+                    .position(|&c| c == b'\'' || c == b'\n' || c == b'\r')
+                    .map_or(self.b.len(), |i| self.pos + i);
+                if run_end == self.pos {
+                    // A carriage return: dropped.
+                    self.pos += 1;
+                } else {
+                    out.push_str(&self.text[self.pos..run_end]);
+                    self.pos = run_end;
+                }
+            }
+        }
+    }
+
+    fn skip_indent(&mut self, indent: usize) {
+        let mut skip = indent;
+        while skip > 0 && matches!(self.cur(), Some(c) if c <= b' ' && c != b'\n') {
+            self.pos += 1;
+            skip -= 1;
+        }
+    }
+
+    /// A quoteless value: a string to the end of the line, or a literal or number when only a
+    /// comma, closing bracket or comment follows it.
+    fn quoteless(&mut self) -> Result<Spanned, SyntaxError> {
+        let start = self.pos;
+        match self.cur() {
+            None => return self.err("Found end of input where a value was expected"),
+            Some(c) if is_punctuator(c) => {
+                return self.err(format!(
+                    "Found a punctuator character '{}' when expecting a quoteless string (check your syntax)",
+                    c as char
+                ));
+            }
+            _ => {}
+        }
+        self.pos += 1;
+        loop {
+            let c = self.cur();
+            let eol = matches!(c, None | Some(b'\n') | Some(b'\r'));
+            let stop = eol
+                || matches!(c, Some(b',') | Some(b'}') | Some(b']') | Some(b'#'))
+                || (c == Some(b'/') && matches!(self.peek(1), Some(b'/') | Some(b'*')));
+            if stop {
+                let raw = self.text[start..self.pos].trim_end();
+                let literal = match raw.as_bytes()[0] {
+                    b't' if raw == "true" => Some(Value::Bool(true)),
+                    b'f' if raw == "false" => Some(Value::Bool(false)),
+                    b'n' if raw == "null" => Some(Value::Null),
+                    b'-' | b'0'..=b'9' => parse_number(raw),
+                    _ => None,
+                };
+                if let Some(value) = literal {
+                    return Ok(Spanned {
+                        value,
+                        span: Span::new(start, start + raw.len()),
+                    });
+                }
+                if eol {
+                    return Ok(Spanned {
+                        value: Value::String(raw.to_owned()),
+                        span: Span::new(start, start + raw.len()),
+                    });
+                }
+            }
+            self.pos += 1;
+            // Stay on a character boundary: multi-byte characters are never stops.
+            while self.pos < self.b.len() && !self.text.is_char_boundary(self.pos) {
+                self.pos += 1;
+            }
+        }
+    }
+}
+
+/// Reads `raw` as an HJSON number: JSON's grammar, except that `1.` is allowed; leading zeros
+/// (`01`), a missing integer part (`.5`, `-.5`) and non-finite results are not numbers.
+pub(crate) fn parse_number(raw: &str) -> Option<Value> {
+    let b = raw.as_bytes();
+    let mut i = 0;
+    if b.first() == Some(&b'-') {
+        i += 1;
+    }
+    let int_start = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    let int_digits = i - int_start;
+    if int_digits == 0 || (int_digits > 1 && b[int_start] == b'0') {
+        return None;
+    }
+    let mut integral = true;
+    if i < b.len() && b[i] == b'.' {
+        integral = false;
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        integral = false;
+        i += 1;
+        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+            i += 1;
+        }
+        let exp_start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == exp_start {
+            return None;
+        }
+    }
+    if i != b.len() {
+        return None;
+    }
+    if integral {
+        if let Ok(n) = raw.parse::<i64>() {
+            return Some(Value::Int(n));
+        }
+    }
+    let f: f64 = raw.parse().ok()?;
+    f.is_finite().then_some(Value::Float(f))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,159 @@
+//! Tests of the HJSON reader: the public conformance suite and the project's own cases.
+
+use super::*;
+use crate::dsr::value::LineIndex;
+use std::path::PathBuf;
+
+fn suite_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hjson-suite");
+    assert!(
+        dir.join("testlist.txt").is_file(),
+        "the HJSON conformance suite is expected at {} (shared/ beside the repository)",
+        dir.display()
+    );
+    dir
+}
+
+/// Numbers agree when they are equal to 15 significant digits (the expected files round).
+fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value as J;
+    match (a, b) {
+        (J::Number(x), J::Number(y)) => {
+            if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
+                return x == y;
+            }
+            let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
+            x == y || ((x - y).abs() <= 1e-14 * x.abs().max(y.abs()))
+        }
+        (J::Array(x), J::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b)),
+        (J::Object(x), J::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+#[test]
+fn passes_the_hjson_conformance_suite() {
+    let dir = suite_dir();
+    let list = std::fs::read_to_string(dir.join("testlist.txt")).expect("testlist.txt");
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    for file in list.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        cases += 1;
+        let text = std::fs::read_to_string(dir.join(file)).expect("case file");
+        let name = file.split("_test.").next().expect("case name");
+        let result = parse(&text);
+        if name.starts_with("fail") {
+            match result {
+                Ok(v) => failures.push(format!("{file}: accepted, gave {}", v.value.to_json())),
+                Err(e) => {
+                    let pos = LineIndex::new(&text).position(e.offset as u32);
+                    assert!(pos.line >= 1 && pos.column >= 1, "{file}: position {pos}");
+                }
+            }
+        } else {
+            let expected: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(dir.join(format!("{name}_result.json"))).expect("result"),
+            )
+            .expect("result json");
+            match result {
+                Ok(v) if same(&v.value.to_json(), &expected) => {}
+                Ok(v) => failures.push(format!("{file}: got {} expected {expected}", v.value.to_json())),
+                Err(e) => failures.push(format!("{file}: rejected at byte {}: {}", e.offset, e.message)),
+            }
+        }
+    }
+    assert!(cases >= 90, "the suite lists {cases} cases, expected at least 90");
+    assert!(failures.is_empty(), "{} of {cases} cases failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn err_at(text: &str) -> (String, u32, u32) {
+    let e = parse(text).expect_err("should be rejected");
+    let p = LineIndex::new(text).position(e.offset as u32);
+    (e.message, p.line, p.column)
+}
+
+#[test]
+fn errors_carry_line_and_column() {
+    let (msg, line, col) = err_at("{\n  a: 1\n  b c: 2\n}");
+    assert!(msg.contains("whitespace in your key name"), "{msg}");
+    assert_eq!((line, col), (3, 4));
+    let (msg, line, col) = err_at("{\n  a: [1, 2\n");
+    assert!(msg.contains("missing ']'"), "{msg}");
+    assert_eq!(line, 3);
+    assert_eq!(col, 1);
+    let (msg, line, col) = err_at("{ s: \"é\\x\" }");
+    assert!(msg.contains("Bad escape"), "{msg}");
+    assert_eq!((line, col), (1, 9));
+}
+
+#[test]
+fn accepts_bom_and_crlf() {
+    let v = parse("\u{feff}{\r\n  a: hello world \r\n  b: 2\r\n  c: '''\r\n    x\r\n    y\r\n    '''\r\n}\r\n")
+        .expect("parses");
+    assert_eq!(
+        v.value.to_json(),
+        serde_json::json!({"a": "hello world", "b": 2, "c": "x\ny"})
+    );
+}
+
+#[test]
+fn keeps_spans_of_values_and_keys() {
+    let text = "{\n  id: 12\n  name: load customers\n}";
+    let v = parse(text).expect("parses");
+    let Value::Object(members) = v.value else { panic!("object expected") };
+    let idx = LineIndex::new(text);
+    assert_eq!(idx.position(members[0].key_span.start).to_string(), "2:3");
+    assert_eq!(idx.position(members[1].value.span.start).to_string(), "3:9");
+    assert_eq!(&text[members[1].value.span.start as usize..members[1].value.span.end as usize], "load customers");
+}
+
+#[test]
+fn refuses_deep_nesting_without_overflowing_the_stack() {
+    let text = "[".repeat(100_000);
+    let (msg, _, _) = err_at(&text);
+    assert!(msg.contains("Nesting deeper"), "{msg}");
+}
+
+#[test]
+fn big_integers_stay_exact() {
+    let v = parse("{a: 144115188075855873, b: -9223372036854775808, c: 18446744073709551616}").expect("parses");
+    assert_eq!(v.value.to_json()["a"], serde_json::json!(144115188075855873i64));
+    assert_eq!(v.value.to_json()["b"], serde_json::json!(i64::MIN));
+    assert!(v.value.to_json()["c"].is_f64());
+}
+
+proptest::proptest! {
+    /// Any JSON text that serde_json writes reads back as the same value.
+    #[test]
+    fn reads_what_serde_json_writes(v in json_value(3)) {
+        let text = serde_json::to_string_pretty(&v).expect("serialise");
+        let parsed = parse(&text).expect("valid JSON is valid HJSON");
+        proptest::prop_assert!(same(&parsed.value.to_json(), &v), "{} vs {}", parsed.value.to_json(), v);
+    }
+
+    /// No input makes the reader panic.
+    #[test]
+    fn never_panics(s in "\\PC{0,64}") {
+        let _ = parse(&s);
+    }
+}
+
+fn json_value(depth: u32) -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::Bool),
+        any::<i64>().prop_map(|i| serde_json::json!(i)),
+        (-1e12f64..1e12).prop_map(|f| serde_json::json!(f)),
+        "\\PC{0,12}".prop_map(serde_json::Value::String),
+    ];
+    leaf.prop_recursive(depth, 32, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::Array),
+            proptest::collection::btree_map("[a-z_]{1,8}", inner, 0..5)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    })
+}

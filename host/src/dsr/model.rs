@@ -1,0 +1,249 @@
+//! The typed `.dsr` model: a document holding folders, connections and sheets (SPEC 2.1 to
+//! 2.4, plus the project's `connections` and `folders`). Every field keeps its span so that
+//! validation can place its problems; serialising a model gives its canonical JSON, which the
+//! repository stores and compares to tell an identical redeploy from a change.
+
+use super::value::{Span, Spanned};
+use serde::{Serialize, Serializer};
+
+/// A value and where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct At<T> {
+    /// The value.
+    pub v: T,
+    /// Its span in the text.
+    pub span: Span,
+}
+
+impl<T> At<T> {
+    /// A value with a span.
+    pub fn new(v: T, span: Span) -> Self {
+        At { v, span }
+    }
+}
+
+impl<T: Serialize> Serialize for At<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.v.serialize(s)
+    }
+}
+
+/// The format version this weft reads and writes.
+pub const FORMAT_VERSION: i64 = 1;
+
+/// A deployable document.
+#[derive(Debug, Clone, Default)]
+pub struct Document {
+    /// The `version` field.
+    pub version: Option<At<i64>>,
+    /// Folders to create or update.
+    pub folders: Vec<Folder>,
+    /// Connections to create or update.
+    pub connections: Vec<Connection>,
+    /// Sheets to create or update.
+    pub sheets: Vec<Sheet>,
+    /// Where `transformationData.batches` stands, if present (batches come in a later version).
+    pub batches: Option<Span>,
+}
+
+/// A transformation directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct Folder {
+    /// Folder id.
+    pub id: At<i64>,
+    /// Absolute path such as `/sales/daily`.
+    pub path: At<String>,
+    /// Free text.
+    pub documentation: Option<String>,
+    /// The whole folder object.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// A data connection. Its credentials live in the key file under the same number.
+#[derive(Debug, Clone, Serialize)]
+pub struct Connection {
+    /// Connection number.
+    pub id: At<i64>,
+    /// Display name.
+    pub name: At<String>,
+    /// Schema name on the database, if it has schemas.
+    pub schema: Option<At<String>>,
+    /// Connection type: `sqlite`, `jdbc`.
+    #[serde(rename = "type")]
+    pub kind: At<String>,
+    /// The whole connection object.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// A worksheet.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sheet {
+    /// Sheet id.
+    pub id: At<i64>,
+    /// Sheet attributes.
+    pub attributes: SheetAttributes,
+    /// Nodes.
+    pub nodes: Vec<Node>,
+    /// Edges.
+    pub edges: Vec<Edge>,
+    /// The whole sheet object.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// The `attributes` of a sheet.
+#[derive(Debug, Clone, Serialize)]
+pub struct SheetAttributes {
+    /// Free text.
+    pub documentation: Option<String>,
+    /// Display name.
+    pub name: At<String>,
+    /// Ordering key; derived from the name when missing.
+    pub order: Option<At<String>>,
+    /// Containing folder id.
+    pub folder_id: At<i64>,
+    /// Containing folder path.
+    pub folder: At<String>,
+    /// The attributes object.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+impl SheetAttributes {
+    /// The order key as stored: the given one, else the upper-case name.
+    pub fn order_key(&self) -> String {
+        match &self.order {
+            Some(o) => o.v.clone(),
+            None => self.name.v.to_uppercase(),
+        }
+    }
+}
+
+/// A node's position and size in the sheet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Layout {
+    /// Left.
+    pub x: i64,
+    /// Top.
+    pub y: i64,
+    /// Width.
+    pub width: i64,
+    /// Height.
+    pub height: i64,
+}
+
+/// A node of a sheet.
+#[derive(Debug, Clone, Serialize)]
+pub struct Node {
+    /// Node id (an action's id is what `RunElements` names with element type `A`).
+    pub id: At<i64>,
+    /// Node type: 0 action, 1 object.
+    #[serde(rename = "type")]
+    pub kind: At<i64>,
+    /// Position and size.
+    pub layout: Layout,
+    /// Attributes by type.
+    pub attributes: NodeAttributes,
+    /// The whole node object.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+impl Node {
+    /// The action attributes, if this is an action node.
+    pub fn action(&self) -> Option<&ActionAttributes> {
+        match &self.attributes {
+            NodeAttributes::Action(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The object attributes, if this is an object node.
+    pub fn object(&self) -> Option<&ObjectAttributes> {
+        match &self.attributes {
+            NodeAttributes::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+/// Node type 0.
+pub const NODE_ACTION: i64 = 0;
+/// Node type 1.
+pub const NODE_OBJECT: i64 = 1;
+
+/// A node's attributes, by its type.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum NodeAttributes {
+    /// Type 0: table A.
+    Action(ActionAttributes),
+    /// Type 1: table B.
+    Object(ObjectAttributes),
+    /// The type was not 0 or 1, or the attributes could not be read.
+    Invalid,
+}
+
+/// Table A: the attributes of an action node.
+#[derive(Debug, Clone)]
+pub struct ActionAttributes {
+    /// Module name, e.g. `Upsert`.
+    pub module: At<String>,
+    /// Free text.
+    pub documentation: Option<String>,
+    /// Display name.
+    pub name: At<String>,
+    /// The action text (SQL for most modules).
+    pub action: Option<At<String>>,
+    /// Attributes beyond table A, for the module to judge (`truncateBefore`, `keys`, ...).
+    pub extra: Vec<(At<String>, Spanned)>,
+}
+
+impl Serialize for ActionAttributes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(4 + self.extra.len()))?;
+        map.serialize_entry("module", &self.module)?;
+        map.serialize_entry("documentation", &self.documentation)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("action", &self.action)?;
+        for (k, v) in &self.extra {
+            map.serialize_entry(&k.v, &v.value.to_json())?;
+        }
+        map.end()
+    }
+}
+
+/// Table B: the attributes of a source or target object node.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectAttributes {
+    /// Object name (a table name for object type 1).
+    pub field1: At<String>,
+    /// Second field (the schema for tables).
+    pub field2: Option<String>,
+    /// Third field.
+    pub field3: Option<String>,
+    /// Object type.
+    pub object_type_id: At<i64>,
+    /// Connection number.
+    pub connection_id: At<i64>,
+    /// A single letter; `Y` objects order actions.
+    pub dependency: At<String>,
+}
+
+/// An edge between two nodes of one sheet.
+#[derive(Debug, Clone, Serialize)]
+pub struct Edge {
+    /// Edge id.
+    pub id: At<i64>,
+    /// Start node id.
+    pub from: At<i64>,
+    /// End node id.
+    pub to: At<i64>,
+    /// The whole edge object.
+    #[serde(skip)]
+    pub span: Span,
+}

@@ -1,0 +1,121 @@
+//! Problems found in a document: errors and warnings, each with a stable code, a message,
+//! a place (span, hence line and column) and a path inside the document.
+
+use super::value::{LineIndex, Path, Span};
+use serde::Serialize;
+
+/// How bad a problem is: an error rejects the deploy, a warning is only reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Rejects the deploy.
+    Error,
+    /// Reported in the answer; the deploy goes on.
+    Warning,
+}
+
+/// One problem of a document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// Error or warning.
+    pub severity: Severity,
+    /// A stable code such as `edge.unknown_node`; see `docs/dsr-format.md`.
+    pub code: &'static str,
+    /// What is wrong, naming the thing.
+    pub message: String,
+    /// Where in the text, when known.
+    pub span: Option<Span>,
+    /// Where in the document, e.g. `transformationData.sheets[0].edges[1].to`.
+    pub path: String,
+}
+
+impl Problem {
+    /// An error at `span`.
+    pub fn error(code: &'static str, message: impl Into<String>, span: Span, path: &Path) -> Self {
+        Problem {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            span: Some(span),
+            path: path.as_str().to_owned(),
+        }
+    }
+
+    /// A warning at `span`.
+    pub fn warning(code: &'static str, message: impl Into<String>, span: Span, path: &Path) -> Self {
+        Problem {
+            severity: Severity::Warning,
+            ..Problem::error(code, message, span, path)
+        }
+    }
+
+    /// Places the problem in `text`: line, column and the rest, ready to serialise.
+    pub fn detail(&self, index: &LineIndex<'_>) -> Detail {
+        let pos = self.span.map(|s| index.position(s.start));
+        Detail {
+            severity: self.severity,
+            code: self.code.to_owned(),
+            message: self.message.clone(),
+            line: pos.map(|p| p.line),
+            column: pos.map(|p| p.column),
+            path: self.path.clone(),
+        }
+    }
+}
+
+/// A problem placed in its text: what the API answers and the deploy script prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Detail {
+    /// Error or warning.
+    pub severity: Severity,
+    /// Stable code.
+    pub code: String,
+    /// What is wrong.
+    pub message: String,
+    /// Line, from 1, in the submitted content.
+    pub line: Option<u32>,
+    /// Column, from 1, in characters.
+    pub column: Option<u32>,
+    /// Path in the document.
+    pub path: String,
+}
+
+/// Problems collected while reading and validating one document.
+#[derive(Debug, Default)]
+pub struct Problems {
+    list: Vec<Problem>,
+}
+
+impl Problems {
+    /// Adds a problem.
+    pub fn push(&mut self, p: Problem) {
+        self.list.push(p);
+    }
+
+    /// Adds an error.
+    pub fn error(&mut self, code: &'static str, message: impl Into<String>, span: Span, path: &Path) {
+        self.list.push(Problem::error(code, message, span, path));
+    }
+
+    /// Adds a warning.
+    pub fn warning(&mut self, code: &'static str, message: impl Into<String>, span: Span, path: &Path) {
+        self.list.push(Problem::warning(code, message, span, path));
+    }
+
+    /// Whether any problem is an error.
+    pub fn has_errors(&self) -> bool {
+        self.list.iter().any(|p| p.severity == Severity::Error)
+    }
+
+    /// All problems in document order (by position, then as found).
+    pub fn into_sorted(mut self) -> Vec<Problem> {
+        self.list
+            .sort_by_key(|p| p.span.map_or(u32::MAX, |s| s.start));
+        self.list
+    }
+
+    /// The problems so far.
+    pub fn as_slice(&self) -> &[Problem] {
+        &self.list
+    }
+}

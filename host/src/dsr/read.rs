@@ -1,0 +1,491 @@
+//! From the spanned value tree to the typed model: every missing field, wrong type,
+//! duplicate or unknown field becomes a [`Problem`] with its place, and reading goes on so
+//! that one answer lists every problem of the document.
+
+use super::model::*;
+use super::problem::Problems;
+use super::value::{Member, Path, Span, Spanned, Value};
+
+/// Reads a document from its value tree. `text` is the source the spans point into.
+/// Problems are added to `problems`; the returned model holds whatever could be read.
+pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document {
+    let mut doc = Document::default();
+    let path = Path::root();
+    let Some(mut top) = Obj::new(root, &path, "the document", problems) else {
+        return doc;
+    };
+    doc.version = top.int("version", true, text, problems);
+    if let Some(v) = &doc.version {
+        if v.v != FORMAT_VERSION {
+            problems.error(
+                "dsr.version",
+                format!(
+                    "format version {} is not supported; this weft reads version {FORMAT_VERSION}",
+                    v.v
+                ),
+                v.span,
+                &path.key("version"),
+            );
+        }
+    }
+    if let Some(td) = top.get("transformationData", problems) {
+        let td_path = path.key("transformationData");
+        if let Some(mut td_obj) = Obj::new(td, &td_path, "transformationData", problems) {
+            if let Some(list) = td_obj.array("folders", problems) {
+                doc.folders = each(list, &td_path.key("folders"), |v, p| folder(v, p, text, problems));
+            }
+            if let Some(list) = td_obj.array("connections", problems) {
+                doc.connections =
+                    each(list, &td_path.key("connections"), |v, p| connection(v, p, text, problems));
+            }
+            if let Some(list) = td_obj.array("sheets", problems) {
+                doc.sheets = each(list, &td_path.key("sheets"), |v, p| sheet(v, p, text, problems));
+            }
+            if let Some(b) = td_obj.get("batches", problems) {
+                doc.batches = Some(b.span);
+                problems.error(
+                    "dsr.batches_unsupported",
+                    "batches cannot be deployed by this version of weft yet",
+                    b.span,
+                    &td_path.key("batches"),
+                );
+            }
+            td_obj.finish(&["sheets", "connections", "folders", "batches"], problems);
+        }
+    } else {
+        problems.error(
+            "dsr.missing_field",
+            "missing field `transformationData` (it holds the sheets, connections and folders)",
+            Span::new(root.span.start as usize, root.span.start as usize),
+            &path,
+        );
+    }
+    top.finish(&["version", "transformationData"], problems);
+    doc
+}
+
+fn each<T>(list: &[Spanned], path: &Path, mut f: impl FnMut(&Spanned, &Path) -> Option<T>) -> Vec<T> {
+    list.iter()
+        .enumerate()
+        .filter_map(|(i, v)| f(v, &path.index(i)))
+        .collect()
+}
+
+fn folder(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Folder> {
+    let mut o = Obj::new(v, path, "a folder", problems)?;
+    let id = o.id("id", text, problems);
+    let folder_path = o.string("path", true, text, problems);
+    let documentation = o.nullable_string("documentation", text, problems);
+    o.finish(&["id", "path", "documentation"], problems);
+    Some(Folder {
+        id: id?,
+        path: folder_path?,
+        documentation,
+        span: v.span,
+    })
+}
+
+fn connection(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Connection> {
+    let mut o = Obj::new(v, path, "a connection", problems)?;
+    let id = o.int("id", true, text, problems);
+    if let Some(id) = &id {
+        if id.v < 0 {
+            problems.error(
+                "dsr.wrong_type",
+                format!("connection number {} is negative; use 0 or more", id.v),
+                id.span,
+                &path.key("id"),
+            );
+        }
+    }
+    let name = o.string("name", true, text, problems);
+    let schema = o.nullable_at_string("schema", text, problems);
+    let kind = o.string("type", true, text, problems);
+    o.finish(&["id", "name", "schema", "type"], problems);
+    Some(Connection {
+        id: id?,
+        name: name?,
+        schema,
+        kind: kind?,
+        span: v.span,
+    })
+}
+
+fn sheet(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Sheet> {
+    let mut o = Obj::new(v, path, "a sheet", problems)?;
+    let id = o.id("id", text, problems);
+    let attributes = match o.get("attributes", problems) {
+        Some(a) => sheet_attributes(a, &path.key("attributes"), text, problems),
+        None => {
+            o.missing("attributes", "a sheet", problems);
+            None
+        }
+    };
+    let nodes = match o.array("nodes", problems) {
+        Some(list) => each(list, &path.key("nodes"), |v, p| node(v, p, text, problems)),
+        None => {
+            if o.has("nodes") {
+                Vec::new()
+            } else {
+                o.missing("nodes", "a sheet", problems);
+                Vec::new()
+            }
+        }
+    };
+    let edges = match o.array("edges", problems) {
+        Some(list) => each(list, &path.key("edges"), |v, p| edge(v, p, text, problems)),
+        None => Vec::new(),
+    };
+    o.finish(&["id", "attributes", "nodes", "edges"], problems);
+    Some(Sheet {
+        id: id?,
+        attributes: attributes?,
+        nodes,
+        edges,
+        span: v.span,
+    })
+}
+
+fn sheet_attributes(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<SheetAttributes> {
+    let mut o = Obj::new(v, path, "sheet attributes", problems)?;
+    let documentation = o.nullable_string("documentation", text, problems);
+    let name = o.string("name", true, text, problems);
+    let order = o.string("order", false, text, problems);
+    let folder_id = o.id("folder_id", text, problems);
+    let folder = o.string("folder", true, text, problems);
+    o.finish(&["documentation", "name", "order", "folder_id", "folder"], problems);
+    Some(SheetAttributes {
+        documentation,
+        name: name?,
+        order,
+        folder_id: folder_id?,
+        folder: folder?,
+        span: v.span,
+    })
+}
+
+/// The attributes of table A.
+pub const ACTION_ATTRIBUTES: &[&str] = &["module", "documentation", "name", "action"];
+/// The attributes of table B.
+pub const OBJECT_ATTRIBUTES: &[&str] = &[
+    "field1",
+    "field2",
+    "field3",
+    "objectTypeId",
+    "connectionId",
+    "dependency",
+];
+
+fn node(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Node> {
+    let mut o = Obj::new(v, path, "a node", problems)?;
+    let id = o.id("id", text, problems);
+    let kind = o.int("type", true, text, problems);
+    let layout = match o.get("layout", problems) {
+        Some(l) => layout(l, &path.key("layout"), text, problems),
+        None => Layout::default(),
+    };
+    let attributes = match (o.get("attributes", problems), &kind) {
+        (None, _) => {
+            o.missing("attributes", "a node", problems);
+            NodeAttributes::Invalid
+        }
+        (Some(_), None) => NodeAttributes::Invalid,
+        (Some(a), Some(k)) => match k.v {
+            NODE_ACTION => action_attributes(a, &path.key("attributes"), text, problems)
+                .map_or(NodeAttributes::Invalid, NodeAttributes::Action),
+            NODE_OBJECT => object_attributes(a, &path.key("attributes"), text, problems)
+                .map_or(NodeAttributes::Invalid, NodeAttributes::Object),
+            other => {
+                problems.error(
+                    "dsr.node_type",
+                    format!("node type {other} is not known: 0 is an action (table A), 1 a source or target object (table B)"),
+                    k.span,
+                    &path.key("type"),
+                );
+                NodeAttributes::Invalid
+            }
+        },
+    };
+    o.finish(&["id", "type", "layout", "attributes"], problems);
+    Some(Node {
+        id: id?,
+        kind: kind?,
+        layout,
+        attributes,
+        span: v.span,
+    })
+}
+
+fn layout(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Layout {
+    let Some(mut o) = Obj::new(v, path, "a layout", problems) else {
+        return Layout::default();
+    };
+    let mut get = |k: &str| o.int(k, false, text, problems).map_or(0, |a| a.v);
+    let l = Layout {
+        x: get("x"),
+        y: get("y"),
+        width: get("width"),
+        height: get("height"),
+    };
+    o.finish(&["x", "y", "width", "height"], problems);
+    l
+}
+
+fn action_attributes(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<ActionAttributes> {
+    let mut o = Obj::new(v, path, "action attributes", problems)?;
+    let module = o.string("module", true, text, problems);
+    let documentation = o.nullable_string("documentation", text, problems);
+    let name = o.string("name", true, text, problems);
+    let action = o.nullable_at_string("action", text, problems);
+    let mut extra = Vec::new();
+    for (i, m) in o.members.iter().enumerate() {
+        if o.used[i] || o.duplicate[i] {
+            continue;
+        }
+        if OBJECT_ATTRIBUTES.contains(&m.key.as_str()) {
+            problems.error(
+                "dsr.attribute_of_other_type",
+                format!(
+                    "`{}` is an attribute of object nodes (type 1); this node has type 0 (an action), whose attributes are module, documentation, name, action and those of its module",
+                    m.key
+                ),
+                m.key_span,
+                &path.key(&m.key),
+            );
+        } else {
+            extra.push((At::new(m.key.clone(), m.key_span), m.value.clone()));
+        }
+        o.used[i] = true;
+    }
+    o.finish(ACTION_ATTRIBUTES, problems);
+    Some(ActionAttributes {
+        module: module?,
+        documentation,
+        name: name?,
+        action,
+        extra,
+    })
+}
+
+fn object_attributes(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<ObjectAttributes> {
+    let mut o = Obj::new(v, path, "object attributes", problems)?;
+    let field1 = o.string("field1", true, text, problems);
+    let field2 = o.nullable_string("field2", text, problems);
+    let field3 = o.nullable_string("field3", text, problems);
+    let object_type_id = o.int("objectTypeId", true, text, problems);
+    let connection_id = o.int("connectionId", true, text, problems);
+    let dependency = o
+        .string("dependency", false, text, problems)
+        .unwrap_or_else(|| At::new("Y".to_owned(), v.span));
+    for (i, m) in o.members.iter().enumerate() {
+        if !o.used[i] && !o.duplicate[i] && ACTION_ATTRIBUTES.contains(&m.key.as_str()) {
+            problems.error(
+                "dsr.attribute_of_other_type",
+                format!(
+                    "`{}` is an attribute of action nodes (type 0); this node has type 1 (an object), whose attributes are {}",
+                    m.key,
+                    OBJECT_ATTRIBUTES.join(", ")
+                ),
+                m.key_span,
+                &path.key(&m.key),
+            );
+            o.used[i] = true;
+        }
+    }
+    o.finish(OBJECT_ATTRIBUTES, problems);
+    Some(ObjectAttributes {
+        field1: field1?,
+        field2,
+        field3,
+        object_type_id: object_type_id?,
+        connection_id: connection_id?,
+        dependency,
+    })
+}
+
+fn edge(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Edge> {
+    let mut o = Obj::new(v, path, "an edge", problems)?;
+    let id = o.id("id", text, problems);
+    let from = o.int("from", true, text, problems);
+    let to = o.int("to", true, text, problems);
+    o.finish(&["id", "from", "to"], problems);
+    Some(Edge {
+        id: id?,
+        from: from?,
+        to: to?,
+        span: v.span,
+    })
+}
+
+/// An object being read: which members were taken, which are duplicates.
+struct Obj<'a> {
+    members: &'a [Member],
+    used: Vec<bool>,
+    duplicate: Vec<bool>,
+    span: Span,
+    path: &'a Path,
+    what: &'static str,
+}
+
+impl<'a> Obj<'a> {
+    fn new(v: &'a Spanned, path: &'a Path, what: &'static str, problems: &mut Problems) -> Option<Self> {
+        let Value::Object(members) = &v.value else {
+            problems.error(
+                "dsr.wrong_type",
+                format!("{what} must be an object, found {}", v.value.kind()),
+                v.span,
+                path,
+            );
+            return None;
+        };
+        let mut duplicate = vec![false; members.len()];
+        for (i, m) in members.iter().enumerate() {
+            if members[..i].iter().any(|p| p.key == m.key) {
+                duplicate[i] = true;
+                problems.error(
+                    "dsr.duplicate_field",
+                    format!("field `{}` is given twice in {what}", m.key),
+                    m.key_span,
+                    &path.key(&m.key),
+                );
+            }
+        }
+        Some(Obj {
+            members,
+            used: vec![false; members.len()],
+            duplicate,
+            span: v.span,
+            path,
+            what,
+        })
+    }
+
+    fn has(&self, key: &str) -> bool {
+        self.members.iter().any(|m| m.key == key)
+    }
+
+    fn get(&mut self, key: &str, _problems: &mut Problems) -> Option<&'a Spanned> {
+        let i = self.members.iter().position(|m| m.key == key)?;
+        self.used[i] = true;
+        Some(&self.members[i].value)
+    }
+
+    fn missing(&self, key: &str, what: &str, problems: &mut Problems) {
+        problems.error(
+            "dsr.missing_field",
+            format!("missing field `{key}` in {what}"),
+            Span::new(self.span.start as usize, self.span.start as usize + 1),
+            &self.path.key(key),
+        );
+    }
+
+    fn wrong(&self, key: &str, expected: &str, found: &Spanned, problems: &mut Problems) {
+        problems.error(
+            "dsr.wrong_type",
+            format!("`{key}` must be {expected}, found {}", found.value.kind()),
+            found.span,
+            &self.path.key(key),
+        );
+    }
+
+    fn int(&mut self, key: &str, required: bool, _text: &str, problems: &mut Problems) -> Option<At<i64>> {
+        let what = self.what;
+        let Some(v) = self.get(key, problems) else {
+            if required {
+                self.missing(key, what, problems);
+            }
+            return None;
+        };
+        match &v.value {
+            Value::Int(i) => Some(At::new(*i, v.span)),
+            _ => {
+                self.wrong(key, "an integer", v, problems);
+                None
+            }
+        }
+    }
+
+    /// A required positive id.
+    fn id(&mut self, key: &str, text: &str, problems: &mut Problems) -> Option<At<i64>> {
+        let id = self.int(key, true, text, problems)?;
+        if id.v <= 0 {
+            problems.error(
+                "dsr.wrong_type",
+                format!("`{key}` must be a positive integer, found {}", id.v),
+                id.span,
+                &self.path.key(key),
+            );
+            return None;
+        }
+        Some(id)
+    }
+
+    /// A string; a quoteless number or literal counts as the text it was written as.
+    fn string(&mut self, key: &str, required: bool, text: &str, problems: &mut Problems) -> Option<At<String>> {
+        let what = self.what;
+        let Some(v) = self.get(key, problems) else {
+            if required {
+                self.missing(key, what, problems);
+            }
+            return None;
+        };
+        match &v.value {
+            Value::String(s) => Some(At::new(s.clone(), v.span)),
+            Value::Int(_) | Value::Float(_) | Value::Bool(_)
+                if !text[v.span.start as usize..].starts_with(['"', '\'']) =>
+            {
+                Some(At::new(
+                    text[v.span.start as usize..v.span.end as usize].to_owned(),
+                    v.span,
+                ))
+            }
+            _ => {
+                self.wrong(key, "a string", v, problems);
+                None
+            }
+        }
+    }
+
+    fn nullable_at_string(&mut self, key: &str, text: &str, problems: &mut Problems) -> Option<At<String>> {
+        let i = self.members.iter().position(|m| m.key == key)?;
+        if self.members[i].value.value == Value::Null {
+            self.used[i] = true;
+            return None;
+        }
+        self.string(key, false, text, problems)
+    }
+
+    fn nullable_string(&mut self, key: &str, text: &str, problems: &mut Problems) -> Option<String> {
+        self.nullable_at_string(key, text, problems).map(|a| a.v)
+    }
+
+    fn array(&mut self, key: &str, problems: &mut Problems) -> Option<&'a [Spanned]> {
+        let v = self.get(key, problems)?;
+        match &v.value {
+            Value::Array(items) => Some(items),
+            _ => {
+                self.wrong(key, "an array", v, problems);
+                None
+            }
+        }
+    }
+
+    /// Reports every member that was not taken as unknown, naming the allowed ones.
+    fn finish(self, allowed: &[&str], problems: &mut Problems) {
+        for (i, m) in self.members.iter().enumerate() {
+            if !self.used[i] && !self.duplicate[i] {
+                problems.error(
+                    "dsr.unknown_field",
+                    format!(
+                        "unknown field `{}` in {}; expected one of: {}",
+                        m.key,
+                        self.what,
+                        allowed.join(", ")
+                    ),
+                    m.key_span,
+                    &self.path.key(&m.key),
+                );
+            }
+        }
+    }
+}

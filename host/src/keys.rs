@@ -1,0 +1,410 @@
+//! The key file (`HOME/keyfile`) and `getkey`.
+//!
+//! One entry a line: `KEY|TYPE|URL|USER|PASSWORD|OPTIONS`; `#` starts a comment line; `\|`
+//! and `\\` escape inside fields; OPTIONS is `k=v` pairs separated by `;`. KEY is a
+//! connection number or a name. The file holds secrets, so it must have mode 0600: a file
+//! that group or others can read is refused with a message saying how to fix it. The first
+//! server start writes entry `0` (the repository) and `weft_server` (the service URL).
+//! [`KeyStore`] re-reads the file when it changes on disk.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// The key of the service's own entry.
+pub const SERVER_KEY: &str = "weft_server";
+
+/// A key file error, naming the file and line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file could not be read or written.
+    #[error("key file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Group or others may read the file.
+    #[error(
+        "key file {path} has mode {mode:04o}, so users other than its owner can read the secrets in it; \
+         run `chmod 600 {path}` and try again"
+    )]
+    Permissions {
+        /// The file.
+        path: PathBuf,
+        /// Its mode bits.
+        mode: u32,
+    },
+    /// A line is not `KEY|TYPE|URL|USER|PASSWORD|OPTIONS`.
+    #[error("key file {path}, line {line}: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// Line number, from 1.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// No entry has the key.
+    #[error("key file {path} has no entry `{key}`")]
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// The key asked for.
+        key: String,
+    },
+}
+
+/// A key file result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One entry of the key file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Connection number or name.
+    pub key: String,
+    /// Connection type: `sqlite`, `jdbc`, `http`.
+    pub kind: String,
+    /// URL (a file path for `sqlite`).
+    pub url: String,
+    /// User name.
+    pub user: String,
+    /// Password (never logged or answered).
+    pub password: String,
+    /// `k=v` options in file order.
+    pub options: Vec<(String, String)>,
+}
+
+impl Entry {
+    /// The value of option `name`.
+    pub fn option(&self, name: &str) -> Option<&str> {
+        self.options.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The entry as a key file line.
+    pub fn to_line(&self) -> String {
+        let options: Vec<String> = self.options.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut line = String::new();
+        for (i, field) in [&self.key, &self.kind, &self.url, &self.user, &self.password, &options.join(";")]
+            .into_iter()
+            .enumerate()
+        {
+            if i > 0 {
+                line.push('|');
+            }
+            line.push_str(&escape(field));
+        }
+        line
+    }
+}
+
+fn escape(field: &str) -> String {
+    field.replace('\\', "\\\\").replace('|', "\\|")
+}
+
+/// Splits a line at unescaped `|` and removes the escapes.
+fn split_fields(line: &str) -> Result<Vec<String>, String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(e @ ('\\' | '|')) => fields.last_mut().map_or((), |f| f.push(e)),
+                Some(other) => return Err(format!("`\\{other}` is not an escape; write `\\\\` for a backslash and `\\|` for a bar")),
+                None => return Err("the line ends with a lone backslash".to_owned()),
+            },
+            '|' => fields.push(String::new()),
+            c => fields.last_mut().map_or((), |f| f.push(c)),
+        }
+    }
+    Ok(fields)
+}
+
+/// A parsed key file.
+#[derive(Debug, Clone)]
+pub struct KeyFile {
+    path: PathBuf,
+    lines: Vec<Line>,
+}
+
+#[derive(Debug, Clone)]
+enum Line {
+    Text(String),
+    Entry(Entry),
+}
+
+impl KeyFile {
+    /// The key file of `home`.
+    pub fn path_in(home: &Path) -> PathBuf {
+        home.join("keyfile")
+    }
+
+    /// Reads and checks a key file.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be read, is readable by group or others, or has a bad line.
+    pub fn load(path: &Path) -> Result<Self> {
+        check_mode(path)?;
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    fn parse(path: &Path, text: &str) -> Result<Self> {
+        let mut lines = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let trimmed = raw.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                lines.push(Line::Text(raw.to_owned()));
+                continue;
+            }
+            let syntax = |message: String| Error::Syntax {
+                path: path.to_owned(),
+                line: i + 1,
+                message,
+            };
+            let fields = split_fields(trimmed).map_err(syntax)?;
+            if fields.len() != 6 {
+                return Err(syntax(format!(
+                    "an entry has 6 fields KEY|TYPE|URL|USER|PASSWORD|OPTIONS, this one has {}",
+                    fields.len()
+                )));
+            }
+            let mut options = Vec::new();
+            for pair in fields[5].split(';').filter(|p| !p.trim().is_empty()) {
+                let Some((k, v)) = pair.split_once('=') else {
+                    return Err(syntax(format!("option `{pair}` is not `name=value`")));
+                };
+                options.push((k.trim().to_owned(), v.to_owned()));
+            }
+            if fields[0].is_empty() {
+                return Err(syntax("the KEY field is empty".to_owned()));
+            }
+            let mut f = fields.into_iter();
+            let mut next = || f.next().unwrap_or_default();
+            lines.push(Line::Entry(Entry {
+                key: next(),
+                kind: next(),
+                url: next(),
+                user: next(),
+                password: next(),
+                options,
+            }));
+        }
+        Ok(KeyFile {
+            path: path.to_owned(),
+            lines,
+        })
+    }
+
+    /// The entry with `key`.
+    pub fn get(&self, key: &str) -> Option<&Entry> {
+        self.entries().find(|e| e.key == key)
+    }
+
+    /// The entry with `key`, or an error naming the file.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Missing`].
+    pub fn require(&self, key: &str) -> Result<&Entry> {
+        self.get(key).ok_or_else(|| Error::Missing {
+            path: self.path.clone(),
+            key: key.to_owned(),
+        })
+    }
+
+    /// All entries.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.lines.iter().filter_map(|l| match l {
+            Line::Entry(e) => Some(e),
+            Line::Text(_) => None,
+        })
+    }
+
+    /// Every password and token in the file, for redaction.
+    pub fn secrets(&self) -> Vec<String> {
+        self.entries()
+            .flat_map(|e| {
+                std::iter::once(e.password.clone()).chain(
+                    e.options
+                        .iter()
+                        .filter(|(k, _)| matches!(k.as_str(), "token" | "password"))
+                        .map(|(_, v)| v.clone()),
+                )
+            })
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
+    /// Adds or replaces the entry with `entry.key`.
+    pub fn set(&mut self, entry: Entry) {
+        for l in &mut self.lines {
+            if let Line::Entry(e) = l {
+                if e.key == entry.key {
+                    *e = entry;
+                    return;
+                }
+            }
+        }
+        self.lines.push(Line::Entry(entry));
+    }
+
+    /// Writes the file atomically with mode 0600 (temporary file, then rename).
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be written.
+    pub fn save(&self) -> Result<()> {
+        let mut text = String::new();
+        for l in &self.lines {
+            match l {
+                Line::Text(t) => text.push_str(t),
+                Line::Entry(e) => text.push_str(&e.to_line()),
+            }
+            text.push('\n');
+        }
+        write_private(&self.path, &text)
+    }
+
+    /// Reads the key file of `home`, creating it with the two first entries when it does not
+    /// exist, and makes entry `weft_server` name `server_url` (keeping its options).
+    ///
+    /// # Errors
+    ///
+    /// As [`KeyFile::load`] and [`KeyFile::save`].
+    pub fn init(home: &Path, repository: &Path, server_url: &str) -> Result<Self> {
+        let path = Self::path_in(home);
+        let mut kf = if path.exists() {
+            Self::load(&path)?
+        } else {
+            let mut text = String::from("# weft key file: KEY|TYPE|URL|USER|PASSWORD|OPTIONS (mode 0600)\n");
+            let _ = writeln!(text, "0|sqlite|{}|||", escape(&repository.display().to_string()));
+            let _ = writeln!(text, "{SERVER_KEY}|http|{}|||", escape(server_url));
+            write_private(&path, &text)?;
+            return Self::parse(&path, &text);
+        };
+        let changed = match kf.get(SERVER_KEY) {
+            Some(e) if e.url == server_url => false,
+            Some(e) => {
+                let mut e = e.clone();
+                e.url = server_url.to_owned();
+                kf.set(e);
+                true
+            }
+            None => {
+                kf.set(Entry {
+                    key: SERVER_KEY.to_owned(),
+                    kind: "http".to_owned(),
+                    url: server_url.to_owned(),
+                    user: String::new(),
+                    password: String::new(),
+                    options: Vec::new(),
+                });
+                true
+            }
+        };
+        if changed {
+            kf.save()?;
+        }
+        Ok(kf)
+    }
+}
+
+#[cfg(unix)]
+fn check_mode(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(Error::Permissions {
+            path: path.to_owned(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_mode(_path: &Path) -> Result<()> {
+    Ok(())
+}
+
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let tmp = path.with_extension("tmp");
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut f = options.open(&tmp).map_err(io)?;
+    f.write_all(text.as_bytes()).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// A key file that is re-read when it changes on disk.
+#[derive(Debug)]
+pub struct KeyStore {
+    path: PathBuf,
+    cached: Mutex<(Option<SystemTime>, Option<KeyFile>)>,
+}
+
+impl KeyStore {
+    /// A store for the file at `path`, primed with `initial`.
+    pub fn new(path: PathBuf, initial: KeyFile) -> Self {
+        let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        KeyStore {
+            path,
+            cached: Mutex::new((mtime, Some(initial))),
+        }
+    }
+
+    /// The current key file, re-read if its modification time changed.
+    ///
+    /// # Errors
+    ///
+    /// When the changed file cannot be read or is refused.
+    pub fn current(&self) -> Result<KeyFile> {
+        let mtime = std::fs::metadata(&self.path).and_then(|m| m.modified()).ok();
+        let mut cached = self.cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cached.0 != mtime || cached.1.is_none() {
+            let kf = KeyFile::load(&self.path)?;
+            *cached = (mtime, Some(kf));
+        }
+        match &cached.1 {
+            Some(kf) => Ok(kf.clone()),
+            None => KeyFile::load(&self.path),
+        }
+    }
+}
+
+/// A fresh random token (32 hex digits) for non-loopback listening.
+///
+/// # Errors
+///
+/// When the system has no randomness to give.
+pub fn new_token() -> std::io::Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,20 @@
+//! weft: a server for data transformations.
+//!
+//! It keeps a repository of worksheets, connections and folders, deploys them from `.dsr`
+//! files through one HTTP endpoint or a script, validates them before it accepts them, and
+//! (in later versions) runs them as batches through plugins. This crate is the host: the
+//! `weft` binary and the library behind it.
+//!
+//! Data flows one way: a request goes `api` -> `deploy` -> `dsr` (read) -> `validate` ->
+//! `repo` (write). `api` never touches SQL, `repo` never knows HTTP. See
+//! `docs/ARCHITECTURE.md` for the whole picture.
+
+pub mod api;
+pub mod client;
+pub mod deploy;
+pub mod dsr;
+pub mod keys;
+pub mod repo;
+pub mod server;
+pub mod settings;
+pub mod validate;

@@ -1,0 +1,188 @@
+//! The `weft` command: the server (`weft serve`), the schema upgrade (`weft schema`, behind
+//! `bin/deploySchema.sh`), the deploy client (`weft deploy`, behind `bin/deploySheet.sh`) and
+//! `weft getkey` (behind `bin/getkey`). Run `weft --help` for the list.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use weft::client;
+use weft::keys::{self, KeyFile};
+use weft::repo::{self, migrations};
+use weft::settings::{self, Environment};
+
+/// weft: a server for data transformations.
+#[derive(Debug, Parser)]
+#[command(name = "weft", version, about, long_about = None)]
+struct Cli {
+    /// The data directory (repository, key file, settings); default $WEFT_HOME, else ./weft-home.
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start the server (initialises a fresh home on first start).
+    Serve {
+        /// Address to listen on; port 0 picks a free port.
+        #[arg(long, default_value = weft::server::DEFAULT_LISTEN, value_name = "HOST:PORT")]
+        listen: String,
+        /// development, test or production (overrides weft.toml and WEFT_ENVIRONMENT).
+        #[arg(long, value_name = "ENV")]
+        environment: Option<Environment>,
+    },
+    /// Bring the repository schema to the current version (what deploySchema.sh runs).
+    Schema {
+        /// Only print the repository's schema version and this program's; change nothing.
+        #[arg(long)]
+        status: bool,
+    },
+    /// Deploy a .dsr file to the service (what deploySheet.sh runs).
+    Deploy {
+        /// The service endpoint; default the URL of key file entry weft_server.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// Only test the deployment (deploy option dryRun=true).
+        #[arg(long)]
+        test: bool,
+        /// Print the effective URL, options and file.
+        #[arg(long)]
+        verbose: bool,
+        /// Deploy options as a JSON object: {"validate": "true", "dryRun": "false", "intoFolder": 12}.
+        #[arg(long, value_name = "JSON")]
+        option: Option<String>,
+        /// The .dsr file; default standard input.
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
+    /// Print a field of a key file entry (default its URL).
+    Getkey {
+        /// The entry's key: a connection number or a name such as weft_server.
+        name: String,
+        /// Which field to print.
+        #[arg(long, value_enum, default_value_t = Field::Url)]
+        field: Field,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Field {
+    Url,
+    Type,
+    User,
+    Password,
+    Options,
+    Token,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let home = settings::home_dir(cli.home.as_deref());
+    match cli.command {
+        Command::Serve { listen, environment } => {
+            init_logging();
+            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("weft: cannot start the async runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let opts = weft::server::Options { home, listen, environment };
+            match runtime.block_on(weft::server::run(opts)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!(message = "Server failed to start.", error = %e);
+                    eprintln!("weft: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Schema { status } => schema(&home, status),
+        Command::Deploy { url, test, verbose, option, file } => {
+            let args = client::DeployArgs { url, test, verbose, option, file, home };
+            ExitCode::from(client::deploy(&args) as u8)
+        }
+        Command::Getkey { name, field } => getkey(&home, &name, field),
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+fn schema(home: &std::path::Path, status: bool) -> ExitCode {
+    let path = home.join("repository.db");
+    if status {
+        if !path.exists() {
+            println!("{}: no repository yet; this weft writes schema version {}", path.display(), migrations::latest());
+            return ExitCode::SUCCESS;
+        }
+        return match repo::connect(&path).and_then(|c| migrations::version(&c)) {
+            Ok(v) => {
+                println!("{}: schema version {v}; this weft writes version {}", path.display(), migrations::latest());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("weft schema: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if let Err(e) = weft::server::prepare_home(home) {
+        eprintln!("weft schema: {e}");
+        return ExitCode::FAILURE;
+    }
+    let result = repo::connect(&path).and_then(|mut c| migrations::to_latest(&mut c));
+    match result {
+        Ok(u) if u.from == u.to => {
+            println!("{}: schema already at version {}", path.display(), u.to);
+            ExitCode::SUCCESS
+        }
+        Ok(u) => {
+            println!("{}: schema upgraded from version {} to {}", path.display(), u.from, u.to);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("weft schema: {}: {e}", path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn getkey(home: &std::path::Path, name: &str, field: Field) -> ExitCode {
+    let path = KeyFile::path_in(home);
+    if !path.exists() {
+        eprintln!(
+            "getkey: the key file {} does not exist; start the server once (weft serve) to create it, or set --home / WEFT_HOME",
+            path.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let entry = KeyFile::load(&path).and_then(|kf| kf.require(name).cloned());
+    match entry {
+        Ok(e) => {
+            let value = match field {
+                Field::Url => e.url.clone(),
+                Field::Type => e.kind.clone(),
+                Field::User => e.user.clone(),
+                Field::Password => e.password.clone(),
+                Field::Options => e.options.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";"),
+                Field::Token => e.option("token").unwrap_or_default().to_owned(),
+            };
+            println!("{value}");
+            ExitCode::SUCCESS
+        }
+        Err(e @ keys::Error::Missing { .. }) => {
+            eprintln!("getkey: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("getkey: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The repository schema and its migrations (what `weft schema` and `bin/deploySchema.sh`
+//! run, and the server runs on start).
+//!
+//! The schema version is `PRAGMA user_version`; [`MIGRATIONS`] lists, in order, the SQL
+//! that brings a repository from version `n` to `n + 1`. A repository of any earlier version
+//! is brought to the latest in one transaction: a failing step leaves it as it was. A
+//! released migration is never edited: a change is a new entry at the end, together with a
+//! fixture of the previous version in `tests/fixtures/` that a test upgrades.
+
+use super::{Error, Result};
+use rusqlite::{Connection, TransactionBehavior};
+
+/// One schema step.
+#[derive(Debug)]
+pub struct Migration {
+    /// What it adds, for `weft schema` to print.
+    pub summary: &'static str,
+    /// The SQL, run as one batch.
+    pub sql: &'static str,
+}
+
+/// Every migration, oldest first; entry `i` leads to version `i + 1`.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        summary: "folders, connections, sheets with their nodes and edges",
+        sql: "
+CREATE TABLE folders (
+    id            INTEGER PRIMARY KEY,
+    path          TEXT NOT NULL UNIQUE,
+    documentation TEXT,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+);
+CREATE TABLE connections (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    schema_name TEXT,
+    type        TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE TABLE sheets (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL,
+    order_key     TEXT NOT NULL,
+    folder_id     INTEGER NOT NULL REFERENCES folders(id),
+    documentation TEXT,
+    definition    TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+);
+CREATE INDEX sheets_folder ON sheets(folder_id);
+CREATE TABLE nodes (
+    id             INTEGER PRIMARY KEY,
+    sheet_id       INTEGER NOT NULL REFERENCES sheets(id) ON DELETE CASCADE,
+    type           INTEGER NOT NULL,
+    x              INTEGER NOT NULL,
+    y              INTEGER NOT NULL,
+    width          INTEGER NOT NULL,
+    height         INTEGER NOT NULL,
+    module         TEXT,
+    name           TEXT,
+    documentation  TEXT,
+    action         TEXT,
+    attributes     TEXT,
+    field1         TEXT,
+    field2         TEXT,
+    field3         TEXT,
+    object_type_id INTEGER,
+    connection_id  INTEGER,
+    dependency     TEXT
+);
+CREATE INDEX nodes_sheet ON nodes(sheet_id);
+CREATE TABLE edges (
+    id        INTEGER PRIMARY KEY,
+    sheet_id  INTEGER NOT NULL REFERENCES sheets(id) ON DELETE CASCADE,
+    from_node INTEGER NOT NULL,
+    to_node   INTEGER NOT NULL
+);
+CREATE INDEX edges_sheet ON edges(sheet_id);
+",
+    },
+    Migration {
+        summary: "deploy history: one row for every real change of a folder, connection or sheet",
+        sql: "
+CREATE TABLE deploy_history (
+    id          INTEGER PRIMARY KEY,
+    deployed_at TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    object_id   INTEGER NOT NULL,
+    change      TEXT NOT NULL,
+    definition  TEXT
+);
+CREATE INDEX deploy_history_object ON deploy_history(kind, object_id);
+",
+    },
+];
+
+/// The schema version this program writes.
+pub fn latest() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// The schema version of the open repository (0 for an empty file).
+///
+/// # Errors
+///
+/// When the pragma cannot be read.
+pub fn version(conn: &Connection) -> Result<i64> {
+    conn.pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| Error::with_sql(e, "PRAGMA user_version"))
+}
+
+/// What an upgrade did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Upgrade {
+    /// Version before.
+    pub from: i64,
+    /// Version after.
+    pub to: i64,
+}
+
+/// Brings the repository to the latest schema version in one transaction.
+///
+/// # Errors
+///
+/// [`Error::TooNew`] when the file is newer than this program (nothing is changed), or
+/// [`Error::Migration`] when a step fails (nothing is changed).
+pub fn to_latest(conn: &mut Connection) -> Result<Upgrade> {
+    to_version(conn, latest())
+}
+
+/// Brings the repository to schema version `target` (at most the latest). Tests use it to
+/// make fixtures of earlier versions.
+///
+/// # Errors
+///
+/// As [`to_latest`]; also when `target` is below the file's version.
+pub fn to_version(conn: &mut Connection, target: i64) -> Result<Upgrade> {
+    let latest = latest();
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
+    let from = version(&tx)?;
+    if from > latest || from > target {
+        return Err(Error::TooNew {
+            found: from,
+            latest: target.min(latest),
+        });
+    }
+    for (i, m) in MIGRATIONS.iter().enumerate().take(target.min(latest) as usize).skip(from as usize) {
+        let to = i as i64 + 1;
+        tx.execute_batch(m.sql).map_err(|source| Error::Migration { version: to, source })?;
+        tx.pragma_update(None, "user_version", to)
+            .map_err(|source| Error::Migration { version: to, source })?;
+    }
+    let to = version(&tx)?;
+    tx.commit().map_err(|e| Error::with_sql(e, "COMMIT"))?;
+    Ok(Upgrade { from, to })
+}

@@ -1,0 +1,179 @@
+//! The repository: one SQLite file (`HOME/repository.db`) in WAL mode, its versioned schema
+//! ([`migrations`]), the writes of a deploy ([`Writer`]) and a full logical [`dump`].
+//!
+//! Every connection gets `synchronous=NORMAL`, a busy timeout and foreign keys. Writes go
+//! through one writer connection behind a mutex, each in a `BEGIN IMMEDIATE` transaction, so
+//! that concurrent deploys neither fail with `SQLITE_BUSY` nor interleave. A write that is
+//! not committed changes nothing: a rejected deploy or a dry run rolls back.
+//! This module knows nothing of HTTP; callers bring a parsed and validated document.
+
+pub mod dump;
+pub mod migrations;
+mod writer;
+
+pub use dump::dump;
+pub use writer::{Change, ChangeKind, IdTable, Writer};
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// A repository error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The database file could not be opened or prepared.
+    #[error("cannot open the repository {path}: {source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// A statement failed.
+    #[error("repository statement failed: {source}{}", sql_suffix(.sql))]
+    Sql {
+        /// The statement, where known.
+        sql: String,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The file's schema is newer than this program's.
+    #[error(
+        "the repository schema is at version {found}, newer than this weft knows (version {latest}); \
+         it was written by a newer weft: run that version, or restore a backup of the repository \
+         (a downgrade is not possible)"
+    )]
+    TooNew {
+        /// The file's schema version.
+        found: i64,
+        /// This program's latest version.
+        latest: i64,
+    },
+    /// A migration failed; nothing of the upgrade was applied.
+    #[error("upgrading the repository schema to version {version} failed, nothing was changed: {source}")]
+    Migration {
+        /// The version the failing migration leads to.
+        version: i64,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// Stored content could not be read back.
+    #[error("the repository holds content that cannot be read: {0}")]
+    Corrupt(String),
+}
+
+fn sql_suffix(sql: &str) -> String {
+    if sql.is_empty() {
+        String::new()
+    } else {
+        format!(" (in `{sql}`)")
+    }
+}
+
+impl Error {
+    /// Attaches the statement that failed.
+    pub fn with_sql(source: rusqlite::Error, sql: &str) -> Self {
+        Error::Sql {
+            sql: sql.to_owned(),
+            source,
+        }
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(source: rusqlite::Error) -> Self {
+        Error::Sql {
+            sql: String::new(),
+            source,
+        }
+    }
+}
+
+/// A repository result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The current UTC time as the repository stores it: `YYYY-MM-DD HH:MM:SS`.
+pub fn now_utc() -> String {
+    chrono::Utc::now().format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+/// Opens a connection to the repository file with the settings every connection needs.
+///
+/// # Errors
+///
+/// [`Error::Open`] when the file cannot be opened or configured.
+pub fn connect(path: &Path) -> Result<Connection> {
+    let open = |e| Error::Open {
+        path: path.to_owned(),
+        source: e,
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(open)?;
+    conn.busy_timeout(Duration::from_secs(10)).map_err(open)?;
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(open)?;
+    conn.pragma_update(None, "synchronous", "NORMAL").map_err(open)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(open)?;
+    Ok(conn)
+}
+
+/// The repository of a running server.
+#[derive(Debug)]
+pub struct Repository {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+}
+
+impl Repository {
+    /// Opens (creating if needed) the repository at `path` and brings its schema to the
+    /// current version.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be opened, or its schema is newer than this program's, or a
+    /// migration fails.
+    pub fn open(path: &Path) -> Result<Self> {
+        let mut conn = connect(path)?;
+        migrations::to_latest(&mut conn)?;
+        Ok(Repository {
+            path: path.to_owned(),
+            writer: Mutex::new(conn),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection. The
+    /// transaction commits when `f` returns `Ok((value, true))` and rolls back otherwise, so a
+    /// rejected or dry-run deploy changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// A repository error from `f`, or from beginning or committing the transaction.
+    pub fn write<R>(&self, f: impl FnOnce(&Writer<'_>) -> Result<(R, bool)>) -> Result<R> {
+        // A panic while holding the lock cannot leave a half-done transaction behind (the
+        // transaction rolls back when dropped), so a poisoned lock is safe to take over.
+        let mut conn = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
+        let writer = Writer::new(&tx);
+        let (value, commit) = f(&writer)?;
+        if commit {
+            tx.commit().map_err(|e| Error::with_sql(e, "COMMIT"))?;
+        } else {
+            tx.rollback().map_err(|e| Error::with_sql(e, "ROLLBACK"))?;
+        }
+        Ok(value)
+    }
+}
+
+#[cfg(test)]
+mod tests;

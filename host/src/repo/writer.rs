@@ -1,0 +1,328 @@
+//! The writes of a deploy, inside one transaction: folders, connections and sheets are
+//! created, updated or found unchanged; a sheet's nodes and edges are replaced by the new
+//! version's, and what it lacks is deleted. Nothing is written for an unchanged object, so
+//! an identical redeploy leaves the file byte-identical.
+
+use super::{Error, Result, now_utc};
+use crate::dsr::model::{Connection, Folder, NodeAttributes, Sheet};
+use crate::validate::Facts;
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde::Serialize;
+
+/// What happened to one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    /// It did not exist.
+    Created,
+    /// It existed and differed.
+    Updated,
+    /// It existed and was identical.
+    Unchanged,
+    /// A redeploy of its sheet no longer holds it.
+    Deleted,
+}
+
+/// One object a deploy touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// `folder`, `connection`, `sheet`, `node`, `edge`.
+    pub kind: &'static str,
+    /// Its id.
+    pub id: i64,
+    /// What happened.
+    #[serde(skip)]
+    pub change: ChangeKind,
+    /// For nodes and edges: the sheet.
+    #[serde(rename = "sheetId", skip_serializing_if = "Option::is_none")]
+    pub sheet_id: Option<i64>,
+}
+
+/// Writes inside one transaction; see [`super::Repository::write`].
+pub struct Writer<'t> {
+    tx: &'t Transaction<'t>,
+}
+
+impl<'t> Writer<'t> {
+    pub(super) fn new(tx: &'t Transaction<'t>) -> Self {
+        Writer { tx }
+    }
+
+    fn one<T: rusqlite::types::FromSql>(&self, sql: &str, id: impl rusqlite::ToSql) -> Result<Option<T>> {
+        let mut st = self.tx.prepare_cached(sql).map_err(|e| Error::with_sql(e, sql))?;
+        st.query_row([id], |r| r.get(0))
+            .optional()
+            .map_err(|e| Error::with_sql(e, sql))
+    }
+
+    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize> {
+        let mut st = self.tx.prepare_cached(sql).map_err(|e| Error::with_sql(e, sql))?;
+        st.execute(params).map_err(|e| Error::with_sql(e, sql))
+    }
+
+    fn history(&self, kind: &str, id: i64, change: ChangeKind, definition: Option<&str>) -> Result<()> {
+        let change = match change {
+            ChangeKind::Created => "created",
+            ChangeKind::Updated => "updated",
+            ChangeKind::Deleted => "deleted",
+            ChangeKind::Unchanged => return Ok(()),
+        };
+        self.exec(
+            "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![now_utc(), kind, id, change, definition],
+        )?;
+        Ok(())
+    }
+
+    /// The largest id in use for `kind` (`sheets`, `nodes`, `edges`), 0 when none.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn max_id(&self, table: IdTable) -> Result<i64> {
+        let sql = match table {
+            IdTable::Sheets => "SELECT COALESCE(MAX(id), 0) FROM sheets",
+            IdTable::Nodes => "SELECT COALESCE(MAX(id), 0) FROM nodes",
+            IdTable::Edges => "SELECT COALESCE(MAX(id), 0) FROM edges",
+        };
+        let mut st = self.tx.prepare_cached(sql).map_err(|e| Error::with_sql(e, sql))?;
+        st.query_row([], |r| r.get(0)).map_err(|e| Error::with_sql(e, sql))
+    }
+
+    /// Creates or updates a folder.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn folder(&self, f: &Folder) -> Result<Change> {
+        let sql = "SELECT path, documentation FROM folders WHERE id = ?1";
+        let mut st = self.tx.prepare_cached(sql).map_err(|e| Error::with_sql(e, sql))?;
+        let old: Option<(String, Option<String>)> = st
+            .query_row([f.id.v], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .map_err(|e| Error::with_sql(e, sql))?;
+        let definition = serde_json::to_string(f).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let change = match old {
+            Some((path, doc)) if path == f.path.v && doc == f.documentation => ChangeKind::Unchanged,
+            Some(_) => {
+                self.exec(
+                    "UPDATE folders SET path = ?2, documentation = ?3, updated_at = ?4 WHERE id = ?1",
+                    params![f.id.v, f.path.v, f.documentation, now_utc()],
+                )?;
+                ChangeKind::Updated
+            }
+            None => {
+                let now = now_utc();
+                self.exec(
+                    "INSERT INTO folders (id, path, documentation, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)",
+                    params![f.id.v, f.path.v, f.documentation, now],
+                )?;
+                ChangeKind::Created
+            }
+        };
+        self.history("folder", f.id.v, change, Some(&definition))?;
+        Ok(Change {
+            kind: "folder",
+            id: f.id.v,
+            change,
+            sheet_id: None,
+        })
+    }
+
+    /// Creates or updates a connection.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn connection(&self, c: &Connection) -> Result<Change> {
+        let sql = "SELECT name, schema_name, type FROM connections WHERE id = ?1";
+        let mut st = self.tx.prepare_cached(sql).map_err(|e| Error::with_sql(e, sql))?;
+        let old: Option<(String, Option<String>, String)> = st
+            .query_row([c.id.v], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()
+            .map_err(|e| Error::with_sql(e, sql))?;
+        let schema = c.schema.as_ref().map(|s| s.v.clone());
+        let definition = serde_json::to_string(c).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let change = match old {
+            Some((name, s, kind)) if name == c.name.v && s == schema && kind == c.kind.v => ChangeKind::Unchanged,
+            Some(_) => {
+                self.exec(
+                    "UPDATE connections SET name = ?2, schema_name = ?3, type = ?4, updated_at = ?5 WHERE id = ?1",
+                    params![c.id.v, c.name.v, schema, c.kind.v, now_utc()],
+                )?;
+                ChangeKind::Updated
+            }
+            None => {
+                self.exec(
+                    "INSERT INTO connections (id, name, schema_name, type, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                    params![c.id.v, c.name.v, schema, c.kind.v, now_utc()],
+                )?;
+                ChangeKind::Created
+            }
+        };
+        self.history("connection", c.id.v, change, Some(&definition))?;
+        Ok(Change {
+            kind: "connection",
+            id: c.id.v,
+            change,
+            sheet_id: None,
+        })
+    }
+
+    /// Creates or replaces a sheet with its nodes and edges. Returns the sheet's change
+    /// first, then every node and edge the new version no longer holds (deleted).
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn sheet(&self, s: &Sheet) -> Result<Vec<Change>> {
+        let definition = serde_json::to_string(s).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let old: Option<String> = self.one("SELECT definition FROM sheets WHERE id = ?1", s.id.v)?;
+        let a = &s.attributes;
+        let now = now_utc();
+        let mut changes = Vec::new();
+        let change = match old {
+            Some(d) if d == definition => ChangeKind::Unchanged,
+            Some(_) => {
+                self.exec(
+                    "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7 WHERE id = ?1",
+                    params![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now],
+                )?;
+                changes.extend(self.delete_missing(s)?);
+                ChangeKind::Updated
+            }
+            None => {
+                self.exec(
+                    "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+                    params![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now],
+                )?;
+                ChangeKind::Created
+            }
+        };
+        if change != ChangeKind::Unchanged {
+            self.write_nodes_and_edges(s)?;
+        }
+        self.history("sheet", s.id.v, change, Some(&definition))?;
+        changes.insert(
+            0,
+            Change {
+                kind: "sheet",
+                id: s.id.v,
+                change,
+                sheet_id: None,
+            },
+        );
+        Ok(changes)
+    }
+
+    fn delete_missing(&self, s: &Sheet) -> Result<Vec<Change>> {
+        let mut deleted = Vec::new();
+        for (table, kind, ids) in [
+            ("nodes", "node", s.nodes.iter().map(|n| n.id.v).collect::<Vec<_>>()),
+            ("edges", "edge", s.edges.iter().map(|e| e.id.v).collect::<Vec<_>>()),
+        ] {
+            let sql = format!("SELECT id FROM {table} WHERE sheet_id = ?1 ORDER BY id");
+            let mut st = self.tx.prepare_cached(&sql).map_err(|e| Error::with_sql(e, &sql))?;
+            let existing: Vec<i64> = st
+                .query_map([s.id.v], |r| r.get(0))
+                .and_then(|rows| rows.collect())
+                .map_err(|e| Error::with_sql(e, &sql))?;
+            let del = format!("DELETE FROM {table} WHERE id = ?1");
+            for id in existing.into_iter().filter(|id| !ids.contains(id)) {
+                self.exec(&del, [id])?;
+                deleted.push(Change {
+                    kind,
+                    id,
+                    change: ChangeKind::Deleted,
+                    sheet_id: Some(s.id.v),
+                });
+            }
+        }
+        Ok(deleted)
+    }
+
+    fn write_nodes_and_edges(&self, s: &Sheet) -> Result<()> {
+        for n in &s.nodes {
+            let l = n.layout;
+            let (mut module, mut name, mut documentation, mut action, mut attributes) = (None, None, None, None, None);
+            let (mut field1, mut field2, mut field3, mut object_type_id, mut connection_id, mut dependency) =
+                (None, None, None, None, None, None);
+            match &n.attributes {
+                NodeAttributes::Action(a) => {
+                    module = Some(a.module.v.as_str());
+                    name = Some(a.name.v.as_str());
+                    documentation = a.documentation.as_deref();
+                    action = a.action.as_ref().map(|x| x.v.as_str());
+                    if !a.extra.is_empty() {
+                        let map: serde_json::Map<String, serde_json::Value> =
+                            a.extra.iter().map(|(k, v)| (k.v.clone(), v.value.to_json())).collect();
+                        attributes = Some(serde_json::Value::Object(map).to_string());
+                    }
+                }
+                NodeAttributes::Object(o) => {
+                    field1 = Some(o.field1.v.as_str());
+                    field2 = o.field2.as_deref();
+                    field3 = o.field3.as_deref();
+                    object_type_id = Some(o.object_type_id.v);
+                    connection_id = Some(o.connection_id.v);
+                    dependency = Some(o.dependency.v.as_str());
+                }
+                NodeAttributes::Invalid => {}
+            }
+            self.exec(
+                "INSERT INTO nodes (id, sheet_id, type, x, y, width, height, module, name, documentation, action, attributes, field1, field2, field3, object_type_id, connection_id, dependency)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                 ON CONFLICT(id) DO UPDATE SET sheet_id = excluded.sheet_id, type = excluded.type, x = excluded.x, y = excluded.y,
+                   width = excluded.width, height = excluded.height, module = excluded.module, name = excluded.name,
+                   documentation = excluded.documentation, action = excluded.action, attributes = excluded.attributes,
+                   field1 = excluded.field1, field2 = excluded.field2, field3 = excluded.field3,
+                   object_type_id = excluded.object_type_id, connection_id = excluded.connection_id, dependency = excluded.dependency",
+                params![
+                    n.id.v, s.id.v, n.kind.v, l.x, l.y, l.width, l.height, module, name, documentation, action, attributes,
+                    field1, field2, field3, object_type_id, connection_id, dependency
+                ],
+            )?;
+        }
+        for e in &s.edges {
+            self.exec(
+                "INSERT INTO edges (id, sheet_id, from_node, to_node) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(id) DO UPDATE SET sheet_id = excluded.sheet_id, from_node = excluded.from_node, to_node = excluded.to_node",
+                params![e.id.v, s.id.v, e.from.v, e.to.v],
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The tables whose ids an `intoFolder` copy allocates afresh.
+#[derive(Debug, Clone, Copy)]
+pub enum IdTable {
+    /// Sheet ids.
+    Sheets,
+    /// Node ids.
+    Nodes,
+    /// Edge ids.
+    Edges,
+}
+
+impl Facts for Writer<'_> {
+    fn folder_path(&self, id: i64) -> Result<Option<String>> {
+        self.one("SELECT path FROM folders WHERE id = ?1", id)
+    }
+
+    fn folder_at(&self, path: &str) -> Result<Option<i64>> {
+        self.one("SELECT id FROM folders WHERE path = ?1", path)
+    }
+
+    fn node_sheet(&self, id: i64) -> Result<Option<i64>> {
+        self.one("SELECT sheet_id FROM nodes WHERE id = ?1", id)
+    }
+
+    fn edge_sheet(&self, id: i64) -> Result<Option<i64>> {
+        self.one("SELECT sheet_id FROM edges WHERE id = ?1", id)
+    }
+
+    fn connection_exists(&self, id: i64) -> Result<bool> {
+        Ok(self.one::<i64>("SELECT 1 FROM connections WHERE id = ?1", id)?.is_some())
+    }
+}

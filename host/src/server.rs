@@ -1,0 +1,160 @@
+//! `weft serve`: prepares HOME (folders, repository, key file), listens, and serves the
+//! endpoint until SIGINT or SIGTERM.
+
+use crate::api::{self, AppState};
+use crate::keys::{self, KeyFile, KeyStore};
+use crate::repo::{self, Repository};
+use crate::settings::{self, Environment, Settings};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The default listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:17491";
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// HOME could not be prepared.
+    #[error("cannot prepare the home directory {path}: {source}")]
+    Home {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Settings are wrong.
+    #[error(transparent)]
+    Settings(#[from] settings::Error),
+    /// The repository could not be opened or upgraded.
+    #[error(transparent)]
+    Repo(#[from] repo::Error),
+    /// The key file is wrong.
+    #[error(transparent)]
+    Keys(#[from] keys::Error),
+    /// The listen address is not usable.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Serving failed.
+    #[error("the server stopped with an error: {0}")]
+    Serve(std::io::Error),
+}
+
+/// What `weft serve` was asked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// HOME.
+    pub home: PathBuf,
+    /// `HOST:PORT`; port 0 picks a free port (printed on start).
+    pub listen: String,
+    /// `--environment`, overriding the settings.
+    pub environment: Option<Environment>,
+}
+
+/// Creates HOME and its folders if missing.
+///
+/// # Errors
+///
+/// When a folder cannot be created.
+pub fn prepare_home(home: &Path) -> Result<(), Error> {
+    for dir in [home.to_path_buf(), home.join("logs"), home.join("plugins")] {
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Home { path: dir.clone(), source })?;
+    }
+    Ok(())
+}
+
+/// The URL of the endpoint for a listening address (loopback for an unspecified address).
+pub fn service_url(addr: SocketAddr) -> String {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_owned(),
+        ip if ip.is_unspecified() => "[::1]".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        std::net::IpAddr::V4(ip) => ip.to_string(),
+    };
+    format!("http://{host}:{}{}", addr.port(), api::SERVICE_PATH)
+}
+
+/// Runs the server until a shutdown signal.
+///
+/// # Errors
+///
+/// When HOME, the settings, the repository, the key file or the address is not usable.
+pub async fn run(opts: Options) -> Result<(), Error> {
+    prepare_home(&opts.home)?;
+    let mut settings = Settings::load(&opts.home)?;
+    if let Some(env) = opts.environment {
+        settings.environment = env;
+    }
+    let repo_path = opts.home.join("repository.db");
+    let repo = tokio::task::spawn_blocking(move || Repository::open(&repo_path))
+        .await
+        .map_err(|e| Error::Serve(std::io::Error::other(e)))??;
+    let listener = tokio::net::TcpListener::bind(&opts.listen)
+        .await
+        .map_err(|source| Error::Listen { addr: opts.listen.clone(), source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| Error::Listen { addr: opts.listen.clone(), source })?;
+    let url = service_url(addr);
+    let mut keyfile = KeyFile::init(&opts.home, repo.path(), &url)?;
+    let require_token = !addr.ip().is_loopback();
+    if require_token {
+        let entry = keyfile.require(keys::SERVER_KEY)?.clone();
+        if entry.option("token").is_none_or(str::is_empty) {
+            let mut entry = entry;
+            let token = keys::new_token().map_err(|source| Error::Home { path: opts.home.clone(), source })?;
+            entry.options.retain(|(k, _)| k != "token");
+            entry.options.push(("token".to_owned(), token));
+            keyfile.set(entry);
+            keyfile.save()?;
+            tracing::warn!(
+                message = "Listening beyond loopback: every request needs a bearer token; a new one was written to the key file.",
+                keyfile = %KeyFile::path_in(&opts.home).display()
+            );
+        }
+    }
+    let keys = Arc::new(KeyStore::new(KeyFile::path_in(&opts.home), keyfile));
+    let state = Arc::new(AppState::new(Arc::new(repo), settings.clone(), Some(keys), require_token));
+    tracing::info!(
+        message = "Server started.",
+        url = %url,
+        home = %opts.home.display(),
+        environment = %settings.environment,
+        version = env!("CARGO_PKG_VERSION")
+    );
+    // One line on standard output for scripts and tests that start the server on port 0.
+    println!("weft listening on {url}");
+    axum::serve(listener, api::app(state))
+        .with_graceful_shutdown(shutdown())
+        .await
+        .map_err(Error::Serve)?;
+    tracing::info!(message = "Server stopped.");
+    Ok(())
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

@@ -1,0 +1,189 @@
+//! Settings and the two places of DESIGN.md section 1.
+//!
+//! HOME (data) is `--home DIR`, else `$WEFT_HOME`, else `weft-home` in the current directory.
+//! Settings come from `HOME/weft.toml`, overridden by `WEFT_*` environment variables,
+//! overridden by command-line flags. Unknown keys in `weft.toml` are errors, so a typo does
+//! not silently leave a default in force.
+
+use serde::Deserialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// The kind of installation; `intoFolder` and other development helpers need `development`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Environment {
+    /// A developer's repository (the default).
+    #[default]
+    Development,
+    /// A test installation.
+    Test,
+    /// Production.
+    Production,
+}
+
+impl fmt::Display for Environment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Environment::Development => "development",
+            Environment::Test => "test",
+            Environment::Production => "production",
+        })
+    }
+}
+
+impl FromStr for Environment {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "development" => Ok(Environment::Development),
+            "test" => Ok(Environment::Test),
+            "production" => Ok(Environment::Production),
+            other => Err(format!("`{other}` is not an environment; use development, test or production")),
+        }
+    }
+}
+
+/// The default request body limit: 8 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// The settings in force.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    /// development, test or production.
+    pub environment: Environment,
+    /// The service time zone (IANA name); used by the scheduler of a later issue.
+    pub timezone: Option<String>,
+    /// How many actions run at once; default the number of cores.
+    pub max_parallel_actions: Option<usize>,
+    /// Where the JVM is, for the JDBC bridge of a later issue.
+    pub java_home: Option<PathBuf>,
+    /// The largest request body the endpoint accepts, in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            environment: Environment::Development,
+            timezone: None,
+            max_parallel_actions: None,
+            java_home: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
+/// A settings error, naming the file or variable.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `weft.toml` could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `weft.toml` is not valid.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What the TOML reader said (with line and column).
+        message: String,
+    },
+    /// An environment variable has a bad value.
+    #[error("environment variable {name}: {message}")]
+    Env {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Settings {
+    /// Loads `HOME/weft.toml` (if present), then applies `WEFT_*` environment variables.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be read or parsed, or a variable has a bad value.
+    pub fn load(home: &Path) -> Result<Self, Error> {
+        let path = home.join("weft.toml");
+        let mut s = match std::fs::read_to_string(&path) {
+            Ok(text) => toml::from_str::<Settings>(&text).map_err(|e| Error::Parse {
+                path: path.clone(),
+                message: e.to_string(),
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Settings::default(),
+            Err(source) => return Err(Error::Read { path, source }),
+        };
+        if let Some(v) = var("WEFT_ENVIRONMENT") {
+            s.environment = v.parse().map_err(|message| Error::Env {
+                name: "WEFT_ENVIRONMENT",
+                message,
+            })?;
+        }
+        if let Some(v) = var("WEFT_TIMEZONE") {
+            s.timezone = Some(v);
+        }
+        if let Some(v) = var("WEFT_MAX_PARALLEL_ACTIONS") {
+            s.max_parallel_actions = Some(v.parse().map_err(|_| Error::Env {
+                name: "WEFT_MAX_PARALLEL_ACTIONS",
+                message: format!("`{v}` is not a whole number"),
+            })?);
+        }
+        if let Some(v) = var("WEFT_JAVA_HOME") {
+            s.java_home = Some(PathBuf::from(v));
+        }
+        if let Some(v) = var("WEFT_MAX_BODY_BYTES") {
+            s.max_body_bytes = v.parse().map_err(|_| Error::Env {
+                name: "WEFT_MAX_BODY_BYTES",
+                message: format!("`{v}` is not a whole number of bytes"),
+            })?;
+        }
+        Ok(s)
+    }
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// HOME: `flag`, else `$WEFT_HOME`, else `weft-home` in the current directory; made absolute.
+pub fn home_dir(flag: Option<&Path>) -> PathBuf {
+    let dir = flag
+        .map(Path::to_path_buf)
+        .or_else(|| var("WEFT_HOME").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("weft-home"));
+    std::path::absolute(&dir).unwrap_or(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_weft_toml_and_refuses_unknown_keys() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(Settings::load(dir.path()).expect("defaults"), Settings::default());
+        std::fs::write(dir.path().join("weft.toml"), "environment = \"production\"\nmax_body_bytes = 1024\n").expect("write");
+        let s = Settings::load(dir.path()).expect("loads");
+        assert_eq!(s.environment, Environment::Production);
+        assert_eq!(s.max_body_bytes, 1024);
+        std::fs::write(dir.path().join("weft.toml"), "enviroment = \"production\"\n").expect("write");
+        let e = Settings::load(dir.path()).expect_err("typo");
+        let msg = e.to_string();
+        assert!(msg.contains("weft.toml") && msg.contains("enviroment"), "{msg}");
+    }
+
+    #[test]
+    fn environment_names() {
+        assert_eq!("Production".parse::<Environment>(), Ok(Environment::Production));
+        assert!("prod".parse::<Environment>().is_err());
+    }
+}
