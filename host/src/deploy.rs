@@ -95,7 +95,9 @@ pub fn deploy(repo: &Repository, content: &str, opts: Options, env: Environment)
         problems.into_sorted().iter().map(|p| p.detail(&index)).collect()
     };
     let (doc, mut problems) = dsr::parse(content);
-    let Some(mut doc) = doc.filter(|_| !problems.has_errors()) else {
+    // Validation also runs after reading problems, so that one answer lists them all, unless
+    // an object could not be read at all: rules would then judge a sheet with parts missing.
+    let Some(mut doc) = doc.filter(|d| d.complete || !problems.has_errors()) else {
         return Err(Error::Invalid(details(problems)));
     };
     for s in &mut doc.sheets {

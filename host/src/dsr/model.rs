@@ -44,6 +44,9 @@ pub struct Document {
     pub sheets: Vec<Sheet>,
     /// Where `transformationData.batches` stands, if present (batches come in a later version).
     pub batches: Option<Span>,
+    /// False when an object could not be read (a required field missing or mistyped) and is
+    /// absent from the model, so that graph rules would judge an incomplete sheet.
+    pub complete: bool,
 }
 
 /// A transformation directory.

@@ -9,9 +9,13 @@ use super::value::{Member, Path, Span, Spanned, Value};
 /// Reads a document from its value tree. `text` is the source the spans point into.
 /// Problems are added to `problems`; the returned model holds whatever could be read.
 pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document {
-    let mut doc = Document::default();
+    let mut doc = Document {
+        complete: true,
+        ..Document::default()
+    };
     let path = Path::root();
     let Some(mut top) = Obj::new(root, &path, "the document", problems) else {
+        doc.complete = false;
         return doc;
     };
     doc.version = top.int("version", true, text, problems);
@@ -31,16 +35,26 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
     if let Some(td) = top.get("transformationData", problems) {
         let td_path = path.key("transformationData");
         if let Some(mut td_obj) = Obj::new(td, &td_path, "transformationData", problems) {
+            let mut complete = true;
             if let Some(list) = td_obj.array("folders", problems) {
-                doc.folders = each(list, &td_path.key("folders"), |v, p| folder(v, p, text, problems));
+                doc.folders = each(list, &td_path.key("folders"), &mut complete, |v, p| {
+                    folder(v, p, text, problems)
+                });
             }
             if let Some(list) = td_obj.array("connections", problems) {
-                doc.connections =
-                    each(list, &td_path.key("connections"), |v, p| connection(v, p, text, problems));
+                doc.connections = each(list, &td_path.key("connections"), &mut complete, |v, p| {
+                    connection(v, p, text, problems)
+                });
             }
+            let mut inner = true;
             if let Some(list) = td_obj.array("sheets", problems) {
-                doc.sheets = each(list, &td_path.key("sheets"), |v, p| sheet(v, p, text, problems));
+                doc.sheets = each(list, &td_path.key("sheets"), &mut complete, |v, p| {
+                    sheet(v, p, text, problems, &mut inner)
+                });
             }
+            doc.complete = complete && inner && doc.sheets.iter().all(|s| {
+                s.nodes.iter().all(|n| !matches!(n.attributes, NodeAttributes::Invalid))
+            });
             if let Some(b) = td_obj.get("batches", problems) {
                 doc.batches = Some(b.span);
                 problems.error(
@@ -64,11 +78,22 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
     doc
 }
 
-fn each<T>(list: &[Spanned], path: &Path, mut f: impl FnMut(&Spanned, &Path) -> Option<T>) -> Vec<T> {
-    list.iter()
+/// Reads each element; clears `complete` when one cannot be read.
+fn each<T>(
+    list: &[Spanned],
+    path: &Path,
+    complete: &mut bool,
+    mut f: impl FnMut(&Spanned, &Path) -> Option<T>,
+) -> Vec<T> {
+    let read: Vec<T> = list
+        .iter()
         .enumerate()
         .filter_map(|(i, v)| f(v, &path.index(i)))
-        .collect()
+        .collect();
+    if read.len() != list.len() {
+        *complete = false;
+    }
+    read
 }
 
 fn folder(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Folder> {
@@ -111,7 +136,7 @@ fn connection(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> 
     })
 }
 
-fn sheet(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Sheet> {
+fn sheet(v: &Spanned, path: &Path, text: &str, problems: &mut Problems, complete: &mut bool) -> Option<Sheet> {
     let mut o = Obj::new(v, path, "a sheet", problems)?;
     let id = o.id("id", text, problems);
     let attributes = match o.get("attributes", problems) {
@@ -122,7 +147,7 @@ fn sheet(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
         }
     };
     let nodes = match o.array("nodes", problems) {
-        Some(list) => each(list, &path.key("nodes"), |v, p| node(v, p, text, problems)),
+        Some(list) => each(list, &path.key("nodes"), complete, |v, p| node(v, p, text, problems)),
         None => {
             if o.has("nodes") {
                 Vec::new()
@@ -133,7 +158,7 @@ fn sheet(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
         }
     };
     let edges = match o.array("edges", problems) {
-        Some(list) => each(list, &path.key("edges"), |v, p| edge(v, p, text, problems)),
+        Some(list) => each(list, &path.key("edges"), complete, |v, p| edge(v, p, text, problems)),
         None => Vec::new(),
     };
     o.finish(&["id", "attributes", "nodes", "edges"], problems);

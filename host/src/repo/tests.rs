@@ -1,1 +1,118 @@
-//! Tests.
+//! Tests of the repository schema: upgrades from every earlier version, idempotence, the
+//! refusal to downgrade, and a snapshot that shows any edit of a released migration.
+
+use super::*;
+use std::path::PathBuf;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
+}
+
+/// Inserts sample rows that fit schema version 1.
+fn sample_v1(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "INSERT INTO folders VALUES (10, '/sales', 'Sales', '2026-01-01 00:00:00', '2026-01-01 00:00:00');
+         INSERT INTO connections VALUES (1, 'sales', 'main', 'sqlite', '2026-01-01 00:00:00', '2026-01-01 00:00:00');
+         INSERT INTO sheets VALUES (100, 'load customers', 'LOAD CUSTOMERS', 10, NULL, '{}', '2026-01-01 00:00:00', '2026-01-01 00:00:00');
+         INSERT INTO nodes (id, sheet_id, type, x, y, width, height, module, name) VALUES (102, 100, 0, 0, 0, 0, 0, 'Upsert', 'upsert customers');
+         INSERT INTO edges VALUES (104, 100, 101, 102);",
+    )
+    .expect("sample rows");
+}
+
+/// Writes `tests/fixtures/repository-v1.db`. Run once when version 2 was added; a fixture,
+/// like a released migration, is never regenerated.
+#[test]
+#[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
+fn make_fixture_v1() {
+    let path = fixtures().join("repository-v1.db");
+    let _ = std::fs::remove_file(&path);
+    let mut conn = connect(&path).expect("create");
+    migrations::to_version(&mut conn, 1).expect("v1");
+    sample_v1(&conn);
+}
+
+#[test]
+fn upgrades_every_earlier_version_and_keeps_the_data() {
+    // Version 0: an empty file.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").expect("empty file");
+    let mut conn = connect(&empty).expect("open");
+    assert_eq!(migrations::to_latest(&mut conn).expect("upgrade"), migrations::Upgrade { from: 0, to: migrations::latest() });
+    // Every stored fixture of an earlier version.
+    for v in 1..migrations::latest() {
+        let fixture = fixtures().join(format!("repository-v{v}.db"));
+        assert!(fixture.is_file(), "missing fixture {} for schema version {v}", fixture.display());
+        let copy = dir.path().join(format!("v{v}.db"));
+        std::fs::copy(&fixture, &copy).expect("copy fixture");
+        let mut conn = connect(&copy).expect("open fixture");
+        assert_eq!(migrations::version(&conn).expect("version"), v);
+        let up = migrations::to_latest(&mut conn).expect("upgrade fixture");
+        assert_eq!(up, migrations::Upgrade { from: v, to: migrations::latest() });
+        let path: String = conn.query_row("SELECT path FROM folders WHERE id = 10", [], |r| r.get(0)).expect("folder kept");
+        assert_eq!(path, "/sales");
+        let node: String = conn.query_row("SELECT module FROM nodes WHERE id = 102", [], |r| r.get(0)).expect("node kept");
+        assert_eq!(node, "Upsert");
+        let history: i64 = conn.query_row("SELECT COUNT(*) FROM deploy_history", [], |r| r.get(0)).expect("v2 table");
+        assert_eq!(history, 0);
+        // Idempotent: a second run changes nothing.
+        let before = dump(&conn).expect("dump");
+        let again = migrations::to_latest(&mut conn).expect("again");
+        assert_eq!(again.from, again.to);
+        assert_eq!(before, dump(&conn).expect("dump"));
+    }
+}
+
+#[test]
+fn refuses_to_downgrade_and_changes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("repository.db");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_latest(&mut conn).expect("upgrade");
+    let future = migrations::latest() + 5;
+    conn.pragma_update(None, "user_version", future).expect("set version");
+    let before = dump(&conn).expect("dump");
+    let e = migrations::to_latest(&mut conn).expect_err("too new");
+    let msg = e.to_string();
+    assert!(msg.contains(&format!("version {future}")) && msg.contains("newer"), "{msg}");
+    assert!(msg.contains("downgrade is not possible"), "{msg}");
+    assert_eq!(before, dump(&conn).expect("dump"));
+    drop(conn);
+    assert!(matches!(Repository::open(&path), Err(Error::TooNew { .. })));
+}
+
+#[test]
+fn a_failing_migration_leaves_the_file_as_it_was() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("repository.db");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_version(&mut conn, 1).expect("v1");
+    // A table that migration 2 wants to create already exists: the step fails.
+    conn.execute_batch("CREATE TABLE deploy_history (x)").expect("conflicting table");
+    let before = dump(&conn).expect("dump");
+    let e = migrations::to_latest(&mut conn).expect_err("fails");
+    assert!(e.to_string().contains("version 2"), "{e}");
+    assert_eq!(migrations::version(&conn).expect("version"), 1);
+    assert_eq!(before, dump(&conn).expect("dump"));
+}
+
+#[test]
+fn released_migrations_are_never_edited() {
+    let all: String = migrations::MIGRATIONS
+        .iter()
+        .enumerate()
+        .map(|(i, m)| format!("-- version {}: {}\n{}\n", i + 1, m.summary, m.sql.trim()))
+        .collect();
+    insta::assert_snapshot!(all);
+}
+
+#[test]
+fn connections_use_wal_and_foreign_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conn = connect(&dir.path().join("r.db")).expect("open");
+    let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).expect("mode");
+    assert_eq!(mode, "wal");
+    let fk: i64 = conn.pragma_query_value(None, "foreign_keys", |r| r.get(0)).expect("fk");
+    assert_eq!(fk, 1);
+}
