@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# deploySheet.sh --url URL --test --verbose --option OPTIONS --file FILE
+#
+# Deploys a repository file (.dsr: worksheets, connections, folders) to the weft service.
+#   --url URL        service endpoint; default: the URL of key file entry weft_server (getkey)
+#   --test           only test the deployment (dryRun=true)
+#   --verbose        print the effective URL, options and file
+#   --option JSON    deploy options, e.g. '{"validate": "true", "dryRun": "false", "intoFolder": 12}'
+#   --file FILE      the .dsr file; default: standard input
+# Prints "Deployment without errors" and exits 0 on success. Otherwise prints each problem
+# as FILE:LINE:COLUMN: message and exits 1 (invalid content), 2 (usage), 3 (service not
+# reachable), 4 (request refused) or 5 (service failure).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/_weft_bin"
+bin=$(weft_find_bin) || exit 2
+exec "$bin" deploy "$@"

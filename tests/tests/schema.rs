@@ -1,0 +1,73 @@
+//! End to end: `bin/deploySchema.sh` upgrades a repository of every earlier schema version,
+//! is idempotent, refuses a newer one; the server upgrades on start.
+
+mod common;
+
+use common::*;
+
+fn fixture(v: i64) -> std::path::PathBuf {
+    root().join(format!("tests/fixtures/repository-v{v}.db"))
+}
+
+#[test]
+fn deploy_schema_upgrades_each_earlier_version_once() {
+    let latest = weft::repo::migrations::latest();
+    for v in 1..latest {
+        let home = tempfile::tempdir().expect("home");
+        std::fs::copy(fixture(v), home.path().join("repository.db")).expect("copy fixture");
+        let o = script(home.path(), "deploySchema.sh", &[], None);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{out}{err}");
+        assert!(out.contains(&format!("upgraded from version {v} to {latest}")), "{out}");
+        let dump = dump(&home.path().join("repository.db"));
+        assert!(dump.contains(&format!("user_version {latest}")));
+        assert!(dump.contains("\"/sales\""), "the data is kept: {dump}");
+        let o = script(home.path(), "deploySchema.sh", &[], None);
+        assert!(text(&o).0.contains(&format!("already at version {latest}")), "{:?}", text(&o));
+        assert_eq!(dump, common::dump(&home.path().join("repository.db")), "a second run changed something");
+    }
+}
+
+#[test]
+fn deploy_schema_creates_a_fresh_repository_and_reports_status() {
+    let home = tempfile::tempdir().expect("home");
+    let o = script(home.path(), "deploySchema.sh", &["--status"], None);
+    assert!(text(&o).0.contains("no repository yet"));
+    let o = script(home.path(), "deploySchema.sh", &[], None);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(text(&o).0.contains("upgraded from version 0"));
+    let o = script(home.path(), "deploySchema.sh", &["--status"], None);
+    assert!(text(&o).0.contains(&format!("schema version {}", weft::repo::migrations::latest())));
+}
+
+#[test]
+fn a_newer_repository_is_refused_by_the_script_and_the_server() {
+    let home = tempfile::tempdir().expect("home");
+    let path = home.path().join("repository.db");
+    let o = script(home.path(), "deploySchema.sh", &[], None);
+    assert_eq!(o.status.code(), Some(0));
+    let conn = weft::repo::connect(&path).expect("open");
+    conn.pragma_update(None, "user_version", 99).expect("set");
+    drop(conn);
+    let before = dump(&path);
+    let o = script(home.path(), "deploySchema.sh", &[], None);
+    assert_ne!(o.status.code(), Some(0));
+    let err = text(&o).1;
+    assert!(err.contains("version 99") && err.contains("downgrade is not possible"), "{err}");
+    let o = std::process::Command::new(weft_bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--home"])
+        .arg(home.path())
+        .output()
+        .expect("serve");
+    assert_ne!(o.status.code(), Some(0));
+    assert!(text(&o).1.contains("version 99"), "{:?}", text(&o));
+    assert_eq!(before, dump(&path));
+}
+
+#[test]
+fn the_server_upgrades_an_old_repository_on_start() {
+    let home = tempfile::tempdir().expect("home");
+    std::fs::copy(fixture(1), home.path().join("repository.db")).expect("copy");
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    assert!(w.dump().contains(&format!("user_version {}", weft::repo::migrations::latest())));
+}
