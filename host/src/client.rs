@@ -48,7 +48,10 @@ pub struct DeployArgs {
 /// Runs `weft deploy`, printing to standard output and error; returns the exit code.
 pub fn deploy(args: &DeployArgs) -> Exit {
     let keyfile = KeyFile::load(&KeyFile::path_in(&args.home));
-    let server_entry = keyfile.as_ref().ok().and_then(|k| k.get(keys::SERVER_KEY).cloned());
+    let server_entry = keyfile
+        .as_ref()
+        .ok()
+        .and_then(|k| k.get(keys::SERVER_KEY).cloned());
     let url = match (&args.url, &server_entry) {
         (Some(u), _) => u.clone(),
         (None, Some(e)) => e.url.clone(),
@@ -66,7 +69,9 @@ pub fn deploy(args: &DeployArgs) -> Exit {
         Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
             Ok(serde_json::Value::Object(m)) => m,
             Ok(other) => {
-                eprintln!("deploySheet: --option must be a JSON object such as {{\"validate\": \"true\"}}, got {other}");
+                eprintln!(
+                    "deploySheet: --option must be a JSON object such as {{\"validate\": \"true\"}}, got {other}"
+                );
                 return Exit::Usage;
             }
             Err(e) => {
@@ -123,8 +128,13 @@ pub fn deploy(args: &DeployArgs) -> Exit {
             } else {
                 "request failed"
             };
-            eprintln!("deploySheet: the service at {url} cannot be reached ({what}): {}", error_chain(&e));
-            eprintln!("deploySheet: is the server running? Start it with `weft serve`, or give --url");
+            eprintln!(
+                "deploySheet: the service at {url} cannot be reached ({what}): {}",
+                error_chain(&e)
+            );
+            eprintln!(
+                "deploySheet: is the server running? Start it with `weft serve`, or give --url"
+            );
             return Exit::Unreachable;
         }
     };
@@ -132,7 +142,9 @@ pub fn deploy(args: &DeployArgs) -> Exit {
     let answer: serde_json::Value = match response.json() {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("deploySheet: the service at {url} answered {status} with a body that is not weft's JSON: {e}");
+            eprintln!(
+                "deploySheet: the service at {url} answered {status} with a body that is not weft's JSON: {e}"
+            );
             return Exit::ServerError;
         }
     };
@@ -149,7 +161,11 @@ pub fn deploy(args: &DeployArgs) -> Exit {
             for kind in ["created", "updated", "unchanged", "deleted"] {
                 let list: Vec<String> = payload[kind]
                     .as_array()
-                    .map(|a| a.iter().map(|c| format!("{} {}", c["kind"].as_str().unwrap_or("?"), c["id"])).collect())
+                    .map(|a| {
+                        a.iter()
+                            .map(|c| format!("{} {}", c["kind"].as_str().unwrap_or("?"), c["id"]))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 if !list.is_empty() {
                     println!("{kind}: {}", list.join(", "));
@@ -167,7 +183,11 @@ pub fn deploy(args: &DeployArgs) -> Exit {
     let list = details(&error["details"]);
     if code == "deploy.invalid" {
         for d in &list {
-            let prefix = if d.severity == crate::dsr::Severity::Warning { "warning: " } else { "" };
+            let prefix = if d.severity == crate::dsr::Severity::Warning {
+                "warning: "
+            } else {
+                ""
+            };
             eprintln!("{}", format_detail(&name, d, prefix));
         }
         eprintln!("deploySheet: {name} was not deployed: {message}");
@@ -177,15 +197,25 @@ pub fn deploy(args: &DeployArgs) -> Exit {
     for d in &list {
         eprintln!("{}", format_detail("request", d, ""));
     }
-    if status.is_server_error() { Exit::ServerError } else { Exit::Refused }
+    if status.is_server_error() {
+        Exit::ServerError
+    } else {
+        Exit::Refused
+    }
 }
 
 fn read_content(file: Option<&Path>) -> Result<(String, String), String> {
     match file {
         Some(p) if p != Path::new("-") => {
-            let bytes = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-            let text = String::from_utf8(bytes)
-                .map_err(|e| format!("{} is not UTF-8 text (invalid byte at offset {})", p.display(), e.utf8_error().valid_up_to()))?;
+            let bytes =
+                std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+            let text = String::from_utf8(bytes).map_err(|e| {
+                format!(
+                    "{} is not UTF-8 text (invalid byte at offset {})",
+                    p.display(),
+                    e.utf8_error().valid_up_to()
+                )
+            })?;
             Ok((p.display().to_string(), text))
         }
         _ => {
@@ -204,7 +234,11 @@ fn details(v: &serde_json::Value) -> Vec<Detail> {
 
 /// `FILE:LINE:COLUMN: message`, or `FILE: message` without a position.
 pub fn format_detail(file: &str, d: &Detail, prefix: &str) -> String {
-    let path = if d.path.is_empty() { String::new() } else { format!(" ({})", d.path) };
+    let path = if d.path.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", d.path)
+    };
     match (d.line, d.column) {
         (Some(l), Some(c)) => format!("{file}:{l}:{c}: {prefix}{}{path} [{}]", d.message, d.code),
         _ => format!("{file}: {prefix}{}{path} [{}]", d.message, d.code),

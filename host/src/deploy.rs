@@ -86,13 +86,22 @@ pub enum Error {
 /// # Errors
 ///
 /// [`Error::Invalid`] with every problem, [`Error::IntoFolderRefused`], or a repository error.
-pub fn deploy(repo: &Repository, content: &str, opts: Options, env: Environment) -> Result<Report, Error> {
+pub fn deploy(
+    repo: &Repository,
+    content: &str,
+    opts: Options,
+    env: Environment,
+) -> Result<Report, Error> {
     if opts.into_folder.is_some() && env != Environment::Development {
         return Err(Error::IntoFolderRefused(env));
     }
     let index = LineIndex::new(content);
     let details = |problems: Problems| -> Vec<Detail> {
-        problems.into_sorted().iter().map(|p| p.detail(&index)).collect()
+        problems
+            .into_sorted()
+            .iter()
+            .map(|p| p.detail(&index))
+            .collect()
     };
     let (doc, mut problems) = dsr::parse(content);
     // Validation also runs after reading problems, so that one answer lists them all, unless
@@ -120,7 +129,10 @@ pub fn deploy(repo: &Repository, content: &str, opts: Options, env: Environment)
                 Ok(map) => Some(map),
                 Err(p) => {
                     problems.push(p);
-                    return Ok((Err(Error::Invalid(details(std::mem::take(&mut problems)))), false));
+                    return Ok((
+                        Err(Error::Invalid(details(std::mem::take(&mut problems)))),
+                        false,
+                    ));
                 }
             },
             None => None,
@@ -131,7 +143,10 @@ pub fn deploy(repo: &Repository, content: &str, opts: Options, env: Environment)
         };
         validate::document(&doc, w, vopts, &mut problems)?;
         if problems.has_errors() {
-            return Ok((Err(Error::Invalid(details(std::mem::take(&mut problems)))), false));
+            return Ok((
+                Err(Error::Invalid(details(std::mem::take(&mut problems)))),
+                false,
+            ));
         }
         let mut report = Report {
             dry_run: opts.dry_run,
@@ -165,18 +180,27 @@ pub fn deploy(repo: &Repository, content: &str, opts: Options, env: Environment)
 }
 
 /// Gives the document's sheets fresh ids and moves them into `folder`.
-fn copy_into(doc: &mut Document, folder: i64, w: &Writer<'_>) -> repo::Result<Result<IdMap, Problem>> {
+fn copy_into(
+    doc: &mut Document,
+    folder: i64,
+    w: &Writer<'_>,
+) -> repo::Result<Result<IdMap, Problem>> {
     let Some(path) = w.folder_path(folder)? else {
         return Ok(Err(Problem {
             severity: Severity::Error,
             code: "deploy.into_folder_missing",
-            message: format!("intoFolder names folder {folder}, which does not exist in the repository"),
+            message: format!(
+                "intoFolder names folder {folder}, which does not exist in the repository"
+            ),
             span: None,
             path: "payload.deployOptions.intoFolder".to_owned(),
         }));
     };
-    let (mut sheet_id, mut node_id, mut edge_id) =
-        (w.max_id(IdTable::Sheets)?, w.max_id(IdTable::Nodes)?, w.max_id(IdTable::Edges)?);
+    let (mut sheet_id, mut node_id, mut edge_id) = (
+        w.max_id(IdTable::Sheets)?,
+        w.max_id(IdTable::Nodes)?,
+        w.max_id(IdTable::Edges)?,
+    );
     let mut map = IdMap::default();
     for s in &mut doc.sheets {
         sheet_id += 1;

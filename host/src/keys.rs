@@ -82,16 +82,30 @@ pub struct Entry {
 impl Entry {
     /// The value of option `name`.
     pub fn option(&self, name: &str) -> Option<&str> {
-        self.options.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.options
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The entry as a key file line.
     pub fn to_line(&self) -> String {
-        let options: Vec<String> = self.options.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let options: Vec<String> = self
+            .options
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         let mut line = String::new();
-        for (i, field) in [&self.key, &self.kind, &self.url, &self.user, &self.password, &options.join(";")]
-            .into_iter()
-            .enumerate()
+        for (i, field) in [
+            &self.key,
+            &self.kind,
+            &self.url,
+            &self.user,
+            &self.password,
+            &options.join(";"),
+        ]
+        .into_iter()
+        .enumerate()
         {
             if i > 0 {
                 line.push('|');
@@ -114,7 +128,11 @@ fn split_fields(line: &str) -> Result<Vec<String>, String> {
         match c {
             '\\' => match chars.next() {
                 Some(e @ ('\\' | '|')) => fields.last_mut().map_or((), |f| f.push(e)),
-                Some(other) => return Err(format!("`\\{other}` is not an escape; write `\\\\` for a backslash and `\\|` for a bar")),
+                Some(other) => {
+                    return Err(format!(
+                        "`\\{other}` is not an escape; write `\\\\` for a backslash and `\\|` for a bar"
+                    ));
+                }
                 None => return Err("the line ends with a lone backslash".to_owned()),
             },
             '|' => fields.push(String::new()),
@@ -247,11 +265,11 @@ impl KeyFile {
     /// Adds or replaces the entry with `entry.key`.
     pub fn set(&mut self, entry: Entry) {
         for l in &mut self.lines {
-            if let Line::Entry(e) = l {
-                if e.key == entry.key {
-                    *e = entry;
-                    return;
-                }
+            if let Line::Entry(e) = l
+                && e.key == entry.key
+            {
+                *e = entry;
+                return;
             }
         }
         self.lines.push(Line::Entry(entry));
@@ -285,8 +303,13 @@ impl KeyFile {
         let mut kf = if path.exists() {
             Self::load(&path)?
         } else {
-            let mut text = String::from("# weft key file: KEY|TYPE|URL|USER|PASSWORD|OPTIONS (mode 0600)\n");
-            let _ = writeln!(text, "0|sqlite|{}|||", escape(&repository.display().to_string()));
+            let mut text =
+                String::from("# weft key file: KEY|TYPE|URL|USER|PASSWORD|OPTIONS (mode 0600)\n");
+            let _ = writeln!(
+                text,
+                "0|sqlite|{}|||",
+                escape(&repository.display().to_string())
+            );
             let _ = writeln!(text, "{SERVER_KEY}|http|{}|||", escape(server_url));
             write_private(&path, &text)?;
             return Self::parse(&path, &text);
@@ -382,8 +405,13 @@ impl KeyStore {
     ///
     /// When the changed file cannot be read or is refused.
     pub fn current(&self) -> Result<KeyFile> {
-        let mtime = std::fs::metadata(&self.path).and_then(|m| m.modified()).ok();
-        let mut cached = self.cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mtime = std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok();
+        let mut cached = self
+            .cached
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if cached.0 != mtime || cached.1.is_none() {
             let kf = KeyFile::load(&self.path)?;
             *cached = (mtime, Some(kf));

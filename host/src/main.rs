@@ -80,16 +80,26 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let home = settings::home_dir(cli.home.as_deref());
     match cli.command {
-        Command::Serve { listen, environment } => {
+        Command::Serve {
+            listen,
+            environment,
+        } => {
             init_logging();
-            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("weft: cannot start the async runtime: {e}");
                     return ExitCode::FAILURE;
                 }
             };
-            let opts = weft::server::Options { home, listen, environment };
+            let opts = weft::server::Options {
+                home,
+                listen,
+                environment,
+            };
             match runtime.block_on(weft::server::run(opts)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -100,8 +110,21 @@ fn main() -> ExitCode {
             }
         }
         Command::Schema { status } => schema(&home, status),
-        Command::Deploy { url, test, verbose, option, file } => {
-            let args = client::DeployArgs { url, test, verbose, option, file, home };
+        Command::Deploy {
+            url,
+            test,
+            verbose,
+            option,
+            file,
+        } => {
+            let args = client::DeployArgs {
+                url,
+                test,
+                verbose,
+                option,
+                file,
+                home,
+            };
             ExitCode::from(client::deploy(&args) as u8)
         }
         Command::Getkey { name, field } => getkey(&home, &name, field),
@@ -111,19 +134,30 @@ fn main() -> ExitCode {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 fn schema(home: &std::path::Path, status: bool) -> ExitCode {
     let path = home.join("repository.db");
     if status {
         if !path.exists() {
-            println!("{}: no repository yet; this weft writes schema version {}", path.display(), migrations::latest());
+            println!(
+                "{}: no repository yet; this weft writes schema version {}",
+                path.display(),
+                migrations::latest()
+            );
             return ExitCode::SUCCESS;
         }
         return match repo::connect(&path).and_then(|c| migrations::version(&c)) {
             Ok(v) => {
-                println!("{}: schema version {v}; this weft writes version {}", path.display(), migrations::latest());
+                println!(
+                    "{}: schema version {v}; this weft writes version {}",
+                    path.display(),
+                    migrations::latest()
+                );
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -143,7 +177,12 @@ fn schema(home: &std::path::Path, status: bool) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(u) => {
-            println!("{}: schema upgraded from version {} to {}", path.display(), u.from, u.to);
+            println!(
+                "{}: schema upgraded from version {} to {}",
+                path.display(),
+                u.from,
+                u.to
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -170,7 +209,12 @@ fn getkey(home: &std::path::Path, name: &str, field: Field) -> ExitCode {
                 Field::Type => e.kind.clone(),
                 Field::User => e.user.clone(),
                 Field::Password => e.password.clone(),
-                Field::Options => e.options.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";"),
+                Field::Options => e
+                    .options
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(";"),
                 Field::Token => e.option("token").unwrap_or_default().to_owned(),
             };
             println!("{value}");

@@ -64,7 +64,10 @@ pub struct Options {
 /// When a folder cannot be created.
 pub fn prepare_home(home: &Path) -> Result<(), Error> {
     for dir in [home.to_path_buf(), home.join("logs"), home.join("plugins")] {
-        std::fs::create_dir_all(&dir).map_err(|source| Error::Home { path: dir.clone(), source })?;
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Home {
+            path: dir.clone(),
+            source,
+        })?;
     }
     Ok(())
 }
@@ -97,10 +100,14 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         .map_err(|e| Error::Serve(std::io::Error::other(e)))??;
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
-        .map_err(|source| Error::Listen { addr: opts.listen.clone(), source })?;
-    let addr = listener
-        .local_addr()
-        .map_err(|source| Error::Listen { addr: opts.listen.clone(), source })?;
+        .map_err(|source| Error::Listen {
+            addr: opts.listen.clone(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| Error::Listen {
+        addr: opts.listen.clone(),
+        source,
+    })?;
     let url = service_url(addr);
     let mut keyfile = KeyFile::init(&opts.home, repo.path(), &url)?;
     let require_token = !addr.ip().is_loopback();
@@ -108,7 +115,10 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         let entry = keyfile.require(keys::SERVER_KEY)?.clone();
         if entry.option("token").is_none_or(str::is_empty) {
             let mut entry = entry;
-            let token = keys::new_token().map_err(|source| Error::Home { path: opts.home.clone(), source })?;
+            let token = keys::new_token().map_err(|source| Error::Home {
+                path: opts.home.clone(),
+                source,
+            })?;
             entry.options.retain(|(k, _)| k != "token");
             entry.options.push(("token".to_owned(), token));
             keyfile.set(entry);
@@ -120,7 +130,12 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         }
     }
     let keys = Arc::new(KeyStore::new(KeyFile::path_in(&opts.home), keyfile));
-    let state = Arc::new(AppState::new(Arc::new(repo), settings.clone(), Some(keys), require_token));
+    let state = Arc::new(AppState::new(
+        Arc::new(repo),
+        settings.clone(),
+        Some(keys),
+        require_token,
+    ));
     tracing::info!(
         message = "Server started.",
         url = %url,

@@ -40,7 +40,9 @@ impl FromStr for Environment {
             "development" => Ok(Environment::Development),
             "test" => Ok(Environment::Test),
             "production" => Ok(Environment::Production),
-            other => Err(format!("`{other}` is not an environment; use development, test or production")),
+            other => Err(format!(
+                "`{other}` is not an environment; use development, test or production"
+            )),
         }
     }
 }
@@ -170,20 +172,37 @@ mod tests {
     #[test]
     fn reads_weft_toml_and_refuses_unknown_keys() {
         let dir = tempfile::tempdir().expect("tempdir");
-        assert_eq!(Settings::load(dir.path()).expect("defaults"), Settings::default());
-        std::fs::write(dir.path().join("weft.toml"), "environment = \"production\"\nmax_body_bytes = 1024\n").expect("write");
+        assert_eq!(
+            Settings::load(dir.path()).expect("defaults"),
+            Settings::default()
+        );
+        std::fs::write(
+            dir.path().join("weft.toml"),
+            "environment = \"production\"\nmax_body_bytes = 1024\n",
+        )
+        .expect("write");
         let s = Settings::load(dir.path()).expect("loads");
         assert_eq!(s.environment, Environment::Production);
         assert_eq!(s.max_body_bytes, 1024);
-        std::fs::write(dir.path().join("weft.toml"), "enviroment = \"production\"\n").expect("write");
+        std::fs::write(
+            dir.path().join("weft.toml"),
+            "enviroment = \"production\"\n",
+        )
+        .expect("write");
         let e = Settings::load(dir.path()).expect_err("typo");
         let msg = e.to_string();
-        assert!(msg.contains("weft.toml") && msg.contains("enviroment"), "{msg}");
+        assert!(
+            msg.contains("weft.toml") && msg.contains("enviroment"),
+            "{msg}"
+        );
     }
 
     #[test]
     fn environment_names() {
-        assert_eq!("Production".parse::<Environment>(), Ok(Environment::Production));
+        assert_eq!(
+            "Production".parse::<Environment>(),
+            Ok(Environment::Production)
+        );
         assert!("prod".parse::<Environment>().is_err());
     }
 }

@@ -9,10 +9,18 @@ use common::*;
 fn deploy_sheet_script_deploys_the_quickstart() {
     let w = Weft::start();
     for f in ["1-folder.dsr", "2-connection.dsr"] {
-        let o = w.script("deploySheet.sh", &["--file", example(f).to_str().expect("utf8")], None);
+        let o = w.script(
+            "deploySheet.sh",
+            &["--file", example(f).to_str().expect("utf8")],
+            None,
+        );
         let (out, err) = text(&o);
         assert_eq!(o.status.code(), Some(0), "{out}{err}");
-        assert_eq!(out.lines().next(), Some("Deployment without errors"), "{out}");
+        assert_eq!(
+            out.lines().next(),
+            Some("Deployment without errors"),
+            "{out}"
+        );
     }
     // The sheet from standard input, with the URL named explicitly.
     let sheet = std::fs::read_to_string(example("3-sheet.dsr")).expect("example");
@@ -21,7 +29,10 @@ fn deploy_sheet_script_deploys_the_quickstart() {
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(out.starts_with("Deployment without errors"), "{out}");
     let dump = w.dump();
-    assert!(dump.contains("\"load customers\"") && dump.contains("\"/sales\""), "{dump}");
+    assert!(
+        dump.contains("\"load customers\"") && dump.contains("\"/sales\""),
+        "{dump}"
+    );
 }
 
 #[test]
@@ -29,23 +40,55 @@ fn deploy_sheet_test_and_verbose() {
     let w = Weft::start();
     let folder = example("1-folder.dsr");
     let before = w.dump();
-    let o = w.script("deploySheet.sh", &["--test", "--verbose", "--file", folder.to_str().expect("utf8")], None);
+    let o = w.script(
+        "deploySheet.sh",
+        &[
+            "--test",
+            "--verbose",
+            "--file",
+            folder.to_str().expect("utf8"),
+        ],
+        None,
+    );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(out.starts_with("Deployment without errors"), "{out}");
-    assert!(err.contains(&format!("url: {}", w.url)), "--verbose names the URL: {err}");
-    assert!(err.contains("\"dryRun\":true"), "--verbose names the options: {err}");
-    assert!(err.contains(&format!("file: {}", folder.display())), "--verbose names the file: {err}");
+    assert!(
+        err.contains(&format!("url: {}", w.url)),
+        "--verbose names the URL: {err}"
+    );
+    assert!(
+        err.contains("\"dryRun\":true"),
+        "--verbose names the options: {err}"
+    );
+    assert!(
+        err.contains(&format!("file: {}", folder.display())),
+        "--verbose names the file: {err}"
+    );
     assert_eq!(before, w.dump(), "--test changed the repository");
     // --option as JSON, with a string boolean.
     let o = w.script(
         "deploySheet.sh",
-        &["--option", r#"{"dryRun": "true", "validate": true}"#, "--file", folder.to_str().expect("utf8")],
+        &[
+            "--option",
+            r#"{"dryRun": "true", "validate": true}"#,
+            "--file",
+            folder.to_str().expect("utf8"),
+        ],
         None,
     );
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     assert_eq!(before, w.dump(), "dryRun changed the repository");
-    let o = w.script("deploySheet.sh", &["--option", "{not json", "--file", folder.to_str().expect("utf8")], None);
+    let o = w.script(
+        "deploySheet.sh",
+        &[
+            "--option",
+            "{not json",
+            "--file",
+            folder.to_str().expect("utf8"),
+        ],
+        None,
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("--option is not valid JSON"));
 }
@@ -58,13 +101,28 @@ fn deploy_sheet_reports_problems_as_file_line_column() {
     let sheet = std::fs::read_to_string(example("3-sheet.dsr")).expect("example");
     std::fs::write(&bad, sheet.replace("module: Upsert", "module: Upsrt")).expect("write");
     let before = w.dump();
-    let o = w.script("deploySheet.sh", &["--file", bad.to_str().expect("utf8")], None);
+    let o = w.script(
+        "deploySheet.sh",
+        &["--file", bad.to_str().expect("utf8")],
+        None,
+    );
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "invalid content exits 1: {out}{err}");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "invalid content exits 1: {out}{err}"
+    );
     assert!(!out.contains("Deployment without errors"));
     // The folder does not exist yet either: every problem, each with its place.
-    let line = sheet.lines().position(|l| l.contains("module: Upsert")).expect("line") + 1;
-    let expected = format!("{}:{line}:23: module `Upsrt` is not provided by any plugin", bad.display());
+    let line = sheet
+        .lines()
+        .position(|l| l.contains("module: Upsert"))
+        .expect("line")
+        + 1;
+    let expected = format!(
+        "{}:{line}:23: module `Upsrt` is not provided by any plugin",
+        bad.display()
+    );
     assert!(err.contains(&expected), "expected {expected:?} in:\n{err}");
     assert!(err.contains("sheet 100: folder 10 does not exist"), "{err}");
     assert_eq!(before, w.dump());
@@ -75,14 +133,31 @@ fn deploy_sheet_without_a_reachable_service_exits_3() {
     let home = tempfile::tempdir().expect("home");
     let folder = example("1-folder.dsr");
     // A port that nothing listens on: bind, read the port, close.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
     let url = format!("http://127.0.0.1:{port}/weft/service");
-    let o = script(home.path(), "deploySheet.sh", &["--url", &url, "--file", folder.to_str().expect("utf8")], None);
+    let o = script(
+        home.path(),
+        "deploySheet.sh",
+        &["--url", &url, "--file", folder.to_str().expect("utf8")],
+        None,
+    );
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("cannot be reached") && err.contains(&url), "{err}");
+    assert!(
+        err.contains("cannot be reached") && err.contains(&url),
+        "{err}"
+    );
     // Without --url and without a key file: a usage error that says why.
-    let o = script(home.path(), "deploySheet.sh", &["--file", folder.to_str().expect("utf8")], None);
+    let o = script(
+        home.path(),
+        "deploySheet.sh",
+        &["--file", folder.to_str().expect("utf8")],
+        None,
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("keyfile"), "{:?}", text(&o));
 }
@@ -100,7 +175,11 @@ fn getkey_and_the_key_file() {
     assert!(text(&o).1.contains("no entry `nope`"));
     use std::os::unix::fs::PermissionsExt;
     let keyfile = w.home.path().join("keyfile");
-    let mode = std::fs::metadata(&keyfile).expect("keyfile").permissions().mode() & 0o777;
+    let mode = std::fs::metadata(&keyfile)
+        .expect("keyfile")
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(mode, 0o600);
     // A key file others can read is refused, by getkey and by the server.
     let home = w.stop();
@@ -121,11 +200,19 @@ fn getkey_and_the_key_file() {
 fn bad_input_over_http_gets_4xx_and_changes_nothing() {
     let w = Weft::start();
     let folder = std::fs::read_to_string(example("1-folder.dsr")).expect("example");
-    let (st, _) = post(&w.url, serde_json::json!({"command": "DeployRepository", "payload": {"content": folder}}).to_string().into_bytes());
+    let (st, _) = post(
+        &w.url,
+        serde_json::json!({"command": "DeployRepository", "payload": {"content": folder}})
+            .to_string()
+            .into_bytes(),
+    );
     assert_eq!(st, 200);
     let before = w.dump();
     let sheet = std::fs::read_to_string(example("3-sheet.dsr")).expect("example");
-    let deep = sheet.replace("field1: customers", "field1: customers\n              bad key: 2");
+    let deep = sheet.replace(
+        "field1: customers",
+        "field1: customers\n              bad key: 2",
+    );
     let mut invalid_utf8 = br#"{"command": "DeployRepository", "payload": {"content": ""#.to_vec();
     invalid_utf8.extend_from_slice(&[0xff, 0xfe]);
     invalid_utf8.extend_from_slice(br#""}}"#);
@@ -133,14 +220,31 @@ fn bad_input_over_http_gets_4xx_and_changes_nothing() {
         .to_string()
         .into_bytes();
     let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
-        ("truncated JSON", br#"{"command": "DeployRepository", "payload": {"con"#.to_vec(), 400, "request.json"),
-        ("wrong type", br#"{"command": "DeployRepository", "payload": {"content": ["a"]}}"#.to_vec(), 400, "request.envelope"),
-        ("unknown command", br#"{"command": "Frobnicate", "payload": {}}"#.to_vec(), 400, "request.unknown_command"),
+        (
+            "truncated JSON",
+            br#"{"command": "DeployRepository", "payload": {"con"#.to_vec(),
+            400,
+            "request.json",
+        ),
+        (
+            "wrong type",
+            br#"{"command": "DeployRepository", "payload": {"content": ["a"]}}"#.to_vec(),
+            400,
+            "request.envelope",
+        ),
+        (
+            "unknown command",
+            br#"{"command": "Frobnicate", "payload": {}}"#.to_vec(),
+            400,
+            "request.unknown_command",
+        ),
         ("10 MB body", ten_mb, 413, "request.too_large"),
         ("invalid UTF-8", invalid_utf8, 400, "request.encoding"),
         (
             "HJSON syntax error deep in a sheet",
-            serde_json::json!({"command": "DeployRepository", "payload": {"content": deep}}).to_string().into_bytes(),
+            serde_json::json!({"command": "DeployRepository", "payload": {"content": deep}})
+                .to_string()
+                .into_bytes(),
             422,
             "deploy.invalid",
         ),
@@ -151,26 +255,53 @@ fn bad_input_over_http_gets_4xx_and_changes_nothing() {
         assert_eq!(st, status, "{what}: {v}");
         assert_eq!(v["error"]["code"], code, "{what}: {v}");
         assert!(v["requestId"].is_u64(), "{what}: {v}");
-        assert!(!v["error"]["message"].as_str().unwrap_or("").is_empty(), "{what}");
+        assert!(
+            !v["error"]["message"].as_str().unwrap_or("").is_empty(),
+            "{what}"
+        );
         assert_eq!(before, w.dump(), "{what} changed the repository");
     }
     // The HJSON error names its line and column in the content.
-    let body = serde_json::json!({"command": "DeployRepository", "payload": {"content": deep}}).to_string();
+    let body = serde_json::json!({"command": "DeployRepository", "payload": {"content": deep}})
+        .to_string();
     let (_, v) = post(&w.url, body.into_bytes());
     let d = &v["error"]["details"][0];
-    let line = deep.lines().position(|l| l.contains("bad key")).expect("line") as u64 + 1;
+    let line = deep
+        .lines()
+        .position(|l| l.contains("bad key"))
+        .expect("line") as u64
+        + 1;
     assert_eq!(d["code"], "dsr.syntax");
-    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(line), Some(18)), "{v}");
-    assert!(d["message"].as_str().unwrap_or("").contains("whitespace in your key name"), "{v}");
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(line), Some(18)),
+        "{v}"
+    );
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("whitespace in your key name"),
+        "{v}"
+    );
     // The server is still up and well.
-    let (st, _) = post(&w.url, serde_json::json!({"command": "DeployRepository", "payload": {"content": folder}}).to_string().into_bytes());
+    let (st, _) = post(
+        &w.url,
+        serde_json::json!({"command": "DeployRepository", "payload": {"content": folder}})
+            .to_string()
+            .into_bytes(),
+    );
     assert_eq!(st, 200);
 }
 
 #[test]
 fn data_survives_a_restart() {
     let w = Weft::start();
-    let o = w.script("deploySheet.sh", &["--file", example("1-folder.dsr").to_str().expect("utf8")], None);
+    let o = w.script(
+        "deploySheet.sh",
+        &["--file", example("1-folder.dsr").to_str().expect("utf8")],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0));
     let dump = w.dump();
     let home = w.stop();
@@ -179,7 +310,11 @@ fn data_survives_a_restart() {
     // The key file follows the new address.
     let o = w.script("getkey", &["weft_server"], None);
     assert_eq!(text(&o).0.trim(), w.url);
-    let o = w.script("deploySheet.sh", &["--file", example("1-folder.dsr").to_str().expect("utf8")], None);
+    let o = w.script(
+        "deploySheet.sh",
+        &["--file", example("1-folder.dsr").to_str().expect("utf8")],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
 
@@ -189,10 +324,11 @@ fn beyond_loopback_a_token_is_required() {
     // The service URL in the key file is the loopback address of the same port.
     assert!(w.url.starts_with("http://127.0.0.1:"), "{}", w.url);
     let folder = std::fs::read_to_string(example("1-folder.dsr")).expect("example");
-    let body = serde_json::json!({"command": "DeployRepository", "payload": {"content": folder}}).to_string();
+    let body = serde_json::json!({"command": "DeployRepository", "payload": {"content": folder}})
+        .to_string();
     let (st, v) = post(&w.url, body.clone().into_bytes());
     assert_eq!(st, 401, "{v}");
-    assert_eq!(w.dump().contains("/sales"), false);
+    assert!(!w.dump().contains("/sales"));
     let o = w.script("getkey", &["weft_server", "--field", "token"], None);
     let token = text(&o).0.trim().to_owned();
     assert_eq!(token.len(), 32, "a token was written to the key file");
@@ -204,7 +340,14 @@ fn beyond_loopback_a_token_is_required() {
         .expect("request");
     assert_eq!(resp.status().as_u16(), 200);
     // The script takes the token from the key file.
-    let o = w.script("deploySheet.sh", &["--file", example("2-connection.dsr").to_str().expect("utf8")], None);
+    let o = w.script(
+        "deploySheet.sh",
+        &[
+            "--file",
+            example("2-connection.dsr").to_str().expect("utf8"),
+        ],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
 
@@ -212,12 +355,22 @@ fn beyond_loopback_a_token_is_required() {
 fn into_folder_over_http_returns_the_id_map() {
     let w = Weft::start();
     for f in ["1-folder.dsr", "2-connection.dsr", "3-sheet.dsr"] {
-        let o = w.script("deploySheet.sh", &["--file", example(f).to_str().expect("utf8")], None);
+        let o = w.script(
+            "deploySheet.sh",
+            &["--file", example(f).to_str().expect("utf8")],
+            None,
+        );
         assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     }
     let o = w.script(
         "deploySheet.sh",
-        &["--verbose", "--option", r#"{"intoFolder": 10}"#, "--file", example("3-sheet.dsr").to_str().expect("utf8")],
+        &[
+            "--verbose",
+            "--option",
+            r#"{"intoFolder": 10}"#,
+            "--file",
+            example("3-sheet.dsr").to_str().expect("utf8"),
+        ],
         None,
     );
     let (out, err) = text(&o);

@@ -18,13 +18,24 @@ fn deploy_schema_upgrades_each_earlier_version_once() {
         let o = script(home.path(), "deploySchema.sh", &[], None);
         let (out, err) = text(&o);
         assert_eq!(o.status.code(), Some(0), "{out}{err}");
-        assert!(out.contains(&format!("upgraded from version {v} to {latest}")), "{out}");
+        assert!(
+            out.contains(&format!("upgraded from version {v} to {latest}")),
+            "{out}"
+        );
         let dump = dump(&home.path().join("repository.db"));
         assert!(dump.contains(&format!("user_version {latest}")));
         assert!(dump.contains("\"/sales\""), "the data is kept: {dump}");
         let o = script(home.path(), "deploySchema.sh", &[], None);
-        assert!(text(&o).0.contains(&format!("already at version {latest}")), "{:?}", text(&o));
-        assert_eq!(dump, common::dump(&home.path().join("repository.db")), "a second run changed something");
+        assert!(
+            text(&o).0.contains(&format!("already at version {latest}")),
+            "{:?}",
+            text(&o)
+        );
+        assert_eq!(
+            dump,
+            common::dump(&home.path().join("repository.db")),
+            "a second run changed something"
+        );
     }
 }
 
@@ -37,7 +48,10 @@ fn deploy_schema_creates_a_fresh_repository_and_reports_status() {
     assert_eq!(o.status.code(), Some(0));
     assert!(text(&o).0.contains("upgraded from version 0"));
     let o = script(home.path(), "deploySchema.sh", &["--status"], None);
-    assert!(text(&o).0.contains(&format!("schema version {}", weft::repo::migrations::latest())));
+    assert!(text(&o).0.contains(&format!(
+        "schema version {}",
+        weft::repo::migrations::latest()
+    )));
 }
 
 #[test]
@@ -53,7 +67,10 @@ fn a_newer_repository_is_refused_by_the_script_and_the_server() {
     let o = script(home.path(), "deploySchema.sh", &[], None);
     assert_ne!(o.status.code(), Some(0));
     let err = text(&o).1;
-    assert!(err.contains("version 99") && err.contains("downgrade is not possible"), "{err}");
+    assert!(
+        err.contains("version 99") && err.contains("downgrade is not possible"),
+        "{err}"
+    );
     let o = std::process::Command::new(weft_bin())
         .args(["serve", "--listen", "127.0.0.1:0", "--home"])
         .arg(home.path())
@@ -69,5 +86,8 @@ fn the_server_upgrades_an_old_repository_on_start() {
     let home = tempfile::tempdir().expect("home");
     std::fs::copy(fixture(1), home.path().join("repository.db")).expect("copy");
     let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
-    assert!(w.dump().contains(&format!("user_version {}", weft::repo::migrations::latest())));
+    assert!(w.dump().contains(&format!(
+        "user_version {}",
+        weft::repo::migrations::latest()
+    )));
 }

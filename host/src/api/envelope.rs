@@ -29,7 +29,11 @@ pub struct DeployRequest {
 
 fn details(text: &str, problems: Problems) -> Vec<Detail> {
     let index = LineIndex::new(text);
-    problems.into_sorted().iter().map(|p| p.detail(&index)).collect()
+    problems
+        .into_sorted()
+        .iter()
+        .map(|p| p.detail(&index))
+        .collect()
 }
 
 fn members(v: &Spanned) -> &[Member] {
@@ -55,7 +59,10 @@ pub fn read(body: &[u8]) -> Result<Request, ApiError> {
             return Err(ApiError::client(
                 StatusCode::BAD_REQUEST,
                 "request.encoding",
-                format!("the request body is not UTF-8: invalid byte at {pos} (byte offset {})", e.valid_up_to()),
+                format!(
+                    "the request body is not UTF-8: invalid byte at {pos} (byte offset {})",
+                    e.valid_up_to()
+                ),
             )
             .with_details(vec![Detail {
                 severity: crate::dsr::Severity::Error,
@@ -88,7 +95,10 @@ pub fn read(body: &[u8]) -> Result<Request, ApiError> {
     if !matches!(root.value, Value::Object(_)) {
         problems.error(
             "request.envelope",
-            format!("the request must be an object {{command, payload, variableList?}}, found {}", root.value.kind()),
+            format!(
+                "the request must be an object {{command, payload, variableList?}}, found {}",
+                root.value.kind()
+            ),
             root.span,
             &root_path,
         );
@@ -120,9 +130,17 @@ pub fn read(body: &[u8]) -> Result<Request, ApiError> {
         }
     }
     if matches!(root.value, Value::Object(_)) {
-        for (field, missing) in [("command", command.is_none()), ("payload", payload.is_none())] {
+        for (field, missing) in [
+            ("command", command.is_none()),
+            ("payload", payload.is_none()),
+        ] {
             if missing && !members(&root).iter().any(|m| m.key == field) {
-                problems.error("request.envelope", format!("missing field `{field}` in the request"), root.span, &root_path.key(field));
+                problems.error(
+                    "request.envelope",
+                    format!("missing field `{field}` in the request"),
+                    root.span,
+                    &root_path.key(field),
+                );
             }
         }
     }
@@ -138,8 +156,16 @@ pub fn read(body: &[u8]) -> Result<Request, ApiError> {
 
 fn envelope_error(text: &str, problems: Problems) -> ApiError {
     let details = details(text, problems);
-    let first = details.first().map(|d| d.message.clone()).unwrap_or_default();
-    ApiError::client(StatusCode::BAD_REQUEST, "request.envelope", format!("the request is not a valid command: {first}")).with_details(details)
+    let first = details
+        .first()
+        .map(|d| d.message.clone())
+        .unwrap_or_default();
+    ApiError::client(
+        StatusCode::BAD_REQUEST,
+        "request.envelope",
+        format!("the request is not a valid command: {first}"),
+    )
+    .with_details(details)
 }
 
 /// Reads the payload of `DeployRepository`.
@@ -174,7 +200,12 @@ pub fn deploy_request(req: &Request) -> Result<DeployRequest, ApiError> {
         }
     }
     if content.is_none() && !members(&req.payload).iter().any(|m| m.key == "content") {
-        problems.error("request.envelope", "missing field `content` in the DeployRepository payload", req.payload.span, &ppath.key("content"));
+        problems.error(
+            "request.envelope",
+            "missing field `content` in the DeployRepository payload",
+            req.payload.span,
+            &ppath.key("content"),
+        );
     }
     match content {
         Some(content) if !problems.has_errors() => Ok(DeployRequest { content, options }),
@@ -187,7 +218,12 @@ fn read_options(v: &Spanned, path: &Path, options: &mut deploy::Options, problem
         Value::Null => return,
         Value::Object(_) => {}
         other => {
-            problems.error("request.envelope", format!("`deployOptions` must be an object, found {}", other.kind()), v.span, path);
+            problems.error(
+                "request.envelope",
+                format!("`deployOptions` must be an object, found {}", other.kind()),
+                v.span,
+                path,
+            );
             return;
         }
     }
@@ -207,7 +243,9 @@ fn read_options(v: &Spanned, path: &Path, options: &mut deploy::Options, problem
             "intoFolder" => options.into_folder = folder_id(&m.value, &opath, problems),
             other => problems.error(
                 "request.envelope",
-                format!("unknown deploy option `{other}`; the options are validate, dryRun, intoFolder"),
+                format!(
+                    "unknown deploy option `{other}`; the options are validate, dryRun, intoFolder"
+                ),
                 m.key_span,
                 &opath,
             ),
@@ -227,7 +265,14 @@ fn boolean(v: &Spanned, key: &str, path: &Path, problems: &mut Problems) -> Opti
                 Value::String(s) => format!("\"{s}\""),
                 o => o.kind().to_owned(),
             };
-            problems.error("request.envelope", format!("option `{key}` must be true or false (or \"true\"/\"false\"), found {found}"), v.span, path);
+            problems.error(
+                "request.envelope",
+                format!(
+                    "option `{key}` must be true or false (or \"true\"/\"false\"), found {found}"
+                ),
+                v.span,
+                path,
+            );
             None
         }
     }
@@ -245,7 +290,12 @@ fn folder_id(v: &Spanned, path: &Path, problems: &mut Problems) -> Option<i64> {
     match parsed {
         Some(i) if i > 0 => Some(i),
         _ => {
-            problems.error("request.envelope", "option `intoFolder` must be the id of a folder (a positive integer) or null", v.span, path);
+            problems.error(
+                "request.envelope",
+                "option `intoFolder` must be the id of a folder (a positive integer) or null",
+                v.span,
+                path,
+            );
             None
         }
     }

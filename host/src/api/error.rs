@@ -53,7 +53,10 @@ impl ApiError {
         Self::client(
             StatusCode::NOT_FOUND,
             "request.path",
-            format!("no such endpoint; commands are sent as POST to {}", super::SERVICE_PATH),
+            format!(
+                "no such endpoint; commands are sent as POST to {}",
+                super::SERVICE_PATH
+            ),
         )
     }
 
@@ -73,15 +76,24 @@ impl ApiError {
         )
     }
 
-    pub(super) fn body_rejected(r: &axum::extract::rejection::BytesRejection, limit: usize) -> Self {
+    pub(super) fn body_rejected(
+        r: &axum::extract::rejection::BytesRejection,
+        limit: usize,
+    ) -> Self {
         if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
             Self::client(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "request.too_large",
-                format!("the request body is larger than the limit of {limit} bytes (setting max_body_bytes)"),
+                format!(
+                    "the request body is larger than the limit of {limit} bytes (setting max_body_bytes)"
+                ),
             )
         } else {
-            Self::client(StatusCode::BAD_REQUEST, "request.body", format!("the request body could not be read: {}", r.body_text()))
+            Self::client(
+                StatusCode::BAD_REQUEST,
+                "request.body",
+                format!("the request body could not be read: {}", r.body_text()),
+            )
         }
     }
 
@@ -89,14 +101,21 @@ impl ApiError {
         Self::client(
             StatusCode::BAD_REQUEST,
             "request.unknown_command",
-            format!("unknown command `{}`; known commands: {}", req.command, super::COMMANDS.join(", ")),
+            format!(
+                "unknown command `{}`; known commands: {}",
+                req.command,
+                super::COMMANDS.join(", ")
+            ),
         )
     }
 
     pub(super) fn from_deploy(e: deploy::Error) -> Self {
         match e {
             deploy::Error::Invalid(details) => {
-                let errors = details.iter().filter(|d| d.severity == crate::dsr::Severity::Error).count();
+                let errors = details
+                    .iter()
+                    .filter(|d| d.severity == crate::dsr::Severity::Error)
+                    .count();
                 let first = details
                     .iter()
                     .find(|d| d.severity == crate::dsr::Severity::Error)
@@ -108,13 +127,17 @@ impl ApiError {
                 Self::client(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "deploy.invalid",
-                    format!("the content is invalid and was not deployed: {errors} error(s){first}"),
+                    format!(
+                        "the content is invalid and was not deployed: {errors} error(s){first}"
+                    ),
                 )
                 .with_details(details)
             }
-            e @ deploy::Error::IntoFolderRefused(_) => {
-                Self::client(StatusCode::FORBIDDEN, "deploy.into_folder_refused", e.to_string())
-            }
+            e @ deploy::Error::IntoFolderRefused(_) => Self::client(
+                StatusCode::FORBIDDEN,
+                "deploy.into_folder_refused",
+                e.to_string(),
+            ),
             deploy::Error::Repo(e) => Self::internal(e.to_string()),
         }
     }

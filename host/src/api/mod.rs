@@ -51,7 +51,12 @@ pub struct AppState {
 impl AppState {
     /// State for a server. Request ids start from the clock, so they keep growing across
     /// restarts without being stored.
-    pub fn new(repo: Arc<Repository>, settings: Settings, keys: Option<Arc<KeyStore>>, require_token: bool) -> Self {
+    pub fn new(
+        repo: Arc<Repository>,
+        settings: Settings,
+        keys: Option<Arc<KeyStore>>,
+        require_token: bool,
+    ) -> Self {
         let start = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_millis() as u64);
@@ -75,14 +80,31 @@ pub fn app(state: Arc<AppState>) -> Router {
     Router::new()
         .route(
             SERVICE_PATH,
-            post(service).fallback(|| async { ApiError::method_not_allowed().into_response_with(0) }),
+            post(service)
+                .fallback(|| async { ApiError::method_not_allowed().into_response_with(0) }),
         )
         .fallback(|| async { ApiError::not_found().into_response_with(0) })
         .layer(axum::extract::DefaultBodyLimit::max(limit))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
         .with_state(state)
 }
 
-async fn service(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+/// A handler that panicked answers 500 in the error shape; the server goes on.
+fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let what = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic");
+    tracing::error!(message = "Request handler panicked.", error = %what);
+    ApiError::internal(format!("a request handler panicked: {what}")).into_response_with(0)
+}
+
+async fn service(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let id = state.request_id();
     match handle(&state, &headers, body, id).await {
         Ok(payload) => {
@@ -116,7 +138,12 @@ async fn handle(
             let deploy_request = envelope::deploy_request(&request)?;
             let state = Arc::clone(state);
             let result = tokio::task::spawn_blocking(move || {
-                deploy::deploy(&state.repo, &deploy_request.content, deploy_request.options, state.settings.environment)
+                deploy::deploy(
+                    &state.repo,
+                    &deploy_request.content,
+                    deploy_request.options,
+                    state.settings.environment,
+                )
             })
             .await
             .map_err(|e| ApiError::internal(format!("the deploy task failed: {e}")))?;
@@ -144,9 +171,14 @@ fn check_token(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
         .keys
         .as_ref()
         .and_then(|k| k.current().ok())
-        .and_then(|kf| kf.get(crate::keys::SERVER_KEY).and_then(|e| e.option("token").map(str::to_owned)));
+        .and_then(|kf| {
+            kf.get(crate::keys::SERVER_KEY)
+                .and_then(|e| e.option("token").map(str::to_owned))
+        });
     let Some(expected) = expected.filter(|t| !t.is_empty()) else {
-        return Err(ApiError::internal("no token is configured for this server (key file entry weft_server, option token)"));
+        return Err(ApiError::internal(
+            "no token is configured for this server (key file entry weft_server, option token)",
+        ));
     };
     let given = headers
         .get(axum::http::header::AUTHORIZATION)

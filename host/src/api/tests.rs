@@ -25,7 +25,8 @@ impl Server {
     fn with(settings: Settings, require_token: bool) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = Arc::new(Repository::open(&dir.path().join("repository.db")).expect("open"));
-        let kf = KeyFile::init(dir.path(), repo.path(), "http://127.0.0.1:1/weft/service").expect("keys");
+        let kf = KeyFile::init(dir.path(), repo.path(), "http://127.0.0.1:1/weft/service")
+            .expect("keys");
         let mut kf = kf;
         let mut e = kf.require(crate::keys::SERVER_KEY).expect("entry").clone();
         e.options.push(("token".into(), "s3cret".into()));
@@ -36,8 +37,17 @@ impl Server {
         Server { dir, state }
     }
 
-    async fn raw(&self, method: &str, uri: &str, body: Vec<u8>, auth: Option<&str>) -> (StatusCode, serde_json::Value) {
-        let mut req = Request::builder().method(method).uri(uri).header("content-type", "application/json");
+    async fn raw(
+        &self,
+        method: &str,
+        uri: &str,
+        body: Vec<u8>,
+        auth: Option<&str>,
+    ) -> (StatusCode, serde_json::Value) {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", "application/json");
         if let Some(a) = auth {
             req = req.header("authorization", a);
         }
@@ -47,15 +57,21 @@ impl Server {
             .expect("response");
         let status = resp.status();
         let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-        let json = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&bytes)));
+        let json = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&bytes)));
         (status, json)
     }
 
     async fn post(&self, body: &str) -> (StatusCode, serde_json::Value) {
-        self.raw("POST", SERVICE_PATH, body.as_bytes().to_vec(), None).await
+        self.raw("POST", SERVICE_PATH, body.as_bytes().to_vec(), None)
+            .await
     }
 
-    async fn deploy(&self, content: &str, options: serde_json::Value) -> (StatusCode, serde_json::Value) {
+    async fn deploy(
+        &self,
+        content: &str,
+        options: serde_json::Value,
+    ) -> (StatusCode, serde_json::Value) {
         let body = serde_json::json!({"command": "DeployRepository", "payload": {"content": content, "deployOptions": options}});
         self.post(&body.to_string()).await
     }
@@ -69,7 +85,12 @@ impl Server {
 fn assert_error_shape(v: &serde_json::Value, code: &str) {
     assert!(v["requestId"].is_u64(), "requestId missing: {v}");
     assert_eq!(v["error"]["code"], code, "{v}");
-    assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{v}"
+    );
     assert!(v["error"]["details"].is_array(), "{v}");
 }
 
@@ -79,9 +100,18 @@ async fn deploys_and_answers_what_it_did() {
     let (st, v) = s.deploy(FOLDER, serde_json::json!({})).await;
     assert_eq!(st, StatusCode::OK, "{v}");
     assert!(v["requestId"].is_u64());
-    assert_eq!(v["payload"]["created"][0], serde_json::json!({"kind": "folder", "id": 10}));
-    s.deploy(CONNECTION, serde_json::json!({"validate": "true"})).await;
-    let (st, v) = s.deploy(SHEET, serde_json::json!({"validate": true, "dryRun": "false", "intoFolder": null})).await;
+    assert_eq!(
+        v["payload"]["created"][0],
+        serde_json::json!({"kind": "folder", "id": 10})
+    );
+    s.deploy(CONNECTION, serde_json::json!({"validate": "true"}))
+        .await;
+    let (st, v) = s
+        .deploy(
+            SHEET,
+            serde_json::json!({"validate": true, "dryRun": "false", "intoFolder": null}),
+        )
+        .await;
     assert_eq!(st, StatusCode::OK, "{v}");
     assert_eq!(v["payload"]["created"][0]["id"], 100);
     let (_, v) = s.deploy(SHEET, serde_json::json!(null)).await;
@@ -95,22 +125,37 @@ async fn options_as_strings_or_json_values() {
     s.deploy(FOLDER, serde_json::json!({})).await;
     s.deploy(CONNECTION, serde_json::json!({})).await;
     let before = s.dump();
-    for dry in [serde_json::json!("true"), serde_json::json!(true), serde_json::json!("TRUE")] {
+    for dry in [
+        serde_json::json!("true"),
+        serde_json::json!(true),
+        serde_json::json!("TRUE"),
+    ] {
         let (st, v) = s.deploy(SHEET, serde_json::json!({"dryRun": dry})).await;
         assert_eq!(st, StatusCode::OK, "{v}");
         assert_eq!(v["payload"]["dryRun"], true);
     }
     assert_eq!(before, s.dump(), "dry runs changed the repository");
-    let (st, v) = s.deploy(SHEET, serde_json::json!({"intoFolder": "10"})).await;
+    let (st, v) = s
+        .deploy(SHEET, serde_json::json!({"intoFolder": "10"}))
+        .await;
     assert_eq!(st, StatusCode::OK, "{v}");
     assert!(v["payload"]["idMap"]["sheets"]["100"].is_i64());
     let (st, v) = s.deploy(SHEET, serde_json::json!({"dryRun": "yes"})).await;
     assert_eq!(st, StatusCode::BAD_REQUEST);
     assert_error_shape(&v, "request.envelope");
-    assert_eq!(v["error"]["details"][0]["path"], "payload.deployOptions.dryRun");
+    assert_eq!(
+        v["error"]["details"][0]["path"],
+        "payload.deployOptions.dryRun"
+    );
     let (st, v) = s.deploy(SHEET, serde_json::json!({"dryrun": true})).await;
     assert_eq!(st, StatusCode::BAD_REQUEST);
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("unknown deploy option `dryrun`"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("unknown deploy option `dryrun`"),
+        "{v}"
+    );
 }
 
 #[tokio::test]
@@ -119,21 +164,37 @@ async fn client_mistakes_get_4xx_with_a_position_and_change_nothing() {
     s.deploy(FOLDER, serde_json::json!({})).await;
     let before = s.dump();
     // Truncated JSON.
-    let (st, v) = s.post("{\"command\": \"DeployRepository\",\n \"payload\": {\"content\": \"{ver").await;
+    let (st, v) = s
+        .post("{\"command\": \"DeployRepository\",\n \"payload\": {\"content\": \"{ver")
+        .await;
     assert_eq!(st, StatusCode::BAD_REQUEST);
     assert_error_shape(&v, "request.json");
     assert_eq!(v["error"]["details"][0]["line"], 2);
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("truncated"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("truncated"),
+        "{v}"
+    );
     // Unknown command, which lists the known ones.
     let (st, v) = s.post(r#"{"command": "DeploySheet", "payload": {}}"#).await;
     assert_eq!(st, StatusCode::BAD_REQUEST);
     assert_error_shape(&v, "request.unknown_command");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("DeployRepository"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("DeployRepository"),
+        "{v}"
+    );
     // Missing and mistyped fields.
     let (st, v) = s.post(r#"{"command": "DeployRepository"}"#).await;
     assert_eq!(st, StatusCode::BAD_REQUEST);
     assert_eq!(v["error"]["details"][0]["path"], "payload");
-    let (st, v) = s.post(r#"{"command": "DeployRepository", "payload": {"content": 12}}"#).await;
+    let (st, v) = s
+        .post(r#"{"command": "DeployRepository", "payload": {"content": 12}}"#)
+        .await;
     assert_eq!(st, StatusCode::BAD_REQUEST);
     assert_eq!(v["error"]["details"][0]["path"], "payload.content");
     assert_eq!(v["error"]["details"][0]["column"], 56);
@@ -148,10 +209,19 @@ async fn client_mistakes_get_4xx_with_a_position_and_change_nothing() {
     assert_error_shape(&v, "request.encoding");
     assert_eq!(v["error"]["details"][0]["column"], 60);
     // Invalid content: 422 with every problem.
-    let (st, v) = s.deploy(&SHEET.replace("module: Upsert", "module: Nope"), serde_json::json!({})).await;
+    let (st, v) = s
+        .deploy(
+            &SHEET.replace("module: Upsert", "module: Nope"),
+            serde_json::json!({}),
+        )
+        .await;
     assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY);
     assert_error_shape(&v, "deploy.invalid");
-    assert!(v["error"]["details"].as_array().is_some_and(|d| d.iter().any(|x| x["code"] == "node.unknown_module")));
+    assert!(
+        v["error"]["details"]
+            .as_array()
+            .is_some_and(|d| d.iter().any(|x| x["code"] == "node.unknown_module"))
+    );
     // Wrong method and path.
     let (st, v) = s.raw("GET", SERVICE_PATH, Vec::new(), None).await;
     assert_eq!(st, StatusCode::METHOD_NOT_ALLOWED);
@@ -173,7 +243,13 @@ async fn a_body_over_the_limit_gets_413() {
     let (st, v) = s.deploy(&big, serde_json::json!({})).await;
     assert_eq!(st, StatusCode::PAYLOAD_TOO_LARGE);
     assert_error_shape(&v, "request.too_large");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("1024"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("1024"),
+        "{v}"
+    );
 }
 
 #[tokio::test]
@@ -182,28 +258,55 @@ async fn content_encoded_as_spec_4_2_says_is_accepted() {
     let folder = "{\r\n\tversion: 1\r\n\ttransformationData: {\r\n\t\tfolders: [\r\n\t\t\t{ id: 3, path: \"/x\", documentation: \"a \\\\ b \\\"quoted\\\"\tand a tab\" }\r\n\t\t]\r\n\t}\r\n}\r\n";
     // SPEC 4.2: remove carriage returns, double backslashes, escape quotes, line breaks as \n;
     // TABs stay raw inside the JSON string.
-    let encoded = folder.replace('\r', "").replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-    let body = format!("{{\"command\":\"DeployRepository\",\"payload\":{{\"content\":\"{encoded}\",\"deployOptions\":{{\"validate\":\"true\",\"dryRun\":\"false\"}}}}}}");
+    let encoded = folder
+        .replace('\r', "")
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n");
+    let body = format!(
+        "{{\"command\":\"DeployRepository\",\"payload\":{{\"content\":\"{encoded}\",\"deployOptions\":{{\"validate\":\"true\",\"dryRun\":\"false\"}}}}}}"
+    );
     assert!(body.contains('\t'), "the body carries raw TABs");
     let (st, v) = s.post(&body).await;
     assert_eq!(st, StatusCode::OK, "{v}");
     let conn = crate::repo::connect(&s.dir.path().join("repository.db")).expect("connect");
-    let doc: String = conn.query_row("SELECT documentation FROM folders WHERE id = 3", [], |r| r.get(0)).expect("folder");
+    let doc: String = conn
+        .query_row("SELECT documentation FROM folders WHERE id = 3", [], |r| {
+            r.get(0)
+        })
+        .expect("folder");
     assert_eq!(doc, "a \\ b \"quoted\"\tand a tab");
 }
 
 #[tokio::test]
 async fn a_token_is_required_when_asked() {
     let s = Server::with(Settings::default(), true);
-    let body = serde_json::json!({"command": "DeployRepository", "payload": {"content": FOLDER}}).to_string();
-    let (st, v) = s.raw("POST", SERVICE_PATH, body.clone().into_bytes(), None).await;
+    let body = serde_json::json!({"command": "DeployRepository", "payload": {"content": FOLDER}})
+        .to_string();
+    let (st, v) = s
+        .raw("POST", SERVICE_PATH, body.clone().into_bytes(), None)
+        .await;
     assert_eq!(st, StatusCode::UNAUTHORIZED);
     assert_error_shape(&v, "request.unauthorized");
     assert!(!v.to_string().contains("s3cret"), "the token leaked: {v}");
-    let (st, _) = s.raw("POST", SERVICE_PATH, body.clone().into_bytes(), Some("Bearer wrong")).await;
+    let (st, _) = s
+        .raw(
+            "POST",
+            SERVICE_PATH,
+            body.clone().into_bytes(),
+            Some("Bearer wrong"),
+        )
+        .await;
     assert_eq!(st, StatusCode::UNAUTHORIZED);
     assert!(!s.dump().contains("/sales"));
-    let (st, v) = s.raw("POST", SERVICE_PATH, body.into_bytes(), Some("Bearer s3cret")).await;
+    let (st, v) = s
+        .raw(
+            "POST",
+            SERVICE_PATH,
+            body.into_bytes(),
+            Some("Bearer s3cret"),
+        )
+        .await;
     assert_eq!(st, StatusCode::OK, "{v}");
 }
 
@@ -218,5 +321,11 @@ async fn into_folder_is_refused_outside_development() {
     let (st, v) = s.deploy(SHEET, serde_json::json!({"intoFolder": 10})).await;
     assert_eq!(st, StatusCode::FORBIDDEN);
     assert_error_shape(&v, "deploy.into_folder_refused");
-    assert!(v["error"]["message"].as_str().unwrap_or("").contains("production"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("production"),
+        "{v}"
+    );
 }

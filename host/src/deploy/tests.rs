@@ -53,7 +53,11 @@ impl Fixture {
             Ok(r) => panic!("deploy accepted: {r:#?}"),
             Err(e) => panic!("unexpected error: {e}"),
         };
-        assert_eq!(before, self.dump(), "a rejected deploy changed the repository");
+        assert_eq!(
+            before,
+            self.dump(),
+            "a rejected deploy changed the repository"
+        );
         d
     }
 
@@ -64,7 +68,10 @@ impl Fixture {
 }
 
 fn errors(details: &[Detail]) -> Vec<&Detail> {
-    details.iter().filter(|d| d.severity == Severity::Error).collect()
+    details
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .collect()
 }
 
 fn find<'a>(details: &'a [Detail], code: &str) -> &'a Detail {
@@ -76,7 +83,9 @@ fn find<'a>(details: &'a [Detail], code: &str) -> &'a Detail {
 
 /// The position of the first occurrence of `needle` in `text`, as (line, column).
 fn pos_of(text: &str, needle: &str) -> (Option<u32>, Option<u32>) {
-    let offset = text.find(needle).unwrap_or_else(|| panic!("{needle:?} not in text"));
+    let offset = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} not in text"));
     let p = LineIndex::new(text).position(offset as u32);
     (Some(p.line), Some(p.column))
 }
@@ -85,14 +94,24 @@ fn pos_of(text: &str, needle: &str) -> (Option<u32>, Option<u32>) {
 fn deploys_the_quickstart_and_reports_created_then_unchanged() {
     let f = Fixture::with_base();
     let r = f.ok(SHEET);
-    assert_eq!(r.created.iter().map(|c| (c.kind, c.id)).collect::<Vec<_>>(), vec![("sheet", 100)]);
+    assert_eq!(
+        r.created.iter().map(|c| (c.kind, c.id)).collect::<Vec<_>>(),
+        vec![("sheet", 100)]
+    );
     assert!(r.updated.is_empty() && r.unchanged.is_empty());
     let after_first = f.dump();
     assert!(after_first.contains("upsert customers"), "{after_first}");
     let again = f.ok(SHEET);
-    assert_eq!(again.unchanged.iter().map(|c| c.id).collect::<Vec<_>>(), vec![100]);
+    assert_eq!(
+        again.unchanged.iter().map(|c| c.id).collect::<Vec<_>>(),
+        vec![100]
+    );
     assert!(again.created.is_empty() && again.updated.is_empty());
-    assert_eq!(after_first, f.dump(), "an identical redeploy must write nothing");
+    assert_eq!(
+        after_first,
+        f.dump(),
+        "an identical redeploy must write nothing"
+    );
     let folder_again = f.ok(FOLDER);
     assert_eq!(folder_again.unchanged.len(), 1);
 }
@@ -104,16 +123,23 @@ fn stores_nodes_edges_and_derived_order() {
     f.ok(&text);
     let conn = crate::repo::connect(f.repo.path()).expect("connect");
     let order: String = conn
-        .query_row("SELECT order_key FROM sheets WHERE id = 100", [], |r| r.get(0))
+        .query_row("SELECT order_key FROM sheets WHERE id = 100", [], |r| {
+            r.get(0)
+        })
         .expect("sheet");
     assert_eq!(order, "LOAD CUSTOMERS");
     let (module, action, attrs): (String, String, String) = conn
-        .query_row("SELECT module, action, attributes FROM nodes WHERE id = 102", [], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
+        .query_row(
+            "SELECT module, action, attributes FROM nodes WHERE id = 102",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
         .expect("node");
     assert_eq!(module, "Upsert");
-    assert!(action.starts_with("SELECT id, name, email\n  FROM stg_customers"), "{action:?}");
+    assert!(
+        action.starts_with("SELECT id, name, email\n  FROM stg_customers"),
+        "{action:?}"
+    );
     assert_eq!(attrs, r#"{"keys":"id"}"#);
     let edges: Vec<(i64, i64)> = conn
         .prepare("SELECT from_node, to_node FROM edges WHERE sheet_id = 100 ORDER BY id")
@@ -130,19 +156,27 @@ fn a_redeploy_replaces_nodes_and_says_what_it_deleted() {
     let f = Fixture::with_base();
     f.ok(SHEET);
     // Drop the target node and its edge; rename the action.
-    let start = SHEET.find("          {\n            id: 103").expect("node 103");
+    let start = SHEET
+        .find("          {\n            id: 103")
+        .expect("node 103");
     let end = SHEET[start..].find("\n        ]").expect("end of nodes") + start;
     let text = SHEET[..start].to_owned() + &SHEET[end + 1..];
     let text = text
         .replace("          { id: 105, from: 102, to: 103 }\n", "")
         .replace("name: upsert customers", "name: upsert all customers");
     let r = f.ok(&text);
-    assert_eq!(r.updated.iter().map(|c| c.id).collect::<Vec<_>>(), vec![100]);
+    assert_eq!(
+        r.updated.iter().map(|c| c.id).collect::<Vec<_>>(),
+        vec![100]
+    );
     let deleted: Vec<(&str, i64)> = r.deleted.iter().map(|c| (c.kind, c.id)).collect();
     assert_eq!(deleted, vec![("node", 103), ("edge", 105)]);
     let dump = f.dump();
     assert!(dump.contains("upsert all customers"));
-    assert!(!dump.contains("\"customers\"|"), "node 103 should be gone: {dump}");
+    assert!(
+        !dump.contains("\"customers\"|"),
+        "node 103 should be gone: {dump}"
+    );
 }
 
 #[test]
@@ -153,7 +187,11 @@ fn syntax_error_deep_in_a_sheet_has_its_line_and_column() {
     assert_eq!(d.len(), 1, "{d:#?}");
     assert_eq!(d[0].code, "dsr.syntax");
     assert_eq!((d[0].line, d[0].column), pos_of(&text, " key: 1"));
-    assert!(d[0].message.contains("whitespace in your key name"), "{}", d[0].message);
+    assert!(
+        d[0].message.contains("whitespace in your key name"),
+        "{}",
+        d[0].message
+    );
 }
 
 #[test]
@@ -165,14 +203,24 @@ fn unknown_missing_and_mistyped_fields_are_all_reported_with_paths() {
         .replace("              field2: main\n              field3: null\n              objectTypeId: 1\n              connectionId: 1\n              dependency: Y\n            }\n          }\n        ]", "              field2: main\n              field3: null\n              objectTypeId: 1\n              dependency: Y\n            }\n          }\n        ]");
     let d = f.invalid(&text);
     let unknown = find(&d, "dsr.unknown_field");
-    assert_eq!(unknown.path, "transformationData.sheets[0].attributes.colour");
+    assert_eq!(
+        unknown.path,
+        "transformationData.sheets[0].attributes.colour"
+    );
     assert_eq!((unknown.line, unknown.column), pos_of(&text, "colour"));
-    assert!(unknown.message.contains("expected one of: documentation, name, order, folder_id, folder"));
+    assert!(
+        unknown
+            .message
+            .contains("expected one of: documentation, name, order, folder_id, folder")
+    );
     let wrong = find(&d, "dsr.wrong_type");
     assert_eq!(wrong.path, "transformationData.sheets[0].edges[0].from");
     assert_eq!((wrong.line, wrong.column), pos_of(&text, "\"one\""));
     let missing = find(&d, "dsr.missing_field");
-    assert_eq!(missing.path, "transformationData.sheets[0].nodes[2].attributes.connectionId");
+    assert_eq!(
+        missing.path,
+        "transformationData.sheets[0].nodes[2].attributes.connectionId"
+    );
     assert_eq!(errors(&d).len(), 3, "{d:#?}");
 }
 
@@ -180,16 +228,34 @@ fn unknown_missing_and_mistyped_fields_are_all_reported_with_paths() {
 fn attributes_must_match_the_node_type() {
     let f = Fixture::with_base();
     let text = SHEET
-        .replace("name: upsert customers", "name: upsert customers\n              field1: oops")
-        .replace("field1: customers", "field1: customers\n              module: Sql");
+        .replace(
+            "name: upsert customers",
+            "name: upsert customers\n              field1: oops",
+        )
+        .replace(
+            "field1: customers",
+            "field1: customers\n              module: Sql",
+        );
     let d = f.invalid(&text);
-    let other: Vec<&Detail> = d.iter().filter(|x| x.code == "dsr.attribute_of_other_type").collect();
+    let other: Vec<&Detail> = d
+        .iter()
+        .filter(|x| x.code == "dsr.attribute_of_other_type")
+        .collect();
     assert_eq!(other.len(), 2, "{d:#?}");
-    assert_eq!(other[0].path, "transformationData.sheets[0].nodes[1].attributes.field1");
-    assert_eq!(other[1].path, "transformationData.sheets[0].nodes[2].attributes.module");
+    assert_eq!(
+        other[0].path,
+        "transformationData.sheets[0].nodes[1].attributes.field1"
+    );
+    assert_eq!(
+        other[1].path,
+        "transformationData.sheets[0].nodes[2].attributes.module"
+    );
     let text = SHEET.replacen("type: 1", "type: 7", 1);
     let d = f.invalid(&text);
-    assert_eq!(find(&d, "dsr.node_type").path, "transformationData.sheets[0].nodes[0].type");
+    assert_eq!(
+        find(&d, "dsr.node_type").path,
+        "transformationData.sheets[0].nodes[0].type"
+    );
 }
 
 #[test]
@@ -201,8 +267,14 @@ fn graph_rules() {
         "          { id: 105, from: 102, to: 103 }\n          { id: 106, from: 101, to: 103 }\n          { id: 107, from: 102, to: 102 }\n          { id: 108, from: 102, to: 999 }\n",
     );
     let d = f.invalid(&text);
-    assert_eq!(find(&d, "edge.object_to_object").path, "transformationData.sheets[0].edges[2]");
-    assert_eq!(find(&d, "edge.action_to_action").path, "transformationData.sheets[0].edges[3]");
+    assert_eq!(
+        find(&d, "edge.object_to_object").path,
+        "transformationData.sheets[0].edges[2]"
+    );
+    assert_eq!(
+        find(&d, "edge.action_to_action").path,
+        "transformationData.sheets[0].edges[3]"
+    );
     let unknown = find(&d, "edge.unknown_node");
     assert_eq!(unknown.path, "transformationData.sheets[0].edges[4].to");
     assert_eq!((unknown.line, unknown.column), pos_of(&text, "999"));
@@ -213,13 +285,20 @@ fn graph_rules() {
     );
     let d = f.invalid(&text);
     let cycle = find(&d, "sheet.cycle");
-    assert!(cycle.message.contains("102 -> 103 -> 102"), "{}", cycle.message);
+    assert!(
+        cycle.message.contains("102 -> 103 -> 102"),
+        "{}",
+        cycle.message
+    );
     // More than one node and no edges.
     let start = SHEET.find("        edges: [").expect("edges");
     let end = SHEET[start..].find("        ]\n").expect("end") + start + "        ]\n".len();
     let text = SHEET[..start].to_owned() + &SHEET[end..];
     let d = f.invalid(&text);
-    assert_eq!(find(&d, "sheet.no_edges").path, "transformationData.sheets[0].edges");
+    assert_eq!(
+        find(&d, "sheet.no_edges").path,
+        "transformationData.sheets[0].edges"
+    );
 }
 
 #[test]
@@ -227,13 +306,22 @@ fn folder_rules() {
     let f = Fixture::with_base();
     let d = f.invalid(&SHEET.replace("folder: /sales", "folder: /marketing"));
     let p = find(&d, "sheet.folder_path");
-    assert!(p.message.contains("`/marketing`") && p.message.contains("`/sales`"), "{}", p.message);
+    assert!(
+        p.message.contains("`/marketing`") && p.message.contains("`/sales`"),
+        "{}",
+        p.message
+    );
     let d = f.invalid(&SHEET.replace("folder_id: 10", "folder_id: 11"));
-    assert_eq!(find(&d, "sheet.folder_missing").path, "transformationData.sheets[0].attributes.folder_id");
+    assert_eq!(
+        find(&d, "sheet.folder_missing").path,
+        "transformationData.sheets[0].attributes.folder_id"
+    );
     // A folder deployed in the same document counts.
     let both = "{version: 1, transformationData: {folders: [{id: 11, path: \"/hr\"}]}}";
     f.ok(both);
-    f.ok(&SHEET.replace("folder_id: 10", "folder_id: 11").replace("folder: /sales", "folder: /hr"));
+    f.ok(&SHEET
+        .replace("folder_id: 10", "folder_id: 11")
+        .replace("folder: /sales", "folder: /hr"));
     // Nesting needs the parent; a taken path is refused.
     let d = f.invalid("{version: 1, transformationData: {folders: [{id: 12, path: \"/a/b\"}]}}");
     find(&d, "folder.parent_missing");
@@ -251,13 +339,26 @@ fn ids_are_unique_and_cannot_be_taken_from_another_sheet() {
     let other = SHEET.replace("id: 100", "id: 200");
     let d = f.invalid(&other);
     let taken: Vec<&Detail> = d.iter().filter(|x| x.code == "id.taken").collect();
-    assert_eq!(taken.len(), 5, "3 nodes and 2 edges belong to sheet 100: {d:#?}");
+    assert_eq!(
+        taken.len(),
+        5,
+        "3 nodes and 2 edges belong to sheet 100: {d:#?}"
+    );
     assert!(taken[0].message.contains("belongs to sheet 100"));
     // Also with validation off.
-    let d = f.invalid_with(&other, Options { validate: false, ..Options::default() });
+    let d = f.invalid_with(
+        &other,
+        Options {
+            validate: false,
+            ..Options::default()
+        },
+    );
     assert_eq!(d.iter().filter(|x| x.code == "id.taken").count(), 5);
     // Twice in one document.
-    let dup = SHEET.replace("{ id: 105, from: 102, to: 103 }", "{ id: 104, from: 102, to: 103 }");
+    let dup = SHEET.replace(
+        "{ id: 105, from: 102, to: 103 }",
+        "{ id: 104, from: 102, to: 103 }",
+    );
     let d = Fixture::with_base().invalid(&dup);
     let p = find(&d, "id.duplicate");
     assert_eq!(p.path, "transformationData.sheets[0].edges[1].id");
@@ -270,30 +371,70 @@ fn node_rules_dependency_module_object_type_connection() {
         .replacen("dependency: Y", "dependency: YES", 1)
         .replace("module: Upsert", "module: Upsrt")
         .replacen("objectTypeId: 1", "objectTypeId: 9", 1)
-        .replace("connectionId: 1\n              dependency: Y\n            }\n          }\n        ]", "connectionId: 5\n              dependency: Y\n            }\n          }\n        ]");
+        .replace(
+            "connectionId: 1\n              dependency: Y\n            }\n          }\n        ]",
+            "connectionId: 5\n              dependency: Y\n            }\n          }\n        ]",
+        );
     let d = f.invalid(&text);
-    assert_eq!(find(&d, "node.dependency").path, "transformationData.sheets[0].nodes[0].attributes.dependency");
+    assert_eq!(
+        find(&d, "node.dependency").path,
+        "transformationData.sheets[0].nodes[0].attributes.dependency"
+    );
     let m = find(&d, "node.unknown_module");
-    assert!(m.message.contains("Insert, Sql, Transfer, Upsert"), "{}", m.message);
+    assert!(
+        m.message.contains("Insert, Sql, Transfer, Upsert"),
+        "{}",
+        m.message
+    );
     assert_eq!((m.line, m.column), pos_of(&text, "Upsrt"));
     find(&d, "node.object_type");
-    assert_eq!(find(&d, "node.connection_missing").path, "transformationData.sheets[0].nodes[2].attributes.connectionId");
+    assert_eq!(
+        find(&d, "node.connection_missing").path,
+        "transformationData.sheets[0].nodes[2].attributes.connectionId"
+    );
     assert_eq!(errors(&d).len(), 4, "{d:#?}");
     // A module attribute the module does not take, and one of the wrong type.
-    let d = f.invalid(&SHEET.replace("keys: id", "keys: id\n              truncateBefore: true\n              validateSql: maybe"));
-    assert!(find(&d, "node.module_attribute").message.contains("truncateBefore"));
-    assert_eq!(find(&d, "dsr.wrong_type").path, "transformationData.sheets[0].nodes[1].attributes.validateSql");
+    let d = f.invalid(&SHEET.replace(
+        "keys: id",
+        "keys: id\n              truncateBefore: true\n              validateSql: maybe",
+    ));
+    assert!(
+        find(&d, "node.module_attribute")
+            .message
+            .contains("truncateBefore")
+    );
+    assert_eq!(
+        find(&d, "dsr.wrong_type").path,
+        "transformationData.sheets[0].nodes[1].attributes.validateSql"
+    );
 }
 
 #[test]
 fn validate_false_skips_graph_and_module_checks_only() {
     let f = Fixture::with_base();
-    let text = SHEET.replace("module: Upsert", "module: Custom").replace("{ id: 104, from: 101, to: 102 }", "{ id: 104, from: 101, to: 103 }");
+    let text = SHEET.replace("module: Upsert", "module: Custom").replace(
+        "{ id: 104, from: 101, to: 102 }",
+        "{ id: 104, from: 101, to: 103 }",
+    );
     f.invalid(&text);
-    let r = f.deploy(&text, Options { validate: false, ..Options::default() }).expect("accepted without validation");
+    let r = f
+        .deploy(
+            &text,
+            Options {
+                validate: false,
+                ..Options::default()
+            },
+        )
+        .expect("accepted without validation");
     assert!(!r.validated);
     // Types are still checked.
-    let d = f.invalid_with(&SHEET.replace("id: 100", "id: hundred"), Options { validate: false, ..Options::default() });
+    let d = f.invalid_with(
+        &SHEET.replace("id: 100", "id: hundred"),
+        Options {
+            validate: false,
+            ..Options::default()
+        },
+    );
     find(&d, "dsr.wrong_type");
 }
 
@@ -310,7 +451,15 @@ fn order_that_differs_is_a_warning() {
 fn dry_run_changes_nothing_even_when_valid() {
     let f = Fixture::with_base();
     let before = f.dump();
-    let r = f.deploy(SHEET, Options { dry_run: true, ..Options::default() }).expect("valid");
+    let r = f
+        .deploy(
+            SHEET,
+            Options {
+                dry_run: true,
+                ..Options::default()
+            },
+        )
+        .expect("valid");
     assert!(r.dry_run);
     assert_eq!(r.created.len(), 1, "a dry run says what it would create");
     assert_eq!(before, f.dump());
@@ -320,11 +469,12 @@ fn dry_run_changes_nothing_even_when_valid() {
 fn a_deploy_is_one_transaction() {
     let f = Fixture::with_base();
     // A valid folder and an invalid sheet in one document: nothing is written.
-    let text = SHEET.replace(
-        "    sheets: [",
-        "    folders: [ { id: 20, path: \"/finance\" } ]\n    sheets: [",
-    )
-    .replace("folder_id: 10", "folder_id: 99");
+    let text = SHEET
+        .replace(
+            "    sheets: [",
+            "    folders: [ { id: 20, path: \"/finance\" } ]\n    sheets: [",
+        )
+        .replace("folder_id: 10", "folder_id: 99");
     let d = f.invalid(&text);
     find(&d, "sheet.folder_missing");
     assert!(!f.dump().contains("/finance"));
@@ -336,7 +486,13 @@ fn into_folder_copies_with_fresh_ids() {
     f.ok(SHEET);
     f.ok("{version: 1, transformationData: {folders: [{id: 12, path: \"/sales/copy\"}]}}");
     let r = f
-        .deploy(SHEET, Options { into_folder: Some(12), ..Options::default() })
+        .deploy(
+            SHEET,
+            Options {
+                into_folder: Some(12),
+                ..Options::default()
+            },
+        )
         .expect("copy");
     let map = r.id_map.expect("id map");
     let new_sheet = map.sheets["100"];
@@ -356,34 +512,72 @@ fn into_folder_copies_with_fresh_ids() {
         .expect("copy stored");
     assert_eq!((folder, n), (12, 3));
     let (from, to): (i64, i64) = conn
-        .query_row("SELECT from_node, to_node FROM edges WHERE id = ?1", [map.edges["104"]], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        .query_row(
+            "SELECT from_node, to_node FROM edges WHERE id = ?1",
+            [map.edges["104"]],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .expect("edge");
-    assert_eq!((from, to), (map.nodes["101"], map.nodes["102"]), "edges are remapped");
+    assert_eq!(
+        (from, to),
+        (map.nodes["101"], map.nodes["102"]),
+        "edges are remapped"
+    );
     // The original is untouched.
-    let count: i64 = conn.query_row("SELECT COUNT(*) FROM nodes WHERE sheet_id = 100", [], |r| r.get(0)).expect("count");
+    let count: i64 = conn
+        .query_row("SELECT COUNT(*) FROM nodes WHERE sheet_id = 100", [], |r| {
+            r.get(0)
+        })
+        .expect("count");
     assert_eq!(count, 3);
     // A missing folder, and a production server, are refused.
-    let d = f.invalid_with(SHEET, Options { into_folder: Some(77), ..Options::default() });
+    let d = f.invalid_with(
+        SHEET,
+        Options {
+            into_folder: Some(77),
+            ..Options::default()
+        },
+    );
     find(&d, "deploy.into_folder_missing");
-    let e = deploy(&f.repo, SHEET, Options { into_folder: Some(12), ..Options::default() }, Environment::Production)
-        .expect_err("refused");
-    assert!(matches!(e, Error::IntoFolderRefused(Environment::Production)));
+    let e = deploy(
+        &f.repo,
+        SHEET,
+        Options {
+            into_folder: Some(12),
+            ..Options::default()
+        },
+        Environment::Production,
+    )
+    .expect_err("refused");
+    assert!(matches!(
+        e,
+        Error::IntoFolderRefused(Environment::Production)
+    ));
 }
 
 #[test]
 fn every_problem_of_a_document_comes_in_one_answer() {
     let f = Fixture::with_base();
     let text = SHEET
-        .replace("name: load customers", "name: load customers\n          colour: blue")
+        .replace(
+            "name: load customers",
+            "name: load customers\n          colour: blue",
+        )
         .replace("module: Upsert", "module: Nope")
         .replacen("dependency: Y", "dependency: XY", 1)
-        .replace("{ id: 105, from: 102, to: 103 }", "{ id: 105, from: 102, to: 555 }");
+        .replace(
+            "{ id: 105, from: 102, to: 103 }",
+            "{ id: 105, from: 102, to: 555 }",
+        );
     let d = f.invalid(&text);
     let codes: Vec<&str> = errors(&d).iter().map(|x| x.code.as_str()).collect();
     assert_eq!(codes.len(), 4, "{d:#?}");
-    for code in ["dsr.unknown_field", "node.unknown_module", "node.dependency", "edge.unknown_node"] {
+    for code in [
+        "dsr.unknown_field",
+        "node.unknown_module",
+        "node.dependency",
+        "edge.unknown_node",
+    ] {
         assert!(codes.contains(&code), "{code} missing from {codes:?}");
     }
     // Problems come in document order.
@@ -401,4 +595,32 @@ fn batches_and_unknown_versions_are_refused() {
     find(&d, "dsr.batches_unsupported");
     let d = f.invalid("{transformationData: {}}");
     assert_eq!(find(&d, "dsr.missing_field").path, "version");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Whatever a user does to a valid sheet (cut it short, splice in characters), the deploy
+    /// answers with a verdict and never panics; a rejected deploy changes nothing.
+    #[test]
+    fn mangled_sheets_never_panic(cut in 0usize..2000, at in 0usize..2000, junk in "[{}\\[\\]:,'\"#/ a-z0-9\n]{0,8}") {
+        let f = Fixture::with_base();
+        let mut text = SHEET.to_owned();
+        let at = at.min(text.len());
+        if text.is_char_boundary(at) {
+            text.insert_str(at, &junk);
+        }
+        let cut = cut.min(text.len());
+        if text.is_char_boundary(cut) && cut > 0 {
+            text.truncate(text.len() - cut / 4);
+        }
+        let before = f.dump();
+        match f.deploy(&text, Options::default()) {
+            Ok(_) => {}
+            Err(Error::Invalid(d)) => {
+                proptest::prop_assert!(!d.is_empty());
+                proptest::prop_assert_eq!(before, f.dump());
+            }
+            Err(e) => proptest::prop_assert!(false, "unexpected error: {}", e),
+        }
+    }
 }

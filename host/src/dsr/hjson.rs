@@ -112,7 +112,9 @@ impl<'a> Reader<'a> {
                 }
                 (Some(b'/'), Some(b'*')) => {
                     self.pos += 2;
-                    while self.pos < self.b.len() && !(self.b[self.pos] == b'*' && self.peek(1) == Some(b'/')) {
+                    while self.pos < self.b.len()
+                        && !(self.b[self.pos] == b'*' && self.peek(1) == Some(b'/'))
+                    {
                         self.pos += 1;
                     }
                     self.pos = (self.pos + 2).min(self.b.len());
@@ -256,21 +258,21 @@ impl<'a> Reader<'a> {
         let mut space: Option<usize> = None;
         loop {
             match self.cur() {
-                None => return self.err("Found EOF while looking for a key name (check your syntax)"),
+                None => {
+                    return self.err("Found EOF while looking for a key name (check your syntax)");
+                }
                 Some(b':') => {
                     let end = space.unwrap_or(self.pos);
                     if end == start {
-                        return self.err(
-                            "Found ':' but no key name (for an empty key name use quotes)",
-                        );
+                        return self
+                            .err("Found ':' but no key name (for an empty key name use quotes)");
                     }
                     if let Some(sp) = space {
                         // Anything but white space after the first white space is an error.
                         if self.b[sp..self.pos].iter().any(|&c| c > b' ') {
                             self.pos = sp;
-                            return self.err(
-                                "Found whitespace in your key name (use quotes to include)",
-                            );
+                            return self
+                                .err("Found whitespace in your key name (use quotes to include)");
                         }
                     }
                     return Ok(self.text[start..end].to_owned());
@@ -306,7 +308,10 @@ impl<'a> Reader<'a> {
                 _ if c == quote => {
                     out.push_str(&self.text[run_start..self.pos]);
                     self.pos += 1;
-                    if allow_multiline && quote == b'\'' && out.is_empty() && self.cur() == Some(b'\'')
+                    if allow_multiline
+                        && quote == b'\''
+                        && out.is_empty()
+                        && self.cur() == Some(b'\'')
                     {
                         self.pos += 1;
                         return self.multiline();
@@ -319,7 +324,9 @@ impl<'a> Reader<'a> {
                     self.escape(&mut out)?;
                     run_start = self.pos;
                 }
-                b'\n' | b'\r' => return self.err("Bad string: a line break inside a quoted string"),
+                b'\n' | b'\r' => {
+                    return self.err("Bad string: a line break inside a quoted string");
+                }
                 _ => self.pos += 1,
             }
         }
@@ -540,10 +547,8 @@ pub(crate) fn parse_number(raw: &str) -> Option<Value> {
     if i != b.len() {
         return None;
     }
-    if integral {
-        if let Ok(n) = raw.parse::<i64>() {
-            return Some(Value::Int(n));
-        }
+    if integral && let Ok(n) = raw.parse::<i64>() {
+        return Some(Value::Int(n));
     }
     let f: f64 = raw.parse().ok()?;
     f.is_finite().then_some(Value::Float(f))

@@ -94,7 +94,10 @@ impl Reader<'_> {
 
     fn number(&mut self) -> Result<Value, SyntaxError> {
         let start = self.pos;
-        while matches!(self.cur(), Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')) {
+        while matches!(
+            self.cur(),
+            Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+        ) {
             self.pos += 1;
         }
         let raw = &self.text[start..self.pos];

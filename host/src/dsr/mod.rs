@@ -37,6 +37,3 @@ pub fn parse(text: &str) -> (Option<Document>, Problems) {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

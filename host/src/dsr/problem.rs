@@ -42,7 +42,12 @@ impl Problem {
     }
 
     /// A warning at `span`.
-    pub fn warning(code: &'static str, message: impl Into<String>, span: Span, path: &Path) -> Self {
+    pub fn warning(
+        code: &'static str,
+        message: impl Into<String>,
+        span: Span,
+        path: &Path,
+    ) -> Self {
         Problem {
             severity: Severity::Warning,
             ..Problem::error(code, message, span, path)
@@ -93,12 +98,24 @@ impl Problems {
     }
 
     /// Adds an error.
-    pub fn error(&mut self, code: &'static str, message: impl Into<String>, span: Span, path: &Path) {
+    pub fn error(
+        &mut self,
+        code: &'static str,
+        message: impl Into<String>,
+        span: Span,
+        path: &Path,
+    ) {
         self.list.push(Problem::error(code, message, span, path));
     }
 
     /// Adds a warning.
-    pub fn warning(&mut self, code: &'static str, message: impl Into<String>, span: Span, path: &Path) {
+    pub fn warning(
+        &mut self,
+        code: &'static str,
+        message: impl Into<String>,
+        span: Span,
+        path: &Path,
+    ) {
         self.list.push(Problem::warning(code, message, span, path));
     }
 

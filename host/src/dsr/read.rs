@@ -19,18 +19,18 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
         return doc;
     };
     doc.version = top.int("version", true, text, problems);
-    if let Some(v) = &doc.version {
-        if v.v != FORMAT_VERSION {
-            problems.error(
-                "dsr.version",
-                format!(
-                    "format version {} is not supported; this weft reads version {FORMAT_VERSION}",
-                    v.v
-                ),
-                v.span,
-                &path.key("version"),
-            );
-        }
+    if let Some(v) = &doc.version
+        && v.v != FORMAT_VERSION
+    {
+        problems.error(
+            "dsr.version",
+            format!(
+                "format version {} is not supported; this weft reads version {FORMAT_VERSION}",
+                v.v
+            ),
+            v.span,
+            &path.key("version"),
+        );
     }
     if let Some(td) = top.get("transformationData", problems) {
         let td_path = path.key("transformationData");
@@ -52,9 +52,13 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
                     sheet(v, p, text, problems, &mut inner)
                 });
             }
-            doc.complete = complete && inner && doc.sheets.iter().all(|s| {
-                s.nodes.iter().all(|n| !matches!(n.attributes, NodeAttributes::Invalid))
-            });
+            doc.complete = complete
+                && inner
+                && doc.sheets.iter().all(|s| {
+                    s.nodes
+                        .iter()
+                        .all(|n| !matches!(n.attributes, NodeAttributes::Invalid))
+                });
             if let Some(b) = td_obj.get("batches", problems) {
                 doc.batches = Some(b.span);
                 problems.error(
@@ -113,15 +117,15 @@ fn folder(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Opti
 fn connection(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Connection> {
     let mut o = Obj::new(v, path, "a connection", problems)?;
     let id = o.int("id", true, text, problems);
-    if let Some(id) = &id {
-        if id.v < 0 {
-            problems.error(
-                "dsr.wrong_type",
-                format!("connection number {} is negative; use 0 or more", id.v),
-                id.span,
-                &path.key("id"),
-            );
-        }
+    if let Some(id) = &id
+        && id.v < 0
+    {
+        problems.error(
+            "dsr.wrong_type",
+            format!("connection number {} is negative; use 0 or more", id.v),
+            id.span,
+            &path.key("id"),
+        );
     }
     let name = o.string("name", true, text, problems);
     let schema = o.nullable_at_string("schema", text, problems);
@@ -136,7 +140,13 @@ fn connection(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> 
     })
 }
 
-fn sheet(v: &Spanned, path: &Path, text: &str, problems: &mut Problems, complete: &mut bool) -> Option<Sheet> {
+fn sheet(
+    v: &Spanned,
+    path: &Path,
+    text: &str,
+    problems: &mut Problems,
+    complete: &mut bool,
+) -> Option<Sheet> {
     let mut o = Obj::new(v, path, "a sheet", problems)?;
     let id = o.id("id", text, problems);
     let attributes = match o.get("attributes", problems) {
@@ -147,7 +157,9 @@ fn sheet(v: &Spanned, path: &Path, text: &str, problems: &mut Problems, complete
         }
     };
     let nodes = match o.array("nodes", problems) {
-        Some(list) => each(list, &path.key("nodes"), complete, |v, p| node(v, p, text, problems)),
+        Some(list) => each(list, &path.key("nodes"), complete, |v, p| {
+            node(v, p, text, problems)
+        }),
         None => {
             if o.has("nodes") {
                 Vec::new()
@@ -158,7 +170,9 @@ fn sheet(v: &Spanned, path: &Path, text: &str, problems: &mut Problems, complete
         }
     };
     let edges = match o.array("edges", problems) {
-        Some(list) => each(list, &path.key("edges"), complete, |v, p| edge(v, p, text, problems)),
+        Some(list) => each(list, &path.key("edges"), complete, |v, p| {
+            edge(v, p, text, problems)
+        }),
         None => Vec::new(),
     };
     o.finish(&["id", "attributes", "nodes", "edges"], problems);
@@ -171,14 +185,22 @@ fn sheet(v: &Spanned, path: &Path, text: &str, problems: &mut Problems, complete
     })
 }
 
-fn sheet_attributes(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<SheetAttributes> {
+fn sheet_attributes(
+    v: &Spanned,
+    path: &Path,
+    text: &str,
+    problems: &mut Problems,
+) -> Option<SheetAttributes> {
     let mut o = Obj::new(v, path, "sheet attributes", problems)?;
     let documentation = o.nullable_string("documentation", text, problems);
     let name = o.string("name", true, text, problems);
     let order = o.string("order", false, text, problems);
     let folder_id = o.id("folder_id", text, problems);
     let folder = o.string("folder", true, text, problems);
-    o.finish(&["documentation", "name", "order", "folder_id", "folder"], problems);
+    o.finish(
+        &["documentation", "name", "order", "folder_id", "folder"],
+        problems,
+    );
     Some(SheetAttributes {
         documentation,
         name: name?,
@@ -256,7 +278,12 @@ fn layout(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Layo
     l
 }
 
-fn action_attributes(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<ActionAttributes> {
+fn action_attributes(
+    v: &Spanned,
+    path: &Path,
+    text: &str,
+    problems: &mut Problems,
+) -> Option<ActionAttributes> {
     let mut o = Obj::new(v, path, "action attributes", problems)?;
     let module = o.string("module", true, text, problems);
     let documentation = o.nullable_string("documentation", text, problems);
@@ -292,7 +319,12 @@ fn action_attributes(v: &Spanned, path: &Path, text: &str, problems: &mut Proble
     })
 }
 
-fn object_attributes(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<ObjectAttributes> {
+fn object_attributes(
+    v: &Spanned,
+    path: &Path,
+    text: &str,
+    problems: &mut Problems,
+) -> Option<ObjectAttributes> {
     let mut o = Obj::new(v, path, "object attributes", problems)?;
     let field1 = o.string("field1", true, text, problems);
     let field2 = o.nullable_string("field2", text, problems);
@@ -353,7 +385,12 @@ struct Obj<'a> {
 }
 
 impl<'a> Obj<'a> {
-    fn new(v: &'a Spanned, path: &'a Path, what: &'static str, problems: &mut Problems) -> Option<Self> {
+    fn new(
+        v: &'a Spanned,
+        path: &'a Path,
+        what: &'static str,
+        problems: &mut Problems,
+    ) -> Option<Self> {
         let Value::Object(members) = &v.value else {
             problems.error(
                 "dsr.wrong_type",
@@ -413,7 +450,13 @@ impl<'a> Obj<'a> {
         );
     }
 
-    fn int(&mut self, key: &str, required: bool, _text: &str, problems: &mut Problems) -> Option<At<i64>> {
+    fn int(
+        &mut self,
+        key: &str,
+        required: bool,
+        _text: &str,
+        problems: &mut Problems,
+    ) -> Option<At<i64>> {
         let what = self.what;
         let Some(v) = self.get(key, problems) else {
             if required {
@@ -446,7 +489,13 @@ impl<'a> Obj<'a> {
     }
 
     /// A string; a quoteless number or literal counts as the text it was written as.
-    fn string(&mut self, key: &str, required: bool, text: &str, problems: &mut Problems) -> Option<At<String>> {
+    fn string(
+        &mut self,
+        key: &str,
+        required: bool,
+        text: &str,
+        problems: &mut Problems,
+    ) -> Option<At<String>> {
         let what = self.what;
         let Some(v) = self.get(key, problems) else {
             if required {
@@ -471,7 +520,12 @@ impl<'a> Obj<'a> {
         }
     }
 
-    fn nullable_at_string(&mut self, key: &str, text: &str, problems: &mut Problems) -> Option<At<String>> {
+    fn nullable_at_string(
+        &mut self,
+        key: &str,
+        text: &str,
+        problems: &mut Problems,
+    ) -> Option<At<String>> {
         let i = self.members.iter().position(|m| m.key == key)?;
         if self.members[i].value.value == Value::Null {
             self.used[i] = true;
@@ -480,7 +534,12 @@ impl<'a> Obj<'a> {
         self.string(key, false, text, problems)
     }
 
-    fn nullable_string(&mut self, key: &str, text: &str, problems: &mut Problems) -> Option<String> {
+    fn nullable_string(
+        &mut self,
+        key: &str,
+        text: &str,
+        problems: &mut Problems,
+    ) -> Option<String> {
         self.nullable_at_string(key, text, problems).map(|a| a.v)
     }
 

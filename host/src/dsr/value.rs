@@ -147,7 +147,6 @@ impl<'a> LineIndex<'a> {
             end -= 1;
         }
         let line_text = &self.text[start..end];
-        // A CR before the LF belongs to the line end, not to a column.
         let column = line_text.chars().count() + 1;
         Position {
             line: u32::try_from(line + 1).unwrap_or(u32::MAX),

@@ -26,7 +26,10 @@ fn reads_entries_with_escapes_comments_and_options() {
     assert_eq!(kf.secrets(), vec!["pa\\ss|word".to_owned()]);
     // Writing gives back the same entries.
     let line = e.to_line();
-    assert_eq!(line, "7|jdbc|jdbc:postgresql://h/db|etl|pa\\\\ss\\|word|driver=org.postgresql.Driver;fetch=500");
+    assert_eq!(
+        line,
+        "7|jdbc|jdbc:postgresql://h/db|etl|pa\\\\ss\\|word|driver=org.postgresql.Driver;fetch=500"
+    );
     let missing = kf.require("nope").expect_err("missing");
     assert!(missing.to_string().contains("no entry `nope`"));
 }
@@ -38,7 +41,10 @@ fn refuses_a_file_others_can_read_and_says_how_to_fix_it() {
     write(&path, "0|sqlite|/x|||\n", 0o644);
     let e = KeyFile::load(&path).expect_err("refused");
     let msg = e.to_string();
-    assert!(msg.contains("0644") && msg.contains(&format!("chmod 600 {}", path.display())), "{msg}");
+    assert!(
+        msg.contains("0644") && msg.contains(&format!("chmod 600 {}", path.display())),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -62,19 +68,30 @@ fn first_start_writes_the_repository_and_server_entries_with_mode_0600() {
     let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     let e0 = kf.require("0").expect("entry 0");
-    assert_eq!((e0.kind.as_str(), e0.url.as_str()), ("sqlite", repo.to_str().expect("utf8")));
-    assert_eq!(kf.require(SERVER_KEY).expect("server").url, "http://127.0.0.1:17491/weft/service");
+    assert_eq!(
+        (e0.kind.as_str(), e0.url.as_str()),
+        ("sqlite", repo.to_str().expect("utf8"))
+    );
+    assert_eq!(
+        kf.require(SERVER_KEY).expect("server").url,
+        "http://127.0.0.1:17491/weft/service"
+    );
     // A later start on another port updates the URL and keeps options and other lines.
     let mut kf = KeyFile::load(&path).expect("load");
     let mut e = kf.require(SERVER_KEY).expect("server").clone();
     e.options.push(("token".into(), "abc".into()));
     kf.set(e);
     kf.save().expect("save");
-    let kf = KeyFile::init(dir.path(), &repo, "http://127.0.0.1:9999/weft/service").expect("init again");
+    let kf =
+        KeyFile::init(dir.path(), &repo, "http://127.0.0.1:9999/weft/service").expect("init again");
     let e = kf.require(SERVER_KEY).expect("server");
     assert_eq!(e.url, "http://127.0.0.1:9999/weft/service");
     assert_eq!(e.option("token"), Some("abc"));
-    assert!(std::fs::read_to_string(&path).expect("read").starts_with("# weft key file"));
+    assert!(
+        std::fs::read_to_string(&path)
+            .expect("read")
+            .starts_with("# weft key file")
+    );
 }
 
 #[test]
@@ -83,13 +100,34 @@ fn the_store_rereads_a_changed_file() {
     let path = dir.path().join("keyfile");
     write(&path, "weft_server|http|u|||token=one\n", 0o600);
     let store = KeyStore::new(path.clone(), KeyFile::load(&path).expect("load"));
-    assert_eq!(store.current().expect("current").require(SERVER_KEY).expect("e").option("token"), Some("one"));
+    assert_eq!(
+        store
+            .current()
+            .expect("current")
+            .require(SERVER_KEY)
+            .expect("e")
+            .option("token"),
+        Some("one")
+    );
     std::thread::sleep(std::time::Duration::from_millis(20));
     write(&path, "weft_server|http|u|||token=two\n", 0o600);
     // Make sure the modification time moves even on coarse clocks.
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
-    std::fs::File::options().write(true).open(&path).expect("open").set_modified(later).expect("touch");
-    assert_eq!(store.current().expect("current").require(SERVER_KEY).expect("e").option("token"), Some("two"));
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .expect("open")
+        .set_modified(later)
+        .expect("touch");
+    assert_eq!(
+        store
+            .current()
+            .expect("current")
+            .require(SERVER_KEY)
+            .expect("e")
+            .option("token"),
+        Some("two")
+    );
 }
 
 #[test]

@@ -16,7 +16,8 @@ pub fn dump(conn: &Connection) -> Result<String> {
     let mut out = String::new();
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let _ = writeln!(out, "user_version {version}");
-    let sql = "SELECT name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name";
+    let sql =
+        "SELECT name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name";
     let mut st = conn.prepare(sql).map_err(|e| Error::with_sql(e, sql))?;
     let objects: Vec<(String, Option<String>)> = st
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -26,14 +27,19 @@ pub fn dump(conn: &Connection) -> Result<String> {
         let _ = writeln!(out, "{}", def.as_deref().unwrap_or(name));
     }
     let tables = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name";
-    let mut st = conn.prepare(tables).map_err(|e| Error::with_sql(e, tables))?;
+    let mut st = conn
+        .prepare(tables)
+        .map_err(|e| Error::with_sql(e, tables))?;
     let names: Vec<String> = st
         .query_map([], |r| r.get(0))
         .and_then(|rows| rows.collect())
         .map_err(|e| Error::with_sql(e, tables))?;
     for table in names {
         let _ = writeln!(out, "-- {table}");
-        let q = format!("SELECT * FROM \"{}\" ORDER BY 1", table.replace('"', "\"\""));
+        let q = format!(
+            "SELECT * FROM \"{}\" ORDER BY 1",
+            table.replace('"', "\"\"")
+        );
         let mut st = conn.prepare(&q).map_err(|e| Error::with_sql(e, &q))?;
         let n = st.column_count();
         let mut rows = st.query([]).map_err(|e| Error::with_sql(e, &q))?;
@@ -55,7 +61,11 @@ pub fn dump(conn: &Connection) -> Result<String> {
                         let _ = write!(line, "{:?}", String::from_utf8_lossy(t));
                     }
                     ValueRef::Blob(b) => {
-                        let _ = write!(line, "x'{}'", b.iter().map(|c| format!("{c:02x}")).collect::<String>());
+                        let _ = write!(
+                            line,
+                            "x'{}'",
+                            b.iter().map(|c| format!("{c:02x}")).collect::<String>()
+                        );
                     }
                 }
             }

@@ -148,11 +148,22 @@ pub fn to_version(conn: &mut Connection, target: i64) -> Result<Upgrade> {
             latest: target.min(latest),
         });
     }
-    for (i, m) in MIGRATIONS.iter().enumerate().take(target.min(latest) as usize).skip(from as usize) {
+    for (i, m) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(target.min(latest) as usize)
+        .skip(from as usize)
+    {
         let to = i as i64 + 1;
-        tx.execute_batch(m.sql).map_err(|source| Error::Migration { version: to, source })?;
+        tx.execute_batch(m.sql).map_err(|source| Error::Migration {
+            version: to,
+            source,
+        })?;
         tx.pragma_update(None, "user_version", to)
-            .map_err(|source| Error::Migration { version: to, source })?;
+            .map_err(|source| Error::Migration {
+                version: to,
+                source,
+            })?;
     }
     let to = version(&tx)?;
     tx.commit().map_err(|e| Error::with_sql(e, "COMMIT"))?;

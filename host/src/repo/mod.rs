@@ -52,7 +52,9 @@ pub enum Error {
         latest: i64,
     },
     /// A migration failed; nothing of the upgrade was applied.
-    #[error("upgrading the repository schema to version {version} failed, nothing was changed: {source}")]
+    #[error(
+        "upgrading the repository schema to version {version} failed, nothing was changed: {source}"
+    )]
     Migration {
         /// The version the failing migration leads to.
         version: i64,
@@ -111,13 +113,18 @@ pub fn connect(path: &Path) -> Result<Connection> {
     };
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(open)?;
     conn.busy_timeout(Duration::from_secs(10)).map_err(open)?;
-    conn.pragma_update(None, "journal_mode", "WAL").map_err(open)?;
-    conn.pragma_update(None, "synchronous", "NORMAL").map_err(open)?;
-    conn.pragma_update(None, "foreign_keys", "ON").map_err(open)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(open)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(open)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(open)?;
     Ok(conn)
 }
 
@@ -160,7 +167,10 @@ impl Repository {
     pub fn write<R>(&self, f: impl FnOnce(&Writer<'_>) -> Result<(R, bool)>) -> Result<R> {
         // A panic while holding the lock cannot leave a half-done transaction behind (the
         // transaction rolls back when dropped), so a poisoned lock is safe to take over.
-        let mut conn = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut conn = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;

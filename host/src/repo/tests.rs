@@ -39,22 +39,44 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
     let empty = dir.path().join("empty.db");
     std::fs::write(&empty, b"").expect("empty file");
     let mut conn = connect(&empty).expect("open");
-    assert_eq!(migrations::to_latest(&mut conn).expect("upgrade"), migrations::Upgrade { from: 0, to: migrations::latest() });
+    assert_eq!(
+        migrations::to_latest(&mut conn).expect("upgrade"),
+        migrations::Upgrade {
+            from: 0,
+            to: migrations::latest()
+        }
+    );
     // Every stored fixture of an earlier version.
     for v in 1..migrations::latest() {
         let fixture = fixtures().join(format!("repository-v{v}.db"));
-        assert!(fixture.is_file(), "missing fixture {} for schema version {v}", fixture.display());
+        assert!(
+            fixture.is_file(),
+            "missing fixture {} for schema version {v}",
+            fixture.display()
+        );
         let copy = dir.path().join(format!("v{v}.db"));
         std::fs::copy(&fixture, &copy).expect("copy fixture");
         let mut conn = connect(&copy).expect("open fixture");
         assert_eq!(migrations::version(&conn).expect("version"), v);
         let up = migrations::to_latest(&mut conn).expect("upgrade fixture");
-        assert_eq!(up, migrations::Upgrade { from: v, to: migrations::latest() });
-        let path: String = conn.query_row("SELECT path FROM folders WHERE id = 10", [], |r| r.get(0)).expect("folder kept");
+        assert_eq!(
+            up,
+            migrations::Upgrade {
+                from: v,
+                to: migrations::latest()
+            }
+        );
+        let path: String = conn
+            .query_row("SELECT path FROM folders WHERE id = 10", [], |r| r.get(0))
+            .expect("folder kept");
         assert_eq!(path, "/sales");
-        let node: String = conn.query_row("SELECT module FROM nodes WHERE id = 102", [], |r| r.get(0)).expect("node kept");
+        let node: String = conn
+            .query_row("SELECT module FROM nodes WHERE id = 102", [], |r| r.get(0))
+            .expect("node kept");
         assert_eq!(node, "Upsert");
-        let history: i64 = conn.query_row("SELECT COUNT(*) FROM deploy_history", [], |r| r.get(0)).expect("v2 table");
+        let history: i64 = conn
+            .query_row("SELECT COUNT(*) FROM deploy_history", [], |r| r.get(0))
+            .expect("v2 table");
         assert_eq!(history, 0);
         // Idempotent: a second run changes nothing.
         let before = dump(&conn).expect("dump");
@@ -71,11 +93,15 @@ fn refuses_to_downgrade_and_changes_nothing() {
     let mut conn = connect(&path).expect("open");
     migrations::to_latest(&mut conn).expect("upgrade");
     let future = migrations::latest() + 5;
-    conn.pragma_update(None, "user_version", future).expect("set version");
+    conn.pragma_update(None, "user_version", future)
+        .expect("set version");
     let before = dump(&conn).expect("dump");
     let e = migrations::to_latest(&mut conn).expect_err("too new");
     let msg = e.to_string();
-    assert!(msg.contains(&format!("version {future}")) && msg.contains("newer"), "{msg}");
+    assert!(
+        msg.contains(&format!("version {future}")) && msg.contains("newer"),
+        "{msg}"
+    );
     assert!(msg.contains("downgrade is not possible"), "{msg}");
     assert_eq!(before, dump(&conn).expect("dump"));
     drop(conn);
@@ -89,7 +115,8 @@ fn a_failing_migration_leaves_the_file_as_it_was() {
     let mut conn = connect(&path).expect("open");
     migrations::to_version(&mut conn, 1).expect("v1");
     // A table that migration 2 wants to create already exists: the step fails.
-    conn.execute_batch("CREATE TABLE deploy_history (x)").expect("conflicting table");
+    conn.execute_batch("CREATE TABLE deploy_history (x)")
+        .expect("conflicting table");
     let before = dump(&conn).expect("dump");
     let e = migrations::to_latest(&mut conn).expect_err("fails");
     assert!(e.to_string().contains("version 2"), "{e}");
@@ -111,8 +138,12 @@ fn released_migrations_are_never_edited() {
 fn connections_use_wal_and_foreign_keys() {
     let dir = tempfile::tempdir().expect("tempdir");
     let conn = connect(&dir.path().join("r.db")).expect("open");
-    let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).expect("mode");
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .expect("mode");
     assert_eq!(mode, "wal");
-    let fk: i64 = conn.pragma_query_value(None, "foreign_keys", |r| r.get(0)).expect("fk");
+    let fk: i64 = conn
+        .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+        .expect("fk");
     assert_eq!(fk, 1);
 }

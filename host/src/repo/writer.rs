@@ -48,19 +48,35 @@ impl<'t> Writer<'t> {
         Writer { tx }
     }
 
-    fn one<T: rusqlite::types::FromSql>(&self, sql: &str, id: impl rusqlite::ToSql) -> Result<Option<T>> {
-        let mut st = self.tx.prepare_cached(sql).map_err(|e| Error::with_sql(e, sql))?;
+    fn one<T: rusqlite::types::FromSql>(
+        &self,
+        sql: &str,
+        id: impl rusqlite::ToSql,
+    ) -> Result<Option<T>> {
+        let mut st = self
+            .tx
+            .prepare_cached(sql)
+            .map_err(|e| Error::with_sql(e, sql))?;
         st.query_row([id], |r| r.get(0))
             .optional()
             .map_err(|e| Error::with_sql(e, sql))
     }
 
     fn exec(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize> {
-        let mut st = self.tx.prepare_cached(sql).map_err(|e| Error::with_sql(e, sql))?;
+        let mut st = self
+            .tx
+            .prepare_cached(sql)
+            .map_err(|e| Error::with_sql(e, sql))?;
         st.execute(params).map_err(|e| Error::with_sql(e, sql))
     }
 
-    fn history(&self, kind: &str, id: i64, change: ChangeKind, definition: Option<&str>) -> Result<()> {
+    fn history(
+        &self,
+        kind: &str,
+        id: i64,
+        change: ChangeKind,
+        definition: Option<&str>,
+    ) -> Result<()> {
         let change = match change {
             ChangeKind::Created => "created",
             ChangeKind::Updated => "updated",
@@ -85,8 +101,12 @@ impl<'t> Writer<'t> {
             IdTable::Nodes => "SELECT COALESCE(MAX(id), 0) FROM nodes",
             IdTable::Edges => "SELECT COALESCE(MAX(id), 0) FROM edges",
         };
-        let mut st = self.tx.prepare_cached(sql).map_err(|e| Error::with_sql(e, sql))?;
-        st.query_row([], |r| r.get(0)).map_err(|e| Error::with_sql(e, sql))
+        let mut st = self
+            .tx
+            .prepare_cached(sql)
+            .map_err(|e| Error::with_sql(e, sql))?;
+        st.query_row([], |r| r.get(0))
+            .map_err(|e| Error::with_sql(e, sql))
     }
 
     /// Creates or updates a folder.
@@ -96,14 +116,19 @@ impl<'t> Writer<'t> {
     /// A repository error.
     pub fn folder(&self, f: &Folder) -> Result<Change> {
         let sql = "SELECT path, documentation FROM folders WHERE id = ?1";
-        let mut st = self.tx.prepare_cached(sql).map_err(|e| Error::with_sql(e, sql))?;
+        let mut st = self
+            .tx
+            .prepare_cached(sql)
+            .map_err(|e| Error::with_sql(e, sql))?;
         let old: Option<(String, Option<String>)> = st
             .query_row([f.id.v], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()
             .map_err(|e| Error::with_sql(e, sql))?;
         let definition = serde_json::to_string(f).map_err(|e| Error::Corrupt(e.to_string()))?;
         let change = match old {
-            Some((path, doc)) if path == f.path.v && doc == f.documentation => ChangeKind::Unchanged,
+            Some((path, doc)) if path == f.path.v && doc == f.documentation => {
+                ChangeKind::Unchanged
+            }
             Some(_) => {
                 self.exec(
                     "UPDATE folders SET path = ?2, documentation = ?3, updated_at = ?4 WHERE id = ?1",
@@ -136,7 +161,10 @@ impl<'t> Writer<'t> {
     /// A repository error.
     pub fn connection(&self, c: &Connection) -> Result<Change> {
         let sql = "SELECT name, schema_name, type FROM connections WHERE id = ?1";
-        let mut st = self.tx.prepare_cached(sql).map_err(|e| Error::with_sql(e, sql))?;
+        let mut st = self
+            .tx
+            .prepare_cached(sql)
+            .map_err(|e| Error::with_sql(e, sql))?;
         let old: Option<(String, Option<String>, String)> = st
             .query_row([c.id.v], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()
@@ -144,7 +172,9 @@ impl<'t> Writer<'t> {
         let schema = c.schema.as_ref().map(|s| s.v.clone());
         let definition = serde_json::to_string(c).map_err(|e| Error::Corrupt(e.to_string()))?;
         let change = match old {
-            Some((name, s, kind)) if name == c.name.v && s == schema && kind == c.kind.v => ChangeKind::Unchanged,
+            Some((name, s, kind)) if name == c.name.v && s == schema && kind == c.kind.v => {
+                ChangeKind::Unchanged
+            }
             Some(_) => {
                 self.exec(
                     "UPDATE connections SET name = ?2, schema_name = ?3, type = ?4, updated_at = ?5 WHERE id = ?1",
@@ -177,7 +207,8 @@ impl<'t> Writer<'t> {
     /// A repository error.
     pub fn sheet(&self, s: &Sheet) -> Result<Vec<Change>> {
         let definition = serde_json::to_string(s).map_err(|e| Error::Corrupt(e.to_string()))?;
-        let old: Option<String> = self.one("SELECT definition FROM sheets WHERE id = ?1", s.id.v)?;
+        let old: Option<String> =
+            self.one("SELECT definition FROM sheets WHERE id = ?1", s.id.v)?;
         let a = &s.attributes;
         let now = now_utc();
         let mut changes = Vec::new();
@@ -218,11 +249,22 @@ impl<'t> Writer<'t> {
     fn delete_missing(&self, s: &Sheet) -> Result<Vec<Change>> {
         let mut deleted = Vec::new();
         for (table, kind, ids) in [
-            ("nodes", "node", s.nodes.iter().map(|n| n.id.v).collect::<Vec<_>>()),
-            ("edges", "edge", s.edges.iter().map(|e| e.id.v).collect::<Vec<_>>()),
+            (
+                "nodes",
+                "node",
+                s.nodes.iter().map(|n| n.id.v).collect::<Vec<_>>(),
+            ),
+            (
+                "edges",
+                "edge",
+                s.edges.iter().map(|e| e.id.v).collect::<Vec<_>>(),
+            ),
         ] {
             let sql = format!("SELECT id FROM {table} WHERE sheet_id = ?1 ORDER BY id");
-            let mut st = self.tx.prepare_cached(&sql).map_err(|e| Error::with_sql(e, &sql))?;
+            let mut st = self
+                .tx
+                .prepare_cached(&sql)
+                .map_err(|e| Error::with_sql(e, &sql))?;
             let existing: Vec<i64> = st
                 .query_map([s.id.v], |r| r.get(0))
                 .and_then(|rows| rows.collect())
@@ -244,9 +286,16 @@ impl<'t> Writer<'t> {
     fn write_nodes_and_edges(&self, s: &Sheet) -> Result<()> {
         for n in &s.nodes {
             let l = n.layout;
-            let (mut module, mut name, mut documentation, mut action, mut attributes) = (None, None, None, None, None);
-            let (mut field1, mut field2, mut field3, mut object_type_id, mut connection_id, mut dependency) =
-                (None, None, None, None, None, None);
+            let (mut module, mut name, mut documentation, mut action, mut attributes) =
+                (None, None, None, None, None);
+            let (
+                mut field1,
+                mut field2,
+                mut field3,
+                mut object_type_id,
+                mut connection_id,
+                mut dependency,
+            ) = (None, None, None, None, None, None);
             match &n.attributes {
                 NodeAttributes::Action(a) => {
                     module = Some(a.module.v.as_str());
@@ -254,8 +303,11 @@ impl<'t> Writer<'t> {
                     documentation = a.documentation.as_deref();
                     action = a.action.as_ref().map(|x| x.v.as_str());
                     if !a.extra.is_empty() {
-                        let map: serde_json::Map<String, serde_json::Value> =
-                            a.extra.iter().map(|(k, v)| (k.v.clone(), v.value.to_json())).collect();
+                        let map: serde_json::Map<String, serde_json::Value> = a
+                            .extra
+                            .iter()
+                            .map(|(k, v)| (k.v.clone(), v.value.to_json()))
+                            .collect();
                         attributes = Some(serde_json::Value::Object(map).to_string());
                     }
                 }
@@ -323,6 +375,8 @@ impl Facts for Writer<'_> {
     }
 
     fn connection_exists(&self, id: i64) -> Result<bool> {
-        Ok(self.one::<i64>("SELECT 1 FROM connections WHERE id = ?1", id)?.is_some())
+        Ok(self
+            .one::<i64>("SELECT 1 FROM connections WHERE id = ?1", id)?
+            .is_some())
     }
 }

@@ -9,7 +9,7 @@
 pub mod modules;
 
 use crate::dsr::model::*;
-use crate::dsr::{Path, Problems, Span};
+use crate::dsr::{Path, Problems};
 use std::collections::{HashMap, HashSet};
 
 /// What validation needs to know of the repository.
@@ -61,17 +61,31 @@ pub struct Options {
 /// # Errors
 ///
 /// A repository error while asking `facts`.
-pub fn document(doc: &Document, facts: &dyn Facts, opts: Options, problems: &mut Problems) -> crate::repo::Result<()> {
+pub fn document(
+    doc: &Document,
+    facts: &dyn Facts,
+    opts: Options,
+    problems: &mut Problems,
+) -> crate::repo::Result<()> {
     let td = Path::root().key("transformationData");
     unique_ids(doc, &td, problems);
-    let doc_folders: HashMap<i64, &str> = doc.folders.iter().map(|f| (f.id.v, f.path.v.as_str())).collect();
+    let doc_folders: HashMap<i64, &str> = doc
+        .folders
+        .iter()
+        .map(|f| (f.id.v, f.path.v.as_str()))
+        .collect();
     for (i, f) in doc.folders.iter().enumerate() {
         folder(f, &td.key("folders").index(i), doc, facts, problems)?;
     }
     for (i, c) in doc.connections.iter().enumerate() {
         let path = td.key("connections").index(i);
         if c.name.v.trim().is_empty() {
-            problems.error("connection.name", "a connection's `name` must not be empty", c.name.span, &path.key("name"));
+            problems.error(
+                "connection.name",
+                "a connection's `name` must not be empty",
+                c.name.span,
+                &path.key("name"),
+            );
         }
         if opts.full && !modules::CONNECTION_TYPES.contains(&c.kind.v.as_str()) {
             problems.error(
@@ -105,7 +119,7 @@ pub fn document(doc: &Document, facts: &dyn Facts, opts: Options, problems: &mut
 /// Ids are unique per kind in the document: sheets, nodes (of all sheets), edges, folders,
 /// connections. Folder paths are unique too.
 fn unique_ids(doc: &Document, td: &Path, problems: &mut Problems) {
-    fn check<'a>(
+    fn check(
         kind: &str,
         seen: &mut HashMap<i64, String>,
         id: &At<i64>,
@@ -115,7 +129,10 @@ fn unique_ids(doc: &Document, td: &Path, problems: &mut Problems) {
         if let Some(first) = seen.get(&id.v) {
             problems.error(
                 "id.duplicate",
-                format!("{kind} id {} is used twice in this document (first at {first})", id.v),
+                format!(
+                    "{kind} id {} is used twice in this document (first at {first})",
+                    id.v
+                ),
                 id.span,
                 &path.key("id"),
             );
@@ -125,14 +142,23 @@ fn unique_ids(doc: &Document, td: &Path, problems: &mut Problems) {
     }
     let mut seen = HashMap::new();
     for (i, f) in doc.folders.iter().enumerate() {
-        check("folder", &mut seen, &f.id, td.key("folders").index(i), problems);
+        check(
+            "folder",
+            &mut seen,
+            &f.id,
+            td.key("folders").index(i),
+            problems,
+        );
     }
     let mut paths: HashMap<&str, usize> = HashMap::new();
     for (i, f) in doc.folders.iter().enumerate() {
         if let Some(first) = paths.insert(f.path.v.as_str(), i) {
             problems.error(
                 "folder.path_taken",
-                format!("folder path `{}` is used twice in this document (first by folder {})", f.path.v, doc.folders[first].id.v),
+                format!(
+                    "folder path `{}` is used twice in this document (first by folder {})",
+                    f.path.v, doc.folders[first].id.v
+                ),
                 f.path.span,
                 &td.key("folders").index(i).key("path"),
             );
@@ -140,29 +166,60 @@ fn unique_ids(doc: &Document, td: &Path, problems: &mut Problems) {
     }
     seen.clear();
     for (i, c) in doc.connections.iter().enumerate() {
-        check("connection", &mut seen, &c.id, td.key("connections").index(i), problems);
+        check(
+            "connection",
+            &mut seen,
+            &c.id,
+            td.key("connections").index(i),
+            problems,
+        );
     }
     seen.clear();
     for (i, s) in doc.sheets.iter().enumerate() {
-        check("sheet", &mut seen, &s.id, td.key("sheets").index(i), problems);
+        check(
+            "sheet",
+            &mut seen,
+            &s.id,
+            td.key("sheets").index(i),
+            problems,
+        );
     }
     seen.clear();
     for (i, s) in doc.sheets.iter().enumerate() {
         for (j, n) in s.nodes.iter().enumerate() {
-            check("node", &mut seen, &n.id, td.key("sheets").index(i).key("nodes").index(j), problems);
+            check(
+                "node",
+                &mut seen,
+                &n.id,
+                td.key("sheets").index(i).key("nodes").index(j),
+                problems,
+            );
         }
     }
     seen.clear();
     for (i, s) in doc.sheets.iter().enumerate() {
         for (j, e) in s.edges.iter().enumerate() {
-            check("edge", &mut seen, &e.id, td.key("sheets").index(i).key("edges").index(j), problems);
+            check(
+                "edge",
+                &mut seen,
+                &e.id,
+                td.key("sheets").index(i).key("edges").index(j),
+                problems,
+            );
         }
     }
 }
 
-fn folder(f: &Folder, path: &Path, doc: &Document, facts: &dyn Facts, problems: &mut Problems) -> crate::repo::Result<()> {
+fn folder(
+    f: &Folder,
+    path: &Path,
+    doc: &Document,
+    facts: &dyn Facts,
+    problems: &mut Problems,
+) -> crate::repo::Result<()> {
     let p = f.path.v.as_str();
-    let well_formed = p.starts_with('/') && (p == "/" || (!p.ends_with('/') && !p[1..].split('/').any(str::is_empty)));
+    let well_formed = p.starts_with('/')
+        && (p == "/" || (!p.ends_with('/') && !p[1..].split('/').any(str::is_empty)));
     if !well_formed {
         problems.error(
             "folder.path",
@@ -172,15 +229,15 @@ fn folder(f: &Folder, path: &Path, doc: &Document, facts: &dyn Facts, problems: 
         );
         return Ok(());
     }
-    if let Some(other) = facts.folder_at(p)? {
-        if other != f.id.v {
-            problems.error(
-                "folder.path_taken",
-                format!("folder path `{p}` belongs to folder {other} in the repository"),
-                f.path.span,
-                &path.key("path"),
-            );
-        }
+    if let Some(other) = facts.folder_at(p)?
+        && other != f.id.v
+    {
+        problems.error(
+            "folder.path_taken",
+            format!("folder path `{p}` belongs to folder {other} in the repository"),
+            f.path.span,
+            &path.key("path"),
+        );
     }
     if let Some(cut) = p.rfind('/').filter(|&c| c > 0) {
         let parent = &p[..cut];
@@ -197,7 +254,13 @@ fn folder(f: &Folder, path: &Path, doc: &Document, facts: &dyn Facts, problems: 
     Ok(())
 }
 
-fn sheet_folder(s: &Sheet, path: &Path, doc_folders: &HashMap<i64, &str>, facts: &dyn Facts, problems: &mut Problems) -> crate::repo::Result<()> {
+fn sheet_folder(
+    s: &Sheet,
+    path: &Path,
+    doc_folders: &HashMap<i64, &str>,
+    facts: &dyn Facts,
+    problems: &mut Problems,
+) -> crate::repo::Result<()> {
     let a = &s.attributes;
     let apath = path.key("attributes");
     let actual = match doc_folders.get(&a.folder_id.v) {
@@ -228,29 +291,37 @@ fn sheet_folder(s: &Sheet, path: &Path, doc_folders: &HashMap<i64, &str>, facts:
     Ok(())
 }
 
-fn ids_not_taken(s: &Sheet, path: &Path, facts: &dyn Facts, problems: &mut Problems) -> crate::repo::Result<()> {
+fn ids_not_taken(
+    s: &Sheet,
+    path: &Path,
+    facts: &dyn Facts,
+    problems: &mut Problems,
+) -> crate::repo::Result<()> {
     for (j, n) in s.nodes.iter().enumerate() {
-        if let Some(owner) = facts.node_sheet(n.id.v)? {
-            if owner != s.id.v {
-                problems.error(
+        if let Some(owner) = facts.node_sheet(n.id.v)?
+            && owner != s.id.v
+        {
+            problems.error(
                     "id.taken",
                     format!("node id {} belongs to sheet {owner} in the repository; a node cannot move to another sheet", n.id.v),
                     n.id.span,
                     &path.key("nodes").index(j).key("id"),
                 );
-            }
         }
     }
     for (j, e) in s.edges.iter().enumerate() {
-        if let Some(owner) = facts.edge_sheet(e.id.v)? {
-            if owner != s.id.v {
-                problems.error(
-                    "id.taken",
-                    format!("edge id {} belongs to sheet {owner} in the repository", e.id.v),
-                    e.id.span,
-                    &path.key("edges").index(j).key("id"),
-                );
-            }
+        if let Some(owner) = facts.edge_sheet(e.id.v)?
+            && owner != s.id.v
+        {
+            problems.error(
+                "id.taken",
+                format!(
+                    "edge id {} belongs to sheet {owner} in the repository",
+                    e.id.v
+                ),
+                e.id.span,
+                &path.key("edges").index(j).key("id"),
+            );
         }
     }
     Ok(())
@@ -259,7 +330,12 @@ fn ids_not_taken(s: &Sheet, path: &Path, facts: &dyn Facts, problems: &mut Probl
 fn sheet_attributes(s: &Sheet, path: &Path, problems: &mut Problems) {
     let a = &s.attributes;
     if a.name.v.trim().is_empty() {
-        problems.error("sheet.name", format!("sheet {}: `name` must not be empty", s.id.v), a.name.span, &path.key("attributes").key("name"));
+        problems.error(
+            "sheet.name",
+            format!("sheet {}: `name` must not be empty", s.id.v),
+            a.name.span,
+            &path.key("attributes").key("name"),
+        );
     }
     if let Some(order) = &a.order {
         let derived = a.name.v.to_uppercase();
@@ -295,7 +371,10 @@ fn graph(s: &Sheet, path: &Path, problems: &mut Problems) {
             if !kinds.contains_key(&at.v) {
                 problems.error(
                     "edge.unknown_node",
-                    format!("edge {}: `{end}` names node {}, which is not a node of sheet {}", e.id.v, at.v, s.id.v),
+                    format!(
+                        "edge {}: `{end}` names node {}, which is not a node of sheet {}",
+                        e.id.v, at.v, s.id.v
+                    ),
                     at.span,
                     &epath.key(end),
                 );
@@ -388,13 +467,21 @@ fn find_cycle(nodes: &[Node], next: &HashMap<i64, Vec<i64>>) -> Option<Vec<i64>>
     None
 }
 
-fn nodes(s: &Sheet, path: &Path, doc_connections: &HashSet<i64>, facts: &dyn Facts, problems: &mut Problems) -> crate::repo::Result<()> {
+fn nodes(
+    s: &Sheet,
+    path: &Path,
+    doc_connections: &HashSet<i64>,
+    facts: &dyn Facts,
+    problems: &mut Problems,
+) -> crate::repo::Result<()> {
     for (j, n) in s.nodes.iter().enumerate() {
         let apath = path.key("nodes").index(j).key("attributes");
         match &n.attributes {
             NodeAttributes::Action(a) => action(a, &apath, problems),
             NodeAttributes::Object(o) => {
-                if o.dependency.v.chars().count() != 1 || !o.dependency.v.chars().all(char::is_alphabetic) {
+                if o.dependency.v.chars().count() != 1
+                    || !o.dependency.v.chars().all(char::is_alphabetic)
+                {
                     problems.error(
                         "node.dependency",
                         format!("node {}: `dependency` must be one letter (`Y` for sources and targets), found `{}`", n.id.v, o.dependency.v),
@@ -402,11 +489,22 @@ fn nodes(s: &Sheet, path: &Path, doc_connections: &HashSet<i64>, facts: &dyn Fac
                         &apath.key("dependency"),
                     );
                 }
-                if !modules::OBJECT_TYPES.iter().any(|(id, _)| *id == o.object_type_id.v) {
-                    let known: Vec<String> = modules::OBJECT_TYPES.iter().map(|(id, name)| format!("{id} ({name})")).collect();
+                if !modules::OBJECT_TYPES
+                    .iter()
+                    .any(|(id, _)| *id == o.object_type_id.v)
+                {
+                    let known: Vec<String> = modules::OBJECT_TYPES
+                        .iter()
+                        .map(|(id, name)| format!("{id} ({name})"))
+                        .collect();
                     problems.error(
                         "node.object_type",
-                        format!("node {}: object type {} is not known; known types: {}", n.id.v, o.object_type_id.v, known.join(", ")),
+                        format!(
+                            "node {}: object type {} is not known; known types: {}",
+                            n.id.v,
+                            o.object_type_id.v,
+                            known.join(", ")
+                        ),
                         o.object_type_id.span,
                         &apath.key("objectTypeId"),
                     );
@@ -431,16 +529,29 @@ fn action(a: &ActionAttributes, apath: &Path, problems: &mut Problems) {
     let Some(m) = modules::module(&a.module.v) else {
         problems.error(
             "node.unknown_module",
-            format!("module `{}` is not provided by any plugin; known modules: {}", a.module.v, modules::module_names()),
+            format!(
+                "module `{}` is not provided by any plugin; known modules: {}",
+                a.module.v,
+                modules::module_names()
+            ),
             a.module.span,
             &apath.key("module"),
         );
         return;
     };
     for (key, value) in &a.extra {
-        let known = m.attributes.iter().chain(modules::COMMON_ATTRIBUTES).find(|(k, _)| *k == key.v);
+        let known = m
+            .attributes
+            .iter()
+            .chain(modules::COMMON_ATTRIBUTES)
+            .find(|(k, _)| *k == key.v);
         let Some((_, ty)) = known else {
-            let mut names: Vec<&str> = m.attributes.iter().chain(modules::COMMON_ATTRIBUTES).map(|(k, _)| *k).collect();
+            let mut names: Vec<&str> = m
+                .attributes
+                .iter()
+                .chain(modules::COMMON_ATTRIBUTES)
+                .map(|(k, _)| *k)
+                .collect();
             names.sort_unstable();
             problems.error(
                 "node.module_attribute",
@@ -457,8 +568,13 @@ fn action(a: &ActionAttributes, apath: &Path, problems: &mut Problems) {
         };
         let fits = matches!(
             (ty, &value.value),
-            (modules::AttributeType::Bool, crate::dsr::value::Value::Bool(_))
-                | (modules::AttributeType::String, crate::dsr::value::Value::String(_))
+            (
+                modules::AttributeType::Bool,
+                crate::dsr::value::Value::Bool(_)
+            ) | (
+                modules::AttributeType::String,
+                crate::dsr::value::Value::String(_)
+            )
         );
         if !fits {
             let expected = match ty {
@@ -467,18 +583,15 @@ fn action(a: &ActionAttributes, apath: &Path, problems: &mut Problems) {
             };
             problems.error(
                 "dsr.wrong_type",
-                format!("`{}` of module {} must be {expected}, found {}", key.v, m.name, value.value.kind()),
+                format!(
+                    "`{}` of module {} must be {expected}, found {}",
+                    key.v,
+                    m.name,
+                    value.value.kind()
+                ),
                 value.span,
                 &apath.key(&key.v),
             );
         }
     }
 }
-
-/// A span that covers nothing, at the start of `span` (for problems of a whole object).
-pub fn start_of(span: Span) -> Span {
-    Span { start: span.start, end: span.start }
-}
-
-#[cfg(test)]
-mod tests;

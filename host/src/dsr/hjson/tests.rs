@@ -22,10 +22,15 @@ fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
             if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
                 return x == y;
             }
-            let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
+            let (x, y) = (
+                x.as_f64().unwrap_or(f64::NAN),
+                y.as_f64().unwrap_or(f64::NAN),
+            );
             x == y || ((x - y).abs() <= 1e-14 * x.abs().max(y.abs()))
         }
-        (J::Array(x), J::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b)),
+        (J::Array(x), J::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
         (J::Object(x), J::Object(y)) => {
             x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
         }
@@ -59,13 +64,27 @@ fn passes_the_hjson_conformance_suite() {
             .expect("result json");
             match result {
                 Ok(v) if same(&v.value.to_json(), &expected) => {}
-                Ok(v) => failures.push(format!("{file}: got {} expected {expected}", v.value.to_json())),
-                Err(e) => failures.push(format!("{file}: rejected at byte {}: {}", e.offset, e.message)),
+                Ok(v) => failures.push(format!(
+                    "{file}: got {} expected {expected}",
+                    v.value.to_json()
+                )),
+                Err(e) => failures.push(format!(
+                    "{file}: rejected at byte {}: {}",
+                    e.offset, e.message
+                )),
             }
         }
     }
-    assert!(cases >= 90, "the suite lists {cases} cases, expected at least 90");
-    assert!(failures.is_empty(), "{} of {cases} cases failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        cases >= 90,
+        "the suite lists {cases} cases, expected at least 90"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 fn err_at(text: &str) -> (String, u32, u32) {
@@ -102,11 +121,16 @@ fn accepts_bom_and_crlf() {
 fn keeps_spans_of_values_and_keys() {
     let text = "{\n  id: 12\n  name: load customers\n}";
     let v = parse(text).expect("parses");
-    let Value::Object(members) = v.value else { panic!("object expected") };
+    let Value::Object(members) = v.value else {
+        panic!("object expected")
+    };
     let idx = LineIndex::new(text);
     assert_eq!(idx.position(members[0].key_span.start).to_string(), "2:3");
     assert_eq!(idx.position(members[1].value.span.start).to_string(), "3:9");
-    assert_eq!(&text[members[1].value.span.start as usize..members[1].value.span.end as usize], "load customers");
+    assert_eq!(
+        &text[members[1].value.span.start as usize..members[1].value.span.end as usize],
+        "load customers"
+    );
 }
 
 #[test]
@@ -118,8 +142,12 @@ fn refuses_deep_nesting_without_overflowing_the_stack() {
 
 #[test]
 fn big_integers_stay_exact() {
-    let v = parse("{a: 144115188075855873, b: -9223372036854775808, c: 18446744073709551616}").expect("parses");
-    assert_eq!(v.value.to_json()["a"], serde_json::json!(144115188075855873i64));
+    let v = parse("{a: 144115188075855873, b: -9223372036854775808, c: 18446744073709551616}")
+        .expect("parses");
+    assert_eq!(
+        v.value.to_json()["a"],
+        serde_json::json!(144115188075855873i64)
+    );
     assert_eq!(v.value.to_json()["b"], serde_json::json!(i64::MIN));
     assert!(v.value.to_json()["c"].is_f64());
 }
