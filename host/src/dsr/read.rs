@@ -1,5 +1,5 @@
 //! From the spanned value tree to the typed model: every missing field, wrong type,
-//! duplicate or unknown field becomes a [`Problem`] with its place, and reading goes on so
+//! duplicate or unknown field becomes a [`Problem`](super::Problem) with its place, and reading goes on so
 //! that one answer lists every problem of the document.
 
 use super::model::*;

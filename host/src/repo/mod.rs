@@ -1,5 +1,5 @@
 //! The repository: one SQLite file (`HOME/repository.db`) in WAL mode, its versioned schema
-//! ([`migrations`]), the writes of a deploy ([`Writer`]) and a full logical [`dump`].
+//! ([`migrations`]), the writes of a deploy ([`Writer`]) and a full logical [`dump()`].
 //!
 //! Every connection gets `synchronous=NORMAL`, a busy timeout and foreign keys. Writes go
 //! through one writer connection behind a mutex, each in a `BEGIN IMMEDIATE` transaction, so

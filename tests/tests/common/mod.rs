@@ -52,6 +52,8 @@ impl Weft {
     }
 
     /// Starts `weft serve` in an existing home.
+    // The child is killed and waited for in `Drop for Weft`, which clippy cannot see.
+    #[allow(clippy::zombie_processes)]
     pub fn start_in(home: tempfile::TempDir, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut cmd = Command::new(weft_bin());
         cmd.arg("serve").arg("--home").arg(home.path()).args(args);
