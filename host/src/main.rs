@@ -84,7 +84,7 @@ fn main() -> ExitCode {
             listen,
             environment,
         } => {
-            init_logging();
+            let _log_guard = init_logging(&home);
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -131,13 +131,44 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+/// Logs to standard error and to `HOME/logs/weft.log.YYYY-MM-DD` (a new file each day).
+/// The returned guard flushes the file when the server stops.
+fn init_logging(home: &std::path::Path) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    use tracing_subscriber::prelude::*;
+    let filter = || {
+        tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+    };
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .init();
+        .with_filter(filter());
+    let logs = home.join("logs");
+    let file = std::fs::create_dir_all(&logs).ok().and_then(|()| {
+        tracing_appender::rolling::Builder::new()
+            .filename_prefix("weft.log")
+            .rotation(tracing_appender::rolling::Rotation::DAILY)
+            .build(&logs)
+            .ok()
+    });
+    match file {
+        Some(appender) => {
+            let (writer, guard) = tracing_appender::non_blocking(appender);
+            let file_layer = tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(writer)
+                .with_filter(filter());
+            tracing_subscriber::registry()
+                .with(stderr)
+                .with(file_layer)
+                .init();
+            Some(guard)
+        }
+        None => {
+            tracing_subscriber::registry().with(stderr).init();
+            tracing::warn!(message = "Cannot write the log file; logging to standard error only.", dir = %logs.display());
+            None
+        }
+    }
 }
 
 fn schema(home: &std::path::Path, status: bool) -> ExitCode {

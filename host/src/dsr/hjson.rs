@@ -334,59 +334,10 @@ impl<'a> Reader<'a> {
 
     /// Decodes the escape after a backslash (the current byte is the escaped one).
     fn escape(&mut self, out: &mut String) -> Result<(), SyntaxError> {
-        let c = match self.cur() {
-            Some(b'"') => '"',
-            Some(b'\'') => '\'',
-            Some(b'\\') => '\\',
-            Some(b'/') => '/',
-            Some(b'b') => '\u{8}',
-            Some(b'f') => '\u{c}',
-            Some(b'n') => '\n',
-            Some(b'r') => '\r',
-            Some(b't') => '\t',
-            Some(b'u') => {
-                self.pos += 1;
-                let first = self.hex4()?;
-                let code = if (0xD800..0xDC00).contains(&first)
-                    && self.cur() == Some(b'\\')
-                    && self.peek(1) == Some(b'u')
-                {
-                    let save = self.pos;
-                    self.pos += 2;
-                    let second = self.hex4()?;
-                    if (0xDC00..0xE000).contains(&second) {
-                        0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-                    } else {
-                        self.pos = save;
-                        first
-                    }
-                } else {
-                    first
-                };
-                out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
-                return Ok(());
-            }
-            _ => return self.err(format!("Bad escape '\\{}' in a string", self.cur_char())),
-        };
-        out.push(c);
-        self.pos += 1;
-        Ok(())
-    }
-
-    fn hex4(&mut self) -> Result<u32, SyntaxError> {
-        let mut code = 0u32;
-        for _ in 0..4 {
-            let d = match self.cur() {
-                Some(c) => (c as char).to_digit(16),
-                None => None,
-            };
-            let Some(d) = d else {
-                return self.err("Bad \\u char: four hexadecimal digits expected");
-            };
-            code = code * 16 + d;
-            self.pos += 1;
-        }
-        Ok(code)
+        unescape(self.b, &mut self.pos, out, true).map_err(|message| SyntaxError {
+            message: message.replace("{}", &self.cur_char()),
+            offset: self.pos,
+        })
     }
 
     /// A `'''` string; the position is just after the opening quotes.
@@ -504,6 +455,66 @@ impl<'a> Reader<'a> {
             }
         }
     }
+}
+
+/// Decodes the escape whose letter is at `b[*pos]` (just after the backslash) into `out`
+/// and moves `pos` past it: JSON's escapes, with `\uXXXX` surrogate pairs joined, and `\'`
+/// where `single_quote` allows it (HJSON). On error, `pos` is left on the offending byte and
+/// the message has `{}` where the caller names the character found.
+pub(crate) fn unescape(
+    b: &[u8],
+    pos: &mut usize,
+    out: &mut String,
+    single_quote: bool,
+) -> Result<(), &'static str> {
+    let c = match b.get(*pos) {
+        Some(b'"') => '"',
+        Some(b'\'') if single_quote => '\'',
+        Some(b'\\') => '\\',
+        Some(b'/') => '/',
+        Some(b'b') => '\u{8}',
+        Some(b'f') => '\u{c}',
+        Some(b'n') => '\n',
+        Some(b'r') => '\r',
+        Some(b't') => '\t',
+        Some(b'u') => {
+            *pos += 1;
+            let first = hex4(b, pos)?;
+            let mut code = first;
+            if (0xD800..0xDC00).contains(&first) && b[*pos..].starts_with(b"\\u") {
+                let save = *pos;
+                *pos += 2;
+                let second = hex4(b, pos)?;
+                if (0xDC00..0xE000).contains(&second) {
+                    code = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
+                } else {
+                    *pos = save;
+                }
+            }
+            out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+            return Ok(());
+        }
+        _ => {
+            return Err(
+                "Bad escape '\\{}' in a string (a backslash that stands for itself is written \\\\)",
+            );
+        }
+    };
+    out.push(c);
+    *pos += 1;
+    Ok(())
+}
+
+fn hex4(b: &[u8], pos: &mut usize) -> Result<u32, &'static str> {
+    let mut code = 0u32;
+    for _ in 0..4 {
+        let Some(d) = b.get(*pos).and_then(|&c| (c as char).to_digit(16)) else {
+            return Err("Bad \\u escape: four hexadecimal digits expected");
+        };
+        code = code * 16 + d;
+        *pos += 1;
+    }
+    Ok(code)
 }
 
 /// Reads `raw` as an HJSON number: JSON's grammar, except that `1.` is allowed; leading zeros

@@ -139,52 +139,15 @@ impl Reader<'_> {
     }
 
     fn escape(&mut self, out: &mut String) -> Result<(), SyntaxError> {
-        let c = match self.cur() {
-            Some(b'"') => '"',
-            Some(b'\\') => '\\',
-            Some(b'/') => '/',
-            Some(b'b') => '\u{8}',
-            Some(b'f') => '\u{c}',
-            Some(b'n') => '\n',
-            Some(b'r') => '\r',
-            Some(b't') => '\t',
-            Some(b'u') => {
-                self.pos += 1;
-                let first = self.hex4()?;
-                let mut code = first;
-                if (0xD800..0xDC00).contains(&first) && self.b[self.pos..].starts_with(b"\\u") {
-                    let save = self.pos;
-                    self.pos += 2;
-                    let second = self.hex4()?;
-                    if (0xDC00..0xE000).contains(&second) {
-                        code = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
-                    } else {
-                        self.pos = save;
-                    }
-                }
-                out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
-                return Ok(());
-            }
-            _ => {
-                self.pos -= 1;
-                return self.err("invalid escape in a string (a backslash must be doubled)");
-            }
-        };
-        out.push(c);
-        self.pos += 1;
-        Ok(())
-    }
-
-    fn hex4(&mut self) -> Result<u32, SyntaxError> {
-        let mut code = 0;
-        for _ in 0..4 {
-            let Some(d) = self.cur().and_then(|c| (c as char).to_digit(16)) else {
-                return self.err("invalid \\u escape: four hexadecimal digits expected");
-            };
-            code = code * 16 + d;
-            self.pos += 1;
-        }
-        Ok(code)
+        let found = self
+            .text
+            .get(self.pos..)
+            .and_then(|s| s.chars().next())
+            .map_or_else(String::new, |c| c.escape_default().to_string());
+        super::hjson::unescape(self.b, &mut self.pos, out, false).map_err(|message| SyntaxError {
+            message: message.replace("{}", &found),
+            offset: self.pos,
+        })
     }
 
     fn enter(&mut self) -> Result<(), SyntaxError> {
