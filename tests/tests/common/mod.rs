@@ -177,3 +177,28 @@ pub fn post(url: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
     let v = resp.json().expect("JSON answer");
     (status, v)
 }
+
+/// A valid three-node sheet (source, action, target) in folder 10 `/sales` on connection 1
+/// (the quickstart's), with ids derived from `n`.
+pub fn sheet(n: i64) -> String {
+    let b = n * 10;
+    format!(
+        "{{\n  version: 1\n  transformationData: {{\n    sheets: [\n      {{\n        id: {n}\n        attributes: {{ name: \"sheet {n}\", folder_id: 10, folder: \"/sales\" }}\n        nodes: [\n          {{ id: {}, type: 1, attributes: {{ field1: \"src_{n}\", objectTypeId: 1, connectionId: 1 }} }}\n          {{ id: {}, type: 0, attributes: {{ module: \"Sql\", name: \"step {n}\", action: \"INSERT INTO dst_{n} SELECT * FROM src_{n}\" }} }}\n          {{ id: {}, type: 1, attributes: {{ field1: \"dst_{n}\", objectTypeId: 1, connectionId: 1 }} }}\n        ]\n        edges: [\n          {{ id: {}, from: {}, to: {} }}\n          {{ id: {}, from: {}, to: {} }}\n        ]\n      }}\n    ]\n  }}\n}}\n",
+        b + 1,
+        b + 2,
+        b + 3,
+        b + 4,
+        b + 1,
+        b + 2,
+        b + 5,
+        b + 2,
+        b + 3
+    )
+}
+
+/// The `DeployRepository` body for `content`.
+pub fn deploy_body(content: &str) -> Vec<u8> {
+    serde_json::json!({"command": "DeployRepository", "payload": {"content": content}})
+        .to_string()
+        .into_bytes()
+}
