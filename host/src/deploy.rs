@@ -124,30 +124,38 @@ pub fn deploy(
         );
     }
     repo.write(|w| {
-        let id_map = match opts.into_folder {
-            Some(folder) => match copy_into(&mut doc, folder, w)? {
-                Ok(map) => Some(map),
-                Err(p) => {
-                    problems.push(p);
-                    return Ok((
-                        Err(Error::Invalid(details(std::mem::take(&mut problems)))),
-                        false,
-                    ));
-                }
-            },
-            None => None,
+        let invalid = |problems: &mut Problems| {
+            Ok((
+                Err(Error::Invalid(details(std::mem::take(problems)))),
+                false,
+            ))
         };
+        if let Some(folder) = opts.into_folder {
+            if let Err(p) = move_into(&mut doc, folder, w)? {
+                problems.push(p);
+                return invalid(&mut problems);
+            }
+        }
+        // Validation judges the ids as written, so that its messages name them; a copy's
+        // ids are replaced afterwards, so they need not be free.
         let vopts = validate::Options {
             full: opts.validate,
             check_ids: opts.into_folder.is_none(),
         };
         validate::document(&doc, w, vopts, &mut problems)?;
         if problems.has_errors() {
-            return Ok((
-                Err(Error::Invalid(details(std::mem::take(&mut problems)))),
-                false,
-            ));
+            return invalid(&mut problems);
         }
+        let id_map = match opts.into_folder {
+            Some(_) => match renumber(&mut doc, w)? {
+                Ok(map) => Some(map),
+                Err(p) => {
+                    problems.extend(p);
+                    return invalid(&mut problems);
+                }
+            },
+            None => None,
+        };
         let mut report = Report {
             dry_run: opts.dry_run,
             validated: opts.validate,
@@ -179,12 +187,8 @@ pub fn deploy(
     })?
 }
 
-/// Gives the document's sheets fresh ids and moves them into `folder`.
-fn copy_into(
-    doc: &mut Document,
-    folder: i64,
-    w: &Writer<'_>,
-) -> repo::Result<Result<IdMap, Problem>> {
+/// Moves the document's sheets into `folder` (the first half of an `intoFolder` copy).
+fn move_into(doc: &mut Document, folder: i64, w: &Writer<'_>) -> repo::Result<Result<(), Problem>> {
     let Some(path) = w.folder_path(folder)? else {
         return Ok(Err(Problem {
             severity: Severity::Error,
@@ -196,35 +200,77 @@ fn copy_into(
             path: "payload.deployOptions.intoFolder".to_owned(),
         }));
     };
-    let (mut sheet_id, mut node_id, mut edge_id) = (
+    for s in &mut doc.sheets {
+        s.attributes.folder_id.v = folder;
+        s.attributes.folder.v = path.clone();
+    }
+    Ok(Ok(()))
+}
+
+/// Gives the document's sheets, nodes and edges fresh ids after the largest in the
+/// repository, and remaps the edges (the second half of an `intoFolder` copy).
+fn renumber(doc: &mut Document, w: &Writer<'_>) -> repo::Result<Result<IdMap, Vec<Problem>>> {
+    let mut next = [
         w.max_id(IdTable::Sheets)?,
         w.max_id(IdTable::Nodes)?,
         w.max_id(IdTable::Edges)?,
-    );
+    ];
+    let mut fresh = |kind: usize| -> Option<i64> {
+        next[kind] = next[kind].checked_add(1)?;
+        Some(next[kind])
+    };
+    let overflow = || Problem {
+        severity: Severity::Error,
+        code: "deploy.ids_exhausted",
+        message: "the repository holds an id so large that a copy cannot get fresh ids after it"
+            .to_owned(),
+        span: None,
+        path: "payload.deployOptions.intoFolder".to_owned(),
+    };
     let mut map = IdMap::default();
-    for s in &mut doc.sheets {
-        sheet_id += 1;
-        map.sheets.insert(s.id.v.to_string(), sheet_id);
-        s.id.v = sheet_id;
-        s.attributes.folder_id.v = folder;
-        s.attributes.folder.v = path.clone();
+    let mut problems = Vec::new();
+    let td = Path::root().key("transformationData");
+    for (i, s) in doc.sheets.iter_mut().enumerate() {
+        let Some(id) = fresh(0) else {
+            return Ok(Err(vec![overflow()]));
+        };
+        map.sheets.insert(s.id.v.to_string(), id);
+        s.id.v = id;
         let mut nodes = HashMap::new();
         for n in &mut s.nodes {
-            node_id += 1;
-            nodes.insert(n.id.v, node_id);
-            map.nodes.insert(n.id.v.to_string(), node_id);
-            n.id.v = node_id;
+            let Some(id) = fresh(1) else {
+                return Ok(Err(vec![overflow()]));
+            };
+            nodes.insert(n.id.v, id);
+            map.nodes.insert(n.id.v.to_string(), id);
+            n.id.v = id;
         }
-        for e in &mut s.edges {
-            edge_id += 1;
-            map.edges.insert(e.id.v.to_string(), edge_id);
-            e.id.v = edge_id;
-            // An edge to a node outside the sheet keeps its id, so validation names it.
-            e.from.v = nodes.get(&e.from.v).copied().unwrap_or(e.from.v);
-            e.to.v = nodes.get(&e.to.v).copied().unwrap_or(e.to.v);
+        for (j, e) in s.edges.iter_mut().enumerate() {
+            let Some(id) = fresh(2) else {
+                return Ok(Err(vec![overflow()]));
+            };
+            let old = e.id.v;
+            map.edges.insert(old.to_string(), id);
+            e.id.v = id;
+            for (end, at) in [("from", &mut e.from), ("to", &mut e.to)] {
+                match nodes.get(&at.v) {
+                    Some(&new) => at.v = new,
+                    // Even unvalidated, a copy must not join an edge to a stranger's node.
+                    None => problems.push(Problem::error(
+                        "edge.unknown_node",
+                        format!("edge {old}: `{end}` names node {}, which is not a node of the copied sheet", at.v),
+                        at.span,
+                        &td.key("sheets").index(i).key("edges").index(j).key(end),
+                    )),
+                }
+            }
         }
     }
-    Ok(Ok(map))
+    Ok(if problems.is_empty() {
+        Ok(map)
+    } else {
+        Err(problems)
+    })
 }
 
 #[cfg(test)]

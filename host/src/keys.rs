@@ -196,9 +196,17 @@ impl KeyFile {
                 )));
             }
             let mut options = Vec::new();
-            for pair in fields[5].split(';').filter(|p| !p.trim().is_empty()) {
+            for (n, pair) in fields[5]
+                .split(';')
+                .filter(|p| !p.trim().is_empty())
+                .enumerate()
+            {
+                // The option's text is not repeated: it may be a secret.
                 let Some((k, v)) = pair.split_once('=') else {
-                    return Err(syntax(format!("option `{pair}` is not `name=value`")));
+                    return Err(syntax(format!(
+                        "option {} of the OPTIONS field is not `name=value`",
+                        n + 1
+                    )));
                 };
                 options.push((k.trim().to_owned(), v.to_owned()));
             }
@@ -369,6 +377,8 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
         source,
     };
     let tmp = path.with_extension("tmp");
+    // A leftover temporary file may have any mode; start from a new one.
+    let _ = std::fs::remove_file(&tmp);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
@@ -377,6 +387,12 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
         options.mode(0o600);
     }
     let mut f = options.open(&tmp).map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(io)?;
+    }
     f.write_all(text.as_bytes()).map_err(io)?;
     f.sync_all().map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)

@@ -182,7 +182,16 @@ fn schema(home: &std::path::Path, status: bool) -> ExitCode {
             );
             return ExitCode::SUCCESS;
         }
-        return match repo::connect(&path).and_then(|c| migrations::version(&c)) {
+        // Read-only, without the settings of `repo::connect`: --status changes nothing.
+        let conn = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .map_err(|source| repo::Error::Open {
+            path: path.clone(),
+            source,
+        });
+        return match conn.and_then(|c| migrations::version(&c)) {
             Ok(v) => {
                 println!(
                     "{}: schema version {v}; this weft writes version {}",

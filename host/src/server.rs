@@ -94,6 +94,11 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     if let Some(env) = opts.environment {
         settings.environment = env;
     }
+    // Refuse a loose or broken key file before anything is opened or upgraded.
+    let keyfile_path = KeyFile::path_in(&opts.home);
+    if keyfile_path.exists() {
+        KeyFile::load(&keyfile_path)?;
+    }
     let repo_path = opts.home.join("repository.db");
     let repo = tokio::task::spawn_blocking(move || Repository::open(&repo_path))
         .await

@@ -377,3 +377,88 @@ fn into_folder_over_http_returns_the_id_map() {
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(out.contains("idMap: {\"sheets\":{\"100\":101}"), "{out}");
 }
+
+#[test]
+fn a_dry_run_of_a_sheet_through_the_binary_changes_nothing() {
+    let w = Weft::start();
+    for f in ["1-folder.dsr", "2-connection.dsr"] {
+        let o = w.script(
+            "deploySheet.sh",
+            &["--file", example(f).to_str().expect("utf8")],
+            None,
+        );
+        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    }
+    let before = w.dump();
+    let o = w.script(
+        "deploySheet.sh",
+        &[
+            "--test",
+            "--file",
+            example("3-sheet.dsr").to_str().expect("utf8"),
+        ],
+        None,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("test only"), "{out}");
+    assert_eq!(before, w.dump(), "a dry run changed the repository");
+}
+
+#[test]
+fn content_encoded_as_spec_4_2_says_is_accepted_by_the_server() {
+    let w = Weft::start();
+    // The specification's encoding, done the way a shell script does it: CRs removed,
+    // backslashes doubled, quotes escaped, line breaks as \n, TABs left raw.
+    let folder = "{\r\n\tversion: 1\r\n\ttransformationData: {\r\n\t\tfolders: [\r\n\t\t\t{ id: 3, path: \"/x\", documentation: \"C:\\\\data \\\"raw\\\"\tTAB\" }\r\n\t\t]\r\n\t}\r\n}\r\n";
+    let encoded = folder
+        .replace('\r', "")
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n");
+    let body = format!(
+        "{{\"command\":\"DeployRepository\",\"payload\":{{\"content\":\"{encoded}\",\"deployOptions\":{{\"validate\":\"true\",\"dryRun\":\"false\",\"intoFolder\":null}}}}}}"
+    );
+    assert!(body.contains('\t'));
+    let (st, v) = post(&w.url, body.into_bytes());
+    assert_eq!(st, 200, "{v}");
+    assert!(
+        w.dump().contains("C:\\\\data \\\"raw\\\"\\tTAB"),
+        "{}",
+        w.dump()
+    );
+}
+
+#[test]
+fn into_folder_is_refused_by_a_production_server() {
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0", "--environment", "production"],
+        &[],
+    );
+    for f in ["1-folder.dsr", "2-connection.dsr"] {
+        let o = w.script(
+            "deploySheet.sh",
+            &["--file", example(f).to_str().expect("utf8")],
+            None,
+        );
+        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    }
+    let before = w.dump();
+    let o = w.script(
+        "deploySheet.sh",
+        &[
+            "--option",
+            r#"{"intoFolder": 10}"#,
+            "--file",
+            example("3-sheet.dsr").to_str().expect("utf8"),
+        ],
+        None,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(4), "refused, not invalid: {out}{err}");
+    assert!(
+        err.contains("deploy.into_folder_refused") && err.contains("production"),
+        "{err}"
+    );
+    assert_eq!(before, w.dump());
+}

@@ -80,16 +80,20 @@ pub fn app(state: Arc<AppState>) -> Router {
     Router::new()
         .route(
             SERVICE_PATH,
-            post(service)
-                .fallback(|| async { ApiError::method_not_allowed().into_response_with(0) }),
+            post(service).fallback(|State(state): State<Arc<AppState>>| async move {
+                ApiError::method_not_allowed().into_response_with(state.request_id())
+            }),
         )
-        .fallback(|| async { ApiError::not_found().into_response_with(0) })
+        .fallback(|State(state): State<Arc<AppState>>| async move {
+            ApiError::not_found().into_response_with(state.request_id())
+        })
         .layer(axum::extract::DefaultBodyLimit::max(limit))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
         .with_state(state)
 }
 
-/// A handler that panicked answers 500 in the error shape; the server goes on.
+/// A handler that panicked answers 500 in the error shape (with `requestId` 0: the id is
+/// lost with the handler); the server goes on.
 fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
     let what = panic
         .downcast_ref::<String>()
@@ -167,14 +171,19 @@ async fn handle(
 }
 
 fn check_token(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let expected = state
-        .keys
-        .as_ref()
-        .and_then(|k| k.current().ok())
-        .and_then(|kf| {
-            kf.get(crate::keys::SERVER_KEY)
-                .and_then(|e| e.option("token").map(str::to_owned))
-        });
+    let keyfile = match state.keys.as_ref().map(|k| k.current()) {
+        Some(Ok(kf)) => Some(kf),
+        Some(Err(e)) => {
+            return Err(ApiError::internal(format!(
+                "the key file cannot be read: {e}"
+            )));
+        }
+        None => None,
+    };
+    let expected = keyfile.and_then(|kf| {
+        kf.get(crate::keys::SERVER_KEY)
+            .and_then(|e| e.option("token").map(str::to_owned))
+    });
     let Some(expected) = expected.filter(|t| !t.is_empty()) else {
         return Err(ApiError::internal(
             "no token is configured for this server (key file entry weft_server, option token)",

@@ -624,3 +624,115 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn into_folder_judges_the_ids_as_written() {
+    let f = Fixture::with_base();
+    // A typo in an edge (1 for 101) must not be hidden by the renumbering.
+    let typo = SHEET.replace(
+        "{ id: 104, from: 101, to: 102 }",
+        "{ id: 104, from: 1, to: 102 }",
+    );
+    let d = f.invalid_with(
+        &typo,
+        Options {
+            into_folder: Some(10),
+            ..Options::default()
+        },
+    );
+    let p = find(&d, "edge.unknown_node");
+    assert!(p.message.contains("names node 1,"), "{}", p.message);
+    // Even without validation, a copy refuses an edge to a node outside the sheet.
+    let d = f.invalid_with(
+        &typo,
+        Options {
+            into_folder: Some(10),
+            validate: false,
+            ..Options::default()
+        },
+    );
+    assert_eq!(
+        find(&d, "edge.unknown_node").path,
+        "transformationData.sheets[0].edges[0].from"
+    );
+    // Duplicate node ids are found before they get distinct new ids.
+    let dup = SHEET.replace("id: 103", "id: 101");
+    let d = f.invalid_with(
+        &dup,
+        Options {
+            into_folder: Some(10),
+            ..Options::default()
+        },
+    );
+    find(&d, "id.duplicate");
+}
+
+#[test]
+fn into_folder_refuses_when_ids_are_exhausted() {
+    let f = Fixture::with_base();
+    f.ok(&SHEET
+        .replace("id: 103", "id: 9223372036854775807")
+        .replace("to: 103", "to: 9223372036854775807"));
+    let d = f.invalid_with(
+        SHEET.replace("id: 100", "id: 300").as_str(),
+        Options {
+            into_folder: Some(10),
+            ..Options::default()
+        },
+    );
+    find(&d, "deploy.ids_exhausted");
+}
+
+#[test]
+fn without_validation_module_attributes_are_still_typed() {
+    let f = Fixture::with_base();
+    let opts = Options {
+        validate: false,
+        ..Options::default()
+    };
+    let d = f.invalid_with(
+        &SHEET.replace("keys: id", "keys: id\n              colour: blue"),
+        opts,
+    );
+    assert_eq!(
+        find(&d, "node.module_attribute").path,
+        "transformationData.sheets[0].nodes[1].attributes.colour"
+    );
+    let d = f.invalid_with(&SHEET.replace("keys: id", "keys: 12"), opts);
+    find(&d, "dsr.wrong_type");
+    // An unknown module's attributes cannot be judged without validation: kept as written.
+    f.deploy(&SHEET.replace("module: Upsert", "module: Custom"), opts)
+        .expect("accepted");
+}
+
+#[test]
+fn a_folder_that_holds_something_cannot_be_renamed() {
+    let f = Fixture::with_base();
+    f.ok("{version: 1, transformationData: {folders: [{id: 12, path: \"/sales/daily\"}]}}");
+    let d =
+        f.invalid("{version: 1, transformationData: {folders: [{id: 10, path: \"/revenue\"}]}}");
+    let p = find(&d, "folder.rename_nonempty");
+    assert!(
+        p.message.contains("`/sales` to `/revenue`"),
+        "{}",
+        p.message
+    );
+    // An empty folder can.
+    let r =
+        f.ok("{version: 1, transformationData: {folders: [{id: 12, path: \"/sales/weekly\"}]}}");
+    assert_eq!(r.updated.len(), 1);
+}
+
+#[test]
+fn mistyped_nodes_or_edges_give_only_the_reader_problem() {
+    let f = Fixture::with_base();
+    let start = SHEET.find("        nodes: [").expect("nodes");
+    let end = SHEET.find("        edges: [").expect("edges");
+    let text = format!("{}        nodes: 5\n{}", &SHEET[..start], &SHEET[end..]);
+    let d = f.invalid(&text);
+    assert_eq!(errors(&d).len(), 1, "{d:#?}");
+    assert_eq!(
+        find(&d, "dsr.wrong_type").path,
+        "transformationData.sheets[0].nodes"
+    );
+}

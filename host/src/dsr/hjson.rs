@@ -428,11 +428,13 @@ impl<'a> Reader<'a> {
                 || (c == Some(b'/') && matches!(self.peek(1), Some(b'/') | Some(b'*')));
             if stop {
                 let raw = self.text[start..self.pos].trim_end();
-                let literal = match raw.as_bytes()[0] {
-                    b't' if raw == "true" => Some(Value::Bool(true)),
-                    b'f' if raw == "false" => Some(Value::Bool(false)),
-                    b'n' if raw == "null" => Some(Value::Null),
-                    b'-' | b'0'..=b'9' => parse_number(raw),
+                // `raw` is empty when the value was only Unicode white space (U+00A0, ...),
+                // which the reader does not skip but the trim removes: an empty string.
+                let literal = match raw.as_bytes().first() {
+                    Some(b't') if raw == "true" => Some(Value::Bool(true)),
+                    Some(b'f') if raw == "false" => Some(Value::Bool(false)),
+                    Some(b'n') if raw == "null" => Some(Value::Null),
+                    Some(b'-' | b'0'..=b'9') => parse_number(raw),
                     _ => None,
                 };
                 if let Some(value) = literal {

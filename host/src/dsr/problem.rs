@@ -97,6 +97,11 @@ impl Problems {
         self.list.push(p);
     }
 
+    /// Adds several problems.
+    pub fn extend(&mut self, ps: impl IntoIterator<Item = Problem>) {
+        self.list.extend(ps);
+    }
+
     /// Adds an error.
     pub fn error(
         &mut self,

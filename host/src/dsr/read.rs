@@ -156,24 +156,29 @@ fn sheet(
             None
         }
     };
+    // Without its nodes or edges a sheet cannot be judged: mark the document incomplete.
     let nodes = match o.array("nodes", problems) {
         Some(list) => each(list, &path.key("nodes"), complete, |v, p| {
             node(v, p, text, problems)
         }),
         None => {
-            if o.has("nodes") {
-                Vec::new()
-            } else {
+            if !o.has("nodes") {
                 o.missing("nodes", "a sheet", problems);
-                Vec::new()
             }
+            *complete = false;
+            Vec::new()
         }
     };
     let edges = match o.array("edges", problems) {
         Some(list) => each(list, &path.key("edges"), complete, |v, p| {
             edge(v, p, text, problems)
         }),
-        None => Vec::new(),
+        None => {
+            if o.has("edges") {
+                *complete = false;
+            }
+            Vec::new()
+        }
     };
     o.finish(&["id", "attributes", "nodes", "edges"], problems);
     Some(Sheet {

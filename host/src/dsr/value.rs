@@ -141,7 +141,11 @@ impl<'a> LineIndex<'a> {
     pub fn position(&self, offset: u32) -> Position {
         let offset = (offset as usize).min(self.text.len());
         let line = self.line_starts.partition_point(|&s| s <= offset) - 1;
-        let start = self.line_starts[line];
+        let mut start = self.line_starts[line];
+        // A leading byte order mark is not a column.
+        if line == 0 && self.text.starts_with('\u{feff}') && offset >= 3 {
+            start = 3;
+        }
         let mut end = offset;
         while !self.text.is_char_boundary(end) {
             end -= 1;

@@ -54,9 +54,10 @@ fn bad_lines_name_their_line() {
     write(&path, "# c\n0|sqlite|/x||\n", 0o600);
     let msg = KeyFile::load(&path).expect_err("bad").to_string();
     assert!(msg.contains("line 2") && msg.contains("6 fields"), "{msg}");
-    write(&path, "0|sqlite|/x|||driver\n", 0o600);
+    write(&path, "0|sqlite|/x|||driver=x;s3cret\n", 0o600);
     let msg = KeyFile::load(&path).expect_err("bad option").to_string();
-    assert!(msg.contains("line 1") && msg.contains("`driver`"), "{msg}");
+    assert!(msg.contains("line 1") && msg.contains("option 2"), "{msg}");
+    assert!(!msg.contains("s3cret"), "a secret in an error: {msg}");
 }
 
 #[test]
@@ -92,6 +93,17 @@ fn first_start_writes_the_repository_and_server_entries_with_mode_0600() {
             .expect("read")
             .starts_with("# weft key file")
     );
+}
+
+#[test]
+fn saving_makes_the_file_private_even_over_a_loose_leftover() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("keyfile");
+    write(&path.with_extension("tmp"), "junk", 0o644);
+    write(&path, "0|sqlite|/x|||\n", 0o600);
+    KeyFile::load(&path).expect("load").save().expect("save");
+    let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
 }
 
 #[test]

@@ -374,6 +374,16 @@ impl Facts for Writer<'_> {
         self.one("SELECT sheet_id FROM edges WHERE id = ?1", id)
     }
 
+    fn folder_has_contents(&self, id: i64, path: &str) -> Result<bool> {
+        let sheets = self.one::<i64>("SELECT 1 FROM sheets WHERE folder_id = ?1 LIMIT 1", id)?;
+        let prefix = format!("{path}/");
+        let folders = self.one::<i64>(
+            "SELECT 1 FROM folders WHERE substr(path, 1, length(?1)) = ?1 LIMIT 1",
+            prefix.as_str(),
+        )?;
+        Ok(sheets.is_some() || folders.is_some())
+    }
+
     fn connection_exists(&self, id: i64) -> Result<bool> {
         Ok(self
             .one::<i64>("SELECT 1 FROM connections WHERE id = ?1", id)?

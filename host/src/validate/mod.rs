@@ -38,6 +38,12 @@ pub trait Facts {
     ///
     /// A repository error.
     fn edge_sheet(&self, id: i64) -> crate::repo::Result<Option<i64>>;
+    /// Whether folder `id`, whose path is `path`, holds sheets or folders.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn folder_has_contents(&self, id: i64, path: &str) -> crate::repo::Result<bool>;
     /// Whether connection number `id` exists.
     ///
     /// # Errors
@@ -111,6 +117,18 @@ pub fn document(
         if opts.full {
             graph(s, &path, problems);
             nodes(s, &path, &doc_connections, facts, problems)?;
+        } else {
+            // Types are checked even without validation: the attributes of a known module.
+            for (j, n) in s.nodes.iter().enumerate() {
+                if let NodeAttributes::Action(a) = &n.attributes {
+                    action(
+                        a,
+                        &path.key("nodes").index(j).key("attributes"),
+                        false,
+                        problems,
+                    );
+                }
+            }
         }
     }
     Ok(())
@@ -235,6 +253,17 @@ fn folder(
         problems.error(
             "folder.path_taken",
             format!("folder path `{p}` belongs to folder {other} in the repository"),
+            f.path.span,
+            &path.key("path"),
+        );
+    }
+    if let Some(old) = facts.folder_path(f.id.v)?
+        && old != p
+        && facts.folder_has_contents(f.id.v, &old)?
+    {
+        problems.error(
+            "folder.rename_nonempty",
+            format!("folder {} holds sheets or folders, so its path cannot change from `{old}` to `{p}`; move or delete what it holds first", f.id.v),
             f.path.span,
             &path.key("path"),
         );
@@ -477,7 +506,7 @@ fn nodes(
     for (j, n) in s.nodes.iter().enumerate() {
         let apath = path.key("nodes").index(j).key("attributes");
         match &n.attributes {
-            NodeAttributes::Action(a) => action(a, &apath, problems),
+            NodeAttributes::Action(a) => action(a, &apath, true, problems),
             NodeAttributes::Object(o) => {
                 if o.dependency.v.chars().count() != 1
                     || !o.dependency.v.chars().all(char::is_alphabetic)
@@ -525,8 +554,13 @@ fn nodes(
     Ok(())
 }
 
-fn action(a: &ActionAttributes, apath: &Path, problems: &mut Problems) {
+/// Checks an action's module and the attributes it takes; an unknown module is an error only
+/// when `module_required` (full validation).
+fn action(a: &ActionAttributes, apath: &Path, module_required: bool, problems: &mut Problems) {
     let Some(m) = modules::module(&a.module.v) else {
+        if !module_required {
+            return;
+        }
         problems.error(
             "node.unknown_module",
             format!(

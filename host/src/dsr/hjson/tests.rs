@@ -118,6 +118,16 @@ fn accepts_bom_and_crlf() {
 }
 
 #[test]
+fn a_bom_is_not_a_column() {
+    let text = "\u{feff}{ a b: 1 }";
+    let e = parse(text).expect_err("space in key");
+    assert_eq!(
+        LineIndex::new(text).position(e.offset as u32).to_string(),
+        "1:4"
+    );
+}
+
+#[test]
 fn keeps_spans_of_values_and_keys() {
     let text = "{\n  id: 12\n  name: load customers\n}";
     let v = parse(text).expect("parses");
@@ -138,6 +148,18 @@ fn refuses_deep_nesting_without_overflowing_the_stack() {
     let text = "[".repeat(100_000);
     let (msg, _, _) = err_at(&text);
     assert!(msg.contains("Nesting deeper"), "{msg}");
+}
+
+#[test]
+fn a_value_of_unicode_white_space_is_an_empty_string() {
+    for ws in ["\u{a0}", "\u{85}", "\u{3000}"] {
+        let v = parse(&format!("{{ a: {ws}\n }}")).expect("parses");
+        assert_eq!(v.value.to_json(), serde_json::json!({"a": ""}));
+        assert_eq!(
+            parse(ws).expect("parses").value.to_json(),
+            serde_json::json!("")
+        );
+    }
 }
 
 #[test]
@@ -184,4 +206,24 @@ fn json_value(depth: u32) -> impl proptest::strategy::Strategy<Value = serde_jso
                 .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
         ]
     })
+}
+
+/// Where and why each `fail*` case of the suite is rejected; the snapshot was checked by hand
+/// against the cases' texts.
+#[test]
+fn suite_failures_name_their_place() {
+    let dir = suite_dir();
+    let list = std::fs::read_to_string(dir.join("testlist.txt")).expect("testlist.txt");
+    let mut report = String::new();
+    for file in list
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("fail"))
+    {
+        let text = std::fs::read_to_string(dir.join(file)).expect("case");
+        let e = parse(&text).expect_err("fail case");
+        let pos = LineIndex::new(&text).position(e.offset as u32);
+        report.push_str(&format!("{file}:{pos}: {}\n", e.message));
+    }
+    insta::assert_snapshot!(report);
 }
