@@ -130,11 +130,11 @@ pub fn deploy(
                 false,
             ))
         };
-        if let Some(folder) = opts.into_folder {
-            if let Err(p) = move_into(&mut doc, folder, w)? {
-                problems.push(p);
-                return invalid(&mut problems);
-            }
+        if let Some(folder) = opts.into_folder
+            && let Err(p) = move_into(&mut doc, folder, w)?
+        {
+            problems.push(p);
+            return invalid(&mut problems);
         }
         // Validation judges the ids as written, so that its messages name them; a copy's
         // ids are replaced afterwards, so they need not be free.
