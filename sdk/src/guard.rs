@@ -1,0 +1,91 @@
+//! Panic guards: every call into a plugin runs inside `catch_unwind`, so a panic becomes a
+//! [`PluginError`] of kind `Panicked` instead of unwinding across the boundary (which would
+//! abort the host).
+
+use crate::connection::ConnectionBox;
+use crate::error::{ErrorKind, PluginError};
+use crate::module::{ActionModule, ActionModuleBox, ActionModuleFfi, ActionModuleFfi_TO, ModuleInfo, RunContext, RunOutcome, ValidateInput, ValidateOutput};
+use crate::object_type::{
+    ConnectionBridge, ConnectionBridgeBox, ConnectionBridgeFfi, ConnectionBridgeFfi_TO, KeyEntry, ObjectIdentity, ObjectType, ObjectTypeBox,
+    ObjectTypeFfi, ObjectTypeFfi_TO, ObjectTypeInfo,
+};
+use crate::module::ObjectRef;
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{ROption, RResult, RString};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// The text of a caught panic.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+/// Runs `f`, turning a panic into a `Panicked` error.
+pub fn catch<T>(f: impl FnOnce() -> Result<T, PluginError>) -> RResult<T, PluginError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.into(),
+        Err(panic) => RResult::RErr(PluginError::of(
+            ErrorKind::Panicked,
+            format!("the plugin panicked: {}", panic_message(panic.as_ref())),
+        )),
+    }
+}
+
+/// An author's plugin behind the boundary, every call guarded.
+pub struct Guard<T>(pub T);
+
+impl<T: ActionModule> ActionModuleFfi for Guard<T> {
+    fn info(&self) -> RResult<ModuleInfo, PluginError> {
+        catch(|| Ok(self.0.info()))
+    }
+
+    fn validate(&self, input: &ValidateInput) -> RResult<ValidateOutput, PluginError> {
+        catch(|| Ok(self.0.validate(input)))
+    }
+
+    fn run(&self, ctx: &mut RunContext) -> RResult<RunOutcome, PluginError> {
+        catch(|| self.0.run(ctx))
+    }
+}
+
+impl<T: ObjectType> ObjectTypeFfi for Guard<T> {
+    fn info(&self) -> RResult<ObjectTypeInfo, PluginError> {
+        catch(|| Ok(self.0.info()))
+    }
+
+    fn identity(&self, object: &ObjectRef) -> RResult<ObjectIdentity, PluginError> {
+        catch(|| Ok(self.0.identity(object)))
+    }
+
+    fn check(&self, object: &ObjectRef, connection: &mut ConnectionBox) -> RResult<ROption<RString>, PluginError> {
+        catch(|| self.0.check(object, connection).map(|m| m.map(RString::from).into()))
+    }
+}
+
+impl<T: ConnectionBridge> ConnectionBridgeFfi for Guard<T> {
+    fn connection_type(&self) -> RResult<RString, PluginError> {
+        catch(|| Ok(RString::from(self.0.connection_type())))
+    }
+
+    fn open(&self, entry: &KeyEntry) -> RResult<ConnectionBox, PluginError> {
+        catch(|| self.0.open(entry))
+    }
+}
+
+/// An action module ready to cross the boundary.
+pub fn module_box<T: ActionModule>(m: T) -> ActionModuleBox {
+    ActionModuleFfi_TO::from_value(Guard(m), TD_Opaque)
+}
+
+/// An object type ready to cross the boundary.
+pub fn object_type_box<T: ObjectType>(t: T) -> ObjectTypeBox {
+    ObjectTypeFfi_TO::from_value(Guard(t), TD_Opaque)
+}
+
+/// A bridge ready to cross the boundary.
+pub fn bridge_box<T: ConnectionBridge>(b: T) -> ConnectionBridgeBox {
+    ConnectionBridgeFfi_TO::from_value(Guard(b), TD_Opaque)
+}

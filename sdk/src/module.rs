@@ -1,0 +1,335 @@
+//! Action modules: what they declare, what `validate` gets and gives, what `run` gets.
+
+use crate::connection::ConnectionBox;
+use crate::error::{ErrorKind, PluginError, PluginResult};
+use crate::value::Dialect;
+use abi_stable::sabi_trait;
+use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec, Tuple2};
+use abi_stable::StableAbi;
+
+/// The type of an attribute beyond table A.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttributeKind {
+    /// `true` or `false`.
+    Bool,
+    /// Text.
+    String,
+    /// A whole number.
+    Integer,
+}
+
+/// An attribute a module takes beyond table A.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct AttributeSpec {
+    /// Name as written in the `.dsr` file, e.g. `truncateBefore`.
+    pub name: RString,
+    /// Its type.
+    pub kind: AttributeKind,
+    /// The default, as it would be written, if any.
+    pub default: ROption<RString>,
+    /// What it does.
+    pub description: RString,
+}
+
+impl AttributeSpec {
+    /// An attribute.
+    pub fn new(name: &str, kind: AttributeKind, default: Option<&str>, description: &str) -> Self {
+        AttributeSpec {
+            name: name.into(),
+            kind,
+            default: default.map(RString::from).into(),
+            description: description.into(),
+        }
+    }
+}
+
+/// What a module declares of itself.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct ModuleInfo {
+    /// The name written in `module`, e.g. `Upsert`.
+    pub name: RString,
+    /// One line on what it does.
+    pub description: RString,
+    /// Attributes beyond table A.
+    pub attributes: RVec<AttributeSpec>,
+    /// Fewest source objects.
+    pub min_sources: u32,
+    /// Most source objects (`u32::MAX`: any number).
+    pub max_sources: u32,
+    /// Fewest target objects.
+    pub min_targets: u32,
+    /// Most target objects.
+    pub max_targets: u32,
+}
+
+/// A source or target object of an action, with its connection's dialect.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef {
+    /// The node id.
+    pub node_id: i64,
+    /// Object type (`1` table, `2` view).
+    pub object_type_id: i64,
+    /// Connection number.
+    pub connection_id: i64,
+    /// `field1`: the object name.
+    pub name: RString,
+    /// `field2`: the schema, for tables.
+    pub schema: ROption<RString>,
+    /// The dialect of the object's connection.
+    pub dialect: Dialect,
+}
+
+/// An attribute value as deployed.
+#[repr(C, u8)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub enum AttributeValue {
+    /// A boolean.
+    Bool(bool),
+    /// Text.
+    String(RString),
+    /// A whole number.
+    Integer(i64),
+}
+
+/// How bad a problem found by `validate` is.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// Rejects the deploy.
+    Error,
+    /// Reported; the deploy goes on.
+    Warning,
+}
+
+/// A problem found by `validate`.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Error or warning.
+    pub severity: Severity,
+    /// A stable code such as `sql.syntax`.
+    pub code: RString,
+    /// What is wrong.
+    pub message: RString,
+    /// Byte offset in the action text, where the problem is there; the host turns it into a
+    /// line and column of the `.dsr` file.
+    pub offset: ROption<u32>,
+}
+
+impl Problem {
+    /// An error at `offset` of the action text.
+    pub fn error(code: &str, message: impl Into<String>, offset: Option<u32>) -> Self {
+        Problem {
+            severity: Severity::Error,
+            code: code.into(),
+            message: RString::from(message.into()),
+            offset: offset.into(),
+        }
+    }
+
+    /// A warning at `offset` of the action text.
+    pub fn warning(code: &str, message: impl Into<String>, offset: Option<u32>) -> Self {
+        Problem {
+            severity: Severity::Warning,
+            ..Problem::error(code, message, offset)
+        }
+    }
+}
+
+/// A table named in SQL.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct TableName {
+    /// Schema, if written.
+    pub schema: ROption<RString>,
+    /// Name.
+    pub name: RString,
+    /// Byte offset of the name in the action text.
+    pub offset: ROption<u32>,
+}
+
+/// What `validate` gets.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct ValidateInput {
+    /// The action node's id.
+    pub action_id: i64,
+    /// The action text, variables not substituted.
+    pub action: ROption<RString>,
+    /// Attributes beyond table A, as deployed.
+    pub attributes: RVec<Tuple2<RString, AttributeValue>>,
+    /// Source objects (edges object -> action).
+    pub sources: RVec<ObjectRef>,
+    /// Target objects (edges action -> object).
+    pub targets: RVec<ObjectRef>,
+}
+
+impl ValidateInput {
+    /// The value of attribute `name`, if given.
+    pub fn attribute(&self, name: &str) -> Option<&AttributeValue> {
+        self.attributes.iter().find(|t| t.0 == name).map(|t| &t.1)
+    }
+}
+
+/// What `validate` gives.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, Default)]
+pub struct ValidateOutput {
+    /// Every problem found.
+    pub problems: RVec<Problem>,
+    /// The tables the action text reads; each must be a source (or a target) of the action.
+    pub reads: RVec<TableName>,
+}
+
+/// Where a plugin's log lines go (the host stores them with the action).
+#[sabi_trait]
+pub trait Logger: Send {
+    /// One line.
+    #[sabi(last_prefix_field)]
+    fn log(&mut self, line: RStr<'_>);
+}
+
+/// An owned logger.
+pub type LoggerBox = Logger_TO<'static, RBox<()>>;
+
+/// A connection the host opened for a run.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct ConnectionSlot {
+    /// Connection number.
+    pub id: i64,
+    /// The connection.
+    pub connection: ConnectionBox,
+}
+
+/// What `run` gets: the action, its objects, the open connections, the variables, a logger.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct RunContext {
+    /// The action node's id.
+    pub action_id: i64,
+    /// The action's name.
+    pub action_name: RString,
+    /// The action text with variables substituted.
+    pub action: RString,
+    /// Attributes beyond table A.
+    pub attributes: RVec<Tuple2<RString, AttributeValue>>,
+    /// Source objects.
+    pub sources: RVec<ObjectRef>,
+    /// Target objects.
+    pub targets: RVec<ObjectRef>,
+    /// One open connection for every connection number the objects use.
+    pub connections: RVec<ConnectionSlot>,
+    /// Variables (`variableList` and built-ins), name and value.
+    pub variables: RVec<Tuple2<RString, RString>>,
+    /// Where log lines go.
+    pub log: LoggerBox,
+}
+
+impl RunContext {
+    /// The open connection with number `id`.
+    ///
+    /// # Errors
+    ///
+    /// When the host did not open it (no object of the action uses it).
+    pub fn connection(&mut self, id: i64) -> PluginResult<&mut ConnectionBox> {
+        self.connections
+            .iter_mut()
+            .find(|s| s.id == id)
+            .map(|s| &mut s.connection)
+            .ok_or_else(|| PluginError::of(ErrorKind::Invalid, format!("connection {id} is not open for this action")))
+    }
+
+    /// Two different open connections at once (source and target of a transfer).
+    ///
+    /// # Errors
+    ///
+    /// When `a == b` or either is not open.
+    pub fn two_connections(&mut self, a: i64, b: i64) -> PluginResult<(&mut ConnectionBox, &mut ConnectionBox)> {
+        if a == b {
+            return Err(PluginError::of(ErrorKind::Invalid, format!("connections {a} and {b} are the same")));
+        }
+        let mut first = None;
+        let mut second = None;
+        for slot in self.connections.iter_mut() {
+            if slot.id == a {
+                first = Some(&mut slot.connection);
+            } else if slot.id == b {
+                second = Some(&mut slot.connection);
+            }
+        }
+        match (first, second) {
+            (Some(x), Some(y)) => Ok((x, y)),
+            _ => Err(PluginError::of(ErrorKind::Invalid, format!("connections {a} and {b} are not both open"))),
+        }
+    }
+
+    /// The value of attribute `name`, if given.
+    pub fn attribute(&self, name: &str) -> Option<&AttributeValue> {
+        self.attributes.iter().find(|t| t.0 == name).map(|t| &t.1)
+    }
+
+    /// A boolean attribute, with a default.
+    pub fn flag(&self, name: &str, default: bool) -> bool {
+        match self.attribute(name) {
+            Some(AttributeValue::Bool(b)) => *b,
+            _ => default,
+        }
+    }
+
+    /// Logs a line.
+    pub fn log(&mut self, line: &str) {
+        self.log.log(line.into());
+    }
+}
+
+/// What `run` gives.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// Rows read from sources.
+    pub rows_read: u64,
+    /// Rows inserted into targets.
+    pub rows_written: u64,
+    /// Rows updated in targets.
+    pub rows_updated: u64,
+}
+
+/// An action module, as its author writes it. The [`export_plugin!`](crate::export_plugin)
+/// macro puts it behind the boundary with every call guarded against panics.
+pub trait ActionModule: Send + Sync + 'static {
+    /// Name, attributes, and how many sources and targets it takes.
+    fn info(&self) -> ModuleInfo;
+
+    /// Checks the action: every problem with its offset in the action text, and the tables
+    /// the text reads. No I/O: validation judges the document, not the data.
+    fn validate(&self, input: &ValidateInput) -> ValidateOutput;
+
+    /// Does the work through the context's connections.
+    ///
+    /// # Errors
+    ///
+    /// What went wrong; the host rolls the action's target transaction back.
+    fn run(&self, ctx: &mut RunContext) -> PluginResult<RunOutcome>;
+}
+
+/// The boundary form of an [`ActionModule`].
+#[sabi_trait]
+pub trait ActionModuleFfi: Send + Sync {
+    /// See [`ActionModule::info`].
+    fn info(&self) -> RResult<ModuleInfo, PluginError>;
+
+    /// See [`ActionModule::validate`].
+    fn validate(&self, input: &ValidateInput) -> RResult<ValidateOutput, PluginError>;
+
+    /// See [`ActionModule::run`].
+    #[sabi(last_prefix_field)]
+    fn run(&self, ctx: &mut RunContext) -> RResult<RunOutcome, PluginError>;
+}
+
+/// An action module as it crosses the boundary.
+pub type ActionModuleBox = ActionModuleFfi_TO<'static, RBox<()>>;
