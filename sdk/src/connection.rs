@@ -44,7 +44,11 @@ pub trait Connection: Send {
     ) -> RResult<u64, PluginError>;
 
     /// Columns, types and primary key of `schema.table`.
-    fn describe(&mut self, schema: ROption<RStr<'_>>, table: RStr<'_>) -> RResult<TableInfo, PluginError>;
+    fn describe(
+        &mut self,
+        schema: ROption<RStr<'_>>,
+        table: RStr<'_>,
+    ) -> RResult<TableInfo, PluginError>;
 
     /// Starts a transaction (nested calls nest, as savepoints).
     fn begin(&mut self) -> RResult<(), PluginError>;
@@ -84,7 +88,10 @@ where
 {
     /// A sink calling `on_columns` once and `on_rows` for every batch.
     pub fn new(on_columns: C, on_rows: R) -> Self {
-        FnSink { on_columns, on_rows }
+        FnSink {
+            on_columns,
+            on_rows,
+        }
     }
 
     /// The sink as the trait object [`Connection::query`] takes.
@@ -112,7 +119,11 @@ where
 /// # Errors
 ///
 /// The connection's error.
-pub fn query_all(conn: &mut ConnectionBox, sql: &str, params: &[Value]) -> Result<(Vec<RString>, Vec<Row>), PluginError> {
+pub fn query_all(
+    conn: &mut ConnectionBox,
+    sql: &str,
+    params: &[Value],
+) -> Result<(Vec<RString>, Vec<Row>), PluginError> {
     let mut columns = Vec::new();
     let mut rows = Vec::new();
     let mut sink = FnSink::new(
@@ -125,7 +136,8 @@ pub fn query_all(conn: &mut ConnectionBox, sql: &str, params: &[Value]) -> Resul
             Ok(())
         },
     );
-    conn.query(sql.into(), params.into(), 1024, sink.as_sink()).into_result()?;
+    conn.query(sql.into(), params.into(), 1024, sink.as_sink())
+        .into_result()?;
     drop(sink);
     Ok((columns, rows))
 }

@@ -4,12 +4,15 @@
 
 use crate::connection::ConnectionBox;
 use crate::error::{ErrorKind, PluginError};
-use crate::module::{ActionModule, ActionModuleBox, ActionModuleFfi, ActionModuleFfi_TO, ModuleInfo, RunContext, RunOutcome, ValidateInput, ValidateOutput};
-use crate::object_type::{
-    ConnectionBridge, ConnectionBridgeBox, ConnectionBridgeFfi, ConnectionBridgeFfi_TO, KeyEntry, ObjectIdentity, ObjectType, ObjectTypeBox,
-    ObjectTypeFfi, ObjectTypeFfi_TO, ObjectTypeInfo,
-};
 use crate::module::ObjectRef;
+use crate::module::{
+    ActionModule, ActionModuleBox, ActionModuleFfi, ActionModuleFfi_TO, ModuleInfo, RunContext,
+    RunOutcome, ValidateInput, ValidateOutput,
+};
+use crate::object_type::{
+    ConnectionBridge, ConnectionBridgeBox, ConnectionBridgeFfi, ConnectionBridgeFfi_TO, KeyEntry,
+    ObjectIdentity, ObjectType, ObjectTypeBox, ObjectTypeFfi, ObjectTypeFfi_TO, ObjectTypeInfo,
+};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{ROption, RResult, RString};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -60,8 +63,16 @@ impl<T: ObjectType> ObjectTypeFfi for Guard<T> {
         catch(|| Ok(self.0.identity(object)))
     }
 
-    fn check(&self, object: &ObjectRef, connection: &mut ConnectionBox) -> RResult<ROption<RString>, PluginError> {
-        catch(|| self.0.check(object, connection).map(|m| m.map(RString::from).into()))
+    fn check(
+        &self,
+        object: &ObjectRef,
+        connection: &mut ConnectionBox,
+    ) -> RResult<ROption<RString>, PluginError> {
+        catch(|| {
+            self.0
+                .check(object, connection)
+                .map(|m| m.map(RString::from).into())
+        })
     }
 }
 

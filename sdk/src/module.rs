@@ -3,9 +3,9 @@
 use crate::connection::ConnectionBox;
 use crate::error::{ErrorKind, PluginError, PluginResult};
 use crate::value::Dialect;
+use abi_stable::StableAbi;
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec, Tuple2};
-use abi_stable::StableAbi;
 
 /// The type of an attribute beyond table A.
 #[repr(u8)]
@@ -241,7 +241,12 @@ impl RunContext {
             .iter_mut()
             .find(|s| s.id == id)
             .map(|s| &mut s.connection)
-            .ok_or_else(|| PluginError::of(ErrorKind::Invalid, format!("connection {id} is not open for this action")))
+            .ok_or_else(|| {
+                PluginError::of(
+                    ErrorKind::Invalid,
+                    format!("connection {id} is not open for this action"),
+                )
+            })
     }
 
     /// Two different open connections at once (source and target of a transfer).
@@ -249,9 +254,16 @@ impl RunContext {
     /// # Errors
     ///
     /// When `a == b` or either is not open.
-    pub fn two_connections(&mut self, a: i64, b: i64) -> PluginResult<(&mut ConnectionBox, &mut ConnectionBox)> {
+    pub fn two_connections(
+        &mut self,
+        a: i64,
+        b: i64,
+    ) -> PluginResult<(&mut ConnectionBox, &mut ConnectionBox)> {
         if a == b {
-            return Err(PluginError::of(ErrorKind::Invalid, format!("connections {a} and {b} are the same")));
+            return Err(PluginError::of(
+                ErrorKind::Invalid,
+                format!("connections {a} and {b} are the same"),
+            ));
         }
         let mut first = None;
         let mut second = None;
@@ -264,7 +276,10 @@ impl RunContext {
         }
         match (first, second) {
             (Some(x), Some(y)) => Ok((x, y)),
-            _ => Err(PluginError::of(ErrorKind::Invalid, format!("connections {a} and {b} are not both open"))),
+            _ => Err(PluginError::of(
+                ErrorKind::Invalid,
+                format!("connections {a} and {b} are not both open"),
+            )),
         }
     }
 

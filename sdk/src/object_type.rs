@@ -3,9 +3,9 @@
 use crate::connection::ConnectionBox;
 use crate::error::{PluginError, PluginResult};
 use crate::module::ObjectRef;
+use abi_stable::StableAbi;
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec, Tuple2};
-use abi_stable::StableAbi;
 
 /// What an object type declares of itself.
 #[repr(C)]
@@ -44,7 +44,11 @@ pub trait ObjectType: Send + Sync + 'static {
     /// # Errors
     ///
     /// When the check itself failed.
-    fn check(&self, object: &ObjectRef, connection: &mut ConnectionBox) -> PluginResult<Option<String>>;
+    fn check(
+        &self,
+        object: &ObjectRef,
+        connection: &mut ConnectionBox,
+    ) -> PluginResult<Option<String>>;
 }
 
 /// The boundary form of an [`ObjectType`].
@@ -58,7 +62,11 @@ pub trait ObjectTypeFfi: Send + Sync {
 
     /// See [`ObjectType::check`].
     #[sabi(last_prefix_field)]
-    fn check(&self, object: &ObjectRef, connection: &mut ConnectionBox) -> RResult<ROption<RString>, PluginError>;
+    fn check(
+        &self,
+        object: &ObjectRef,
+        connection: &mut ConnectionBox,
+    ) -> RResult<ROption<RString>, PluginError>;
 }
 
 /// An object type as it crosses the boundary.

@@ -63,6 +63,10 @@ macro_rules! export_plugin {
         object_types: [$($object_type:expr),* $(,)?],
         bridges: [$($bridge:expr),* $(,)?] $(,)?
     ) => {
+        #[doc(hidden)]
+        mod __weft_plugin_root {
+        #[allow(unused_imports)]
+        use super::*;
         /// The library's root module, found by the host at load.
         #[::abi_stable::export_root_module]
         pub fn weft_plugin_root_module() -> $crate::PluginMod_Ref {
@@ -83,6 +87,7 @@ macro_rules! export_plugin {
                 $crate::catch(|| Ok(::abi_stable::std_types::RVec::from(vec![$($crate::bridge_box($bridge)),*])))
             }
             $crate::PluginMod { info, modules, object_types, bridges }.leak_into_prefix()
+        }
         }
     };
 }

@@ -102,7 +102,10 @@ pub enum Dialect {
 impl Dialect {
     /// Whether a parse failure in this dialect rejects a deploy (else it is a warning).
     pub fn parse_errors_are_errors(self) -> bool {
-        matches!(self, Dialect::Sqlite | Dialect::Postgres | Dialect::MySql | Dialect::MsSql)
+        matches!(
+            self,
+            Dialect::Sqlite | Dialect::Postgres | Dialect::MySql | Dialect::MsSql
+        )
     }
 
     /// Whether `INSERT ... ON CONFLICT (...) DO UPDATE` is understood.

@@ -1,0 +1,122 @@
+//! The `Insert` action module: `INSERT INTO target (columns) SELECT ...` from the action's
+//! query, on the target's connection. The query's columns are matched to the target's by
+//! name (ignoring case), so aliases decide where a value goes. Attribute `truncateBefore`
+//! empties the target first (in the same transaction).
+
+// `export_plugin!` expands to abi_stable's export code, which is unsafe; this crate writes
+// no unsafe code of its own.
+#![allow(unsafe_code)]
+
+use weft_sdk::abi_stable::std_types::{RString, RVec};
+use weft_sdk::{
+    ActionModule, AttributeKind, AttributeSpec, ModuleInfo, PluginError, PluginResult, Problem,
+    RunContext, RunOutcome, ValidateInput, ValidateOutput, export_plugin, query_all,
+};
+use weft_sql_support::{count_problems, match_columns, qualified, quote, schema_of};
+
+/// The `Insert` module.
+#[derive(Debug, Default)]
+pub struct Insert;
+
+impl ActionModule for Insert {
+    fn info(&self) -> ModuleInfo {
+        ModuleInfo {
+            name: "Insert".into(),
+            description: "Inserts the rows of the action's query into the target table, columns matched by name.".into(),
+            attributes: RVec::from(vec![
+                AttributeSpec::new("truncateBefore", AttributeKind::Bool, Some("false"), "empty the target before inserting"),
+                AttributeSpec::new("validateSql", AttributeKind::Bool, Some("true"), "parse the SQL at deploy; false skips the check"),
+            ]),
+            min_sources: 0,
+            max_sources: u32::MAX,
+            min_targets: 1,
+            max_targets: 1,
+        }
+    }
+
+    fn validate(&self, input: &ValidateInput) -> ValidateOutput {
+        let dialect = input
+            .targets
+            .first()
+            .map_or(weft_sdk::Dialect::Generic, |t| t.dialect);
+        let mut out = weft_sql_support::check(input, dialect);
+        out.problems
+            .extend(count_problems(input, "Insert", 0, u32::MAX, 1, 1));
+        if let Some(sql) = input.action.as_ref().into_option() {
+            if let Ok(statements) = weft_sql_support::parse(sql, dialect) {
+                if statements.len() != 1
+                    || !matches!(statements[0], weft_sql_support::Statement::Query(_))
+                {
+                    out.problems.push(Problem::error(
+                        "sql.not_a_query",
+                        "Insert's action text is one query (SELECT ...) whose rows are inserted into the target",
+                        Some(0),
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    fn run(&self, ctx: &mut RunContext) -> PluginResult<RunOutcome> {
+        let target = ctx
+            .targets
+            .first()
+            .cloned()
+            .ok_or_else(|| PluginError::new("Insert needs one target table"))?;
+        let truncate = ctx.flag("truncateBefore", false);
+        let query = ctx.action.trim().trim_end_matches(';').to_owned();
+        let conn = ctx.connection(target.connection_id)?;
+        let dialect = conn.dialect();
+        let table = qualified(dialect, schema_of(&target), &target.name);
+        let info = conn
+            .describe(
+                schema_of(&target).map(Into::into).into(),
+                target.name.as_str().into(),
+            )
+            .into_result()?;
+        let (names, _) = query_all(
+            conn,
+            &format!("SELECT * FROM ({query}) AS weft_q LIMIT 0"),
+            &[],
+        )?;
+        let columns = match_columns(&names, &info)?;
+        let mut lines = Vec::new();
+        if truncate {
+            let removed = conn
+                .execute_batch(format!("DELETE FROM {table}").as_str().into())
+                .into_result()?;
+            lines.push(format!(
+                "Emptied {table}: {removed} row(s) deleted (truncateBefore)."
+            ));
+        }
+        let target_cols: Vec<String> = columns.iter().map(|c| quote(dialect, c)).collect();
+        let source_cols: Vec<String> = names
+            .iter()
+            .map(|c: &RString| format!("weft_q.{}", quote(dialect, c)))
+            .collect();
+        let sql = format!(
+            "INSERT INTO {table} ({}) SELECT {} FROM ({query}) AS weft_q",
+            target_cols.join(", "),
+            source_cols.join(", ")
+        );
+        let n = conn
+            .execute(sql.as_str().into(), (&[][..]).into())
+            .into_result()?;
+        lines.push(format!("Inserted {n} row(s) into {table}."));
+        for l in lines {
+            ctx.log(&l);
+        }
+        Ok(RunOutcome {
+            rows_read: n,
+            rows_written: n,
+            rows_updated: 0,
+        })
+    }
+}
+
+export_plugin! {
+    modules: [Insert],
+    object_types: [],
+    bridges: [],
+}

@@ -1,0 +1,86 @@
+//! The `Sql` action module: runs the action text (one or several statements) on the target
+//! connection (or, for an action without a target, on its source's connection).
+//!
+//! Validation parses the text in the connection's dialect and names the tables it reads.
+
+// `export_plugin!` expands to abi_stable's export code, which is unsafe; this crate writes
+// no unsafe code of its own.
+#![allow(unsafe_code)]
+
+use weft_sdk::abi_stable::std_types::RVec;
+use weft_sdk::{
+    ActionModule, AttributeKind, AttributeSpec, Dialect, ModuleInfo, PluginError, PluginResult,
+    Problem, RunContext, RunOutcome, ValidateInput, ValidateOutput, export_plugin,
+};
+
+/// The `Sql` module.
+#[derive(Debug, Default)]
+pub struct Sql;
+
+fn validate_sql_attribute() -> AttributeSpec {
+    AttributeSpec::new(
+        "validateSql",
+        AttributeKind::Bool,
+        Some("true"),
+        "parse the SQL at deploy; false skips the check",
+    )
+}
+
+impl ActionModule for Sql {
+    fn info(&self) -> ModuleInfo {
+        ModuleInfo {
+            name: "Sql".into(),
+            description:
+                "Runs the action text (one or several statements) on the target connection.".into(),
+            attributes: RVec::from(vec![validate_sql_attribute()]),
+            min_sources: 0,
+            max_sources: u32::MAX,
+            min_targets: 0,
+            max_targets: u32::MAX,
+        }
+    }
+
+    fn validate(&self, input: &ValidateInput) -> ValidateOutput {
+        let object = input.targets.first().or_else(|| input.sources.first());
+        let dialect = object.map_or(Dialect::Generic, |o| o.dialect);
+        let mut out = weft_sql_support::check(input, dialect);
+        if object.is_none() {
+            out.problems.push(Problem::error(
+                "module.targets",
+                "Sql runs on the connection of its target (or source) object; this action has none",
+                None,
+            ));
+        }
+        out
+    }
+
+    fn run(&self, ctx: &mut RunContext) -> PluginResult<RunOutcome> {
+        let connection_id = ctx
+            .targets
+            .first()
+            .or_else(|| ctx.sources.first())
+            .map(|o| o.connection_id)
+            .ok_or_else(|| {
+                PluginError::new("Sql needs a target (or source) object to know its connection")
+            })?;
+        let sql = ctx.action.to_string();
+        let changed = ctx
+            .connection(connection_id)?
+            .execute_batch(sql.as_str().into())
+            .into_result()?;
+        ctx.log(&format!(
+            "Ran the action's SQL on connection {connection_id}: {changed} row(s) changed."
+        ));
+        Ok(RunOutcome {
+            rows_read: 0,
+            rows_written: changed,
+            rows_updated: 0,
+        })
+    }
+}
+
+export_plugin! {
+    modules: [Sql],
+    object_types: [],
+    bridges: [],
+}

@@ -1,0 +1,184 @@
+//! The `Transfer` action module: the action's query runs on the sources' connection and its
+//! rows are streamed, in batches, into the target table on another connection. The query's
+//! column names (use aliases) are matched to the target's columns, ignoring case. Several
+//! sources (on one connection), one target.
+
+// `export_plugin!` expands to abi_stable's export code, which is unsafe; this crate writes
+// no unsafe code of its own.
+#![allow(unsafe_code)]
+
+use weft_sdk::abi_stable::std_types::{RString, RVec};
+use weft_sdk::{
+    ActionModule, AttributeKind, AttributeSpec, AttributeValue, FnSink, ModuleInfo, PluginError,
+    PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput, ValidateOutput,
+    export_plugin, query_all,
+};
+use weft_sql_support::{count_problems, match_columns, qualified, quote, schema_of};
+
+/// The `Transfer` module.
+#[derive(Debug, Default)]
+pub struct Transfer;
+
+/// Rows per batch unless the attribute `batchRows` says otherwise.
+pub const DEFAULT_BATCH_ROWS: i64 = 10_000;
+
+impl ActionModule for Transfer {
+    fn info(&self) -> ModuleInfo {
+        ModuleInfo {
+            name: "Transfer".into(),
+            description: "Streams the rows of a query on the sources' connection into the target table on another connection.".into(),
+            attributes: RVec::from(vec![
+                AttributeSpec::new("batchRows", AttributeKind::Integer, Some("10000"), "rows per batch"),
+                AttributeSpec::new("validateSql", AttributeKind::Bool, Some("true"), "parse the SQL at deploy; false skips the check"),
+            ]),
+            min_sources: 1,
+            max_sources: u32::MAX,
+            min_targets: 1,
+            max_targets: 1,
+        }
+    }
+
+    fn validate(&self, input: &ValidateInput) -> ValidateOutput {
+        let dialect = input
+            .sources
+            .first()
+            .map_or(weft_sdk::Dialect::Generic, |s| s.dialect);
+        let mut out = weft_sql_support::check(input, dialect);
+        out.problems
+            .extend(count_problems(input, "Transfer", 1, u32::MAX, 1, 1));
+        let connections: Vec<i64> = input.sources.iter().map(|s| s.connection_id).collect();
+        if connections.windows(2).any(|w| w[0] != w[1]) {
+            out.problems.push(Problem::error(
+                "module.sources",
+                "Transfer's sources must all be on one connection: the query runs there",
+                None,
+            ));
+        }
+        if let Some(AttributeValue::Integer(n)) = input.attribute("batchRows") {
+            if *n < 1 {
+                out.problems.push(Problem::error(
+                    "module.attribute",
+                    format!("`batchRows` must be at least 1, found {n}"),
+                    None,
+                ));
+            }
+        }
+        out
+    }
+
+    fn run(&self, ctx: &mut RunContext) -> PluginResult<RunOutcome> {
+        let target = ctx
+            .targets
+            .first()
+            .cloned()
+            .ok_or_else(|| PluginError::new("Transfer needs one target table"))?;
+        let source = ctx
+            .sources
+            .first()
+            .cloned()
+            .ok_or_else(|| PluginError::new("Transfer needs at least one source"))?;
+        let batch_rows = match ctx.attribute("batchRows") {
+            Some(AttributeValue::Integer(n)) if *n > 0 => u32::try_from(*n).unwrap_or(u32::MAX),
+            _ => DEFAULT_BATCH_ROWS as u32,
+        };
+        let query = ctx.action.trim().trim_end_matches(';').to_owned();
+        let outcome = if source.connection_id == target.connection_id {
+            // One connection: the database copies the rows itself.
+            let conn = ctx.connection(target.connection_id)?;
+            let dialect = conn.dialect();
+            let info = conn
+                .describe(
+                    schema_of(&target).map(Into::into).into(),
+                    target.name.as_str().into(),
+                )
+                .into_result()?;
+            let (names, _) = query_all(
+                conn,
+                &format!("SELECT * FROM ({query}) AS weft_q LIMIT 0"),
+                &[],
+            )?;
+            let columns = match_columns(&names, &info)?;
+            let sql = format!(
+                "INSERT INTO {} ({}) SELECT {} FROM ({query}) AS weft_q",
+                qualified(dialect, schema_of(&target), &target.name),
+                columns
+                    .iter()
+                    .map(|c| quote(dialect, c))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                names
+                    .iter()
+                    .map(|c| format!("weft_q.{}", quote(dialect, c)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let n = conn
+                .execute(sql.as_str().into(), (&[][..]).into())
+                .into_result()?;
+            RunOutcome {
+                rows_read: n,
+                rows_written: n,
+                rows_updated: 0,
+            }
+        } else {
+            let (src, dst) = ctx.two_connections(source.connection_id, target.connection_id)?;
+            let info = dst
+                .describe(
+                    schema_of(&target).map(Into::into).into(),
+                    target.name.as_str().into(),
+                )
+                .into_result()?;
+            let schema = schema_of(&target).map(str::to_owned);
+            let columns: std::cell::RefCell<Vec<RString>> = std::cell::RefCell::new(Vec::new());
+            let mut written = 0u64;
+            let mut sink = FnSink::new(
+                |names: &[RString]| {
+                    *columns.borrow_mut() = match_columns(names, &info)?
+                        .into_iter()
+                        .map(RString::from)
+                        .collect();
+                    Ok(())
+                },
+                |batch: RVec<Row>| {
+                    if batch.is_empty() {
+                        return Ok(());
+                    }
+                    written += dst
+                        .insert_batch(
+                            schema.as_deref().map(Into::into).into(),
+                            target.name.as_str().into(),
+                            columns.borrow().as_slice().into(),
+                            batch.as_slice().into(),
+                        )
+                        .into_result()?;
+                    Ok(())
+                },
+            );
+            let read = src
+                .query(
+                    query.as_str().into(),
+                    (&[][..]).into(),
+                    batch_rows,
+                    sink.as_sink(),
+                )
+                .into_result()?;
+            drop(sink);
+            RunOutcome {
+                rows_read: read,
+                rows_written: written,
+                rows_updated: 0,
+            }
+        };
+        ctx.log(&format!(
+            "Transferred {} row(s) from connection {} into {} on connection {}.",
+            outcome.rows_written, source.connection_id, target.name, target.connection_id
+        ));
+        Ok(outcome)
+    }
+}
+
+export_plugin! {
+    modules: [Transfer],
+    object_types: [],
+    bridges: [],
+}

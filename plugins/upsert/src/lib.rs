@@ -1,0 +1,370 @@
+//! The `Upsert` action module: update-else-insert of the query's rows into the target, by
+//! key (attribute `keys`, comma-separated, else the target's primary key). Rows missing from
+//! the source are not deleted.
+//!
+//! On one connection it is set-based SQL: `INSERT ... ON CONFLICT DO UPDATE` where the dialect
+//! has it and the key is the primary key, `UPDATE` then `INSERT ... WHERE NOT EXISTS`
+//! elsewhere. When the source's connection differs from the target's, the rows are streamed
+//! across and each is updated, else inserted.
+
+// `export_plugin!` expands to abi_stable's export code, which is unsafe; this crate writes
+// no unsafe code of its own.
+#![allow(unsafe_code)]
+
+use weft_sdk::abi_stable::std_types::{RString, RVec};
+use weft_sdk::{
+    ActionModule, AttributeKind, AttributeSpec, AttributeValue, ConnectionBox, FnSink, ModuleInfo,
+    PluginError, PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput, ValidateOutput,
+    Value, export_plugin, query_all,
+};
+use weft_sql_support::{count_problems, match_columns, qualified, quote, schema_of};
+
+/// The `Upsert` module.
+#[derive(Debug, Default)]
+pub struct Upsert;
+
+fn keys_attribute(a: Option<&AttributeValue>) -> Vec<String> {
+    match a {
+        Some(AttributeValue::String(s)) => s
+            .split(',')
+            .map(|k| k.trim().to_owned())
+            .filter(|k| !k.is_empty())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn scalar(conn: &mut ConnectionBox, sql: &str) -> PluginResult<u64> {
+    let (_, rows) = query_all(conn, sql, &[])?;
+    match rows.first().and_then(|r| r.first()) {
+        Some(Value::Int(n)) => Ok(u64::try_from(*n).unwrap_or(0)),
+        other => Err(PluginError::new(format!("expected a count, got {other:?}"))),
+    }
+}
+
+impl ActionModule for Upsert {
+    fn info(&self) -> ModuleInfo {
+        ModuleInfo {
+            name: "Upsert".into(),
+            description: "Updates the target's rows that match the query's by key and inserts the others; deletes nothing.".into(),
+            attributes: RVec::from(vec![
+                AttributeSpec::new("keys", AttributeKind::String, None, "key columns, comma-separated; default: the target's primary key"),
+                AttributeSpec::new("validateSql", AttributeKind::Bool, Some("true"), "parse the SQL at deploy; false skips the check"),
+            ]),
+            min_sources: 0,
+            max_sources: u32::MAX,
+            min_targets: 1,
+            max_targets: 1,
+        }
+    }
+
+    fn validate(&self, input: &ValidateInput) -> ValidateOutput {
+        // The query runs where the sources are; on the target's connection without sources.
+        let dialect = input
+            .sources
+            .first()
+            .or_else(|| input.targets.first())
+            .map_or(weft_sdk::Dialect::Generic, |o| o.dialect);
+        let mut out = weft_sql_support::check(input, dialect);
+        out.problems
+            .extend(count_problems(input, "Upsert", 0, u32::MAX, 1, 1));
+        let connections: Vec<i64> = input.sources.iter().map(|s| s.connection_id).collect();
+        if connections.windows(2).any(|w| w[0] != w[1]) {
+            out.problems.push(Problem::error(
+                "module.sources",
+                "Upsert's sources must all be on one connection (the query runs there)",
+                None,
+            ));
+        }
+        if let Some(AttributeValue::String(k)) = input.attribute("keys") {
+            if keys_attribute(Some(&AttributeValue::String(k.clone()))).is_empty() {
+                out.problems.push(Problem::error(
+                    "module.attribute",
+                    "`keys` names no column; write them comma-separated, e.g. `id, day`",
+                    None,
+                ));
+            }
+        }
+        out
+    }
+
+    fn run(&self, ctx: &mut RunContext) -> PluginResult<RunOutcome> {
+        let target = ctx
+            .targets
+            .first()
+            .cloned()
+            .ok_or_else(|| PluginError::new("Upsert needs one target table"))?;
+        let source_conn = ctx
+            .sources
+            .first()
+            .map_or(target.connection_id, |s| s.connection_id);
+        let query = ctx.action.trim().trim_end_matches(';').to_owned();
+        let wanted_keys = keys_attribute(ctx.attribute("keys"));
+        let (info, dialect) = {
+            let conn = ctx.connection(target.connection_id)?;
+            let info = conn
+                .describe(
+                    schema_of(&target).map(Into::into).into(),
+                    target.name.as_str().into(),
+                )
+                .into_result()?;
+            (info, conn.dialect())
+        };
+        let primary: Vec<String> = info.primary_key().iter().map(|s| (*s).to_owned()).collect();
+        let keys = if wanted_keys.is_empty() {
+            primary.clone()
+        } else {
+            wanted_keys
+        };
+        if keys.is_empty() {
+            return Err(PluginError::new(format!(
+                "Upsert into {} needs a key: the table has no primary key; give attribute `keys`",
+                target.name
+            )));
+        }
+        let table = qualified(dialect, schema_of(&target), &target.name);
+        let outcome = if source_conn == target.connection_id {
+            let conn = ctx.connection(target.connection_id)?;
+            same_connection(conn, &table, &info, &keys, &primary, &query)?
+        } else {
+            let (src, dst) = ctx.two_connections(source_conn, target.connection_id)?;
+            across(src, dst, &table, &info, &keys, &query)?
+        };
+        ctx.log(&format!(
+            "Upsert into {table} by ({}): {} row(s) read, {} inserted, {} updated.",
+            keys.join(", "),
+            outcome.rows_read,
+            outcome.rows_written,
+            outcome.rows_updated
+        ));
+        Ok(outcome)
+    }
+}
+
+fn key_check<'a>(keys: &'a [String], columns: &[String]) -> PluginResult<Vec<&'a str>> {
+    keys.iter()
+        .map(|k| {
+            columns
+                .iter()
+                .find(|c| c.eq_ignore_ascii_case(k))
+                .map(|_| k.as_str())
+                .ok_or_else(|| {
+                    PluginError::new(format!(
+                        "key column `{k}` is not a column of the query (its columns: {})",
+                        columns.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+fn same_connection(
+    conn: &mut ConnectionBox,
+    table: &str,
+    info: &weft_sdk::TableInfo,
+    keys: &[String],
+    primary: &[String],
+    query: &str,
+) -> PluginResult<RunOutcome> {
+    let dialect = conn.dialect();
+    let (names, _) = query_all(
+        conn,
+        &format!("SELECT * FROM ({query}) AS weft_q LIMIT 0"),
+        &[],
+    )?;
+    let columns = match_columns(&names, info)?;
+    let keys = key_check(keys, &columns)?;
+    let q = |c: &str| quote(dialect, c);
+    let key_match = |a: &str, b: &str| {
+        keys.iter()
+            .map(|k| format!("{a}.{} = {b}.{}", q(k), q(k)))
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    };
+    let total = scalar(conn, &format!("SELECT COUNT(*) FROM ({query}) AS weft_q"))?;
+    let updated = scalar(
+        conn,
+        &format!(
+            "SELECT COUNT(*) FROM ({query}) AS weft_q WHERE EXISTS (SELECT 1 FROM {table} AS weft_t WHERE {})",
+            key_match("weft_t", "weft_q")
+        ),
+    )?;
+    let cols: Vec<String> = columns.iter().map(|c| q(c)).collect();
+    let src_cols: Vec<String> = names
+        .iter()
+        .map(|c: &RString| format!("weft_q.{}", q(c)))
+        .collect();
+    let non_keys: Vec<&String> = columns
+        .iter()
+        .filter(|c| !keys.iter().any(|k| k.eq_ignore_ascii_case(c)))
+        .collect();
+    let is_primary = keys.len() == primary.len()
+        && keys
+            .iter()
+            .all(|k| primary.iter().any(|p| p.eq_ignore_ascii_case(k)));
+    if dialect.has_on_conflict() && is_primary {
+        let action = if non_keys.is_empty() {
+            "DO NOTHING".to_owned()
+        } else {
+            format!(
+                "DO UPDATE SET {}",
+                non_keys
+                    .iter()
+                    .map(|c| format!("{} = excluded.{}", q(c), q(c)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let key_cols: Vec<String> = keys.iter().map(|k| q(k)).collect();
+        // `WHERE true` keeps SQLite from reading ON CONFLICT as part of a join.
+        let sql = format!(
+            "INSERT INTO {table} ({}) SELECT {} FROM ({query}) AS weft_q WHERE true ON CONFLICT ({}) {action}",
+            cols.join(", "),
+            src_cols.join(", "),
+            key_cols.join(", ")
+        );
+        conn.execute(sql.as_str().into(), (&[][..]).into())
+            .into_result()?;
+    } else {
+        if !non_keys.is_empty() {
+            let sets: Vec<String> = non_keys
+                .iter()
+                .map(|c| {
+                    let src = names
+                        .iter()
+                        .find(|n| n.eq_ignore_ascii_case(c))
+                        .map_or(c.to_string(), |n| n.to_string());
+                    format!(
+                        "{} = (SELECT weft_q.{} FROM ({query}) AS weft_q WHERE {})",
+                        q(c),
+                        q(&src),
+                        key_match("weft_q", table)
+                    )
+                })
+                .collect();
+            let sql = format!(
+                "UPDATE {table} SET {} WHERE EXISTS (SELECT 1 FROM ({query}) AS weft_q WHERE {})",
+                sets.join(", "),
+                key_match("weft_q", table)
+            );
+            conn.execute(sql.as_str().into(), (&[][..]).into())
+                .into_result()?;
+        }
+        let sql = format!(
+            "INSERT INTO {table} ({}) SELECT {} FROM ({query}) AS weft_q WHERE NOT EXISTS (SELECT 1 FROM {table} AS weft_t WHERE {})",
+            cols.join(", "),
+            src_cols.join(", "),
+            key_match("weft_t", "weft_q")
+        );
+        conn.execute(sql.as_str().into(), (&[][..]).into())
+            .into_result()?;
+    }
+    Ok(RunOutcome {
+        rows_read: total,
+        rows_written: total - updated,
+        rows_updated: updated,
+    })
+}
+
+/// The statements of a row-by-row upsert across connections.
+struct Plan {
+    update: String,
+    insert: String,
+    exists: String,
+    key_idx: Vec<usize>,
+    other_idx: Vec<usize>,
+}
+
+fn across(
+    src: &mut ConnectionBox,
+    dst: &mut ConnectionBox,
+    table: &str,
+    info: &weft_sdk::TableInfo,
+    keys: &[String],
+    query: &str,
+) -> PluginResult<RunOutcome> {
+    let dialect = dst.dialect();
+    let q = |c: &str| quote(dialect, c);
+    let mut outcome = RunOutcome::default();
+    let plan: std::cell::RefCell<Option<Plan>> = std::cell::RefCell::new(None);
+    let mut sink = FnSink::new(
+        |names: &[RString]| {
+            let columns = match_columns(names, info)?;
+            let keys = key_check(keys, &columns)?;
+            let key_idx: Vec<usize> = keys
+                .iter()
+                .filter_map(|k| columns.iter().position(|c| c.eq_ignore_ascii_case(k)))
+                .collect();
+            let other_idx: Vec<usize> = (0..columns.len())
+                .filter(|i| !key_idx.contains(i))
+                .collect();
+            let where_keys = key_idx
+                .iter()
+                .map(|&i| format!("{} = ?", q(&columns[i])))
+                .collect::<Vec<_>>()
+                .join(" AND ");
+            *plan.borrow_mut() = Some(Plan {
+                update: format!(
+                    "UPDATE {table} SET {} WHERE {where_keys}",
+                    other_idx
+                        .iter()
+                        .map(|&i| format!("{} = ?", q(&columns[i])))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                insert: format!(
+                    "INSERT INTO {table} ({}) VALUES ({})",
+                    columns.iter().map(|c| q(c)).collect::<Vec<_>>().join(", "),
+                    vec!["?"; columns.len()].join(", ")
+                ),
+                exists: format!("SELECT COUNT(*) FROM {table} WHERE {where_keys}"),
+                key_idx,
+                other_idx,
+            });
+            Ok(())
+        },
+        |batch: RVec<Row>| {
+            let plan = plan.borrow();
+            let Some(p) = plan.as_ref() else {
+                return Err(PluginError::new("rows came before their columns"));
+            };
+            for row in batch {
+                outcome.rows_read += 1;
+                let key_params: Vec<Value> = p.key_idx.iter().map(|&i| row[i].clone()).collect();
+                let exists = if p.other_idx.is_empty() {
+                    // Only key columns: nothing to update; insert when absent.
+                    let (_, rows) = query_all(dst, &p.exists, &key_params)?;
+                    matches!(rows.first().and_then(|r| r.first()), Some(Value::Int(n)) if *n > 0)
+                } else {
+                    let params: Vec<Value> = p
+                        .other_idx
+                        .iter()
+                        .map(|&i| row[i].clone())
+                        .chain(key_params)
+                        .collect();
+                    dst.execute(p.update.as_str().into(), params.as_slice().into())
+                        .into_result()?
+                        > 0
+                };
+                if exists {
+                    outcome.rows_updated += u64::from(!p.other_idx.is_empty());
+                } else {
+                    outcome.rows_written += dst
+                        .execute(p.insert.as_str().into(), row.as_slice().into())
+                        .into_result()?;
+                }
+            }
+            Ok(())
+        },
+    );
+    src.query(query.into(), (&[][..]).into(), 1000, sink.as_sink())
+        .into_result()?;
+    drop(sink);
+    Ok(outcome)
+}
+
+export_plugin! {
+    modules: [Upsert],
+    object_types: [],
+    bridges: [],
+}
