@@ -11,9 +11,12 @@
 
 pub mod api;
 pub mod client;
+pub mod connect;
 pub mod deploy;
 pub mod dsr;
+pub mod exec;
 pub mod keys;
+pub mod plugins;
 pub mod repo;
 pub mod server;
 pub mod settings;

@@ -56,6 +56,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         file: Option<PathBuf>,
     },
+    /// List the plugin libraries found (next to the binary and in HOME/plugins) and what they provide; refused ones with the reason.
+    Plugins,
     /// Print a field of a key file entry (default its URL).
     Getkey {
         /// The entry's key: a connection number or a name such as weft_server.
@@ -128,6 +130,7 @@ fn main() -> ExitCode {
             ExitCode::from(client::deploy(&args) as u8)
         }
         Command::Getkey { name, field } => getkey(&home, &name, field),
+        Command::Plugins => plugins(&home),
     }
 }
 
@@ -269,4 +272,33 @@ fn getkey(home: &std::path::Path, name: &str, field: Field) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn plugins(home: &std::path::Path) -> ExitCode {
+    let registry = weft::plugins::Registry::load(&weft::plugins::search_path(home));
+    println!("weft sdk {}", weft_sdk::SDK_VERSION);
+    for lib in &registry.libraries {
+        println!("{} {} ({})", lib.name, lib.version, lib.path.display());
+        if !lib.modules.is_empty() {
+            println!("  modules: {}", lib.modules.join(", "));
+        }
+        if !lib.object_types.is_empty() {
+            println!("  object types: {}", lib.object_types.join(", "));
+        }
+        if !lib.connection_types.is_empty() {
+            println!("  connection types: {}", lib.connection_types.join(", "));
+        }
+    }
+    println!("native connection types: {}", weft::connect::SQLITE);
+    for r in &registry.refused {
+        println!("refused: {}", r.reason);
+    }
+    if registry.libraries.is_empty() {
+        eprintln!(
+            "weft plugins: no plugin library was found (searched next to the weft binary and in {})",
+            home.join("plugins").display()
+        );
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }

@@ -1,0 +1,73 @@
+//! Connections for runs: the native SQLite type lives here ([`sqlite`]); every other type
+//! (`jdbc`, ...) is opened by the bridge plugin that serves it.
+
+pub mod sqlite;
+
+use crate::keys::Entry;
+use crate::plugins::Registry;
+use weft_sdk::abi_stable::std_types::{RString, RVec, Tuple2};
+use weft_sdk::{ConnectionBox, ErrorKind, KeyEntry, PluginError};
+
+/// The native connection type.
+pub const SQLITE: &str = "sqlite";
+
+/// Opens the connection of key file `entry`.
+///
+/// # Errors
+///
+/// When its type has no bridge, or the connection cannot be opened.
+pub fn open(entry: &Entry, registry: &Registry) -> Result<ConnectionBox, PluginError> {
+    if entry.kind == SQLITE {
+        return Ok(sqlite::open(&entry.key, &entry.url)?.boxed());
+    }
+    let Some(bridge) = registry.bridge(&entry.kind) else {
+        let mut known = vec![SQLITE.to_owned()];
+        known.extend(registry.connection_types());
+        return Err(PluginError::of(
+            ErrorKind::Connection,
+            format!(
+                "connection {}: no plugin serves connection type `{}` (known types: {})",
+                entry.key,
+                entry.kind,
+                known.join(", ")
+            ),
+        ));
+    };
+    let key = KeyEntry {
+        key: entry.key.as_str().into(),
+        kind: entry.kind.as_str().into(),
+        url: entry.url.as_str().into(),
+        user: entry.user.as_str().into(),
+        password: entry.password.as_str().into(),
+        options: entry
+            .options
+            .iter()
+            .map(|(k, v)| Tuple2(RString::from(k.as_str()), RString::from(v.as_str())))
+            .collect::<RVec<_>>(),
+    };
+    bridge.open(&key).into_result()
+}
+
+/// The SQL dialect of a connection type and URL, for validation before anything is opened.
+pub fn dialect_of(kind: &str, url: &str) -> weft_sdk::Dialect {
+    use weft_sdk::Dialect;
+    if kind == SQLITE {
+        return Dialect::Sqlite;
+    }
+    let u = url.to_ascii_lowercase();
+    if u.starts_with("jdbc:postgresql:") {
+        Dialect::Postgres
+    } else if u.starts_with("jdbc:mysql:") || u.starts_with("jdbc:mariadb:") {
+        Dialect::MySql
+    } else if u.starts_with("jdbc:sqlserver:") {
+        Dialect::MsSql
+    } else if u.starts_with("jdbc:sqlite:") {
+        Dialect::Sqlite
+    } else if u.starts_with("jdbc:h2:") {
+        Dialect::H2
+    } else if u.starts_with("jdbc:hsqldb:") {
+        Dialect::Hsqldb
+    } else {
+        Dialect::Generic
+    }
+}

@@ -1,0 +1,284 @@
+//! The native SQLite connection type `sqlite` (key file URL = the database file), opened by
+//! the host's own rusqlite: one SQLite in the process, so no plugin links SQLite.
+
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use weft_sdk::abi_stable::sabi_trait::TD_Opaque;
+use weft_sdk::abi_stable::sabi_types::RMut;
+use weft_sdk::abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
+use weft_sdk::{
+    ColumnInfo, Connection, Connection_TO, ConnectionBox, Dialect, ErrorKind, PluginError, Row,
+    RowSink_TO, TableInfo, Value,
+};
+
+/// A native SQLite connection.
+pub struct SqliteConnection {
+    conn: rusqlite::Connection,
+    name: String,
+    depth: u32,
+}
+
+impl std::fmt::Debug for SqliteConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteConnection")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Opens the SQLite database file `path` for connection `name` (its key).
+///
+/// # Errors
+///
+/// When the file cannot be opened.
+pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
+    let conn = rusqlite::Connection::open(path).map_err(|e| {
+        PluginError::of(
+            ErrorKind::Connection,
+            format!("connection {name}: cannot open SQLite database {path}: {e}"),
+        )
+    })?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))
+        .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
+    Ok(SqliteConnection {
+        conn,
+        name: name.to_owned(),
+        depth: 0,
+    })
+}
+
+impl SqliteConnection {
+    /// The connection as the boundary type plugins get.
+    pub fn boxed(self) -> ConnectionBox {
+        Connection_TO::from_value(self, TD_Opaque)
+    }
+
+    fn fail(&self, e: rusqlite::Error, sql: &str) -> PluginError {
+        let shown: String = sql.chars().take(300).collect();
+        PluginError::new(format!(
+            "SQLite (connection {}): {e}; in `{shown}`",
+            self.name
+        ))
+    }
+}
+
+struct Param<'a>(&'a Value);
+
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Bool(b) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*b))),
+            Value::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
+            Value::Float(f) => ToSqlOutput::Borrowed(ValueRef::Real(*f)),
+            Value::Bytes(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b.as_slice())),
+            Value::Decimal(s)
+            | Value::Text(s)
+            | Value::Date(s)
+            | Value::Time(s)
+            | Value::Timestamp(s)
+            | Value::TimestampTz(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+        })
+    }
+}
+
+fn value(v: ValueRef<'_>) -> Value {
+    match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::Int(i),
+        ValueRef::Real(f) => Value::Float(f),
+        ValueRef::Text(t) => Value::Text(RString::from(String::from_utf8_lossy(t).into_owned())),
+        ValueRef::Blob(b) => Value::Bytes(RVec::from(b.to_vec())),
+    }
+}
+
+fn qualified(schema: Option<&str>, table: &str) -> String {
+    let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    match schema.filter(|s| !s.is_empty()) {
+        Some(s) => format!("{}.{}", q(s), q(table)),
+        None => q(table),
+    }
+}
+
+impl Connection for SqliteConnection {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn execute_batch(&mut self, sql: RStr<'_>) -> RResult<u64, PluginError> {
+        let before = self.conn.total_changes();
+        match self.conn.execute_batch(sql.as_str()) {
+            Ok(()) => RResult::ROk(self.conn.total_changes().saturating_sub(before)),
+            Err(e) => RResult::RErr(self.fail(e, sql.as_str())),
+        }
+    }
+
+    fn execute(&mut self, sql: RStr<'_>, params: RSlice<'_, Value>) -> RResult<u64, PluginError> {
+        let result = self.conn.prepare_cached(sql.as_str()).and_then(|mut st| {
+            let params: Vec<Param<'_>> = params.iter().map(Param).collect();
+            st.execute(rusqlite::params_from_iter(params.iter()))
+        });
+        match result {
+            Ok(n) => RResult::ROk(n as u64),
+            Err(e) => RResult::RErr(self.fail(e, sql.as_str())),
+        }
+    }
+
+    fn query(
+        &mut self,
+        sql: RStr<'_>,
+        params: RSlice<'_, Value>,
+        batch_rows: u32,
+        mut sink: RowSink_TO<'_, RMut<'_, ()>>,
+    ) -> RResult<u64, PluginError> {
+        let batch_rows = batch_rows.max(1) as usize;
+        let mut run = || -> Result<u64, PluginError> {
+            let mut st = self
+                .conn
+                .prepare(sql.as_str())
+                .map_err(|e| self.fail(e, sql.as_str()))?;
+            let names: Vec<RString> = st.column_names().into_iter().map(RString::from).collect();
+            sink.columns(names.as_slice().into()).into_result()?;
+            let n = names.len();
+            let ps: Vec<Param<'_>> = params.iter().map(Param).collect();
+            let mut rows = st
+                .query(rusqlite::params_from_iter(ps.iter()))
+                .map_err(|e| self.fail(e, sql.as_str()))?;
+            let mut batch: Vec<Row> = Vec::with_capacity(batch_rows);
+            let mut count = 0u64;
+            while let Some(row) = rows.next().map_err(|e| self.fail(e, sql.as_str()))? {
+                let mut r = RVec::with_capacity(n);
+                for i in 0..n {
+                    r.push(value(
+                        row.get_ref(i).map_err(|e| self.fail(e, sql.as_str()))?,
+                    ));
+                }
+                batch.push(r);
+                count += 1;
+                if batch.len() == batch_rows {
+                    sink.rows(RVec::from(std::mem::replace(
+                        &mut batch,
+                        Vec::with_capacity(batch_rows),
+                    )))
+                    .into_result()?;
+                }
+            }
+            if !batch.is_empty() {
+                sink.rows(RVec::from(batch)).into_result()?;
+            }
+            Ok(count)
+        };
+        run().into()
+    }
+
+    fn insert_batch(
+        &mut self,
+        schema: ROption<RStr<'_>>,
+        table: RStr<'_>,
+        columns: RSlice<'_, RString>,
+        rows: RSlice<'_, Row>,
+    ) -> RResult<u64, PluginError> {
+        let cols: Vec<String> = columns
+            .iter()
+            .map(|c| format!("\"{}\"", c.replace('"', "\"\"")))
+            .collect();
+        let sql = format!(
+            "INSERT INTO {} ({}) VALUES ({})",
+            qualified(schema.into_option().map(|s| s.as_str()), table.as_str()),
+            cols.join(", "),
+            vec!["?"; cols.len()].join(", ")
+        );
+        let result = (|| {
+            let mut st = self.conn.prepare_cached(&sql)?;
+            let mut n = 0u64;
+            for row in rows.iter() {
+                n += st.execute(rusqlite::params_from_iter(row.iter().map(Param)))? as u64;
+            }
+            Ok::<u64, rusqlite::Error>(n)
+        })();
+        match result {
+            Ok(n) => RResult::ROk(n),
+            Err(e) => RResult::RErr(self.fail(e, &sql)),
+        }
+    }
+
+    fn describe(
+        &mut self,
+        schema: ROption<RStr<'_>>,
+        table: RStr<'_>,
+    ) -> RResult<TableInfo, PluginError> {
+        let schema = schema
+            .into_option()
+            .map(|s| s.as_str().to_owned())
+            .filter(|s| !s.is_empty());
+        let sql = "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?1, ?2) ORDER BY cid";
+        let result = (|| {
+            let mut st = self.conn.prepare(sql)?;
+            let cols = st
+                .query_map(
+                    rusqlite::params![table.as_str(), schema.as_deref().unwrap_or("main")],
+                    |r| {
+                        Ok(ColumnInfo {
+                            name: RString::from(r.get::<_, String>(0)?),
+                            type_name: RString::from(r.get::<_, String>(1)?),
+                            nullable: r.get::<_, i64>(2)? == 0,
+                            primary_key: r.get::<_, u32>(3)?,
+                        })
+                    },
+                )?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok::<_, rusqlite::Error>(cols)
+        })();
+        match result {
+            Ok(cols) if cols.is_empty() => RResult::RErr(PluginError::new(format!(
+                "SQLite (connection {}): table {} does not exist",
+                self.name,
+                qualified(schema.as_deref(), table.as_str())
+            ))),
+            Ok(cols) => RResult::ROk(TableInfo {
+                schema: schema.map(RString::from).into(),
+                name: table.as_str().into(),
+                columns: RVec::from(cols),
+            }),
+            Err(e) => RResult::RErr(self.fail(e, sql)),
+        }
+    }
+
+    fn begin(&mut self) -> RResult<(), PluginError> {
+        self.depth += 1;
+        let sql = format!("SAVEPOINT weft_{}", self.depth);
+        match self.conn.execute_batch(&sql) {
+            Ok(()) => RResult::ROk(()),
+            Err(e) => {
+                self.depth -= 1;
+                RResult::RErr(self.fail(e, &sql))
+            }
+        }
+    }
+
+    fn commit(&mut self) -> RResult<(), PluginError> {
+        if self.depth == 0 {
+            return RResult::RErr(PluginError::new("commit without a transaction"));
+        }
+        let sql = format!("RELEASE weft_{}", self.depth);
+        match self.conn.execute_batch(&sql) {
+            Ok(()) => {
+                self.depth -= 1;
+                RResult::ROk(())
+            }
+            Err(e) => RResult::RErr(self.fail(e, &sql)),
+        }
+    }
+
+    fn rollback(&mut self) -> RResult<(), PluginError> {
+        if self.depth == 0 {
+            return RResult::RErr(PluginError::new("rollback without a transaction"));
+        }
+        let sql = format!("ROLLBACK TO weft_{d}; RELEASE weft_{d}", d = self.depth);
+        let r = self.conn.execute_batch(&sql);
+        self.depth -= 1;
+        match r {
+            Ok(()) => RResult::ROk(()),
+            Err(e) => RResult::RErr(self.fail(e, &sql)),
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! Running actions: what an action is made of (its module, text, attributes, sources and
+//! targets, taken from a sheet), `${name}` variable substitution, and [`run_action`], which
+//! opens the connections, runs the module in one transaction per target connection, and
+//! commits or rolls back. Batch instances, ordering and persistence build on this.
+
+use crate::connect;
+use crate::dsr::model::{NodeAttributes, Sheet};
+use crate::keys::KeyFile;
+use crate::plugins::Registry;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use weft_sdk::abi_stable::sabi_trait::TD_Opaque;
+use weft_sdk::abi_stable::std_types::{RStr, RString, RVec, Tuple2};
+use weft_sdk::{
+    AttributeValue, ConnectionSlot, Dialect, Logger, Logger_TO, ObjectRef, RunContext, RunOutcome,
+};
+
+/// An action with everything its module needs.
+#[derive(Debug, Clone)]
+pub struct ActionPlan {
+    /// The action node's id.
+    pub id: i64,
+    /// Its index in the sheet's nodes (for paths in messages).
+    pub index: usize,
+    /// Its name.
+    pub name: String,
+    /// Its module.
+    pub module: String,
+    /// The action text.
+    pub text: Option<String>,
+    /// Attributes beyond table A.
+    pub attributes: Vec<(String, AttributeValue)>,
+    /// Source objects (edges object -> action), with their `dependency` letters.
+    pub sources: Vec<(ObjectRef, String)>,
+    /// Target objects (edges action -> object).
+    pub targets: Vec<(ObjectRef, String)>,
+}
+
+/// The actions of `sheet` with their sources and targets; `dialect` names the dialect of a
+/// connection number.
+pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<ActionPlan> {
+    let objects: HashMap<i64, (ObjectRef, String)> = sheet
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            let o = n.object()?;
+            Some((
+                n.id.v,
+                (
+                    ObjectRef {
+                        node_id: n.id.v,
+                        object_type_id: o.object_type_id.v,
+                        connection_id: o.connection_id.v,
+                        name: o.field1.v.as_str().into(),
+                        schema: o.field2.as_deref().map(RString::from).into(),
+                        dialect: dialect(o.connection_id.v),
+                    },
+                    o.dependency.v.clone(),
+                ),
+            ))
+        })
+        .collect();
+    sheet
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(index, n)| {
+            let NodeAttributes::Action(a) = &n.attributes else {
+                return None;
+            };
+            let sources = sheet
+                .edges
+                .iter()
+                .filter(|e| e.to.v == n.id.v)
+                .filter_map(|e| objects.get(&e.from.v).cloned())
+                .collect();
+            let targets = sheet
+                .edges
+                .iter()
+                .filter(|e| e.from.v == n.id.v)
+                .filter_map(|e| objects.get(&e.to.v).cloned())
+                .collect();
+            Some(ActionPlan {
+                id: n.id.v,
+                index,
+                name: a.name.v.clone(),
+                module: a.module.v.clone(),
+                text: a.action.as_ref().map(|t| t.v.clone()),
+                attributes: a
+                    .extra
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.v.clone(), attribute_value(&v.value)?)))
+                    .collect(),
+                sources,
+                targets,
+            })
+        })
+        .collect()
+}
+
+fn attribute_value(v: &crate::dsr::value::Value) -> Option<AttributeValue> {
+    use crate::dsr::value::Value;
+    match v {
+        Value::Bool(b) => Some(AttributeValue::Bool(*b)),
+        Value::Int(i) => Some(AttributeValue::Integer(*i)),
+        Value::String(s) => Some(AttributeValue::String(s.as_str().into())),
+        _ => None,
+    }
+}
+
+/// Substitutes `${name}` in `text` with the variables' values, as text; `$${` writes a
+/// literal `${`.
+///
+/// # Errors
+///
+/// The name of the first variable that is not set.
+pub fn substitute(text: &str, variables: &[(String, String)]) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if let Some(after) = tail.strip_prefix("$${") {
+            out.push_str("${");
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("${") {
+            let Some(close) = after.find('}') else {
+                out.push_str(tail);
+                rest = "";
+                break;
+            };
+            let name = &after[..close];
+            match variables.iter().rev().find(|(n, _)| n == name) {
+                Some((_, v)) => out.push_str(v),
+                None => return Err(name.to_owned()),
+            }
+            rest = &after[close + 1..];
+        } else {
+            out.push('$');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A logger that keeps the lines for the caller.
+#[derive(Clone, Default)]
+pub struct Lines(pub Arc<Mutex<Vec<String>>>);
+
+impl Logger for Lines {
+    fn log(&mut self, line: RStr<'_>) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(line.to_string());
+    }
+}
+
+/// What running an action gave.
+#[derive(Debug)]
+pub struct Ran {
+    /// Rows read, written, updated; `Err` with the message when it failed.
+    pub outcome: Result<RunOutcome, String>,
+    /// The log lines of the plugin.
+    pub log: Vec<String>,
+}
+
+/// Runs one action: opens a connection for every connection number its objects use (from
+/// the key file), substitutes the variables, starts a transaction on every target
+/// connection, runs the module, and commits when it succeeded, rolls back when it failed.
+pub fn run_action(
+    registry: &Registry,
+    keys: &KeyFile,
+    plan: &ActionPlan,
+    variables: &[(String, String)],
+) -> Ran {
+    let lines = Lines::default();
+    let outcome = run_inner(registry, keys, plan, variables, &lines);
+    let log = lines
+        .0
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    Ran { outcome, log }
+}
+
+fn run_inner(
+    registry: &Registry,
+    keys: &KeyFile,
+    plan: &ActionPlan,
+    variables: &[(String, String)],
+    lines: &Lines,
+) -> Result<RunOutcome, String> {
+    let module = registry
+        .module(&plan.module)
+        .ok_or_else(|| format!("action {}: module `{}` is not loaded", plan.id, plan.module))?;
+    let text = match &plan.text {
+        Some(t) => substitute(t, variables)
+            .map_err(|name| format!("action {}: variable `{name}` is not set", plan.id))?,
+        None => String::new(),
+    };
+    let mut ids: Vec<i64> = plan
+        .sources
+        .iter()
+        .chain(&plan.targets)
+        .map(|(o, _)| o.connection_id)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut connections = RVec::new();
+    for id in &ids {
+        let entry = keys.get(&id.to_string()).ok_or_else(|| {
+            format!(
+                "action {}: the key file has no entry for connection {id}",
+                plan.id
+            )
+        })?;
+        let connection =
+            connect::open(entry, registry).map_err(|e| format!("action {}: {e}", plan.id))?;
+        connections.push(ConnectionSlot {
+            id: *id,
+            connection,
+        });
+    }
+    let mut target_ids: Vec<i64> = plan.targets.iter().map(|(o, _)| o.connection_id).collect();
+    target_ids.sort_unstable();
+    target_ids.dedup();
+    let mut ctx = RunContext {
+        action_id: plan.id,
+        action_name: plan.name.as_str().into(),
+        action: text.into(),
+        attributes: plan
+            .attributes
+            .iter()
+            .map(|(k, v)| Tuple2(RString::from(k.as_str()), v.clone()))
+            .collect(),
+        sources: plan.sources.iter().map(|(o, _)| o.clone()).collect(),
+        targets: plan.targets.iter().map(|(o, _)| o.clone()).collect(),
+        connections,
+        variables: variables
+            .iter()
+            .map(|(k, v)| Tuple2(RString::from(k.as_str()), RString::from(v.as_str())))
+            .collect(),
+        log: Logger_TO::from_value(lines.clone(), TD_Opaque),
+    };
+    for id in &target_ids {
+        ctx.connection(*id)
+            .and_then(|c| c.begin().into_result())
+            .map_err(|e| format!("action {}: {e}", plan.id))?;
+    }
+    let result = module.module.run(&mut ctx).into_result();
+    for id in &target_ids {
+        let Ok(c) = ctx.connection(*id) else { continue };
+        let end = if result.is_ok() {
+            c.commit()
+        } else {
+            c.rollback()
+        };
+        if let (Ok(_), Err(e)) = (&result, end.into_result()) {
+            return Err(format!("action {}: commit failed: {e}", plan.id));
+        }
+    }
+    result.map_err(|e| format!("action {} ({}): {e}", plan.id, plan.module))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitutes_variables_and_escapes() {
+        let vars = vec![
+            ("since".to_owned(), "2026-01-01".to_owned()),
+            ("n".to_owned(), "5".to_owned()),
+        ];
+        assert_eq!(
+            substitute(
+                "a >= '${since}' AND b > ${n} AND c = '$${since}' AND $x",
+                &vars
+            ),
+            Ok("a >= '2026-01-01' AND b > 5 AND c = '${since}' AND $x".to_owned())
+        );
+        assert_eq!(
+            substitute("x = ${missing}", &vars),
+            Err("missing".to_owned())
+        );
+    }
+}

@@ -1,0 +1,307 @@
+//! Loading plugin libraries and the registry of what they provide.
+//!
+//! Libraries are found next to the `weft` executable (files named `libweft_plugin_*`) and in
+//! `HOME/plugins` (every shared library there). Each is loaded with
+//! `lib_header_from_path(..).init_root_module()`, which checks the root module's layout and
+//! the sdk version it was built against (semver). A library that is refused gets one line,
+//! naming the file, its sdk version and the host's, in the log and in `weft plugins`; the
+//! server starts anyway, and a sheet that needs a module that did not load is invalid.
+
+use abi_stable::library::{LibraryError, RootModule, lib_header_from_path};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use weft_sdk::{
+    ActionModuleBox, ConnectionBridgeBox, ModuleInfo, ObjectTypeBox, ObjectTypeInfo, PluginMod_Ref,
+    SDK_VERSION,
+};
+
+/// A library that loaded.
+#[derive(Debug, Clone)]
+pub struct Library {
+    /// The file.
+    pub path: PathBuf,
+    /// Its crate name.
+    pub name: String,
+    /// Its crate version.
+    pub version: String,
+    /// Module names it provides.
+    pub modules: Vec<String>,
+    /// Object types it provides, as `id name`.
+    pub object_types: Vec<String>,
+    /// Connection types it provides.
+    pub connection_types: Vec<String>,
+}
+
+/// A library, or a plugin in it, that was refused.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// The file.
+    pub path: PathBuf,
+    /// Why, in one line naming the versions where they matter.
+    pub reason: String,
+}
+
+/// A loaded action module.
+pub struct LoadedModule {
+    /// What it declares.
+    pub info: ModuleInfo,
+    /// The module.
+    pub module: ActionModuleBox,
+    /// Where it came from.
+    pub library: PathBuf,
+}
+
+/// A loaded object type.
+pub struct LoadedObjectType {
+    /// What it declares.
+    pub info: ObjectTypeInfo,
+    /// The type.
+    pub object_type: ObjectTypeBox,
+}
+
+/// Everything the loaded plugins provide.
+#[derive(Default)]
+pub struct Registry {
+    /// Libraries that loaded.
+    pub libraries: Vec<Library>,
+    /// What was refused.
+    pub refused: Vec<Refusal>,
+    modules: BTreeMap<String, LoadedModule>,
+    object_types: BTreeMap<i64, LoadedObjectType>,
+    bridges: BTreeMap<String, ConnectionBridgeBox>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("libraries", &self.libraries)
+            .field("refused", &self.refused)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The places plugins are searched, with whether every shared library there counts (else
+/// only `libweft_plugin_*` files).
+pub fn search_path(home: &Path) -> Vec<(PathBuf, bool)> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        dirs.push((dir, false));
+    }
+    dirs.push((home.join("plugins"), true));
+    dirs
+}
+
+fn is_shared_library(p: &Path) -> bool {
+    matches!(
+        p.extension().and_then(|e| e.to_str()),
+        Some("so" | "dylib" | "dll")
+    )
+}
+
+impl Registry {
+    /// Loads every plugin library found in `dirs` (see [`search_path`]).
+    pub fn load(dirs: &[(PathBuf, bool)]) -> Self {
+        let mut r = Registry::default();
+        for (dir, all) in dirs {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| is_shared_library(p))
+                .filter(|p| {
+                    *all || p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                        n.starts_with("libweft_plugin_") || n.starts_with("weft_plugin_")
+                    })
+                })
+                .collect();
+            files.sort();
+            for f in files {
+                r.load_library(&f);
+            }
+        }
+        r
+    }
+
+    /// Loads one library; a refusal is recorded and logged, never fatal.
+    pub fn load_library(&mut self, path: &Path) {
+        match load_root(path) {
+            Ok(root) => self.add_root(path, root),
+            Err(reason) => self.refuse(path, reason),
+        }
+    }
+
+    fn refuse(&mut self, path: &Path, reason: String) {
+        tracing::warn!(message = "Plugin library refused.", file = %path.display(), reason = %reason);
+        self.refused.push(Refusal {
+            path: path.to_owned(),
+            reason,
+        });
+    }
+
+    fn add_root(&mut self, path: &Path, root: PluginMod_Ref) {
+        let info = (root.info())();
+        let mut lib = Library {
+            path: path.to_owned(),
+            name: info.name.to_string(),
+            version: info.version.to_string(),
+            modules: Vec::new(),
+            object_types: Vec::new(),
+            connection_types: Vec::new(),
+        };
+        match (root.modules())().into_result() {
+            Ok(modules) => {
+                for m in modules {
+                    match m.info().into_result() {
+                        Ok(mi) if self.modules.contains_key(mi.name.as_str()) => {
+                            self.refuse(path, format!("module `{}` is already provided by another library; this one is ignored", mi.name));
+                        }
+                        Ok(mi) => {
+                            lib.modules.push(mi.name.to_string());
+                            self.modules.insert(
+                                mi.name.to_string(),
+                                LoadedModule {
+                                    info: mi,
+                                    module: m,
+                                    library: path.to_owned(),
+                                },
+                            );
+                        }
+                        Err(e) => {
+                            self.refuse(path, format!("a module could not describe itself: {e}"))
+                        }
+                    }
+                }
+            }
+            Err(e) => self.refuse(path, format!("its modules could not be created: {e}")),
+        }
+        match (root.object_types())().into_result() {
+            Ok(types) => {
+                for t in types {
+                    match t.info().into_result() {
+                        Ok(ti) if self.object_types.contains_key(&ti.id) => {
+                            self.refuse(path, format!("object type {} is already provided by another library; this one is ignored", ti.id));
+                        }
+                        Ok(ti) => {
+                            lib.object_types.push(format!("{} {}", ti.id, ti.name));
+                            self.object_types.insert(
+                                ti.id,
+                                LoadedObjectType {
+                                    info: ti,
+                                    object_type: t,
+                                },
+                            );
+                        }
+                        Err(e) => self.refuse(
+                            path,
+                            format!("an object type could not describe itself: {e}"),
+                        ),
+                    }
+                }
+            }
+            Err(e) => self.refuse(path, format!("its object types could not be created: {e}")),
+        }
+        match (root.bridges())().into_result() {
+            Ok(bridges) => {
+                for b in bridges {
+                    match b.connection_type().into_result() {
+                        Ok(t)
+                            if self.bridges.contains_key(t.as_str())
+                                || t == crate::connect::SQLITE =>
+                        {
+                            self.refuse(path, format!("connection type `{t}` is already served; this bridge is ignored"));
+                        }
+                        Ok(t) => {
+                            lib.connection_types.push(t.to_string());
+                            self.bridges.insert(t.to_string(), b);
+                        }
+                        Err(e) => {
+                            self.refuse(path, format!("a bridge could not describe itself: {e}"))
+                        }
+                    }
+                }
+            }
+            Err(e) => self.refuse(path, format!("its bridges could not be created: {e}")),
+        }
+        tracing::info!(
+            message = "Plugin library loaded.",
+            file = %path.display(),
+            library = %lib.name,
+            version = %lib.version,
+            modules = %lib.modules.join(","),
+        );
+        self.libraries.push(lib);
+    }
+
+    /// A module by name.
+    pub fn module(&self, name: &str) -> Option<&LoadedModule> {
+        self.modules.get(name)
+    }
+
+    /// Every module name, sorted.
+    pub fn module_names(&self) -> Vec<String> {
+        self.modules.keys().cloned().collect()
+    }
+
+    /// An object type by id.
+    pub fn object_type(&self, id: i64) -> Option<&LoadedObjectType> {
+        self.object_types.get(&id)
+    }
+
+    /// Every object type as `id (name)`.
+    pub fn object_type_names(&self) -> Vec<String> {
+        self.object_types
+            .values()
+            .map(|t| format!("{} ({})", t.info.id, t.info.name))
+            .collect()
+    }
+
+    /// The bridge serving connection type `kind`.
+    pub fn bridge(&self, kind: &str) -> Option<&ConnectionBridgeBox> {
+        self.bridges.get(kind)
+    }
+
+    /// Connection types served by bridges (`sqlite` is the host's own).
+    pub fn connection_types(&self) -> Vec<String> {
+        self.bridges.keys().cloned().collect()
+    }
+}
+
+fn load_root(path: &Path) -> Result<PluginMod_Ref, String> {
+    let header = lib_header_from_path(path).map_err(|e| describe(path, &e))?;
+    header
+        .init_root_module::<PluginMod_Ref>()
+        .map_err(|e| describe(path, &e))
+}
+
+/// One line for a load failure, worded after nushell's: the file, its sdk version, ours.
+fn describe(path: &Path, e: &LibraryError) -> String {
+    let file = path.display();
+    match e {
+        LibraryError::IncompatibleVersionNumber { actual_version, .. } => format!(
+            "plugin {file} is built for weft sdk {actual_version}, which is not compatible with this weft's sdk {SDK_VERSION}; rebuild it against sdk {SDK_VERSION}"
+        ),
+        LibraryError::AbiInstability(_) => format!(
+            "plugin {file} was built against an sdk whose interface differs from this weft's sdk {SDK_VERSION} (layout check failed); rebuild it against sdk {SDK_VERSION}"
+        ),
+        LibraryError::OpenError { .. } | LibraryError::GetSymbolError { .. } => format!(
+            "{file} is not a weft plugin: it has no abi_stable root module (this weft's sdk is {SDK_VERSION})"
+        ),
+        LibraryError::RootModule { err, .. } => {
+            format!("plugin {file} failed while starting: {err}")
+        }
+        other => {
+            format!("plugin {file} cannot be loaded (this weft's sdk is {SDK_VERSION}): {other}")
+        }
+    }
+}
+
+/// The sdk version this host was built with, for messages.
+pub fn host_sdk_version() -> &'static str {
+    let _ = PluginMod_Ref::NAME;
+    SDK_VERSION
+}
