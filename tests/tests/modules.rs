@@ -1,0 +1,443 @@
+//! The action modules on real SQLite databases: each plugin is loaded from its shared library
+//! (built by the test command), run through the host's runner, and the rows that land are
+//! compared.
+
+mod common;
+
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use weft::exec::{ActionPlan, actions_of, run_action};
+use weft::keys::KeyFile;
+use weft::plugins::Registry;
+
+fn registry() -> Registry {
+    let dir = common::weft_bin()
+        .parent()
+        .expect("target dir")
+        .to_path_buf();
+    let r = Registry::load(&[(dir, false)]);
+    for m in ["Sql", "Insert", "Upsert", "Transfer"] {
+        assert!(
+            r.module(m).is_some(),
+            "module {m} did not load: {:?}",
+            r.refused
+        );
+    }
+    r
+}
+
+struct Dbs {
+    dir: tempfile::TempDir,
+    keys: KeyFile,
+}
+
+impl Dbs {
+    /// Connections 1 and 2: two SQLite files.
+    fn new() -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let kf = dir.path().join("keyfile");
+        std::fs::write(
+            &kf,
+            format!(
+                "1|sqlite|{}|||\n2|sqlite|{}|||\n",
+                dir.path().join("one.db").display(),
+                dir.path().join("two.db").display()
+            ),
+        )
+        .expect("keyfile");
+        std::fs::set_permissions(&kf, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let keys = KeyFile::load(&kf).expect("keys");
+        Dbs { dir, keys }
+    }
+
+    fn db(&self, n: i64) -> Connection {
+        Connection::open(self.path(n)).expect("open")
+    }
+
+    fn path(&self, n: i64) -> PathBuf {
+        self.dir
+            .path()
+            .join(if n == 1 { "one.db" } else { "two.db" })
+    }
+
+    fn rows(&self, n: i64, sql: &str) -> Vec<String> {
+        rows(&self.path(n), sql)
+    }
+}
+
+fn rows(path: &Path, sql: &str) -> Vec<String> {
+    let c = Connection::open(path).expect("open");
+    let mut st = c.prepare(sql).expect("prepare");
+    let n = st.column_count();
+    st.query_map([], |r| {
+        Ok((0..n)
+            .map(|i| match r.get_ref(i).expect("value") {
+                rusqlite::types::ValueRef::Null => "NULL".to_owned(),
+                rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                rusqlite::types::ValueRef::Real(v) => format!("{v:?}"),
+                rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                rusqlite::types::ValueRef::Blob(b) => format!(
+                    "x{}",
+                    b.iter().map(|c| format!("{c:02x}")).collect::<String>()
+                ),
+            })
+            .collect::<Vec<_>>()
+            .join("|"))
+    })
+    .expect("query")
+    .collect::<Result<_, _>>()
+    .expect("rows")
+}
+
+/// A one-action sheet: `sources` -> action -> `target`, as `(connection, table)`.
+fn plan(
+    module: &str,
+    action: &str,
+    attributes: serde_json::Value,
+    sources: &[(i64, &str)],
+    target: Option<(i64, &str)>,
+) -> ActionPlan {
+    let mut nodes = vec![
+        serde_json::json!({"id": 1, "type": 0, "attributes": {"module": module, "name": "the action", "action": action}}),
+    ];
+    if let serde_json::Value::Object(extra) = attributes {
+        for (k, v) in extra {
+            nodes[0]["attributes"][k] = v;
+        }
+    }
+    let mut edges = Vec::new();
+    for (i, (conn, table)) in sources.iter().enumerate() {
+        let id = 10 + i as i64;
+        nodes.push(serde_json::json!({"id": id, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": conn}}));
+        edges.push(serde_json::json!({"id": 100 + id, "from": id, "to": 1}));
+    }
+    if let Some((conn, table)) = target {
+        nodes.push(serde_json::json!({"id": 99, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": conn}}));
+        edges.push(serde_json::json!({"id": 199, "from": 1, "to": 99}));
+    }
+    let doc = serde_json::json!({"version": 1, "transformationData": {"sheets": [{
+        "id": 1, "attributes": {"name": "s", "folder_id": 1, "folder": "/"}, "nodes": nodes, "edges": edges}]}});
+    let (doc, problems) = weft::dsr::parse(&doc.to_string());
+    assert!(!problems.has_errors(), "{:?}", problems.as_slice());
+    let doc = doc.expect("document");
+    actions_of(&doc.sheets[0], &|_| weft_sdk::Dialect::Sqlite).remove(0)
+}
+
+fn run(reg: &Registry, dbs: &Dbs, p: &ActionPlan) -> weft_sdk::RunOutcome {
+    let ran = run_action(reg, &dbs.keys, p, &[]);
+    match ran.outcome {
+        Ok(o) => o,
+        Err(e) => panic!("the action failed: {e}\nlog: {:?}", ran.log),
+    }
+}
+
+#[test]
+fn sql_runs_several_statements_on_the_target() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(1)
+        .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+        .expect("setup");
+    let p = plan(
+        "Sql",
+        "INSERT INTO t VALUES (1, 'a'); INSERT INTO t VALUES (2, 'b'); UPDATE t SET v = v || '!' WHERE id = 2",
+        serde_json::json!({}),
+        &[],
+        Some((1, "t")),
+    );
+    let o = run(&reg, &dbs, &p);
+    assert_eq!(o.rows_written, 3);
+    assert_eq!(
+        dbs.rows(1, "SELECT * FROM t ORDER BY id"),
+        vec!["1|a", "2|b!"]
+    );
+}
+
+#[test]
+fn insert_matches_columns_by_name_with_and_without_truncate() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(1)
+        .execute_batch(
+            "CREATE TABLE src (a INTEGER, b TEXT, c REAL);
+             INSERT INTO src VALUES (1, 'x', 1.5), (2, 'y', NULL), (3, 'z', 3.25);
+             CREATE TABLE dst (name TEXT, id INTEGER, amount REAL, note TEXT DEFAULT 'none');
+             INSERT INTO dst VALUES ('old', 0, 0.0, 'kept?');",
+        )
+        .expect("setup");
+    let q = "SELECT a AS ID, c AS amount, b AS Name FROM src";
+    let o = run(
+        &reg,
+        &dbs,
+        &plan(
+            "Insert",
+            q,
+            serde_json::json!({}),
+            &[(1, "src")],
+            Some((1, "dst")),
+        ),
+    );
+    assert_eq!((o.rows_read, o.rows_written), (3, 3));
+    assert_eq!(
+        dbs.rows(1, "SELECT id, name, amount, note FROM dst ORDER BY id"),
+        vec![
+            "0|old|0.0|kept?",
+            "1|x|1.5|none",
+            "2|y|NULL|none",
+            "3|z|3.25|none"
+        ]
+    );
+    let o = run(
+        &reg,
+        &dbs,
+        &plan(
+            "Insert",
+            q,
+            serde_json::json!({"truncateBefore": true}),
+            &[(1, "src")],
+            Some((1, "dst")),
+        ),
+    );
+    assert_eq!(o.rows_written, 3);
+    assert_eq!(
+        dbs.rows(1, "SELECT id, name FROM dst ORDER BY id"),
+        vec!["1|x", "2|y", "3|z"]
+    );
+    // A column without a match is an error that names it, and nothing changes.
+    let ran = run_action(
+        &reg,
+        &dbs.keys,
+        &plan(
+            "Insert",
+            "SELECT a AS nope FROM src",
+            serde_json::json!({"truncateBefore": true}),
+            &[(1, "src")],
+            Some((1, "dst")),
+        ),
+        &[],
+    );
+    let e = ran.outcome.expect_err("no such column");
+    assert!(e.contains("nope") && e.contains("dst"), "{e}");
+    assert_eq!(
+        dbs.rows(1, "SELECT COUNT(*) FROM dst"),
+        vec!["3"],
+        "the truncate was rolled back"
+    );
+}
+
+#[test]
+fn upsert_updates_inserts_and_deletes_nothing() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(1)
+        .execute_batch(
+            "CREATE TABLE src (id INTEGER, v TEXT);
+             INSERT INTO src VALUES (1, 'new'), (2, 'two');
+             CREATE TABLE dst (id INTEGER PRIMARY KEY, v TEXT);
+             INSERT INTO dst VALUES (1, 'old'), (5, 'keep');",
+        )
+        .expect("setup");
+    let o = run(
+        &reg,
+        &dbs,
+        &plan(
+            "Upsert",
+            "SELECT id, v FROM src",
+            serde_json::json!({}),
+            &[(1, "src")],
+            Some((1, "dst")),
+        ),
+    );
+    assert_eq!((o.rows_read, o.rows_written, o.rows_updated), (2, 1, 1));
+    assert_eq!(
+        dbs.rows(1, "SELECT * FROM dst ORDER BY id"),
+        vec!["1|new", "2|two", "5|keep"]
+    );
+}
+
+#[test]
+fn upsert_by_a_composite_key_attribute_and_across_connections() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(1)
+        .execute_batch(
+            "CREATE TABLE dst (day TEXT, shop INTEGER, amount REAL, PRIMARY KEY (day, shop));
+             INSERT INTO dst VALUES ('2026-11-20', 1, 10.0), ('2026-11-20', 2, 20.0), ('2026-11-21', 1, 30.0);
+             CREATE TABLE nokey (day TEXT, shop INTEGER, amount REAL);
+             INSERT INTO nokey VALUES ('2026-11-20', 1, 10.0);",
+        )
+        .expect("setup");
+    dbs.db(2)
+        .execute_batch(
+            "CREATE TABLE src (d TEXT, s INTEGER, amt REAL);
+             INSERT INTO src VALUES ('2026-11-20', 2, 25.0), ('2026-11-21', 2, 40.0), ('2026-11-20', 1, 10.0);",
+        )
+        .expect("setup");
+    let q = "SELECT d AS day, s AS shop, amt AS amount FROM src";
+    // Source on connection 2, target on connection 1: rows are streamed across.
+    let o = run(
+        &reg,
+        &dbs,
+        &plan(
+            "Upsert",
+            q,
+            serde_json::json!({}),
+            &[(2, "src")],
+            Some((1, "dst")),
+        ),
+    );
+    assert_eq!((o.rows_read, o.rows_written, o.rows_updated), (3, 1, 2));
+    assert_eq!(
+        dbs.rows(1, "SELECT * FROM dst ORDER BY day, shop"),
+        vec![
+            "2026-11-20|1|10.0",
+            "2026-11-20|2|25.0",
+            "2026-11-21|1|30.0",
+            "2026-11-21|2|40.0"
+        ]
+    );
+    // A table without a primary key, keyed by the attribute, on one connection.
+    dbs.db(1)
+        .execute_batch("CREATE TABLE src1 (day TEXT, shop INTEGER, amount REAL); INSERT INTO src1 VALUES ('2026-11-20', 1, 11.0), ('2026-11-22', 3, 5.0);")
+        .expect("setup");
+    let o = run(
+        &reg,
+        &dbs,
+        &plan(
+            "Upsert",
+            "SELECT day, shop, amount FROM src1",
+            serde_json::json!({"keys": "day, shop"}),
+            &[(1, "src1")],
+            Some((1, "nokey")),
+        ),
+    );
+    assert_eq!((o.rows_written, o.rows_updated), (1, 1));
+    assert_eq!(
+        dbs.rows(1, "SELECT * FROM nokey ORDER BY day"),
+        vec!["2026-11-20|1|11.0", "2026-11-22|3|5.0"]
+    );
+    // Without a key: an error that says how to give one.
+    let ran = run_action(
+        &reg,
+        &dbs.keys,
+        &plan(
+            "Upsert",
+            "SELECT day FROM src1",
+            serde_json::json!({}),
+            &[(1, "src1")],
+            Some((1, "nokey")),
+        ),
+        &[],
+    );
+    assert!(
+        ran.outcome
+            .expect_err("no key")
+            .contains("give attribute `keys`")
+    );
+}
+
+#[test]
+fn transfer_streams_rows_between_two_files() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    let src = dbs.db(2);
+    src.execute_batch(
+        "CREATE TABLE src (id INTEGER, name TEXT, amount REAL, data BLOB, note TEXT)",
+    )
+    .expect("setup");
+    let tx = src.unchecked_transaction().expect("tx");
+    for i in 0..25_000i64 {
+        tx.execute(
+            "INSERT INTO src VALUES (?1, ?2, ?3, ?4, ?5)",
+            rusqlite::params![
+                i,
+                format!("name {i} é"),
+                i as f64 / 4.0,
+                vec![(i % 256) as u8, 0u8],
+                if i % 3 == 0 { None } else { Some("n") }
+            ],
+        )
+        .expect("row");
+    }
+    tx.commit().expect("commit");
+    dbs.db(1).execute_batch("CREATE TABLE dst (ID INTEGER PRIMARY KEY, Name TEXT, Amount REAL, Data BLOB, Note TEXT)").expect("setup");
+    let o = run(
+        &reg,
+        &dbs,
+        &plan(
+            "Transfer",
+            "SELECT id, name, amount, data, note FROM src",
+            serde_json::json!({"batchRows": 1000}),
+            &[(2, "src")],
+            Some((1, "dst")),
+        ),
+    );
+    assert_eq!((o.rows_read, o.rows_written), (25_000, 25_000));
+    let a = dbs.rows(2, "SELECT * FROM src ORDER BY id");
+    let b = dbs.rows(1, "SELECT * FROM dst ORDER BY id");
+    assert_eq!(a.len(), 25_000);
+    assert_eq!(a, b, "every value arrives as it was");
+}
+
+#[test]
+fn a_failed_action_leaves_no_partial_rows_and_unset_variables_are_named() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(2)
+        .execute_batch("CREATE TABLE src (id INTEGER); INSERT INTO src VALUES (1), (2), (2), (3);")
+        .expect("setup");
+    dbs.db(1)
+        .execute_batch("CREATE TABLE dst (id INTEGER PRIMARY KEY)")
+        .expect("setup");
+    // The duplicate 2 fails the insert of the second batch: the first batch is rolled back.
+    let ran = run_action(
+        &reg,
+        &dbs.keys,
+        &plan(
+            "Transfer",
+            "SELECT id FROM src",
+            serde_json::json!({"batchRows": 2}),
+            &[(2, "src")],
+            Some((1, "dst")),
+        ),
+        &[],
+    );
+    assert!(
+        ran.outcome.expect_err("duplicate key").contains("UNIQUE"),
+        "the message says what SQLite said"
+    );
+    assert_eq!(dbs.rows(1, "SELECT COUNT(*) FROM dst"), vec!["0"]);
+    let ran = run_action(
+        &reg,
+        &dbs.keys,
+        &plan(
+            "Sql",
+            "DELETE FROM dst WHERE id > ${min_id}",
+            serde_json::json!({}),
+            &[],
+            Some((1, "dst")),
+        ),
+        &[],
+    );
+    assert!(
+        ran.outcome
+            .expect_err("unset")
+            .contains("variable `min_id` is not set")
+    );
+    let vars = vec![("min_id".to_owned(), "0".to_owned())];
+    let ran = run_action(
+        &reg,
+        &dbs.keys,
+        &plan(
+            "Sql",
+            "INSERT INTO dst VALUES (${min_id} + 7)",
+            serde_json::json!({}),
+            &[],
+            Some((1, "dst")),
+        ),
+        &vars,
+    );
+    assert!(ran.outcome.is_ok(), "{:?}", ran.outcome);
+    assert_eq!(dbs.rows(1, "SELECT id FROM dst"), vec!["7"]);
+}
