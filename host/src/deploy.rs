@@ -88,6 +88,7 @@ pub enum Error {
 /// [`Error::Invalid`] with every problem, [`Error::IntoFolderRefused`], or a repository error.
 pub fn deploy(
     repo: &Repository,
+    catalog: &dyn validate::Catalog,
     content: &str,
     opts: Options,
     env: Environment,
@@ -142,7 +143,7 @@ pub fn deploy(
             full: opts.validate,
             check_ids: opts.into_folder.is_none(),
         };
-        validate::document(&doc, w, vopts, &mut problems)?;
+        validate::document(&doc, content, w, catalog, vopts, &mut problems)?;
         if problems.has_errors() {
             return invalid(&mut problems);
         }

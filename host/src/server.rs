@@ -135,11 +135,22 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         }
     }
     let keys = Arc::new(KeyStore::new(KeyFile::path_in(&opts.home), keyfile));
+    let dirs = crate::plugins::search_path(&opts.home);
+    let registry = tokio::task::spawn_blocking(move || crate::plugins::Registry::load(&dirs))
+        .await
+        .map_err(|e| Error::Serve(std::io::Error::other(e)))?;
+    tracing::info!(
+        message = "Plugins loaded.",
+        libraries = registry.libraries.len(),
+        refused = registry.refused.len(),
+        modules = %registry.module_names().join(",")
+    );
     let state = Arc::new(AppState::new(
         Arc::new(repo),
         settings.clone(),
         Some(keys),
         require_token,
+        Arc::new(registry),
     ));
     tracing::info!(
         message = "Server started.",

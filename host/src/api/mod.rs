@@ -45,6 +45,8 @@ pub struct AppState {
     pub keys: Option<Arc<KeyStore>>,
     /// Whether requests need `Authorization: Bearer TOKEN` (non-loopback listening).
     pub require_token: bool,
+    /// The loaded plugins.
+    pub registry: Arc<crate::plugins::Registry>,
     next_request: AtomicU64,
 }
 
@@ -56,6 +58,7 @@ impl AppState {
         settings: Settings,
         keys: Option<Arc<KeyStore>>,
         require_token: bool,
+        registry: Arc<crate::plugins::Registry>,
     ) -> Self {
         let start = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -65,6 +68,7 @@ impl AppState {
             settings,
             keys,
             require_token,
+            registry,
             next_request: AtomicU64::new(start),
         }
     }
@@ -142,8 +146,13 @@ async fn handle(
             let deploy_request = envelope::deploy_request(&request)?;
             let state = Arc::clone(state);
             let result = tokio::task::spawn_blocking(move || {
+                let catalog = crate::plugins::PluginCatalog {
+                    registry: &state.registry,
+                    keys: state.keys.as_ref().and_then(|k| k.current().ok()),
+                };
                 deploy::deploy(
                     &state.repo,
+                    &catalog,
                     &deploy_request.content,
                     deploy_request.options,
                     state.settings.environment,

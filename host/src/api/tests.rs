@@ -33,7 +33,24 @@ impl Server {
         kf.set(e);
         kf.save().expect("save");
         let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
-        let state = Arc::new(AppState::new(repo, settings, Some(keys), require_token));
+        let registry = Arc::new(crate::plugins::Registry::load(&[(
+            std::env::current_exe()
+                .ok()
+                .and_then(|e| {
+                    e.parent()
+                        .and_then(|p| p.parent())
+                        .map(std::path::Path::to_path_buf)
+                })
+                .unwrap_or_default(),
+            false,
+        )]));
+        let state = Arc::new(AppState::new(
+            repo,
+            settings,
+            Some(keys),
+            require_token,
+            registry,
+        ));
         Server { dir, state }
     }
 

@@ -10,6 +10,13 @@ const FOLDER: &str = include_str!("../../../examples/quickstart/1-folder.dsr");
 const CONNECTION: &str = include_str!("../../../examples/quickstart/2-connection.dsr");
 const SHEET: &str = include_str!("../../../examples/quickstart/3-sheet.dsr");
 
+fn catalog() -> crate::plugins::PluginCatalog<'static> {
+    crate::plugins::PluginCatalog {
+        registry: crate::plugins::test_registry(),
+        keys: None,
+    }
+}
+
 struct Fixture {
     _dir: tempfile::TempDir,
     repo: Repository,
@@ -31,7 +38,7 @@ impl Fixture {
     }
 
     fn deploy(&self, text: &str, opts: Options) -> Result<Report, Error> {
-        deploy(&self.repo, text, opts, Environment::Development)
+        deploy(&self.repo, &catalog(), text, opts, Environment::Development)
     }
 
     fn ok(&self, text: &str) -> Report {
@@ -164,7 +171,16 @@ fn a_redeploy_replaces_nodes_and_says_what_it_deleted() {
     let text = text
         .replace("          { id: 105, from: 102, to: 103 }\n", "")
         .replace("name: upsert customers", "name: upsert all customers");
-    let r = f.ok(&text);
+    // Without its target the Upsert would be invalid; the graph is not what this tests.
+    let r = f
+        .deploy(
+            &text,
+            Options {
+                validate: false,
+                ..Options::default()
+            },
+        )
+        .expect("accepted");
     assert_eq!(
         r.updated.iter().map(|c| c.id).collect::<Vec<_>>(),
         vec![100]
@@ -541,6 +557,7 @@ fn into_folder_copies_with_fresh_ids() {
     find(&d, "deploy.into_folder_missing");
     let e = deploy(
         &f.repo,
+        &catalog(),
         SHEET,
         Options {
             into_folder: Some(12),
@@ -735,4 +752,114 @@ fn mistyped_nodes_or_edges_give_only_the_reader_problem() {
         find(&d, "dsr.wrong_type").path,
         "transformationData.sheets[0].nodes"
     );
+}
+
+#[test]
+fn a_sql_syntax_error_points_into_the_dsr_file() {
+    let f = Fixture::with_base();
+    let text = SHEET.replace("SELECT id, name, email", "SELECT id, name,, email");
+    let d = f.invalid(&text);
+    let p = find(&d, "sql.syntax");
+    let (line_no, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains(",,"))
+        .expect("line");
+    assert_eq!(p.line, Some(line_no as u32 + 1), "{p:#?}");
+    assert_eq!(
+        p.column,
+        Some(line.find(",,").expect("col") as u32 + 2),
+        "{p:#?}"
+    );
+    assert_eq!(
+        p.path,
+        "transformationData.sheets[0].nodes[1].attributes.action"
+    );
+    assert!(p.message.contains("SQLite"), "{}", p.message);
+    // validateSql: false skips the parse.
+    f.ok(&text.replace("keys: id", "keys: id\n              validateSql: false"));
+}
+
+#[test]
+fn every_table_the_sql_reads_is_a_source() {
+    let f = Fixture::with_base();
+    let text = SHEET.replace(
+        "  FROM stg_customers",
+        "  FROM stg_customers JOIN regions r ON r.id = ${region}",
+    );
+    let d = f.invalid(&text);
+    let p = find(&d, "sql.unknown_table");
+    assert!(
+        p.message.contains("`regions`") && p.message.contains("action 102"),
+        "{}",
+        p.message
+    );
+    let (line_no, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("JOIN regions"))
+        .expect("line");
+    assert_eq!(
+        (p.line, p.column),
+        (
+            Some(line_no as u32 + 1),
+            Some(line.find("regions").expect("col") as u32 + 1)
+        )
+    );
+    // Reading the target (an upsert that looks at what is there) is fine.
+    f.ok(&SHEET.replace(
+        "WHERE loaded_at >= '${since}'",
+        "WHERE loaded_at >= '${since}' AND id NOT IN (SELECT id FROM customers)",
+    ));
+}
+
+#[test]
+fn module_rules_come_from_the_plugins() {
+    let f = Fixture::with_base();
+    // Insert takes one query; Transfer needs a source.
+    let d = f.invalid(
+        &SHEET
+            .replace("module: Upsert", "module: Insert")
+            .replace("keys: id", "truncateBefore: true")
+            .replace(
+                "SELECT id, name, email",
+                "DELETE FROM customers; SELECT id, name, email",
+            ),
+    );
+    find(&d, "sql.not_a_query");
+    let no_source = SHEET
+        .replace("module: Upsert", "module: Transfer")
+        .replace("keys: id", "batchRows: 500")
+        .replace("          { id: 104, from: 101, to: 102 }\n", "");
+    let d = f.invalid(&no_source);
+    assert!(find(&d, "module.sources").message.contains("at least 1"));
+    // An attribute of the wrong declared type.
+    let d = f.invalid(
+        &SHEET
+            .replace("module: Upsert", "module: Transfer")
+            .replace("keys: id", "batchRows: many"),
+    );
+    find(&d, "dsr.wrong_type");
+}
+
+#[test]
+fn on_a_connection_of_unknown_dialect_a_parse_error_is_a_warning() {
+    let f = Fixture::with_base();
+    // No bridge serves jdbc before the JDBC plugin; deployed unvalidated, it stands for a
+    // connection whose dialect weft does not know.
+    f.deploy(
+        "{version: 1, transformationData: {connections: [{id: 2, name: \"dwh\", type: \"jdbc\"}]}}",
+        Options {
+            validate: false,
+            ..Options::default()
+        },
+    )
+    .expect("connection");
+    let text = SHEET
+        .replace("connectionId: 1", "connectionId: 2")
+        .replace("SELECT id, name, email", "SELECT id, name,, email");
+    let r = f.ok(&text);
+    let w = find(&r.warnings, "sql.syntax");
+    assert_eq!(w.severity, Severity::Warning);
+    assert!(w.message.contains("generic SQL"), "{}", w.message);
 }

@@ -459,6 +459,99 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// For the string value whose literal starts at byte `start` of `text` (quoted, `'''`
+/// multi-line or quoteless), the byte offset in `text` of every byte of the decoded string,
+/// plus one entry for its end. Used to place a problem found inside a string (a SQL syntax
+/// error in an action) at its line and column in the document.
+pub fn string_source_map(text: &str, start: usize) -> Vec<usize> {
+    let b = text.as_bytes();
+    let mut map = Vec::new();
+    let char_len = |pos: usize| {
+        text.get(pos..)
+            .and_then(|s| s.chars().next())
+            .map_or(1, char::len_utf8)
+    };
+    if b[start..].starts_with(b"'''") {
+        let line_start = b[..start]
+            .iter()
+            .rposition(|&c| c == b'\n')
+            .map_or(0, |i| i + 1);
+        let indent = text[line_start..start].chars().count();
+        let skip_indent = |pos: &mut usize| {
+            let mut n = indent;
+            while n > 0 && *pos < b.len() && b[*pos] <= b' ' && b[*pos] != b'\n' {
+                *pos += 1;
+                n -= 1;
+            }
+        };
+        let mut pos = start + 3;
+        while pos < b.len() && b[pos] <= b' ' && b[pos] != b'\n' {
+            pos += 1;
+        }
+        if pos < b.len() && b[pos] == b'\n' {
+            pos += 1;
+            skip_indent(&mut pos);
+        }
+        let mut quotes: Vec<usize> = Vec::new();
+        while pos < b.len() {
+            let c = b[pos];
+            if c == b'\'' {
+                quotes.push(pos);
+                pos += 1;
+                if quotes.len() == 3 {
+                    break;
+                }
+                continue;
+            }
+            map.append(&mut quotes);
+            if c == b'\n' {
+                map.push(pos);
+                pos += 1;
+                skip_indent(&mut pos);
+            } else if c == b'\r' {
+                pos += 1;
+            } else {
+                let len = char_len(pos);
+                map.extend(std::iter::repeat_n(pos, len));
+                pos += len;
+            }
+        }
+        let end = quotes.first().copied().unwrap_or(pos);
+        // The decoded string drops its last line break.
+        if map.last().is_some_and(|&p| b[p] == b'\n') {
+            map.pop();
+        }
+        map.push(end);
+        return map;
+    }
+    if let Some(&q) = b.get(start).filter(|&&c| c == b'"' || c == b'\'') {
+        let mut pos = start + 1;
+        while pos < b.len() && b[pos] != q {
+            if b[pos] == b'\\' {
+                let mut out = String::new();
+                let mut p = pos + 1;
+                if unescape(b, &mut p, &mut out, true).is_err() {
+                    break;
+                }
+                map.extend(std::iter::repeat_n(pos, out.len()));
+                pos = p;
+            } else {
+                let len = char_len(pos);
+                map.extend(std::iter::repeat_n(pos, len));
+                pos += len;
+            }
+        }
+        map.push(pos);
+        return map;
+    }
+    let end = b[start..]
+        .iter()
+        .position(|&c| c == b'\n' || c == b'\r')
+        .map_or(b.len(), |i| start + i);
+    map.extend(start..=end);
+    map
+}
+
 /// Decodes the escape whose letter is at `b[*pos]` (just after the backslash) into `out`
 /// and moves `pos` past it: JSON's escapes, with `\uXXXX` surrogate pairs joined, and `\'`
 /// where `single_quote` allows it (HJSON). On error, `pos` is left on the offending byte and

@@ -305,3 +305,79 @@ pub fn host_sdk_version() -> &'static str {
     let _ = PluginMod_Ref::NAME;
     SDK_VERSION
 }
+
+/// The validator's view of the loaded plugins, with the key file for connection dialects.
+pub struct PluginCatalog<'a> {
+    /// The loaded plugins.
+    pub registry: &'a Registry,
+    /// The key file, whose entries name each connection's URL (hence its dialect).
+    pub keys: Option<crate::keys::KeyFile>,
+}
+
+impl crate::validate::Catalog for PluginCatalog<'_> {
+    fn module(&self, name: &str) -> Option<ModuleInfo> {
+        self.registry.module(name).map(|m| m.info.clone())
+    }
+
+    fn module_names(&self) -> Vec<String> {
+        self.registry.module_names()
+    }
+
+    fn validate_action(
+        &self,
+        name: &str,
+        input: &weft_sdk::ValidateInput,
+    ) -> Result<weft_sdk::ValidateOutput, String> {
+        let m = self
+            .registry
+            .module(name)
+            .ok_or_else(|| format!("module `{name}` is not loaded"))?;
+        m.module
+            .validate(input)
+            .into_result()
+            .map_err(|e| e.to_string())
+    }
+
+    fn object_type(&self, id: i64) -> bool {
+        self.registry.object_type(id).is_some()
+    }
+
+    fn object_type_names(&self) -> Vec<String> {
+        self.registry.object_type_names()
+    }
+
+    fn connection_types(&self) -> Vec<String> {
+        let mut v = vec![crate::connect::SQLITE.to_owned()];
+        v.extend(self.registry.connection_types());
+        v
+    }
+
+    fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect {
+        match self.keys.as_ref().and_then(|k| k.get(&id.to_string())) {
+            Some(e) => crate::connect::dialect_of(&e.kind, &e.url),
+            None => match kind {
+                Some(k) => crate::connect::dialect_of(k, ""),
+                None => weft_sdk::Dialect::Generic,
+            },
+        }
+    }
+}
+
+/// The real plugins, loaded once from the target directory of the running test binary (the
+/// test command builds them first).
+#[cfg(test)]
+pub(crate) fn test_registry() -> &'static Registry {
+    static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test executable");
+        let dir = exe.parent().and_then(Path::parent).expect("target dir").to_path_buf();
+        let r = Registry::load(&[(dir.clone(), false)]);
+        assert!(
+            r.module("Upsert").is_some() && r.object_type(1).is_some(),
+            "the plugin libraries are not built in {}: run `cargo build --workspace` first (./test.sh does); refused: {:?}",
+            dir.display(),
+            r.refused
+        );
+        r
+    })
+}

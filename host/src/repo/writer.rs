@@ -384,9 +384,7 @@ impl Facts for Writer<'_> {
         Ok(sheets.is_some() || folders.is_some())
     }
 
-    fn connection_exists(&self, id: i64) -> Result<bool> {
-        Ok(self
-            .one::<i64>("SELECT 1 FROM connections WHERE id = ?1", id)?
-            .is_some())
+    fn connection_type(&self, id: i64) -> Result<Option<String>> {
+        self.one("SELECT type FROM connections WHERE id = ?1", id)
     }
 }

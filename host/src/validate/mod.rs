@@ -6,8 +6,7 @@
 //! consistent is checked: ids unique and not taken by another sheet, folders and paths; the
 //! graph, module, object type, connection and SQL checks are skipped.
 
-pub mod modules;
-
+use crate::dsr::Span;
 use crate::dsr::model::*;
 use crate::dsr::{Path, Problems};
 use std::collections::{HashMap, HashSet};
@@ -44,12 +43,38 @@ pub trait Facts {
     ///
     /// A repository error.
     fn folder_has_contents(&self, id: i64, path: &str) -> crate::repo::Result<bool>;
-    /// Whether connection number `id` exists.
+    /// The type of connection number `id`, if it exists.
     ///
     /// # Errors
     ///
     /// A repository error.
-    fn connection_exists(&self, id: i64) -> crate::repo::Result<bool>;
+    fn connection_type(&self, id: i64) -> crate::repo::Result<Option<String>>;
+}
+
+/// What validation needs to know of the loaded plugins and the connections' dialects.
+pub trait Catalog {
+    /// What module `name` declares, if a loaded plugin provides it.
+    fn module(&self, name: &str) -> Option<weft_sdk::ModuleInfo>;
+    /// Every module name, sorted.
+    fn module_names(&self) -> Vec<String>;
+    /// Asks module `name` to validate an action.
+    ///
+    /// # Errors
+    ///
+    /// When the module failed (a panic caught at the boundary, say).
+    fn validate_action(
+        &self,
+        name: &str,
+        input: &weft_sdk::ValidateInput,
+    ) -> Result<weft_sdk::ValidateOutput, String>;
+    /// Whether object type `id` is provided.
+    fn object_type(&self, id: i64) -> bool;
+    /// Every object type as `id (name)`.
+    fn object_type_names(&self) -> Vec<String>;
+    /// Every connection type, the native `sqlite` included.
+    fn connection_types(&self) -> Vec<String>;
+    /// The SQL dialect of connection number `id`, whose type is `kind`.
+    fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect;
 }
 
 /// How to validate.
@@ -69,7 +94,9 @@ pub struct Options {
 /// A repository error while asking `facts`.
 pub fn document(
     doc: &Document,
+    text: &str,
     facts: &dyn Facts,
+    catalog: &dyn Catalog,
     opts: Options,
     problems: &mut Problems,
 ) -> crate::repo::Result<()> {
@@ -93,20 +120,41 @@ pub fn document(
                 &path.key("name"),
             );
         }
-        if opts.full && !modules::CONNECTION_TYPES.contains(&c.kind.v.as_str()) {
+        let types = catalog.connection_types();
+        if opts.full && !types.contains(&c.kind.v) {
             problems.error(
                 "connection.type",
                 format!(
-                    "connection type `{}` is not known; known types: {}",
+                    "connection type `{}` is not served by weft or any loaded plugin; known types: {}",
                     c.kind.v,
-                    modules::CONNECTION_TYPES.join(", ")
+                    types.join(", ")
                 ),
                 c.kind.span,
                 &path.key("type"),
             );
         }
     }
-    let doc_connections: HashSet<i64> = doc.connections.iter().map(|c| c.id.v).collect();
+    let doc_connections: HashMap<i64, &str> = doc
+        .connections
+        .iter()
+        .map(|c| (c.id.v, c.kind.v.as_str()))
+        .collect();
+    let mut kinds: HashMap<i64, Option<String>> = HashMap::new();
+    for s in &doc.sheets {
+        for n in &s.nodes {
+            if let Some(o) = n.object() {
+                let id = o.connection_id.v;
+                if let std::collections::hash_map::Entry::Vacant(e) = kinds.entry(id) {
+                    let kind = match doc_connections.get(&id) {
+                        Some(k) => Some((*k).to_owned()),
+                        None => facts.connection_type(id)?,
+                    };
+                    e.insert(kind);
+                }
+            }
+        }
+    }
+    let dialect = |id: i64| catalog.dialect(id, kinds.get(&id).and_then(|k| k.as_deref()));
     for (i, s) in doc.sheets.iter().enumerate() {
         let path = td.key("sheets").index(i);
         sheet_folder(s, &path, &doc_folders, facts, problems)?;
@@ -116,7 +164,8 @@ pub fn document(
         sheet_attributes(s, &path, problems);
         if opts.full {
             graph(s, &path, problems);
-            nodes(s, &path, &doc_connections, facts, problems)?;
+            nodes(s, &path, &kinds, catalog, problems);
+            plugin_checks(s, &path, &dialect, catalog, text, problems);
         } else {
             // Types are checked even without validation: the attributes of a known module.
             for (j, n) in s.nodes.iter().enumerate() {
@@ -125,6 +174,7 @@ pub fn document(
                         a,
                         &path.key("nodes").index(j).key("attributes"),
                         false,
+                        catalog,
                         problems,
                     );
                 }
@@ -499,14 +549,14 @@ fn find_cycle(nodes: &[Node], next: &HashMap<i64, Vec<i64>>) -> Option<Vec<i64>>
 fn nodes(
     s: &Sheet,
     path: &Path,
-    doc_connections: &HashSet<i64>,
-    facts: &dyn Facts,
+    kinds: &HashMap<i64, Option<String>>,
+    catalog: &dyn Catalog,
     problems: &mut Problems,
-) -> crate::repo::Result<()> {
+) {
     for (j, n) in s.nodes.iter().enumerate() {
         let apath = path.key("nodes").index(j).key("attributes");
         match &n.attributes {
-            NodeAttributes::Action(a) => action(a, &apath, true, problems),
+            NodeAttributes::Action(a) => action(a, &apath, true, catalog, problems),
             NodeAttributes::Object(o) => {
                 if o.dependency.v.chars().count() != 1
                     || !o.dependency.v.chars().all(char::is_alphabetic)
@@ -518,28 +568,21 @@ fn nodes(
                         &apath.key("dependency"),
                     );
                 }
-                if !modules::OBJECT_TYPES
-                    .iter()
-                    .any(|(id, _)| *id == o.object_type_id.v)
-                {
-                    let known: Vec<String> = modules::OBJECT_TYPES
-                        .iter()
-                        .map(|(id, name)| format!("{id} ({name})"))
-                        .collect();
+                if !catalog.object_type(o.object_type_id.v) {
                     problems.error(
                         "node.object_type",
                         format!(
-                            "node {}: object type {} is not known; known types: {}",
+                            "node {}: object type {} is not provided by any loaded plugin; known types: {}",
                             n.id.v,
                             o.object_type_id.v,
-                            known.join(", ")
+                            catalog.object_type_names().join(", ")
                         ),
                         o.object_type_id.span,
                         &apath.key("objectTypeId"),
                     );
                 }
                 let c = o.connection_id.v;
-                if !doc_connections.contains(&c) && !facts.connection_exists(c)? {
+                if kinds.get(&c).is_none_or(Option::is_none) {
                     problems.error(
                         "node.connection_missing",
                         format!("node {}: connection {c} is not defined, neither in the repository nor in this document", n.id.v),
@@ -551,70 +594,57 @@ fn nodes(
             NodeAttributes::Invalid => {}
         }
     }
-    Ok(())
 }
 
 /// Checks an action's module and the attributes it takes; an unknown module is an error only
 /// when `module_required` (full validation).
-fn action(a: &ActionAttributes, apath: &Path, module_required: bool, problems: &mut Problems) {
-    let Some(m) = modules::module(&a.module.v) else {
-        if !module_required {
-            return;
+fn action(
+    a: &ActionAttributes,
+    apath: &Path,
+    module_required: bool,
+    catalog: &dyn Catalog,
+    problems: &mut Problems,
+) {
+    use crate::dsr::value::Value;
+    use weft_sdk::AttributeKind;
+    let Some(m) = catalog.module(&a.module.v) else {
+        if module_required {
+            problems.error(
+                "node.unknown_module",
+                format!(
+                    "module `{}` is not provided by any loaded plugin; known modules: {}",
+                    a.module.v,
+                    catalog.module_names().join(", ")
+                ),
+                a.module.span,
+                &apath.key("module"),
+            );
         }
-        problems.error(
-            "node.unknown_module",
-            format!(
-                "module `{}` is not provided by any plugin; known modules: {}",
-                a.module.v,
-                modules::module_names()
-            ),
-            a.module.span,
-            &apath.key("module"),
-        );
         return;
     };
     for (key, value) in &a.extra {
-        let known = m
-            .attributes
-            .iter()
-            .chain(modules::COMMON_ATTRIBUTES)
-            .find(|(k, _)| *k == key.v);
-        let Some((_, ty)) = known else {
-            let mut names: Vec<&str> = m
-                .attributes
-                .iter()
-                .chain(modules::COMMON_ATTRIBUTES)
-                .map(|(k, _)| *k)
-                .collect();
+        let Some(spec) = m.attributes.iter().find(|s| s.name == key.v.as_str()) else {
+            let mut names: Vec<&str> = m.attributes.iter().map(|s| s.name.as_str()).collect();
             names.sort_unstable();
+            let takes = if names.is_empty() {
+                String::new()
+            } else {
+                format!(" and {}", names.join(", "))
+            };
             problems.error(
                 "node.module_attribute",
-                format!(
-                    "unknown attribute `{}` for module {}; it takes module, documentation, name, action and {}",
-                    key.v,
-                    m.name,
-                    names.join(", ")
-                ),
+                format!("unknown attribute `{}` for module {}; it takes module, documentation, name, action{takes}", key.v, m.name),
                 key.span,
                 &apath.key(&key.v),
             );
             continue;
         };
-        let fits = matches!(
-            (ty, &value.value),
-            (
-                modules::AttributeType::Bool,
-                crate::dsr::value::Value::Bool(_)
-            ) | (
-                modules::AttributeType::String,
-                crate::dsr::value::Value::String(_)
-            )
-        );
+        let (fits, expected) = match spec.kind {
+            AttributeKind::Bool => (matches!(value.value, Value::Bool(_)), "true or false"),
+            AttributeKind::String => (matches!(value.value, Value::String(_)), "a string"),
+            AttributeKind::Integer => (matches!(value.value, Value::Int(_)), "a whole number"),
+        };
         if !fits {
-            let expected = match ty {
-                modules::AttributeType::Bool => "true or false",
-                modules::AttributeType::String => "a string",
-            };
             problems.error(
                 "dsr.wrong_type",
                 format!(
@@ -626,6 +656,112 @@ fn action(a: &ActionAttributes, apath: &Path, module_required: bool, problems: &
                 value.span,
                 &apath.key(&key.v),
             );
+        }
+    }
+}
+
+/// Asks each action's module to validate it, places the module's problems in the document,
+/// and checks that every table the action text reads is one of the action's objects.
+fn plugin_checks(
+    s: &Sheet,
+    path: &Path,
+    dialect: &dyn Fn(i64) -> weft_sdk::Dialect,
+    catalog: &dyn Catalog,
+    text: &str,
+    problems: &mut Problems,
+) {
+    use weft_sdk::abi_stable::std_types::{RString, Tuple2};
+    for plan in crate::exec::actions_of(s, dialect) {
+        let node = &s.nodes[plan.index];
+        let NodeAttributes::Action(a) = &node.attributes else {
+            continue;
+        };
+        let apath = path.key("nodes").index(plan.index).key("attributes");
+        if catalog.module(&plan.module).is_none() {
+            continue;
+        }
+        let input = weft_sdk::ValidateInput {
+            action_id: plan.id,
+            action: plan.text.as_deref().map(RString::from).into(),
+            attributes: plan
+                .attributes
+                .iter()
+                .map(|(k, v)| Tuple2(RString::from(k.as_str()), v.clone()))
+                .collect(),
+            sources: plan.sources.iter().map(|(o, _)| o.clone()).collect(),
+            targets: plan.targets.iter().map(|(o, _)| o.clone()).collect(),
+        };
+        let out = match catalog.validate_action(&plan.module, &input) {
+            Ok(out) => out,
+            Err(e) => {
+                problems.error(
+                    "module.failed",
+                    format!(
+                        "action {}: module {} failed while validating it: {e}",
+                        plan.id, plan.module
+                    ),
+                    a.module.span,
+                    &apath.key("module"),
+                );
+                continue;
+            }
+        };
+        // Offsets in the action text become places in the document.
+        let map = a
+            .action
+            .as_ref()
+            .map(|t| crate::dsr::hjson::string_source_map(text, t.span.start as usize));
+        let place = |offset: Option<u32>| -> (Span, Path) {
+            match (offset, &map) {
+                (Some(o), Some(map)) => {
+                    let at = map.get(o as usize).or(map.last()).copied().unwrap_or(0);
+                    (Span::new(at, at), apath.key("action"))
+                }
+                _ => (a.module.span, apath.key("module")),
+            }
+        };
+        for p in out.problems.iter() {
+            let (span, ppath) = place(p.offset.into_option());
+            let message = format!("action {}: {}", plan.id, p.message);
+            let code = match p.code.as_str() {
+                "sql.syntax" => "sql.syntax",
+                "sql.missing" => "sql.missing",
+                "sql.not_a_query" => "sql.not_a_query",
+                "module.sources" => "module.sources",
+                "module.targets" => "module.targets",
+                "module.attribute" => "module.attribute",
+                _ => "module.problem",
+            };
+            match p.severity {
+                weft_sdk::Severity::Error => problems.error(code, message, span, &ppath),
+                weft_sdk::Severity::Warning => problems.warning(code, message, span, &ppath),
+            }
+        }
+        for read in out.reads.iter() {
+            let schema = read.schema.as_ref().into_option().map(|s| s.as_str());
+            let known = plan.sources.iter().chain(&plan.targets).any(|(o, _)| {
+                o.name.eq_ignore_ascii_case(&read.name)
+                    && match (schema, o.schema.as_ref().into_option()) {
+                        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                        _ => true,
+                    }
+            });
+            if !known {
+                let shown = match schema {
+                    Some(sc) => format!("{sc}.{}", read.name),
+                    None => read.name.to_string(),
+                };
+                let (span, ppath) = place(read.offset.into_option());
+                problems.error(
+                    "sql.unknown_table",
+                    format!(
+                        "action {} reads `{shown}`, which is not one of its source objects; add a source node for it (the execution order depends on it)",
+                        plan.id
+                    ),
+                    span,
+                    &ppath,
+                );
+            }
         }
     }
 }

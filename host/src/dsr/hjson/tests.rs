@@ -227,3 +227,43 @@ fn suite_failures_name_their_place() {
     }
     insta::assert_snapshot!(report);
 }
+
+#[test]
+fn string_source_maps_place_decoded_bytes() {
+    // Multi-line: the decoded text comes from indented lines.
+    let text = "{\n  a:\n    '''\n    SELECT x\n      FROM t\n    '''\n}";
+    let v = parse(text).expect("parses");
+    let Value::Object(m) = &v.value else {
+        panic!("object")
+    };
+    let Value::String(s) = &m[0].value.value else {
+        panic!("string")
+    };
+    assert_eq!(s, "SELECT x\n  FROM t");
+    let map = string_source_map(text, m[0].value.span.start as usize);
+    assert_eq!(map.len(), s.len() + 1);
+    let from = s.find("FROM").expect("FROM");
+    assert_eq!(&text[map[from]..map[from] + 4], "FROM");
+    // Quoted, with escapes before the byte asked for.
+    let text = r#"{ a: "x\ty \"q\" é z" }"#;
+    let v = parse(text).expect("parses");
+    let Value::Object(m) = &v.value else {
+        panic!("object")
+    };
+    let Value::String(s) = &m[0].value.value else {
+        panic!("string")
+    };
+    let map = string_source_map(text, m[0].value.span.start as usize);
+    for needle in ["z", "q", "é"] {
+        let at = s.find(needle).expect("needle");
+        assert_eq!(&text[map[at]..map[at] + needle.len()], needle);
+    }
+    // Quoteless.
+    let text = "{\n  a: SELECT y FROM u\n}";
+    let v = parse(text).expect("parses");
+    let Value::Object(m) = &v.value else {
+        panic!("object")
+    };
+    let map = string_source_map(text, m[0].value.span.start as usize);
+    assert_eq!(&text[map[14]..map[14] + 1], "u");
+}
