@@ -120,7 +120,7 @@ fn deploy_sheet_reports_problems_as_file_line_column() {
         .expect("line")
         + 1;
     let expected = format!(
-        "{}:{line}:23: module `Upsrt` is not provided by any plugin",
+        "{}:{line}:23: module `Upsrt` is not provided by any loaded plugin",
         bad.display()
     );
     assert!(err.contains(&expected), "expected {expected:?} in:\n{err}");
