@@ -138,6 +138,5 @@ pub fn query_all(
     );
     conn.query(sql.into(), params.into(), 1024, sink.as_sink())
         .into_result()?;
-    drop(sink);
     Ok((columns, rows))
 }

@@ -136,7 +136,7 @@ impl Connection for SqliteConnection {
                 .conn
                 .prepare(sql.as_str())
                 .map_err(|e| self.fail(e, sql.as_str()))?;
-            let names: Vec<RString> = st.column_names().into_iter().map(RString::from).collect();
+            let names: Vec<RString> = st.column_names().map(RString::from).collect();
             sink.columns(names.as_slice().into()).into_result()?;
             let n = names.len();
             let ps: Vec<Param<'_>> = params.iter().map(Param).collect();

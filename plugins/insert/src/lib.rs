@@ -42,18 +42,16 @@ impl ActionModule for Insert {
         let mut out = weft_sql_support::check(input, dialect);
         out.problems
             .extend(count_problems(input, "Insert", 0, u32::MAX, 1, 1));
-        if let Some(sql) = input.action.as_ref().into_option() {
-            if let Ok(statements) = weft_sql_support::parse(sql, dialect) {
-                if statements.len() != 1
-                    || !matches!(statements[0], weft_sql_support::Statement::Query(_))
-                {
-                    out.problems.push(Problem::error(
+        if let Some(sql) = input.action.as_ref().into_option()
+            && let Ok(statements) = weft_sql_support::parse(sql, dialect)
+            && (statements.len() != 1
+                || !matches!(statements[0], weft_sql_support::Statement::Query(_)))
+        {
+            out.problems.push(Problem::error(
                         "sql.not_a_query",
                         "Insert's action text is one query (SELECT ...) whose rows are inserted into the target",
                         Some(0),
                     ));
-                }
-            }
         }
         out
     }

@@ -33,16 +33,17 @@ pub fn mask_variables(text: &str) -> String {
             i += 3;
             continue;
         }
-        if b[i] == b'$' && b.get(i + 1) == Some(&b'{') {
-            if let Some(close) = text[i + 2..].find('}') {
-                let end = i + 2 + close + 1;
-                out.push_str(&text[copied..i]);
-                out.push('v');
-                out.push_str(&"_".repeat(end - i - 1));
-                copied = end;
-                i = end;
-                continue;
-            }
+        if b[i] == b'$'
+            && b.get(i + 1) == Some(&b'{')
+            && let Some(close) = text[i + 2..].find('}')
+        {
+            let end = i + 2 + close + 1;
+            out.push_str(&text[copied..i]);
+            out.push('v');
+            out.push_str(&"_".repeat(end - i - 1));
+            copied = end;
+            i = end;
+            continue;
         }
         i += 1;
     }
@@ -102,7 +103,10 @@ pub fn parse(sql: &str, dialect: Dialect) -> Result<Vec<Statement>, (String, Opt
     })
 }
 
-fn name_parts(name: &ObjectName) -> Vec<(String, Option<(u64, u64)>)> {
+/// The parts of a dotted name, each with its line and column when known.
+type NameParts = Vec<(String, Option<(u64, u64)>)>;
+
+fn name_parts(name: &ObjectName) -> NameParts {
     name.0
         .iter()
         .filter_map(|p| p.as_ident())
@@ -118,7 +122,7 @@ fn name_parts(name: &ObjectName) -> Vec<(String, Option<(u64, u64)>)> {
 /// DELETE and CREATE that are not read elsewhere, and less the names of CTEs.
 pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
     let masked = mask_variables(sql);
-    let mut seen: Vec<(Vec<(String, Option<(u64, u64)>)>, usize)> = Vec::new();
+    let mut seen: Vec<(NameParts, usize)> = Vec::new();
     for st in statements {
         let _ = sqlparser::ast::visit_relations(st, |name| {
             seen.push((name_parts(name), 0));
@@ -146,38 +150,37 @@ pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
             *written.entry(key(&name_parts(&n))).or_default() += 1;
         }
         let _ = sqlparser::ast::visit_statements(s, |st| {
-            if let Statement::Query(q) = st {
-                if let Some(with) = &q.with {
-                    ctes.extend(
-                        with.cte_tables
-                            .iter()
-                            .map(|c| c.alias.name.value.to_lowercase()),
-                    );
-                }
+            if let Statement::Query(q) = st
+                && let Some(with) = &q.with
+            {
+                ctes.extend(
+                    with.cte_tables
+                        .iter()
+                        .map(|c| c.alias.name.value.to_lowercase()),
+                );
             }
             ControlFlow::<()>::Continue(())
         });
-        if let Statement::Insert(i) = s {
-            if let Some(src) = &i.source {
-                if let Some(with) = &src.with {
-                    ctes.extend(
-                        with.cte_tables
-                            .iter()
-                            .map(|c| c.alias.name.value.to_lowercase()),
-                    );
-                }
-            }
+        if let Statement::Insert(i) = s
+            && let Some(src) = &i.source
+            && let Some(with) = &src.with
+        {
+            ctes.extend(
+                with.cte_tables
+                    .iter()
+                    .map(|c| c.alias.name.value.to_lowercase()),
+            );
         }
     }
     let mut out = Vec::new();
     let mut emitted: Vec<String> = Vec::new();
     for (parts, _) in seen {
         let k = key(&parts);
-        if let Some(n) = written.get_mut(&k) {
-            if *n > 0 {
-                *n -= 1;
-                continue;
-            }
+        if let Some(n) = written.get_mut(&k)
+            && *n > 0
+        {
+            *n -= 1;
+            continue;
         }
         if parts.len() == 1 && ctes.contains(&parts[0].0.to_lowercase()) {
             continue;

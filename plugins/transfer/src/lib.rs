@@ -54,14 +54,14 @@ impl ActionModule for Transfer {
                 None,
             ));
         }
-        if let Some(AttributeValue::Integer(n)) = input.attribute("batchRows") {
-            if *n < 1 {
-                out.problems.push(Problem::error(
-                    "module.attribute",
-                    format!("`batchRows` must be at least 1, found {n}"),
-                    None,
-                ));
-            }
+        if let Some(AttributeValue::Integer(n)) = input.attribute("batchRows")
+            && *n < 1
+        {
+            out.problems.push(Problem::error(
+                "module.attribute",
+                format!("`batchRows` must be at least 1, found {n}"),
+                None,
+            ));
         }
         out
     }
@@ -162,7 +162,6 @@ impl ActionModule for Transfer {
                     sink.as_sink(),
                 )
                 .into_result()?;
-            drop(sink);
             RunOutcome {
                 rows_read: read,
                 rows_written: written,

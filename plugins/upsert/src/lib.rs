@@ -76,14 +76,14 @@ impl ActionModule for Upsert {
                 None,
             ));
         }
-        if let Some(AttributeValue::String(k)) = input.attribute("keys") {
-            if keys_attribute(Some(&AttributeValue::String(k.clone()))).is_empty() {
-                out.problems.push(Problem::error(
-                    "module.attribute",
-                    "`keys` names no column; write them comma-separated, e.g. `id, day`",
-                    None,
-                ));
-            }
+        if let Some(AttributeValue::String(k)) = input.attribute("keys")
+            && keys_attribute(Some(&AttributeValue::String(k.clone()))).is_empty()
+        {
+            out.problems.push(Problem::error(
+                "module.attribute",
+                "`keys` names no column; write them comma-separated, e.g. `id, day`",
+                None,
+            ));
         }
         out
     }
@@ -359,7 +359,6 @@ fn across(
     );
     src.query(query.into(), (&[][..]).into(), 1000, sink.as_sink())
         .into_result()?;
-    drop(sink);
     Ok(outcome)
 }
 
