@@ -124,6 +124,11 @@ pub fn deploy(
             &Path::root().key("transformationData"),
         );
     }
+    // What the data holds (a table that does not exist yet) is a warning, found before the
+    // repository is locked: it may mean opening connections.
+    if opts.validate && doc.complete && !problems.has_errors() {
+        object_warnings(&doc, catalog, &mut problems);
+    }
     repo.write(|w| {
         let invalid = |problems: &mut Problems| {
             Ok((
@@ -186,6 +191,24 @@ pub fn deploy(
         // Commit only real changes: an identical redeploy and a dry run leave the file as it was.
         Ok((Ok(report), wrote && !opts.dry_run))
     })?
+}
+
+fn object_warnings(doc: &Document, catalog: &dyn validate::Catalog, problems: &mut Problems) {
+    let td = Path::root().key("transformationData");
+    for (i, s) in doc.sheets.iter().enumerate() {
+        let objects: Vec<weft_sdk::ObjectRef> =
+            crate::exec::objects_of(s, &|id| catalog.dialect(id, None));
+        for (node_id, message) in catalog.check_objects(&objects) {
+            if let Some((j, n)) = s.nodes.iter().enumerate().find(|(_, n)| n.id.v == node_id) {
+                problems.warning(
+                    "object.missing",
+                    format!("node {node_id}: {message}"),
+                    n.span,
+                    &td.key("sheets").index(i).key("nodes").index(j),
+                );
+            }
+        }
+    }
 }
 
 /// Moves the document's sheets into `folder` (the first half of an `intoFolder` copy).

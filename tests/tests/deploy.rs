@@ -462,3 +462,45 @@ fn into_folder_is_refused_by_a_production_server() {
     );
     assert_eq!(before, w.dump());
 }
+
+#[test]
+fn objects_missing_on_their_connection_are_warnings() {
+    let w = Weft::start();
+    for f in ["1-folder.dsr", "2-connection.dsr"] {
+        let o = w.script(
+            "deploySheet.sh",
+            &["--file", example(f).to_str().expect("utf8")],
+            None,
+        );
+        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    }
+    // Connection 1 becomes a real SQLite file holding only the source table; the server
+    // re-reads the key file when it changes.
+    let data = w.home.path().join("sales.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(
+            "CREATE TABLE stg_customers (id INTEGER, name TEXT, email TEXT, loaded_at TEXT)",
+        )
+        .expect("table");
+    let keyfile = w.home.path().join("keyfile");
+    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
+    keys.push_str(&format!("1|sqlite|{}|||\n", data.display()));
+    std::fs::write(&keyfile, keys).expect("write keyfile");
+    let o = w.script(
+        "deploySheet.sh",
+        &["--file", example("3-sheet.dsr").to_str().expect("utf8")],
+        None,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "a missing table is only a warning: {out}{err}"
+    );
+    assert!(
+        err.contains("warning: node 103: table `customers` does not exist on connection 1"),
+        "{err}"
+    );
+    assert!(!err.contains("stg_customers` does not exist"), "{err}");
+}

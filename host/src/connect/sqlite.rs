@@ -10,6 +10,9 @@ use weft_sdk::{
     RowSink_TO, TableInfo, Value,
 };
 
+/// Bound parameters per statement, well below SQLite's limit of 32766.
+const MAX_VARIABLES: usize = 4096;
+
 /// A native SQLite connection.
 pub struct SqliteConnection {
     conn: rusqlite::Connection,
@@ -177,28 +180,46 @@ impl Connection for SqliteConnection {
         columns: RSlice<'_, RString>,
         rows: RSlice<'_, Row>,
     ) -> RResult<u64, PluginError> {
+        let ncols = columns.len().max(1);
         let cols: Vec<String> = columns
             .iter()
             .map(|c| format!("\"{}\"", c.replace('"', "\"\"")))
             .collect();
-        let sql = format!(
-            "INSERT INTO {} ({}) VALUES ({})",
+        let head = format!(
+            "INSERT INTO {} ({}) VALUES ",
             qualified(schema.into_option().map(|s| s.as_str()), table.as_str()),
-            cols.join(", "),
-            vec!["?"; cols.len()].join(", ")
+            cols.join(", ")
         );
-        let result = (|| {
-            let mut st = self.conn.prepare_cached(&sql)?;
-            let mut n = 0u64;
-            for row in rows.iter() {
-                n += st.execute(rusqlite::params_from_iter(row.iter().map(Param)))? as u64;
+        let one = format!("({})", vec!["?"; ncols].join(", "));
+        // Many rows a statement: far fewer statement executions than one row each.
+        let per = (MAX_VARIABLES / ncols).clamp(1, 256);
+        let statement = |n: usize| format!("{head}{}", vec![one.as_str(); n].join(", "));
+        let mut inserted = 0u64;
+        for chunk in rows.as_slice().chunks(per) {
+            let sql = statement(chunk.len());
+            let result = (|| {
+                let mut st = self.conn.prepare_cached(&sql)?;
+                let mut i = 1;
+                for row in chunk {
+                    if row.len() != columns.len() {
+                        return Err(rusqlite::Error::InvalidParameterCount(
+                            row.len(),
+                            columns.len(),
+                        ));
+                    }
+                    for v in row.iter() {
+                        st.raw_bind_parameter(i, Param(v))?;
+                        i += 1;
+                    }
+                }
+                st.raw_execute()
+            })();
+            match result {
+                Ok(n) => inserted += n as u64,
+                Err(e) => return RResult::RErr(self.fail(e, &sql)),
             }
-            Ok::<u64, rusqlite::Error>(n)
-        })();
-        match result {
-            Ok(n) => RResult::ROk(n),
-            Err(e) => RResult::RErr(self.fail(e, &sql)),
         }
+        RResult::ROk(inserted)
     }
 
     fn describe(

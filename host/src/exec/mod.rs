@@ -36,6 +36,25 @@ pub struct ActionPlan {
     pub targets: Vec<(ObjectRef, String)>,
 }
 
+/// The object nodes of `sheet`, as plugins see them.
+pub fn objects_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<ObjectRef> {
+    sheet
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            let o = n.object()?;
+            Some(ObjectRef {
+                node_id: n.id.v,
+                object_type_id: o.object_type_id.v,
+                connection_id: o.connection_id.v,
+                name: o.field1.v.as_str().into(),
+                schema: o.field2.as_deref().map(RString::from).into(),
+                dialect: dialect(o.connection_id.v),
+            })
+        })
+        .collect()
+}
+
 /// The actions of `sheet` with their sources and targets; `dialect` names the dialect of a
 /// connection number.
 pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<ActionPlan> {

@@ -352,6 +352,10 @@ impl crate::validate::Catalog for PluginCatalog<'_> {
         v
     }
 
+    fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
+        PluginCatalog::check_objects(self, objects)
+    }
+
     fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect {
         match self.keys.as_ref().and_then(|k| k.get(&id.to_string())) {
             Some(e) => crate::connect::dialect_of(&e.kind, &e.url),
@@ -380,4 +384,52 @@ pub(crate) fn test_registry() -> &'static Registry {
         );
         r
     })
+}
+
+impl PluginCatalog<'_> {
+    /// Checks objects against their connections (only connections the key file names); a
+    /// warning text for each object that is off, or whose connection cannot be opened.
+    pub fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
+        let mut out = Vec::new();
+        let Some(keys) = &self.keys else { return out };
+        let mut by_connection: BTreeMap<i64, Vec<&weft_sdk::ObjectRef>> = BTreeMap::new();
+        for o in objects {
+            by_connection.entry(o.connection_id).or_default().push(o);
+        }
+        for (id, objs) in by_connection {
+            let Some(entry) = keys.get(&id.to_string()) else {
+                continue;
+            };
+            let mut conn = match crate::connect::open(entry, self.registry) {
+                Ok(c) => c,
+                Err(e) => {
+                    for o in objs {
+                        out.push((
+                            o.node_id,
+                            format!(
+                                "connection {id} cannot be reached, so `{}` was not checked: {e}",
+                                o.name
+                            ),
+                        ));
+                    }
+                    continue;
+                }
+            };
+            for o in objs {
+                let Some(t) = self.registry.object_type(o.object_type_id) else {
+                    continue;
+                };
+                match t.object_type.check(o, &mut conn).into_result() {
+                    Ok(weft_sdk::abi_stable::std_types::ROption::RSome(msg)) => {
+                        out.push((o.node_id, msg.to_string()))
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        out.push((o.node_id, format!("`{}` could not be checked: {e}", o.name)))
+                    }
+                }
+            }
+        }
+        out
+    }
 }

@@ -75,6 +75,9 @@ pub trait Catalog {
     fn connection_types(&self) -> Vec<String>;
     /// The SQL dialect of connection number `id`, whose type is `kind`.
     fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect;
+    /// Checks objects against their connections: `(node id, warning)` for each that is off.
+    /// Validation judges the document: what the data holds is only ever a warning.
+    fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)>;
 }
 
 /// How to validate.

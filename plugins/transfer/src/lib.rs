@@ -129,44 +129,69 @@ impl ActionModule for Transfer {
                 )
                 .into_result()?;
             let schema = schema_of(&target).map(str::to_owned);
-            let columns: std::cell::RefCell<Vec<RString>> = std::cell::RefCell::new(Vec::new());
-            let mut written = 0u64;
-            let mut sink = FnSink::new(
-                |names: &[RString]| {
-                    *columns.borrow_mut() = match_columns(names, &info)?
-                        .into_iter()
-                        .map(RString::from)
-                        .collect();
-                    Ok(())
-                },
-                |batch: RVec<Row>| {
-                    if batch.is_empty() {
-                        return Ok(());
+            let table = target.name.to_string();
+            // Reading and writing overlap: the query streams batches into a small queue, and
+            // a second thread inserts them on the target connection.
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(Vec<RString>, RVec<Row>)>(2);
+            std::thread::scope(|scope| {
+                let writer = scope.spawn(move || -> PluginResult<u64> {
+                    let mut written = 0u64;
+                    for (columns, batch) in rx {
+                        written += dst
+                            .insert_batch(
+                                schema.as_deref().map(Into::into).into(),
+                                table.as_str().into(),
+                                columns.as_slice().into(),
+                                batch.as_slice().into(),
+                            )
+                            .into_result()?;
                     }
-                    written += dst
-                        .insert_batch(
-                            schema.as_deref().map(Into::into).into(),
-                            target.name.as_str().into(),
-                            columns.borrow().as_slice().into(),
-                            batch.as_slice().into(),
-                        )
-                        .into_result()?;
-                    Ok(())
-                },
-            );
-            let read = src
-                .query(
-                    query.as_str().into(),
-                    (&[][..]).into(),
-                    batch_rows,
-                    sink.as_sink(),
-                )
-                .into_result()?;
-            RunOutcome {
+                    Ok(written)
+                });
+                let columns: std::cell::RefCell<Vec<RString>> = std::cell::RefCell::new(Vec::new());
+                let mut sink = FnSink::new(
+                    |names: &[RString]| {
+                        *columns.borrow_mut() = match_columns(names, &info)?
+                            .into_iter()
+                            .map(RString::from)
+                            .collect();
+                        Ok(())
+                    },
+                    |batch: RVec<Row>| {
+                        if batch.is_empty() {
+                            return Ok(());
+                        }
+                        // A closed queue means the writer failed; its error is reported below.
+                        tx.send((columns.borrow().clone(), batch))
+                            .map_err(|_| PluginError::new("the target stopped taking rows"))
+                    },
+                );
+                let read = src
+                    .query(
+                        query.as_str().into(),
+                        (&[][..]).into(),
+                        batch_rows,
+                        sink.as_sink(),
+                    )
+                    .into_result();
+                drop(tx);
+                let written = writer.join().map_err(|p| {
+                    PluginError::new(format!(
+                        "the writer panicked: {}",
+                        weft_sdk::panic_message(p.as_ref())
+                    ))
+                })?;
+                match (read, written) {
+                    (_, Err(e)) => Err(e),
+                    (Err(e), Ok(_)) => Err(e),
+                    (Ok(read), Ok(written)) => Ok((read, written)),
+                }
+            })
+            .map(|(read, written)| RunOutcome {
                 rows_read: read,
                 rows_written: written,
                 rows_updated: 0,
-            }
+            })?
         };
         ctx.log(&format!(
             "Transferred {} row(s) from connection {} into {} on connection {}.",

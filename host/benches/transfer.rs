@@ -1,0 +1,148 @@
+//! Transfer benchmark (`cargo bench -p weft --bench transfer`): prints numbers, asserts
+//! nothing but that the rows arrived.
+//!
+//! Copies 1,000,000 rows of five columns from one SQLite file to another through the
+//! `Transfer` plugin (loaded from its shared library, run by the host's action runner), and in
+//! the same run times the `sqlite3` command-line tool doing the same copy with `ATTACH` and
+//! `INSERT INTO ... SELECT`. Goal (issue 3): weft within 2x of the command-line tool.
+//! Build the plugins first: `cargo build --release --workspace`. `WEFT_BENCH_ROWS` changes
+//! the row count.
+
+use std::path::Path;
+use std::time::Instant;
+
+const CREATE: &str =
+    "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, amount REAL, day TEXT, flag INTEGER)";
+
+fn make_source(path: &Path, rows: i64) {
+    let mut c = rusqlite::Connection::open(path).expect("source");
+    c.execute_batch(CREATE).expect("create");
+    let tx = c.transaction().expect("tx");
+    {
+        let mut st = tx
+            .prepare("INSERT INTO t VALUES (?1, ?2, ?3, ?4, ?5)")
+            .expect("prepare");
+        for i in 0..rows {
+            st.execute(rusqlite::params![
+                i,
+                format!("customer {i}"),
+                i as f64 * 0.25,
+                format!("2026-11-{:02}", i % 28 + 1),
+                i % 2
+            ])
+            .expect("row");
+        }
+    }
+    tx.commit().expect("commit");
+}
+
+fn count(path: &Path) -> i64 {
+    rusqlite::Connection::open(path)
+        .expect("open")
+        .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+        .expect("count")
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("transfer bench: run with `cargo bench -p weft --bench transfer` for numbers");
+        return;
+    }
+    let rows: i64 = std::env::var("WEFT_BENCH_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let dir = tempfile::tempdir().expect("dir");
+    let src = dir.path().join("src.db");
+    make_source(&src, rows);
+
+    // weft: Transfer from connection 2 (src.db) to connection 1 (weft.db).
+    let dst = dir.path().join("weft.db");
+    rusqlite::Connection::open(&dst)
+        .expect("dst")
+        .execute_batch(CREATE)
+        .expect("create");
+    let kf = dir.path().join("keyfile");
+    std::fs::write(
+        &kf,
+        format!(
+            "1|sqlite|{}|||\n2|sqlite|{}|||\n",
+            dst.display(),
+            src.display()
+        ),
+    )
+    .expect("keyfile");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&kf, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    let keys = weft::keys::KeyFile::load(&kf).expect("keys");
+    let target_dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().and_then(|p| p.parent()).map(Path::to_path_buf))
+        .unwrap_or_default();
+    let registry = weft::plugins::Registry::load(&[(target_dir.clone(), false)]);
+    assert!(
+        registry.module("Transfer").is_some(),
+        "no Transfer plugin in {}: run `cargo build --release --workspace` first",
+        target_dir.display()
+    );
+    let sheet = serde_json::json!({"version": 1, "transformationData": {"sheets": [{"id": 1, "attributes": {"name": "copy", "folder_id": 1, "folder": "/"},
+        "nodes": [
+            {"id": 1, "type": 0, "attributes": {"module": "Transfer", "name": "copy", "action": "SELECT id, name, amount, day, flag FROM t"}},
+            {"id": 2, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 2}},
+            {"id": 3, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+        "edges": [{"id": 1, "from": 2, "to": 1}, {"id": 2, "from": 1, "to": 3}]}]}});
+    let (doc, _) = weft::dsr::parse(&sheet.to_string());
+    let plan = weft::exec::actions_of(&doc.expect("sheet").sheets[0], &|_| {
+        weft_sdk::Dialect::Sqlite
+    })
+    .remove(0);
+    let t = Instant::now();
+    let ran = weft::exec::run_action(&registry, &keys, &plan, &[]);
+    let weft_secs = t.elapsed().as_secs_f64();
+    let outcome = ran.outcome.expect("transfer");
+    assert_eq!(outcome.rows_written as i64, rows);
+    assert_eq!(count(&dst), rows);
+
+    // The reference: the sqlite3 command-line tool, same copy, same kind of files.
+    let reference = dir.path().join("cli.db");
+    rusqlite::Connection::open(&reference)
+        .expect("cli")
+        .execute_batch(CREATE)
+        .expect("create");
+    let sql = format!(
+        "ATTACH '{}' AS s; INSERT INTO t SELECT * FROM s.t;",
+        src.display()
+    );
+    let t = Instant::now();
+    let status = std::process::Command::new("sqlite3")
+        .arg(&reference)
+        .arg(&sql)
+        .status();
+    let cli_secs = t.elapsed().as_secs_f64();
+    match status {
+        Ok(s) if s.success() => {
+            assert_eq!(count(&reference), rows);
+            println!("transfer: {rows} rows of 5 columns, SQLite file to SQLite file");
+            println!(
+                "transfer: weft Transfer plugin      {weft_secs:>7.2} s  ({:.0} rows/s)",
+                rows as f64 / weft_secs
+            );
+            println!(
+                "transfer: sqlite3 ATTACH + INSERT   {cli_secs:>7.2} s  ({:.0} rows/s)",
+                rows as f64 / cli_secs
+            );
+            println!(
+                "transfer: ratio weft / sqlite3      {:>7.2}x  (goal <= 2x)",
+                weft_secs / cli_secs
+            );
+        }
+        _ => {
+            println!("transfer: weft Transfer plugin {weft_secs:.2} s for {rows} rows");
+            println!(
+                "transfer: the sqlite3 command-line tool is missing (apt-get install sqlite3): no reference time"
+            );
+        }
+    }
+}
