@@ -100,3 +100,89 @@ pub fn object_type_box<T: ObjectType>(t: T) -> ObjectTypeBox {
 pub fn bridge_box<T: ConnectionBridge>(b: T) -> ConnectionBridgeBox {
     ConnectionBridgeFfi_TO::from_value(Guard(b), TD_Opaque)
 }
+
+/// A connection whose every call is guarded: what a bridge returns from `open`, so that a
+/// panic inside a driver becomes an error instead of aborting the host.
+pub struct GuardedConnection<T>(pub T);
+
+impl<T: crate::connection::Connection> crate::connection::Connection for GuardedConnection<T> {
+    fn dialect(&self) -> crate::value::Dialect {
+        catch(|| Ok(self.0.dialect()))
+            .into_result()
+            .unwrap_or(crate::value::Dialect::Generic)
+    }
+
+    fn execute_batch(&mut self, sql: abi_stable::std_types::RStr<'_>) -> RResult<u64, PluginError> {
+        catch(|| self.0.execute_batch(sql).into_result())
+    }
+
+    fn execute(
+        &mut self,
+        sql: abi_stable::std_types::RStr<'_>,
+        params: abi_stable::std_types::RSlice<'_, crate::value::Value>,
+    ) -> RResult<u64, PluginError> {
+        catch(|| self.0.execute(sql, params).into_result())
+    }
+
+    fn query(
+        &mut self,
+        sql: abi_stable::std_types::RStr<'_>,
+        params: abi_stable::std_types::RSlice<'_, crate::value::Value>,
+        batch_rows: u32,
+        sink: crate::connection::RowSink_TO<'_, abi_stable::sabi_types::RMut<'_, ()>>,
+    ) -> RResult<u64, PluginError> {
+        catch(|| self.0.query(sql, params, batch_rows, sink).into_result())
+    }
+
+    fn insert_batch(
+        &mut self,
+        schema: abi_stable::std_types::ROption<abi_stable::std_types::RStr<'_>>,
+        table: abi_stable::std_types::RStr<'_>,
+        columns: abi_stable::std_types::RSlice<'_, RString>,
+        rows: abi_stable::std_types::RSlice<'_, crate::value::Row>,
+    ) -> RResult<u64, PluginError> {
+        catch(|| {
+            self.0
+                .insert_batch(schema, table, columns, rows)
+                .into_result()
+        })
+    }
+
+    fn describe(
+        &mut self,
+        schema: abi_stable::std_types::ROption<abi_stable::std_types::RStr<'_>>,
+        table: abi_stable::std_types::RStr<'_>,
+    ) -> RResult<crate::value::TableInfo, PluginError> {
+        catch(|| self.0.describe(schema, table).into_result())
+    }
+
+    fn begin(&mut self) -> RResult<(), PluginError> {
+        catch(|| self.0.begin().into_result())
+    }
+
+    fn commit(&mut self) -> RResult<(), PluginError> {
+        catch(|| self.0.commit().into_result())
+    }
+
+    fn rollback(&mut self) -> RResult<(), PluginError> {
+        catch(|| self.0.rollback().into_result())
+    }
+}
+
+/// A connection ready to cross the boundary, every call guarded against panics. Bridges
+/// return their connections through this.
+pub fn connection_box<T: crate::connection::Connection + 'static>(c: T) -> ConnectionBox {
+    crate::connection::Connection_TO::from_value(GuardedConnection(c), TD_Opaque)
+}
+
+/// A logger whose calls are guarded.
+pub struct GuardedLogger<T>(pub T);
+
+impl<T: crate::module::Logger> crate::module::Logger for GuardedLogger<T> {
+    fn log(&mut self, line: abi_stable::std_types::RStr<'_>) {
+        let _ = catch(|| {
+            self.0.log(line);
+            Ok(())
+        });
+    }
+}

@@ -21,8 +21,10 @@ pub struct PluginInfo {
 /// The root module of a plugin library. The host checks its layout and this crate's version
 /// (the ABI version, with semver) when it loads the library.
 ///
-/// Fields added in later sdk versions go below the field marked `last_prefix_field`: a host
-/// then still loads libraries built against an older sdk, and reads the new fields as absent.
+/// Fields added in later sdk versions go below the field marked `last_prefix_field`, so that a
+/// host still loads libraries built against an older sdk; such a field must then be declared
+/// `#[sabi(missing_field(option))]` and read as an `Option`, since an older library lacks it
+/// (the fields so far all panic when missing, as every library has them).
 #[repr(C)]
 #[derive(StableAbi)]
 #[sabi(kind(Prefix(prefix_ref = PluginMod_Ref)))]

@@ -441,3 +441,88 @@ fn a_failed_action_leaves_no_partial_rows_and_unset_variables_are_named() {
     assert!(ran.outcome.is_ok(), "{:?}", ran.outcome);
     assert_eq!(dbs.rows(1, "SELECT id FROM dst"), vec!["7"]);
 }
+
+#[test]
+fn transfer_from_several_sources_and_on_one_connection() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(2)
+        .execute_batch(
+            "CREATE TABLE orders (id INTEGER, customer INTEGER, amount REAL);
+             CREATE TABLE customers (id INTEGER, name TEXT);
+             INSERT INTO customers VALUES (1, 'ann'), (2, 'bob');
+             INSERT INTO orders VALUES (10, 1, 5.0), (11, 2, 7.5), (12, 1, 1.25);",
+        )
+        .expect("setup");
+    dbs.db(1)
+        .execute_batch("CREATE TABLE report (order_id INTEGER, name TEXT, amount REAL)")
+        .expect("setup");
+    let q = "SELECT o.id AS order_id, c.name, o.amount FROM orders o JOIN customers c ON c.id = o.customer -- every order";
+    let o = run(
+        &reg,
+        &dbs,
+        &plan(
+            "Transfer",
+            q,
+            serde_json::json!({}),
+            &[(2, "orders"), (2, "customers")],
+            Some((1, "report")),
+        ),
+    );
+    assert_eq!(o.rows_written, 3);
+    assert_eq!(
+        dbs.rows(1, "SELECT * FROM report ORDER BY order_id"),
+        vec!["10|ann|5.0", "11|bob|7.5", "12|ann|1.25"]
+    );
+    // Source and target on one connection: the database copies the rows itself.
+    dbs.db(2)
+        .execute_batch("CREATE TABLE copy (name TEXT, id INTEGER)")
+        .expect("setup");
+    let o = run(
+        &reg,
+        &dbs,
+        &plan(
+            "Transfer",
+            "SELECT id, name FROM customers",
+            serde_json::json!({}),
+            &[(2, "customers")],
+            Some((2, "copy")),
+        ),
+    );
+    assert_eq!(o.rows_written, 2);
+    assert_eq!(
+        dbs.rows(2, "SELECT id, name FROM copy ORDER BY id"),
+        vec!["1|ann", "2|bob"]
+    );
+}
+
+#[test]
+fn upsert_on_conflict_with_a_composite_primary_key_counts_what_landed() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(1)
+        .execute_batch(
+            "CREATE TABLE dst (day TEXT, shop INTEGER, amount REAL, PRIMARY KEY (day, shop));
+             INSERT INTO dst VALUES ('d1', 1, 1.0);
+             CREATE TABLE src (day TEXT, shop INTEGER, amount REAL);
+             INSERT INTO src VALUES ('d1', 1, 2.0), ('d2', 1, 3.0), ('d2', 1, 4.0);",
+        )
+        .expect("setup");
+    let o = run(
+        &reg,
+        &dbs,
+        &plan(
+            "Upsert",
+            "SELECT day, shop, amount FROM src ORDER BY amount",
+            serde_json::json!({}),
+            &[(1, "src")],
+            Some((1, "dst")),
+        ),
+    );
+    // ('d2', 1) comes twice: inserted once, then updated by its second row.
+    assert_eq!((o.rows_read, o.rows_written, o.rows_updated), (3, 1, 2));
+    assert_eq!(
+        dbs.rows(1, "SELECT * FROM dst ORDER BY day"),
+        vec!["d1|1|2.0", "d2|1|4.0"]
+    );
+}

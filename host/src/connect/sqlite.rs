@@ -264,23 +264,30 @@ impl Connection for SqliteConnection {
         }
     }
 
+    /// The outermost transaction is `BEGIN IMMEDIATE` (it takes the write lock at once, so a
+    /// busy database is waited for instead of failing on the first write); nested ones are
+    /// savepoints.
     fn begin(&mut self) -> RResult<(), PluginError> {
-        self.depth += 1;
-        let sql = format!("SAVEPOINT weft_{}", self.depth);
+        let sql = if self.depth == 0 {
+            "BEGIN IMMEDIATE".to_owned()
+        } else {
+            format!("SAVEPOINT weft_{}", self.depth)
+        };
         match self.conn.execute_batch(&sql) {
-            Ok(()) => RResult::ROk(()),
-            Err(e) => {
-                self.depth -= 1;
-                RResult::RErr(self.fail(e, &sql))
+            Ok(()) => {
+                self.depth += 1;
+                RResult::ROk(())
             }
+            Err(e) => RResult::RErr(self.fail(e, &sql)),
         }
     }
 
     fn commit(&mut self) -> RResult<(), PluginError> {
-        if self.depth == 0 {
-            return RResult::RErr(PluginError::new("commit without a transaction"));
-        }
-        let sql = format!("RELEASE weft_{}", self.depth);
+        let sql = match self.depth {
+            0 => return RResult::RErr(PluginError::new("commit without a transaction")),
+            1 => "COMMIT".to_owned(),
+            d => format!("RELEASE weft_{}", d - 1),
+        };
         match self.conn.execute_batch(&sql) {
             Ok(()) => {
                 self.depth -= 1;
@@ -291,10 +298,11 @@ impl Connection for SqliteConnection {
     }
 
     fn rollback(&mut self) -> RResult<(), PluginError> {
-        if self.depth == 0 {
-            return RResult::RErr(PluginError::new("rollback without a transaction"));
-        }
-        let sql = format!("ROLLBACK TO weft_{d}; RELEASE weft_{d}", d = self.depth);
+        let sql = match self.depth {
+            0 => return RResult::RErr(PluginError::new("rollback without a transaction")),
+            1 => "ROLLBACK".to_owned(),
+            d => format!("ROLLBACK TO weft_{n}; RELEASE weft_{n}", n = d - 1),
+        };
         let r = self.conn.execute_batch(&sql);
         self.depth -= 1;
         match r {

@@ -863,3 +863,39 @@ fn on_a_connection_of_unknown_dialect_a_parse_error_is_a_warning() {
     assert_eq!(w.severity, Severity::Warning);
     assert!(w.message.contains("generic SQL"), "{}", w.message);
 }
+
+#[test]
+fn insert_refuses_sources_on_another_connection_and_eof_errors_are_placed() {
+    let f = Fixture::with_base();
+    f.ok("{version: 1, transformationData: {connections: [{id: 2, name: \"other\", type: \"sqlite\"}]}}");
+    let text = SHEET
+        .replace("module: Upsert", "module: Insert")
+        .replace("keys: id", "truncateBefore: false")
+        .replacen("connectionId: 1", "connectionId: 2", 1);
+    let d = f.invalid(&text);
+    assert!(
+        find(&d, "module.sources").message.contains("use Transfer"),
+        "{d:#?}"
+    );
+    // A statement cut short is placed at its end, inside the action text.
+    let text = SHEET.replace(" WHERE loaded_at >= '${since}'", " WHERE");
+    let d = f.invalid(&text);
+    let p = find(&d, "sql.syntax");
+    assert_eq!(
+        p.path,
+        "transformationData.sheets[0].nodes[1].attributes.action"
+    );
+    let (line_no, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.trim_end().ends_with(" WHERE"))
+        .expect("line");
+    assert_eq!(
+        (p.line, p.column),
+        (
+            Some(line_no as u32 + 1),
+            Some(line.trim_end().chars().count() as u32 + 1)
+        ),
+        "{p:#?}"
+    );
+}

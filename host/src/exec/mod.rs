@@ -242,7 +242,12 @@ fn run_inner(
             connection,
         });
     }
+    // One transaction on each connection the action writes: its targets', or, for an action
+    // without targets (a Sql action on its source's connection), the connection it runs on.
     let mut target_ids: Vec<i64> = plan.targets.iter().map(|(o, _)| o.connection_id).collect();
+    if target_ids.is_empty() {
+        target_ids.extend(plan.sources.first().map(|(o, _)| o.connection_id));
+    }
     target_ids.sort_unstable();
     target_ids.dedup();
     let mut ctx = RunContext {

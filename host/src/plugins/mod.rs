@@ -136,6 +136,13 @@ impl Registry {
     }
 
     fn refuse(&mut self, path: &Path, reason: String) {
+        // Every line names the file.
+        let shown = path.display().to_string();
+        let reason = if reason.contains(&shown) {
+            reason
+        } else {
+            format!("{shown}: {reason}")
+        };
         tracing::warn!(message = "Plugin library refused.", file = %path.display(), reason = %reason);
         self.refused.push(Refusal {
             path: path.to_owned(),
@@ -272,23 +279,28 @@ impl Registry {
 }
 
 fn load_root(path: &Path) -> Result<PluginMod_Ref, String> {
-    let header = lib_header_from_path(path).map_err(|e| describe(path, &e))?;
+    let header = lib_header_from_path(path).map_err(|e| describe(path, &e, None))?;
+    let theirs = header.version_strings().version.to_string();
     header
         .init_root_module::<PluginMod_Ref>()
-        .map_err(|e| describe(path, &e))
+        .map_err(|e| describe(path, &e, Some(&theirs)))
 }
 
 /// One line for a load failure, worded after nushell's: the file, its sdk version, ours.
-fn describe(path: &Path, e: &LibraryError) -> String {
+fn describe(path: &Path, e: &LibraryError, theirs: Option<&str>) -> String {
     let file = path.display();
     match e {
         LibraryError::IncompatibleVersionNumber { actual_version, .. } => format!(
             "plugin {file} is built for weft sdk {actual_version}, which is not compatible with this weft's sdk {SDK_VERSION}; rebuild it against sdk {SDK_VERSION}"
         ),
         LibraryError::AbiInstability(_) => format!(
-            "plugin {file} was built against an sdk whose interface differs from this weft's sdk {SDK_VERSION} (layout check failed); rebuild it against sdk {SDK_VERSION}"
+            "plugin {file} is built for weft sdk {}, whose interface differs from this weft's sdk {SDK_VERSION} (layout check failed); rebuild it against sdk {SDK_VERSION}",
+            theirs.unwrap_or("of unknown version")
         ),
-        LibraryError::OpenError { .. } | LibraryError::GetSymbolError { .. } => format!(
+        LibraryError::OpenError { .. } => format!(
+            "{file} cannot be loaded as a shared library (this weft's sdk is {SDK_VERSION}): {e}"
+        ),
+        LibraryError::GetSymbolError { .. } => format!(
             "{file} is not a weft plugin: it has no abi_stable root module (this weft's sdk is {SDK_VERSION})"
         ),
         LibraryError::RootModule { err, .. } => {

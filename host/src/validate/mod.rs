@@ -717,7 +717,15 @@ fn plugin_checks(
         let place = |offset: Option<u32>| -> (Span, Path) {
             match (offset, &map) {
                 (Some(o), Some(map)) => {
-                    let at = map.get(o as usize).or(map.last()).copied().unwrap_or(0);
+                    // The end of the text is just after its last character (the literal's
+                    // closing quotes may stand on a later line).
+                    let o = o as usize;
+                    let at = if o + 1 >= map.len() && map.len() >= 2 {
+                        let last = map[map.len() - 2];
+                        last + text[last..].chars().next().map_or(1, char::len_utf8)
+                    } else {
+                        map.get(o).copied().unwrap_or(0)
+                    };
                     (Span::new(at, at), apath.key("action"))
                 }
                 _ => (a.module.span, apath.key("module")),
@@ -740,9 +748,56 @@ fn plugin_checks(
                 weft_sdk::Severity::Warning => problems.warning(code, message, span, &ppath),
             }
         }
+        // The host enforces what the module declares.
+        let info = catalog.module(&plan.module);
+        if let Some(info) = &info {
+            let range = |min: u32, max: u32| match (min, max) {
+                (a, b) if a == b => format!("exactly {a}"),
+                (a, u32::MAX) => format!("at least {a}"),
+                (a, b) => format!("{a} to {b}"),
+            };
+            let (ns, nt) = (plan.sources.len() as u32, plan.targets.len() as u32);
+            if ns < info.min_sources || ns > info.max_sources {
+                problems.error(
+                    "module.sources",
+                    format!(
+                        "action {}: {} takes {} source object(s); this action has {ns}",
+                        plan.id,
+                        plan.module,
+                        range(info.min_sources, info.max_sources)
+                    ),
+                    a.module.span,
+                    &apath.key("module"),
+                );
+            }
+            if nt < info.min_targets || nt > info.max_targets {
+                problems.error(
+                    "module.targets",
+                    format!(
+                        "action {}: {} takes {} target object(s); this action has {nt}",
+                        plan.id,
+                        plan.module,
+                        range(info.min_targets, info.max_targets)
+                    ),
+                    a.module.span,
+                    &apath.key("module"),
+                );
+            }
+        }
+        // A read matches a source, or a target on a connection the sources are on (an action
+        // may read what it writes), or any object when the action has no sources.
+        let source_connections: Vec<i64> =
+            plan.sources.iter().map(|(o, _)| o.connection_id).collect();
+        let readable = plan
+            .sources
+            .iter()
+            .chain(plan.targets.iter().filter(|(o, _)| {
+                source_connections.is_empty() || source_connections.contains(&o.connection_id)
+            }));
+        let readable: Vec<&(weft_sdk::ObjectRef, String)> = readable.collect();
         for read in out.reads.iter() {
             let schema = read.schema.as_ref().into_option().map(|s| s.as_str());
-            let known = plan.sources.iter().chain(&plan.targets).any(|(o, _)| {
+            let known = readable.iter().any(|(o, _)| {
                 o.name.eq_ignore_ascii_case(&read.name)
                     && match (schema, o.schema.as_ref().into_option()) {
                         (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),

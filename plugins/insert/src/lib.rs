@@ -12,7 +12,7 @@ use weft_sdk::{
     ActionModule, AttributeKind, AttributeSpec, ModuleInfo, PluginError, PluginResult, Problem,
     RunContext, RunOutcome, ValidateInput, ValidateOutput, export_plugin, query_all,
 };
-use weft_sql_support::{count_problems, match_columns, qualified, quote, schema_of};
+use weft_sql_support::{column_probe, match_columns, qualified, quote, schema_of};
 
 /// The `Insert` module.
 #[derive(Debug, Default)]
@@ -40,8 +40,22 @@ impl ActionModule for Insert {
             .first()
             .map_or(weft_sdk::Dialect::Generic, |t| t.dialect);
         let mut out = weft_sql_support::check(input, dialect);
-        out.problems
-            .extend(count_problems(input, "Insert", 0, u32::MAX, 1, 1));
+        if let Some(t) = input.targets.first() {
+            for src in input
+                .sources
+                .iter()
+                .filter(|s| s.connection_id != t.connection_id)
+            {
+                out.problems.push(Problem::error(
+                    "module.sources",
+                    format!(
+                        "Insert runs its query on the target's connection {}, but source `{}` is on connection {}; use Transfer to move rows between connections",
+                        t.connection_id, src.name, src.connection_id
+                    ),
+                    None,
+                ));
+            }
+        }
         if let Some(sql) = input.action.as_ref().into_option()
             && let Ok(statements) = weft_sql_support::parse(sql, dialect)
             && (statements.len() != 1
@@ -73,11 +87,7 @@ impl ActionModule for Insert {
                 target.name.as_str().into(),
             )
             .into_result()?;
-        let (names, _) = query_all(
-            conn,
-            &format!("SELECT * FROM ({query}) AS weft_q LIMIT 0"),
-            &[],
-        )?;
+        let (names, _) = query_all(conn, &column_probe(dialect, &query), &[])?;
         let columns = match_columns(&names, &info)?;
         let mut lines = Vec::new();
         if truncate {
@@ -94,7 +104,7 @@ impl ActionModule for Insert {
             .map(|c: &RString| format!("weft_q.{}", quote(dialect, c)))
             .collect();
         let sql = format!(
-            "INSERT INTO {table} ({}) SELECT {} FROM ({query}) AS weft_q",
+            "INSERT INTO {table} ({}) SELECT {} FROM ({query}\n) AS weft_q",
             target_cols.join(", "),
             source_cols.join(", ")
         );

@@ -44,6 +44,22 @@ impl ActionModule for Sql {
         let object = input.targets.first().or_else(|| input.sources.first());
         let dialect = object.map_or(Dialect::Generic, |o| o.dialect);
         let mut out = weft_sql_support::check(input, dialect);
+        if let Some(o) = object {
+            for src in input
+                .sources
+                .iter()
+                .filter(|s| s.connection_id != o.connection_id)
+            {
+                out.problems.push(Problem::error(
+                    "module.sources",
+                    format!(
+                        "Sql runs on connection {}, but source `{}` is on connection {}",
+                        o.connection_id, src.name, src.connection_id
+                    ),
+                    None,
+                ));
+            }
+        }
         if object.is_none() {
             out.problems.push(Problem::error(
                 "module.targets",

@@ -24,28 +24,13 @@ use weft_sdk::{
 /// Replaces every `${name}` by `v___…` of the same byte length; `$${` (a literal `${`) is
 /// left alone.
 pub fn mask_variables(text: &str) -> String {
-    let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let mut i = 0;
     let mut copied = 0;
-    while i < b.len() {
-        if b[i] == b'$' && b.get(i + 1) == Some(&b'$') && b.get(i + 2) == Some(&b'{') {
-            i += 3;
-            continue;
-        }
-        if b[i] == b'$'
-            && b.get(i + 1) == Some(&b'{')
-            && let Some(close) = text[i + 2..].find('}')
-        {
-            let end = i + 2 + close + 1;
-            out.push_str(&text[copied..i]);
-            out.push('v');
-            out.push_str(&"_".repeat(end - i - 1));
-            copied = end;
-            i = end;
-            continue;
-        }
-        i += 1;
+    for r in variable_ranges(text) {
+        out.push_str(&text[copied..r.start]);
+        out.push('v');
+        out.push_str(&"_".repeat(r.len() - 1));
+        copied = r.end;
     }
     out.push_str(&text[copied..]);
     out
@@ -92,7 +77,10 @@ pub fn parse(sql: &str, dialect: Dialect) -> Result<Vec<Statement>, (String, Opt
     let masked = mask_variables(sql);
     Parser::parse_sql(sp_dialect(dialect).as_ref(), &masked).map_err(|e| {
         let message = e.to_string();
-        let offset = error_position(&message).map(|(l, c)| offset_of(&masked, l, c) as u32);
+        // An error at the end of the text has no position in sqlparser's message.
+        let offset = error_position(&message)
+            .map(|(l, c)| offset_of(&masked, l, c) as u32)
+            .or(Some(masked.trim_end().len() as u32));
         let clean = message
             .trim_start_matches("sql parser error: ")
             .split(" at Line: ")
@@ -118,63 +106,79 @@ fn name_parts(name: &ObjectName) -> NameParts {
         .collect()
 }
 
-/// The tables `statements` read: every relation they name, less the targets of INSERT,
-/// DELETE and CREATE that are not read elsewhere, and less the names of CTEs.
-pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
-    let masked = mask_variables(sql);
-    let mut seen: Vec<(NameParts, usize)> = Vec::new();
-    for st in statements {
-        let _ = sqlparser::ast::visit_relations(st, |name| {
-            seen.push((name_parts(name), 0));
-            ControlFlow::<()>::Continue(())
-        });
-    }
-    let mut written: HashMap<String, usize> = HashMap::new();
-    let mut ctes: Vec<String> = Vec::new();
-    for s in statements {
-        let target = match s {
-            Statement::Insert(i) => match &i.table {
-                sqlparser::ast::TableObject::TableName(n) => Some(n.clone()),
-                _ => None,
-            },
-            Statement::CreateTable(c) => Some(c.name.clone()),
-            Statement::Drop { names, .. } => {
-                for n in names {
-                    *written.entry(key(&name_parts(n))).or_default() += 1;
-                }
-                None
-            }
-            _ => None,
-        };
-        if let Some(n) = target {
-            *written.entry(key(&name_parts(&n))).or_default() += 1;
-        }
-        let _ = sqlparser::ast::visit_statements(s, |st| {
-            if let Statement::Query(q) = st
-                && let Some(with) = &q.with
-            {
-                ctes.extend(
-                    with.cte_tables
-                        .iter()
-                        .map(|c| c.alias.name.value.to_lowercase()),
-                );
-            }
-            ControlFlow::<()>::Continue(())
-        });
-        if let Statement::Insert(i) = s
-            && let Some(src) = &i.source
-            && let Some(with) = &src.with
-        {
-            ctes.extend(
+/// Collects the names of every CTE, at any depth.
+struct Ctes(Vec<String>);
+
+impl sqlparser::ast::Visitor for Ctes {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &sqlparser::ast::Query) -> ControlFlow<()> {
+        if let Some(with) = &q.with {
+            self.0.extend(
                 with.cte_tables
                     .iter()
                     .map(|c| c.alias.name.value.to_lowercase()),
             );
         }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The relation written by an UPDATE or DELETE, from its table clause.
+fn table_of(t: &sqlparser::ast::TableWithJoins) -> Option<&ObjectName> {
+    match &t.relation {
+        sqlparser::ast::TableFactor::Table { name, .. } => Some(name),
+        _ => None,
+    }
+}
+
+/// The tables `statements` read: every relation they name, less the targets of INSERT,
+/// UPDATE, DELETE, CREATE and DROP (each counted once: a target also read elsewhere in the
+/// statement is still a read), less the names of CTEs, and less names made of a `${name}`
+/// variable (they are known only at run time).
+pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
+    use sqlparser::ast::Visit as _;
+    let masked = mask_variables(sql);
+    let variables = variable_ranges(sql);
+    let mut seen: Vec<NameParts> = Vec::new();
+    for st in statements {
+        let _ = sqlparser::ast::visit_relations(st, |name| {
+            seen.push(name_parts(name));
+            ControlFlow::<()>::Continue(())
+        });
+    }
+    let mut written: HashMap<String, usize> = HashMap::new();
+    let mut ctes = Ctes(Vec::new());
+    for s in statements {
+        let _ = s.visit(&mut ctes);
+        let mut targets: Vec<&ObjectName> = Vec::new();
+        match s {
+            Statement::Insert(i) => {
+                if let sqlparser::ast::TableObject::TableName(n) = &i.table {
+                    targets.push(n);
+                }
+            }
+            Statement::CreateTable(c) => targets.push(&c.name),
+            Statement::Drop { names, .. } => targets.extend(names.iter()),
+            Statement::Update(u) => targets.extend(table_of(&u.table)),
+            Statement::Delete(d) => {
+                let from = match &d.from {
+                    sqlparser::ast::FromTable::WithFromKeyword(t)
+                    | sqlparser::ast::FromTable::WithoutKeyword(t) => t,
+                };
+                if d.tables.is_empty() {
+                    targets.extend(from.iter().filter_map(table_of));
+                }
+            }
+            _ => {}
+        }
+        for n in targets {
+            *written.entry(key(&name_parts(n))).or_default() += 1;
+        }
     }
     let mut out = Vec::new();
     let mut emitted: Vec<String> = Vec::new();
-    for (parts, _) in seen {
+    for parts in seen {
         let k = key(&parts);
         if let Some(n) = written.get_mut(&k)
             && *n > 0
@@ -182,7 +186,17 @@ pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
             *n -= 1;
             continue;
         }
-        if parts.len() == 1 && ctes.contains(&parts[0].0.to_lowercase()) {
+        if parts.len() == 1 && ctes.0.contains(&parts[0].0.to_lowercase()) {
+            continue;
+        }
+        let offsets: Vec<usize> = parts
+            .iter()
+            .filter_map(|(_, p)| p.map(|(l, c)| offset_of(&masked, l, c)))
+            .collect();
+        if offsets
+            .iter()
+            .any(|o| variables.iter().any(|r| r.contains(o)))
+        {
             continue;
         }
         if emitted.contains(&k) {
@@ -198,6 +212,30 @@ pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
             name: name.into(),
             offset: pos.map(|(l, c)| offset_of(&masked, l, c) as u32).into(),
         });
+    }
+    out
+}
+
+/// The byte ranges of the `${name}` variables in `text`.
+pub fn variable_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'$' && b[i + 1] == b'$' && b.get(i + 2) == Some(&b'{') {
+            i += 3;
+            continue;
+        }
+        if b[i] == b'$'
+            && b[i + 1] == b'{'
+            && let Some(close) = text[i + 2..].find('}')
+        {
+            let end = i + 2 + close + 1;
+            out.push(i..end);
+            i = end;
+            continue;
+        }
+        i += 1;
     }
     out
 }
@@ -250,43 +288,12 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
     out
 }
 
-/// The problems of the source and target counts `info` allows, for `validate` to add.
-pub fn count_problems(
-    input: &ValidateInput,
-    module: &str,
-    min_sources: u32,
-    max_sources: u32,
-    min_targets: u32,
-    max_targets: u32,
-) -> Vec<Problem> {
-    let mut v = Vec::new();
-    let (s, t) = (input.sources.len() as u32, input.targets.len() as u32);
-    let range = |min: u32, max: u32| match (min, max) {
-        (a, b) if a == b => format!("exactly {a}"),
-        (a, u32::MAX) => format!("at least {a}"),
-        (a, b) => format!("{a} to {b}"),
-    };
-    if s < min_sources || s > max_sources {
-        v.push(Problem::error(
-            "module.sources",
-            format!(
-                "{module} takes {} source object(s); this action has {s}",
-                range(min_sources, max_sources)
-            ),
-            None,
-        ));
+/// A statement that returns no row but the columns of `query`, in `dialect`.
+pub fn column_probe(dialect: Dialect, query: &str) -> String {
+    match dialect {
+        Dialect::MsSql => format!("SELECT TOP 0 * FROM ({query}\n) AS weft_q"),
+        _ => format!("SELECT * FROM ({query}\n) AS weft_q LIMIT 0"),
     }
-    if t < min_targets || t > max_targets {
-        v.push(Problem::error(
-            "module.targets",
-            format!(
-                "{module} takes {} target object(s); this action has {t}",
-                range(min_targets, max_targets)
-            ),
-            None,
-        ));
-    }
-    v
 }
 
 /// Quotes an identifier for `dialect`.
@@ -369,6 +376,50 @@ mod tests {
         assert!(!msg.contains("Line:"), "{msg}");
         let offset = offset.expect("offset") as usize;
         assert!(offset > 9 && offset <= sql.len(), "{offset}");
+    }
+
+    fn names(sql: &str) -> Vec<String> {
+        let st = parse(sql, Dialect::Sqlite).expect("parses");
+        reads(&st, sql).iter().map(|t| t.name.to_string()).collect()
+    }
+
+    #[test]
+    fn reads_skip_ctes_at_any_depth_variables_and_written_tables() {
+        assert_eq!(
+            names("CREATE TABLE s AS WITH t AS (SELECT id FROM src) SELECT * FROM t"),
+            vec!["src"]
+        );
+        assert_eq!(
+            names("SELECT * FROM (WITH t AS (SELECT 1 AS x FROM a) SELECT x FROM t) q"),
+            vec!["a"]
+        );
+        assert_eq!(
+            names("SELECT * FROM ${schema}.orders JOIN b ON 1 = 1"),
+            vec!["b"]
+        );
+        assert_eq!(
+            names("DELETE FROM audit_log WHERE id IN (SELECT id FROM old_ids)"),
+            vec!["old_ids"]
+        );
+        assert_eq!(
+            names("UPDATE t SET v = (SELECT v FROM s WHERE s.id = t.id)"),
+            vec!["s"]
+        );
+        assert_eq!(names("UPDATE t SET v = v + 1"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_error_at_the_end_has_the_end_as_offset() {
+        let sql = "SELECT a FROM t WHERE   ";
+        let (_, offset) = parse(sql, Dialect::Sqlite).expect_err("incomplete");
+        assert_eq!(offset, Some(sql.trim_end().len() as u32));
+    }
+
+    #[test]
+    fn a_trailing_comment_does_not_swallow_the_wrapper() {
+        let q = "SELECT a AS id FROM src -- all of them";
+        assert!(parse(&column_probe(Dialect::Sqlite, q), Dialect::Sqlite).is_ok());
+        assert!(column_probe(Dialect::MsSql, q).starts_with("SELECT TOP 0"));
     }
 
     #[test]

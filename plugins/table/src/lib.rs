@@ -39,10 +39,14 @@ impl ObjectType for Relation {
     }
 
     fn identity(&self, object: &ObjectRef) -> ObjectIdentity {
-        let schema = match &object.schema {
+        let mut schema = match &object.schema {
             ROption::RSome(s) => s.to_lowercase(),
             ROption::RNone => String::new(),
         };
+        // SQLite's `main` is its default schema: `main.t` and `t` are one table.
+        if object.dialect == weft_sdk::Dialect::Sqlite && schema == "main" {
+            schema.clear();
+        }
         ObjectIdentity {
             connection_id: object.connection_id,
             schema: schema.into(),
@@ -73,4 +77,41 @@ export_plugin! {
     modules: [],
     object_types: [TABLE, VIEW],
     bridges: [],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_sdk::abi_stable::std_types::RString;
+
+    fn obj(schema: Option<&str>, name: &str, dialect: weft_sdk::Dialect) -> ObjectRef {
+        ObjectRef {
+            node_id: 1,
+            object_type_id: 1,
+            connection_id: 3,
+            name: name.into(),
+            schema: schema.map(RString::from).into(),
+            dialect,
+        }
+    }
+
+    #[test]
+    fn identity_ignores_case_and_sqlite_main() {
+        use weft_sdk::Dialect::{Postgres, Sqlite};
+        assert_eq!(
+            TABLE.identity(&obj(Some("MAIN"), "Orders", Sqlite)),
+            TABLE.identity(&obj(None, "orders", Sqlite))
+        );
+        assert_ne!(
+            TABLE.identity(&obj(Some("main"), "orders", Postgres)),
+            TABLE.identity(&obj(None, "orders", Postgres))
+        );
+        assert_eq!(
+            TABLE
+                .identity(&obj(Some("Sales"), "T", Postgres))
+                .schema
+                .as_str(),
+            "sales"
+        );
+    }
 }

@@ -13,11 +13,14 @@ use weft_sdk::{
     PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput, ValidateOutput,
     export_plugin, query_all,
 };
-use weft_sql_support::{count_problems, match_columns, qualified, quote, schema_of};
+use weft_sql_support::{column_probe, match_columns, qualified, quote, schema_of};
 
 /// The `Transfer` module.
 #[derive(Debug, Default)]
 pub struct Transfer;
+
+/// The largest `batchRows`.
+pub const MAX_BATCH_ROWS: i64 = 1_000_000;
 
 /// Rows per batch unless the attribute `batchRows` says otherwise.
 pub const DEFAULT_BATCH_ROWS: i64 = 10_000;
@@ -44,8 +47,6 @@ impl ActionModule for Transfer {
             .first()
             .map_or(weft_sdk::Dialect::Generic, |s| s.dialect);
         let mut out = weft_sql_support::check(input, dialect);
-        out.problems
-            .extend(count_problems(input, "Transfer", 1, u32::MAX, 1, 1));
         let connections: Vec<i64> = input.sources.iter().map(|s| s.connection_id).collect();
         if connections.windows(2).any(|w| w[0] != w[1]) {
             out.problems.push(Problem::error(
@@ -78,7 +79,9 @@ impl ActionModule for Transfer {
             .cloned()
             .ok_or_else(|| PluginError::new("Transfer needs at least one source"))?;
         let batch_rows = match ctx.attribute("batchRows") {
-            Some(AttributeValue::Integer(n)) if *n > 0 => u32::try_from(*n).unwrap_or(u32::MAX),
+            Some(AttributeValue::Integer(n)) if *n > 0 => {
+                u32::try_from((*n).min(MAX_BATCH_ROWS)).unwrap_or(DEFAULT_BATCH_ROWS as u32)
+            }
             _ => DEFAULT_BATCH_ROWS as u32,
         };
         let query = ctx.action.trim().trim_end_matches(';').to_owned();
@@ -92,14 +95,10 @@ impl ActionModule for Transfer {
                     target.name.as_str().into(),
                 )
                 .into_result()?;
-            let (names, _) = query_all(
-                conn,
-                &format!("SELECT * FROM ({query}) AS weft_q LIMIT 0"),
-                &[],
-            )?;
+            let (names, _) = query_all(conn, &column_probe(dialect, &query), &[])?;
             let columns = match_columns(&names, &info)?;
             let sql = format!(
-                "INSERT INTO {} ({}) SELECT {} FROM ({query}) AS weft_q",
+                "INSERT INTO {} ({}) SELECT {} FROM ({query}\n) AS weft_q",
                 qualified(dialect, schema_of(&target), &target.name),
                 columns
                     .iter()

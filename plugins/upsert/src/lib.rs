@@ -17,7 +17,7 @@ use weft_sdk::{
     PluginError, PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput, ValidateOutput,
     Value, export_plugin, query_all,
 };
-use weft_sql_support::{count_problems, match_columns, qualified, quote, schema_of};
+use weft_sql_support::{column_probe, match_columns, qualified, quote, schema_of};
 
 /// The `Upsert` module.
 #[derive(Debug, Default)]
@@ -66,8 +66,6 @@ impl ActionModule for Upsert {
             .or_else(|| input.targets.first())
             .map_or(weft_sdk::Dialect::Generic, |o| o.dialect);
         let mut out = weft_sql_support::check(input, dialect);
-        out.problems
-            .extend(count_problems(input, "Upsert", 0, u32::MAX, 1, 1));
         let connections: Vec<i64> = input.sources.iter().map(|s| s.connection_id).collect();
         if connections.windows(2).any(|w| w[0] != w[1]) {
             out.problems.push(Problem::error(
@@ -167,11 +165,7 @@ fn same_connection(
     query: &str,
 ) -> PluginResult<RunOutcome> {
     let dialect = conn.dialect();
-    let (names, _) = query_all(
-        conn,
-        &format!("SELECT * FROM ({query}) AS weft_q LIMIT 0"),
-        &[],
-    )?;
+    let (names, _) = query_all(conn, &column_probe(dialect, query), &[])?;
     let columns = match_columns(&names, info)?;
     let keys = key_check(keys, &columns)?;
     let q = |c: &str| quote(dialect, c);
@@ -181,14 +175,8 @@ fn same_connection(
             .collect::<Vec<_>>()
             .join(" AND ")
     };
-    let total = scalar(conn, &format!("SELECT COUNT(*) FROM ({query}) AS weft_q"))?;
-    let updated = scalar(
-        conn,
-        &format!(
-            "SELECT COUNT(*) FROM ({query}) AS weft_q WHERE EXISTS (SELECT 1 FROM {table} AS weft_t WHERE {})",
-            key_match("weft_t", "weft_q")
-        ),
-    )?;
+    let total = scalar(conn, &format!("SELECT COUNT(*) FROM ({query}\n) AS weft_q"))?;
+
     let cols: Vec<String> = columns.iter().map(|c| q(c)).collect();
     let src_cols: Vec<String> = names
         .iter()
@@ -218,14 +206,28 @@ fn same_connection(
         let key_cols: Vec<String> = keys.iter().map(|k| q(k)).collect();
         // `WHERE true` keeps SQLite from reading ON CONFLICT as part of a join.
         let sql = format!(
-            "INSERT INTO {table} ({}) SELECT {} FROM ({query}) AS weft_q WHERE true ON CONFLICT ({}) {action}",
+            "INSERT INTO {table} ({}) SELECT {} FROM ({query}\n) AS weft_q WHERE true ON CONFLICT ({}) {action}",
             cols.join(", "),
             src_cols.join(", "),
             key_cols.join(", ")
         );
-        conn.execute(sql.as_str().into(), (&[][..]).into())
+        // Upsert deletes nothing: what the table gained was inserted; the rest of the rows
+        // the statement changed were updated.
+        let before = scalar(conn, &format!("SELECT COUNT(*) FROM {table}"))?;
+        let changed = conn
+            .execute(sql.as_str().into(), (&[][..]).into())
             .into_result()?;
-    } else {
+        let inserted =
+            scalar(conn, &format!("SELECT COUNT(*) FROM {table}"))?.saturating_sub(before);
+        return Ok(RunOutcome {
+            rows_read: total,
+            rows_written: inserted,
+            rows_updated: changed.saturating_sub(inserted),
+        });
+    }
+    let mut updated = 0;
+    {
+        // Elsewhere: update the rows whose key exists, then insert the others.
         if !non_keys.is_empty() {
             let sets: Vec<String> = non_keys
                 .iter()
@@ -235,7 +237,7 @@ fn same_connection(
                         .find(|n| n.eq_ignore_ascii_case(c))
                         .map_or(c.to_string(), |n| n.to_string());
                     format!(
-                        "{} = (SELECT weft_q.{} FROM ({query}) AS weft_q WHERE {})",
+                        "{} = (SELECT weft_q.{} FROM ({query}\n) AS weft_q WHERE {})",
                         q(c),
                         q(&src),
                         key_match("weft_q", table)
@@ -243,27 +245,29 @@ fn same_connection(
                 })
                 .collect();
             let sql = format!(
-                "UPDATE {table} SET {} WHERE EXISTS (SELECT 1 FROM ({query}) AS weft_q WHERE {})",
+                "UPDATE {table} SET {} WHERE EXISTS (SELECT 1 FROM ({query}\n) AS weft_q WHERE {})",
                 sets.join(", "),
                 key_match("weft_q", table)
             );
-            conn.execute(sql.as_str().into(), (&[][..]).into())
+            updated = conn
+                .execute(sql.as_str().into(), (&[][..]).into())
                 .into_result()?;
         }
         let sql = format!(
-            "INSERT INTO {table} ({}) SELECT {} FROM ({query}) AS weft_q WHERE NOT EXISTS (SELECT 1 FROM {table} AS weft_t WHERE {})",
+            "INSERT INTO {table} ({}) SELECT {} FROM ({query}\n) AS weft_q WHERE NOT EXISTS (SELECT 1 FROM {table} AS weft_t WHERE {})",
             cols.join(", "),
             src_cols.join(", "),
             key_match("weft_t", "weft_q")
         );
-        conn.execute(sql.as_str().into(), (&[][..]).into())
+        let inserted = conn
+            .execute(sql.as_str().into(), (&[][..]).into())
             .into_result()?;
+        Ok(RunOutcome {
+            rows_read: total,
+            rows_written: inserted,
+            rows_updated: updated,
+        })
     }
-    Ok(RunOutcome {
-        rows_read: total,
-        rows_written: total - updated,
-        rows_updated: updated,
-    })
 }
 
 /// The statements of a row-by-row upsert across connections.
