@@ -94,6 +94,41 @@ CREATE TABLE deploy_history (
 CREATE INDEX deploy_history_object ON deploy_history(kind, object_id);
 ",
     },
+    Migration {
+        summary: "batch instances and their actions, with states, row counts, errors and logs",
+        sql: "
+CREATE TABLE batch_instances (
+    id             INTEGER PRIMARY KEY,
+    batch_name     TEXT NOT NULL,
+    user_name      TEXT NOT NULL,
+    state          TEXT NOT NULL,
+    started_at     TEXT NOT NULL,
+    ended_at       TEXT,
+    elements       TEXT NOT NULL,
+    variables      TEXT NOT NULL,
+    halt_requested INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX batch_instances_state ON batch_instances(state);
+CREATE TABLE instance_actions (
+    instance_id  INTEGER NOT NULL REFERENCES batch_instances(id) ON DELETE CASCADE,
+    action_id    INTEGER NOT NULL,
+    sheet_id     INTEGER NOT NULL,
+    name         TEXT NOT NULL,
+    module       TEXT NOT NULL,
+    plan         TEXT NOT NULL,
+    depends_on   TEXT NOT NULL,
+    state        TEXT NOT NULL,
+    started_at   TEXT,
+    ended_at     TEXT,
+    rows_read    INTEGER NOT NULL DEFAULT 0,
+    rows_written INTEGER NOT NULL DEFAULT 0,
+    rows_updated INTEGER NOT NULL DEFAULT 0,
+    error        TEXT,
+    log          TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (instance_id, action_id)
+);
+",
+    },
 ];
 
 /// The schema version this program writes.

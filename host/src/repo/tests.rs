@@ -32,6 +32,21 @@ fn make_fixture_v1() {
     sample_v1(&conn);
 }
 
+/// Writes `tests/fixtures/repository-v2.db`: made once, when version 3 was added.
+#[test]
+#[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
+fn make_fixture_v2() {
+    let path = fixtures().join("repository-v2.db");
+    let _ = std::fs::remove_file(&path);
+    let mut conn = connect(&path).expect("create");
+    migrations::to_version(&mut conn, 2).expect("v2");
+    sample_v1(&conn);
+    conn.execute_batch(
+        "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES ('2026-01-01 00:00:00', 'folder', 10, 'created', '{}');",
+    )
+    .expect("history row");
+}
+
 #[test]
 fn upgrades_every_earlier_version_and_keeps_the_data() {
     // Version 0: an empty file.
@@ -77,7 +92,11 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
         let history: i64 = conn
             .query_row("SELECT COUNT(*) FROM deploy_history", [], |r| r.get(0))
             .expect("v2 table");
-        assert_eq!(history, 0);
+        assert_eq!(history, i64::from(v >= 2), "version {v}");
+        let instances: i64 = conn
+            .query_row("SELECT COUNT(*) FROM batch_instances", [], |r| r.get(0))
+            .expect("v3 table");
+        assert_eq!(instances, 0);
         // Idempotent: a second run changes nothing.
         let before = dump(&conn).expect("dump");
         let again = migrations::to_latest(&mut conn).expect("again");

@@ -129,9 +129,9 @@ impl ActionModule for Transfer {
                 .into_result()?;
             let schema = schema_of(&target).map(str::to_owned);
             let table = target.name.to_string();
-            // Reading and writing overlap: the query streams batches into a small queue, and
+            // Reading and writing overlap: the query streams batches into a queue of four, and
             // a second thread inserts them on the target connection.
-            let (tx, rx) = std::sync::mpsc::sync_channel::<(Vec<RString>, RVec<Row>)>(2);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(Vec<RString>, RVec<Row>)>(4);
             std::thread::scope(|scope| {
                 let writer = scope.spawn(move || -> PluginResult<u64> {
                     let mut written = 0u64;
