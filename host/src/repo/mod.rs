@@ -8,6 +8,7 @@
 //! This module knows nothing of HTTP; callers bring a parsed and validated document.
 
 pub mod dump;
+pub mod instances;
 pub mod migrations;
 mod writer;
 
@@ -155,6 +156,32 @@ impl Repository {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Runs `f` on the writer connection outside any explicit transaction (reads, and single
+    /// statements, each its own transaction).
+    ///
+    /// # Errors
+    ///
+    /// What `f` returns.
+    pub fn with<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+        let conn = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&conn)
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed when `f` succeeds.
+    ///
+    /// # Errors
+    ///
+    /// What `f` returns, or a failure to begin or commit.
+    pub fn tx<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+        let mut conn = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
+        let value = f(&tx)?;
+        tx.commit().map_err(|e| Error::with_sql(e, "COMMIT"))?;
+        Ok(value)
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection. The
