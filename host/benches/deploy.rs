@@ -194,7 +194,9 @@ fn bench_http() {
         let dir = std::env::current_exe().ok().and_then(|e| e.parent().and_then(|p| p.parent()).map(std::path::Path::to_path_buf)).unwrap_or_default();
         let registry = weft::plugins::Registry::load(&[(dir.clone(), false)]);
         assert!(registry.module("Insert").is_some(), "no plugins in {}: run `cargo build --release --workspace` first", dir.display());
-        let state = Arc::new(AppState::new(Arc::clone(&repo), Settings::default(), None, false, Arc::new(registry)));
+        let registry = Arc::new(registry);
+        let executor = weft::exec::batch::Executor::new(Arc::clone(&repo), Arc::clone(&registry), None, 2);
+        let state = Arc::new(AppState::new(Arc::clone(&repo), Settings::default(), None, false, registry, executor));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move { axum::serve(listener, app(state)).await });

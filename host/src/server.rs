@@ -145,12 +145,30 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         refused = registry.refused.len(),
         modules = %registry.module_names().join(",")
     );
+    let repo = Arc::new(repo);
+    let registry = Arc::new(registry);
+    // A run the last server did not finish: its running actions are errors now, its
+    // instance is interrupted; RestartBatchInstance finishes it.
+    let interrupted = repo.with(crate::repo::instances::recover)?;
+    if !interrupted.is_empty() {
+        tracing::warn!(message = "Batch instances interrupted by a server stop.", instances = ?interrupted);
+    }
+    let limit = settings.max_parallel_actions.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+    });
+    let executor = crate::exec::batch::Executor::new(
+        Arc::clone(&repo),
+        Arc::clone(&registry),
+        Some(Arc::clone(&keys)),
+        limit,
+    );
     let state = Arc::new(AppState::new(
-        Arc::new(repo),
+        repo,
         settings.clone(),
         Some(keys),
         require_token,
-        Arc::new(registry),
+        registry,
+        executor,
     ));
     tracing::info!(
         message = "Server started.",

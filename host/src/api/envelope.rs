@@ -16,6 +16,8 @@ pub struct Request {
     pub command: String,
     /// `payload`.
     pub payload: Spanned,
+    /// `variableList`, when given.
+    pub variable_list: Option<Spanned>,
 }
 
 /// A read `DeployRepository` payload.
@@ -105,6 +107,7 @@ pub fn read(body: &[u8]) -> Result<Request, ApiError> {
     }
     let mut command = None;
     let mut payload = None;
+    let mut variable_list = None;
     for m in members(&root) {
         let path = root_path.key(&m.key);
         match m.key.as_str() {
@@ -117,6 +120,7 @@ pub fn read(body: &[u8]) -> Result<Request, ApiError> {
                 other => problems.error("request.envelope", format!("`payload` must be an object, found {}", other.kind()), m.value.span, &path),
             },
             "variableList" => {
+                variable_list = Some(m.value.clone());
                 if !matches!(m.value.value, Value::Array(_) | Value::Null) {
                     problems.error("request.envelope", format!("`variableList` must be an array, found {}", m.value.value.kind()), m.value.span, &path);
                 }
@@ -149,6 +153,7 @@ pub fn read(body: &[u8]) -> Result<Request, ApiError> {
             text: text.to_owned(),
             command,
             payload,
+            variable_list,
         }),
         _ => Err(envelope_error(text, problems)),
     }

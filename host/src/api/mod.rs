@@ -9,6 +9,7 @@
 //! whose details go to the log, not to the client. This module never touches SQL: commands
 //! call the services (`deploy`) on blocking threads.
 
+mod commands;
 mod envelope;
 mod error;
 
@@ -32,7 +33,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const SERVICE_PATH: &str = "/weft/service";
 
 /// The commands this server answers.
-pub const COMMANDS: &[&str] = &["DeployRepository"];
+pub const COMMANDS: &[&str] = &[
+    "DeployRepository",
+    "RunElements",
+    "GetBatchInstance",
+    "WaitBatchInstance",
+    "ListBatchInstances",
+    "HaltBatchInstance",
+    "RestartBatchInstance",
+];
 
 /// What every request handler shares.
 #[derive(Debug)]
@@ -47,6 +56,8 @@ pub struct AppState {
     pub require_token: bool,
     /// The loaded plugins.
     pub registry: Arc<crate::plugins::Registry>,
+    /// Runs batch instances.
+    pub executor: Arc<crate::exec::batch::Executor>,
     next_request: AtomicU64,
 }
 
@@ -59,6 +70,7 @@ impl AppState {
         keys: Option<Arc<KeyStore>>,
         require_token: bool,
         registry: Arc<crate::plugins::Registry>,
+        executor: Arc<crate::exec::batch::Executor>,
     ) -> Self {
         let start = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -69,6 +81,7 @@ impl AppState {
             keys,
             require_token,
             registry,
+            executor,
             next_request: AtomicU64::new(start),
         }
     }
@@ -174,6 +187,27 @@ async fn handle(
                 }
                 Err(e) => Err(ApiError::from_deploy(e)),
             }
+        }
+        "RunElements" => {
+            commands::run_elements(
+                state,
+                request.payload.value.to_json(),
+                request.variable_list.map(|v| v.value.to_json()),
+            )
+            .await
+        }
+        "GetBatchInstance" => commands::get_instance(state, request.payload.value.to_json()).await,
+        "WaitBatchInstance" => {
+            commands::wait_instance(state, request.payload.value.to_json()).await
+        }
+        "ListBatchInstances" => {
+            commands::list_instances(state, request.payload.value.to_json()).await
+        }
+        "HaltBatchInstance" => {
+            commands::halt_instance(state, request.payload.value.to_json()).await
+        }
+        "RestartBatchInstance" => {
+            commands::restart_instance(state, request.payload.value.to_json()).await
         }
         _ => Err(ApiError::unknown_command(&request)),
     }

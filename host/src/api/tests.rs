@@ -44,12 +44,19 @@ impl Server {
                 .unwrap_or_default(),
             false,
         )]));
+        let executor = crate::exec::batch::Executor::new(
+            Arc::clone(&repo),
+            Arc::clone(&registry),
+            Some(Arc::clone(&keys)),
+            2,
+        );
         let state = Arc::new(AppState::new(
             repo,
             settings,
             Some(keys),
             require_token,
             registry,
+            executor,
         ));
         Server { dir, state }
     }

@@ -3,6 +3,8 @@
 //! opens the connections, runs the module in one transaction per target connection, and
 //! commits or rolls back. Batch instances, ordering and persistence build on this.
 
+pub mod batch;
+
 use crate::connect;
 use crate::dsr::model::{NodeAttributes, Sheet};
 use crate::keys::KeyFile;

@@ -137,9 +137,19 @@ pub fn create(conn: &Connection, new: &NewInstance) -> Result<i64> {
         "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     for a in &new.actions {
-        let deps = serde_json::to_string(&a.depends_on).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let deps =
+            serde_json::to_string(&a.depends_on).map_err(|e| Error::Corrupt(e.to_string()))?;
         let st_letter = if a.depends_on.is_empty() { "W" } else { "D" };
-        st.execute(params![id, a.action_id, a.sheet_id, a.name, a.module, a.plan, deps, st_letter])?;
+        st.execute(params![
+            id,
+            a.action_id,
+            a.sheet_id,
+            a.name,
+            a.module,
+            a.plan,
+            deps,
+            st_letter
+        ])?;
     }
     Ok(id)
 }
@@ -152,9 +162,15 @@ pub fn create(conn: &Connection, new: &NewInstance) -> Result<i64> {
 pub fn set_action(conn: &Connection, instance: i64, action: i64, state: &str) -> Result<()> {
     let now = now_utc();
     let sql = match state {
-        "R" => "UPDATE instance_actions SET state = ?3, started_at = ?4, ended_at = NULL, error = NULL WHERE instance_id = ?1 AND action_id = ?2",
-        "S" | "H" | "E" => "UPDATE instance_actions SET state = ?3, ended_at = ?4 WHERE instance_id = ?1 AND action_id = ?2",
-        _ => "UPDATE instance_actions SET state = ?3 WHERE instance_id = ?1 AND action_id = ?2 AND ?4 IS NOT NULL",
+        "R" => {
+            "UPDATE instance_actions SET state = ?3, started_at = ?4, ended_at = NULL, error = NULL WHERE instance_id = ?1 AND action_id = ?2"
+        }
+        "S" | "H" | "E" => {
+            "UPDATE instance_actions SET state = ?3, ended_at = ?4 WHERE instance_id = ?1 AND action_id = ?2"
+        }
+        _ => {
+            "UPDATE instance_actions SET state = ?3 WHERE instance_id = ?1 AND action_id = ?2 AND ?4 IS NOT NULL"
+        }
     };
     conn.execute(sql, params![instance, action, state, now])?;
     Ok(())
@@ -166,7 +182,16 @@ pub fn set_action(conn: &Connection, instance: i64, action: i64, state: &str) ->
 ///
 /// A repository error.
 #[allow(clippy::too_many_arguments)]
-pub fn end_action(conn: &Connection, instance: i64, action: i64, error: Option<&str>, read: u64, written: u64, updated: u64, log: &[String]) -> Result<()> {
+pub fn end_action(
+    conn: &Connection,
+    instance: i64,
+    action: i64,
+    error: Option<&str>,
+    read: u64,
+    written: u64,
+    updated: u64,
+    log: &[String],
+) -> Result<()> {
     let state = if error.is_some() { "E" } else { "F" };
     conn.execute(
         "UPDATE instance_actions SET state = ?3, ended_at = ?4, rows_read = ?5, rows_written = ?6, rows_updated = ?7, error = ?8, log = log || ?9 WHERE instance_id = ?1 AND action_id = ?2",
@@ -201,7 +226,10 @@ pub fn set_instance(conn: &Connection, instance: i64, state: &str) -> Result<()>
 ///
 /// A repository error.
 pub fn request_halt(conn: &Connection, instance: i64) -> Result<()> {
-    conn.execute("UPDATE batch_instances SET halt_requested = 1 WHERE id = ?1", [instance])?;
+    conn.execute(
+        "UPDATE batch_instances SET halt_requested = 1 WHERE id = ?1",
+        [instance],
+    )?;
     Ok(())
 }
 
@@ -336,7 +364,11 @@ pub fn reset_for_restart(conn: &Connection, instance: i64) -> Result<usize> {
 /// A repository error.
 pub fn node(conn: &Connection, id: i64) -> Result<Option<(i64, i64)>> {
     Ok(conn
-        .query_row("SELECT sheet_id, type FROM nodes WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(
+            "SELECT sheet_id, type FROM nodes WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .optional()?)
 }
 
@@ -347,7 +379,9 @@ pub fn node(conn: &Connection, id: i64) -> Result<Option<(i64, i64)>> {
 /// A repository error.
 pub fn sheet_definition(conn: &Connection, id: i64) -> Result<Option<String>> {
     Ok(conn
-        .query_row("SELECT definition FROM sheets WHERE id = ?1", [id], |r| r.get(0))
+        .query_row("SELECT definition FROM sheets WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
         .optional()?)
 }
 
@@ -358,10 +392,16 @@ pub fn sheet_definition(conn: &Connection, id: i64) -> Result<Option<String>> {
 /// A repository error.
 pub fn sheets_below(conn: &Connection, folder: i64) -> Result<Option<Vec<i64>>> {
     let path: Option<String> = conn
-        .query_row("SELECT path FROM folders WHERE id = ?1", [folder], |r| r.get(0))
+        .query_row("SELECT path FROM folders WHERE id = ?1", [folder], |r| {
+            r.get(0)
+        })
         .optional()?;
     let Some(path) = path else { return Ok(None) };
-    let prefix = if path == "/" { "/".to_owned() } else { format!("{path}/") };
+    let prefix = if path == "/" {
+        "/".to_owned()
+    } else {
+        format!("{path}/")
+    };
     let ids = conn
         .prepare(
             "SELECT s.id FROM sheets s JOIN folders f ON f.id = s.folder_id

@@ -165,7 +165,10 @@ impl Repository {
     ///
     /// What `f` returns.
     pub fn with<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
-        let conn = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let conn = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         f(&conn)
     }
 
@@ -175,7 +178,10 @@ impl Repository {
     ///
     /// What `f` returns, or a failure to begin or commit.
     pub fn tx<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
-        let mut conn = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut conn = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;

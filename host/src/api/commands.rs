@@ -1,0 +1,263 @@
+//! The batch commands: `RunElements` (SPEC 4.3) and the project's monitoring and operation
+//! commands `GetBatchInstance`, `WaitBatchInstance`, `ListBatchInstances`,
+//! `HaltBatchInstance`, `RestartBatchInstance`.
+
+use super::AppState;
+use super::error::ApiError;
+use crate::exec::batch::{Element, RunRequest, StartError};
+use crate::repo::instances;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn bad(message: String) -> ApiError {
+    ApiError::client(StatusCode::BAD_REQUEST, "request.envelope", message)
+}
+
+fn from_start(e: StartError) -> ApiError {
+    match e {
+        StartError::NotFound(m) => ApiError::client(StatusCode::NOT_FOUND, "run.not_found", m),
+        StartError::Cycle(m) => ApiError::client(StatusCode::UNPROCESSABLE_ENTITY, "run.cycle", m),
+        StartError::Conflict(m) => ApiError::client(StatusCode::CONFLICT, "run.conflict", m),
+        StartError::Invalid(m) => ApiError::internal(m),
+        StartError::Repo(e) => ApiError::internal(e.to_string()),
+    }
+}
+
+/// A JSON scalar as text: variable values and ids may come as strings or numbers.
+fn scalar(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct BatchExecution {
+    batch_name: String,
+    user: String,
+    element_list: Vec<RawElement>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawElement {
+    element_type: String,
+    element_id: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RunPayload {
+    batch_execution: BatchExecution,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawVariable {
+    variable_name: String,
+    #[serde(default)]
+    variable_type: Option<String>,
+    variable_value: serde_json::Value,
+}
+
+/// `RunElements`: starts an instance and answers with its id at once.
+pub async fn run_elements(
+    state: &Arc<AppState>,
+    payload: serde_json::Value,
+    variables: Option<serde_json::Value>,
+) -> Result<serde_json::Value, ApiError> {
+    let p: RunPayload = serde_json::from_value(payload).map_err(|e| bad(format!("the RunElements payload is not {{batchExecution: {{batchName, user, elementList}}}}: {e}")))?;
+    let mut elements = Vec::new();
+    for (i, e) in p.batch_execution.element_list.iter().enumerate() {
+        let kind = match e.element_type.as_str() {
+            "S" | "A" | "F" => e.element_type.chars().next().unwrap_or('S'),
+            other => {
+                return Err(bad(format!(
+                    "elementList[{i}].elementType `{other}` is not known; use S (sheet), A (action) or F (folder)"
+                )));
+            }
+        };
+        let id = scalar(&e.element_id)
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .ok_or_else(|| {
+                bad(format!(
+                    "elementList[{i}].elementId must be a whole number, found {}",
+                    e.element_id
+                ))
+            })?;
+        elements.push(Element { kind, id });
+    }
+    if elements.is_empty() {
+        return Err(bad(
+            "elementList is empty: name at least one sheet (S), action (A) or folder (F)"
+                .to_owned(),
+        ));
+    }
+    let mut vars = Vec::new();
+    if let Some(v) = variables.filter(|v| !v.is_null()) {
+        let list: Vec<RawVariable> = serde_json::from_value(v).map_err(|e| {
+            bad(format!(
+                "variableList is not a list of {{variableName, variableType, variableValue}}: {e}"
+            ))
+        })?;
+        for (i, v) in list.into_iter().enumerate() {
+            let value = scalar(&v.variable_value).ok_or_else(|| {
+                bad(format!(
+                    "variableList[{i}].variableValue must be a string, a number or a boolean"
+                ))
+            })?;
+            if v.variable_name.trim().is_empty() {
+                return Err(bad(format!("variableList[{i}].variableName is empty")));
+            }
+            let _ = v.variable_type;
+            vars.push((v.variable_name, value));
+        }
+    }
+    let req = RunRequest {
+        batch_name: p.batch_execution.batch_name,
+        user: p.batch_execution.user,
+        elements,
+        variables: vars,
+    };
+    let exec = Arc::clone(&state.executor);
+    let id = tokio::task::spawn_blocking(move || exec.start(req))
+        .await
+        .map_err(|e| ApiError::internal(format!("the start task failed: {e}")))?
+        .map_err(from_start)?;
+    Ok(serde_json::json!({ "batchInstanceId": id }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct InstanceRef {
+    batch_instance_id: serde_json::Value,
+    #[serde(default)]
+    timeout_seconds: Option<serde_json::Value>,
+}
+
+fn instance_id(payload: serde_json::Value, command: &str) -> Result<(i64, Option<f64>), ApiError> {
+    let r: InstanceRef = serde_json::from_value(payload).map_err(|e| {
+        bad(format!(
+            "the {command} payload is not {{batchInstanceId}}: {e}"
+        ))
+    })?;
+    let id = scalar(&r.batch_instance_id)
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .ok_or_else(|| {
+            bad(format!(
+                "batchInstanceId must be a whole number, found {}",
+                r.batch_instance_id
+            ))
+        })?;
+    let timeout = match r.timeout_seconds {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(
+            scalar(&v)
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .filter(|t| t.is_finite() && *t >= 0.0)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "timeoutSeconds must be a number of seconds, found {v}"
+                    ))
+                })?,
+        ),
+    };
+    Ok((id, timeout))
+}
+
+async fn read_instance(state: &Arc<AppState>, id: i64) -> Result<instances::InstanceRow, ApiError> {
+    let repo = Arc::clone(state.executor.repo());
+    tokio::task::spawn_blocking(move || repo.with(|c| instances::get(c, id)))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .ok_or_else(|| {
+            ApiError::client(
+                StatusCode::NOT_FOUND,
+                "run.not_found",
+                format!("batch instance {id} does not exist"),
+            )
+        })
+}
+
+/// `GetBatchInstance`.
+pub async fn get_instance(
+    state: &Arc<AppState>,
+    payload: serde_json::Value,
+) -> Result<serde_json::Value, ApiError> {
+    let (id, _) = instance_id(payload, "GetBatchInstance")?;
+    let row = read_instance(state, id).await?;
+    serde_json::to_value(row).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// `WaitBatchInstance`: answers when the run has ended or the time is up (`timedOut`).
+pub async fn wait_instance(
+    state: &Arc<AppState>,
+    payload: serde_json::Value,
+) -> Result<serde_json::Value, ApiError> {
+    let (id, timeout) = instance_id(payload, "WaitBatchInstance")?;
+    let deadline = Instant::now() + Duration::from_secs_f64(timeout.unwrap_or(30.0).min(3600.0));
+    loop {
+        let row = read_instance(state, id).await?;
+        let timed_out = Instant::now() >= deadline;
+        if row.state != instances::state::RUNNING || timed_out {
+            let mut v = serde_json::to_value(row).map_err(|e| ApiError::internal(e.to_string()))?;
+            v["timedOut"] =
+                serde_json::Value::Bool(timed_out && v["state"] == instances::state::RUNNING);
+            return Ok(v);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `ListBatchInstances {limit?}`: the most recent instances, newest first.
+pub async fn list_instances(
+    state: &Arc<AppState>,
+    payload: serde_json::Value,
+) -> Result<serde_json::Value, ApiError> {
+    let limit = payload
+        .get("limit")
+        .and_then(scalar)
+        .and_then(|s| s.parse::<i64>().ok())
+        .unwrap_or(20)
+        .clamp(1, 1000);
+    let repo = Arc::clone(state.executor.repo());
+    let rows = tokio::task::spawn_blocking(move || repo.with(|c| instances::list(c, limit)))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(serde_json::json!({ "instances": rows }))
+}
+
+/// `HaltBatchInstance`.
+pub async fn halt_instance(
+    state: &Arc<AppState>,
+    payload: serde_json::Value,
+) -> Result<serde_json::Value, ApiError> {
+    let (id, _) = instance_id(payload, "HaltBatchInstance")?;
+    let exec = Arc::clone(&state.executor);
+    tokio::task::spawn_blocking(move || exec.halt(id))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(from_start)?;
+    Ok(serde_json::json!({ "batchInstanceId": id, "haltRequested": true }))
+}
+
+/// `RestartBatchInstance`.
+pub async fn restart_instance(
+    state: &Arc<AppState>,
+    payload: serde_json::Value,
+) -> Result<serde_json::Value, ApiError> {
+    let (id, _) = instance_id(payload, "RestartBatchInstance")?;
+    let exec = Arc::clone(&state.executor);
+    let n = tokio::task::spawn_blocking(move || exec.restart(id))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(from_start)?;
+    Ok(serde_json::json!({ "batchInstanceId": id, "actionsToRun": n }))
+}

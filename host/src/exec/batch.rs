@@ -1,0 +1,817 @@
+//! Batch instances: `RunElements` expanded into actions, ordered by the data they share,
+//! stored with their plans, and run in the background by an [`Executor`] that keeps every
+//! state in the repository as it changes.
+//!
+//! Order: action X waits for action Y when a source of X and a target of Y are the same
+//! object (by the object type's identity: connection, schema, name), across sheets; objects
+//! whose `dependency` is not `Y` do not order actions, and an action never waits for itself.
+//! Independent actions run in parallel, at most `max_parallel_actions` at once over all
+//! instances, each on a thread of its own (plugin calls block). After an error the actions
+//! that depend on it are skipped and the independent ones go on.
+
+use super::{ActionPlan, actions_of, run_action};
+use crate::keys::KeyStore;
+use crate::plugins::Registry;
+use crate::repo::instances::{self, NewAction, NewInstance, state};
+use crate::repo::{self, Repository};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use weft_sdk::abi_stable::std_types::RString;
+use weft_sdk::{AttributeValue, Dialect, ObjectRef};
+
+/// One element of `elementList`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Element {
+    /// `S` sheet, `A` action, `F` folder.
+    #[serde(rename = "elementType")]
+    pub kind: char,
+    /// Its id.
+    #[serde(rename = "elementId")]
+    pub id: i64,
+}
+
+/// A request to run elements.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// `batchName`.
+    pub batch_name: String,
+    /// `user`.
+    pub user: String,
+    /// What to run.
+    pub elements: Vec<Element>,
+    /// `variableList`: name and value.
+    pub variables: Vec<(String, String)>,
+}
+
+/// Why a run did not start (nothing was stored).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// An element does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The actions wait for each other in a circle.
+    #[error("{0}")]
+    Cycle(String),
+    /// The instance cannot be halted or restarted in its state.
+    #[error("{0}")]
+    Conflict(String),
+    /// A stored sheet could not be read back.
+    #[error("{0}")]
+    Invalid(String),
+    /// The repository failed.
+    #[error(transparent)]
+    Repo(#[from] repo::Error),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum Attr {
+    Bool(bool),
+    String(String),
+    Integer(i64),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Obj {
+    node: i64,
+    object_type: i64,
+    connection: i64,
+    name: String,
+    schema: Option<String>,
+    dependency: String,
+}
+
+/// An action's plan as stored with the instance: the repository state it came from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct StoredPlan {
+    id: i64,
+    name: String,
+    module: String,
+    text: Option<String>,
+    attributes: Vec<(String, Attr)>,
+    sources: Vec<Obj>,
+    targets: Vec<Obj>,
+}
+
+fn obj_out(o: &ObjectRef, dep: &str) -> Obj {
+    Obj {
+        node: o.node_id,
+        object_type: o.object_type_id,
+        connection: o.connection_id,
+        name: o.name.to_string(),
+        schema: o.schema.as_ref().into_option().map(|s| s.to_string()),
+        dependency: dep.to_owned(),
+    }
+}
+
+fn obj_in(o: &Obj, dialect: &dyn Fn(i64) -> Dialect) -> (ObjectRef, String) {
+    (
+        ObjectRef {
+            node_id: o.node,
+            object_type_id: o.object_type,
+            connection_id: o.connection,
+            name: o.name.as_str().into(),
+            schema: o.schema.as_deref().map(RString::from).into(),
+            dialect: dialect(o.connection),
+        },
+        o.dependency.clone(),
+    )
+}
+
+impl StoredPlan {
+    fn from_plan(p: &ActionPlan) -> Self {
+        StoredPlan {
+            id: p.id,
+            name: p.name.clone(),
+            module: p.module.clone(),
+            text: p.text.clone(),
+            attributes: p
+                .attributes
+                .iter()
+                .map(|(k, v)| {
+                    let a = match v {
+                        AttributeValue::Bool(b) => Attr::Bool(*b),
+                        AttributeValue::String(s) => Attr::String(s.to_string()),
+                        AttributeValue::Integer(i) => Attr::Integer(*i),
+                    };
+                    (k.clone(), a)
+                })
+                .collect(),
+            sources: p.sources.iter().map(|(o, d)| obj_out(o, d)).collect(),
+            targets: p.targets.iter().map(|(o, d)| obj_out(o, d)).collect(),
+        }
+    }
+
+    fn to_plan(&self, dialect: &dyn Fn(i64) -> Dialect) -> ActionPlan {
+        ActionPlan {
+            id: self.id,
+            index: 0,
+            name: self.name.clone(),
+            module: self.module.clone(),
+            text: self.text.clone(),
+            attributes: self
+                .attributes
+                .iter()
+                .map(|(k, a)| {
+                    let v = match a {
+                        Attr::Bool(b) => AttributeValue::Bool(*b),
+                        Attr::String(s) => AttributeValue::String(s.as_str().into()),
+                        Attr::Integer(i) => AttributeValue::Integer(*i),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+            sources: self.sources.iter().map(|o| obj_in(o, dialect)).collect(),
+            targets: self.targets.iter().map(|o| obj_in(o, dialect)).collect(),
+        }
+    }
+}
+
+/// The identity of an object for ordering: the object type's, or connection, lower-case
+/// schema and name when no loaded type serves it.
+fn identity(registry: &Registry, o: &ObjectRef) -> (i64, String, String) {
+    if let Some(t) = registry.object_type(o.object_type_id) {
+        if let Ok(id) = t.object_type.identity(o).into_result() {
+            return (id.connection_id, id.schema.to_string(), id.name.to_string());
+        }
+    }
+    let schema = o
+        .schema
+        .as_ref()
+        .into_option()
+        .map(|s| s.to_lowercase())
+        .unwrap_or_default();
+    (o.connection_id, schema, o.name.to_lowercase())
+}
+
+/// For each action, the actions it waits for: X waits for Y when a `Y`-dependency source of
+/// X is a `Y`-dependency target of Y (never for itself).
+pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, Vec<i64>> {
+    let mut writers: HashMap<(i64, String, String), Vec<i64>> = HashMap::new();
+    for p in plans {
+        for (o, dep) in &p.targets {
+            if dep == "Y" {
+                writers.entry(identity(registry, o)).or_default().push(p.id);
+            }
+        }
+    }
+    let mut deps = BTreeMap::new();
+    for p in plans {
+        let mut d: Vec<i64> = p
+            .sources
+            .iter()
+            .filter(|(_, dep)| dep == "Y")
+            .flat_map(|(o, _)| {
+                writers
+                    .get(&identity(registry, o))
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter(|w| *w != p.id)
+            .collect();
+        d.sort_unstable();
+        d.dedup();
+        deps.insert(p.id, d);
+    }
+    deps
+}
+
+/// A cycle among `deps`, as the action ids along it (first repeated at the end).
+fn cycle(deps: &BTreeMap<i64, Vec<i64>>) -> Option<Vec<i64>> {
+    let mut state: HashMap<i64, u8> = HashMap::new();
+    for &start in deps.keys() {
+        if state.contains_key(&start) {
+            continue;
+        }
+        let mut stack: Vec<(i64, usize)> = vec![(start, 0)];
+        state.insert(start, 1);
+        while let Some(&mut (node, ref mut i)) = stack.last_mut() {
+            let next = deps.get(&node).map_or(&[][..], Vec::as_slice);
+            if let Some(&to) = next.get(*i) {
+                *i += 1;
+                match state.get(&to) {
+                    None => {
+                        state.insert(to, 1);
+                        stack.push((to, 0));
+                    }
+                    Some(1) => {
+                        let from = stack.iter().position(|(n, _)| *n == to).unwrap_or(0);
+                        let mut c: Vec<i64> = stack[from..].iter().map(|(n, _)| *n).collect();
+                        c.push(to);
+                        return Some(c);
+                    }
+                    _ => {}
+                }
+            } else {
+                state.insert(node, 2);
+                stack.pop();
+            }
+        }
+    }
+    None
+}
+
+/// Runs batch instances in the background.
+pub struct Executor {
+    repo: Arc<Repository>,
+    registry: Arc<Registry>,
+    keys: Option<Arc<KeyStore>>,
+    limit: usize,
+    running: Arc<(Mutex<usize>, Condvar)>,
+    halts: Mutex<HashMap<i64, Arc<AtomicBool>>>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Executor {
+    /// An executor running at most `limit` actions at once.
+    pub fn new(
+        repo: Arc<Repository>,
+        registry: Arc<Registry>,
+        keys: Option<Arc<KeyStore>>,
+        limit: usize,
+    ) -> Arc<Self> {
+        Arc::new(Executor {
+            repo,
+            registry,
+            keys,
+            limit: limit.max(1),
+            running: Arc::new((Mutex::new(0), Condvar::new())),
+            halts: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The repository.
+    pub fn repo(&self) -> &Arc<Repository> {
+        &self.repo
+    }
+
+    fn dialect_fn(&self) -> impl Fn(i64) -> Dialect + use<> {
+        let keys = self.keys.as_ref().and_then(|k| k.current().ok());
+        move |id| match keys.as_ref().and_then(|k| k.get(&id.to_string())) {
+            Some(e) => crate::connect::dialect_of(&e.kind, &e.url),
+            None => Dialect::Generic,
+        }
+    }
+
+    /// Expands `req` into actions, orders them, stores the instance and starts it. Answers
+    /// with the instance id at once; the run goes on in the background.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::NotFound`] naming a missing element, [`StartError::Cycle`] naming the
+    /// actions and objects of a cycle; nothing is stored then.
+    pub fn start(self: &Arc<Self>, req: RunRequest) -> Result<i64, StartError> {
+        let dialect = self.dialect_fn();
+        let plans = self
+            .repo
+            .with(|conn| expand(conn, &req.elements, &dialect))??;
+        let deps = dependencies(&self.registry, &plans);
+        if let Some(c) = cycle(&deps) {
+            return Err(StartError::Cycle(describe_cycle(
+                &self.registry,
+                &plans,
+                &c,
+            )));
+        }
+        let sheet_of: HashMap<i64, i64> = self.repo.with(|conn| {
+            let mut m = HashMap::new();
+            for p in &plans {
+                if let Some((sheet, _)) = instances::node(conn, p.id)? {
+                    m.insert(p.id, sheet);
+                }
+            }
+            Ok(m)
+        })?;
+        let new = NewInstance {
+            batch_name: req.batch_name.clone(),
+            user: req.user.clone(),
+            elements: serde_json::to_string(&req.elements)
+                .map_err(|e| StartError::Invalid(e.to_string()))?,
+            variables: serde_json::to_string(&req.variables)
+                .map_err(|e| StartError::Invalid(e.to_string()))?,
+            actions: plans
+                .iter()
+                .map(|p| {
+                    Ok(NewAction {
+                        action_id: p.id,
+                        sheet_id: sheet_of.get(&p.id).copied().unwrap_or(0),
+                        name: p.name.clone(),
+                        module: p.module.clone(),
+                        plan: serde_json::to_string(&StoredPlan::from_plan(p))
+                            .map_err(|e| StartError::Invalid(e.to_string()))?,
+                        depends_on: deps.get(&p.id).cloned().unwrap_or_default(),
+                    })
+                })
+                .collect::<Result<_, StartError>>()?,
+        };
+        let id = self.repo.tx(|conn| instances::create(conn, &new))?;
+        tracing::info!(message = "Batch instance started.", batch_instance_id = id, batch_name = %req.batch_name, actions = plans.len());
+        self.spawn(id);
+        Ok(id)
+    }
+
+    fn spawn(self: &Arc<Self>, id: i64) {
+        let halt = Arc::new(AtomicBool::new(false));
+        self.halts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id, Arc::clone(&halt));
+        let me = Arc::clone(self);
+        let spawned = std::thread::Builder::new().name(format!("weft-instance-{id}")).spawn(move || {
+            if let Err(e) = me.coordinate(id, &halt) {
+                tracing::error!(message = "Batch instance failed in the executor.", batch_instance_id = id, error = %e);
+                let _ = me.repo.with(|c| instances::set_instance(c, id, state::FAILED));
+            }
+            me.halts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+        });
+        if let Err(e) = spawned {
+            tracing::error!(message = "Cannot start the instance's thread.", batch_instance_id = id, error = %e);
+        }
+    }
+
+    /// Asks a running instance to halt: running actions finish, nothing new starts.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::NotFound`] or [`StartError::Conflict`] when it is not running.
+    pub fn halt(&self, id: i64) -> Result<(), StartError> {
+        let row = self
+            .repo
+            .with(|c| instances::get(c, id))?
+            .ok_or_else(|| StartError::NotFound(format!("batch instance {id} does not exist")))?;
+        if row.state != state::RUNNING {
+            return Err(StartError::Conflict(format!(
+                "batch instance {id} is {}, not running",
+                row.state
+            )));
+        }
+        self.repo.with(|c| instances::request_halt(c, id))?;
+        if let Some(h) = self
+            .halts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&id)
+        {
+            h.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// Runs again what failed, was skipped or halted in an instance that has ended; never
+    /// what finished. Returns how many actions run again.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::NotFound`], or [`StartError::Conflict`] for a running or finished one.
+    pub fn restart(self: &Arc<Self>, id: i64) -> Result<usize, StartError> {
+        let row = self
+            .repo
+            .with(|c| instances::get(c, id))?
+            .ok_or_else(|| StartError::NotFound(format!("batch instance {id} does not exist")))?;
+        if row.state == state::RUNNING
+            || self
+                .halts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains_key(&id)
+        {
+            return Err(StartError::Conflict(format!(
+                "batch instance {id} is still running"
+            )));
+        }
+        if row.state == state::FINISHED {
+            return Err(StartError::Conflict(format!(
+                "batch instance {id} finished; there is nothing to run again"
+            )));
+        }
+        let n = self.repo.tx(|c| instances::reset_for_restart(c, id))?;
+        tracing::info!(
+            message = "Batch instance restarted.",
+            batch_instance_id = id,
+            actions = n
+        );
+        self.spawn(id);
+        Ok(n)
+    }
+
+    fn acquire(&self) {
+        let (lock, cv) = &*self.running;
+        let mut n = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *n >= self.limit {
+            n = cv
+                .wait(n)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *n += 1;
+    }
+
+    fn try_acquire(&self) -> bool {
+        let (lock, _) = &*self.running;
+        let mut n = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *n < self.limit {
+            *n += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn release(running: &(Mutex<usize>, Condvar)) {
+        let (lock, cv) = running;
+        let mut n = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *n = n.saturating_sub(1);
+        cv.notify_all();
+    }
+
+    /// The loop of one instance: start what is ready, record what ended, until nothing is
+    /// left; then the instance's final state.
+    fn coordinate(self: &Arc<Self>, id: i64, halt: &AtomicBool) -> Result<(), StartError> {
+        let row = self
+            .repo
+            .with(|c| instances::get(c, id))?
+            .ok_or_else(|| StartError::NotFound(format!("batch instance {id} vanished")))?;
+        let variables: Vec<(String, String)> =
+            serde_json::from_str(&row.variables).unwrap_or_default();
+        let mut states: BTreeMap<i64, String> = row
+            .actions
+            .iter()
+            .map(|a| (a.action_id, a.state.clone()))
+            .collect();
+        let deps: BTreeMap<i64, Vec<i64>> = row
+            .actions
+            .iter()
+            .map(|a| (a.action_id, a.depends_on.clone()))
+            .collect();
+        let plans: HashMap<i64, String> = row
+            .actions
+            .iter()
+            .map(|a| (a.action_id, a.plan.clone()))
+            .collect();
+        let (tx, rx) = std::sync::mpsc::channel::<(i64, super::Ran)>();
+        let mut running: HashSet<i64> = HashSet::new();
+        loop {
+            if halt.load(Ordering::SeqCst) {
+                for (a, s) in states.iter_mut() {
+                    if s == "D" || s == "W" {
+                        self.repo.with(|c| instances::set_action(c, id, *a, "H"))?;
+                        *s = "H".to_owned();
+                    }
+                }
+            }
+            // Skip what depends on a failure; make ready what all it waits for finished.
+            let mut changed = true;
+            while changed {
+                changed = false;
+                let snapshot = states.clone();
+                for (a, s) in states.iter_mut() {
+                    if s != "D" && s != "W" {
+                        continue;
+                    }
+                    let ds = &deps[a];
+                    if ds
+                        .iter()
+                        .any(|d| matches!(snapshot.get(d).map(String::as_str), Some("E" | "S")))
+                    {
+                        self.repo.with(|c| instances::set_action(c, id, *a, "S"))?;
+                        *s = "S".to_owned();
+                        changed = true;
+                    } else if s == "D"
+                        && ds
+                            .iter()
+                            .all(|d| snapshot.get(d).map(String::as_str) == Some("F"))
+                    {
+                        self.repo.with(|c| instances::set_action(c, id, *a, "W"))?;
+                        *s = "W".to_owned();
+                        changed = true;
+                    }
+                }
+            }
+            // Start ready actions while there is room.
+            let ready: Vec<i64> = states
+                .iter()
+                .filter(|(_, s)| *s == "W")
+                .map(|(a, _)| *a)
+                .collect();
+            for a in ready {
+                let got = if running.is_empty() {
+                    self.acquire_blocking_or_halt(halt)
+                } else {
+                    self.try_acquire()
+                };
+                if !got {
+                    break;
+                }
+                self.repo.with(|c| instances::set_action(c, id, a, "R"))?;
+                states.insert(a, "R".to_owned());
+                running.insert(a);
+                self.launch(
+                    id,
+                    a,
+                    &plans[&a],
+                    &row.batch_name,
+                    &row.user,
+                    &variables,
+                    tx.clone(),
+                );
+            }
+            if running.is_empty() {
+                let open = states.values().any(|s| s == "W" || s == "D");
+                if !open || halt.load(Ordering::SeqCst) {
+                    break;
+                }
+                continue;
+            }
+            // Wait for an action to end.
+            let Ok((a, ran)) = rx.recv() else { break };
+            running.remove(&a);
+            let (error, o) = match &ran.outcome {
+                Ok(o) => (None, *o),
+                Err(e) => (Some(e.as_str()), weft_sdk::RunOutcome::default()),
+            };
+            self.repo.with(|c| {
+                instances::end_action(
+                    c,
+                    id,
+                    a,
+                    error,
+                    o.rows_read,
+                    o.rows_written,
+                    o.rows_updated,
+                    &ran.log,
+                )
+            })?;
+            states.insert(a, if error.is_some() { "E" } else { "F" }.to_owned());
+        }
+        let any = |l: &str| states.values().any(|s| s == l);
+        let final_state = if any("H") {
+            state::HALTED
+        } else if any("E") || any("S") {
+            state::FAILED
+        } else {
+            state::FINISHED
+        };
+        self.repo
+            .with(|c| instances::set_instance(c, id, final_state))?;
+        tracing::info!(
+            message = "Batch instance ended.",
+            batch_instance_id = id,
+            state = final_state
+        );
+        Ok(())
+    }
+
+    fn acquire_blocking_or_halt(&self, halt: &AtomicBool) -> bool {
+        if halt.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.acquire();
+        true
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        self: &Arc<Self>,
+        id: i64,
+        action: i64,
+        plan: &str,
+        batch_name: &str,
+        user: &str,
+        variables: &[(String, String)],
+        done: std::sync::mpsc::Sender<(i64, super::Ran)>,
+    ) {
+        let me = Arc::clone(self);
+        let plan = plan.to_owned();
+        let mut vars = variables.to_vec();
+        let now = chrono::Utc::now();
+        // Built-ins come last, so that they win over a variable of the same name.
+        vars.extend([
+            ("batch_instance_id".to_owned(), id.to_string()),
+            ("action_id".to_owned(), action.to_string()),
+            ("batch_name".to_owned(), batch_name.to_owned()),
+            ("user".to_owned(), user.to_owned()),
+            (
+                "schedule_date".to_owned(),
+                now.format("%Y-%m-%d").to_string(),
+            ),
+            (
+                "action_start_utc".to_owned(),
+                now.format("%Y-%m-%d %H:%M:%S").to_string(),
+            ),
+            (
+                "action_start_local".to_owned(),
+                now.with_timezone(&chrono::Local)
+                    .format("%Y-%m-%d %H:%M:%S")
+                    .to_string(),
+            ),
+        ]);
+        let running = Arc::clone(&self.running);
+        let spawned = std::thread::Builder::new()
+            .name(format!("weft-action-{action}"))
+            .spawn(move || {
+                let dialect = me.dialect_fn();
+                let ran = match serde_json::from_str::<StoredPlan>(&plan) {
+                    Ok(p) => match me.keys.as_ref().map(|k| k.current()) {
+                        Some(Ok(keys)) => {
+                            run_action(&me.registry, &keys, &p.to_plan(&dialect), &vars)
+                        }
+                        Some(Err(e)) => super::Ran {
+                            outcome: Err(format!(
+                                "action {action}: the key file cannot be read: {e}"
+                            )),
+                            log: Vec::new(),
+                        },
+                        None => super::Ran {
+                            outcome: Err(format!("action {action}: no key file")),
+                            log: Vec::new(),
+                        },
+                    },
+                    Err(e) => super::Ran {
+                        outcome: Err(format!(
+                            "action {action}: its stored plan cannot be read: {e}"
+                        )),
+                        log: Vec::new(),
+                    },
+                };
+                Executor::release(&running);
+                let _ = done.send((action, ran));
+            });
+        if let Err(e) = spawned {
+            Executor::release(&self.running);
+            let _ = done_error(action, &e);
+        }
+    }
+}
+
+fn done_error(action: i64, e: &std::io::Error) -> String {
+    tracing::error!(message = "Cannot start the action's thread.", action_id = action, error = %e);
+    e.to_string()
+}
+
+/// The actions the elements name, from the repository's current state.
+fn expand(
+    conn: &rusqlite::Connection,
+    elements: &[Element],
+    dialect: &dyn Fn(i64) -> Dialect,
+) -> repo::Result<Result<Vec<ActionPlan>, StartError>> {
+    let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
+    for e in elements {
+        match e.kind {
+            'S' => {
+                if instances::sheet_definition(conn, e.id)?.is_none() {
+                    return Ok(Err(StartError::NotFound(format!(
+                        "element S {}: sheet {} does not exist",
+                        e.id, e.id
+                    ))));
+                }
+                sheets.push((e.id, None));
+            }
+            'A' => match instances::node(conn, e.id)? {
+                Some((sheet, 0)) => sheets.push((sheet, Some(e.id))),
+                Some((_, _)) => {
+                    return Ok(Err(StartError::NotFound(format!(
+                        "element A {}: node {} is an object, not an action",
+                        e.id, e.id
+                    ))));
+                }
+                None => {
+                    return Ok(Err(StartError::NotFound(format!(
+                        "element A {}: action {} does not exist",
+                        e.id, e.id
+                    ))));
+                }
+            },
+            'F' => match instances::sheets_below(conn, e.id)? {
+                Some(ids) => sheets.extend(ids.into_iter().map(|s| (s, None))),
+                None => {
+                    return Ok(Err(StartError::NotFound(format!(
+                        "element F {}: folder {} does not exist",
+                        e.id, e.id
+                    ))));
+                }
+            },
+            other => {
+                return Ok(Err(StartError::NotFound(format!(
+                    "element type `{other}` is not known; use S (sheet), A (action) or F (folder)"
+                ))));
+            }
+        }
+    }
+    let mut plans: Vec<ActionPlan> = Vec::new();
+    let mut seen: HashSet<i64> = HashSet::new();
+    let mut parsed: HashMap<i64, Vec<ActionPlan>> = HashMap::new();
+    for (sheet, only) in sheets {
+        if !parsed.contains_key(&sheet) {
+            let Some(def) = instances::sheet_definition(conn, sheet)? else {
+                continue;
+            };
+            let doc =
+                format!("{{\"version\": 1, \"transformationData\": {{\"sheets\": [{def}]}}}}");
+            let (doc, problems) = crate::dsr::parse(&doc);
+            let Some(s) = doc
+                .filter(|_| !problems.has_errors())
+                .and_then(|d| d.sheets.into_iter().next())
+            else {
+                return Ok(Err(StartError::Invalid(format!(
+                    "sheet {sheet}: its stored definition cannot be read"
+                ))));
+            };
+            parsed.insert(sheet, actions_of(&s, dialect));
+        }
+        for p in &parsed[&sheet] {
+            if only.is_none_or(|a| a == p.id) && seen.insert(p.id) {
+                plans.push(p.clone());
+            }
+        }
+    }
+    Ok(Ok(plans))
+}
+
+fn describe_cycle(registry: &Registry, plans: &[ActionPlan], c: &[i64]) -> String {
+    let by_id: HashMap<i64, &ActionPlan> = plans.iter().map(|p| (p.id, p)).collect();
+    let mut parts = Vec::new();
+    for w in c.windows(2) {
+        let (waiter, writer) = (w[0], w[1]);
+        let shared: Vec<String> = match (by_id.get(&waiter), by_id.get(&writer)) {
+            (Some(a), Some(b)) => a
+                .sources
+                .iter()
+                .filter(|(o, _)| {
+                    b.targets
+                        .iter()
+                        .any(|(t, _)| identity(registry, t) == identity(registry, o))
+                })
+                .map(|(o, _)| format!("{} (connection {})", o.name, o.connection_id))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let name = |id: i64| {
+            by_id
+                .get(&id)
+                .map_or(String::new(), |p| format!(" `{}`", p.name))
+        };
+        parts.push(format!(
+            "action {waiter}{} reads {} that action {writer}{} writes",
+            name(waiter),
+            shared.join(", "),
+            name(writer)
+        ));
+    }
+    format!(
+        "the actions wait for each other in a cycle, so none can start: {}",
+        parts.join("; ")
+    )
+}
