@@ -1,0 +1,445 @@
+//! End to end: batch runs against the real server and real SQLite data connections. Sheets
+//! chained through their tables run in data order whatever order they were deployed and
+//! named in; a folder runs everything below it; variables reach the SQL; an error skips
+//! exactly its dependants; halt and restart; unknown elements and cycles are refused.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// A server with folder 10 `/etl`, connection 1 (type sqlite) whose key file entry is a real
+/// SQLite file holding `raw`, `stage`, `mart` and `other`.
+fn setup() -> (Weft, std::path::PathBuf) {
+    let w = Weft::start();
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(
+            "CREATE TABLE raw (id INTEGER, v TEXT);
+             INSERT INTO raw VALUES (1, 'a'), (2, 'b');
+             CREATE TABLE stage (id INTEGER, v TEXT);
+             CREATE TABLE mart (id INTEGER, v TEXT);
+             CREATE TABLE other (n INTEGER);
+             CREATE TABLE big (x INTEGER);
+             CREATE TABLE after_big (n INTEGER);",
+        )
+        .expect("tables");
+    let keyfile = w.home.path().join("keyfile");
+    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
+    keys.push_str(&format!("1|sqlite|{}|||\n", data.display()));
+    std::fs::write(&keyfile, keys).expect("write keyfile");
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/etl"}, {"id": 11, "path": "/etl/marts"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}]}}),
+    );
+    (w, data)
+}
+
+fn deploy(w: &Weft, doc: &Value) {
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "deploy failed: {v}");
+}
+
+/// A one-action sheet: `sources` -> action -> `target`, ids from `id`.
+fn sheet(
+    id: i64,
+    folder: (i64, &str),
+    module: &str,
+    sql: &str,
+    sources: &[&str],
+    target: &str,
+) -> Value {
+    let action = id * 10;
+    let mut nodes = vec![
+        json!({"id": action, "type": 0, "attributes": {"module": module, "name": format!("step {id}"), "action": sql}}),
+    ];
+    let mut edges = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        let n = action + 1 + i as i64;
+        nodes.push(json!({"id": n, "type": 1, "attributes": {"field1": s, "objectTypeId": 1, "connectionId": 1}}));
+        edges.push(json!({"id": n, "from": n, "to": action}));
+    }
+    let t = action + 9;
+    nodes.push(json!({"id": t, "type": 1, "attributes": {"field1": target, "objectTypeId": 1, "connectionId": 1}}));
+    edges.push(json!({"id": t, "from": action, "to": t}));
+    json!({"version": 1, "transformationData": {"sheets": [{"id": id,
+        "attributes": {"name": format!("sheet {id}"), "folder_id": folder.0, "folder": folder.1}, "nodes": nodes, "edges": edges}]}})
+}
+
+fn command(w: &Weft, command: &str, payload: Value, variables: Option<Value>) -> (u16, Value) {
+    let mut body = json!({"command": command, "payload": payload});
+    if let Some(v) = variables {
+        body["variableList"] = v;
+    }
+    post(&w.url, body.to_string().into_bytes())
+}
+
+fn run(w: &Weft, elements: &[(&str, i64)], variables: Option<Value>) -> i64 {
+    let list: Vec<Value> = elements
+        .iter()
+        .map(|(t, id)| json!({"elementType": t, "elementId": id}))
+        .collect();
+    let (st, v) = command(
+        w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "test", "user": "tester", "elementList": list}}),
+        variables,
+    );
+    assert_eq!(st, 200, "{v}");
+    v["payload"]["batchInstanceId"]
+        .as_i64()
+        .expect("batchInstanceId")
+}
+
+fn wait(w: &Weft, id: i64) -> Value {
+    let (st, v) = command(
+        w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "timeoutSeconds": 60}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["timedOut"], false, "{v}");
+    v["payload"].clone()
+}
+
+fn action<'a>(inst: &'a Value, id: i64) -> &'a Value {
+    inst["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .find(|a| a["actionId"] == id)
+        .unwrap_or_else(|| panic!("action {id} in {inst}"))
+}
+
+fn rows(path: &std::path::Path, sql: &str) -> Vec<String> {
+    let c = rusqlite::Connection::open(path).expect("open");
+    let mut st = c.prepare(sql).expect("prepare");
+    st.query_map([], |r| {
+        Ok(format!(
+            "{}|{}",
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?
+        ))
+    })
+    .expect("query")
+    .collect::<Result<_, _>>()
+    .expect("rows")
+}
+
+/// Three sheets chained raw -> stage -> mart, deployed in reverse order.
+fn chain(w: &Weft) {
+    deploy(
+        w,
+        &sheet(
+            300,
+            (11, "/etl/marts"),
+            "Insert",
+            "SELECT id, v FROM stage",
+            &["stage"],
+            "mart",
+        ),
+    );
+    deploy(
+        w,
+        &sheet(
+            200,
+            (10, "/etl"),
+            "Insert",
+            "SELECT id, v FROM raw",
+            &["raw"],
+            "stage",
+        ),
+    );
+    deploy(
+        w,
+        &sheet(
+            100,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO raw VALUES (${n}, '${label}')",
+            &[],
+            "raw",
+        ),
+    );
+}
+
+#[test]
+fn chained_sheets_run_in_data_order_with_variables() {
+    let (w, data) = setup();
+    chain(&w);
+    let vars = json!([{"variableName": "n", "variableType": "String", "variableValue": "3"},
+                      {"variableName": "label", "variableType": "String", "variableValue": "c"}]);
+    let id = run(&w, &[("S", 300), ("S", 200), ("S", 100)], Some(vars));
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        rows(&data, "SELECT id, v FROM mart ORDER BY id"),
+        vec!["1|a", "2|b", "3|c"],
+        "mart got every row, the new one too"
+    );
+    // Each action started after what it waits for ended.
+    let (a, b, c) = (
+        action(&inst, 1000),
+        action(&inst, 2000),
+        action(&inst, 3000),
+    );
+    assert!(
+        b["start"].as_str() >= a["end"].as_str() && c["start"].as_str() >= b["end"].as_str(),
+        "{inst}"
+    );
+    assert_eq!(c["rowsWritten"], 3);
+    assert!(
+        c["log"].as_array().is_some_and(|l| !l.is_empty()),
+        "the plugin's log is kept: {inst}"
+    );
+    assert_eq!(inst["batchName"], "test");
+    assert_eq!(inst["user"], "tester");
+    // Without the variables, the action that uses them fails and names the variable.
+    let id = run(&w, &[("A", 1000)], None);
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "failed");
+    assert!(
+        action(&inst, 1000)["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("variable `n` is not set"),
+        "{inst}"
+    );
+}
+
+#[test]
+fn a_folder_runs_everything_below_it() {
+    let (w, data) = setup();
+    chain(&w);
+    let vars = json!([{"variableName": "n", "variableValue": 7}, {"variableName": "label", "variableValue": "g"}]);
+    let id = run(&w, &[("F", 10)], Some(vars));
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        inst["actions"].as_array().map(Vec::len),
+        Some(3),
+        "the subfolder's sheet too"
+    );
+    assert_eq!(
+        rows(&data, "SELECT id, v FROM mart ORDER BY id"),
+        vec!["1|a", "2|b", "7|g"]
+    );
+    let (st, v) = command(&w, "ListBatchInstances", json!({}), None);
+    assert_eq!(st, 200);
+    assert_eq!(v["payload"]["instances"][0]["batchInstanceId"], id);
+}
+
+#[test]
+fn an_error_skips_exactly_its_dependants() {
+    let (w, data) = setup();
+    chain(&w);
+    // Break the middle step: a column that does not exist.
+    deploy(
+        &w,
+        &sheet(
+            200,
+            (10, "/etl"),
+            "Insert",
+            "SELECT id, v AS nope FROM raw",
+            &["raw"],
+            "stage",
+        ),
+    );
+    deploy(
+        &w,
+        &sheet(
+            400,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO other VALUES (42)",
+            &[],
+            "other",
+        ),
+    );
+    let vars = json!([{"variableName": "n", "variableValue": "3"}, {"variableName": "label", "variableValue": "c"}]);
+    let id = run(&w, &[("F", 10)], Some(vars));
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "failed");
+    assert_eq!(action(&inst, 1000)["state"], "F");
+    assert_eq!(action(&inst, 2000)["state"], "E");
+    assert!(
+        action(&inst, 2000)["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("nope"),
+        "{inst}"
+    );
+    assert_eq!(
+        action(&inst, 3000)["state"],
+        "S",
+        "the dependant is skipped"
+    );
+    assert_eq!(
+        action(&inst, 4000)["state"],
+        "F",
+        "the independent action goes on"
+    );
+    let other: i64 = rusqlite::Connection::open(&data)
+        .expect("data")
+        .query_row("SELECT COUNT(*) FROM other", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(other, 1);
+}
+
+#[test]
+fn halt_lets_running_actions_finish_and_restart_runs_the_rest() {
+    let (w, data) = setup();
+    let slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) INSERT INTO big SELECT x FROM c";
+    deploy(&w, &sheet(500, (10, "/etl"), "Sql", slow, &[], "big"));
+    deploy(
+        &w,
+        &sheet(
+            600,
+            (10, "/etl"),
+            "Insert",
+            "SELECT COUNT(*) AS n FROM big",
+            &["big"],
+            "after_big",
+        ),
+    );
+    let id = run(&w, &[("S", 600), ("S", 500)], None);
+    // Wait until the slow action runs, then halt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
+        if action(&v["payload"], 5000)["state"] == "R" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slow action never ran: {v}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let (st, v) = command(
+        &w,
+        "HaltBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "halted", "{inst}");
+    assert_eq!(
+        action(&inst, 5000)["state"],
+        "F",
+        "the running action finished"
+    );
+    assert_eq!(action(&inst, 6000)["state"], "H", "nothing new started");
+    // Halting again is refused; restarting runs what was halted, never what finished.
+    let (st, _) = command(
+        &w,
+        "HaltBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 409);
+    let (st, v) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["actionsToRun"], 1);
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    let c = rusqlite::Connection::open(&data).expect("data");
+    let big: i64 = c
+        .query_row("SELECT COUNT(*) FROM big", [], |r| r.get(0))
+        .expect("big");
+    assert_eq!(big, 2_000_000, "the slow action ran once");
+    let n: i64 = c
+        .query_row("SELECT n FROM after_big", [], |r| r.get(0))
+        .expect("after");
+    assert_eq!(n, 2_000_000);
+    let (st, _) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 409, "a finished instance has nothing to run again");
+}
+
+#[test]
+fn unknown_elements_and_cycles_are_refused_and_store_nothing() {
+    let (w, _) = setup();
+    let (st, v) = command(
+        &w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "x", "user": "u", "elementList": [{"elementType": "S", "elementId": 999}]}}),
+        None,
+    );
+    assert_eq!(st, 404, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("sheet 999 does not exist"),
+        "{v}"
+    );
+    let (st, v) = command(
+        &w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "x", "user": "u", "elementList": [{"elementType": "Q", "elementId": 1}]}}),
+        None,
+    );
+    assert_eq!(st, 400, "{v}");
+    // Two sheets that feed each other.
+    deploy(
+        &w,
+        &sheet(
+            700,
+            (10, "/etl"),
+            "Insert",
+            "SELECT id, v FROM stage",
+            &["stage"],
+            "mart",
+        ),
+    );
+    deploy(
+        &w,
+        &sheet(
+            800,
+            (10, "/etl"),
+            "Insert",
+            "SELECT id, v FROM mart",
+            &["mart"],
+            "stage",
+        ),
+    );
+    let (st, v) = command(
+        &w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "x", "user": "u", "elementList": [{"elementType": "F", "elementId": 10}]}}),
+        None,
+    );
+    assert_eq!(st, 422, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains("7000")
+            && msg.contains("8000")
+            && msg.contains("stage")
+            && msg.contains("mart"),
+        "{msg}"
+    );
+    let (_, v) = command(&w, "ListBatchInstances", json!({}), None);
+    assert_eq!(v["payload"]["instances"], json!([]), "nothing was stored");
+    let (st, _) = command(
+        &w,
+        "GetBatchInstance",
+        json!({"batchInstanceId": 12345}),
+        None,
+    );
+    assert_eq!(st, 404);
+}
