@@ -443,3 +443,176 @@ fn unknown_elements_and_cycles_are_refused_and_store_nothing() {
     );
     assert_eq!(st, 404);
 }
+
+#[test]
+fn monitoring_stays_right_while_20_runs_go_on() {
+    let (w, data) = setup();
+    deploy(
+        &w,
+        &sheet(
+            400,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO other VALUES (${n})",
+            &[],
+            "other",
+        ),
+    );
+    let ids: Vec<i64> = (0..20)
+        .map(|i| {
+            run(
+                &w,
+                &[("S", 400)],
+                Some(json!([{"variableName": "n", "variableValue": i}])),
+            )
+        })
+        .collect();
+    let mut distinct = ids.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 20);
+    // Ask about every instance while they run: each answer is about that instance and
+    // coherent (a finished action has an end, a running one a start and no end).
+    for _ in 0..3 {
+        for &id in &ids {
+            let (st, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
+            assert_eq!(st, 200, "{v}");
+            let p = &v["payload"];
+            assert_eq!(p["batchInstanceId"], id);
+            assert!(
+                ["running", "finished"].contains(&p["state"].as_str().unwrap_or("")),
+                "{p}"
+            );
+            let a = action(p, 4000);
+            match a["state"].as_str().unwrap_or("") {
+                "F" => assert!(a["end"].is_string() && a["start"].is_string(), "{a}"),
+                "R" => assert!(a["start"].is_string() && a["end"].is_null(), "{a}"),
+                "W" | "D" => assert!(a["start"].is_null(), "{a}"),
+                other => panic!("state {other} in {p}"),
+            }
+            if p["state"] == "finished" {
+                assert_eq!(a["state"], "F", "{p}");
+            }
+        }
+    }
+    for &id in &ids {
+        assert_eq!(wait(&w, id)["state"], "finished");
+    }
+    let c = rusqlite::Connection::open(&data).expect("data");
+    let (n, sum): (i64, i64) = c
+        .query_row("SELECT COUNT(*), SUM(n) FROM other", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .expect("rows");
+    assert_eq!(
+        (n, sum),
+        (20, (0..20).sum()),
+        "each run wrote its own variable once"
+    );
+}
+
+#[test]
+fn a_kill_during_a_large_transfer_loses_nothing_and_duplicates_nothing() {
+    let (w, data) = setup();
+    // Connection 2: a second file with a million rows to move.
+    let source = w.home.path().join("source.db");
+    rusqlite::Connection::open(&source)
+        .expect("source")
+        .execute_batch(
+            "CREATE TABLE src (id INTEGER, name TEXT);
+             WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000)
+             INSERT INTO src SELECT x, 'name ' || x FROM c;",
+        )
+        .expect("source rows");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE dst (id INTEGER, name TEXT); CREATE TABLE marker (n INTEGER);")
+        .expect("tables");
+    let keyfile = w.home.path().join("keyfile");
+    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
+    keys.push_str(&format!("2|sqlite|{}|||\n", source.display()));
+    std::fs::write(&keyfile, keys).expect("write keyfile");
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"connections": [{"id": 2, "name": "source", "type": "sqlite"}]}}),
+    );
+    // First a quick action (it finishes before the kill), then the large Transfer after it.
+    deploy(
+        &w,
+        &sheet(
+            900,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO marker VALUES (1)",
+            &[],
+            "marker",
+        ),
+    );
+    let transfer = json!({"version": 1, "transformationData": {"sheets": [{"id": 910,
+        "attributes": {"name": "move", "folder_id": 10, "folder": "/etl"},
+        "nodes": [
+            {"id": 9100, "type": 0, "attributes": {"module": "Transfer", "name": "move", "action": "SELECT id, name FROM src", "batchRows": 5000}},
+            {"id": 9101, "type": 1, "attributes": {"field1": "src", "objectTypeId": 1, "connectionId": 2}},
+            {"id": 9102, "type": 1, "attributes": {"field1": "marker", "objectTypeId": 1, "connectionId": 1}},
+            {"id": 9109, "type": 1, "attributes": {"field1": "dst", "objectTypeId": 1, "connectionId": 1}}],
+        "edges": [{"id": 9101, "from": 9101, "to": 9100}, {"id": 9102, "from": 9102, "to": 9100}, {"id": 9109, "from": 9100, "to": 9109}]}]}});
+    // `marker` (connection 1) is a source of the Transfer only so that it waits for the
+    // marker action; its query runs on connection 2. Transfer's validation wants all sources
+    // on one connection, so this sheet is deployed without validation.
+    let body = json!({"command": "DeployRepository", "payload": {"content": transfer.to_string(), "deployOptions": {"validate": false}}});
+    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(st, 200, "{v}");
+    let id = run(&w, &[("S", 910), ("S", 900)], None);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
+        let t = action(&v["payload"], 9100);
+        if t["state"] == "R" {
+            break;
+        }
+        assert!(
+            t["state"] != "F",
+            "the transfer finished before the kill; make it larger"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the transfer never started: {v}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let home = w.stop(); // SIGKILL
+    let count = |table: &str| -> i64 {
+        rusqlite::Connection::open(&data)
+            .expect("data")
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .expect("count")
+    };
+    assert_eq!(count("dst"), 0, "a killed action left no partial rows");
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
+    let p = &v["payload"];
+    assert_eq!(p["state"], "interrupted", "{p}");
+    assert_eq!(action(p, 9000)["state"], "F");
+    assert_eq!(action(p, 9100)["state"], "E");
+    assert_eq!(action(p, 9100)["error"], "interrupted by a server stop");
+    let (st, v) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        v["payload"]["actionsToRun"], 1,
+        "the finished action does not run again"
+    );
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(count("dst"), 1_000_000, "every row once");
+    assert_eq!(count("marker"), 1, "no finished action ran twice");
+    let distinct: i64 = rusqlite::Connection::open(&data)
+        .expect("data")
+        .query_row("SELECT COUNT(DISTINCT id) FROM dst", [], |r| r.get(0))
+        .expect("distinct");
+    assert_eq!(distinct, 1_000_000);
+}
