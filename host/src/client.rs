@@ -45,25 +45,106 @@ pub struct DeployArgs {
     pub home: PathBuf,
 }
 
+/// The service a client talks to: its URL, the bearer token when the key file has one for
+/// that URL, and an HTTP client.
+pub struct Service {
+    /// The endpoint.
+    pub url: String,
+    token: Option<String>,
+    http: reqwest::blocking::Client,
+    who: &'static str,
+}
+
+impl Service {
+    /// Finds the service: `url`, else key file entry `weft_server` of `home`. `who` prefixes
+    /// messages (`deploySheet`, `weft run`).
+    ///
+    /// # Errors
+    ///
+    /// [`Exit::Usage`] when no URL is known, after printing why.
+    pub fn locate(url: Option<&str>, home: &Path, who: &'static str) -> Result<Self, Exit> {
+        let keyfile = KeyFile::load(&KeyFile::path_in(home));
+        let server_entry = keyfile
+            .as_ref()
+            .ok()
+            .and_then(|k| k.get(keys::SERVER_KEY).cloned());
+        let url = match (url, &server_entry) {
+            (Some(u), _) => u.to_owned(),
+            (None, Some(e)) => e.url.clone(),
+            (None, None) => {
+                let why = match &keyfile {
+                    Err(e) => e.to_string(),
+                    Ok(_) => format!("the key file has no entry `{}`", keys::SERVER_KEY),
+                };
+                eprintln!("{who}: no --url given and the service address is unknown: {why}");
+                return Err(Exit::Usage);
+            }
+        };
+        // The token goes only to the server the key file names.
+        let token = server_entry
+            .filter(|e| same_origin(&e.url, &url))
+            .and_then(|e| e.option("token").map(str::to_owned));
+        let http = reqwest::blocking::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(3700))
+            .build()
+            .map_err(|e| {
+                eprintln!("{who}: cannot set up the HTTP client: {e}");
+                Exit::ServerError
+            })?;
+        Ok(Service {
+            url,
+            token,
+            http,
+            who,
+        })
+    }
+
+    /// Sends one command envelope; the status and the JSON answer.
+    ///
+    /// # Errors
+    ///
+    /// [`Exit::Unreachable`] or [`Exit::ServerError`], after printing why.
+    pub fn call(
+        &self,
+        body: &serde_json::Value,
+    ) -> Result<(reqwest::StatusCode, serde_json::Value), Exit> {
+        let (who, url) = (self.who, &self.url);
+        let mut request = self.http.post(url).json(body);
+        if let Some(t) = &self.token {
+            request = request.bearer_auth(t);
+        }
+        let response = request.send().map_err(|e| {
+            let what = if e.is_connect() {
+                "cannot connect"
+            } else if e.is_timeout() {
+                "no answer in time"
+            } else {
+                "request failed"
+            };
+            eprintln!(
+                "{who}: the service at {url} cannot be reached ({what}): {}",
+                error_chain(&e)
+            );
+            eprintln!("{who}: is the server running? Start it with `weft serve`, or give --url");
+            Exit::Unreachable
+        })?;
+        let status = response.status();
+        let answer: serde_json::Value = response.json().map_err(|e| {
+            eprintln!("{who}: the service at {url} answered {status} with a body that is not weft's JSON: {e}");
+            Exit::ServerError
+        })?;
+        Ok((status, answer))
+    }
+}
+
 /// Runs `weft deploy`, printing to standard output and error; returns the exit code.
 pub fn deploy(args: &DeployArgs) -> Exit {
-    let keyfile = KeyFile::load(&KeyFile::path_in(&args.home));
-    let server_entry = keyfile
-        .as_ref()
-        .ok()
-        .and_then(|k| k.get(keys::SERVER_KEY).cloned());
-    let url = match (&args.url, &server_entry) {
-        (Some(u), _) => u.clone(),
-        (None, Some(e)) => e.url.clone(),
-        (None, None) => {
-            let why = match &keyfile {
-                Err(e) => e.to_string(),
-                Ok(_) => format!("the key file has no entry `{}`", keys::SERVER_KEY),
-            };
-            eprintln!("deploySheet: no --url given and the service address is unknown: {why}");
-            return Exit::Usage;
-        }
+    let service = match Service::locate(args.url.as_deref(), &args.home, "deploySheet") {
+        Ok(s) => s,
+        Err(code) => return code,
     };
+    let url = service.url.clone();
     let mut options = match &args.option {
         None => serde_json::Map::new(),
         Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
@@ -99,54 +180,9 @@ pub fn deploy(args: &DeployArgs) -> Exit {
         "command": "DeployRepository",
         "payload": { "content": content, "deployOptions": options },
     });
-    // The token goes only to the server the key file names.
-    let token = server_entry
-        .filter(|e| same_origin(&e.url, &url))
-        .and_then(|e| e.option("token").map(str::to_owned));
-    let client = match reqwest::blocking::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(600))
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("deploySheet: cannot set up the HTTP client: {e}");
-            return Exit::ServerError;
-        }
-    };
-    let mut request = client.post(&url).json(&body);
-    if let Some(t) = token {
-        request = request.bearer_auth(t);
-    }
-    let response = match request.send() {
-        Ok(r) => r,
-        Err(e) => {
-            let what = if e.is_connect() {
-                "cannot connect"
-            } else if e.is_timeout() {
-                "no answer in time"
-            } else {
-                "request failed"
-            };
-            eprintln!(
-                "deploySheet: the service at {url} cannot be reached ({what}): {}",
-                error_chain(&e)
-            );
-            eprintln!(
-                "deploySheet: is the server running? Start it with `weft serve`, or give --url"
-            );
-            return Exit::Unreachable;
-        }
-    };
-    let status = response.status();
-    let answer: serde_json::Value = match response.json() {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!(
-                "deploySheet: the service at {url} answered {status} with a body that is not weft's JSON: {e}"
-            );
-            return Exit::ServerError;
-        }
+    let (status, answer) = match service.call(&body) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     if status.is_success() {
         let payload = &answer["payload"];
@@ -261,4 +297,157 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = inner.source();
     }
     s
+}
+
+/// What `weft run` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct RunArgs {
+    /// `--url`.
+    pub url: Option<String>,
+    /// `--sheet` ids.
+    pub sheets: Vec<i64>,
+    /// `--action` ids.
+    pub actions: Vec<i64>,
+    /// `--folder` ids.
+    pub folders: Vec<i64>,
+    /// `--var NAME=VALUE`.
+    pub vars: Vec<(String, String)>,
+    /// `--name`.
+    pub batch_name: String,
+    /// `--user`.
+    pub user: String,
+    /// `--wait`.
+    pub wait: bool,
+    /// HOME, for the key file.
+    pub home: PathBuf,
+}
+
+/// Runs `weft run`: starts a batch instance; with `--wait`, shows the actions' states while
+/// it runs and exits 0 when it finished, 1 when it failed, was halted or interrupted.
+pub fn run(args: &RunArgs) -> Exit {
+    use std::io::Write as _;
+    let service = match Service::locate(args.url.as_deref(), &args.home, "weft run") {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let mut elements = Vec::new();
+    for (kind, ids) in [
+        ("S", &args.sheets),
+        ("A", &args.actions),
+        ("F", &args.folders),
+    ] {
+        elements.extend(
+            ids.iter()
+                .map(|id| serde_json::json!({"elementType": kind, "elementId": id})),
+        );
+    }
+    if elements.is_empty() {
+        eprintln!(
+            "weft run: name something to run: --sheet ID, --action ID or --folder ID (each may be repeated)"
+        );
+        return Exit::Usage;
+    }
+    let mut body = serde_json::json!({"command": "RunElements", "payload": {"batchExecution": {
+        "batchName": args.batch_name, "user": args.user, "elementList": elements}}});
+    if !args.vars.is_empty() {
+        body["variableList"] = args
+            .vars
+            .iter()
+            .map(|(n, v)| serde_json::json!({"variableName": n, "variableType": "String", "variableValue": v}))
+            .collect();
+    }
+    let (status, answer) = match service.call(&body) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let Some(id) = answer["payload"]["batchInstanceId"]
+        .as_i64()
+        .filter(|_| status.is_success())
+    else {
+        eprintln!(
+            "weft run: the service refused the run ({status}, {}): {}",
+            answer["error"]["code"].as_str().unwrap_or(""),
+            answer["error"]["message"].as_str().unwrap_or("no message")
+        );
+        return if status.is_server_error() {
+            Exit::ServerError
+        } else {
+            Exit::Refused
+        };
+    };
+    println!("batch instance {id} started");
+    if !args.wait {
+        return Exit::Ok;
+    }
+    let mut last = String::new();
+    loop {
+        let body = serde_json::json!({"command": "WaitBatchInstance", "payload": {"batchInstanceId": id, "timeoutSeconds": 1}});
+        let (status, answer) = match service.call(&body) {
+            Ok(x) => x,
+            Err(code) => return code,
+        };
+        if !status.is_success() {
+            eprintln!(
+                "weft run: cannot follow instance {id}: {}",
+                answer["error"]["message"].as_str().unwrap_or("")
+            );
+            return Exit::Refused;
+        }
+        let p = &answer["payload"];
+        let actions = p["actions"].as_array().cloned().unwrap_or_default();
+        let mut counts: std::collections::BTreeMap<String, usize> =
+            std::collections::BTreeMap::new();
+        for a in &actions {
+            *counts
+                .entry(a["state"].as_str().unwrap_or("?").to_owned())
+                .or_default() += 1;
+        }
+        let running: Vec<String> = actions
+            .iter()
+            .filter(|a| a["state"] == "R")
+            .map(|a| format!("{} {}", a["actionId"], a["name"].as_str().unwrap_or("")))
+            .collect();
+        let line = format!(
+            "instance {id} {}: {}{}",
+            p["state"].as_str().unwrap_or("?"),
+            counts
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if running.is_empty() {
+                String::new()
+            } else {
+                format!("; running: {}", running.join(", "))
+            }
+        );
+        if line != last {
+            eprintln!("{line}");
+            let _ = std::io::stderr().flush();
+            last = line;
+        }
+        if p["state"] != "running" {
+            for a in &actions {
+                let mut l = format!(
+                    "  {} {:<24} {}  read {} written {} updated {}",
+                    a["state"].as_str().unwrap_or("?"),
+                    format!("{} {}", a["actionId"], a["name"].as_str().unwrap_or("")),
+                    a["module"].as_str().unwrap_or(""),
+                    a["rowsRead"],
+                    a["rowsWritten"],
+                    a["rowsUpdated"]
+                );
+                if let Some(e) = a["error"].as_str() {
+                    l.push_str(&format!("\n      error: {e}"));
+                }
+                println!("{l}");
+            }
+            println!("batch instance {id} {}", p["state"].as_str().unwrap_or("?"));
+            return if p["state"] == "finished" {
+                Exit::Ok
+            } else {
+                Exit::Invalid
+            };
+        }
+    }
 }

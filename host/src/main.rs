@@ -61,6 +61,33 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         file: Option<PathBuf>,
     },
+    /// Run sheets, actions or folders as a batch instance (RunElements), and follow it with --wait.
+    Run {
+        /// The service endpoint; default the URL of key file entry weft_server.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// A sheet to run (repeatable).
+        #[arg(long = "sheet", value_name = "ID")]
+        sheets: Vec<i64>,
+        /// An action to run (repeatable).
+        #[arg(long = "action", value_name = "ID")]
+        actions: Vec<i64>,
+        /// A folder whose sheets, at any depth, run (repeatable).
+        #[arg(long = "folder", value_name = "ID")]
+        folders: Vec<i64>,
+        /// A variable for the run (repeatable).
+        #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
+        vars: Vec<(String, String)>,
+        /// The batch name.
+        #[arg(long, default_value = "manual run")]
+        name: String,
+        /// The user the run is for; default $USER.
+        #[arg(long)]
+        user: Option<String>,
+        /// Show the actions' states while the run goes on; the exit code says finished (0) or not (1).
+        #[arg(long)]
+        wait: bool,
+    },
     /// List the plugin libraries found (next to the binary and in HOME/plugins) and what they provide; refused ones with the reason.
     Plugins,
     /// Print a field of a key file entry (default its URL).
@@ -136,6 +163,32 @@ fn main() -> ExitCode {
         }
         Command::Getkey { name, field } => getkey(&home, &name, field),
         Command::Plugins => plugins(&home),
+        Command::Run {
+            url,
+            sheets,
+            actions,
+            folders,
+            vars,
+            name,
+            user,
+            wait,
+        } => {
+            let user = user
+                .or_else(|| std::env::var("USER").ok())
+                .unwrap_or_else(|| "weft".to_owned());
+            let args = client::RunArgs {
+                url,
+                sheets,
+                actions,
+                folders,
+                vars,
+                batch_name: name,
+                user,
+                wait,
+                home,
+            };
+            ExitCode::from(client::run(&args) as u8)
+        }
     }
 }
 
@@ -306,4 +359,11 @@ fn plugins(home: &std::path::Path) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+fn parse_var(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().to_owned(), v.to_owned())),
+        _ => Err(format!("`{s}` is not NAME=VALUE")),
+    }
 }

@@ -106,7 +106,7 @@ fn wait(w: &Weft, id: i64) -> Value {
     v["payload"].clone()
 }
 
-fn action<'a>(inst: &'a Value, id: i64) -> &'a Value {
+fn action(inst: &Value, id: i64) -> &Value {
     inst["actions"]
         .as_array()
         .expect("actions")
@@ -615,4 +615,45 @@ fn a_kill_during_a_large_transfer_loses_nothing_and_duplicates_nothing() {
         .query_row("SELECT COUNT(DISTINCT id) FROM dst", [], |r| r.get(0))
         .expect("distinct");
     assert_eq!(distinct, 1_000_000);
+}
+
+#[test]
+fn weft_run_waits_shows_states_and_says_how_it_ended() {
+    let (w, data) = setup();
+    chain(&w);
+    let run_cli = |args: &[&str]| {
+        std::process::Command::new(weft_bin())
+            .arg("run")
+            .args(args)
+            .env("WEFT_HOME", w.home.path())
+            .output()
+            .expect("weft run")
+    };
+    let o = run_cli(&[
+        "--folder", "10", "--var", "n=9", "--var", "label=z", "--wait", "--name", "nightly",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains("finished") && out.contains("3000 step 300"),
+        "{out}"
+    );
+    assert!(
+        err.contains("instance") && err.contains("F 3"),
+        "the live display shows states: {err}"
+    );
+    assert_eq!(
+        rows(&data, "SELECT id, v FROM mart WHERE id = 9"),
+        vec!["9|z"]
+    );
+    // A failing run exits 1 and shows the error.
+    let o = run_cli(&["--action", "1000", "--wait"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(out.contains("variable `n` is not set"), "{out}");
+    // Nothing to run is a usage error; an unknown sheet is refused.
+    assert_eq!(run_cli(&["--wait"]).status.code(), Some(2));
+    let o = run_cli(&["--sheet", "4242"]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(text(&o).1.contains("sheet 4242 does not exist"));
 }

@@ -171,10 +171,10 @@ impl StoredPlan {
 /// The identity of an object for ordering: the object type's, or connection, lower-case
 /// schema and name when no loaded type serves it.
 fn identity(registry: &Registry, o: &ObjectRef) -> (i64, String, String) {
-    if let Some(t) = registry.object_type(o.object_type_id) {
-        if let Ok(id) = t.object_type.identity(o).into_result() {
-            return (id.connection_id, id.schema.to_string(), id.name.to_string());
-        }
+    if let Some(t) = registry.object_type(o.object_type_id)
+        && let Ok(id) = t.object_type.identity(o).into_result()
+    {
+        return (id.connection_id, id.schema.to_string(), id.name.to_string());
     }
     let schema = o
         .schema
@@ -754,7 +754,7 @@ fn expand(
     let mut seen: HashSet<i64> = HashSet::new();
     let mut parsed: HashMap<i64, Vec<ActionPlan>> = HashMap::new();
     for (sheet, only) in sheets {
-        if !parsed.contains_key(&sheet) {
+        if let std::collections::hash_map::Entry::Vacant(e) = parsed.entry(sheet) {
             let Some(def) = instances::sheet_definition(conn, sheet)? else {
                 continue;
             };
@@ -769,7 +769,7 @@ fn expand(
                     "sheet {sheet}: its stored definition cannot be read"
                 ))));
             };
-            parsed.insert(sheet, actions_of(&s, dialect));
+            e.insert(actions_of(&s, dialect));
         }
         for p in &parsed[&sheet] {
             if only.is_none_or(|a| a == p.id) && seen.insert(p.id) {
