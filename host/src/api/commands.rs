@@ -203,9 +203,23 @@ pub async fn wait_instance(
     let (id, timeout) = instance_id(payload, "WaitBatchInstance")?;
     let deadline = Instant::now() + Duration::from_secs_f64(timeout.unwrap_or(30.0).min(3600.0));
     loop {
-        let row = read_instance(state, id).await?;
+        // Only the state while waiting; the whole instance once, at the end.
+        let repo = Arc::clone(state.executor.repo());
+        let current =
+            tokio::task::spawn_blocking(move || repo.with(|c| instances::state_of(c, id)))
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?
+                .map_err(|e| ApiError::internal(e.to_string()))?
+                .ok_or_else(|| {
+                    ApiError::client(
+                        StatusCode::NOT_FOUND,
+                        "run.not_found",
+                        format!("batch instance {id} does not exist"),
+                    )
+                })?;
         let timed_out = Instant::now() >= deadline;
-        if row.state != instances::state::RUNNING || timed_out {
+        if current != instances::state::RUNNING || timed_out {
+            let row = read_instance(state, id).await?;
             let mut v = serde_json::to_value(row).map_err(|e| ApiError::internal(e.to_string()))?;
             v["timedOut"] =
                 serde_json::Value::Bool(timed_out && v["state"] == instances::state::RUNNING);

@@ -13,11 +13,45 @@ use weft_sdk::{
 /// Bound parameters per statement, well below SQLite's limit of 32766.
 const MAX_VARIABLES: usize = 4096;
 
-/// A native SQLite connection.
+/// Idle connections kept for reuse, by file: opening a database parses its schema, which
+/// costs far more than a small action when the database has many tables.
+static POOL: std::sync::OnceLock<
+    std::sync::Mutex<std::collections::HashMap<String, Vec<rusqlite::Connection>>>,
+> = std::sync::OnceLock::new();
+
+/// Idle connections kept per file.
+const POOL_PER_FILE: usize = 8;
+
+fn pool()
+-> std::sync::MutexGuard<'static, std::collections::HashMap<String, Vec<rusqlite::Connection>>> {
+    POOL.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A native SQLite connection. When dropped it goes back to a small pool for its file,
+/// outside any transaction.
 pub struct SqliteConnection {
-    conn: rusqlite::Connection,
+    conn: Option<rusqlite::Connection>,
+    path: String,
     name: String,
     depth: u32,
+}
+
+impl Drop for SqliteConnection {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else { return };
+        if self.depth > 0 || !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        if conn.is_autocommit() {
+            let mut pool = pool();
+            let idle = pool.entry(self.path.clone()).or_default();
+            if idle.len() < POOL_PER_FILE {
+                idle.push(conn);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for SqliteConnection {
@@ -34,6 +68,14 @@ impl std::fmt::Debug for SqliteConnection {
 ///
 /// When the file cannot be opened.
 pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
+    if let Some(conn) = pool().get_mut(path).and_then(Vec::pop) {
+        return Ok(SqliteConnection {
+            conn: Some(conn),
+            path: path.to_owned(),
+            name: name.to_owned(),
+            depth: 0,
+        });
+    }
     let conn = rusqlite::Connection::open(path).map_err(|e| {
         PluginError::of(
             ErrorKind::Connection,
@@ -43,7 +85,8 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
     conn.busy_timeout(std::time::Duration::from_secs(30))
         .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
     Ok(SqliteConnection {
-        conn,
+        conn: Some(conn),
+        path: path.to_owned(),
         name: name.to_owned(),
         depth: 0,
     })
@@ -53,6 +96,13 @@ impl SqliteConnection {
     /// The connection as the boundary type plugins get.
     pub fn boxed(self) -> ConnectionBox {
         Connection_TO::from_value(self, TD_Opaque)
+    }
+
+    fn c(&self) -> &rusqlite::Connection {
+        // `conn` is only taken by `drop`.
+        self.conn
+            .as_ref()
+            .expect("a SQLite connection is present until it is dropped")
     }
 
     fn fail(&self, e: rusqlite::Error, sql: &str) -> PluginError {
@@ -108,15 +158,15 @@ impl Connection for SqliteConnection {
     }
 
     fn execute_batch(&mut self, sql: RStr<'_>) -> RResult<u64, PluginError> {
-        let before = self.conn.total_changes();
-        match self.conn.execute_batch(sql.as_str()) {
-            Ok(()) => RResult::ROk(self.conn.total_changes().saturating_sub(before)),
+        let before = self.c().total_changes();
+        match self.c().execute_batch(sql.as_str()) {
+            Ok(()) => RResult::ROk(self.c().total_changes().saturating_sub(before)),
             Err(e) => RResult::RErr(self.fail(e, sql.as_str())),
         }
     }
 
     fn execute(&mut self, sql: RStr<'_>, params: RSlice<'_, Value>) -> RResult<u64, PluginError> {
-        let result = self.conn.prepare_cached(sql.as_str()).and_then(|mut st| {
+        let result = self.c().prepare_cached(sql.as_str()).and_then(|mut st| {
             let params: Vec<Param<'_>> = params.iter().map(Param).collect();
             st.execute(rusqlite::params_from_iter(params.iter()))
         });
@@ -136,7 +186,7 @@ impl Connection for SqliteConnection {
         let batch_rows = batch_rows.max(1) as usize;
         let mut run = || -> Result<u64, PluginError> {
             let mut st = self
-                .conn
+                .c()
                 .prepare(sql.as_str())
                 .map_err(|e| self.fail(e, sql.as_str()))?;
             let names: Vec<RString> = st.column_names().map(RString::from).collect();
@@ -198,7 +248,7 @@ impl Connection for SqliteConnection {
         for chunk in rows.as_slice().chunks(per) {
             let sql = statement(chunk.len());
             let result = (|| {
-                let mut st = self.conn.prepare_cached(&sql)?;
+                let mut st = self.c().prepare_cached(&sql)?;
                 let mut i = 1;
                 for row in chunk {
                     if row.len() != columns.len() {
@@ -233,7 +283,7 @@ impl Connection for SqliteConnection {
             .filter(|s| !s.is_empty());
         let sql = "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?1, ?2) ORDER BY cid";
         let result = (|| {
-            let mut st = self.conn.prepare(sql)?;
+            let mut st = self.c().prepare(sql)?;
             let cols = st
                 .query_map(
                     rusqlite::params![table.as_str(), schema.as_deref().unwrap_or("main")],
@@ -273,7 +323,7 @@ impl Connection for SqliteConnection {
         } else {
             format!("SAVEPOINT weft_{}", self.depth)
         };
-        match self.conn.execute_batch(&sql) {
+        match self.c().execute_batch(&sql) {
             Ok(()) => {
                 self.depth += 1;
                 RResult::ROk(())
@@ -288,7 +338,7 @@ impl Connection for SqliteConnection {
             1 => "COMMIT".to_owned(),
             d => format!("RELEASE weft_{}", d - 1),
         };
-        match self.conn.execute_batch(&sql) {
+        match self.c().execute_batch(&sql) {
             Ok(()) => {
                 self.depth -= 1;
                 RResult::ROk(())
@@ -303,7 +353,7 @@ impl Connection for SqliteConnection {
             1 => "ROLLBACK".to_owned(),
             d => format!("ROLLBACK TO weft_{n}; RELEASE weft_{n}", n = d - 1),
         };
-        let r = self.conn.execute_batch(&sql);
+        let r = self.c().execute_batch(&sql);
         self.depth -= 1;
         match r {
             Ok(()) => RResult::ROk(()),

@@ -172,8 +172,21 @@ pub fn set_action(conn: &Connection, instance: i64, action: i64, state: &str) ->
             "UPDATE instance_actions SET state = ?3 WHERE instance_id = ?1 AND action_id = ?2 AND ?4 IS NOT NULL"
         }
     };
-    conn.execute(sql, params![instance, action, state, now])?;
+    conn.prepare_cached(sql)?
+        .execute(params![instance, action, state, now])?;
     Ok(())
+}
+
+/// The state of an instance, if it exists (cheap, for waiting).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn state_of(conn: &Connection, instance: i64) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_cached("SELECT state FROM batch_instances WHERE id = ?1")?
+        .query_row([instance], |r| r.get(0))
+        .optional()?)
 }
 
 /// Records how an action ended: `F` with its counts, or `E` with the error.
@@ -193,9 +206,10 @@ pub fn end_action(
     log: &[String],
 ) -> Result<()> {
     let state = if error.is_some() { "E" } else { "F" };
-    conn.execute(
+    conn.prepare_cached(
         "UPDATE instance_actions SET state = ?3, ended_at = ?4, rows_read = ?5, rows_written = ?6, rows_updated = ?7, error = ?8, log = log || ?9 WHERE instance_id = ?1 AND action_id = ?2",
-        params![instance, action, state, now_utc(), read as i64, written as i64, updated as i64, error, log.iter().map(|l| format!("{l}\n")).collect::<String>()],
+    )?
+    .execute(params![instance, action, state, now_utc(), read as i64, written as i64, updated as i64, error, log.iter().map(|l| format!("{l}\n")).collect::<String>()],
     )?;
     Ok(())
 }
