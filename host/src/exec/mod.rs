@@ -165,6 +165,15 @@ pub fn substitute(text: &str, variables: &[(String, String)]) -> Result<String, 
     Ok(out)
 }
 
+/// `text` with every secret replaced by `***`.
+pub fn redact(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for s in secrets.iter().filter(|s| s.len() >= 3) {
+        out = out.replace(s.as_str(), "***");
+    }
+    out
+}
+
 /// A logger that keeps the lines for the caller.
 #[derive(Clone, Default)]
 pub struct Lines(pub Arc<Mutex<Vec<String>>>);
@@ -203,6 +212,10 @@ pub fn run_action(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
+    // Secrets from the key file never reach a log or an error.
+    let secrets = keys.secrets();
+    let log = log.iter().map(|l| redact(l, &secrets)).collect();
+    let outcome = outcome.map_err(|e| redact(&e, &secrets));
     Ran { outcome, log }
 }
 
@@ -221,6 +234,20 @@ fn run_inner(
             .map_err(|name| format!("action {}: variable `{name}` is not set", plan.id))?,
         None => String::new(),
     };
+    // The statement as run, first in the action's log.
+    let mut logger = lines.clone();
+    Logger::log(
+        &mut logger,
+        format!(
+            "{} action {} `{}`: {}",
+            plan.module,
+            plan.id,
+            plan.name,
+            text.trim()
+        )
+        .as_str()
+        .into(),
+    );
     let mut ids: Vec<i64> = plan
         .sources
         .iter()
@@ -310,6 +337,15 @@ mod tests {
         assert_eq!(
             substitute("x = ${missing}", &vars),
             Err("missing".to_owned())
+        );
+    }
+
+    #[test]
+    fn redacts_secrets() {
+        let secrets = vec!["s3cret-pw".to_owned()];
+        assert_eq!(
+            redact("login failed for etl/s3cret-pw at host", &secrets),
+            "login failed for etl/*** at host"
         );
     }
 }
