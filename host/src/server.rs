@@ -149,7 +149,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     let registry = Arc::new(registry);
     // A run the last server did not finish: its running actions are errors now, its
     // instance is interrupted; RestartBatchInstance finishes it.
-    let interrupted = repo.with(crate::repo::instances::recover)?;
+    let interrupted = repo.tx(crate::repo::instances::recover)?;
     if !interrupted.is_empty() {
         tracing::warn!(message = "Batch instances interrupted by a server stop.", instances = ?interrupted);
     }

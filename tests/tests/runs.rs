@@ -657,3 +657,94 @@ fn weft_run_waits_shows_states_and_says_how_it_ended() {
     assert_eq!(o.status.code(), Some(4));
     assert!(text(&o).1.contains("sheet 4242 does not exist"));
 }
+
+#[test]
+fn restart_after_an_error_runs_the_failed_and_skipped_actions_from_their_stored_plans() {
+    let (w, data) = setup();
+    // `later` does not exist yet: the first step fails, the second is skipped.
+    deploy(
+        &w,
+        &sheet(
+            110,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO later VALUES (${batch_instance_id})",
+            &[],
+            "later",
+        ),
+    );
+    deploy(
+        &w,
+        &sheet(
+            120,
+            (10, "/etl"),
+            "Insert",
+            "SELECT n FROM later",
+            &["later"],
+            "other",
+        ),
+    );
+    let id = run(&w, &[("S", 120), ("S", 110)], None);
+    let inst = wait(&w, id);
+    assert_eq!(
+        (
+            action(&inst, 1100)["state"].as_str(),
+            action(&inst, 1200)["state"].as_str()
+        ),
+        (Some("E"), Some("S")),
+        "{inst}"
+    );
+    // A deploy after the start changes nothing of this instance: its plans were stored.
+    deploy(
+        &w,
+        &sheet(
+            120,
+            (10, "/etl"),
+            "Insert",
+            "SELECT n + 1000 AS n FROM later",
+            &["later"],
+            "other",
+        ),
+    );
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE later (n INTEGER)")
+        .expect("table");
+    let (st, v) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["actionsToRun"], 2);
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    let c = rusqlite::Connection::open(&data).expect("data");
+    // The built-in variable reached the SQL, and the stored (old) plan ran.
+    let n: i64 = c
+        .query_row("SELECT n FROM other", [], |r| r.get(0))
+        .expect("other");
+    assert_eq!(
+        n, id,
+        "batch_instance_id reached the SQL; the plan of the start ran, not the redeployed one"
+    );
+    // Two restarts of a finished instance: both refused, nothing runs twice.
+    let (st1, _) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    let (st2, _) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!((st1, st2), (409, 409));
+    let count: i64 = c
+        .query_row("SELECT COUNT(*) FROM later", [], |r| r.get(0))
+        .expect("later");
+    assert_eq!(count, 1);
+}

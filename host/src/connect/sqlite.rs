@@ -44,7 +44,27 @@ impl Drop for SqliteConnection {
         if self.depth > 0 || !conn.is_autocommit() {
             let _ = conn.execute_batch("ROLLBACK");
         }
-        if conn.is_autocommit() {
+        // Only a connection as it was opened goes back: no TEMP objects, nothing attached,
+        // the settings weft gives it. Anything else is closed.
+        let clean = conn.is_autocommit()
+            && conn
+                .query_row("SELECT COUNT(*) FROM temp.sqlite_master", [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .ok()
+                == Some(0)
+            && conn
+                .prepare(
+                    "SELECT COUNT(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')",
+                )
+                .and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0)))
+                .ok()
+                == Some(0)
+            && conn
+                .pragma_query_value(None, "query_only", |r| r.get::<_, i64>(0))
+                .ok()
+                == Some(0);
+        if clean {
             let mut pool = pool();
             let idle = pool.entry(self.path.clone()).or_default();
             if idle.len() < POOL_PER_FILE {
@@ -69,6 +89,9 @@ impl std::fmt::Debug for SqliteConnection {
 /// When the file cannot be opened.
 pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
     if let Some(conn) = pool().get_mut(path).and_then(Vec::pop) {
+        // Settings an action may have changed are set again.
+        let _ = conn.busy_timeout(std::time::Duration::from_secs(30));
+        let _ = conn.pragma_update(None, "foreign_keys", "OFF");
         return Ok(SqliteConnection {
             conn: Some(conn),
             path: path.to_owned(),

@@ -358,23 +358,40 @@ impl Executor {
         Ok(id)
     }
 
-    fn spawn(self: &Arc<Self>, id: i64) {
+    /// Registers the instance's halt flag (under the `halts` lock held by the caller) and
+    /// starts its coordinator thread.
+    fn spawn_locked(self: &Arc<Self>, id: i64, halts: &mut HashMap<i64, Arc<AtomicBool>>) {
         let halt = Arc::new(AtomicBool::new(false));
-        self.halts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(id, Arc::clone(&halt));
+        halts.insert(id, Arc::clone(&halt));
         let me = Arc::clone(self);
         let spawned = std::thread::Builder::new().name(format!("weft-instance-{id}")).spawn(move || {
             if let Err(e) = me.coordinate(id, &halt) {
                 tracing::error!(message = "Batch instance failed in the executor.", batch_instance_id = id, error = %e);
-                let _ = me.repo.with(|c| instances::set_instance(c, id, state::FAILED));
+                let _ = me.repo.tx(|c| {
+                    c.execute(
+                        "UPDATE instance_actions SET state = 'E', error = COALESCE(error, ?2) WHERE instance_id = ?1 AND state = 'R'",
+                        rusqlite::params![id, format!("the executor failed: {e}")],
+                    )?;
+                    instances::set_instance(c, id, state::FAILED)
+                });
             }
             me.halts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
         });
         if let Err(e) = spawned {
             tracing::error!(message = "Cannot start the instance's thread.", batch_instance_id = id, error = %e);
+            halts.remove(&id);
+            let _ = self
+                .repo
+                .with(|c| instances::set_instance(c, id, state::FAILED));
         }
+    }
+
+    fn spawn(self: &Arc<Self>, id: i64) {
+        let mut halts = self
+            .halts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.spawn_locked(id, &mut halts);
     }
 
     /// Asks a running instance to halt: running actions finish, nothing new starts.
@@ -383,76 +400,90 @@ impl Executor {
     ///
     /// [`StartError::NotFound`] or [`StartError::Conflict`] when it is not running.
     pub fn halt(&self, id: i64) -> Result<(), StartError> {
+        let halts = self
+            .halts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let row = self
             .repo
-            .with(|c| instances::get(c, id))?
+            .with(|c| instances::state_of(c, id))?
             .ok_or_else(|| StartError::NotFound(format!("batch instance {id} does not exist")))?;
-        if row.state != state::RUNNING {
+        if row != state::RUNNING {
             return Err(StartError::Conflict(format!(
-                "batch instance {id} is {}, not running",
-                row.state
+                "batch instance {id} is {row}, not running"
             )));
         }
         self.repo.with(|c| instances::request_halt(c, id))?;
-        if let Some(h) = self
-            .halts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&id)
-        {
+        if let Some(h) = halts.get(&id) {
             h.store(true, Ordering::SeqCst);
         }
         Ok(())
     }
 
     /// Runs again what failed, was skipped or halted in an instance that has ended; never
-    /// what finished. Returns how many actions run again.
+    /// what finished. Returns how many actions run again. The check and the reset are one
+    /// step: two restarts at once start one run.
     ///
     /// # Errors
     ///
     /// [`StartError::NotFound`], or [`StartError::Conflict`] for a running or finished one.
     pub fn restart(self: &Arc<Self>, id: i64) -> Result<usize, StartError> {
-        let row = self
-            .repo
-            .with(|c| instances::get(c, id))?
-            .ok_or_else(|| StartError::NotFound(format!("batch instance {id} does not exist")))?;
-        if row.state == state::RUNNING
-            || self
-                .halts
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .contains_key(&id)
-        {
+        let mut halts = self
+            .halts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if halts.contains_key(&id) {
             return Err(StartError::Conflict(format!(
                 "batch instance {id} is still running"
             )));
         }
-        if row.state == state::FINISHED {
-            return Err(StartError::Conflict(format!(
-                "batch instance {id} finished; there is nothing to run again"
-            )));
-        }
-        let n = self.repo.tx(|c| instances::reset_for_restart(c, id))?;
+        let outcome = self.repo.tx(|c| {
+            let Some(current) = instances::state_of(c, id)? else {
+                return Ok(Err(StartError::NotFound(format!(
+                    "batch instance {id} does not exist"
+                ))));
+            };
+            if current == state::RUNNING {
+                return Ok(Err(StartError::Conflict(format!(
+                    "batch instance {id} is still running"
+                ))));
+            }
+            if current == state::FINISHED {
+                return Ok(Err(StartError::Conflict(format!(
+                    "batch instance {id} finished; there is nothing to run again"
+                ))));
+            }
+            Ok(Ok(instances::reset_for_restart(c, id)?))
+        })??;
         tracing::info!(
             message = "Batch instance restarted.",
             batch_instance_id = id,
-            actions = n
+            actions = outcome
         );
-        self.spawn(id);
-        Ok(n)
+        self.spawn_locked(id, &mut halts);
+        Ok(outcome)
     }
 
-    fn acquire(&self) {
+    /// Takes a slot of the global limit, waiting while all are taken; gives up (false) when
+    /// the instance is asked to halt meanwhile.
+    fn acquire(&self, halt: &AtomicBool) -> bool {
         let (lock, cv) = &*self.running;
         let mut n = lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        while *n >= self.limit {
+        loop {
+            if halt.load(Ordering::SeqCst) {
+                return false;
+            }
+            if *n < self.limit {
+                *n += 1;
+                return true;
+            }
             n = cv
-                .wait(n)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                .wait_timeout(n, std::time::Duration::from_millis(50))
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
         }
-        *n += 1;
     }
 
     fn try_acquire(&self) -> bool {
@@ -478,19 +509,54 @@ impl Executor {
     }
 
     /// The loop of one instance: start what is ready, record what ended, until nothing is
-    /// left; then the instance's final state.
+    /// left; then the instance's final state. When a repository write fails, it waits for
+    /// every action it started before it gives up, so that none keeps running unrecorded.
     fn coordinate(self: &Arc<Self>, id: i64, halt: &AtomicBool) -> Result<(), StartError> {
         let row = self
             .repo
             .with(|c| instances::get(c, id))?
             .ok_or_else(|| StartError::NotFound(format!("batch instance {id} vanished")))?;
+        if row.halt_requested {
+            halt.store(true, Ordering::SeqCst);
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<(i64, super::Ran)>();
+        let mut running: HashSet<i64> = HashSet::new();
+        let result = self.coordinate_loop(id, &row, halt, &tx, &rx, &mut running);
+        if result.is_err() {
+            for _ in 0..running.len() {
+                if rx.recv().is_err() {
+                    break;
+                }
+            }
+        }
+        result
+    }
+
+    fn coordinate_loop(
+        self: &Arc<Self>,
+        id: i64,
+        row: &instances::InstanceRow,
+        halt: &AtomicBool,
+        tx: &std::sync::mpsc::Sender<(i64, super::Ran)>,
+        rx: &std::sync::mpsc::Receiver<(i64, super::Ran)>,
+        running: &mut HashSet<i64>,
+    ) -> Result<(), StartError> {
         let variables: Vec<(String, String)> =
             serde_json::from_str(&row.variables).unwrap_or_default();
-        let mut states: BTreeMap<i64, String> = row
-            .actions
-            .iter()
-            .map(|a| (a.action_id, a.state.clone()))
-            .collect();
+        let schedule_date = row.start.get(..10).unwrap_or_default().to_owned();
+        // An `R` left by an executor that failed is not running now: it counts as an error.
+        let mut states: BTreeMap<i64, String> = BTreeMap::new();
+        for a in &row.actions {
+            let s = if a.state == "R" {
+                self.repo.with(|c| {
+                    instances::end_action(c, id, a.action_id, Some("interrupted"), 0, 0, 0, &[])
+                })?;
+                "E".to_owned()
+            } else {
+                a.state.clone()
+            };
+            states.insert(a.action_id, s);
+        }
         let deps: BTreeMap<i64, Vec<i64>> = row
             .actions
             .iter()
@@ -501,8 +567,6 @@ impl Executor {
             .iter()
             .map(|a| (a.action_id, a.plan.clone()))
             .collect();
-        let (tx, rx) = std::sync::mpsc::channel::<(i64, super::Ran)>();
-        let mut running: HashSet<i64> = HashSet::new();
         loop {
             if halt.load(Ordering::SeqCst) {
                 for (a, s) in states.iter_mut() {
@@ -548,29 +612,45 @@ impl Executor {
                 .collect();
             for a in ready {
                 let got = if running.is_empty() {
-                    self.acquire_blocking_or_halt(halt)
+                    self.acquire(halt)
                 } else {
                     self.try_acquire()
                 };
                 if !got {
                     break;
                 }
-                self.repo.with(|c| instances::set_action(c, id, a, "R"))?;
+                if halt.load(Ordering::SeqCst) {
+                    Executor::release(&self.running);
+                    break;
+                }
+                if let Err(e) = self.repo.with(|c| instances::set_action(c, id, a, "R")) {
+                    Executor::release(&self.running);
+                    return Err(e.into());
+                }
                 states.insert(a, "R".to_owned());
                 running.insert(a);
                 self.launch(
                     id,
                     a,
                     &plans[&a],
-                    &row.batch_name,
-                    &row.user,
+                    row,
+                    &schedule_date,
                     &variables,
                     tx.clone(),
                 );
             }
             if running.is_empty() {
-                let open = states.values().any(|s| s == "W" || s == "D");
-                if !open || halt.load(Ordering::SeqCst) {
+                let waiting = states.values().any(|s| s == "W");
+                let blocked = states.values().any(|s| s == "D");
+                if halt.load(Ordering::SeqCst) || (!waiting && !blocked) {
+                    break;
+                }
+                if !waiting && blocked {
+                    // Nothing runs and nothing is ready: what still waits can never start.
+                    for (a, s) in states.iter_mut().filter(|(_, s)| *s == "D") {
+                        self.repo.with(|c| instances::set_action(c, id, *a, "S"))?;
+                        *s = "S".to_owned();
+                    }
                     break;
                 }
                 continue;
@@ -614,22 +694,16 @@ impl Executor {
         Ok(())
     }
 
-    fn acquire_blocking_or_halt(&self, halt: &AtomicBool) -> bool {
-        if halt.load(Ordering::SeqCst) {
-            return false;
-        }
-        self.acquire();
-        true
-    }
-
+    /// Starts one action on a thread of its own; whatever happens there (a panic in the host
+    /// included), the coordinator hears of it on `done`.
     #[allow(clippy::too_many_arguments)]
     fn launch(
         self: &Arc<Self>,
         id: i64,
         action: i64,
         plan: &str,
-        batch_name: &str,
-        user: &str,
+        row: &instances::InstanceRow,
+        schedule_date: &str,
         variables: &[(String, String)],
         done: std::sync::mpsc::Sender<(i64, super::Ran)>,
     ) {
@@ -641,12 +715,9 @@ impl Executor {
         vars.extend([
             ("batch_instance_id".to_owned(), id.to_string()),
             ("action_id".to_owned(), action.to_string()),
-            ("batch_name".to_owned(), batch_name.to_owned()),
-            ("user".to_owned(), user.to_owned()),
-            (
-                "schedule_date".to_owned(),
-                now.format("%Y-%m-%d").to_string(),
-            ),
+            ("batch_name".to_owned(), row.batch_name.clone()),
+            ("user".to_owned(), row.user.clone()),
+            ("schedule_date".to_owned(), schedule_date.to_owned()),
             (
                 "action_start_utc".to_owned(),
                 now.format("%Y-%m-%d %H:%M:%S").to_string(),
@@ -659,46 +730,60 @@ impl Executor {
             ),
         ]);
         let running = Arc::clone(&self.running);
+        let done_on_failure = done.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("weft-action-{action}"))
             .spawn(move || {
-                let dialect = me.dialect_fn();
-                let ran = match serde_json::from_str::<StoredPlan>(&plan) {
-                    Ok(p) => match me.keys.as_ref().map(|k| k.current()) {
-                        Some(Ok(keys)) => {
-                            run_action(&me.registry, &keys, &p.to_plan(&dialect), &vars)
-                        }
-                        Some(Err(e)) => super::Ran {
-                            outcome: Err(format!(
-                                "action {action}: the key file cannot be read: {e}"
-                            )),
-                            log: Vec::new(),
-                        },
-                        None => super::Ran {
-                            outcome: Err(format!("action {action}: no key file")),
-                            log: Vec::new(),
-                        },
-                    },
-                    Err(e) => super::Ran {
-                        outcome: Err(format!(
-                            "action {action}: its stored plan cannot be read: {e}"
-                        )),
-                        log: Vec::new(),
-                    },
-                };
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    me.run_one(action, &plan, &vars)
+                }))
+                .unwrap_or_else(|p| super::Ran {
+                    outcome: Err(format!(
+                        "action {action}: the host failed while running it: {}",
+                        weft_sdk::panic_message(p.as_ref())
+                    )),
+                    log: Vec::new(),
+                });
                 Executor::release(&running);
                 let _ = done.send((action, ran));
             });
         if let Err(e) = spawned {
             Executor::release(&self.running);
-            let _ = done_error(action, &e);
+            tracing::error!(message = "Cannot start the action's thread.", action_id = action, error = %e);
+            let _ = done_on_failure.send((
+                action,
+                super::Ran {
+                    outcome: Err(format!(
+                        "action {action}: cannot start a thread for it: {e}"
+                    )),
+                    log: Vec::new(),
+                },
+            ));
         }
     }
-}
 
-fn done_error(action: i64, e: &std::io::Error) -> String {
-    tracing::error!(message = "Cannot start the action's thread.", action_id = action, error = %e);
-    e.to_string()
+    fn run_one(&self, action: i64, plan: &str, vars: &[(String, String)]) -> super::Ran {
+        let dialect = self.dialect_fn();
+        match serde_json::from_str::<StoredPlan>(plan) {
+            Ok(p) => match self.keys.as_ref().map(|k| k.current()) {
+                Some(Ok(keys)) => run_action(&self.registry, &keys, &p.to_plan(&dialect), vars),
+                Some(Err(e)) => super::Ran {
+                    outcome: Err(format!("action {action}: the key file cannot be read: {e}")),
+                    log: Vec::new(),
+                },
+                None => super::Ran {
+                    outcome: Err(format!("action {action}: no key file")),
+                    log: Vec::new(),
+                },
+            },
+            Err(e) => super::Ran {
+                outcome: Err(format!(
+                    "action {action}: its stored plan cannot be read: {e}"
+                )),
+                log: Vec::new(),
+            },
+        }
+    }
 }
 
 /// The actions the elements name, from the repository's current state.

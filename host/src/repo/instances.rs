@@ -364,7 +364,7 @@ pub fn reset_for_restart(conn: &Connection, instance: i64) -> Result<usize> {
     let n = conn.execute(
         "UPDATE instance_actions SET state = CASE WHEN depends_on = '[]' THEN 'W' ELSE 'D' END, started_at = NULL, ended_at = NULL, error = NULL,
              log = log || '-- restarted\n'
-         WHERE instance_id = ?1 AND state IN ('E', 'S', 'H')",
+         WHERE instance_id = ?1 AND state IN ('E', 'S', 'H', 'R')",
         [instance],
     )?;
     set_instance(conn, instance, state::RUNNING)?;
