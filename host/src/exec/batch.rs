@@ -260,6 +260,10 @@ pub struct Executor {
     limit: usize,
     running: Arc<(Mutex<usize>, Condvar)>,
     halts: Mutex<HashMap<i64, Arc<AtomicBool>>>,
+    /// One lock per SQLite file that actions write: SQLite lets one writer in at a time, so
+    /// actions writing the same file take turns here instead of failing with SQLITE_BUSY
+    /// when one of them runs longer than the busy timeout.
+    file_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -285,6 +289,7 @@ impl Executor {
             limit: limit.max(1),
             running: Arc::new((Mutex::new(0), Condvar::new())),
             halts: Mutex::new(HashMap::new()),
+            file_locks: Mutex::new(HashMap::new()),
         })
     }
 
@@ -766,7 +771,36 @@ impl Executor {
         let dialect = self.dialect_fn();
         match serde_json::from_str::<StoredPlan>(plan) {
             Ok(p) => match self.keys.as_ref().map(|k| k.current()) {
-                Some(Ok(keys)) => run_action(&self.registry, &keys, &p.to_plan(&dialect), vars),
+                Some(Ok(keys)) => {
+                    // The SQLite files this action writes, locked in a fixed order.
+                    let mut writes: Vec<i64> = p.targets.iter().map(|o| o.connection).collect();
+                    if writes.is_empty() {
+                        writes.extend(p.sources.first().map(|o| o.connection));
+                    }
+                    let mut files: Vec<String> = writes
+                        .iter()
+                        .filter_map(|id| keys.get(&id.to_string()))
+                        .filter(|e| e.kind == crate::connect::SQLITE)
+                        .map(|e| e.url.clone())
+                        .collect();
+                    files.sort();
+                    files.dedup();
+                    let locks: Vec<Arc<Mutex<()>>> = {
+                        let mut all = self
+                            .file_locks
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        files
+                            .iter()
+                            .map(|f| Arc::clone(all.entry(f.clone()).or_default()))
+                            .collect()
+                    };
+                    let _held: Vec<std::sync::MutexGuard<'_, ()>> = locks
+                        .iter()
+                        .map(|l| l.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+                        .collect();
+                    run_action(&self.registry, &keys, &p.to_plan(&dialect), vars)
+                }
                 Some(Err(e)) => super::Ran {
                     outcome: Err(format!("action {action}: the key file cannot be read: {e}")),
                     log: Vec::new(),
