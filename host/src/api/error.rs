@@ -76,27 +76,6 @@ impl ApiError {
         )
     }
 
-    pub(super) fn body_rejected(
-        r: &axum::extract::rejection::BytesRejection,
-        limit: usize,
-    ) -> Self {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            Self::client(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "request.too_large",
-                format!(
-                    "the request body is larger than the limit of {limit} bytes (setting max_body_bytes)"
-                ),
-            )
-        } else {
-            Self::client(
-                StatusCode::BAD_REQUEST,
-                "request.body",
-                format!("the request body could not be read: {}", r.body_text()),
-            )
-        }
-    }
-
     pub(super) fn unknown_command(req: &super::envelope::Request) -> Self {
         Self::client(
             StatusCode::BAD_REQUEST,

@@ -22,7 +22,6 @@ use crate::settings::Settings;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -93,7 +92,6 @@ impl AppState {
 
 /// The router: one POST route; everything else gets a 404 or 405 in the error shape.
 pub fn app(state: Arc<AppState>) -> Router {
-    let limit = state.settings.max_body_bytes;
     Router::new()
         .route(
             SERVICE_PATH,
@@ -104,7 +102,9 @@ pub fn app(state: Arc<AppState>) -> Router {
         .fallback(|State(state): State<Arc<AppState>>| async move {
             ApiError::not_found().into_response_with(state.request_id())
         })
-        .layer(axum::extract::DefaultBodyLimit::max(limit))
+        // The body limit is applied while reading (read_body), so that a too large body
+        // is drained and answered 413 instead of cutting the connection.
+        .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
         .with_state(state)
 }
@@ -124,7 +124,7 @@ fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
 async fn service(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: axum::body::Body,
 ) -> Response {
     let id = state.request_id();
     match handle(&state, &headers, body, id).await {
@@ -146,13 +146,13 @@ async fn service(
 async fn handle(
     state: &Arc<AppState>,
     headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: axum::body::Body,
     id: u64,
 ) -> Result<serde_json::Value, ApiError> {
     if state.require_token {
         check_token(state, headers)?;
     }
-    let body = body.map_err(|r| ApiError::body_rejected(&r, state.settings.max_body_bytes))?;
+    let body = read_body(body, state.settings.max_body_bytes).await?;
     let request = envelope::read(&body)?;
     match request.command.as_str() {
         "DeployRepository" => {
@@ -211,6 +211,42 @@ async fn handle(
         }
         _ => Err(ApiError::unknown_command(&request)),
     }
+}
+
+/// Reads the body up to `limit` bytes. A larger one is read on (and dropped) up to four
+/// times the limit, so that the client, still sending, gets the 413 answer rather than a
+/// broken connection.
+async fn read_body(mut body: axum::body::Body, limit: usize) -> Result<Bytes, ApiError> {
+    use http_body_util::BodyExt as _;
+    let mut buf = Vec::new();
+    let mut total = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            ApiError::client(
+                StatusCode::BAD_REQUEST,
+                "request.body",
+                format!("the request body could not be read: {e}"),
+            )
+        })?;
+        if let Some(data) = frame.data_ref() {
+            total += data.len();
+            if total <= limit {
+                buf.extend_from_slice(data);
+            } else if total > limit.saturating_mul(4) {
+                break;
+            }
+        }
+    }
+    if total > limit {
+        return Err(ApiError::client(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request.too_large",
+            format!(
+                "the request body is larger than the limit of {limit} bytes (setting max_body_bytes)"
+            ),
+        ));
+    }
+    Ok(Bytes::from(buf))
 }
 
 fn check_token(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
