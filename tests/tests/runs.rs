@@ -293,7 +293,7 @@ fn an_error_skips_exactly_its_dependants() {
 #[test]
 fn halt_lets_running_actions_finish_and_restart_runs_the_rest() {
     let (w, data) = setup();
-    let slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) INSERT INTO big SELECT x FROM c";
+    let slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 4000000) INSERT INTO big SELECT x FROM c";
     deploy(&w, &sheet(500, (10, "/etl"), "Sql", slow, &[], "big"));
     deploy(
         &w,
@@ -357,11 +357,11 @@ fn halt_lets_running_actions_finish_and_restart_runs_the_rest() {
     let big: i64 = c
         .query_row("SELECT COUNT(*) FROM big", [], |r| r.get(0))
         .expect("big");
-    assert_eq!(big, 2_000_000, "the slow action ran once");
+    assert_eq!(big, 4_000_000, "the slow action ran once");
     let n: i64 = c
         .query_row("SELECT n FROM after_big", [], |r| r.get(0))
         .expect("after");
-    assert_eq!(n, 2_000_000);
+    assert_eq!(n, 4_000_000);
     let (st, _) = command(
         &w,
         "RestartBatchInstance",
