@@ -748,3 +748,51 @@ fn restart_after_an_error_runs_the_failed_and_skipped_actions_from_their_stored_
         .expect("later");
     assert_eq!(count, 1);
 }
+
+#[test]
+fn max_parallel_actions_limits_what_runs_at_once() {
+    for (limit, expected) in [("1", 1), ("2", 2)] {
+        let w = Weft::start_with(
+            &["--listen", "127.0.0.1:0"],
+            &[("WEFT_MAX_PARALLEL_ACTIONS", limit)],
+        );
+        // Two files, so that the per-file write lock does not serialise the actions.
+        let mut keys = std::fs::read_to_string(w.home.path().join("keyfile")).expect("keyfile");
+        for n in [1, 3] {
+            let f = w.home.path().join(format!("d{n}.db"));
+            rusqlite::Connection::open(&f)
+                .expect("db")
+                .execute_batch("CREATE TABLE big (x INTEGER)")
+                .expect("table");
+            keys.push_str(&format!("{n}|sqlite|{}|||\n", f.display()));
+        }
+        std::fs::write(w.home.path().join("keyfile"), keys).expect("keyfile");
+        deploy(
+            &w,
+            &json!({"version": 1, "transformationData": {"folders": [{"id": 10, "path": "/etl"}],
+            "connections": [{"id": 1, "name": "one", "type": "sqlite"}, {"id": 3, "name": "three", "type": "sqlite"}]}}),
+        );
+        let slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) INSERT INTO big SELECT x FROM c";
+        deploy(&w, &sheet(510, (10, "/etl"), "Sql", slow, &[], "big"));
+        // The second sheet's target `big` lives on connection 3.
+        let mut b = sheet(520, (10, "/etl"), "Sql", slow, &[], "big");
+        b["transformationData"]["sheets"][0]["nodes"][1]["attributes"]["connectionId"] = json!(3);
+        deploy(&w, &b);
+        let id = run(&w, &[("S", 510), ("S", 520)], None);
+        let mut most = 0;
+        loop {
+            let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
+            let p = &v["payload"];
+            let running = p["actions"]
+                .as_array()
+                .map_or(0, |a| a.iter().filter(|x| x["state"] == "R").count());
+            most = most.max(running);
+            if p["state"] != "running" {
+                assert_eq!(p["state"], "finished", "{p}");
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+        assert_eq!(most, expected, "max_parallel_actions = {limit}");
+    }
+}
