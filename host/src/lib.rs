@@ -15,6 +15,7 @@ pub mod connect;
 pub mod deploy;
 pub mod dsr;
 pub mod exec;
+pub mod jdbc_manager;
 pub mod keys;
 pub mod plugins;
 pub mod repo;

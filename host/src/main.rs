@@ -88,6 +88,14 @@ enum Command {
         #[arg(long)]
         wait: bool,
     },
+    /// Manage JDBC drivers: list, add or delete (what bin/jdbcManager runs).
+    Jdbc {
+        /// INSTALL, where jdbcList and drivers/ are; default $WEFT_INSTALL, else found above the binary.
+        #[arg(long, value_name = "DIR")]
+        install: Option<PathBuf>,
+        #[command(subcommand)]
+        action: JdbcAction,
+    },
     /// List the plugin libraries found (next to the binary and in HOME/plugins) and what they provide; refused ones with the reason.
     Plugins,
     /// Print a field of a key file entry (default its URL).
@@ -97,6 +105,22 @@ enum Command {
         /// Which field to print.
         #[arg(long, value_enum, default_value_t = Field::Url)]
         field: Field,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum JdbcAction {
+    /// The installed drivers, then the drivers jdbcList offers.
+    List,
+    /// Download and install a driver of jdbcList.
+    Add {
+        /// The driver's name in jdbcList.
+        name: String,
+    },
+    /// Remove an installed driver.
+    Delete {
+        /// The driver's name.
+        name: String,
     },
 }
 
@@ -163,6 +187,7 @@ fn main() -> ExitCode {
         }
         Command::Getkey { name, field } => getkey(&home, &name, field),
         Command::Plugins => plugins(&home),
+        Command::Jdbc { install, action } => jdbc(install, action),
         Command::Run {
             url,
             sheets,
@@ -365,5 +390,100 @@ fn parse_var(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().to_owned(), v.to_owned())),
         _ => Err(format!("`{s}` is not NAME=VALUE")),
+    }
+}
+
+fn jdbc(install: Option<PathBuf>, action: JdbcAction) -> ExitCode {
+    use weft::jdbc_manager as jm;
+    let Some(dir) = install.or_else(jm::install_dir) else {
+        eprintln!(
+            "jdbcManager: cannot find INSTALL (the folder holding jdbcList): set WEFT_INSTALL or give --install DIR"
+        );
+        return ExitCode::from(2);
+    };
+    let list_path = dir.join("jdbcList");
+    let text = match std::fs::read_to_string(&list_path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("jdbcManager: cannot read {}: {e}", list_path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let (entries, problems) = jm::parse_list(&text);
+    for p in &problems {
+        eprintln!(
+            "jdbcManager: {}:{}: {}",
+            list_path.display(),
+            p.line,
+            p.message
+        );
+    }
+    let drivers = dir.join("drivers");
+    match action {
+        JdbcAction::List => {
+            let installed = jm::installed(&drivers);
+            println!("installed drivers ({}):", drivers.display());
+            if installed.is_empty() {
+                println!("  (none)");
+            }
+            for i in &installed {
+                println!("  {:<24} {} bytes", i.name, i.size);
+            }
+            println!("available in jdbcList:");
+            for e in &entries {
+                let mark = if installed.iter().any(|i| i.name == e.name) {
+                    "*"
+                } else {
+                    " "
+                };
+                println!(" {mark}{:<24} {}  ({})", e.name, e.description, e.url);
+            }
+            ExitCode::SUCCESS
+        }
+        JdbcAction::Add { name } => {
+            let Some(entry) = entries.iter().find(|e| e.name == name) else {
+                let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+                eprintln!(
+                    "jdbcManager: `{name}` is not in {} (it lists: {})",
+                    list_path.display(),
+                    names.join(", ")
+                );
+                return ExitCode::FAILURE;
+            };
+            let mut last = 0u64;
+            let result = jm::install(entry, &drivers, &mut |done, total| {
+                if done >= last + 256 * 1024 || total == Some(done) {
+                    last = done;
+                    match total {
+                        Some(t) if t > 0 => eprint!(
+                            "\rjdbcManager: {name}: {:>3}% ({done} of {t} bytes)",
+                            done * 100 / t
+                        ),
+                        _ => eprint!("\rjdbcManager: {name}: {done} bytes"),
+                    }
+                }
+            });
+            eprintln!();
+            match result {
+                Ok(p) => {
+                    println!("installed {name} as {}", p.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("jdbcManager: {name} was not installed: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        JdbcAction::Delete { name } => match jm::delete(&name, &drivers) {
+            Ok(p) => {
+                println!("deleted {}", p.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("jdbcManager: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }

@@ -1,0 +1,447 @@
+//! jdbcManager's engine: the driver list (`jdbcList`), the installed drivers in
+//! `INSTALL/drivers`, and installing or deleting one. The command line (`weft jdbc list|add|
+//! delete`, behind `bin/jdbcManager`) sits on top.
+//!
+//! `jdbcList` holds `name:description:url` a line, split at the first two colons (URLs hold
+//! colons); `#` comments and blank lines are skipped; a bad line is reported with its line
+//! number and the rest still works. URLs are `http:`, `https:` or `file:`, optionally ending
+//! in `#sha256=HEX`, which is checked. An install is atomic: the jar is written to a temporary
+//! file in the drivers folder and renamed into place only when complete and checked, so a
+//! failed or interrupted download leaves nothing behind. Names that would escape `drivers/`
+//! are refused.
+
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// One driver of the list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Name: the installed file is `NAME.jar`.
+    pub name: String,
+    /// What it is.
+    pub description: String,
+    /// Where it comes from, without the checksum suffix.
+    pub url: String,
+    /// The expected SHA-256, lower-case hex, when the list gives one.
+    pub sha256: Option<String>,
+    /// Its line in `jdbcList`.
+    pub line: usize,
+}
+
+/// A line of `jdbcList` that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListProblem {
+    /// Line number, from 1.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Whether `name` is a safe driver name: letters, digits, `.`, `_`, `-`; not `.` or `..`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// Reads `jdbcList` text: the entries, and a problem for every bad line.
+pub fn parse_list(text: &str) -> (Vec<Entry>, Vec<ListProblem>) {
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut problems = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let l = raw.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let mut parts = l.splitn(3, ':');
+        let (Some(name), Some(description), Some(url)) = (parts.next(), parts.next(), parts.next())
+        else {
+            problems.push(ListProblem {
+                line,
+                message: "a line is `name:description:url`".to_owned(),
+            });
+            continue;
+        };
+        let name = name.trim();
+        if !valid_name(name) {
+            problems.push(ListProblem {
+                line,
+                message: format!("`{name}` is not a driver name: use letters, digits, `.`, `_` and `-` (the jar is installed as NAME.jar in drivers/)"),
+            });
+            continue;
+        }
+        let (url, sha256) = match url.trim().rsplit_once("#sha256=") {
+            Some((u, h)) => (u.trim().to_owned(), Some(h.trim().to_ascii_lowercase())),
+            None => (url.trim().to_owned(), None),
+        };
+        if let Some(h) = &sha256
+            && (h.len() != 64 || !h.chars().all(|c| c.is_ascii_hexdigit()))
+        {
+            problems.push(ListProblem {
+                line,
+                message: "`#sha256=` must be followed by 64 hexadecimal digits".to_owned(),
+            });
+            continue;
+        }
+        let scheme_ok = ["http://", "https://", "file:"]
+            .iter()
+            .any(|s| url.to_ascii_lowercase().starts_with(s));
+        if !scheme_ok {
+            problems.push(ListProblem {
+                line,
+                message: format!("`{url}` is not an http:, https: or file: URL"),
+            });
+            continue;
+        }
+        if entries.iter().any(|e| e.name == name) {
+            problems.push(ListProblem {
+                line,
+                message: format!("driver `{name}` is listed twice; the first one counts"),
+            });
+            continue;
+        }
+        entries.push(Entry {
+            name: name.to_owned(),
+            description: description.trim().to_owned(),
+            url,
+            sha256,
+            line,
+        });
+    }
+    (entries, problems)
+}
+
+/// An installed driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// Name (the file name without `.jar`).
+    pub name: String,
+    /// The jar.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// The drivers installed in `drivers`, by name.
+pub fn installed(drivers: &Path) -> Vec<Installed> {
+    let Ok(dir) = std::fs::read_dir(drivers) else {
+        return Vec::new();
+    };
+    let mut v: Vec<Installed> = dir
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let path = e.path();
+            let name = path.file_name()?.to_str()?.strip_suffix(".jar")?.to_owned();
+            if name.starts_with('.') {
+                return None;
+            }
+            let size = e.metadata().ok()?.len();
+            Some(Installed { name, path, size })
+        })
+        .collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v
+}
+
+/// Why an install failed. Each cause has its own message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InstallError {
+    /// The name would escape `drivers/`.
+    #[error("`{0}` is not a driver name: use letters, digits, `.`, `_` and `-`")]
+    BadName(String),
+    /// The host name could not be resolved.
+    #[error("cannot resolve the host of {url}: {detail}")]
+    Dns {
+        /// The URL.
+        url: String,
+        /// What the resolver said.
+        detail: String,
+    },
+    /// The server could not be reached.
+    #[error("cannot connect to {url}: {detail}")]
+    Connect {
+        /// The URL.
+        url: String,
+        /// Why.
+        detail: String,
+    },
+    /// TLS failed (certificate, handshake).
+    #[error("the TLS connection to {url} failed: {detail}")]
+    Tls {
+        /// The URL.
+        url: String,
+        /// Why.
+        detail: String,
+    },
+    /// The server answered with an error status.
+    #[error("{url} answered HTTP {status}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// The status code.
+        status: u16,
+    },
+    /// The download was cut short or failed while reading.
+    #[error("the download of {url} failed: {detail}")]
+    Transfer {
+        /// The URL.
+        url: String,
+        /// Why.
+        detail: String,
+    },
+    /// The file's checksum is not the one the list gives.
+    #[error(
+        "the checksum of {url} is {actual}, but jdbcList expects {expected}; nothing was installed"
+    )]
+    Checksum {
+        /// The URL.
+        url: String,
+        /// From the list.
+        expected: String,
+        /// Of what arrived.
+        actual: String,
+    },
+    /// A `file:` URL names a file that cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Source {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The drivers folder cannot be written.
+    #[error("cannot write into {path}: {source}")]
+    Write {
+        /// The folder or file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A temporary file that is removed unless it was renamed into place.
+struct Partial {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}
+
+fn classify(url: &str, e: &reqwest::Error) -> InstallError {
+    let detail = error_chain(e);
+    let lower = detail.to_ascii_lowercase();
+    if lower.contains("dns error")
+        || lower.contains("failed to lookup address")
+        || lower.contains("name or service not known")
+    {
+        InstallError::Dns {
+            url: url.to_owned(),
+            detail,
+        }
+    } else if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake")
+    {
+        InstallError::Tls {
+            url: url.to_owned(),
+            detail,
+        }
+    } else if e.is_connect() || e.is_timeout() {
+        InstallError::Connect {
+            url: url.to_owned(),
+            detail,
+        }
+    } else if let Some(status) = e.status() {
+        InstallError::Status {
+            url: url.to_owned(),
+            status: status.as_u16(),
+        }
+    } else {
+        InstallError::Transfer {
+            url: url.to_owned(),
+            detail,
+        }
+    }
+}
+
+/// Installs `entry` into `drivers` as `NAME.jar`; `progress(done, total)` is called as bytes
+/// arrive. Returns the installed jar.
+///
+/// # Errors
+///
+/// An [`InstallError`] saying which step failed; nothing is left in `drivers` then.
+pub fn install(
+    entry: &Entry,
+    drivers: &Path,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<PathBuf, InstallError> {
+    if !valid_name(&entry.name) {
+        return Err(InstallError::BadName(entry.name.clone()));
+    }
+    std::fs::create_dir_all(drivers).map_err(|source| InstallError::Write {
+        path: drivers.to_owned(),
+        source,
+    })?;
+    let target = drivers.join(format!("{}.jar", entry.name));
+    let mut partial = Partial {
+        path: drivers.join(format!(".{}.jar.part", entry.name)),
+        keep: false,
+    };
+    let mut out = std::fs::File::create(&partial.path).map_err(|source| InstallError::Write {
+        path: partial.path.clone(),
+        source,
+    })?;
+    let mut hasher = Sha256::new();
+    let mut copy = |reader: &mut dyn Read,
+                    total: Option<u64>,
+                    progress: &mut dyn FnMut(u64, Option<u64>)|
+     -> Result<(), InstallError> {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut done = 0u64;
+        progress(0, total);
+        loop {
+            let n = reader.read(&mut buf).map_err(|e| InstallError::Transfer {
+                url: entry.url.clone(),
+                detail: e.to_string(),
+            })?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            out.write_all(&buf[..n])
+                .map_err(|source| InstallError::Write {
+                    path: partial.path.clone(),
+                    source,
+                })?;
+            done += n as u64;
+            progress(done, total);
+        }
+        if let Some(t) = total.filter(|t| *t != done) {
+            return Err(InstallError::Transfer {
+                url: entry.url.clone(),
+                detail: format!("{done} of {t} bytes arrived"),
+            });
+        }
+        Ok(())
+    };
+    if let Some(path) = entry
+        .url
+        .strip_prefix("file://")
+        .or_else(|| entry.url.strip_prefix("file:"))
+    {
+        let path = PathBuf::from(path);
+        let mut f = std::fs::File::open(&path).map_err(|source| InstallError::Source {
+            path: path.clone(),
+            source,
+        })?;
+        let total = f.metadata().ok().map(|m| m.len());
+        copy(&mut f, total, progress)?;
+    } else {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::blocking::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(15))
+            .timeout(std::time::Duration::from_secs(900))
+            .build()
+            .map_err(|e| classify(&entry.url, &e))?;
+        let mut resp = client
+            .get(&entry.url)
+            .send()
+            .map_err(|e| classify(&entry.url, &e))?;
+        if !resp.status().is_success() {
+            return Err(InstallError::Status {
+                url: entry.url.clone(),
+                status: resp.status().as_u16(),
+            });
+        }
+        let total = resp.content_length();
+        copy(&mut resp, total, progress)?;
+    }
+    out.sync_all().map_err(|source| InstallError::Write {
+        path: partial.path.clone(),
+        source,
+    })?;
+    drop(out);
+    let actual: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if let Some(expected) = &entry.sha256
+        && *expected != actual
+    {
+        return Err(InstallError::Checksum {
+            url: entry.url.clone(),
+            expected: expected.clone(),
+            actual,
+        });
+    }
+    std::fs::rename(&partial.path, &target).map_err(|source| InstallError::Write {
+        path: target.clone(),
+        source,
+    })?;
+    partial.keep = true;
+    Ok(target)
+}
+
+/// Deletes installed driver `name`.
+///
+/// # Errors
+///
+/// When the name is not valid, not installed, or the file cannot be removed.
+pub fn delete(name: &str, drivers: &Path) -> Result<PathBuf, String> {
+    if !valid_name(name) {
+        return Err(format!("`{name}` is not a driver name"));
+    }
+    let path = drivers.join(format!("{name}.jar"));
+    if !path.is_file() {
+        let names: Vec<String> = installed(drivers).into_iter().map(|i| i.name).collect();
+        return Err(format!(
+            "driver `{name}` is not installed (installed: {})",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ));
+    }
+    std::fs::remove_file(&path).map_err(|e| format!("cannot delete {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// INSTALL: `$WEFT_INSTALL`, else the first directory at or above the running executable
+/// that holds `jdbcList`.
+pub fn install_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("WEFT_INSTALL").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    let exe = std::env::current_exe().ok()?;
+    exe.ancestors()
+        .skip(1)
+        .find(|d| d.join("jdbcList").is_file())
+        .map(Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests;
