@@ -142,6 +142,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 async fn deploy_run(url: &str, first: i64, count: i64, clients: i64) -> (f64, Vec<Duration>) {
+    weft::init_tls();
     let client = reqwest::Client::new();
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -226,6 +227,7 @@ fn bench_http() {
 }
 
 fn main() {
+    weft::init_tls();
     // `cargo bench` passes --bench; `cargo test --benches` passes nothing and wants it quick.
     let quick = !std::env::args().any(|a| a == "--bench");
     if quick {

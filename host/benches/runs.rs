@@ -82,6 +82,7 @@ fn baseline(data: &Path, chained: bool) -> Duration {
 }
 
 fn main() {
+    weft::init_tls();
     if !std::env::args().any(|a| a == "--bench") {
         println!("runs bench: run with `cargo bench -p weft --bench runs` for numbers");
         return;
@@ -147,6 +148,7 @@ fn main() {
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move { axum::serve(listener, weft::api::app(state)).await });
         let url = format!("http://{addr}/weft/service");
+        weft::init_tls();
         let client = reqwest::Client::new();
         let base = json!({"version": 1, "transformationData": {"folders": [{"id": 1, "path": "/bench"}], "connections": [{"id": 1, "name": "data", "type": "sqlite"}]}});
         call(&client, &url, json!({"command": "DeployRepository", "payload": {"content": base.to_string()}})).await;

@@ -85,7 +85,7 @@ impl Service {
             .filter(|e| same_origin(&e.url, &url))
             .and_then(|e| e.option("token").map(str::to_owned));
         // rustls with ring, for https URLs (the process's one crypto provider).
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::init_tls();
         let http = reqwest::blocking::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(3700))

@@ -22,3 +22,9 @@ pub mod repo;
 pub mod server;
 pub mod settings;
 pub mod validate;
+
+/// Makes rustls with ring the process's crypto provider, which every HTTP client (reqwest
+/// with rustls) needs before it is built. Idempotent.
+pub fn init_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -332,6 +332,7 @@ fn beyond_loopback_a_token_is_required() {
     let o = w.script("getkey", &["weft_server", "--field", "token"], None);
     let token = text(&o).0.trim().to_owned();
     assert_eq!(token.len(), 32, "a token was written to the key file");
+    weft::init_tls();
     let resp = reqwest::blocking::Client::new()
         .post(&w.url)
         .bearer_auth(&token)

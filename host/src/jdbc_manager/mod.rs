@@ -359,7 +359,7 @@ pub fn install(
         let total = f.metadata().ok().map(|m| m.len());
         copy(&mut f, total, progress)?;
     } else {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::init_tls();
         let client = reqwest::blocking::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(15))
             .timeout(std::time::Duration::from_secs(900))

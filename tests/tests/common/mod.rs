@@ -166,6 +166,7 @@ pub fn example(name: &str) -> PathBuf {
 
 /// POSTs raw bytes to the endpoint.
 pub fn post(url: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
+    weft::init_tls();
     let client = reqwest::blocking::Client::new();
     let resp = client
         .post(url)
