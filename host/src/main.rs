@@ -88,13 +88,14 @@ enum Command {
         #[arg(long)]
         wait: bool,
     },
-    /// Manage JDBC drivers: list, add or delete (what bin/jdbcManager runs).
+    /// Manage JDBC drivers: the interactive menu, or list, add, delete for scripts (what bin/jdbcManager runs).
     Jdbc {
         /// INSTALL, where jdbcList and drivers/ are; default $WEFT_INSTALL, else found above the binary.
         #[arg(long, value_name = "DIR")]
         install: Option<PathBuf>,
+        /// Without an action: the interactive menu.
         #[command(subcommand)]
-        action: JdbcAction,
+        action: Option<JdbcAction>,
     },
     /// List the plugin libraries found (next to the binary and in HOME/plugins) and what they provide; refused ones with the reason.
     Plugins,
@@ -393,7 +394,7 @@ fn parse_var(s: &str) -> Result<(String, String), String> {
     }
 }
 
-fn jdbc(install: Option<PathBuf>, action: JdbcAction) -> ExitCode {
+fn jdbc(install: Option<PathBuf>, action: Option<JdbcAction>) -> ExitCode {
     use weft::jdbc_manager as jm;
     let Some(dir) = install.or_else(jm::install_dir) else {
         eprintln!(
@@ -419,6 +420,26 @@ fn jdbc(install: Option<PathBuf>, action: JdbcAction) -> ExitCode {
         );
     }
     let drivers = dir.join("drivers");
+    let Some(action) = action else {
+        use std::io::IsTerminal as _;
+        if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+            eprintln!(
+                "jdbcManager: the menu needs a terminal; for scripts use `jdbcManager list`, `add NAME` or `delete NAME`"
+            );
+            return ExitCode::from(2);
+        }
+        let problems: Vec<String> = problems
+            .iter()
+            .map(|p| format!("line {}: {}", p.line, p.message))
+            .collect();
+        return match jm::menu::run(entries, problems, &drivers) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("jdbcManager: the terminal failed: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    };
     match action {
         JdbcAction::List => {
             let installed = jm::installed(&drivers);

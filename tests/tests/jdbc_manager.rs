@@ -70,3 +70,139 @@ fn list_add_delete_for_scripts() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("not in"), "{:?}", text(&o));
 }
+
+/// What a terminal of 30 x 140 shows of everything the program wrote (a vt100 emulator).
+struct Screen(std::sync::Arc<std::sync::Mutex<vt100::Parser>>);
+
+impl Screen {
+    fn text(&self) -> String {
+        self.0.lock().expect("screen").screen().contents()
+    }
+
+    fn wait_for(&self, what: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            if self.text().contains(what) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "`{what}` never appeared; the screen:\n{}",
+                self.text()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+/// Serves `/driver.jar` (`body`) slowly, in 32 KiB pieces, so that progress can be seen.
+fn slow_server(body: Vec<u8>) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut reader = BufReader::new(s.try_clone().expect("clone"));
+            loop {
+                let mut l = String::new();
+                if reader.read_line(&mut l).map_or(true, |n| n == 0) || l == "\r\n" {
+                    break;
+                }
+            }
+            let _ = s.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+            for chunk in body.chunks(32 * 1024) {
+                if s.write_all(chunk).is_err() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(40));
+            }
+        }
+    });
+    format!("http://{addr}/driver.jar")
+}
+
+#[test]
+fn the_interactive_menu_adds_and_deletes_a_driver() {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use std::io::{Read, Write};
+    let install = tempfile::tempdir().expect("install");
+    let body = vec![7u8; 512 * 1024];
+    std::fs::write(
+        install.path().join("jdbcList"),
+        format!(
+            "# test\nvendor:Vendor driver:{}\n",
+            slow_server(body.clone())
+        ),
+    )
+    .expect("list");
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: 30,
+            cols: 140,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("pty");
+    let mut cmd = CommandBuilder::new(root().join("bin/jdbcManager"));
+    cmd.env("WEFT_BIN", weft_bin());
+    cmd.env("WEFT_INSTALL", install.path());
+    cmd.env("TERM", "xterm-256color");
+    let mut child = pair.slave.spawn_command(cmd).expect("spawn");
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().expect("reader");
+    let mut keys = pair.master.take_writer().expect("writer");
+    let screen = Screen(std::sync::Arc::new(std::sync::Mutex::new(
+        vt100::Parser::new(30, 140, 0),
+    )));
+    let sink = std::sync::Arc::clone(&screen.0);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().expect("screen").process(&buf[..n]);
+        }
+    });
+    let mut press = |k: &str| {
+        keys.write_all(k.as_bytes()).expect("key");
+        keys.flush().expect("flush");
+    };
+    // First start: nothing installed.
+    screen.wait_for("no driver installed yet");
+    // ADD: the list of jdbcList, Enter installs with a progress bar, then a dialog.
+    press("a");
+    screen.wait_for("ADD: drivers in jdbcList");
+    screen.wait_for("Vendor driver");
+    press("\r");
+    screen.wait_for("installing vendor");
+    screen.wait_for("%");
+    screen.wait_for("Installed vendor");
+    assert_eq!(
+        std::fs::read(install.path().join("drivers/vendor.jar")).expect("installed jar"),
+        body
+    );
+    press("\r");
+    screen.wait_for("vendor");
+    screen.wait_for("524288 bytes");
+    // DELETE, confirmed.
+    press("d");
+    screen.wait_for("DELETE: installed drivers");
+    press("\r");
+    screen.wait_for("Delete vendor?");
+    press("y");
+    screen.wait_for("Deleted vendor.");
+    assert!(!install.path().join("drivers/vendor.jar").exists());
+    press("\r");
+    screen.wait_for("no driver installed yet");
+    press("q");
+    let status = child.wait().expect("exit");
+    assert!(status.success(), "{status:?}");
+}

@@ -10,6 +10,8 @@
 //! failed or interrupted download leaves nothing behind. Names that would escape `drivers/`
 //! are refused.
 
+pub mod menu;
+
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
