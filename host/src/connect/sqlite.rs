@@ -219,7 +219,8 @@ impl Connection for SqliteConnection {
             let mut rows = st
                 .query(rusqlite::params_from_iter(ps.iter()))
                 .map_err(|e| self.fail(e, sql.as_str()))?;
-            let mut batch: Vec<Row> = Vec::with_capacity(batch_rows);
+            // Room for at most 10,000 rows up front; a larger batch grows as rows come.
+            let mut batch: Vec<Row> = Vec::with_capacity(batch_rows.min(10_000));
             let mut count = 0u64;
             while let Some(row) = rows.next().map_err(|e| self.fail(e, sql.as_str()))? {
                 let mut r = RVec::with_capacity(n);
@@ -233,7 +234,7 @@ impl Connection for SqliteConnection {
                 if batch.len() == batch_rows {
                     sink.rows(RVec::from(std::mem::replace(
                         &mut batch,
-                        Vec::with_capacity(batch_rows),
+                        Vec::with_capacity(batch_rows.min(10_000)),
                     )))
                     .into_result()?;
                 }

@@ -899,3 +899,18 @@ fn insert_refuses_sources_on_another_connection_and_eof_errors_are_placed() {
         "{p:#?}"
     );
 }
+
+#[test]
+fn batch_rows_is_bounded() {
+    let f = Fixture::with_base();
+    let text = SHEET
+        .replace("module: Upsert", "module: Transfer")
+        .replace("keys: id", "batchRows: 4294967295");
+    let d = f.invalid(&text);
+    assert!(
+        find(&d, "module.attribute")
+            .message
+            .contains("from 1 to 1000000"),
+        "{d:#?}"
+    );
+}

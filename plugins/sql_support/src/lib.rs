@@ -288,6 +288,20 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
     out
 }
 
+/// A problem when the sources of `module`'s action are not all on one connection (the query
+/// runs on theirs).
+pub fn sources_on_one_connection(input: &ValidateInput, module: &str) -> Option<Problem> {
+    let mut ids = input.sources.iter().map(|s| s.connection_id);
+    let first = ids.next()?;
+    ids.any(|c| c != first).then(|| {
+        Problem::error(
+            "module.sources",
+            format!("{module}'s sources must all be on one connection: the query runs there"),
+            None,
+        )
+    })
+}
+
 /// A statement that returns no row but the columns of `query`, in `dialect`.
 pub fn column_probe(dialect: Dialect, query: &str) -> String {
     match dialect {

@@ -47,20 +47,16 @@ impl ActionModule for Transfer {
             .first()
             .map_or(weft_sdk::Dialect::Generic, |s| s.dialect);
         let mut out = weft_sql_support::check(input, dialect);
-        let connections: Vec<i64> = input.sources.iter().map(|s| s.connection_id).collect();
-        if connections.windows(2).any(|w| w[0] != w[1]) {
-            out.problems.push(Problem::error(
-                "module.sources",
-                "Transfer's sources must all be on one connection: the query runs there",
-                None,
+        out.problems
+            .extend(weft_sql_support::sources_on_one_connection(
+                input, "Transfer",
             ));
-        }
         if let Some(AttributeValue::Integer(n)) = input.attribute("batchRows")
-            && *n < 1
+            && !(1..=MAX_BATCH_ROWS).contains(n)
         {
             out.problems.push(Problem::error(
                 "module.attribute",
-                format!("`batchRows` must be at least 1, found {n}"),
+                format!("`batchRows` must be from 1 to {MAX_BATCH_ROWS}, found {n}"),
                 None,
             ));
         }

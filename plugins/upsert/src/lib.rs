@@ -66,14 +66,8 @@ impl ActionModule for Upsert {
             .or_else(|| input.targets.first())
             .map_or(weft_sdk::Dialect::Generic, |o| o.dialect);
         let mut out = weft_sql_support::check(input, dialect);
-        let connections: Vec<i64> = input.sources.iter().map(|s| s.connection_id).collect();
-        if connections.windows(2).any(|w| w[0] != w[1]) {
-            out.problems.push(Problem::error(
-                "module.sources",
-                "Upsert's sources must all be on one connection (the query runs there)",
-                None,
-            ));
-        }
+        out.problems
+            .extend(weft_sql_support::sources_on_one_connection(input, "Upsert"));
         if let Some(AttributeValue::String(k)) = input.attribute("keys")
             && keys_attribute(Some(&AttributeValue::String(k.clone()))).is_empty()
         {
