@@ -124,8 +124,16 @@ pub fn deploy(
             &Path::root().key("transformationData"),
         );
     }
-    // What the data holds (a table that does not exist yet) is a warning, found before the
-    // repository is locked: it may mean opening connections.
+    // What needs nothing of the repository but the connection types runs before the
+    // repository is locked: the graph, each module's validation (SQL parsing), and what the
+    // data holds (a table that does not exist yet is a warning; it may mean opening
+    // connections).
+    let kinds = repo.with(|c| validate::connection_kinds(&doc, &repo::Writer::reader(c)))?;
+    let vopts = validate::Options {
+        full: opts.validate,
+        check_ids: opts.into_folder.is_none(),
+    };
+    validate::sheets(&doc, content, catalog, &kinds, vopts, &mut problems);
     if opts.validate && doc.complete && !problems.has_errors() {
         object_warnings(&doc, catalog, &mut problems);
     }
@@ -144,11 +152,7 @@ pub fn deploy(
         }
         // Validation judges the ids as written, so that its messages name them; a copy's
         // ids are replaced afterwards, so they need not be free.
-        let vopts = validate::Options {
-            full: opts.validate,
-            check_ids: opts.into_folder.is_none(),
-        };
-        validate::document(&doc, content, w, catalog, vopts, &mut problems)?;
+        validate::document(&doc, w, catalog, vopts, &mut problems)?;
         if problems.has_errors() {
             return invalid(&mut problems);
         }

@@ -6,7 +6,7 @@
 use super::{Error, Result, now_utc};
 use crate::dsr::model::{Connection, Folder, NodeAttributes, Sheet};
 use crate::validate::Facts;
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Connection as Db, OptionalExtension, params};
 use serde::Serialize;
 
 /// What happened to one object.
@@ -40,12 +40,17 @@ pub struct Change {
 
 /// Writes inside one transaction; see [`super::Repository::write`].
 pub struct Writer<'t> {
-    tx: &'t Transaction<'t>,
+    tx: &'t Db,
 }
 
 impl<'t> Writer<'t> {
-    pub(super) fn new(tx: &'t Transaction<'t>) -> Self {
+    pub(super) fn new(tx: &'t Db) -> Self {
         Writer { tx }
+    }
+
+    /// A writer over `conn` used only to read facts outside a transaction.
+    pub fn reader(conn: &'t Db) -> Self {
+        Writer { tx: conn }
     }
 
     fn one<T: rusqlite::types::FromSql>(

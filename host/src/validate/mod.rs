@@ -90,14 +90,14 @@ pub struct Options {
     pub check_ids: bool,
 }
 
-/// Validates `doc`, adding every problem to `problems`.
+/// Validates what of `doc` depends on the repository (ids, folders, connections), adding
+/// every problem to `problems`; [`sheets`] does the rest.
 ///
 /// # Errors
 ///
 /// A repository error while asking `facts`.
 pub fn document(
     doc: &Document,
-    text: &str,
     facts: &dyn Facts,
     catalog: &dyn Catalog,
     opts: Options,
@@ -137,6 +137,26 @@ pub fn document(
             );
         }
     }
+    for (i, s) in doc.sheets.iter().enumerate() {
+        let path = td.key("sheets").index(i);
+        sheet_folder(s, &path, &doc_folders, facts, problems)?;
+        if opts.check_ids {
+            ids_not_taken(s, &path, facts, problems)?;
+        }
+    }
+    Ok(())
+}
+
+/// The type of every connection the document's objects use: from the document, else from
+/// the repository (`None` when neither has it).
+///
+/// # Errors
+///
+/// A repository error while asking `facts`.
+pub fn connection_kinds(
+    doc: &Document,
+    facts: &dyn Facts,
+) -> crate::repo::Result<HashMap<i64, Option<String>>> {
     let doc_connections: HashMap<i64, &str> = doc
         .connections
         .iter()
@@ -157,17 +177,28 @@ pub fn document(
             }
         }
     }
+    Ok(kinds)
+}
+
+/// The checks of each sheet that need nothing of the repository but the connection types
+/// (`kinds`): attributes, the graph, nodes, and each module's own validation. They run
+/// before the repository is locked, as they may take a while.
+pub fn sheets(
+    doc: &Document,
+    text: &str,
+    catalog: &dyn Catalog,
+    kinds: &HashMap<i64, Option<String>>,
+    opts: Options,
+    problems: &mut Problems,
+) {
+    let td = Path::root().key("transformationData");
     let dialect = |id: i64| catalog.dialect(id, kinds.get(&id).and_then(|k| k.as_deref()));
     for (i, s) in doc.sheets.iter().enumerate() {
         let path = td.key("sheets").index(i);
-        sheet_folder(s, &path, &doc_folders, facts, problems)?;
-        if opts.check_ids {
-            ids_not_taken(s, &path, facts, problems)?;
-        }
         sheet_attributes(s, &path, problems);
         if opts.full {
             graph(s, &path, problems);
-            nodes(s, &path, &kinds, catalog, problems);
+            nodes(s, &path, kinds, catalog, problems);
             plugin_checks(s, &path, &dialect, catalog, text, problems);
         } else {
             // Types are checked even without validation: the attributes of a known module.
@@ -184,7 +215,6 @@ pub fn document(
             }
         }
     }
-    Ok(())
 }
 
 /// Ids are unique per kind in the document: sheets, nodes (of all sheets), edges, folders,
