@@ -25,7 +25,7 @@ impl ActionModule for Insert {
             description: "Inserts the rows of the action's query into the target table, columns matched by name.".into(),
             attributes: RVec::from(vec![
                 AttributeSpec::new("truncateBefore", AttributeKind::Bool, Some("false"), "empty the target before inserting"),
-                AttributeSpec::new("validateSql", AttributeKind::Bool, Some("true"), "parse the SQL at deploy; false skips the check"),
+                weft_sql_support::validate_sql_attribute(),
             ]),
             min_sources: 0,
             max_sources: u32::MAX,

@@ -9,22 +9,13 @@
 
 use weft_sdk::abi_stable::std_types::RVec;
 use weft_sdk::{
-    ActionModule, AttributeKind, AttributeSpec, Dialect, ModuleInfo, PluginError, PluginResult,
-    Problem, RunContext, RunOutcome, ValidateInput, ValidateOutput, export_plugin,
+    ActionModule, Dialect, ModuleInfo, PluginError, PluginResult, Problem, RunContext, RunOutcome,
+    ValidateInput, ValidateOutput, export_plugin,
 };
 
 /// The `Sql` module.
 #[derive(Debug, Default)]
 pub struct Sql;
-
-fn validate_sql_attribute() -> AttributeSpec {
-    AttributeSpec::new(
-        "validateSql",
-        AttributeKind::Bool,
-        Some("true"),
-        "parse the SQL at deploy; false skips the check",
-    )
-}
 
 impl ActionModule for Sql {
     fn info(&self) -> ModuleInfo {
@@ -32,7 +23,7 @@ impl ActionModule for Sql {
             name: "Sql".into(),
             description:
                 "Runs the action text (one or several statements) on the target connection.".into(),
-            attributes: RVec::from(vec![validate_sql_attribute()]),
+            attributes: RVec::from(vec![weft_sql_support::validate_sql_attribute()]),
             min_sources: 0,
             max_sources: u32::MAX,
             min_targets: 0,

@@ -288,6 +288,17 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
     out
 }
 
+/// The attribute every SQL module takes: `validateSql` (default true; false skips the parse
+/// at deploy).
+pub fn validate_sql_attribute() -> weft_sdk::AttributeSpec {
+    weft_sdk::AttributeSpec::new(
+        "validateSql",
+        weft_sdk::AttributeKind::Bool,
+        Some("true"),
+        "parse the SQL at deploy; false skips the check",
+    )
+}
+
 /// A problem when the sources of `module`'s action are not all on one connection (the query
 /// runs on theirs).
 pub fn sources_on_one_connection(input: &ValidateInput, module: &str) -> Option<Problem> {

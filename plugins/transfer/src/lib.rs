@@ -32,7 +32,7 @@ impl ActionModule for Transfer {
             description: "Streams the rows of a query on the sources' connection into the target table on another connection.".into(),
             attributes: RVec::from(vec![
                 AttributeSpec::new("batchRows", AttributeKind::Integer, Some("10000"), "rows per batch"),
-                AttributeSpec::new("validateSql", AttributeKind::Bool, Some("true"), "parse the SQL at deploy; false skips the check"),
+                weft_sql_support::validate_sql_attribute(),
             ]),
             min_sources: 1,
             max_sources: u32::MAX,

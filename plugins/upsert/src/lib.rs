@@ -49,7 +49,7 @@ impl ActionModule for Upsert {
             description: "Updates the target's rows that match the query's by key and inserts the others; deletes nothing.".into(),
             attributes: RVec::from(vec![
                 AttributeSpec::new("keys", AttributeKind::String, None, "key columns, comma-separated; default: the target's primary key"),
-                AttributeSpec::new("validateSql", AttributeKind::Bool, Some("true"), "parse the SQL at deploy; false skips the check"),
+                weft_sql_support::validate_sql_attribute(),
             ]),
             min_sources: 0,
             max_sources: u32::MAX,
