@@ -136,9 +136,10 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     }
     let keys = Arc::new(KeyStore::new(KeyFile::path_in(&opts.home), keyfile));
     let dirs = crate::plugins::search_path(&opts.home);
-    let registry = tokio::task::spawn_blocking(move || crate::plugins::Registry::load(&dirs))
+    let mut registry = tokio::task::spawn_blocking(move || crate::plugins::Registry::load(&dirs))
         .await
         .map_err(|e| Error::Serve(std::io::Error::other(e)))?;
+    registry.set_bridge_options(crate::plugins::bridge_options(&settings));
     tracing::info!(
         message = "Plugins loaded.",
         libraries = registry.libraries.len(),

@@ -113,6 +113,25 @@ impl Dialect {
         matches!(self, Dialect::Sqlite | Dialect::Postgres)
     }
 
+    /// The dialect a JDBC URL names (`jdbc:postgresql:...` is PostgreSQL); [`Dialect::Generic`]
+    /// when the URL names no database weft knows.
+    pub fn of_jdbc_url(url: &str) -> Self {
+        let u = url.trim_start().to_ascii_lowercase();
+        let Some(rest) = u.strip_prefix("jdbc:") else {
+            return Dialect::Generic;
+        };
+        let sub = rest.split(':').next().unwrap_or_default();
+        match sub {
+            "postgresql" | "pgsql" => Dialect::Postgres,
+            "mysql" | "mariadb" => Dialect::MySql,
+            "sqlserver" | "jtds" => Dialect::MsSql,
+            "sqlite" => Dialect::Sqlite,
+            "h2" => Dialect::H2,
+            "hsqldb" => Dialect::Hsqldb,
+            _ => Dialect::Generic,
+        }
+    }
+
     /// The dialect's name, for messages.
     pub fn name(self) -> &'static str {
         match self {

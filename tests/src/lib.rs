@@ -1,1 +1,5 @@
 //! End-to-end tests of weft: they start the real `weft` binary; see `tests/`.
+//!
+//! The library holds what tests and benches share: [`postgres`] starts a real PostgreSQL.
+
+pub mod postgres;

@@ -4,9 +4,11 @@
 
 mod common;
 
+use common::actions::{plan, rows};
+
 use rusqlite::Connection;
-use std::path::{Path, PathBuf};
-use weft::exec::{ActionPlan, actions_of, run_action};
+use std::path::PathBuf;
+use weft::exec::{ActionPlan, run_action};
 use weft::keys::KeyFile;
 use weft::plugins::Registry;
 
@@ -64,64 +66,6 @@ impl Dbs {
     fn rows(&self, n: i64, sql: &str) -> Vec<String> {
         rows(&self.path(n), sql)
     }
-}
-
-fn rows(path: &Path, sql: &str) -> Vec<String> {
-    let c = Connection::open(path).expect("open");
-    let mut st = c.prepare(sql).expect("prepare");
-    let n = st.column_count();
-    st.query_map([], |r| {
-        Ok((0..n)
-            .map(|i| match r.get_ref(i).expect("value") {
-                rusqlite::types::ValueRef::Null => "NULL".to_owned(),
-                rusqlite::types::ValueRef::Integer(v) => v.to_string(),
-                rusqlite::types::ValueRef::Real(v) => format!("{v:?}"),
-                rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
-                rusqlite::types::ValueRef::Blob(b) => format!(
-                    "x{}",
-                    b.iter().map(|c| format!("{c:02x}")).collect::<String>()
-                ),
-            })
-            .collect::<Vec<_>>()
-            .join("|"))
-    })
-    .expect("query")
-    .collect::<Result<_, _>>()
-    .expect("rows")
-}
-
-/// A one-action sheet: `sources` -> action -> `target`, as `(connection, table)`.
-fn plan(
-    module: &str,
-    action: &str,
-    attributes: serde_json::Value,
-    sources: &[(i64, &str)],
-    target: Option<(i64, &str)>,
-) -> ActionPlan {
-    let mut nodes = vec![
-        serde_json::json!({"id": 1, "type": 0, "attributes": {"module": module, "name": "the action", "action": action}}),
-    ];
-    if let serde_json::Value::Object(extra) = attributes {
-        for (k, v) in extra {
-            nodes[0]["attributes"][k] = v;
-        }
-    }
-    let mut edges = Vec::new();
-    for (i, (conn, table)) in sources.iter().enumerate() {
-        let id = 10 + i as i64;
-        nodes.push(serde_json::json!({"id": id, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": conn}}));
-        edges.push(serde_json::json!({"id": 100 + id, "from": id, "to": 1}));
-    }
-    if let Some((conn, table)) = target {
-        nodes.push(serde_json::json!({"id": 99, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": conn}}));
-        edges.push(serde_json::json!({"id": 199, "from": 1, "to": 99}));
-    }
-    let doc = serde_json::json!({"version": 1, "transformationData": {"sheets": [{
-        "id": 1, "attributes": {"name": "s", "folder_id": 1, "folder": "/"}, "nodes": nodes, "edges": edges}]}});
-    let (doc, problems) = weft::dsr::parse(&doc.to_string());
-    assert!(!problems.has_errors(), "{:?}", problems.as_slice());
-    let doc = doc.expect("document");
-    actions_of(&doc.sheets[0], &|_| weft_sdk::Dialect::Sqlite).remove(0)
 }
 
 fn run(reg: &Registry, dbs: &Dbs, p: &ActionPlan) -> weft_sdk::RunOutcome {

@@ -42,6 +42,8 @@ pub fn open(entry: &Entry, registry: &Registry) -> Result<ConnectionBox, PluginE
         options: entry
             .options
             .iter()
+            .filter(|(k, _)| !k.starts_with("weft."))
+            .chain(registry.bridge_options())
             .map(|(k, v)| Tuple2(RString::from(k.as_str()), RString::from(v.as_str())))
             .collect::<RVec<_>>(),
     };
@@ -50,24 +52,9 @@ pub fn open(entry: &Entry, registry: &Registry) -> Result<ConnectionBox, PluginE
 
 /// The SQL dialect of a connection type and URL, for validation before anything is opened.
 pub fn dialect_of(kind: &str, url: &str) -> weft_sdk::Dialect {
-    use weft_sdk::Dialect;
     if kind == SQLITE {
-        return Dialect::Sqlite;
-    }
-    let u = url.to_ascii_lowercase();
-    if u.starts_with("jdbc:postgresql:") {
-        Dialect::Postgres
-    } else if u.starts_with("jdbc:mysql:") || u.starts_with("jdbc:mariadb:") {
-        Dialect::MySql
-    } else if u.starts_with("jdbc:sqlserver:") {
-        Dialect::MsSql
-    } else if u.starts_with("jdbc:sqlite:") {
-        Dialect::Sqlite
-    } else if u.starts_with("jdbc:h2:") {
-        Dialect::H2
-    } else if u.starts_with("jdbc:hsqldb:") {
-        Dialect::Hsqldb
+        weft_sdk::Dialect::Sqlite
     } else {
-        Dialect::Generic
+        weft_sdk::Dialect::of_jdbc_url(url)
     }
 }

@@ -69,6 +69,27 @@ pub struct Registry {
     modules: BTreeMap<String, LoadedModule>,
     object_types: BTreeMap<i64, LoadedObjectType>,
     bridges: BTreeMap<String, ConnectionBridgeBox>,
+    bridge_options: Vec<(String, String)>,
+}
+
+/// What the host tells every bridge beside a key entry's own options (see
+/// [`Registry::set_bridge_options`]): `weft.drivers`, INSTALL/drivers where jdbcManager puts
+/// driver jars, and `weft.java_home`, the setting `java_home`.
+pub fn bridge_options(settings: &crate::settings::Settings) -> Vec<(String, String)> {
+    let mut o = Vec::new();
+    if let Some(install) = crate::jdbc_manager::install_dir() {
+        o.push((
+            "weft.drivers".to_owned(),
+            install.join("drivers").to_string_lossy().into_owned(),
+        ));
+    }
+    if let Some(j) = &settings.java_home {
+        o.push((
+            "weft.java_home".to_owned(),
+            j.to_string_lossy().into_owned(),
+        ));
+    }
+    o
 }
 
 impl std::fmt::Debug for Registry {
@@ -265,6 +286,17 @@ impl Registry {
             .values()
             .map(|t| format!("{} ({})", t.info.id, t.info.name))
             .collect()
+    }
+
+    /// The host's options for bridges (see [`Registry::set_bridge_options`]).
+    pub fn bridge_options(&self) -> &[(String, String)] {
+        &self.bridge_options
+    }
+
+    /// Sets the host's options for bridges (`weft.` names), which [`crate::connect::open`]
+    /// adds to every key entry it opens through a bridge; an entry cannot set them itself.
+    pub fn set_bridge_options(&mut self, options: Vec<(String, String)>) {
+        self.bridge_options = options;
     }
 
     /// The bridge serving connection type `kind`.

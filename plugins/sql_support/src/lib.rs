@@ -339,6 +339,16 @@ pub fn qualified(dialect: Dialect, schema: Option<&str>, table: &str) -> String 
     }
 }
 
+/// A described table's name as the database spells it (unquoted names fold to upper case in
+/// H2 and HSQLDB, to lower case in PostgreSQL), quoted and qualified for `dialect`.
+pub fn described_table(dialect: Dialect, info: &weft_sdk::TableInfo) -> String {
+    qualified(
+        dialect,
+        info.schema.as_ref().map(RString::as_str).into_option(),
+        &info.name,
+    )
+}
+
 /// Matches `names` (a query's columns) to `target` columns by name, ignoring case; returns the
 /// target's spelling of each.
 ///
@@ -467,5 +477,59 @@ mod tests {
         assert_eq!(r, vec!["s1", "main.s2", "dst"]);
         let t = &reads(&st, sql)[0];
         assert_eq!(&sql[t.offset.unwrap_or_default() as usize..][..2], "s1");
+    }
+}
+
+/// Splits a script into its statements at the semicolons that end them (not those inside
+/// strings, quoted names, comments or dollar-quoted bodies), for connections that run one
+/// statement at a time. Empty statements are dropped; text the tokenizer cannot read is
+/// returned whole, so that the database reports the error.
+pub fn split_statements(sql: &str, dialect: Dialect) -> Vec<String> {
+    let d = sp_dialect(dialect);
+    let Ok(tokens) = sqlparser::tokenizer::Tokenizer::new(d.as_ref(), sql).tokenize_with_location()
+    else {
+        return vec![sql.trim().to_owned()];
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    for t in tokens {
+        if t.token == sqlparser::tokenizer::Token::SemiColon {
+            let at = offset_of(sql, t.span.start.line, t.span.start.column);
+            out.push(sql[start..at].trim().to_owned());
+            start = at + 1;
+        }
+    }
+    out.push(sql[start..].trim().to_owned());
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+
+    #[test]
+    fn splits_at_statement_ends_only() {
+        let sql = "insert into t values ('a;b'); -- c;d\n\
+                   create function f() returns int as $$ select 1; $$ language sql;\n\
+                   update \"x;y\" set a = 1;;  ";
+        assert_eq!(
+            split_statements(sql, Dialect::Postgres),
+            vec![
+                "insert into t values ('a;b')".to_owned(),
+                "-- c;d\ncreate function f() returns int as $$ select 1; $$ language sql"
+                    .to_owned(),
+                "update \"x;y\" set a = 1".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn unreadable_text_is_kept_whole() {
+        assert_eq!(
+            split_statements("select 'open; string", Dialect::H2),
+            vec!["select 'open; string".to_owned()]
+        );
+        assert!(split_statements(" ; ;\n", Dialect::Generic).is_empty());
     }
 }

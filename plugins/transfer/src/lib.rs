@@ -13,7 +13,7 @@ use weft_sdk::{
     PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput, ValidateOutput,
     export_plugin, query_all,
 };
-use weft_sql_support::{column_probe, match_columns, qualified, quote, schema_of};
+use weft_sql_support::{column_probe, described_table, match_columns, quote, schema_of};
 
 /// The `Transfer` module.
 #[derive(Debug, Default)]
@@ -95,7 +95,7 @@ impl ActionModule for Transfer {
             let columns = match_columns(&names, &info)?;
             let sql = format!(
                 "INSERT INTO {} ({}) SELECT {} FROM ({query}\n) AS weft_q",
-                qualified(dialect, schema_of(&target), &target.name),
+                described_table(dialect, &info),
                 columns
                     .iter()
                     .map(|c| quote(dialect, c))

@@ -17,7 +17,7 @@ use weft_sdk::{
     PluginError, PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput, ValidateOutput,
     Value, export_plugin, query_all,
 };
-use weft_sql_support::{column_probe, match_columns, qualified, quote, schema_of};
+use weft_sql_support::{column_probe, described_table, match_columns, quote, schema_of};
 
 /// The `Upsert` module.
 #[derive(Debug, Default)]
@@ -114,7 +114,7 @@ impl ActionModule for Upsert {
                 target.name
             )));
         }
-        let table = qualified(dialect, schema_of(&target), &target.name);
+        let table = described_table(dialect, &info);
         let outcome = if source_conn == target.connection_id {
             let conn = ctx.connection(target.connection_id)?;
             same_connection(conn, &table, &info, &keys, &primary, &query)?

@@ -1,0 +1,259 @@
+//! A real PostgreSQL server for tests and benches, in a temporary directory on a free port.
+//!
+//! `initdb` and `postgres` refuse to run as root, and CI runs as root: then both run as the
+//! user `nobody`, in a directory handed over to it. The server is started through a small
+//! shell that stops it when the test process's end closes its stdin, so that no server
+//! outlives the tests even when they are killed.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running PostgreSQL server with a database `weft` and a superuser `weft`, password
+/// `secret`.
+pub struct Postgres {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    /// The TCP port it listens on (127.0.0.1).
+    pub port: u16,
+    shell: Child,
+    user: Option<(u32, u32)>,
+}
+
+/// The PostgreSQL server binaries: `/usr/lib/postgresql/<newest>/bin`, else the folder of
+/// `initdb` on `PATH`.
+fn bin_dir() -> Result<PathBuf, String> {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path().join("bin"))
+                .collect()
+        })
+        .unwrap_or_default();
+    versions.retain(|b| b.join("initdb").is_file());
+    versions.sort_by_key(|b| {
+        b.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    if let Some(b) = versions.pop() {
+        return Ok(b);
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .find(|d| d.join("initdb").is_file())
+        .ok_or_else(|| {
+            "PostgreSQL is not installed (no initdb): apt-get install postgresql (.ci/run does)"
+                .to_owned()
+        })
+}
+
+/// uid and gid of `nobody`, from /etc/passwd.
+fn nobody() -> Result<(u32, u32), String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").map_err(|e| format!("/etc/passwd: {e}"))?;
+    passwd
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.first() == Some(&"nobody") && f.len() > 3)
+                .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))
+                .flatten()
+        })
+        .ok_or_else(|| "no user `nobody` in /etc/passwd to run PostgreSQL as".to_owned())
+}
+
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}
+
+fn free_port() -> Result<u16, String> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
+    l.local_addr()
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port: {e}"))
+}
+
+impl Postgres {
+    /// Initialises and starts a server; waits until it answers.
+    ///
+    /// # Errors
+    ///
+    /// What failed, with the server's log.
+    pub fn start() -> Result<Self, String> {
+        let bin = bin_dir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("weft-pg-")
+            .tempdir()
+            .map_err(|e| format!("temp dir: {e}"))?;
+        let user = if is_root() { Some(nobody()?) } else { None };
+        if let Some((uid, gid)) = user {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))
+                .map_err(|e| format!("chown {}: {e}", dir.path().display()))?;
+        }
+        let data = dir.path().join("data");
+        let pwfile = dir.path().join("pw");
+        std::fs::write(&pwfile, "secret\n").map_err(|e| format!("{e}"))?;
+        if let Some((uid, gid)) = user {
+            std::os::unix::fs::chown(&pwfile, Some(uid), Some(gid)).map_err(|e| format!("{e}"))?;
+        }
+        let mut initdb = Command::new(bin.join("initdb"));
+        initdb
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                "weft",
+                "-A",
+                "md5",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
+            .arg(format!("--pwfile={}", pwfile.display()))
+            .current_dir(dir.path());
+        as_user(&mut initdb, user);
+        let out = initdb.output().map_err(|e| format!("initdb: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "initdb failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let port = free_port()?;
+        let log = dir.path().join("server.log");
+        // The shell stops the server when its stdin closes (the test process ended), then
+        // removes the folder, which a server shared through a static is never dropped to do.
+        let script = format!(
+            "'{}' -D '{}' -p {port} -k '{}' -c listen_addresses=127.0.0.1 -c fsync=off \
+             -c synchronous_commit=off -c full_page_writes=off -c max_connections=60 \
+             >'{}' 2>&1 & pid=$!; cat >/dev/null; kill -INT $pid; wait $pid; rm -rf '{}'",
+            bin.join("postgres").display(),
+            data.display(),
+            dir.path().display(),
+            log.display(),
+            dir.path().display()
+        );
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .current_dir(dir.path());
+        as_user(&mut sh, user);
+        let shell = sh.spawn().map_err(|e| format!("starting postgres: {e}"))?;
+        let pg = Postgres {
+            dir,
+            bin,
+            port,
+            shell,
+            user,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if pg.psql_in("postgres", "SELECT 1").is_ok() {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "PostgreSQL did not answer within 60 s; its log:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        pg.psql_in("postgres", "CREATE DATABASE weft")?;
+        Ok(pg)
+    }
+
+    /// The JDBC URL of the database `weft`.
+    pub fn jdbc_url(&self) -> String {
+        format!("jdbc:postgresql://127.0.0.1:{}/weft", self.port)
+    }
+
+    /// Runs SQL in the database `weft` with psql; returns the rows, `|` between values.
+    ///
+    /// # Errors
+    ///
+    /// psql's message.
+    pub fn psql(&self, sql: &str) -> Result<String, String> {
+        self.psql_in("weft", sql)
+    }
+
+    fn psql_in(&self, db: &str, sql: &str) -> Result<String, String> {
+        let psql = if self.bin.join("psql").is_file() {
+            self.bin.join("psql")
+        } else {
+            PathBuf::from("psql")
+        };
+        let mut c = Command::new(psql);
+        c.args([
+            "-X",
+            "-q",
+            "-At",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "weft",
+        ])
+        .arg("-p")
+        .arg(self.port.to_string())
+        .arg("-d")
+        .arg(db)
+        .env("PGPASSWORD", "secret")
+        .env("PGTZ", "UTC")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let mut child = c.spawn().map_err(|e| format!("psql: {e}"))?;
+        if let Some(mut i) = child.stdin.take() {
+            i.write_all(sql.as_bytes())
+                .map_err(|e| format!("psql: {e}"))?;
+        }
+        let out = child.wait_with_output().map_err(|e| format!("psql: {e}"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// The server's folder.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+fn as_user(c: &mut Command, user: Option<(u32, u32)>) {
+    if let Some((uid, gid)) = user {
+        c.uid(uid).gid(gid).env("HOME", "/tmp");
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // Closing stdin makes the shell stop the server and wait for it.
+        drop(self.shell.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.shell.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.shell.kill();
+        let _ = self.shell.wait();
+        let _ = self.user;
+    }
+}
