@@ -1,0 +1,140 @@
+//! End to end with JDBC: `bin/jdbcManager add` installs the PostgreSQL driver from a `file:`
+//! entry into an installation's `drivers/`, the real `weft serve` of that installation runs a
+//! Transfer from a real PostgreSQL server into SQLite, and a server that finds no Java still
+//! runs its SQLite actions and says, for the JDBC one, what is missing.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
+use weft_tests::postgres::Postgres;
+
+/// An installation (INSTALL) with a jdbcList offering the Debian PostgreSQL jar.
+fn installation(dir: &Path) {
+    std::fs::create_dir_all(dir.join("drivers")).expect("drivers");
+    std::fs::write(
+        dir.join("jdbcList"),
+        "pg:PostgreSQL (Debian):file:/usr/share/java/postgresql.jar\n",
+    )
+    .expect("jdbcList");
+    let out = Command::new(root().join("bin/jdbcManager"))
+        .args(["add", "pg"])
+        .env("WEFT_BIN", weft_bin())
+        .env("WEFT_INSTALL", dir)
+        .output()
+        .expect("jdbcManager");
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "jdbcManager add failed: {o}{e}");
+    assert!(dir.join("drivers/pg.jar").is_file());
+}
+
+/// Connections 1 (SQLite `data.db` in the home) and 2 (PostgreSQL), and a sheet 1 whose
+/// Transfer copies `e2e_src` into `dst`, and a sheet 2 that works on SQLite only.
+fn prepare(w: &Weft, pg_url: &str) -> std::path::PathBuf {
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(
+            "CREATE TABLE dst (id INTEGER, name TEXT, day TEXT);
+             CREATE TABLE lite_src (n INTEGER); INSERT INTO lite_src VALUES (7);
+             CREATE TABLE lite_dst (n INTEGER);",
+        )
+        .expect("tables");
+    let keyfile = w.home.path().join("keyfile");
+    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
+    keys.push_str(&format!(
+        "1|sqlite|{}|||\n2|jdbc|{pg_url}|weft|secret|\n",
+        data.display()
+    ));
+    std::fs::write(&keyfile, keys).expect("write keyfile");
+    let object = |id: i64, table: &str, conn: i64| json!({"id": id, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": conn}});
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/jdbc"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"},
+                        {"id": 2, "name": "warehouse", "type": "jdbc"}],
+        "sheets": [
+          {"id": 1, "attributes": {"name": "from postgres", "folder_id": 10, "folder": "/jdbc"},
+           "nodes": [
+             {"id": 10, "type": 0, "attributes": {"module": "Transfer", "name": "copy",
+               "action": "SELECT id, name, day FROM e2e_src WHERE id > ${min_id}"}},
+             object(11, "e2e_src", 2), object(19, "dst", 1)],
+           "edges": [{"id": 1, "from": 11, "to": 10}, {"id": 2, "from": 10, "to": 19}]},
+          {"id": 2, "attributes": {"name": "sqlite only", "folder_id": 10, "folder": "/jdbc"},
+           "nodes": [
+             {"id": 20, "type": 0, "attributes": {"module": "Insert", "name": "lite",
+               "action": "SELECT n FROM lite_src"}},
+             object(21, "lite_src", 1), object(29, "lite_dst", 1)],
+           "edges": [{"id": 3, "from": 21, "to": 20}, {"id": 4, "from": 20, "to": 29}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "deploy failed: {v}");
+    data
+}
+
+fn run_and_wait(w: &Weft, sheet: i64) -> Value {
+    let body = json!({"command": "RunElements", "payload": {"batchExecution": {
+        "batchName": "jdbc e2e", "user": "tester",
+        "elementList": [{"elementType": "S", "elementId": sheet}]}},
+        "variableList": [{"variableName": "min_id", "variableType": "String", "variableValue": "1"}]});
+    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(st, 200, "{v}");
+    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    let body = json!({"command": "WaitBatchInstance",
+        "payload": {"batchInstanceId": id, "timeoutSeconds": 120}});
+    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["timedOut"], false, "{v}");
+    v["payload"].clone()
+}
+
+#[test]
+fn jdbc_manager_installs_the_driver_and_the_server_transfers_from_postgres() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "CREATE TABLE e2e_src (id int PRIMARY KEY, name text, day date);
+         INSERT INTO e2e_src VALUES (1, 'skipped', '2026-01-01'), (2, 'two', '2026-10-25'),
+           (3, 'drei', '2027-03-28');",
+    )
+    .expect("setup");
+    let install = tempfile::tempdir().expect("install");
+    installation(install.path());
+    let install_dir = install.path().to_string_lossy().into_owned();
+
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0"],
+        &[("WEFT_INSTALL", install_dir.as_str())],
+    );
+    let data = prepare(&w, &pg.jdbc_url());
+    let inst = run_and_wait(&w, 1);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(inst["actions"][0]["state"], "F", "{inst}");
+    assert_eq!(
+        common::actions::rows(&data, "SELECT * FROM dst ORDER BY id"),
+        vec!["2|two|2026-10-25", "3|drei|2027-03-28"]
+    );
+    drop(w);
+
+    // No Java: JAVA_HOME unset, no `java` on PATH, no setting. SQLite work goes on; the
+    // JDBC action fails with its reason.
+    let empty = tempfile::tempdir().expect("empty PATH dir");
+    let path = empty.path().to_string_lossy().into_owned();
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0"],
+        &[
+            ("WEFT_INSTALL", install_dir.as_str()),
+            ("PATH", path.as_str()),
+            ("JAVA_HOME", ""),
+        ],
+    );
+    prepare(&w, &pg.jdbc_url());
+    let inst = run_and_wait(&w, 2);
+    assert_eq!(inst["actions"][0]["state"], "F", "{inst}");
+    let inst = run_and_wait(&w, 1);
+    assert_eq!(inst["actions"][0]["state"], "E", "{inst}");
+    let text = inst["actions"][0]["error"].to_string();
+    assert!(
+        text.contains("no Java runtime found") && text.contains("JAVA_HOME"),
+        "{inst}"
+    );
+}
