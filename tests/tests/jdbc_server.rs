@@ -138,3 +138,42 @@ fn jdbc_manager_installs_the_driver_and_the_server_transfers_from_postgres() {
         "{inst}"
     );
 }
+
+#[test]
+fn the_delivered_debian_entries_of_jdbc_list_install() {
+    let install = tempfile::tempdir().expect("install");
+    std::fs::create_dir_all(install.path().join("drivers")).expect("drivers");
+    let list = std::fs::read_to_string(root().join("jdbcList")).expect("the delivered jdbcList");
+    std::fs::write(install.path().join("jdbcList"), &list).expect("copy");
+    let mut tried = 0;
+    for line in list
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let mut parts = line.splitn(3, ':');
+        let (name, url) = (parts.next().expect("name"), parts.nth(1).expect("url"));
+        let Some(path) = url.strip_prefix("file:") else {
+            continue;
+        };
+        let out = Command::new(root().join("bin/jdbcManager"))
+            .args(["add", name])
+            .env("WEFT_BIN", weft_bin())
+            .env("WEFT_INSTALL", install.path())
+            .output()
+            .expect("jdbcManager");
+        let (o, e) = text(&out);
+        assert!(out.status.success(), "add {name} failed: {o}{e}");
+        let installed = std::fs::read(install.path().join("drivers").join(format!("{name}.jar")))
+            .expect("installed jar");
+        assert_eq!(
+            installed,
+            std::fs::read(path).expect("source jar"),
+            "{name}"
+        );
+        tried += 1;
+    }
+    assert!(
+        tried >= 5,
+        "only {tried} file: entries in the delivered jdbcList"
+    );
+}
