@@ -292,7 +292,7 @@ fn upsert_on_postgres_inserts_and_updates_on_one_connection_and_across() {
 }
 
 #[test]
-fn sql_runs_a_script_on_h2_and_transfer_reads_it_back() {
+fn sql_insert_and_upsert_on_h2_and_transfer_reads_it_back() {
     let env = Env::new();
     let o = env.ok(&env.plan(
         "Sql",
@@ -324,6 +324,36 @@ fn sql_runs_a_script_on_h2_and_transfer_reads_it_back() {
     assert_eq!(
         env.query("3", "SELECT COUNT(*), SUM(price) FROM items"),
         vec!["Int(2)|Decimal(\"12345679.6234\")"]
+    );
+
+    // Insert and Upsert with H2 as the target: no ON CONFLICT there, so Upsert updates the
+    // rows whose key exists and inserts the others.
+    env.ok(&env.plan(
+        "Sql",
+        "CREATE TABLE items_copy (id INT PRIMARY KEY, name VARCHAR(20), price DECIMAL(12,4))",
+        &[],
+        (3, "items_copy"),
+    ));
+    let o = env.ok(&env.plan(
+        "Insert",
+        "SELECT id, name, price FROM items WHERE id = 1",
+        &[(3, "items")],
+        (3, "items_copy"),
+    ));
+    assert_eq!(o.rows_written, 1);
+    let o = env.ok(&env.plan(
+        "Upsert",
+        "SELECT id, name || '?' AS name, price * 2 AS price FROM items",
+        &[(3, "items")],
+        (3, "items_copy"),
+    ));
+    assert_eq!((o.rows_read, o.rows_written, o.rows_updated), (2, 1, 1));
+    assert_eq!(
+        env.query("3", "SELECT id, name, price FROM items_copy ORDER BY id"),
+        vec![
+            "Int(1)|Text(\"a;b?\")|Decimal(\"3.0000\")",
+            "Int(2)|Text(\"b!?\")|Decimal(\"24691356.2468\")"
+        ]
     );
 }
 
