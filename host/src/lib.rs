@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod client;
+pub mod clock;
 pub mod connect;
 pub mod deploy;
 pub mod dsr;
@@ -19,6 +20,7 @@ pub mod jdbc_manager;
 pub mod keys;
 pub mod plugins;
 pub mod repo;
+pub mod schedule;
 pub mod server;
 pub mod settings;
 pub mod validate;

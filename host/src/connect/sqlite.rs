@@ -107,6 +107,8 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
     })?;
     conn.busy_timeout(std::time::Duration::from_secs(30))
         .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
+    crate::clock::register_sql_functions(&conn)
+        .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
     Ok(SqliteConnection {
         conn: Some(conn),
         path: path.to_owned(),

@@ -126,6 +126,7 @@ pub fn connect(path: &Path) -> Result<Connection> {
         .map_err(open)?;
     conn.pragma_update(None, "foreign_keys", "ON")
         .map_err(open)?;
+    crate::clock::register_sql_functions(&conn).map_err(open)?;
     Ok(conn)
 }
 

@@ -1,0 +1,392 @@
+//! The service clock and the service time zone, and the SQL functions that read them.
+//!
+//! One clock drives the scheduler and the SQL functions `current_local_timestamp()` and
+//! `is_dst_change_tonight()`, so that clock changes are tested on fixed instants: the
+//! server installs it once ([`install`]); `weft serve --fake-now` starts it at a chosen
+//! instant, from which it runs forward at normal speed.
+//!
+//! The service time zone is the setting `timezone`, else `TZ` (read here: the
+//! iana-time-zone crate ignores it on Linux), else the system's `/etc/localtime`, else UTC.
+//! Wall-clock text is `YYYY-MM-DD HH:MM:SS` in that zone; an ambiguous wall-clock time (the
+//! autumn hour that happens twice) means its first occurrence.
+
+use chrono::{DateTime, Duration, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeZone, Utc};
+use chrono_tz::Tz;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+/// Wall-clock text: `YYYY-MM-DD HH:MM:SS`.
+pub const WALL: &str = "%Y-%m-%d %H:%M:%S";
+
+/// The clock: the system's, or one started at a given instant that runs at normal speed.
+#[derive(Debug, Clone)]
+pub struct ServiceClock {
+    fake: Option<(DateTime<Utc>, Instant)>,
+}
+
+impl ServiceClock {
+    /// The system clock.
+    pub fn system() -> Self {
+        ServiceClock { fake: None }
+    }
+
+    /// A clock that reads `start` now and runs forward from there.
+    pub fn starting_at(start: DateTime<Utc>) -> Self {
+        ServiceClock {
+            fake: Some((start, Instant::now())),
+        }
+    }
+
+    /// Whether this clock was started at a chosen instant.
+    pub fn is_fake(&self) -> bool {
+        self.fake.is_some()
+    }
+
+    /// Now.
+    pub fn now(&self) -> DateTime<Utc> {
+        match self.fake {
+            None => Utc::now(),
+            Some((start, at)) => {
+                start + Duration::from_std(at.elapsed()).unwrap_or_else(|_| Duration::zero())
+            }
+        }
+    }
+}
+
+/// The service's clock and zone.
+#[derive(Debug, Clone)]
+pub struct ServiceTime {
+    /// The clock.
+    pub clock: ServiceClock,
+    /// The service time zone.
+    pub zone: Tz,
+    /// Where the zone came from, for the log (`setting`, `TZ`, `/etc/localtime`, `default`).
+    pub zone_source: &'static str,
+}
+
+impl ServiceTime {
+    /// Now as wall-clock text in the service zone.
+    pub fn local_now(&self) -> NaiveDateTime {
+        self.clock.now().with_timezone(&self.zone).naive_local()
+    }
+}
+
+static CURRENT: RwLock<Option<Arc<ServiceTime>>> = RwLock::new(None);
+
+/// Makes `t` the service time of this process (the server does, at start).
+pub fn install(t: ServiceTime) {
+    let mut c = CURRENT
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *c = Some(Arc::new(t));
+}
+
+/// The service time of this process: what [`install`] set, else the system clock in the
+/// zone found from `TZ`, `/etc/localtime` or UTC.
+pub fn current() -> Arc<ServiceTime> {
+    if let Some(t) = CURRENT
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+    {
+        return Arc::clone(t);
+    }
+    let (zone, zone_source) = resolve_zone(None).unwrap_or((Tz::UTC, "default"));
+    let t = Arc::new(ServiceTime {
+        clock: ServiceClock::system(),
+        zone,
+        zone_source,
+    });
+    let mut c = CURRENT
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    Arc::clone(c.get_or_insert(t))
+}
+
+/// An IANA zone name (`Europe/Berlin`), also as a zoneinfo path or with `TZ`'s leading `:`.
+pub fn parse_zone(name: &str) -> Option<Tz> {
+    let n = name.trim().trim_start_matches(':');
+    let n = n.rsplit_once("zoneinfo/").map_or(n, |(_, z)| z);
+    n.parse::<Tz>().ok()
+}
+
+/// The service time zone: `setting`, else `TZ`, else `/etc/localtime` (or Debian's
+/// `/etc/timezone`), else UTC; with where it came from.
+///
+/// # Errors
+///
+/// When the setting names no zone (a wrong `TZ` is passed over, as the C library does).
+pub fn resolve_zone(setting: Option<&str>) -> Result<(Tz, &'static str), String> {
+    if let Some(s) = setting.filter(|s| !s.trim().is_empty()) {
+        return parse_zone(s).map(|z| (z, "setting")).ok_or_else(|| {
+            format!("the setting timezone `{s}` is not an IANA time zone such as Europe/Berlin")
+        });
+    }
+    if let Some(z) = std::env::var("TZ").ok().as_deref().and_then(parse_zone) {
+        return Ok((z, "TZ"));
+    }
+    if let Some(z) = std::fs::read_link("/etc/localtime")
+        .ok()
+        .and_then(|p| parse_zone(&p.to_string_lossy()))
+    {
+        return Ok((z, "/etc/localtime"));
+    }
+    if let Some(z) = std::fs::read_to_string("/etc/timezone")
+        .ok()
+        .as_deref()
+        .and_then(parse_zone)
+    {
+        return Ok((z, "/etc/timezone"));
+    }
+    Ok((Tz::UTC, "default"))
+}
+
+/// Wall-clock text.
+pub fn wall(t: NaiveDateTime) -> String {
+    t.format(WALL).to_string()
+}
+
+/// Reads `YYYY-MM-DD HH:MM[:SS]` (also with `T`) as wall-clock time.
+pub fn parse_wall(text: &str) -> Option<NaiveDateTime> {
+    let t = text.trim().replacen('T', " ", 1);
+    ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%d %H:%M"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(&t, f).ok())
+}
+
+/// A timestamp given on the command line or to an SQL function: RFC 3339, or
+/// `YYYY-MM-DD HH:MM[:SS]` in `zone` (its first occurrence when it happens twice).
+///
+/// # Errors
+///
+/// When it is neither, or names a wall-clock time the zone skips.
+pub fn parse_timestamp(text: &str, zone: Tz) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text.trim()) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    let Some(local) = parse_wall(text) else {
+        return Err(format!(
+            "`{text}` is not a timestamp: use RFC 3339 (2026-10-24T19:00:00+02:00) or \
+             YYYY-MM-DD HH:MM[:SS] in the service time zone"
+        ));
+    };
+    match zone.from_local_datetime(&local) {
+        LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Ok(t.with_timezone(&Utc)),
+        LocalResult::None => Err(format!(
+            "{} does not exist in {zone}: the clocks skip it",
+            wall(local)
+        )),
+    }
+}
+
+/// The instant a wall-clock time names: its first occurrence when it happens twice, and the
+/// end of the gap (the time the clocks jump to) when the zone skips it.
+pub fn instant_of(zone: Tz, local: NaiveDateTime) -> DateTime<Utc> {
+    match zone.from_local_datetime(&local) {
+        LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => t.with_timezone(&Utc),
+        LocalResult::None => gap_end(zone, local),
+    }
+}
+
+/// The instant a gap that swallows `local` ends (the clocks jump forward at it).
+pub fn gap_end(zone: Tz, local: NaiveDateTime) -> DateTime<Utc> {
+    // Read with the offset of a day before, `local` lies after the jump; with the offset of a
+    // day after, before it. The jump is between the two.
+    let before = offset_at(zone, local - Duration::days(1));
+    let after = offset_at(zone, local + Duration::days(1));
+    let mut lo = Utc.from_utc_datetime(&(local - after));
+    let mut hi = Utc.from_utc_datetime(&(local - before));
+    if hi < lo {
+        std::mem::swap(&mut lo, &mut hi);
+    }
+    let start = zone.offset_from_utc_datetime(&lo.naive_utc()).fix();
+    while hi - lo > Duration::seconds(1) {
+        let mid = lo + (hi - lo) / 2;
+        if zone.offset_from_utc_datetime(&mid.naive_utc()).fix() == start {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
+fn offset_at(zone: Tz, local: NaiveDateTime) -> Duration {
+    let secs = match zone.from_local_datetime(&local) {
+        LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => t.offset().fix().local_minus_utc(),
+        LocalResult::None => zone
+            .offset_from_utc_datetime(&local)
+            .fix()
+            .local_minus_utc(),
+    };
+    Duration::seconds(i64::from(secs))
+}
+
+/// Whether the zone's UTC offset changes between `local_now` and 06:00 of the next day.
+pub fn is_dst_change_tonight(zone: Tz, local_now: NaiveDateTime) -> bool {
+    let start = instant_of(zone, local_now);
+    let next_day = local_now.date().succ_opt().unwrap_or(NaiveDate::MAX);
+    let end_local = next_day.and_hms_opt(6, 0, 0).unwrap_or(local_now);
+    // The window's end: the last occurrence of 06:00, should it happen twice.
+    let end = match zone.from_local_datetime(&end_local) {
+        LocalResult::Ambiguous(_, late) => late.with_timezone(&Utc),
+        _ => instant_of(zone, end_local),
+    };
+    let offset = |t: DateTime<Utc>| zone.offset_from_utc_datetime(&t.naive_utc()).fix();
+    let first = offset(start);
+    let mut t = start;
+    while t < end {
+        t = (t + Duration::minutes(30)).min(end);
+        if offset(t) != first {
+            return true;
+        }
+    }
+    false
+}
+
+/// Registers `current_local_timestamp()` and `is_dst_change_tonight([local_now])` on a
+/// connection; both read the service time when called.
+///
+/// # Errors
+///
+/// SQLite's, when a function cannot be registered.
+pub fn register_sql_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    let flags = FunctionFlags::SQLITE_UTF8;
+    conn.create_scalar_function("current_local_timestamp", 0, flags, |_| {
+        Ok(wall(current().local_now()))
+    })?;
+    conn.create_scalar_function("is_dst_change_tonight", 0, flags, |_| {
+        let t = current();
+        Ok(is_dst_change_tonight(t.zone, t.local_now()))
+    })?;
+    conn.create_scalar_function("is_dst_change_tonight", 1, flags, |ctx| {
+        let t = current();
+        let text: String = ctx.get(0)?;
+        let local = parse_timestamp(&text, t.zone)
+            .map(|u| u.with_timezone(&t.zone).naive_local())
+            .or_else(|e| parse_wall(&text).ok_or(e))
+            .map_err(|e| {
+                rusqlite::Error::UserFunctionError(format!("is_dst_change_tonight: {e}").into())
+            })?;
+        Ok(is_dst_change_tonight(t.zone, local))
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> NaiveDateTime {
+        parse_wall(s).expect("wall time")
+    }
+
+    #[test]
+    fn dst_change_tonight_on_both_berlin_transitions_and_the_hours_around_them() {
+        let z: Tz = "Europe/Berlin".parse().expect("zone");
+        // Autumn: 2026-10-25 03:00 CEST becomes 02:00 CET.
+        for (now, expected) in [
+            ("2026-10-23 19:00", false), // the window ends 10-24 06:00
+            ("2026-10-24 00:00", true),  // 10-24 00:00 .. 10-25 06:00
+            ("2026-10-24 19:00", true),
+            ("2026-10-24 23:59:59", true),
+            ("2026-10-25 01:00", true),
+            ("2026-10-25 02:30", true), // the first 02:30, before the change
+            ("2026-10-25 03:00", false), // after it
+            ("2026-10-25 19:00", false),
+            ("2026-10-26 19:00", false),
+        ] {
+            assert_eq!(is_dst_change_tonight(z, at(now)), expected, "autumn {now}");
+        }
+        // Spring: 2027-03-28 02:00 CET becomes 03:00 CEST.
+        for (now, expected) in [
+            ("2027-03-26 19:00", false),
+            ("2027-03-27 00:00", true),
+            ("2027-03-27 19:00", true),
+            ("2027-03-28 01:59", true),
+            ("2027-03-28 02:30", false), // does not exist: read as 03:00, after the change
+            ("2027-03-28 03:00", false),
+            ("2027-03-28 19:00", false),
+        ] {
+            assert_eq!(is_dst_change_tonight(z, at(now)), expected, "spring {now}");
+        }
+    }
+
+    #[test]
+    fn no_dst_no_change() {
+        for zone in ["UTC", "Asia/Tokyo", "Africa/Nairobi"] {
+            let z: Tz = zone.parse().expect("zone");
+            for now in ["2026-10-24 19:00", "2027-03-27 19:00", "2026-06-01 00:00"] {
+                assert!(!is_dst_change_tonight(z, at(now)), "{zone} {now}");
+            }
+        }
+        // A southern zone changes on other nights: Sydney, 2026-10-04 02:00 -> 03:00.
+        let z: Tz = "Australia/Sydney".parse().expect("zone");
+        assert!(is_dst_change_tonight(z, at("2026-10-03 19:00")));
+        assert!(!is_dst_change_tonight(z, at("2026-10-24 19:00")));
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_or_service_local_and_gaps_are_refused() {
+        let z: Tz = "Europe/Berlin".parse().expect("zone");
+        assert_eq!(
+            parse_timestamp("2026-10-24 19:00", z)
+                .expect("local")
+                .to_rfc3339(),
+            "2026-10-24T17:00:00+00:00"
+        );
+        assert_eq!(
+            parse_timestamp("2026-10-24T19:00:00+02:00", z)
+                .expect("rfc")
+                .to_rfc3339(),
+            "2026-10-24T17:00:00+00:00"
+        );
+        // Ambiguous: the first occurrence (CEST).
+        assert_eq!(
+            parse_timestamp("2026-10-25 02:30:00", z)
+                .expect("ambiguous")
+                .to_rfc3339(),
+            "2026-10-25T00:30:00+00:00"
+        );
+        let e = parse_timestamp("2027-03-28 02:30", z).expect_err("gap");
+        assert!(e.contains("does not exist in Europe/Berlin"), "{e}");
+        assert!(parse_timestamp("tonight", z).is_err());
+        // The gap's end is where the clocks jump to.
+        assert_eq!(
+            instant_of(z, at("2027-03-28 02:30")).to_rfc3339(),
+            "2027-03-28T01:00:00+00:00"
+        );
+    }
+
+    #[test]
+    fn zones_are_read_from_names_paths_and_tz_syntax() {
+        assert_eq!(parse_zone("Europe/Berlin"), Some(chrono_tz::Europe::Berlin));
+        assert_eq!(
+            parse_zone("/usr/share/zoneinfo/America/New_York"),
+            Some(chrono_tz::America::New_York)
+        );
+        assert_eq!(parse_zone(":Europe/Paris"), Some(chrono_tz::Europe::Paris));
+        assert_eq!(parse_zone("Mars/Olympus"), None);
+        let e = resolve_zone(Some("Mars/Olympus")).expect_err("bad setting");
+        assert!(e.contains("Mars/Olympus"), "{e}");
+        assert_eq!(
+            resolve_zone(Some("Asia/Tokyo")).expect("setting"),
+            (chrono_tz::Asia::Tokyo, "setting")
+        );
+    }
+
+    #[test]
+    fn a_fake_clock_starts_where_it_is_told_and_runs_on() {
+        let start = Utc
+            .with_ymd_and_hms(2026, 10, 24, 17, 0, 0)
+            .single()
+            .expect("t");
+        let c = ServiceClock::starting_at(start);
+        let a = c.now();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let b = c.now();
+        assert!(a >= start && b > a && b - start < Duration::seconds(5));
+        assert!(c.is_fake() && !ServiceClock::system().is_fake());
+    }
+}
