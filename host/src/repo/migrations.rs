@@ -129,6 +129,35 @@ CREATE TABLE instance_actions (
 );
 ",
     },
+    Migration {
+        summary: "scheduled batches, service_batch_next_run (planned starts as wall-clock text in the service time zone), and the batch, planned start and lateness of scheduled instances",
+        sql: "
+CREATE TABLE batches (
+    id             INTEGER PRIMARY KEY,
+    name           TEXT NOT NULL,
+    schedule       TEXT NOT NULL,
+    spring_gap     TEXT NOT NULL DEFAULT 'next',
+    autumn_overlap TEXT NOT NULL DEFAULT 'first',
+    if_running     TEXT NOT NULL DEFAULT 'skip',
+    enabled        INTEGER NOT NULL DEFAULT 1,
+    elements       TEXT NOT NULL,
+    variables      TEXT NOT NULL,
+    documentation  TEXT,
+    second_of      TEXT,
+    created_at     TEXT NOT NULL,
+    updated_at     TEXT NOT NULL
+);
+CREATE TABLE service_batch_next_run (
+    batch_id INTEGER PRIMARY KEY REFERENCES batches(id) ON DELETE CASCADE,
+    start_dt TEXT NOT NULL
+);
+CREATE INDEX service_batch_next_run_start ON service_batch_next_run(start_dt);
+ALTER TABLE batch_instances ADD COLUMN batch_id INTEGER;
+ALTER TABLE batch_instances ADD COLUMN planned_start TEXT;
+ALTER TABLE batch_instances ADD COLUMN late_seconds INTEGER;
+CREATE INDEX batch_instances_batch ON batch_instances(batch_id, state);
+",
+    },
 ];
 
 /// The schema version this program writes.

@@ -47,6 +47,25 @@ fn make_fixture_v2() {
     .expect("history row");
 }
 
+/// Writes `tests/fixtures/repository-v3.db`: made once, when version 4 was added.
+#[test]
+#[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
+fn make_fixture_v3() {
+    let path = fixtures().join("repository-v3.db");
+    let _ = std::fs::remove_file(&path);
+    let mut conn = connect(&path).expect("create");
+    migrations::to_version(&mut conn, 3).expect("v3");
+    sample_v1(&conn);
+    conn.execute_batch(
+        "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES ('2026-01-01 00:00:00', 'folder', 10, 'created', '{}');
+         INSERT INTO batch_instances (id, batch_name, user_name, state, started_at, ended_at, elements, variables)
+           VALUES (7, 'nightly', 'tester', 'finished', '2026-01-01 22:00:00', '2026-01-01 22:01:00', '[]', '[]');",
+    )
+    .expect("v3 rows");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
 #[test]
 fn upgrades_every_earlier_version_and_keeps_the_data() {
     // Version 0: an empty file.
@@ -96,7 +115,21 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
         let instances: i64 = conn
             .query_row("SELECT COUNT(*) FROM batch_instances", [], |r| r.get(0))
             .expect("v3 table");
-        assert_eq!(instances, 0);
+        assert_eq!(instances, i64::from(v >= 3), "version {v}");
+        let next_runs: i64 = conn
+            .query_row("SELECT COUNT(*) FROM service_batch_next_run", [], |r| r.get(0))
+            .expect("v4 table");
+        assert_eq!(next_runs, 0);
+        if v >= 3 {
+            let (name, batch): (String, Option<i64>) = conn
+                .query_row(
+                    "SELECT batch_name, batch_id FROM batch_instances WHERE id = 7",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .expect("v3 instance kept, with the v4 columns");
+            assert_eq!((name.as_str(), batch), ("nightly", None));
+        }
         // Idempotent: a second run changes nothing.
         let before = dump(&conn).expect("dump");
         let again = migrations::to_latest(&mut conn).expect("again");
