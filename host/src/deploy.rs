@@ -182,6 +182,20 @@ pub fn deploy(
         for s in &doc.sheets {
             changes.extend(w.sheet(s)?);
         }
+        if !doc.batches.is_empty() {
+            let time = crate::clock::current();
+            let now = time.clock.now();
+            let td = crate::dsr::Path::root().key("transformationData");
+            for (i, b) in doc.batches.iter().enumerate() {
+                // Validation read every schedule already; nothing is reported twice.
+                let mut again = Problems::default();
+                if let Some(schedule) =
+                    validate::batch_schedule(b, &td.key("batches").index(i), &mut again)
+                {
+                    changes.push(w.batch(b, &schedule, time.zone, now)?);
+                }
+            }
+        }
         let wrote = changes.iter().any(|c| c.change != ChangeKind::Unchanged);
         for c in changes {
             match c.change {

@@ -21,6 +21,7 @@ pub mod keys;
 pub mod plugins;
 pub mod repo;
 pub mod schedule;
+pub mod scheduler;
 pub mod server;
 pub mod settings;
 pub mod validate;

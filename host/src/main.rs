@@ -36,6 +36,11 @@ enum Command {
         /// development, test or production (overrides weft.toml and WEFT_ENVIRONMENT).
         #[arg(long, value_name = "ENV")]
         environment: Option<Environment>,
+        /// Start the service clock at this instant (RFC 3339, or YYYY-MM-DD HH:MM[:SS] in the
+        /// service time zone); it runs on at normal speed, for the scheduler and the SQL
+        /// functions alike. Development environments only.
+        #[arg(long, value_name = "TIMESTAMP")]
+        fake_now: Option<String>,
     },
     /// Bring the repository schema to the current version (what deploySchema.sh runs).
     Schema {
@@ -99,6 +104,11 @@ enum Command {
     },
     /// List the plugin libraries found (next to the binary and in HOME/plugins) and what they provide; refused ones with the reason.
     Plugins,
+    /// Work on the key file (HOME/keyfile).
+    Keys {
+        #[command(subcommand)]
+        action: KeysAction,
+    },
     /// Print a field of a key file entry (default its URL).
     Getkey {
         /// The entry's key: a connection number or a name such as weft_server.
@@ -106,6 +116,18 @@ enum Command {
         /// Which field to print.
         #[arg(long, value_enum, default_value_t = Field::Url)]
         field: Field,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysAction {
+    /// Copy entry FROM to key TO (replacing an entry TO): `weft keys copy 0 7` gives
+    /// connection 7 the credentials of the repository itself (SPEC 4.7 step 2).
+    Copy {
+        /// The entry to copy, e.g. 0 (the repository).
+        from: String,
+        /// The new connection number or name.
+        to: String,
     },
 }
 
@@ -142,6 +164,7 @@ fn main() -> ExitCode {
         Command::Serve {
             listen,
             environment,
+            fake_now,
         } => {
             let _log_guard = init_logging(&home);
             let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -158,6 +181,7 @@ fn main() -> ExitCode {
                 home,
                 listen,
                 environment,
+                fake_now,
             };
             match runtime.block_on(weft::server::run(opts)) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -187,6 +211,9 @@ fn main() -> ExitCode {
             ExitCode::from(client::deploy(&args) as u8)
         }
         Command::Getkey { name, field } => getkey(&home, &name, field),
+        Command::Keys {
+            action: KeysAction::Copy { from, to },
+        } => keys_copy(&home, &from, &to),
         Command::Plugins => plugins(&home),
         Command::Jdbc { install, action } => jdbc(install, action),
         Command::Run {
@@ -314,6 +341,36 @@ fn schema(home: &std::path::Path, status: bool) -> ExitCode {
         }
         Err(e) => {
             eprintln!("weft schema: {}: {e}", path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn keys_copy(home: &std::path::Path, from: &str, to: &str) -> ExitCode {
+    let path = KeyFile::path_in(home);
+    let done = KeyFile::load(&path).and_then(|mut kf| {
+        let mut entry = kf.require(from)?.clone();
+        entry.key = to.to_owned();
+        let replaced = kf.get(to).is_some();
+        kf.set(entry);
+        kf.save()?;
+        Ok(replaced)
+    });
+    match done {
+        Ok(replaced) => {
+            println!(
+                "key file {}: entry {to} is now a copy of entry {from}{}",
+                path.display(),
+                if replaced {
+                    " (the old entry was replaced)"
+                } else {
+                    ""
+                }
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("weft keys copy: {e}");
             ExitCode::FAILURE
         }
     }

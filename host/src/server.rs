@@ -44,6 +44,9 @@ pub enum Error {
     /// Serving failed.
     #[error("the server stopped with an error: {0}")]
     Serve(std::io::Error),
+    /// The service clock or time zone cannot be set up as asked.
+    #[error("{0}")]
+    Time(String),
 }
 
 /// What `weft serve` was asked.
@@ -55,6 +58,43 @@ pub struct Options {
     pub listen: String,
     /// `--environment`, overriding the settings.
     pub environment: Option<Environment>,
+    /// `--fake-now`: the service clock starts at this instant (RFC 3339, or
+    /// `YYYY-MM-DD HH:MM[:SS]` in the service time zone) and runs on at normal speed.
+    /// Development environments only.
+    pub fake_now: Option<String>,
+}
+
+/// The service time for `settings` and `fake_now`: the zone from the setting, `TZ`,
+/// `/etc/localtime` or UTC, and the system clock or one started at `fake_now`.
+///
+/// # Errors
+///
+/// A wrong zone setting, an unreadable timestamp, or `fake_now` outside a development
+/// environment.
+pub fn service_time(
+    settings: &Settings,
+    fake_now: Option<&str>,
+) -> Result<crate::clock::ServiceTime, Error> {
+    let (zone, zone_source) =
+        crate::clock::resolve_zone(settings.timezone.as_deref()).map_err(Error::Time)?;
+    let clock = match fake_now {
+        None => crate::clock::ServiceClock::system(),
+        Some(_) if settings.environment != Environment::Development => {
+            return Err(Error::Time(format!(
+                "--fake-now is for development environments only; this server runs as {} (setting `environment`)",
+                settings.environment
+            )));
+        }
+        Some(text) => crate::clock::ServiceClock::starting_at(
+            crate::clock::parse_timestamp(text, zone)
+                .map_err(|e| Error::Time(format!("--fake-now: {e}")))?,
+        ),
+    };
+    Ok(crate::clock::ServiceTime {
+        clock,
+        zone,
+        zone_source,
+    })
 }
 
 /// Creates HOME and its folders if missing.
@@ -94,6 +134,15 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     if let Some(env) = opts.environment {
         settings.environment = env;
     }
+    let time = service_time(&settings, opts.fake_now.as_deref())?;
+    tracing::info!(
+        message = "Service time.",
+        time_zone = time.zone.name(),
+        from = time.zone_source,
+        now = %time.clock.now().to_rfc3339(),
+        fake = time.clock.is_fake()
+    );
+    crate::clock::install(time);
     // Refuse a loose or broken key file before anything is opened or upgraded.
     let keyfile_path = KeyFile::path_in(&opts.home);
     if keyfile_path.exists() {
@@ -163,6 +212,10 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         Some(Arc::clone(&keys)),
         limit,
     );
+    // Stopped (and joined) when the server returns.
+    let _scheduler =
+        crate::scheduler::spawn(Arc::clone(&executor), std::time::Duration::from_secs(1))
+            .map_err(Error::Serve)?;
     let state = Arc::new(AppState::new(
         repo,
         settings.clone(),

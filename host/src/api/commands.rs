@@ -248,6 +248,50 @@ pub async fn list_instances(
     Ok(serde_json::json!({ "instances": rows }))
 }
 
+/// `NextRuns {batchId, count?}`: the next planned starts of a scheduled batch (default 10,
+/// at most 1,000) in local time and UTC, with clock changes marked.
+pub async fn next_runs(
+    state: &Arc<AppState>,
+    payload: serde_json::Value,
+) -> Result<serde_json::Value, ApiError> {
+    let id = payload
+        .get("batchId")
+        .and_then(scalar)
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .ok_or_else(|| {
+            bad(
+                "the NextRuns payload is not {batchId, count?}: batchId must be a whole number"
+                    .to_owned(),
+            )
+        })?;
+    let count = match payload.get("count") {
+        None | Some(serde_json::Value::Null) => 10,
+        Some(v) => scalar(v)
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .filter(|n| (1..=1000).contains(n))
+            .ok_or_else(|| {
+                bad(format!(
+                    "count must be a whole number from 1 to 1000, found {v}"
+                ))
+            })?,
+    };
+    let repo = Arc::clone(state.executor.repo());
+    let zone = crate::clock::current().zone;
+    let found = tokio::task::spawn_blocking(move || {
+        repo.with(|c| crate::scheduler::next_runs(c, id, count, zone))
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?
+    .map_err(|e| ApiError::internal(e.to_string()))?;
+    found.ok_or_else(|| {
+        ApiError::client(
+            StatusCode::NOT_FOUND,
+            "batch.not_found",
+            format!("batch {id} does not exist"),
+        )
+    })
+}
+
 /// `HaltBatchInstance`.
 pub async fn halt_instance(
     state: &Arc<AppState>,

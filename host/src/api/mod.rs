@@ -40,6 +40,7 @@ pub const COMMANDS: &[&str] = &[
     "ListBatchInstances",
     "HaltBatchInstance",
     "RestartBatchInstance",
+    "NextRuns",
 ];
 
 /// What every request handler shares.
@@ -209,6 +210,7 @@ async fn handle(
         "RestartBatchInstance" => {
             commands::restart_instance(state, request.payload.value.to_json()).await
         }
+        "NextRuns" => commands::next_runs(state, request.payload.value.to_json()).await,
         _ => Err(ApiError::unknown_command(&request)),
     }
 }

@@ -605,13 +605,130 @@ fn every_problem_of_a_document_comes_in_one_answer() {
 }
 
 #[test]
-fn batches_and_unknown_versions_are_refused() {
+fn unknown_versions_are_refused() {
     let f = Fixture::with_base();
-    let d = f.invalid("{version: 2, transformationData: {batches: []}}");
+    let d = f.invalid("{version: 2, transformationData: {}}");
     find(&d, "dsr.version");
-    find(&d, "dsr.batches_unsupported");
     let d = f.invalid("{transformationData: {}}");
     assert_eq!(find(&d, "dsr.missing_field").path, "version");
+}
+
+fn next_run(f: &Fixture, batch: i64) -> Option<String> {
+    let conn = crate::repo::connect(f.repo.path()).expect("connect");
+    conn.query_row(
+        "SELECT start_dt FROM service_batch_next_run WHERE batch_id = ?1",
+        [batch],
+        |r| r.get(0),
+    )
+    .ok()
+}
+
+fn batch_doc(schedule: &str, extra: &str) -> String {
+    serde_json::json!({"version": 1, "transformationData": {"batches": [{
+        "id": 7, "name": "night load", "schedule": schedule,
+        "elements": [{"elementType": "S", "elementId": 100}, {"elementType": "F", "elementId": 10}],
+        "variables": [{"variableName": "since", "variableType": "String", "variableValue": "2026-01-01"}]
+    }]}})
+    .to_string()
+    .replacen("}]}}", &format!("{extra}}}]}}}}"), 1)
+}
+
+#[test]
+fn a_batch_deploys_with_its_first_planned_start_and_keeps_a_shift_across_redeploys() {
+    let f = Fixture::with_base();
+    f.ok(SHEET);
+    let r = f.ok(&batch_doc("daily 22:00", ""));
+    assert_eq!(
+        r.created.iter().map(|c| (c.kind, c.id)).collect::<Vec<_>>(),
+        vec![("batch", 7)]
+    );
+    let first = next_run(&f, 7).expect("a planned start");
+    assert!(first.ends_with(" 22:00:00"), "{first}");
+    // An identical redeploy writes nothing.
+    let before = f.dump();
+    let r = f.ok(&batch_doc("daily 22:00", ""));
+    assert_eq!(r.unchanged.len(), 1);
+    assert_eq!(before, f.dump());
+    // A sheet shifts the start by a day; an unrelated change keeps the shift.
+    let conn = crate::repo::connect(f.repo.path()).expect("connect");
+    conn.execute(
+        "UPDATE service_batch_next_run SET start_dt = datetime(start_dt, '+1 day') WHERE batch_id = 7",
+        [],
+    )
+    .expect("shift");
+    let shifted = next_run(&f, 7).expect("shifted");
+    let r = f.ok(&batch_doc(
+        "daily 22:00",
+        ", ifRunning: \"wait\", documentation: \"moved\"",
+    ));
+    assert_eq!(r.updated.len(), 1);
+    assert_eq!(next_run(&f, 7).as_deref(), Some(shifted.as_str()));
+    // A changed schedule starts afresh.
+    f.ok(&batch_doc(
+        "daily 21:30",
+        ", ifRunning: \"wait\", documentation: \"moved\"",
+    ));
+    let fresh = next_run(&f, 7).expect("fresh");
+    assert!(
+        fresh.ends_with(" 21:30:00") && fresh < shifted,
+        "{fresh} after {shifted}"
+    );
+    // So does a changed clock-change policy.
+    conn.execute(
+        "UPDATE service_batch_next_run SET start_dt = '2099-01-01 21:30:00' WHERE batch_id = 7",
+        [],
+    )
+    .expect("far");
+    f.ok(&batch_doc(
+        "daily 21:30",
+        ", ifRunning: \"wait\", documentation: \"moved\", springGap: \"skip\"",
+    ));
+    assert_ne!(next_run(&f, 7).as_deref(), Some("2099-01-01 21:30:00"));
+}
+
+#[test]
+fn a_wrong_batch_is_refused_with_every_problem_in_its_place() {
+    let f = Fixture::with_base();
+    let text = "{version: 1, transformationData: {batches: [\n\
+        {id: 7, name: \" \", schedule: \"daily 25:00\", elements: [{elementType: \"S\", elementId: 999}, {elementType: \"X\", elementId: 1}], ifRunning: \"later\", springGap: \"maybe\", autumnOverlap: \"never\"}\n\
+        {id: 7, name: \"twin\", schedule: \"weekly moon 10:00\", elements: []}\n\
+        ]}}";
+    let d = f.invalid(text);
+    let s = find(&d, "batch.schedule");
+    assert_eq!((s.line, s.column), (Some(2), Some(37)), "{s:?}");
+    assert!(
+        s.message.contains("`25:00` is not a time of day"),
+        "{}",
+        s.message
+    );
+    let missing = find(&d, "batch.element_missing");
+    assert!(
+        missing.message.contains("sheet 999 does not exist"),
+        "{}",
+        missing.message
+    );
+    assert_eq!(
+        missing.path,
+        "transformationData.batches[0].elements[0].elementId"
+    );
+    find(&d, "batch.element_type");
+    find(&d, "batch.name");
+    assert_eq!(d.iter().filter(|x| x.code == "batch.policy").count(), 3);
+    assert_eq!(
+        find(&d, "id.duplicate").path,
+        "transformationData.batches[1].id"
+    );
+    find(&d, "batch.elements");
+    let weekly = d
+        .iter()
+        .filter(|x| x.code == "batch.schedule")
+        .nth(1)
+        .expect("second schedule problem");
+    assert_eq!(
+        (weekly.line, weekly.column),
+        (Some(3), Some(41)),
+        "{weekly:?}"
+    );
 }
 
 proptest::proptest! {

@@ -42,11 +42,55 @@ pub struct Document {
     pub connections: Vec<Connection>,
     /// Sheets to create or update.
     pub sheets: Vec<Sheet>,
-    /// Where `transformationData.batches` stands, if present (batches come in a later version).
-    pub batches: Option<Span>,
+    /// Scheduled batches to create or update.
+    pub batches: Vec<Batch>,
     /// False when an object could not be read (a required field missing or mistyped) and is
     /// absent from the model, so that graph rules would judge an incomplete sheet.
     pub complete: bool,
+}
+
+/// A scheduled batch: what it runs, when, and what it does at clock changes and when its
+/// previous run is still going.
+#[derive(Debug, Clone, Serialize)]
+pub struct Batch {
+    /// Batch id.
+    pub id: At<i64>,
+    /// Name (the `batchName` of its instances).
+    pub name: At<String>,
+    /// `daily HH:MM`, `weekly DAYS HH:MM`, `monthly DAY HH:MM` or `every N minutes`, in the
+    /// service time zone.
+    pub schedule: At<String>,
+    /// What it runs: `S`, `A` or `F` elements.
+    pub elements: Vec<BatchElement>,
+    /// Variables given to every run.
+    pub variables: Vec<(String, String)>,
+    /// Whether the scheduler starts it (default true).
+    pub enabled: bool,
+    /// `skip` (default) or `wait` when the previous run has not finished.
+    #[serde(rename = "ifRunning")]
+    pub if_running: Option<At<String>>,
+    /// `next` (default) or `skip`, for a planned time the clocks skip.
+    #[serde(rename = "springGap")]
+    pub spring_gap: Option<At<String>>,
+    /// `first` (default), `second` or `both`, for a planned time that happens twice.
+    #[serde(rename = "autumnOverlap")]
+    pub autumn_overlap: Option<At<String>>,
+    /// Free text.
+    pub documentation: Option<String>,
+    /// The whole object.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// One element of a batch.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchElement {
+    /// `S` sheet, `A` action, `F` folder.
+    #[serde(rename = "elementType")]
+    pub kind: At<String>,
+    /// Its id.
+    #[serde(rename = "elementId")]
+    pub id: At<i64>,
 }
 
 /// A transformation directory.

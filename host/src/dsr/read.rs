@@ -59,14 +59,11 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
                         .iter()
                         .all(|n| !matches!(n.attributes, NodeAttributes::Invalid))
                 });
-            if let Some(b) = td_obj.get("batches", problems) {
-                doc.batches = Some(b.span);
-                problems.error(
-                    "dsr.batches_unsupported",
-                    "batches cannot be deployed by this version of weft yet",
-                    b.span,
-                    &td_path.key("batches"),
-                );
+            if let Some(list) = td_obj.array("batches", problems) {
+                doc.batches = each(list, &td_path.key("batches"), &mut complete, |v, p| {
+                    batch(v, p, text, problems)
+                });
+                doc.complete &= complete;
             }
             td_obj.finish(&["sheets", "connections", "folders", "batches"], problems);
         }
@@ -109,6 +106,99 @@ fn folder(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Opti
     Some(Folder {
         id: id?,
         path: folder_path?,
+        documentation,
+        span: v.span,
+    })
+}
+
+fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Batch> {
+    let mut o = Obj::new(v, path, "a batch", problems)?;
+    let id = o.id("id", text, problems);
+    let name = o.string("name", true, text, problems);
+    let schedule = o.string("schedule", true, text, problems);
+    let mut elements = Vec::new();
+    let mut ok = true;
+    match o.array("elements", problems) {
+        Some(list) => {
+            for (i, e) in list.iter().enumerate() {
+                let epath = path.key("elements").index(i);
+                let Some(mut eo) = Obj::new(e, &epath, "a batch element", problems) else {
+                    ok = false;
+                    continue;
+                };
+                let kind = eo.string("elementType", true, text, problems);
+                let eid = eo.int("elementId", true, text, problems);
+                eo.finish(&["elementType", "elementId"], problems);
+                match (kind, eid) {
+                    (Some(kind), Some(id)) => elements.push(BatchElement { kind, id }),
+                    _ => ok = false,
+                }
+            }
+        }
+        None if !o.has("elements") => o.missing("elements", "a batch", problems),
+        None => ok = false,
+    }
+    let mut variables = Vec::new();
+    if let Some(list) = o.array("variables", problems) {
+        for (i, e) in list.iter().enumerate() {
+            let vpath = path.key("variables").index(i);
+            let Some(mut vo) = Obj::new(e, &vpath, "a batch variable", problems) else {
+                ok = false;
+                continue;
+            };
+            let name = vo.string("variableName", true, text, problems);
+            let _kind = vo.string("variableType", false, text, problems);
+            let value = vo.string("variableValue", true, text, problems);
+            vo.finish(&["variableName", "variableType", "variableValue"], problems);
+            match (name, value) {
+                (Some(n), Some(v)) => variables.push((n.v, v.v)),
+                _ => ok = false,
+            }
+        }
+    }
+    let enabled = match o.get("enabled", problems) {
+        None => true,
+        Some(Spanned {
+            value: Value::Bool(b),
+            ..
+        }) => *b,
+        Some(other) => {
+            o.wrong("enabled", "true or false", other, problems);
+            true
+        }
+    };
+    let if_running = o.string("ifRunning", false, text, problems);
+    let spring_gap = o.string("springGap", false, text, problems);
+    let autumn_overlap = o.string("autumnOverlap", false, text, problems);
+    let documentation = o.nullable_string("documentation", text, problems);
+    o.finish(
+        &[
+            "id",
+            "name",
+            "schedule",
+            "elements",
+            "variables",
+            "enabled",
+            "ifRunning",
+            "springGap",
+            "autumnOverlap",
+            "documentation",
+        ],
+        problems,
+    );
+    if !ok {
+        return None;
+    }
+    Some(Batch {
+        id: id?,
+        name: name?,
+        schedule: schedule?,
+        elements,
+        variables,
+        enabled,
+        if_running,
+        spring_gap,
+        autumn_overlap,
         documentation,
         span: v.span,
     })

@@ -314,6 +314,22 @@ impl Executor {
     /// [`StartError::NotFound`] naming a missing element, [`StartError::Cycle`] naming the
     /// actions and objects of a cycle; nothing is stored then.
     pub fn start(self: &Arc<Self>, req: RunRequest) -> Result<i64, StartError> {
+        self.start_with(req, |_, _| Ok(()))
+    }
+
+    /// [`Executor::start`], with `also` run in the transaction that records the new
+    /// instance (given its id): the scheduler writes the batch's next planned start there, so
+    /// that a kill between the two can neither lose nor repeat a start. An error from `also`
+    /// rolls the instance back; nothing is started.
+    ///
+    /// # Errors
+    ///
+    /// As [`Executor::start`], and what `also` returns.
+    pub fn start_with(
+        self: &Arc<Self>,
+        req: RunRequest,
+        also: impl FnOnce(&rusqlite::Connection, i64) -> crate::repo::Result<()>,
+    ) -> Result<i64, StartError> {
         let dialect = self.dialect_fn();
         let plans = self
             .repo
@@ -357,7 +373,11 @@ impl Executor {
                 })
                 .collect::<Result<_, StartError>>()?,
         };
-        let id = self.repo.tx(|conn| instances::create(conn, &new))?;
+        let id = self.repo.tx(|conn| {
+            let id = instances::create(conn, &new)?;
+            also(conn, id)?;
+            Ok(id)
+        })?;
         tracing::info!(message = "Batch instance started.", batch_instance_id = id, batch_name = %req.batch_name, actions = plans.len());
         self.spawn(id);
         Ok(id)
@@ -548,7 +568,18 @@ impl Executor {
     ) -> Result<(), StartError> {
         let variables: Vec<(String, String)> =
             serde_json::from_str(&row.variables).unwrap_or_default();
-        let schedule_date = row.start.get(..10).unwrap_or_default().to_owned();
+        // The planned start's day for a scheduled run; else the day the run started, both in
+        // the service time zone.
+        let schedule_date = match &row.planned_start {
+            Some(p) => p.get(..10).unwrap_or_default().to_owned(),
+            None => chrono::DateTime::parse_from_rfc3339(&row.start)
+                .map(|t| {
+                    t.with_timezone(&crate::clock::current().zone)
+                        .format("%Y-%m-%d")
+                        .to_string()
+                })
+                .unwrap_or_else(|_| row.start.get(..10).unwrap_or_default().to_owned()),
+        };
         // An `R` left by an executor that failed is not running now: it counts as an error.
         let mut states: BTreeMap<i64, String> = BTreeMap::new();
         for a in &row.actions {
@@ -729,7 +760,7 @@ impl Executor {
             ),
             (
                 "action_start_local".to_owned(),
-                now.with_timezone(&chrono::Local)
+                now.with_timezone(&crate::clock::current().zone)
                     .format("%Y-%m-%d %H:%M:%S")
                     .to_string(),
             ),

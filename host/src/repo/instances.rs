@@ -108,6 +108,19 @@ pub struct InstanceRow {
     pub elements: serde_json::Value,
     /// The actions.
     pub actions: Vec<ActionRow>,
+    /// The scheduled batch that started it, if the scheduler did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<i64>,
+    /// The planned start it was started for (wall-clock time in the service time zone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planned_start: Option<String>,
+    /// How many seconds after its planned start it started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_seconds: Option<i64>,
+    /// Whether it started late (more than a minute after its planned start, e.g. after a
+    /// downtime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late: Option<bool>,
     /// Whether a halt was asked for.
     #[serde(skip)]
     pub halt_requested: bool,
@@ -255,7 +268,7 @@ pub fn request_halt(conn: &Connection, instance: i64) -> Result<()> {
 pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
     let row = conn
         .query_row(
-            "SELECT id, batch_name, user_name, state, started_at, ended_at, elements, halt_requested, variables FROM batch_instances WHERE id = ?1",
+            "SELECT id, batch_name, user_name, state, started_at, ended_at, elements, halt_requested, variables, batch_id, planned_start, late_seconds FROM batch_instances WHERE id = ?1",
             [instance],
             |r| {
                 Ok(InstanceRow {
@@ -269,6 +282,12 @@ pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
                     actions: Vec::new(),
                     halt_requested: r.get::<_, i64>(7)? != 0,
                     variables: r.get(8)?,
+                    batch_id: r.get(9)?,
+                    planned_start: r.get(10)?,
+                    late_seconds: r.get(11)?,
+                    late: r
+                        .get::<_, Option<i64>>(11)?
+                        .map(|s| s > crate::scheduler::LATE_AFTER_SECONDS),
                 })
             },
         )

@@ -65,6 +65,9 @@ pub enum Error {
     /// Stored content could not be read back.
     #[error("the repository holds content that cannot be read: {0}")]
     Corrupt(String),
+    /// A row changed between reading and writing it (the transaction was rolled back).
+    #[error("changed meanwhile: {0}")]
+    Conflict(String),
 }
 
 fn sql_suffix(sql: &str) -> String {

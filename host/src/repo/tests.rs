@@ -117,7 +117,9 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
             .expect("v3 table");
         assert_eq!(instances, i64::from(v >= 3), "version {v}");
         let next_runs: i64 = conn
-            .query_row("SELECT COUNT(*) FROM service_batch_next_run", [], |r| r.get(0))
+            .query_row("SELECT COUNT(*) FROM service_batch_next_run", [], |r| {
+                r.get(0)
+            })
             .expect("v4 table");
         assert_eq!(next_runs, 0);
         if v >= 3 {

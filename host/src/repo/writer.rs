@@ -4,7 +4,7 @@
 //! an identical redeploy leaves the file byte-identical.
 
 use super::{Error, Result, now_utc};
-use crate::dsr::model::{Connection, Folder, NodeAttributes, Sheet};
+use crate::dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 use crate::validate::Facts;
 use rusqlite::{Connection as Db, OptionalExtension, params};
 use serde::Serialize;
@@ -204,6 +204,123 @@ impl<'t> Writer<'t> {
         })
     }
 
+    /// Creates or updates a batch. A new batch, or one whose schedule or clock-change
+    /// policies changed, gets its first planned start in `service_batch_next_run`: the first
+    /// one after `now` in `zone`. Otherwise its planned start stays, so that a shift made by a
+    /// sheet (the DST procedure) survives an unrelated redeploy.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn batch(
+        &self,
+        b: &Batch,
+        schedule: &crate::schedule::Schedule,
+        zone: chrono_tz::Tz,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Change> {
+        let definition = serde_json::to_string(b).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let elements =
+            serde_json::to_string(&b.elements).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let variables =
+            serde_json::to_string(&b.variables).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let when = schedule.repeat.to_string();
+        let gap = schedule.gap.name();
+        let overlap = schedule.overlap.name();
+        let if_running = b.if_running.as_ref().map_or("skip", |r| r.v.as_str());
+        type Row = (
+            String,
+            String,
+            String,
+            String,
+            String,
+            bool,
+            String,
+            String,
+            Option<String>,
+        );
+        let sql = "SELECT name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation FROM batches WHERE id = ?1";
+        let mut st = self
+            .tx
+            .prepare_cached(sql)
+            .map_err(|e| Error::with_sql(e, sql))?;
+        let old: Option<Row> = st
+            .query_row([b.id.v], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                ))
+            })
+            .optional()
+            .map_err(|e| Error::with_sql(e, sql))?;
+        let new: Row = (
+            b.name.v.clone(),
+            when.clone(),
+            gap.to_owned(),
+            overlap.to_owned(),
+            if_running.to_owned(),
+            b.enabled,
+            elements,
+            variables,
+            b.documentation.clone(),
+        );
+        let (change, reschedule) = match &old {
+            Some(o) if *o == new => (ChangeKind::Unchanged, false),
+            Some(o) => {
+                self.exec(
+                    "UPDATE batches SET name = ?2, schedule = ?3, spring_gap = ?4, autumn_overlap = ?5, if_running = ?6, enabled = ?7, elements = ?8, variables = ?9, documentation = ?10, updated_at = ?11 WHERE id = ?1",
+                    params![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc()],
+                )?;
+                (
+                    ChangeKind::Updated,
+                    o.1 != new.1 || o.2 != new.2 || o.3 != new.3,
+                )
+            }
+            None => {
+                self.exec(
+                    "INSERT INTO batches (id, name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
+                    params![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc()],
+                )?;
+                (ChangeKind::Created, true)
+            }
+        };
+        if reschedule {
+            match schedule.first_after(zone, now) {
+                Some(first) => {
+                    let start = crate::clock::wall(first.local);
+                    self.exec(
+                        "INSERT INTO service_batch_next_run (batch_id, start_dt) VALUES (?1, ?2) ON CONFLICT (batch_id) DO UPDATE SET start_dt = excluded.start_dt",
+                        params![b.id.v, start],
+                    )?;
+                    self.exec(
+                        "UPDATE batches SET second_of = ?2 WHERE id = ?1",
+                        params![b.id.v, first.second.then_some(start)],
+                    )?;
+                }
+                None => {
+                    self.exec(
+                        "DELETE FROM service_batch_next_run WHERE batch_id = ?1",
+                        params![b.id.v],
+                    )?;
+                }
+            }
+        }
+        self.history("batch", b.id.v, change, Some(&definition))?;
+        Ok(Change {
+            kind: "batch",
+            id: b.id.v,
+            change,
+            sheet_id: None,
+        })
+    }
+
     /// Creates or replaces a sheet with its nodes and edges. Returns the sheet's change
     /// first, then every node and edge the new version no longer holds (deleted).
     ///
@@ -363,6 +480,18 @@ pub enum IdTable {
 }
 
 impl Facts for Writer<'_> {
+    fn sheet_exists(&self, id: i64) -> Result<bool> {
+        Ok(self
+            .one::<i64>("SELECT 1 FROM sheets WHERE id = ?1", id)?
+            .is_some())
+    }
+
+    fn action_exists(&self, id: i64) -> Result<bool> {
+        Ok(self
+            .one::<i64>("SELECT 1 FROM nodes WHERE id = ?1 AND type = 0", id)?
+            .is_some())
+    }
+
     fn folder_path(&self, id: i64) -> Result<Option<String>> {
         self.one("SELECT path FROM folders WHERE id = ?1", id)
     }
