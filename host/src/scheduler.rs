@@ -347,7 +347,15 @@ pub fn next_runs(
     count: usize,
     zone: Tz,
 ) -> repo::Result<Option<serde_json::Value>> {
-    type Row = (String, String, String, String, bool, Option<String>, Option<String>);
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        bool,
+        Option<String>,
+        Option<String>,
+    );
     let row: Option<Row> = conn
         .query_row(
             "SELECT b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.enabled, b.second_of, n.start_dt FROM batches b LEFT JOIN service_batch_next_run n ON n.batch_id = b.id WHERE b.id = ?1",
