@@ -406,3 +406,6 @@ pub fn next_runs(
         "starts": starts,
     })))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,266 @@
+//! The scheduler's decisions on a real repository and executor, at chosen instants.
+
+use super::*;
+use crate::keys::{KeyFile, KeyStore};
+
+struct Env {
+    _dir: tempfile::TempDir,
+    exec: Arc<Executor>,
+}
+
+const BERLIN: Tz = chrono_tz::Europe::Berlin;
+
+fn utc(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s)
+        .expect("rfc3339")
+        .with_timezone(&Utc)
+}
+
+/// A repository with a one-action sheet (a quick Sql on a data file) and batch 5 `daily
+/// 22:00` deployed as `extra` says, planned for 2026-11-20 22:00.
+fn env(extra: &str) -> Env {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = Arc::new(Repository::open(&dir.path().join("repository.db")).expect("open"));
+    let mut kf =
+        KeyFile::init(dir.path(), repo.path(), "http://127.0.0.1:1/weft/service").expect("keys");
+    let data = dir.path().join("data.db");
+    kf.set(crate::keys::Entry {
+        key: "1".into(),
+        kind: "sqlite".into(),
+        url: data.to_string_lossy().into_owned(),
+        user: String::new(),
+        password: String::new(),
+        options: Vec::new(),
+    });
+    kf.save().expect("save");
+    let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
+    let registry = Arc::new(crate::plugins::Registry::load(&[(
+        std::env::current_exe()
+            .ok()
+            .and_then(|e| {
+                e.parent()
+                    .and_then(|p| p.parent())
+                    .map(std::path::Path::to_path_buf)
+            })
+            .unwrap_or_default(),
+        false,
+    )]));
+    let exec = Executor::new(Arc::clone(&repo), Arc::clone(&registry), Some(keys), 2);
+    let doc = serde_json::json!({"version": 1, "transformationData": {
+        "folders": [{"id": 5, "path": "/s"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [{"id": 50, "attributes": {"name": "s", "folder_id": 5, "folder": "/s"},
+          "nodes": [{"id": 51, "type": 0, "attributes": {"module": "Sql", "name": "s",
+              "action": "CREATE TABLE IF NOT EXISTS t (d TEXT); INSERT INTO t VALUES ('${schedule_date}')"}},
+            {"id": 52, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+          "edges": [{"id": 53, "from": 51, "to": 52}]}],
+        "batches": [{"id": 5, "name": "nightly", "schedule": "daily 22:00",
+          "elements": [{"elementType": "S", "elementId": 50}]}]}})
+    .to_string()
+    .replacen("}]}}", &format!("{extra}}}]}}}}"), 1);
+    let catalog = crate::plugins::PluginCatalog {
+        registry: &registry,
+        keys: None,
+    };
+    crate::deploy::deploy(
+        &repo,
+        &catalog,
+        &doc,
+        crate::deploy::Options::default(),
+        crate::settings::Environment::Development,
+    )
+    .expect("deploy");
+    repo.tx(|c| {
+        c.execute(
+            "UPDATE service_batch_next_run SET start_dt = '2026-11-20 22:00:00' WHERE batch_id = 5",
+            [],
+        )?;
+        Ok(())
+    })
+    .expect("plan");
+    Env { _dir: dir, exec }
+}
+
+impl Env {
+    fn start_dt(&self) -> String {
+        self.exec
+            .repo()
+            .with(|c| {
+                Ok(c.query_row(
+                    "SELECT start_dt FROM service_batch_next_run WHERE batch_id = 5",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
+            .expect("start_dt")
+    }
+
+    fn instances(&self) -> Vec<(Option<String>, Option<i64>, String)> {
+        self.exec
+            .repo()
+            .with(|c| {
+                let mut st = c.prepare(
+                    "SELECT planned_start, late_seconds, user_name FROM batch_instances WHERE batch_id = 5 ORDER BY id",
+                )?;
+                let rows = st
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok(rows)
+            })
+            .expect("instances")
+    }
+
+    fn wait_idle(&self) {
+        for _ in 0..200 {
+            let running: i64 = self
+                .exec
+                .repo()
+                .with(|c| {
+                    Ok(c.query_row(
+                        "SELECT COUNT(*) FROM batch_instances WHERE state = 'running'",
+                        [],
+                        |r| r.get(0),
+                    )?)
+                })
+                .expect("count");
+            if running == 0 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("the run did not end");
+    }
+}
+
+#[test]
+fn a_due_batch_starts_once_and_its_next_start_is_written() {
+    let e = env("");
+    // 21:59:59 Berlin: not yet.
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T20:59:59Z")).expect("tick");
+    assert!(t.started.is_empty());
+    assert_eq!(t.looked_at, 1);
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z")).expect("tick");
+    assert_eq!(t.started.len(), 1);
+    assert_eq!(e.start_dt(), "2026-11-21 22:00:00");
+    // The same instant again: nothing more.
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z")).expect("tick");
+    assert!(t.started.is_empty());
+    e.wait_idle();
+    assert_eq!(
+        e.instances(),
+        vec![(
+            Some("2026-11-20 22:00:00".to_owned()),
+            Some(0),
+            "scheduler".to_owned()
+        )]
+    );
+}
+
+#[test]
+fn after_a_downtime_the_missed_start_runs_once_late() {
+    let e = env("");
+    // Back three days later at 10:00.
+    let t = tick(&e.exec, BERLIN, utc("2026-11-23T09:00:00Z")).expect("tick");
+    assert_eq!(t.started.len(), 1);
+    let t = tick(&e.exec, BERLIN, utc("2026-11-23T09:00:01Z")).expect("tick");
+    assert!(t.started.is_empty(), "missed days are not repeated");
+    assert_eq!(e.start_dt(), "2026-11-23 22:00:00");
+    e.wait_idle();
+    let runs = e.instances();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].0.as_deref(), Some("2026-11-20 22:00:00"));
+    assert_eq!(runs[0].1, Some(2 * 86_400 + 12 * 3600));
+    // The run's schedule_date is the planned day.
+    let day: String = rusqlite::Connection::open(e._dir.path().join("data.db"))
+        .expect("data")
+        .query_row("SELECT d FROM t", [], |r| r.get(0))
+        .expect("row");
+    assert_eq!(day, "2026-11-20");
+}
+
+fn fake_running_instance(e: &Env) {
+    e.exec
+        .repo()
+        .tx(|c| {
+            c.execute(
+                "INSERT INTO batch_instances (batch_name, user_name, state, started_at, elements, variables, batch_id) VALUES ('nightly', 'scheduler', 'running', '2026-11-19 21:00:00', '[]', '[]', 5)",
+                [],
+            )?;
+            Ok(())
+        })
+        .expect("running instance");
+}
+
+#[test]
+fn a_batch_still_running_is_skipped_or_waited_for_as_it_says() {
+    let e = env("");
+    fake_running_instance(&e);
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:05Z")).expect("tick");
+    assert_eq!((t.started.len(), t.passed.clone()), (0, vec![5]));
+    assert_eq!(e.start_dt(), "2026-11-21 22:00:00");
+
+    let e = env(", \"ifRunning\": \"wait\"");
+    fake_running_instance(&e);
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:05Z")).expect("tick");
+    assert_eq!(t.waiting, vec![5]);
+    assert_eq!(e.start_dt(), "2026-11-20 22:00:00", "a waiting start stays");
+    // The previous run ends; the waiting start goes, late.
+    e.exec
+        .repo()
+        .tx(|c| {
+            c.execute(
+                "UPDATE batch_instances SET state = 'finished' WHERE batch_id = 5",
+                [],
+            )?;
+            Ok(())
+        })
+        .expect("finish");
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:10:00Z")).expect("tick");
+    assert_eq!(t.started.len(), 1);
+    e.wait_idle();
+    let late = e.instances().last().and_then(|r| r.1);
+    assert_eq!(late, Some(600));
+}
+
+#[test]
+fn a_disabled_batch_lets_its_starts_pass() {
+    let e = env(", \"enabled\": false");
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z")).expect("tick");
+    assert_eq!((t.started.len(), t.passed.clone()), (0, vec![5]));
+    assert_eq!(e.start_dt(), "2026-11-21 22:00:00");
+    assert!(e.instances().is_empty());
+}
+
+#[test]
+fn a_start_dt_written_by_hand_is_honoured_at_the_next_tick() {
+    let e = env("");
+    e.exec
+        .repo()
+        .tx(|c| {
+            c.execute(
+                "UPDATE service_batch_next_run SET start_dt = '2026-11-21 22:00:00' WHERE batch_id = 5",
+                [],
+            )?;
+            Ok(())
+        })
+        .expect("shift");
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z")).expect("tick");
+    assert!(t.started.is_empty());
+    let t = tick(&e.exec, BERLIN, utc("2026-11-21T21:00:00Z")).expect("tick");
+    assert_eq!(t.started.len(), 1);
+    assert_eq!(e.start_dt(), "2026-11-22 22:00:00");
+    // An unreadable start_dt is left alone, and the others go on.
+    e.exec
+        .repo()
+        .tx(|c| {
+            c.execute(
+                "UPDATE service_batch_next_run SET start_dt = 'tomorrow' WHERE batch_id = 5",
+                [],
+            )?;
+            Ok(())
+        })
+        .expect("break");
+    let t = tick(&e.exec, BERLIN, utc("2026-11-23T21:00:00Z")).expect("tick");
+    assert!(t.started.is_empty());
+    e.wait_idle();
+}
