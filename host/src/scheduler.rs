@@ -66,8 +66,9 @@ pub struct Tick {
     pub looked_at: usize,
 }
 
-/// Reads the batches whose planned start is at most a day ahead of `local_now` (wall-clock
-/// text compares as time; clock changes move it by hours, not days).
+/// Reads the batches whose planned start is at most three hours ahead of `local_now`:
+/// wall-clock text compares as time, and a start can be due while its wall-clock time is
+/// still ahead of now's only by the hour (rarely two) that the clocks go back in autumn.
 ///
 /// # Errors
 ///
@@ -75,7 +76,7 @@ pub struct Tick {
 pub fn candidates(conn: &rusqlite::Connection, local_now: &str) -> repo::Result<Vec<Due>> {
     let sql = "SELECT b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, n.start_dt \
                FROM service_batch_next_run n JOIN batches b ON b.id = n.batch_id \
-               WHERE n.start_dt <= datetime(?1, '+1 day') ORDER BY n.start_dt, b.id";
+               WHERE n.start_dt <= datetime(?1, '+3 hours') ORDER BY n.start_dt, b.id";
     let mut st = conn
         .prepare_cached(sql)
         .map_err(|e| repo::Error::with_sql(e, sql))?;
