@@ -318,8 +318,23 @@ pub fn spawn(exec: Arc<Executor>, period: std::time::Duration) -> std::io::Resul
         .spawn(move || {
             while !flag.load(Ordering::SeqCst) {
                 let t = clock::current();
-                if let Err(e) = tick(&exec, t.zone, t.clock.now()) {
-                    tracing::error!(message = "A scheduler tick failed; the next one tries again.", error = %e);
+                // A panic in one tick (a bug, or stored data no code foresaw) must not end
+                // scheduling for good: it is logged, and the next tick tries again.
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    tick(&exec, t.zone, t.clock.now())
+                })) {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => {
+                        tracing::error!(message = "A scheduler tick failed; the next one tries again.", error = %e);
+                    }
+                    Err(panic) => {
+                        let what = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        tracing::error!(message = "A scheduler tick panicked; the next one tries again.", panic = %what);
+                    }
                 }
                 // Sleep in short steps, so that a stop is quick.
                 let mut slept = std::time::Duration::ZERO;

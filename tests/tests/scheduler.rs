@@ -58,6 +58,17 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Key file entry 1: an SQLite file `data.db` in the server's home.
+fn add_data_connection(w: &Weft) {
+    let keyfile = w.home.path().join("keyfile");
+    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
+    keys.push_str(&format!(
+        "1|sqlite|{}|||\n",
+        w.home.path().join("data.db").display()
+    ));
+    std::fs::write(&keyfile, keys).expect("write keyfile");
+}
+
 fn deploy_file(w: &Weft, path: &Path) {
     let text = std::fs::read_to_string(path).expect("example");
     let (st, v) = post(&w.url, deploy_body(&text));
@@ -71,13 +82,7 @@ fn set_up(day: &str) -> Weft {
         tempfile::tempdir().expect("home"),
         &format!("{day} 18:59:57"),
     );
-    let keyfile = w.home.path().join("keyfile");
-    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
-    keys.push_str(&format!(
-        "1|sqlite|{}|||\n",
-        w.home.path().join("data.db").display()
-    ));
-    std::fs::write(&keyfile, keys).expect("write keyfile");
+    add_data_connection(&w);
     let out = std::process::Command::new(weft_bin())
         .args(["keys", "copy", "0", "7", "--home"])
         .arg(w.home.path())
@@ -178,13 +183,7 @@ fn the_dst_procedure_moves_the_night_batch_once_in_spring() {
 #[test]
 fn a_restart_during_a_scheduled_run_neither_loses_nor_repeats_the_next_start() {
     let w = start(tempfile::tempdir().expect("home"), "2026-11-22 21:59:58");
-    let keyfile = w.home.path().join("keyfile");
-    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
-    keys.push_str(&format!(
-        "1|sqlite|{}|||\n",
-        w.home.path().join("data.db").display()
-    ));
-    std::fs::write(&keyfile, keys).expect("write keyfile");
+    add_data_connection(&w);
     // A slow action: the server is killed while it runs.
     let doc = json!({"version": 1, "transformationData": {
         "folders": [{"id": 5, "path": "/slow"}],

@@ -33,17 +33,7 @@ impl Server {
         kf.set(e);
         kf.save().expect("save");
         let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
-        let registry = Arc::new(crate::plugins::Registry::load(&[(
-            std::env::current_exe()
-                .ok()
-                .and_then(|e| {
-                    e.parent()
-                        .and_then(|p| p.parent())
-                        .map(std::path::Path::to_path_buf)
-                })
-                .unwrap_or_default(),
-            false,
-        )]));
+        let registry = Arc::new(crate::plugins::load_test_registry());
         let executor = crate::exec::batch::Executor::new(
             Arc::clone(&repo),
             Arc::clone(&registry),

@@ -411,23 +411,31 @@ impl crate::validate::Catalog for PluginCatalog<'_> {
     }
 }
 
-/// The real plugins, loaded once from the target directory of the running test binary (the
-/// test command builds them first).
+/// The real plugins, loaded afresh from the target directory of the running test binary
+/// (the test command builds them first), for tests that need a registry of their own.
+#[cfg(test)]
+pub(crate) fn load_test_registry() -> Registry {
+    let exe = std::env::current_exe().expect("test executable");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .to_path_buf();
+    let r = Registry::load(&[(dir.clone(), false)]);
+    assert!(
+        r.module("Upsert").is_some() && r.object_type(1).is_some(),
+        "the plugin libraries are not built in {}: run `cargo build --workspace` first (./test.sh does); refused: {:?}",
+        dir.display(),
+        r.refused
+    );
+    r
+}
+
+/// [`load_test_registry`], loaded once.
 #[cfg(test)]
 pub(crate) fn test_registry() -> &'static Registry {
     static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
-    REGISTRY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable");
-        let dir = exe.parent().and_then(Path::parent).expect("target dir").to_path_buf();
-        let r = Registry::load(&[(dir.clone(), false)]);
-        assert!(
-            r.module("Upsert").is_some() && r.object_type(1).is_some(),
-            "the plugin libraries are not built in {}: run `cargo build --workspace` first (./test.sh does); refused: {:?}",
-            dir.display(),
-            r.refused
-        );
-        r
-    })
+    REGISTRY.get_or_init(load_test_registry)
 }
 
 impl PluginCatalog<'_> {

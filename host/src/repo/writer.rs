@@ -26,7 +26,7 @@ pub enum ChangeKind {
 /// One object a deploy touched.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {
-    /// `folder`, `connection`, `sheet`, `node`, `edge`.
+    /// `folder`, `connection`, `sheet`, `node`, `edge`, `batch`.
     pub kind: &'static str,
     /// Its id.
     pub id: i64,

@@ -34,17 +34,7 @@ fn env(extra: &str) -> Env {
     });
     kf.save().expect("save");
     let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
-    let registry = Arc::new(crate::plugins::Registry::load(&[(
-        std::env::current_exe()
-            .ok()
-            .and_then(|e| {
-                e.parent()
-                    .and_then(|p| p.parent())
-                    .map(std::path::Path::to_path_buf)
-            })
-            .unwrap_or_default(),
-        false,
-    )]));
+    let registry = Arc::new(crate::plugins::load_test_registry());
     let exec = Executor::new(Arc::clone(&repo), Arc::clone(&registry), Some(keys), 2);
     let doc = serde_json::json!({"version": 1, "transformationData": {
         "folders": [{"id": 5, "path": "/s"}],
