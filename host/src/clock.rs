@@ -10,7 +10,7 @@
 //! Wall-clock text is `YYYY-MM-DD HH:MM:SS` in that zone; an ambiguous wall-clock time (the
 //! autumn hour that happens twice) means its first occurrence.
 
-use chrono::{DateTime, Duration, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeZone, Utc};
+use chrono::{DateTime, Duration, LocalResult, NaiveDateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -107,7 +107,47 @@ pub fn current() -> Arc<ServiceTime> {
 pub fn parse_zone(name: &str) -> Option<Tz> {
     let n = name.trim().trim_start_matches(':');
     let n = n.rsplit_once("zoneinfo/").map_or(n, |(_, z)| z);
+    let n = n
+        .strip_prefix("posix/")
+        .or_else(|| n.strip_prefix("right/"))
+        .unwrap_or(n);
     n.parse::<Tz>().ok()
+}
+
+/// The zone whose file under `zoneinfo` has the bytes of `localtime` (a copied, not linked,
+/// `/etc/localtime`, as in many containers).
+fn zone_of_file(localtime: &std::path::Path, zoneinfo: &std::path::Path) -> Option<Tz> {
+    let wanted = std::fs::read(localtime).ok()?;
+    let mut dirs = vec![zoneinfo.to_path_buf()];
+    let mut found: Vec<Tz> = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).ok()?.filter_map(Result::ok) {
+            let path = e.path();
+            let Ok(meta) = e.metadata() else { continue };
+            if meta.is_dir() {
+                if !matches!(e.file_name().to_str(), Some("posix" | "right")) {
+                    dirs.push(path);
+                }
+            } else if meta.len() == wanted.len() as u64
+                && std::fs::read(&path).is_ok_and(|b| b == wanted)
+                && let Some(z) = path
+                    .strip_prefix(zoneinfo)
+                    .ok()
+                    .and_then(|r| parse_zone(&r.to_string_lossy()))
+            {
+                found.push(z);
+            }
+        }
+    }
+    // Links share bytes (Europe/Berlin and others): the canonical, shortest-named first.
+    found.sort_by_key(|z| {
+        (
+            z.name().starts_with("Etc/") || !z.name().contains('/'),
+            z.name().len(),
+            z.name(),
+        )
+    });
+    found.into_iter().next()
 }
 
 /// The service time zone: `setting`, else `TZ`, else `/etc/localtime` (or Debian's
@@ -137,6 +177,15 @@ pub fn resolve_zone(setting: Option<&str>) -> Result<(Tz, &'static str), String>
         .and_then(parse_zone)
     {
         return Ok((z, "/etc/timezone"));
+    }
+    let localtime = std::path::Path::new("/etc/localtime");
+    if localtime.is_file() {
+        if let Some(z) = zone_of_file(localtime, std::path::Path::new("/usr/share/zoneinfo")) {
+            return Ok((z, "/etc/localtime"));
+        }
+        tracing::warn!(
+            message = "/etc/localtime names no zone weft knows; the service time zone is UTC. Set the setting timezone (or TZ).",
+        );
     }
     Ok((Tz::UTC, "default"))
 }
@@ -192,10 +241,11 @@ pub fn instant_of(zone: Tz, local: NaiveDateTime) -> DateTime<Utc> {
 pub fn gap_end(zone: Tz, local: NaiveDateTime) -> DateTime<Utc> {
     // Read with the offset of a day before, `local` lies after the jump; with the offset of a
     // day after, before it. The jump is between the two.
-    let before = offset_at(zone, local - Duration::days(1));
-    let after = offset_at(zone, local + Duration::days(1));
-    let mut lo = Utc.from_utc_datetime(&(local - after));
-    let mut hi = Utc.from_utc_datetime(&(local - before));
+    let day = Duration::days(1);
+    let before = offset_at(zone, local.checked_sub_signed(day).unwrap_or(local));
+    let after = offset_at(zone, local.checked_add_signed(day).unwrap_or(local));
+    let mut lo = Utc.from_utc_datetime(&local.checked_sub_signed(after).unwrap_or(local));
+    let mut hi = Utc.from_utc_datetime(&local.checked_sub_signed(before).unwrap_or(local));
     if hi < lo {
         std::mem::swap(&mut lo, &mut hi);
     }
@@ -222,19 +272,31 @@ fn offset_at(zone: Tz, local: NaiveDateTime) -> Duration {
     Duration::seconds(i64::from(secs))
 }
 
-/// Whether the zone's UTC offset changes between `local_now` and 06:00 of the next day.
+/// Whether the zone's UTC offset changes between `local_now` (its first occurrence, should
+/// it happen twice) and 06:00 of the next day.
 pub fn is_dst_change_tonight(zone: Tz, local_now: NaiveDateTime) -> bool {
-    let start = instant_of(zone, local_now);
-    let next_day = local_now.date().succ_opt().unwrap_or(NaiveDate::MAX);
-    let end_local = next_day.and_hms_opt(6, 0, 0).unwrap_or(local_now);
+    dst_change_before_morning(zone, instant_of(zone, local_now))
+}
+
+/// Whether the zone's UTC offset changes between the instant `now` and 06:00 local time of
+/// the day after `now`'s local day.
+pub fn dst_change_before_morning(zone: Tz, now: DateTime<Utc>) -> bool {
+    let local_now = now.with_timezone(&zone).naive_local();
+    let Some(end_local) = local_now
+        .date()
+        .succ_opt()
+        .and_then(|d| d.and_hms_opt(6, 0, 0))
+    else {
+        return false;
+    };
     // The window's end: the last occurrence of 06:00, should it happen twice.
     let end = match zone.from_local_datetime(&end_local) {
         LocalResult::Ambiguous(_, late) => late.with_timezone(&Utc),
         _ => instant_of(zone, end_local),
     };
     let offset = |t: DateTime<Utc>| zone.offset_from_utc_datetime(&t.naive_utc()).fix();
-    let first = offset(start);
-    let mut t = start;
+    let first = offset(now);
+    let mut t = now;
     while t < end {
         t = (t + Duration::minutes(30)).min(end);
         if offset(t) != first {
@@ -311,6 +373,54 @@ mod tests {
         ] {
             assert_eq!(is_dst_change_tonight(z, at(now)), expected, "spring {now}");
         }
+    }
+
+    #[test]
+    fn after_the_autumn_change_the_repeated_hour_is_past_it() {
+        let z: Tz = "Europe/Berlin".parse().expect("zone");
+        let at = |s: &str| {
+            DateTime::parse_from_rfc3339(s)
+                .expect("t")
+                .with_timezone(&Utc)
+        };
+        // 02:30 CEST, before the change, and 02:30 CET, the same wall time an hour later.
+        assert!(dst_change_before_morning(z, at("2026-10-25T00:30:00Z")));
+        assert!(!dst_change_before_morning(z, at("2026-10-25T01:30:00Z")));
+        let e = zone_of_file(
+            std::path::Path::new("/nonexistent"),
+            std::path::Path::new("/usr/share/zoneinfo"),
+        );
+        assert_eq!(e, None);
+    }
+
+    #[test]
+    fn a_copied_localtime_file_is_recognised_by_its_bytes() {
+        let zoneinfo = std::path::Path::new("/usr/share/zoneinfo");
+        let berlin = zoneinfo.join("Europe/Berlin");
+        assert!(
+            berlin.is_file(),
+            "{} is missing: apt-get install tzdata (.ci/run does)",
+            berlin.display()
+        );
+        let dir = tempfile::tempdir().expect("dir");
+        let copy = dir.path().join("localtime");
+        std::fs::copy(&berlin, &copy).expect("copy");
+        let z = zone_of_file(&copy, zoneinfo).expect("recognised");
+        // Links share the bytes; any of them is the same zone.
+        let at = Utc
+            .with_ymd_and_hms(2026, 10, 25, 0, 30, 0)
+            .single()
+            .expect("t");
+        assert_eq!(
+            z.offset_from_utc_datetime(&at.naive_utc()).fix(),
+            chrono_tz::Europe::Berlin
+                .offset_from_utc_datetime(&at.naive_utc())
+                .fix()
+        );
+        assert_eq!(
+            parse_zone("/usr/share/zoneinfo/posix/Europe/Berlin"),
+            Some(chrono_tz::Europe::Berlin)
+        );
     }
 
     #[test]

@@ -176,12 +176,10 @@ pub fn parse(text: &str) -> Result<Repeat, ParseError> {
                 offset: end,
             });
         };
-        NaiveTime::parse_from_str(w, "%H:%M")
-            .or_else(|_| NaiveTime::parse_from_str(w, "%H:%M:%S"))
-            .map_err(|_| ParseError {
-                message: format!("`{w}` is not a time of day; use HH:MM from 00:00 to 23:59"),
-                offset: at,
-            })
+        NaiveTime::parse_from_str(w, "%H:%M").map_err(|_| ParseError {
+            message: format!("`{w}` is not a time of day; use HH:MM from 00:00 to 23:59"),
+            offset: at,
+        })
     };
     let extra = |n: usize| -> Result<(), ParseError> {
         match words.get(n) {
@@ -419,16 +417,28 @@ impl Schedule {
     /// are passed over. `None` only for a schedule that never comes again.
     pub fn next(&self, zone: Tz, p: &Planned, now: DateTime<Utc>) -> Option<Planned> {
         if let Repeat::Minutes(n) = self.repeat {
-            let step = Duration::minutes(i64::from(n));
-            let base = self.due(zone, p)?;
-            let mut t = base + step;
-            if t <= now {
-                let behind = (now - t).num_seconds() / step.num_seconds() + 1;
-                t += step * behind as i32;
+            let step = i64::from(n) * 60;
+            let base = self.due(zone, p)?.timestamp();
+            let mut t = base.checked_add(step)?;
+            if t <= now.timestamp() {
+                let behind = (now.timestamp() - t) / step + 1;
+                t = t.checked_add(behind.checked_mul(step)?)?;
             }
-            return Some(Self::planned_of(zone, t));
+            return match DateTime::from_timestamp(t, 0) {
+                Some(t) => Some(Self::planned_of(zone, t)),
+                // Beyond what dates can hold: start afresh from now.
+                None => self.first_after(zone, now),
+            };
         }
-        self.after(zone, *p)
+        // Far behind (a start_dt set by hand to a long-gone day): go on from two days before
+        // now, in wall-clock terms, rather than step through every missed day.
+        let recent = now.with_timezone(&zone).naive_local() - Duration::days(2);
+        let from = if p.local < recent {
+            Planned::at(recent)
+        } else {
+            *p
+        };
+        self.after(zone, from)
             .find(|c| self.due(zone, c).is_some_and(|d| d > now))
     }
 

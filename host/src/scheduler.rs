@@ -76,7 +76,7 @@ pub struct Tick {
 pub fn candidates(conn: &rusqlite::Connection, local_now: &str) -> repo::Result<Vec<Due>> {
     let sql = "SELECT b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, n.start_dt \
                FROM service_batch_next_run n JOIN batches b ON b.id = n.batch_id \
-               WHERE n.start_dt <= datetime(?1, '+3 hours') ORDER BY n.start_dt, b.id";
+               WHERE replace(n.start_dt, 'T', ' ') <= datetime(?1, '+3 hours') ORDER BY n.start_dt, b.id";
     let mut st = conn
         .prepare_cached(sql)
         .map_err(|e| repo::Error::with_sql(e, sql))?;
@@ -217,76 +217,107 @@ pub fn tick(exec: &Arc<Executor>, zone: Tz, now: DateTime<Utc>) -> repo::Result<
         ..Tick::default()
     };
     for d in due {
-        let when = d.schedule.due(zone, &d.planned);
-        if when.is_some_and(|w| w > now) {
-            continue;
-        }
-        let next = d.schedule.next(zone, &d.planned, now);
-        let Some(when) = when else {
-            // A planned time the clocks skip, whose policy is to skip it.
-            if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
-                tracing::info!(message = "A planned start the clocks skip passed (springGap skip).", batch_id = d.batch_id, planned = %d.planned);
-                report.passed.push(d.batch_id);
-            }
-            continue;
-        };
-        if !d.enabled {
-            if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
-                report.passed.push(d.batch_id);
-            }
-            continue;
-        }
-        if repo.with(|c| is_running(c, d.batch_id))? {
-            if d.if_running == "wait" {
-                report.waiting.push(d.batch_id);
-            } else if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
-                tracing::warn!(message = "A scheduled start passed: the batch's previous run has not finished (ifRunning skip).", batch_id = d.batch_id, planned = %d.planned);
-                report.passed.push(d.batch_id);
-            }
-            continue;
-        }
-        let late = (now - when).num_seconds().max(0);
-        let req = RunRequest {
-            batch_name: d.name.clone(),
-            user: USER.to_owned(),
-            elements: d.elements.clone(),
-            variables: d.variables.clone(),
-        };
-        let planned_text = d.planned.to_string();
-        let started = exec.start_with(req, |c, id| {
-            if !advance(c, d.batch_id, &d.start_dt, next)? {
-                return Err(repo::Error::Conflict(format!(
-                    "the planned start of batch {} changed while it was being started",
-                    d.batch_id
-                )));
-            }
-            c.execute(
-                "UPDATE batch_instances SET batch_id = ?2, planned_start = ?3, late_seconds = ?4 WHERE id = ?1",
-                params![id, d.batch_id, d.start_dt, late],
-            )?;
-            Ok(())
-        });
-        match started {
-            Ok(id) => {
-                if late > LATE_AFTER_SECONDS {
-                    tracing::warn!(message = "A scheduled batch started late.", batch_id = d.batch_id, batch_instance_id = id, planned = %planned_text, late_seconds = late);
-                } else {
-                    tracing::info!(message = "A scheduled batch started.", batch_id = d.batch_id, batch_instance_id = id, planned = %planned_text);
-                }
-                report.started.push((d.batch_id, id));
-            }
-            Err(crate::exec::batch::StartError::Repo(repo::Error::Conflict(_))) => {}
-            Err(e) => {
-                // The elements no longer exist, or form a cycle: the start passes, with the
-                // reason in the log, so that one broken batch does not block the others.
-                tracing::error!(message = "A scheduled batch could not start; its planned start passes.", batch_id = d.batch_id, planned = %planned_text, error = %e);
-                if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
-                    report.passed.push(d.batch_id);
-                }
+        let batch_id = d.batch_id;
+        // One batch's stored data that no code foresaw must not keep the others from
+        // starting: a panic is logged and the tick goes on with the next batch.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            one(exec, repo, zone, now, d, &mut report)
+        })) {
+            Ok(result) => result?,
+            Err(_) => {
+                tracing::error!(
+                    message =
+                        "Deciding on a scheduled batch panicked; it is passed over in this tick.",
+                    batch_id
+                );
             }
         }
     }
     Ok(report)
+}
+
+/// Decides on one candidate of a tick.
+fn one(
+    exec: &Arc<Executor>,
+    repo: &Arc<Repository>,
+    zone: Tz,
+    now: DateTime<Utc>,
+    d: Due,
+    report: &mut Tick,
+) -> repo::Result<()> {
+    let when = d.schedule.due(zone, &d.planned);
+    if when.is_some_and(|w| w > now) {
+        return Ok(());
+    }
+    let next = d.schedule.next(zone, &d.planned, now);
+    let Some(when) = when else {
+        // A planned time the clocks skip, whose policy is to skip it.
+        if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
+            tracing::info!(message = "A planned start the clocks skip passed (springGap skip).", batch_id = d.batch_id, planned = %d.planned);
+            report.passed.push(d.batch_id);
+        }
+        return Ok(());
+    };
+    if !d.enabled {
+        if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
+            report.passed.push(d.batch_id);
+        }
+        return Ok(());
+    }
+    if repo.with(|c| is_running(c, d.batch_id))? {
+        if d.if_running == "wait" {
+            report.waiting.push(d.batch_id);
+        } else if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
+            tracing::warn!(message = "A scheduled start passed: the batch's previous run has not finished (ifRunning skip).", batch_id = d.batch_id, planned = %d.planned);
+            report.passed.push(d.batch_id);
+        }
+        return Ok(());
+    }
+    let late = (now - when).num_seconds().max(0);
+    let req = RunRequest {
+        batch_name: d.name.clone(),
+        user: USER.to_owned(),
+        elements: d.elements.clone(),
+        variables: d.variables.clone(),
+    };
+    let planned_text = d.planned.to_string();
+    let started = exec.start_with(req, |c, id| {
+        if !advance(c, d.batch_id, &d.start_dt, next)? {
+            return Err(repo::Error::Conflict(format!(
+                "the planned start of batch {} changed while it was being started",
+                d.batch_id
+            )));
+        }
+        c.execute(
+            "UPDATE batch_instances SET batch_id = ?2, planned_start = ?3, late_seconds = ?4 WHERE id = ?1",
+            params![id, d.batch_id, d.start_dt, late],
+        )?;
+        Ok(())
+    });
+    match started {
+        Ok(id) => {
+            if late > LATE_AFTER_SECONDS {
+                tracing::warn!(message = "A scheduled batch started late.", batch_id = d.batch_id, batch_instance_id = id, planned = %planned_text, late_seconds = late);
+            } else {
+                tracing::info!(message = "A scheduled batch started.", batch_id = d.batch_id, batch_instance_id = id, planned = %planned_text);
+            }
+            report.started.push((d.batch_id, id));
+        }
+        Err(crate::exec::batch::StartError::Repo(repo::Error::Conflict(_))) => {}
+        Err(crate::exec::batch::StartError::Repo(e)) => {
+            // The repository was busy or failed: the start stays, the next tick retries.
+            tracing::warn!(message = "A scheduled batch could not start yet; the next tick tries again.", batch_id = d.batch_id, planned = %planned_text, error = %e);
+        }
+        Err(e) => {
+            // The elements no longer exist, or form a cycle: the start passes, with the
+            // reason in the log, so that one broken batch does not block the others.
+            tracing::error!(message = "A scheduled batch could not start; its planned start passes.", batch_id = d.batch_id, planned = %planned_text, error = %e);
+            if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
+                report.passed.push(d.batch_id);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The scheduler's thread; stops when dropped.

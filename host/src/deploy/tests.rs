@@ -684,6 +684,14 @@ fn a_batch_deploys_with_its_first_planned_start_and_keeps_a_shift_across_redeplo
         ", ifRunning: \"wait\", documentation: \"moved\", springGap: \"skip\"",
     ));
     assert_ne!(next_run(&f, 7).as_deref(), Some("2099-01-01 21:30:00"));
+    // A batch that lost its planned start gets it back from a redeploy.
+    conn.execute("DELETE FROM service_batch_next_run WHERE batch_id = 7", [])
+        .expect("delete");
+    f.ok(&batch_doc(
+        "daily 21:30",
+        ", ifRunning: \"wait\", documentation: \"moved\", springGap: \"skip\"",
+    ));
+    assert!(next_run(&f, 7).is_some_and(|s| s.ends_with(" 21:30:00")));
 }
 
 #[test]

@@ -204,9 +204,9 @@ impl<'t> Writer<'t> {
         })
     }
 
-    /// Creates or updates a batch. A new batch, or one whose schedule or clock-change
-    /// policies changed, gets its first planned start in `service_batch_next_run`: the first
-    /// one after `now` in `zone`. Otherwise its planned start stays, so that a shift made by a
+    /// Creates or updates a batch. A new batch, one whose schedule or clock-change policies
+    /// changed, or one that lost its planned start gets its first planned start in
+    /// `service_batch_next_run`: the first one after `now` in `zone`. Otherwise its planned start stays, so that a shift made by a
     /// sheet (the DST procedure) survives an unrelated redeploy.
     ///
     /// # Errors
@@ -271,6 +271,10 @@ impl<'t> Writer<'t> {
             variables,
             b.documentation.clone(),
         );
+        let planned: Option<String> = self.one(
+            "SELECT start_dt FROM service_batch_next_run WHERE batch_id = ?1",
+            b.id.v,
+        )?;
         let (change, reschedule) = match &old {
             Some(o) if *o == new => (ChangeKind::Unchanged, false),
             Some(o) => {
@@ -291,7 +295,15 @@ impl<'t> Writer<'t> {
                 (ChangeKind::Created, true)
             }
         };
-        if reschedule {
+        // A batch without a planned start (a sheet deleted its row) gets one again; that is a
+        // change, so the deploy commits it.
+        let restore = old.is_some() && planned.is_none();
+        let change = if restore && change == ChangeKind::Unchanged {
+            ChangeKind::Updated
+        } else {
+            change
+        };
+        if reschedule || restore {
             match schedule.first_after(zone, now) {
                 Some(first) => {
                     let start = crate::clock::wall(first.local);

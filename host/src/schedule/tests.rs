@@ -36,6 +36,7 @@ fn schedule_texts_are_read_and_written_back() {
     }
     for (text, offset, words) in [
         ("", 0, "empty"),
+        ("daily 22:00:30", 6, "not a time of day"),
         ("hourly 10:00", 0, "`hourly` is not a schedule"),
         ("daily 25:00", 6, "not a time of day"),
         ("daily", 5, "time of day (HH:MM) is missing"),
@@ -160,6 +161,26 @@ fn missed_starts_run_once_and_the_plan_does_not_drift() {
         s.next(BERLIN, &shifted, utc("2026-10-25T21:00:30Z")),
         Some(Planned::at(at("2026-10-26 22:00")))
     );
+}
+
+#[test]
+fn a_start_long_gone_or_beyond_the_calendar_goes_on_from_now() {
+    let now = utc("2026-11-22T12:00:00Z");
+    let s = sched("daily 22:00", GapPolicy::Next, OverlapPolicy::First);
+    let old = Planned::at(at("1900-01-01 22:00"));
+    assert_eq!(
+        s.next(BERLIN, &old, now),
+        Some(Planned::at(at("2026-11-22 22:00")))
+    );
+    let s = sched("every 1 minutes", GapPolicy::Next, OverlapPolicy::First);
+    let ancient = Planned::at(
+        NaiveDate::from_ymd_opt(-200_000, 1, 1)
+            .expect("d")
+            .and_hms_opt(0, 0, 0)
+            .expect("t"),
+    );
+    let next = s.next(BERLIN, &ancient, now).expect("next");
+    assert!(s.due(BERLIN, &next).expect("due") > now);
 }
 
 #[test]

@@ -254,3 +254,63 @@ fn a_start_dt_written_by_hand_is_honoured_at_the_next_tick() {
     assert!(t.started.is_empty());
     e.wait_idle();
 }
+
+#[test]
+fn a_start_dt_written_with_a_t_or_long_gone_is_taken_and_goes_on_from_now() {
+    let e = env("");
+    e.exec
+        .repo()
+        .tx(|c| {
+            c.execute(
+                "UPDATE service_batch_next_run SET start_dt = '2026-11-20T22:00:00' WHERE batch_id = 5",
+                [],
+            )?;
+            Ok(())
+        })
+        .expect("t form");
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:01Z")).expect("tick");
+    assert_eq!(t.started.len(), 1, "a `T` start_dt is read on time");
+    assert_eq!(e.start_dt(), "2026-11-21 22:00:00");
+    e.wait_idle();
+    e.exec
+        .repo()
+        .tx(|c| {
+            c.execute(
+                "UPDATE service_batch_next_run SET start_dt = '1900-01-01 22:00:00' WHERE batch_id = 5",
+                [],
+            )?;
+            Ok(())
+        })
+        .expect("old");
+    let t = tick(&e.exec, BERLIN, utc("2026-11-21T12:00:00Z")).expect("tick");
+    assert_eq!(t.started.len(), 1, "a long-gone start runs once");
+    assert_eq!(
+        e.start_dt(),
+        "2026-11-21 22:00:00",
+        "and the schedule goes on"
+    );
+    e.wait_idle();
+}
+
+#[test]
+fn a_busy_repository_keeps_the_start_for_the_next_tick() {
+    let e = env("");
+    // Another connection holds the repository's write lock longer than its busy timeout.
+    let path = e.exec.repo().path().to_path_buf();
+    let holder = rusqlite::Connection::open(&path).expect("holder");
+    holder.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    let exec = Arc::clone(&e.exec);
+    let ticking = std::thread::spawn(move || tick(&exec, BERLIN, utc("2026-11-20T21:00:00Z")));
+    std::thread::sleep(std::time::Duration::from_millis(11_500));
+    holder.execute_batch("ROLLBACK").expect("unlock");
+    let first = ticking.join().expect("tick thread");
+    assert!(first.map(|t| t.started.is_empty()).unwrap_or(true));
+    assert_eq!(
+        e.start_dt(),
+        "2026-11-20 22:00:00",
+        "the start was not passed over"
+    );
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:20Z")).expect("tick");
+    assert_eq!(t.started.len(), 1);
+    e.wait_idle();
+}
