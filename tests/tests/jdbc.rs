@@ -483,3 +483,87 @@ fn connections_that_cannot_open_say_why() {
     let e = env.open_error("10");
     assert!(e.contains("SQLite is reached natively"), "{e}");
 }
+
+#[test]
+fn postgres_targets_by_schema_with_its_own_types_and_strict_booleans() {
+    let env = Env::new();
+    let pg = pg();
+    pg.psql(
+        "CREATE SCHEMA archive; CREATE SCHEMA other1; CREATE SCHEMA other2;
+         CREATE TABLE archive.orders (id int, tag uuid, doc jsonb, ok boolean, flags bit(8));
+         CREATE TABLE public.orders (id int, tag uuid, doc jsonb, ok boolean, flags bit(8));
+         CREATE TABLE other1.twice (id int); CREATE TABLE other2.twice (id int);
+         CREATE TABLE public.t_1 (id int); CREATE TABLE public.t11 (id int, extra int);",
+    )
+    .expect("setup");
+    env.lite(
+        "CREATE TABLE src (id INTEGER, tag TEXT, doc TEXT, ok TEXT, flags TEXT);
+         INSERT INTO src VALUES (1, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{\"k\": [1, 2]}', 'yes', '10100000'),
+                                (2, NULL, NULL, 'F', NULL);
+         CREATE TABLE back (id INTEGER, tag TEXT, doc TEXT, ok INTEGER, flags TEXT);
+         CREATE TABLE one (id INTEGER); INSERT INTO one VALUES (5);",
+    );
+    // No schema named: the connection's own (public), not archive, which sorts first.
+    let o = env.ok(&env.plan(
+        "Transfer",
+        "SELECT id, tag, doc, ok, flags FROM src",
+        &[(1, "src")],
+        (2, "orders"),
+    ));
+    assert_eq!(o.rows_written, 2);
+    assert_eq!(
+        pg.psql("SELECT id, tag, doc, ok, flags FROM public.orders ORDER BY id")
+            .expect("read"),
+        "1|a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11|{\"k\": [1, 2]}|t|10100000\n2|||f|"
+    );
+    assert_eq!(
+        pg.psql("SELECT COUNT(*) FROM archive.orders").expect("n"),
+        "0"
+    );
+    // uuid, jsonb and bit(8) come back as text; the boolean as one.
+    env.ok(&env.plan(
+        "Transfer",
+        "SELECT id, tag, doc, ok, flags FROM orders",
+        &[(2, "orders")],
+        (1, "back"),
+    ));
+    assert_eq!(
+        env.lite_rows("SELECT * FROM back ORDER BY id"),
+        vec![
+            "1|a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11|{\"k\": [1, 2]}|1|10100000",
+            "2|NULL|NULL|0|NULL"
+        ]
+    );
+    // `_` in a name is not a pattern: t_1 is t_1, not t11.
+    env.ok(&env.plan("Transfer", "SELECT id FROM one", &[(1, "one")], (2, "t_1")));
+    assert_eq!(pg.psql("SELECT id FROM t_1").expect("t_1"), "5");
+    // A table only in two other schemas: named, not guessed.
+    let e = env
+        .run(&env.plan(
+            "Transfer",
+            "SELECT id FROM one",
+            &[(1, "one")],
+            (2, "twice"),
+        ))
+        .expect_err("ambiguous");
+    assert!(
+        e.contains("exists in several schemas (other1, other2)"),
+        "{e}"
+    );
+    // Text that is no boolean is refused, not stored as false.
+    env.lite("INSERT INTO src VALUES (3, NULL, NULL, 'perhaps', NULL)");
+    pg.psql("TRUNCATE public.orders").expect("truncate");
+    let e = env
+        .run(&env.plan(
+            "Transfer",
+            "SELECT id, tag, doc, ok, flags FROM src",
+            &[(1, "src")],
+            (2, "orders"),
+        ))
+        .expect_err("not a boolean");
+    assert!(e.contains("`perhaps`") && e.contains("22018"), "{e}");
+    assert_eq!(
+        pg.psql("SELECT COUNT(*) FROM public.orders").expect("n"),
+        "0"
+    );
+}

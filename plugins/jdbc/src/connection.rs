@@ -34,6 +34,7 @@ pub struct Target<'a> {
 pub struct JdbcConnection {
     key: String,
     password: String,
+    url: String,
     dialect: Dialect,
     jvm: &'static Jvm,
     bridge: Global<JObject<'static>>,
@@ -140,9 +141,10 @@ impl JdbcConnection {
         let fail = |m: String| {
             PluginError::of(
                 ErrorKind::Connection,
-                redact(
+                scrub(
                     &format!("connection {}: cannot connect to {}: {m}", t.key, t.url),
                     t.password,
+                    t.url,
                 ),
             )
         };
@@ -154,6 +156,7 @@ impl JdbcConnection {
         Ok(JdbcConnection {
             key: t.key.to_owned(),
             password: t.password.to_owned(),
+            url: t.url.to_owned(),
             dialect: Dialect::of_jdbc_url(t.url),
             jvm,
             bridge,
@@ -175,18 +178,20 @@ impl JdbcConnection {
             };
             PluginError::of(
                 kind,
-                redact(
+                scrub(
                     &format!("connection {}: {what}: {m}", self.key),
                     &self.password,
+                    &self.url,
                 ),
             )
         })
     }
 
     fn format_error(&self, what: &str, m: &str) -> PluginError {
-        PluginError::new(redact(
+        PluginError::new(scrub(
             &format!("connection {}: {what}: {m}", self.key),
             &self.password,
+            &self.url,
         ))
     }
 
@@ -238,7 +243,13 @@ impl JdbcConnection {
                 .l()?;
             bytes_of(env, h)
         })?;
-        let names = codec::header(&header).map_err(|m| self.format_error("query", &m))?;
+        let names = match codec::header(&header) {
+            Ok(n) => n,
+            Err(m) => {
+                let _ = self.void("closing the query", jni_str!("closeQuery"));
+                return Err(self.format_error("query", &m));
+            }
+        };
         let columns = names.len();
         if let Err(e) = sink.columns(RSlice::from(names.as_slice())).into_result() {
             let _ = self.void("closing the query", jni_str!("closeQuery"));
@@ -257,7 +268,13 @@ impl JdbcConnection {
                     .l()?;
                 bytes_of(env, a)
             })?;
-            let rows = codec::batch(&buf, columns).map_err(|m| self.format_error("query", &m))?;
+            let rows = match codec::batch(&buf, columns) {
+                Ok(r) => r,
+                Err(m) => {
+                    let _ = self.void("closing the query", jni_str!("closeQuery"));
+                    return Err(self.format_error("query", &m));
+                }
+            };
             let n = rows.len();
             total += n as u64;
             if n > 0
@@ -337,6 +354,17 @@ impl JdbcConnection {
             cols.join(", "),
             vec!["?"; cols.len()].join(", ")
         );
+        if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| r.len() != cols.len()) {
+            return Err(self.format_error(
+                "insert",
+                &format!(
+                    "row {} of the batch has {} values for {} columns",
+                    i + 1,
+                    r.len(),
+                    cols.len()
+                ),
+            ));
+        }
         let data = codec::rows(rows);
         let count = i32::try_from(rows.len())
             .map_err(|_| self.format_error("insert", "more than 2^31 rows in one batch"))?;
@@ -368,6 +396,39 @@ fn redact(text: &str, secret: &str) -> String {
     } else {
         text.replace(secret, "********")
     }
+}
+
+/// The secrets a JDBC URL itself may carry: `password=`/`pwd=` properties (after `?`, `&` or
+/// `;`) and the password of `user:password@` or `user/password@`.
+pub fn url_secrets(url: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in url.split(['?', '&', ';']) {
+        if let Some((k, v)) = part.split_once('=')
+            && matches!(k.trim().to_ascii_lowercase().as_str(), "password" | "pwd")
+            && !v.is_empty()
+        {
+            out.push(v.to_owned());
+        }
+    }
+    if let Some(at) = url.find('@') {
+        let before = &url[..at];
+        let start = before.rfind(['/', ':']).map_or(0, |i| i + 1);
+        let user_part = before.rfind("//").map_or(before, |i| &before[i + 2..]);
+        if user_part.contains([':', '/']) && start < before.len() {
+            out.push(before[start..].to_owned());
+        }
+    }
+    out.retain(|s| s.len() >= 3);
+    out
+}
+
+/// `text` without the entry's password and the secrets of its URL.
+fn scrub(text: &str, password: &str, url: &str) -> String {
+    let mut t = redact(text, password);
+    for s in url_secrets(url) {
+        t = redact(&t, &s);
+    }
+    t
 }
 
 impl Drop for JdbcConnection {
@@ -452,5 +513,33 @@ impl Connection for JdbcConnection {
 
     fn rollback(&mut self) -> RResult<(), PluginError> {
         self.void("rollback", jni_str!("rollback")).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_in_urls_are_found_and_scrubbed() {
+        assert_eq!(
+            url_secrets("jdbc:postgresql://h/db?user=a&password=s3cret&ssl=true"),
+            vec!["s3cret".to_owned()]
+        );
+        assert_eq!(
+            url_secrets("jdbc:oracle:thin:scott/tiger@host:1521/x"),
+            vec!["tiger".to_owned()]
+        );
+        assert_eq!(
+            url_secrets("jdbc:mysql://root:hunter2@db/x"),
+            vec!["hunter2".to_owned()]
+        );
+        assert!(url_secrets("jdbc:h2:/srv/data/h2db").is_empty());
+        let m = scrub(
+            "cannot connect to jdbc:mysql://root:hunter2@db/x: bad p4ss",
+            "p4ss",
+            "jdbc:mysql://root:hunter2@db/x",
+        );
+        assert!(!m.contains("hunter2") && !m.contains("p4ss"), "{m}");
     }
 }

@@ -4,14 +4,14 @@
 //! The JVM is created once (a `OnceLock`) when the first JDBC connection opens; a process
 //! that never opens one never loads libjvm. Its library is found from `JAVA_HOME`, else from
 //! the `java` on `PATH`, else from the setting `java_home` (passed by the host as the option
-//! `weft.java_home`). A failed start is remembered: a JVM cannot be created twice in one
-//! process, so every later connection gets the same message.
+//! `weft.java_home`). Not finding Java is asked again at the next connection; a JVM that
+//! failed to start is remembered, since a process cannot create one twice.
 
 use jni::objects::{JClass, JClassLoader, JString};
 use jni::refs::Global;
 use jni::{Env, InitArgsBuilder, JNIVersion, JavaVM, jni_sig, jni_str};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The compiled helper class (`javac --release 11` of `java/weft/jdbc/Bridge.java`).
 pub const HELPER_CLASS: &[u8] = include_bytes!("../java/weft/jdbc/Bridge.class");
@@ -26,27 +26,47 @@ pub struct Jvm {
     pub libjvm: PathBuf,
 }
 
-static JVM: OnceLock<Result<Jvm, String>> = OnceLock::new();
+static JVM: OnceLock<Jvm> = OnceLock::new();
+
+/// Why the JVM could not be created, once it was tried: a process cannot try twice.
+static FAILED: Mutex<Option<String>> = Mutex::new(None);
 
 /// The JVM, started on the first call.
 ///
 /// # Errors
 ///
-/// Why no JVM could be started (no Java found, libjvm failed to load or to start); the same
-/// message for every call once it failed.
+/// Why no JVM could be started. Not finding Java is not remembered (Java installed later, or
+/// a corrected `java_home`, is found by the next connection); a JVM that failed to load or
+/// start is, since a process cannot create one twice.
 pub fn get(java_home_setting: Option<&str>) -> Result<&'static Jvm, String> {
-    JVM.get_or_init(|| start(java_home_setting))
-        .as_ref()
-        .map_err(Clone::clone)
-}
-
-fn start(java_home_setting: Option<&str>) -> Result<Jvm, String> {
+    if let Some(j) = JVM.get() {
+        return Ok(j);
+    }
+    let mut failed = FAILED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(j) = JVM.get() {
+        return Ok(j);
+    }
+    if let Some(e) = failed.as_ref() {
+        return Err(e.clone());
+    }
     let env = JavaEnv {
         java_home: std::env::var_os("JAVA_HOME").map(PathBuf::from),
         path: std::env::var_os("PATH"),
         setting: java_home_setting.map(PathBuf::from),
     };
     let libjvm = find_libjvm(&env)?;
+    match start(libjvm) {
+        Ok(j) => Ok(JVM.get_or_init(|| j)),
+        Err(e) => {
+            *failed = Some(e.clone());
+            Err(e)
+        }
+    }
+}
+
+fn start(libjvm: PathBuf) -> Result<Jvm, String> {
     let args = InitArgsBuilder::new()
         .version(JNIVersion::V1_8)
         // The host handles SIGINT and SIGTERM itself; the JVM must not take them over.

@@ -34,12 +34,31 @@ fn keys_attribute(a: Option<&AttributeValue>) -> Vec<String> {
     }
 }
 
+/// A whole number as a database answers a count: an integer, or (Oracle's `NUMBER`, some
+/// drivers' `DECIMAL`) a decimal or double without a fraction.
+fn count_of(v: Option<&Value>) -> Option<u64> {
+    match v? {
+        Value::Int(n) => u64::try_from(*n).ok(),
+        Value::Decimal(d) | Value::Text(d) => {
+            let d = d.trim();
+            let whole =
+                d.split_once('.').map_or(
+                    d,
+                    |(w, f)| {
+                        if f.chars().all(|c| c == '0') { w } else { "x" }
+                    },
+                );
+            whole.parse().ok()
+        }
+        Value::Float(f) if f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19 => Some(*f as u64),
+        _ => None,
+    }
+}
+
 fn scalar(conn: &mut ConnectionBox, sql: &str) -> PluginResult<u64> {
     let (_, rows) = query_all(conn, sql, &[])?;
-    match rows.first().and_then(|r| r.first()) {
-        Some(Value::Int(n)) => Ok(u64::try_from(*n).unwrap_or(0)),
-        other => Err(PluginError::new(format!("expected a count, got {other:?}"))),
-    }
+    let first = rows.first().and_then(|r| r.first());
+    count_of(first).ok_or_else(|| PluginError::new(format!("expected a count, got {first:?}")))
 }
 
 impl ActionModule for Upsert {
@@ -332,7 +351,7 @@ fn across(
                 let exists = if p.other_idx.is_empty() {
                     // Only key columns: nothing to update; insert when absent.
                     let (_, rows) = query_all(dst, &p.exists, &key_params)?;
-                    matches!(rows.first().and_then(|r| r.first()), Some(Value::Int(n)) if *n > 0)
+                    count_of(rows.first().and_then(|r| r.first())).is_some_and(|n| n > 0)
                 } else {
                     let params: Vec<Value> = p
                         .other_idx
@@ -364,4 +383,20 @@ export_plugin! {
     modules: [Upsert],
     object_types: [],
     bridges: [],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_come_as_integers_decimals_or_doubles() {
+        assert_eq!(count_of(Some(&Value::Int(3))), Some(3));
+        assert_eq!(count_of(Some(&Value::Decimal("12".into()))), Some(12));
+        assert_eq!(count_of(Some(&Value::Decimal("12.000".into()))), Some(12));
+        assert_eq!(count_of(Some(&Value::Decimal("1.5".into()))), None);
+        assert_eq!(count_of(Some(&Value::Float(4.0))), Some(4));
+        assert_eq!(count_of(Some(&Value::Null)), None);
+        assert_eq!(count_of(None), None);
+    }
 }

@@ -143,7 +143,20 @@ public final class Bridge {
             return (Driver) c.getDeclaredConstructor().newInstance();
         }
         List<String> seen = new ArrayList<>();
-        for (Driver d : ServiceLoader.load(Driver.class, loader)) {
+        java.util.Iterator<Driver> it = ServiceLoader.load(Driver.class, loader).iterator();
+        while (true) {
+            Driver d;
+            try {
+                if (!it.hasNext()) {
+                    break;
+                }
+                d = it.next();
+            } catch (java.util.ServiceConfigurationError e) {
+                // A jar whose driver cannot load (a missing dependency) does not hide the
+                // drivers of the other jars.
+                seen.add("(unloadable: " + e.getMessage() + ")");
+                continue;
+            }
             seen.add(d.getClass().getName());
             if (d.acceptsURL(url)) {
                 return d;
@@ -172,9 +185,15 @@ public final class Bridge {
     }
 
     public void close() throws SQLException {
-        closeQuery();
-        closeInsert();
-        conn.close();
+        try {
+            closeQuery();
+        } finally {
+            try {
+                closeInsert();
+            } finally {
+                conn.close();
+            }
+        }
     }
 
     // ---------------------------------------------------------------- errors
@@ -298,7 +317,10 @@ public final class Bridge {
             for (int i = 1; i <= cols; i++) {
                 String label = md.getColumnLabel(i);
                 putString(label == null || label.isEmpty() ? md.getColumnName(i) : label);
-                kinds[i - 1] = kind(md.getColumnType(i), md.getColumnTypeName(i));
+                int type = md.getColumnType(i);
+                // bit(8) and BIT(8) are bit strings, not booleans.
+                kinds[i - 1] = type == Types.BIT && md.getPrecision(i) > 1 ? NULL
+                        : kind(type, md.getColumnTypeName(i));
                 put(kinds[i - 1]);
             }
             return Arrays.copyOf(buf, pos);
@@ -318,11 +340,20 @@ public final class Bridge {
         int n = 0;
         ResultSet r = rows;
         byte[] k = kinds;
-        while (n < max && r.next()) {
-            for (int i = 0; i < k.length; i++) {
-                value(r, i + 1, k[i]);
+        try {
+            while (n < max && r.next()) {
+                for (int i = 0; i < k.length; i++) {
+                    value(r, i + 1, k[i]);
+                }
+                n++;
             }
-            n++;
+        } catch (SQLException | RuntimeException e) {
+            try {
+                closeQuery();
+            } catch (SQLException closing) {
+                e.addSuppressed(closing);
+            }
+            throw e;
         }
         if (n < max) {
             closeQuery();
@@ -615,6 +646,15 @@ public final class Bridge {
             int known = Math.min(n, md.getParameterCount());
             for (int i = 0; i < known; i++) {
                 types[i] = md.getParameterType(i + 1);
+                if (types[i] == Types.BIT) {
+                    // Booleans are BIT in some drivers, and so are bit strings (bit(8)): a BIT
+                    // that is not named a boolean and is wider than one bit is sent as text.
+                    String name = md.getParameterTypeName(i + 1);
+                    String lower = name == null ? "" : name.toLowerCase();
+                    if (!lower.contains("bool") && md.getPrecision(i + 1) != 1) {
+                        types[i] = Types.OTHER;
+                    }
+                }
             }
         } catch (SQLException | RuntimeException e) {
             // Not every driver describes parameters; values are then bound as they are.
@@ -628,7 +668,11 @@ public final class Bridge {
         byte tag = in.get();
         switch (tag) {
             case NULL:
-                ps.setNull(i, type == Types.NULL ? Types.NULL : type);
+                if (type == Types.NULL || type == Types.OTHER) {
+                    ps.setObject(i, null);
+                } else {
+                    ps.setNull(i, type);
+                }
                 return;
             case BOOL:
                 ps.setBoolean(i, in.get() != 0);
@@ -702,7 +746,7 @@ public final class Bridge {
                 return;
             case Types.BIT:
             case Types.BOOLEAN:
-                ps.setBoolean(i, s.equals("1") || s.equalsIgnoreCase("true"));
+                ps.setBoolean(i, bool(s));
                 return;
             case Types.DATE:
                 ps.setObject(i, LocalDate.parse(s.trim()));
@@ -716,8 +760,23 @@ public final class Bridge {
             case Types.TIMESTAMP_WITH_TIMEZONE:
                 ps.setObject(i, OffsetDateTime.parse(s.trim().replace(' ', 'T')));
                 return;
+            case Types.OTHER:
+                // uuid, json, and other types of the database's own: the database converts.
+                ps.setObject(i, s, Types.OTHER);
+                return;
             default:
                 ps.setString(i, s);
+        }
+    }
+
+    private static boolean bool(String s) {
+        switch (s.trim().toLowerCase()) {
+            case "1": case "t": case "true": case "y": case "yes": case "on":
+                return true;
+            case "0": case "f": case "false": case "n": case "no": case "off":
+                return false;
+            default:
+                throw new NumberFormatException("not a boolean (true/false, 1/0, yes/no)");
         }
     }
 
@@ -761,14 +820,31 @@ public final class Bridge {
      * Columns of a table: the schema and name as the database spells them, a column count,
      * then each column's name, type name, nullable flag and primary key position. The name
      * is tried as given, then in upper and lower case (unquoted names fold differently).
+     * Without a schema, the connection's current schema comes first; a table found only in
+     * several other schemas is an error that names them, never a guess.
      */
     public byte[] describe(String schema, String table) throws SQLException {
         DatabaseMetaData md = conn.getMetaData();
         String[] names = {table, table.toUpperCase(), table.toLowerCase()};
-        String s = schema.isEmpty() ? null : schema;
-        for (String name : names) {
-            for (String sch : s == null ? new String[] {null}
-                    : new String[] {s, s.toUpperCase(), s.toLowerCase()}) {
+        List<String> schemas = new ArrayList<>();
+        if (schema.isEmpty()) {
+            String current = null;
+            try {
+                current = conn.getSchema();
+            } catch (SQLException | AbstractMethodError | UnsupportedOperationException e) {
+                // Older drivers do not say; any schema is looked at then.
+            }
+            if (current != null) {
+                schemas.add(current);
+            }
+            schemas.add(null);
+        } else {
+            schemas.add(schema);
+            schemas.add(schema.toUpperCase());
+            schemas.add(schema.toLowerCase());
+        }
+        for (String sch : schemas) {
+            for (String name : names) {
                 byte[] found = describeExact(md, sch, name);
                 if (found != null) {
                     return found;
@@ -776,44 +852,63 @@ public final class Bridge {
             }
         }
         throw new IllegalArgumentException(OWN + "table "
-                + (s == null ? "" : s + ".") + table + " does not exist (connection "
-                + conn.getMetaData().getURL() + ")");
+                + (schema.isEmpty() ? "" : schema + ".") + table + " does not exist");
+    }
+
+    /** A LIKE pattern that matches `name` only. */
+    private static String exact(DatabaseMetaData md, String name) throws SQLException {
+        if (name == null) {
+            return null;
+        }
+        String esc = md.getSearchStringEscape();
+        if (esc == null || esc.isEmpty()) {
+            return name;
+        }
+        return name.replace(esc, esc + esc).replace("_", esc + "_").replace("%", esc + "%");
     }
 
     private byte[] describeExact(DatabaseMetaData md, String schema, String table)
             throws SQLException {
         List<String[]> cols = new ArrayList<>();
+        List<String> schemasFound = new ArrayList<>();
         String foundSchema = null;
-        String foundTable = null;
-        try (ResultSet r = md.getColumns(null, schema, table, null)) {
+        try (ResultSet r = md.getColumns(null, exact(md, schema), exact(md, table), null)) {
             while (r.next()) {
                 String sch = r.getString("TABLE_SCHEM");
                 String tab = r.getString("TABLE_NAME");
-                if (foundTable == null) {
-                    foundSchema = sch;
-                    foundTable = tab;
-                } else if (!tab.equals(foundTable)
-                        || (sch != null && !sch.equals(foundSchema))) {
-                    continue; // the same name in another schema
+                // Patterns aside, only the very name counts (and the schema, when given).
+                if (!table.equals(tab) || (schema != null && !schema.equals(sch))) {
+                    continue;
                 }
-                cols.add(new String[] {r.getString("COLUMN_NAME"), r.getString("TYPE_NAME"),
-                        r.getInt("NULLABLE") == DatabaseMetaData.columnNoNulls ? "0" : "1",
-                        r.getString("ORDINAL_POSITION")});
+                if (!schemasFound.contains(String.valueOf(sch))) {
+                    schemasFound.add(String.valueOf(sch));
+                }
+                if (schemasFound.size() == 1) {
+                    foundSchema = sch;
+                    cols.add(new String[] {r.getString("COLUMN_NAME"), r.getString("TYPE_NAME"),
+                            r.getInt("NULLABLE") == DatabaseMetaData.columnNoNulls ? "0" : "1",
+                            r.getString("ORDINAL_POSITION")});
+                }
             }
         }
         if (cols.isEmpty()) {
             return null;
         }
+        if (schemasFound.size() > 1) {
+            throw new IllegalArgumentException(OWN + "table " + table
+                    + " exists in several schemas (" + String.join(", ", schemasFound)
+                    + ") and none is the connection's own; name the schema");
+        }
         cols.sort((a, b) -> Integer.compare(Integer.parseInt(a[3]), Integer.parseInt(b[3])));
         Map<String, Integer> key = new HashMap<>();
-        try (ResultSet r = md.getPrimaryKeys(null, foundSchema, foundTable)) {
+        try (ResultSet r = md.getPrimaryKeys(null, foundSchema, table)) {
             while (r.next()) {
                 key.put(r.getString("COLUMN_NAME"), r.getInt("KEY_SEQ"));
             }
         }
         pos = 0;
         putString(foundSchema == null ? "" : foundSchema);
-        putString(foundTable);
+        putString(table);
         putInt(cols.size());
         for (String[] c : cols) {
             putString(c[0]);
