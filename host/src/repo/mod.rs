@@ -138,6 +138,63 @@ pub fn connect(path: &Path) -> Result<Connection> {
 pub struct Repository {
     path: PathBuf,
     writer: Mutex<Connection>,
+    checkpointer: Checkpointer,
+}
+
+/// How often the background checkpointer copies the WAL into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// Copies the write-ahead log into the database file on a thread of its own (a `PASSIVE`
+/// checkpoint, which never blocks writers), so that no committing request pays for it: the
+/// writer connection's automatic checkpoint is off. Stops when dropped.
+#[derive(Debug)]
+struct Checkpointer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    done: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    fn start(path: &Path) -> Result<Self> {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let conn = connect(path)?;
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let done = std::sync::Arc::new(AtomicU64::new(0));
+        let (flag, count) = (std::sync::Arc::clone(&stop), std::sync::Arc::clone(&done));
+        let thread = std::thread::Builder::new()
+            .name("weft-checkpoint".to_owned())
+            .spawn(move || {
+                while !flag.load(Ordering::SeqCst) {
+                    std::thread::sleep(CHECKPOINT_EVERY);
+                    // (busy, frames in the log, frames copied); a failure is tried again
+                    // at the next round, and SQLite's own checkpoint at close remains.
+                    match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                        Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+                    }) {
+                        Ok((log, copied)) if log > 0 && copied > 0 => {
+                            count.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::debug!(message = "A background checkpoint failed; the next one tries again.", error = %e),
+                    }
+                }
+            })
+            .map_err(|e| Error::Corrupt(format!("cannot start the checkpoint thread: {e}")))?;
+        Ok(Checkpointer {
+            stop,
+            done,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Repository {
@@ -151,10 +208,21 @@ impl Repository {
     pub fn open(path: &Path) -> Result<Self> {
         let mut conn = connect(path)?;
         migrations::to_latest(&mut conn)?;
+        // The checkpointer copies the log in the background; commits do not wait for it.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(|e| Error::with_sql(e, "PRAGMA wal_autocheckpoint = 0"))?;
         Ok(Repository {
             path: path.to_owned(),
             writer: Mutex::new(conn),
+            checkpointer: Checkpointer::start(path)?,
         })
+    }
+
+    /// How many background checkpoints copied something so far.
+    pub fn checkpoints(&self) -> u64 {
+        self.checkpointer
+            .done
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The database file.

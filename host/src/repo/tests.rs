@@ -201,3 +201,55 @@ fn connections_use_wal_and_foreign_keys() {
         .expect("fk");
     assert_eq!(fk, 1);
 }
+
+#[test]
+fn commits_leave_checkpoints_to_the_background() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = Repository::open(&dir.path().join("repository.db")).expect("open");
+    let auto: i64 = repo
+        .with(|c| Ok(c.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))?))
+        .expect("pragma");
+    assert_eq!(auto, 0, "the writer does not checkpoint in its commits");
+    repo.tx(|c| {
+        c.execute_batch("CREATE TABLE filler (x TEXT)")?;
+        for i in 0..2000 {
+            c.execute("INSERT INTO filler VALUES (?1)", [format!("{i:0>200}")])?;
+        }
+        Ok(())
+    })
+    .expect("writes");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while repo.checkpoints() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no background checkpoint within 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The log is reused once copied: more rounds of the same writes do not grow it.
+    let wal = dir.path().join("repository.db-wal");
+    let size = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    let first = size();
+    for round in 0..4 {
+        let seen = repo.checkpoints();
+        repo.tx(|c| {
+            for i in 0..2000 {
+                c.execute(
+                    "INSERT INTO filler VALUES (?1)",
+                    [format!("{round}{i:0>200}")],
+                )?;
+            }
+            Ok(())
+        })
+        .expect("more writes");
+        while repo.checkpoints() == seen {
+            assert!(std::time::Instant::now() < deadline + std::time::Duration::from_secs(30));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    assert!(
+        size() <= first * 3 / 2,
+        "the log grew from {first} to {} bytes",
+        size()
+    );
+}
