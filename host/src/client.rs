@@ -453,3 +453,63 @@ pub fn run(args: &RunArgs) -> Exit {
         }
     }
 }
+
+/// Runs `weft next-runs`: prints the next planned starts of a scheduled batch, one a line:
+/// local time, UTC offset, UTC, and what a clock change does to it.
+pub fn next_runs(url: Option<&str>, home: &Path, batch: i64, count: usize) -> Exit {
+    let service = match Service::locate(url, home, "weft next-runs") {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let body =
+        serde_json::json!({"command": "NextRuns", "payload": {"batchId": batch, "count": count}});
+    let (status, answer) = match service.call(&body) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    if !status.is_success() {
+        eprintln!(
+            "weft next-runs: {} ({status})",
+            answer["error"]["message"].as_str().unwrap_or("no message")
+        );
+        return if status.is_server_error() {
+            Exit::ServerError
+        } else {
+            Exit::Refused
+        };
+    }
+    let p = &answer["payload"];
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_owned();
+    println!(
+        "batch {} `{}`: {} in {}, springGap {}, autumnOverlap {}{}",
+        p["batchId"],
+        text(&p["name"]),
+        text(&p["schedule"]),
+        text(&p["timeZone"]),
+        text(&p["springGap"]),
+        text(&p["autumnOverlap"]),
+        if p["enabled"] == false {
+            " (disabled)"
+        } else {
+            ""
+        }
+    );
+    let starts = p["starts"].as_array().cloned().unwrap_or_default();
+    if starts.is_empty() {
+        println!("  no planned start");
+    }
+    for s in starts {
+        let note = s["clockChange"]
+            .as_str()
+            .map(|n| format!("  {n}"))
+            .unwrap_or_default();
+        println!(
+            "  {}  UTC{}  {}{}",
+            text(&s["local"]),
+            text(&s["utcOffset"]),
+            text(&s["utc"]),
+            note
+        );
+    }
+    Exit::Ok
+}

@@ -104,6 +104,18 @@ enum Command {
     },
     /// List the plugin libraries found (next to the binary and in HOME/plugins) and what they provide; refused ones with the reason.
     Plugins,
+    /// List the next planned starts of a scheduled batch, in local time and UTC, with clock
+    /// changes marked (the NextRuns command).
+    NextRuns {
+        /// The service endpoint; default the URL of key file entry weft_server.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// The batch id.
+        batch: i64,
+        /// How many starts (1 to 1000).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        count: u16,
+    },
     /// Work on the key file (HOME/keyfile).
     Keys {
         #[command(subcommand)]
@@ -214,6 +226,11 @@ fn main() -> ExitCode {
         Command::Keys {
             action: KeysAction::Copy { from, to },
         } => keys_copy(&home, &from, &to),
+        Command::NextRuns { url, batch, count } => {
+            ExitCode::from(
+                client::next_runs(url.as_deref(), &home, batch, usize::from(count)) as u8,
+            )
+        }
         Command::Plugins => plugins(&home),
         Command::Jdbc { install, action } => jdbc(install, action),
         Command::Run {

@@ -286,6 +286,40 @@ fn next_runs_lists_planned_starts_with_the_clock_change_and_fake_now_is_for_deve
     let body = json!({"command": "NextRuns", "payload": {"batchId": 99}});
     let (st, v) = post(&w.url, body.to_string().into_bytes());
     assert_eq!(st, 404, "{v}");
+    // The same from the command line.
+    let cli = |args: &[&str]| {
+        std::process::Command::new(weft_bin())
+            .arg("next-runs")
+            .args(args)
+            .args(["--url", w.url.as_str()])
+            .output()
+            .expect("weft next-runs")
+    };
+    let out = cli(&["4", "--count", "6"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].contains("`early`: daily 02:30 in Europe/Berlin"),
+        "{stdout}"
+    );
+    assert_eq!(lines.len(), 7, "{stdout}");
+    assert!(
+        lines[5].starts_with("  2026-10-25 02:30:00  UTC+02:00  2026-10-25T00:30:00Z  ")
+            && lines[5].contains("happens twice"),
+        "{stdout}"
+    );
+    assert!(
+        lines[6].contains("UTC+01:00  2026-10-25T01:30:00Z"),
+        "{stdout}"
+    );
+    let out = cli(&["99"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        text(&out).1.contains("batch 99 does not exist"),
+        "{:?}",
+        text(&out)
+    );
     drop(w);
 
     // --fake-now outside a development environment: refused, with the reason.
