@@ -75,12 +75,13 @@ fn deploy_file(w: &Weft, path: &Path) {
     assert_eq!(st, 200, "deploy of {} failed: {v}", path.display());
 }
 
-/// A server at `day 18:59:57` with the example deployed: connection 1 a data file,
+/// A server at `day 18:59:50` with the example deployed (ten seconds leave room for a slow
+/// start and the deploys, which must come before 19:00): connection 1 a data file,
 /// connection 7 a copy of entry 0 (`weft keys copy 0 7`).
 fn set_up(day: &str) -> Weft {
     let w = start(
         tempfile::tempdir().expect("home"),
-        &format!("{day} 18:59:57"),
+        &format!("{day} 18:59:50"),
     );
     add_data_connection(&w);
     let out = std::process::Command::new(weft_bin())
@@ -182,7 +183,8 @@ fn the_dst_procedure_moves_the_night_batch_once_in_spring() {
 
 #[test]
 fn a_restart_during_a_scheduled_run_neither_loses_nor_repeats_the_next_start() {
-    let w = start(tempfile::tempdir().expect("home"), "2026-11-22 21:59:58");
+    // Ten seconds before 22:00, so that the deploy comes before it even on a slow machine.
+    let w = start(tempfile::tempdir().expect("home"), "2026-11-22 21:59:50");
     add_data_connection(&w);
     // A slow action: the server is killed while it runs.
     let doc = json!({"version": 1, "transformationData": {
