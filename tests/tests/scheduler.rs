@@ -240,6 +240,15 @@ fn a_restart_during_a_scheduled_run_neither_loses_nor_repeats_the_next_start() {
     let runs = all(&w);
     assert_eq!(runs.len(), 2, "{runs:?}");
     assert_eq!(runs[1].0, "2026-11-23 22:00:00");
+    // ListBatchInstances says which runs were scheduled, and for when.
+    let body = json!({"command": "ListBatchInstances", "payload": {"limit": 5}});
+    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(st, 200, "{v}");
+    let newest = &v["payload"]["instances"][0];
+    assert_eq!(newest["batchId"], 3, "{v}");
+    assert_eq!(newest["plannedStart"], "2026-11-23 22:00:00", "{v}");
+    assert_eq!(newest["late"], false, "{v}");
+    assert_eq!(newest["user"], "scheduler", "{v}");
     assert_eq!(start_dt(&w, 3), "2026-11-24 22:00:00");
 }
 

@@ -327,18 +327,27 @@ pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
 /// A repository error.
 pub fn list(conn: &Connection, limit: i64) -> Result<Vec<serde_json::Value>> {
     let mut st = conn.prepare_cached(
-        "SELECT id, batch_name, user_name, state, started_at, ended_at FROM batch_instances ORDER BY id DESC LIMIT ?1",
+        "SELECT id, batch_name, user_name, state, started_at, ended_at, batch_id, planned_start, late_seconds FROM batch_instances ORDER BY id DESC LIMIT ?1",
     )?;
     let rows = st
         .query_map([limit], |r| {
-            Ok(serde_json::json!({
+            let mut row = serde_json::json!({
                 "batchInstanceId": r.get::<_, i64>(0)?,
                 "batchName": r.get::<_, String>(1)?,
                 "user": r.get::<_, String>(2)?,
                 "state": r.get::<_, String>(3)?,
                 "start": iso(&r.get::<_, String>(4)?),
                 "end": r.get::<_, Option<String>>(5)?.map(|t| iso(&t)),
-            }))
+            });
+            // Scheduled runs say which batch and which planned start, and whether late.
+            if let Some(batch) = r.get::<_, Option<i64>>(6)? {
+                row["batchId"] = batch.into();
+                row["plannedStart"] = r.get::<_, Option<String>>(7)?.into();
+                let late = r.get::<_, Option<i64>>(8)?.unwrap_or(0);
+                row["lateSeconds"] = late.into();
+                row["late"] = (late > crate::scheduler::LATE_AFTER_SECONDS).into();
+            }
+            Ok(row)
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows)
