@@ -12,7 +12,7 @@ use weft_sdk::{
     ActionModule, AttributeKind, AttributeSpec, ModuleInfo, PluginError, PluginResult, Problem,
     RunContext, RunOutcome, ValidateInput, ValidateOutput, export_plugin, query_all,
 };
-use weft_sql_support::{column_probe, described_table, match_columns, quote, schema_of};
+use weft_sql_support::{column_probe, describe_object, described_table, match_columns, quote};
 
 /// The `Insert` module.
 #[derive(Debug, Default)]
@@ -80,12 +80,7 @@ impl ActionModule for Insert {
         let query = ctx.action.trim().trim_end_matches(';').to_owned();
         let conn = ctx.connection(target.connection_id)?;
         let dialect = conn.dialect();
-        let info = conn
-            .describe(
-                schema_of(&target).map(Into::into).into(),
-                target.name.as_str().into(),
-            )
-            .into_result()?;
+        let info = describe_object(conn, &target)?;
         let table = described_table(dialect, &info);
         let (names, _) = query_all(conn, &column_probe(dialect, &query), &[])?;
         let columns = match_columns(&names, &info)?;

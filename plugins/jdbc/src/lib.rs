@@ -46,19 +46,6 @@ pub fn jars_in(dir: &Path) -> Vec<String> {
     jars
 }
 
-/// INSTALL/drivers when the host did not say: `$WEFT_INSTALL`, else the first directory at
-/// or above the running executable that holds `jdbcList` (DESIGN.md section 1).
-fn default_drivers_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("WEFT_INSTALL").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d).join("drivers"));
-    }
-    let exe = std::env::current_exe().ok()?;
-    exe.ancestors()
-        .skip(1)
-        .find(|d| d.join("jdbcList").is_file())
-        .map(|d| d.join("drivers"))
-}
-
 impl ConnectionBridge for JdbcBridge {
     fn connection_type(&self) -> String {
         "jdbc".to_owned()
@@ -95,10 +82,11 @@ impl ConnectionBridge for JdbcBridge {
                 k => properties.push((k.to_owned(), v.to_owned())),
             }
         }
-        let Some(dir) = drivers_dir.or_else(default_drivers_dir) else {
+        // The host passes INSTALL/drivers when it knows INSTALL (DESIGN.md section 1).
+        let Some(dir) = drivers_dir else {
             return refuse(format!(
-                "connection {key}: no drivers folder: set WEFT_INSTALL to the folder that \
-                 holds jdbcList and drivers/"
+                "connection {key}: no drivers folder: INSTALL is unknown; set WEFT_INSTALL to \
+                 the folder that holds jdbcList and drivers/"
             ));
         };
         let jars = jars_in(&dir);

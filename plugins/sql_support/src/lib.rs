@@ -339,6 +339,22 @@ pub fn qualified(dialect: Dialect, schema: Option<&str>, table: &str) -> String 
     }
 }
 
+/// The target (or source) object's table, described by its connection.
+///
+/// # Errors
+///
+/// The connection's, e.g. when the table does not exist.
+pub fn describe_object(
+    conn: &mut weft_sdk::ConnectionBox,
+    object: &weft_sdk::ObjectRef,
+) -> weft_sdk::PluginResult<weft_sdk::TableInfo> {
+    conn.describe(
+        schema_of(object).map(Into::into).into(),
+        object.name.as_str().into(),
+    )
+    .into_result()
+}
+
 /// A described table's name as the database spells it (unquoted names fold to upper case in
 /// H2 and HSQLDB, to lower case in PostgreSQL), quoted and qualified for `dialect`.
 pub fn described_table(dialect: Dialect, info: &weft_sdk::TableInfo) -> String {

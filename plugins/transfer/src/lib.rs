@@ -13,7 +13,9 @@ use weft_sdk::{
     PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput, ValidateOutput,
     export_plugin, query_all,
 };
-use weft_sql_support::{column_probe, described_table, match_columns, quote, schema_of};
+use weft_sql_support::{
+    column_probe, describe_object, described_table, match_columns, quote, schema_of,
+};
 
 /// The `Transfer` module.
 #[derive(Debug, Default)]
@@ -85,12 +87,7 @@ impl ActionModule for Transfer {
             // One connection: the database copies the rows itself.
             let conn = ctx.connection(target.connection_id)?;
             let dialect = conn.dialect();
-            let info = conn
-                .describe(
-                    schema_of(&target).map(Into::into).into(),
-                    target.name.as_str().into(),
-                )
-                .into_result()?;
+            let info = describe_object(conn, &target)?;
             let (names, _) = query_all(conn, &column_probe(dialect, &query), &[])?;
             let columns = match_columns(&names, &info)?;
             let sql = format!(
@@ -117,12 +114,7 @@ impl ActionModule for Transfer {
             }
         } else {
             let (src, dst) = ctx.two_connections(source.connection_id, target.connection_id)?;
-            let info = dst
-                .describe(
-                    schema_of(&target).map(Into::into).into(),
-                    target.name.as_str().into(),
-                )
-                .into_result()?;
+            let info = describe_object(dst, &target)?;
             let schema = schema_of(&target).map(str::to_owned);
             let table = target.name.to_string();
             // Reading and writing overlap: the query streams batches into a queue of four, and

@@ -17,7 +17,7 @@ use weft_sdk::{
     PluginError, PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput, ValidateOutput,
     Value, export_plugin, query_all,
 };
-use weft_sql_support::{column_probe, described_table, match_columns, quote, schema_of};
+use weft_sql_support::{column_probe, describe_object, described_table, match_columns, quote};
 
 /// The `Upsert` module.
 #[derive(Debug, Default)]
@@ -113,12 +113,7 @@ impl ActionModule for Upsert {
         let wanted_keys = keys_attribute(ctx.attribute("keys"));
         let (info, dialect) = {
             let conn = ctx.connection(target.connection_id)?;
-            let info = conn
-                .describe(
-                    schema_of(&target).map(Into::into).into(),
-                    target.name.as_str().into(),
-                )
-                .into_result()?;
+            let info = describe_object(conn, &target)?;
             (info, conn.dialect())
         };
         let primary: Vec<String> = info.primary_key().iter().map(|s| (*s).to_owned()).collect();
