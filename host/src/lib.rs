@@ -16,6 +16,7 @@ pub mod connect;
 pub mod deploy;
 pub mod dsr;
 pub mod exec;
+pub mod fault;
 pub mod jdbc_manager;
 pub mod keys;
 pub mod plugins;

@@ -304,8 +304,11 @@ fn one(
             report.started.push((d.batch_id, id));
         }
         Err(crate::exec::batch::StartError::Repo(repo::Error::Conflict(_))) => {}
-        Err(crate::exec::batch::StartError::Repo(e)) => {
-            // The repository was busy or failed: the start stays, the next tick retries.
+        Err(
+            e @ (crate::exec::batch::StartError::Repo(_) | crate::exec::batch::StartError::Busy(_)),
+        ) => {
+            // The repository was busy or failed, or too many instances wait: the start
+            // stays, the next tick retries.
             tracing::warn!(message = "A scheduled batch could not start yet; the next tick tries again.", batch_id = d.batch_id, planned = %planned_text, error = %e);
         }
         Err(e) => {

@@ -1,6 +1,8 @@
 //! `weft serve`: prepares HOME (folders, repository, key file), listens, and serves the
 //! endpoint until SIGINT or SIGTERM.
 
+mod http;
+
 use crate::api::{self, AppState};
 use crate::keys::{self, KeyFile, KeyStore};
 use crate::repo::{self, Repository};
@@ -197,12 +199,6 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     );
     let repo = Arc::new(repo);
     let registry = Arc::new(registry);
-    // A run the last server did not finish: its running actions are errors now, its
-    // instance is interrupted; RestartBatchInstance finishes it.
-    let interrupted = repo.tx(crate::repo::instances::recover)?;
-    if !interrupted.is_empty() {
-        tracing::warn!(message = "Batch instances interrupted by a server stop.", instances = ?interrupted);
-    }
     let limit = settings.max_parallel_actions.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
     });
@@ -212,18 +208,35 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         Some(Arc::clone(&keys)),
         limit,
     );
+    executor.set_max_waiting(settings.max_waiting_instances);
+    // A run the last server did not finish: its running actions are settled by their
+    // commit markers (finished where the target committed, errors elsewhere), its instance
+    // is interrupted; RestartBatchInstance finishes it.
+    let interrupted = {
+        let executor = Arc::clone(&executor);
+        tokio::task::spawn_blocking(move || executor.recover())
+            .await
+            .map_err(|e| Error::Serve(std::io::Error::other(e)))?
+            .map_err(|e| Error::Serve(std::io::Error::other(e.to_string())))?
+    };
+    if !interrupted.is_empty() {
+        tracing::warn!(message = "Batch instances interrupted by a server stop.", instances = ?interrupted);
+    }
     // Stopped (and joined) when the server returns.
     let _scheduler =
         crate::scheduler::spawn(Arc::clone(&executor), std::time::Duration::from_secs(1))
             .map_err(Error::Serve)?;
-    let state = Arc::new(AppState::new(
-        repo,
-        settings.clone(),
-        Some(keys),
-        require_token,
-        registry,
-        executor,
-    ));
+    let state = Arc::new(
+        AppState::new(
+            repo,
+            settings.clone(),
+            Some(keys),
+            require_token,
+            registry,
+            executor,
+        )
+        .listening_on(addr),
+    );
     tracing::info!(
         message = "Server started.",
         url = %url,
@@ -233,10 +246,12 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     );
     // One line on standard output for scripts and tests that start the server on port 0.
     println!("weft listening on {url}");
-    axum::serve(listener, api::app(state))
-        .with_graceful_shutdown(shutdown())
-        .await
-        .map_err(Error::Serve)?;
+    let limits = http::Limits {
+        max_connections: settings.max_connections,
+        header_timeout: std::time::Duration::from_secs(settings.header_timeout_seconds),
+        shutdown_grace: std::time::Duration::from_secs(5),
+    };
+    http::serve(listener, api::app(state), limits, shutdown()).await;
     tracing::info!(message = "Server stopped.");
     Ok(())
 }

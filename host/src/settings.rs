@@ -64,7 +64,27 @@ pub struct Settings {
     pub java_home: Option<PathBuf>,
     /// The largest request body the endpoint accepts, in bytes.
     pub max_body_bytes: usize,
+    /// Host names beyond `localhost` and the loopback addresses under which clients reach
+    /// this server (a proxy's name); requests naming any other host are refused.
+    pub allowed_hosts: Vec<String>,
+    /// Connections open at once; one more gets a 503.
+    pub max_connections: usize,
+    /// Seconds a client has to send a request's head; an idle keep-alive connection is
+    /// closed after the same time.
+    pub header_timeout_seconds: u64,
+    /// Seconds a client has to send a request's body once its head arrived.
+    pub body_timeout_seconds: u64,
+    /// Batch instances that may wait for a free slot; one more `RunElements` is answered
+    /// 429.
+    pub max_waiting_instances: usize,
 }
+
+/// The default of `max_connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// The default of `header_timeout_seconds`.
+pub const DEFAULT_HEADER_TIMEOUT_SECONDS: u64 = 20;
+/// The default of `body_timeout_seconds`.
+pub const DEFAULT_BODY_TIMEOUT_SECONDS: u64 = 30;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -74,6 +94,11 @@ impl Default for Settings {
             max_parallel_actions: None,
             java_home: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            allowed_hosts: Vec::new(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_timeout_seconds: DEFAULT_HEADER_TIMEOUT_SECONDS,
+            body_timeout_seconds: DEFAULT_BODY_TIMEOUT_SECONDS,
+            max_waiting_instances: crate::exec::batch::DEFAULT_MAX_WAITING,
         }
     }
 }
@@ -148,8 +173,43 @@ impl Settings {
                 message: format!("`{v}` is not a whole number of bytes"),
             })?;
         }
+        number("WEFT_MAX_CONNECTIONS", &mut s.max_connections)?;
+        number("WEFT_HEADER_TIMEOUT_SECONDS", &mut s.header_timeout_seconds)?;
+        number("WEFT_BODY_TIMEOUT_SECONDS", &mut s.body_timeout_seconds)?;
+        number("WEFT_MAX_WAITING_INSTANCES", &mut s.max_waiting_instances)?;
+        for (name, value) in [
+            ("max_connections", s.max_connections as u64),
+            ("header_timeout_seconds", s.header_timeout_seconds),
+            ("body_timeout_seconds", s.body_timeout_seconds),
+        ] {
+            if value == 0 {
+                return Err(Error::Parse {
+                    path: path.clone(),
+                    message: format!("setting `{name}` must be at least 1"),
+                });
+            }
+        }
+        if let Some(v) = var("WEFT_ALLOWED_HOSTS") {
+            s.allowed_hosts = v
+                .split(',')
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
         Ok(s)
     }
+}
+
+/// Sets `target` from the variable `name` when it is set.
+fn number<T: FromStr>(name: &'static str, target: &mut T) -> Result<(), Error> {
+    if let Some(v) = var(name) {
+        *target = v.parse().map_err(|_| Error::Env {
+            name,
+            message: format!("`{v}` is not a whole number"),
+        })?;
+    }
+    Ok(())
 }
 
 fn var(name: &str) -> Option<String> {

@@ -336,6 +336,7 @@ fn beyond_loopback_a_token_is_required() {
     let resp = reqwest::blocking::Client::new()
         .post(&w.url)
         .bearer_auth(&token)
+        .header("content-type", "application/json")
         .body(body)
         .send()
         .expect("request");

@@ -11,7 +11,12 @@ use serde_json::{Value, json};
 /// A server with folder 10 `/etl`, connection 1 (type sqlite) whose key file entry is a real
 /// SQLite file holding `raw`, `stage`, `mart` and `other`.
 fn setup() -> (Weft, std::path::PathBuf) {
-    let w = Weft::start();
+    setup_with(&[])
+}
+
+/// [`setup`] with extra environment for the server.
+fn setup_with(env: &[(&str, &str)]) -> (Weft, std::path::PathBuf) {
+    let w = Weft::start_with(&["--listen", "127.0.0.1:0"], env);
     let data = w.home.path().join("data.db");
     rusqlite::Connection::open(&data)
         .expect("data")
@@ -594,7 +599,11 @@ fn a_kill_during_a_large_transfer_loses_nothing_and_duplicates_nothing() {
     assert_eq!(p["state"], "interrupted", "{p}");
     assert_eq!(action(p, 9000)["state"], "F");
     assert_eq!(action(p, 9100)["state"], "E");
-    assert_eq!(action(p, 9100)["error"], "interrupted by a server stop");
+    assert_eq!(
+        action(p, 9100)["error"],
+        "interrupted by a server stop before it committed",
+        "no commit marker in the target: it did not commit"
+    );
     let (st, v) = command(
         &w,
         "RestartBatchInstance",
@@ -795,4 +804,102 @@ fn max_parallel_actions_limits_what_runs_at_once() {
         }
         assert_eq!(most, expected, "max_parallel_actions = {limit}");
     }
+}
+
+/// Rows the fault tests move.
+const MOVED: i64 = 20_000;
+
+/// A server told to stop dead at `fault` runs a Transfer of [`MOVED`] rows from `src` to
+/// `dst` (both in the SQLite file of connection 1) and dies there; answers its home, the
+/// data file and the instance.
+fn killed_at(fault: &str) -> (tempfile::TempDir, std::path::PathBuf, i64) {
+    let (w, data) = setup_with(&[("WEFT_FAULT", fault)]);
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(&format!(
+            "CREATE TABLE src (id INTEGER, name TEXT);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {MOVED})
+             INSERT INTO src SELECT i, 'row ' || i FROM n;
+             CREATE TABLE dst (id INTEGER, name TEXT);"
+        ))
+        .expect("tables");
+    deploy(
+        &w,
+        &sheet(
+            950,
+            (10, "/etl"),
+            "Transfer",
+            "SELECT id, name FROM src",
+            &["src"],
+            "dst",
+        ),
+    );
+    let id = run(&w, &[("S", 950)], None);
+    let (status, home) = w.exited(std::time::Duration::from_secs(60));
+    assert!(
+        !status.success(),
+        "the server stopped at the fault: {status}"
+    );
+    (home, data, id)
+}
+
+fn count(data: &std::path::Path, table: &str) -> i64 {
+    rusqlite::Connection::open(data)
+        .expect("data")
+        .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+        .expect("count")
+}
+
+#[test]
+fn a_kill_right_after_the_target_commit_counts_the_action_once() {
+    let (home, data, id) = killed_at("after_target_commit");
+    assert_eq!(count(&data, "dst"), MOVED, "the target committed");
+    assert_eq!(count(&data, "weft_commit_marker"), 1, "with its marker");
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
+    let p = &v["payload"];
+    let a = action(p, 9500);
+    assert_eq!(a["state"], "F", "recorded as finished from its marker: {p}");
+    assert!(
+        a["log"].to_string().contains("commit marker was found"),
+        "{a}"
+    );
+    assert_eq!(p["state"], "finished", "nothing is left to run: {p}");
+    let (st, v) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 409, "a finished instance does not run again: {v}");
+    assert_eq!(count(&data, "dst"), MOVED, "every row once");
+}
+
+#[test]
+fn a_kill_right_before_the_target_commit_runs_the_action_again_once() {
+    let (home, data, id) = killed_at("before_target_commit");
+    assert_eq!(count(&data, "dst"), 0, "nothing committed");
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
+    let p = &v["payload"];
+    assert_eq!(p["state"], "interrupted", "{p}");
+    assert_eq!(
+        action(p, 9500)["error"],
+        "interrupted by a server stop before it committed"
+    );
+    let (st, v) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(count(&data, "dst"), MOVED, "every row once");
+    assert_eq!(
+        count(&data, "weft_commit_marker"),
+        1,
+        "one marker: the second attempt's"
+    );
 }

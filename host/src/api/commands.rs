@@ -21,7 +21,10 @@ fn from_start(e: StartError) -> ApiError {
         StartError::Cycle(m) => ApiError::client(StatusCode::UNPROCESSABLE_ENTITY, "run.cycle", m),
         StartError::Conflict(m) => ApiError::client(StatusCode::CONFLICT, "run.conflict", m),
         StartError::Invalid(m) => ApiError::internal(m),
-        StartError::Repo(e) => ApiError::internal(e.to_string()),
+        StartError::Repo(e) => ApiError::from_repo(&e),
+        StartError::Busy(m) => {
+            ApiError::client(StatusCode::TOO_MANY_REQUESTS, "run.queue_full", m).retry_after(5)
+        }
     }
 }
 
@@ -175,7 +178,7 @@ async fn read_instance(state: &Arc<AppState>, id: i64) -> Result<instances::Inst
     tokio::task::spawn_blocking(move || repo.with(|c| instances::get(c, id)))
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
-        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(|e| ApiError::from_repo(&e))?
         .ok_or_else(|| {
             ApiError::client(
                 StatusCode::NOT_FOUND,
@@ -209,7 +212,7 @@ pub async fn wait_instance(
             tokio::task::spawn_blocking(move || repo.with(|c| instances::state_of(c, id)))
                 .await
                 .map_err(|e| ApiError::internal(e.to_string()))?
-                .map_err(|e| ApiError::internal(e.to_string()))?
+                .map_err(|e| ApiError::from_repo(&e))?
                 .ok_or_else(|| {
                     ApiError::client(
                         StatusCode::NOT_FOUND,
@@ -244,7 +247,7 @@ pub async fn list_instances(
     let rows = tokio::task::spawn_blocking(move || repo.with(|c| instances::list(c, limit)))
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+        .map_err(|e| ApiError::from_repo(&e))?;
     Ok(serde_json::json!({ "instances": rows }))
 }
 
@@ -282,7 +285,7 @@ pub async fn next_runs(
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?
-    .map_err(|e| ApiError::internal(e.to_string()))?;
+    .map_err(|e| ApiError::from_repo(&e))?;
     found.ok_or_else(|| {
         ApiError::client(
             StatusCode::NOT_FOUND,

@@ -18,6 +18,8 @@ pub struct ApiError {
     pub details: Vec<Detail>,
     /// For 5xx: what really happened, for the log only.
     pub internal: Option<String>,
+    /// Seconds after which trying again makes sense (`Retry-After`), for 429 and 503.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -29,6 +31,46 @@ impl ApiError {
             message: message.into(),
             details: Vec::new(),
             internal: None,
+            retry_after: None,
+        }
+    }
+
+    /// Adds `Retry-After`.
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    /// A repository failure: 507 `repository.full` when its disk is full, 503
+    /// `repository.io` when its file cannot be read or written, 503 `repository.busy` when
+    /// it stayed locked, else a 500. The details go to the log.
+    pub fn from_repo(e: &crate::repo::Error) -> Self {
+        use crate::repo::Fault;
+        let (status, code, message) = match e.fault() {
+            Fault::Full => (
+                StatusCode::INSUFFICIENT_STORAGE,
+                "repository.full",
+                "the repository's disk is full; the request changed nothing. Free space and try again",
+            ),
+            Fault::Io => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "repository.io",
+                "the repository file cannot be read or written (an I/O error); the request changed nothing. The server log has the details",
+            ),
+            Fault::Busy => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "repository.busy",
+                "the repository stayed locked by another writer; try again",
+            ),
+            Fault::Other => return Self::internal(e.to_string()),
+        };
+        ApiError {
+            status,
+            code,
+            message: message.to_owned(),
+            details: Vec::new(),
+            internal: Some(e.to_string()),
+            retry_after: (status == StatusCode::SERVICE_UNAVAILABLE).then_some(5),
         }
     }
 
@@ -46,6 +88,7 @@ impl ApiError {
             message: "internal error; the server log has the details".to_owned(),
             details: Vec::new(),
             internal: Some(what.into()),
+            retry_after: None,
         }
     }
 
@@ -117,7 +160,7 @@ impl ApiError {
                 "deploy.into_folder_refused",
                 e.to_string(),
             ),
-            deploy::Error::Repo(e) => Self::internal(e.to_string()),
+            deploy::Error::Repo(e) => Self::from_repo(&e),
         }
     }
 
@@ -131,6 +174,12 @@ impl ApiError {
                 "details": self.details,
             }
         });
-        (self.status, axum::Json(body)).into_response()
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(s) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, s.into());
+        }
+        response
     }
 }

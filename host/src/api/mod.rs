@@ -12,6 +12,7 @@
 mod commands;
 mod envelope;
 mod error;
+pub mod guard;
 
 pub use error::ApiError;
 
@@ -58,6 +59,8 @@ pub struct AppState {
     pub registry: Arc<crate::plugins::Registry>,
     /// Runs batch instances.
     pub executor: Arc<crate::exec::batch::Executor>,
+    /// Which `Host` and `Origin` name this server.
+    pub hosts: guard::HostRules,
     next_request: AtomicU64,
 }
 
@@ -75,6 +78,7 @@ impl AppState {
         let start = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_millis() as u64);
+        let hosts = guard::HostRules::new(None, &settings.allowed_hosts, require_token);
         AppState {
             repo,
             settings,
@@ -82,8 +86,17 @@ impl AppState {
             require_token,
             registry,
             executor,
+            hosts,
             next_request: AtomicU64::new(start),
         }
+    }
+
+    /// The same state for a server listening on `addr` (which `Host` values name it).
+    #[must_use]
+    pub fn listening_on(mut self, addr: std::net::SocketAddr) -> Self {
+        self.hosts =
+            guard::HostRules::new(Some(addr), &self.settings.allowed_hosts, self.require_token);
+        self
     }
 
     fn request_id(&self) -> u64 {
@@ -150,10 +163,26 @@ async fn handle(
     body: axum::body::Body,
     id: u64,
 ) -> Result<serde_json::Value, ApiError> {
+    guard::check_origin(&state.hosts, headers)?;
     if state.require_token {
         check_token(state, headers)?;
     }
-    let body = read_body(body, state.settings.max_body_bytes).await?;
+    guard::check_content_type(headers)?;
+    let body = tokio::time::timeout(
+        std::time::Duration::from_secs(state.settings.body_timeout_seconds),
+        read_body(body, state.settings.max_body_bytes),
+    )
+    .await
+    .map_err(|_| {
+        ApiError::client(
+            StatusCode::REQUEST_TIMEOUT,
+            "request.timeout",
+            format!(
+                "the request body did not arrive within {} seconds (setting body_timeout_seconds)",
+                state.settings.body_timeout_seconds
+            ),
+        )
+    })??;
     let request = envelope::read(&body)?;
     match request.command.as_str() {
         "DeployRepository" => {

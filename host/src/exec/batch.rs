@@ -9,7 +9,7 @@
 //! instances, each on a thread of its own (plugin calls block). After an error the actions
 //! that depend on it are skipped and the independent ones go on.
 
-use super::{ActionPlan, actions_of, run_action};
+use super::{ActionPlan, actions_of, run_marked};
 use crate::keys::KeyStore;
 use crate::plugins::Registry;
 use crate::repo::instances::{self, NewAction, NewInstance, state};
@@ -60,6 +60,10 @@ pub enum StartError {
     /// A stored sheet could not be read back.
     #[error("{0}")]
     Invalid(String),
+    /// Too many instances wait already (setting `max_waiting_instances`); nothing was
+    /// stored.
+    #[error("{0}")]
+    Busy(String),
     /// The repository failed.
     #[error(transparent)]
     Repo(#[from] repo::Error),
@@ -259,12 +263,37 @@ pub struct Executor {
     keys: Option<Arc<KeyStore>>,
     limit: usize,
     running: Arc<(Mutex<usize>, Condvar)>,
+    /// The instances this executor owns, waiting or being coordinated, with their halt
+    /// flags. An instance the repository calls running or waiting that is not here has
+    /// lost its coordinator (a repository write failed for good): halt and restart settle
+    /// it.
     halts: Mutex<HashMap<i64, Arc<AtomicBool>>>,
+    /// Instances waiting for a coordinator, and how many coordinator threads there are (at
+    /// most `limit`).
+    queue: Mutex<Queue>,
+    /// How many instances may wait; one more is refused ([`StartError::Busy`]).
+    max_waiting: std::sync::atomic::AtomicUsize,
+    /// How long a coordinator tries again to record a state before it gives up, in ms.
+    write_patience_ms: std::sync::atomic::AtomicU64,
+    /// The repository's identity, part of every commit marker.
+    repository_id: String,
     /// One lock per SQLite file that actions write: SQLite lets one writer in at a time, so
     /// actions writing the same file take turns here instead of failing with SQLITE_BUSY
     /// when one of them runs longer than the busy timeout.
     file_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
+
+#[derive(Debug, Default)]
+struct Queue {
+    waiting: std::collections::VecDeque<i64>,
+    coordinators: usize,
+}
+
+/// The default of the setting `max_waiting_instances`.
+pub const DEFAULT_MAX_WAITING: usize = 1000;
+
+/// The default time a coordinator tries again to record a state.
+const DEFAULT_WRITE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl std::fmt::Debug for Executor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -282,6 +311,12 @@ impl Executor {
         keys: Option<Arc<KeyStore>>,
         limit: usize,
     ) -> Arc<Self> {
+        let repository_id = repo
+            .with(instances::repository_id)
+            .unwrap_or_else(|e| {
+                tracing::error!(message = "The repository's identity cannot be read; commit markers use 0.", error = %e);
+                "0".to_owned()
+            });
         Arc::new(Executor {
             repo,
             registry,
@@ -289,8 +324,69 @@ impl Executor {
             limit: limit.max(1),
             running: Arc::new((Mutex::new(0), Condvar::new())),
             halts: Mutex::new(HashMap::new()),
+            queue: Mutex::new(Queue::default()),
+            max_waiting: std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_WAITING),
+            write_patience_ms: std::sync::atomic::AtomicU64::new(
+                DEFAULT_WRITE_PATIENCE.as_millis() as u64,
+            ),
+            repository_id,
             file_locks: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Sets how many instances may wait for a coordinator (the setting
+    /// `max_waiting_instances`).
+    pub fn set_max_waiting(&self, n: usize) {
+        self.max_waiting.store(n, Ordering::SeqCst);
+    }
+
+    /// Sets how long a coordinator tries again to record a state in the repository before
+    /// it gives up on the instance.
+    pub fn set_write_patience(&self, patience: std::time::Duration) {
+        self.write_patience_ms
+            .store(patience.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// Instances waiting for a coordinator, and coordinator threads alive.
+    pub fn load(&self) -> (usize, usize) {
+        let q = self
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (q.waiting.len(), q.coordinators)
+    }
+
+    fn busy(&self, waiting: usize) -> Option<StartError> {
+        let max = self.max_waiting.load(Ordering::SeqCst);
+        (waiting >= max).then(|| {
+            StartError::Busy(format!(
+                "{waiting} batch instances wait for a free slot already (setting max_waiting_instances = {max}); try again later"
+            ))
+        })
+    }
+
+    /// Runs `f` on the repository, trying again with growing pauses while it fails, for up
+    /// to the write patience: a full disk or a failing device may recover.
+    fn record<R>(
+        &self,
+        id: i64,
+        f: impl Fn(&rusqlite::Connection) -> repo::Result<R>,
+    ) -> repo::Result<R> {
+        let patience =
+            std::time::Duration::from_millis(self.write_patience_ms.load(Ordering::SeqCst));
+        let deadline = std::time::Instant::now() + patience;
+        let mut pause = std::time::Duration::from_millis(20);
+        loop {
+            match self.repo.with(&f) {
+                Ok(v) => return Ok(v),
+                Err(e) if std::time::Instant::now() + pause < deadline => {
+                    tracing::warn!(message = "Recording a state in the repository failed; trying again.", batch_instance_id = id, error = %e, pause_ms = pause.as_millis() as u64);
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The repository.
@@ -330,6 +426,9 @@ impl Executor {
         req: RunRequest,
         also: impl FnOnce(&rusqlite::Connection, i64) -> crate::repo::Result<()>,
     ) -> Result<i64, StartError> {
+        if let Some(busy) = self.busy(self.load().0) {
+            return Err(busy);
+        }
         let dialect = self.dialect_fn();
         let plans = self
             .repo
@@ -351,7 +450,8 @@ impl Executor {
             }
             Ok(m)
         })?;
-        let new = NewInstance {
+        let mut new = NewInstance {
+            waiting: false,
             batch_name: req.batch_name.clone(),
             user: req.user.clone(),
             elements: serde_json::to_string(&req.elements)
@@ -373,81 +473,250 @@ impl Executor {
                 })
                 .collect::<Result<_, StartError>>()?,
         };
+        // Stored and queued under the lock of the owned instances, so that no halt or
+        // restart sees the new instance in the repository before this executor owns it.
+        let mut halts = self
+            .halts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        {
+            let q = self
+                .queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            new.waiting = !q.waiting.is_empty() || q.coordinators >= self.limit;
+            if new.waiting
+                && let Some(busy) = self.busy(q.waiting.len())
+            {
+                return Err(busy);
+            }
+        }
         let id = self.repo.tx(|conn| {
             let id = instances::create(conn, &new)?;
             also(conn, id)?;
             Ok(id)
         })?;
-        tracing::info!(message = "Batch instance started.", batch_instance_id = id, batch_name = %req.batch_name, actions = plans.len());
-        self.spawn(id);
+        tracing::info!(message = "Batch instance started.", batch_instance_id = id, batch_name = %req.batch_name, actions = plans.len(), waiting = new.waiting);
+        self.enqueue_locked(id, &mut halts);
         Ok(id)
     }
 
     /// Registers the instance's halt flag (under the `halts` lock held by the caller) and
-    /// starts its coordinator thread.
-    fn spawn_locked(self: &Arc<Self>, id: i64, halts: &mut HashMap<i64, Arc<AtomicBool>>) {
-        let halt = Arc::new(AtomicBool::new(false));
-        halts.insert(id, Arc::clone(&halt));
+    /// queues it for a coordinator; starts a coordinator thread while fewer than `limit`
+    /// run.
+    fn enqueue_locked(self: &Arc<Self>, id: i64, halts: &mut HashMap<i64, Arc<AtomicBool>>) {
+        halts.insert(id, Arc::new(AtomicBool::new(false)));
+        let mut q = self
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        q.waiting.push_back(id);
+        if q.coordinators >= self.limit {
+            return;
+        }
+        q.coordinators += 1;
+        drop(q);
         let me = Arc::clone(self);
-        let spawned = std::thread::Builder::new().name(format!("weft-instance-{id}")).spawn(move || {
-            if let Err(e) = me.coordinate(id, &halt) {
-                tracing::error!(message = "Batch instance failed in the executor.", batch_instance_id = id, error = %e);
-                let _ = me.repo.tx(|c| {
-                    c.execute(
-                        "UPDATE instance_actions SET state = 'E', error = COALESCE(error, ?2) WHERE instance_id = ?1 AND state = 'R'",
-                        rusqlite::params![id, format!("the executor failed: {e}")],
-                    )?;
-                    instances::set_instance(c, id, state::FAILED)
-                });
-            }
-            me.halts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
-        });
+        let spawned = std::thread::Builder::new()
+            .name("weft-coordinator".to_owned())
+            .spawn(move || me.coordinator());
         if let Err(e) = spawned {
-            tracing::error!(message = "Cannot start the instance's thread.", batch_instance_id = id, error = %e);
-            halts.remove(&id);
-            let _ = self
-                .repo
-                .with(|c| instances::set_instance(c, id, state::FAILED));
+            // The instance stays queued; the next start or a running coordinator takes it.
+            tracing::error!(message = "Cannot start a coordinator thread.", error = %e);
+            let mut q = self
+                .queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            q.coordinators -= 1;
         }
     }
 
-    fn spawn(self: &Arc<Self>, id: i64) {
-        let mut halts = self
-            .halts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.spawn_locked(id, &mut halts);
+    /// A coordinator thread: runs queued instances one after another until none waits.
+    fn coordinator(self: Arc<Self>) {
+        loop {
+            let id = {
+                let mut q = self
+                    .queue
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                match q.waiting.pop_front() {
+                    Some(id) => id,
+                    None => {
+                        q.coordinators -= 1;
+                        return;
+                    }
+                }
+            };
+            let halt = self
+                .halts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(&id)
+                .cloned();
+            // Halted while it waited: already settled by `halt`.
+            let Some(halt) = halt else { continue };
+            let me = Arc::clone(&self);
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                me.run_instance(id, &halt)
+            }));
+            if let Err(p) = outcome {
+                tracing::error!(message = "A coordinator panicked; the instance is left to halt or restart.", batch_instance_id = id, error = %weft_sdk::panic_message(p.as_ref()));
+            }
+            self.halts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&id);
+        }
     }
 
-    /// Asks a running instance to halt: running actions finish, nothing new starts.
+    /// Coordinates one instance to its end; when the repository cannot record its states
+    /// for good, marks it failed if it still can, and else leaves it to halt or restart.
+    fn run_instance(self: &Arc<Self>, id: i64, halt: &AtomicBool) {
+        if let Err(e) = self.record(id, |c| instances::mark_running(c, id)) {
+            tracing::error!(message = "A waiting batch instance cannot be recorded as running; it is left to halt or restart.", batch_instance_id = id, error = %e);
+            return;
+        }
+        if let Err(e) = self.coordinate(id, halt) {
+            tracing::error!(message = "Batch instance failed in the executor.", batch_instance_id = id, error = %e);
+            let marked = self.record(id, |c| {
+                c.execute(
+                    "UPDATE instance_actions SET state = 'E', error = COALESCE(error, ?2) WHERE instance_id = ?1 AND state = 'R'",
+                    rusqlite::params![id, format!("the executor failed: {e}")],
+                )?;
+                instances::set_instance(c, id, state::FAILED)
+            });
+            if let Err(e) = marked {
+                tracing::error!(message = "The failed batch instance cannot be recorded either; HaltBatchInstance or RestartBatchInstance settles it.", batch_instance_id = id, error = %e);
+            }
+        }
+    }
+
+    /// Asks a running instance to halt: running actions finish, nothing new starts. A
+    /// waiting instance is halted at once; one that lost its coordinator is settled (its
+    /// running actions by their commit markers) and halted.
     ///
     /// # Errors
     ///
     /// [`StartError::NotFound`] or [`StartError::Conflict`] when it is not running.
     pub fn halt(&self, id: i64) -> Result<(), StartError> {
-        let halts = self
+        let mut halts = self
             .halts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let row = self
+        let current = self
             .repo
             .with(|c| instances::state_of(c, id))?
             .ok_or_else(|| StartError::NotFound(format!("batch instance {id} does not exist")))?;
-        if row != state::RUNNING {
+        if current != state::RUNNING && current != state::WAITING {
             return Err(StartError::Conflict(format!(
-                "batch instance {id} is {row}, not running"
+                "batch instance {id} is {current}, not running"
             )));
         }
+        let Some(flag) = halts.get(&id).cloned() else {
+            // No coordinator has it: settle it here.
+            self.settle(id)?;
+            self.repo.tx(|c| instances::halt_now(c, id))?;
+            tracing::info!(
+                message = "A batch instance without a coordinator was halted.",
+                batch_instance_id = id
+            );
+            return Ok(());
+        };
+        let queued = {
+            let mut q = self
+                .queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let before = q.waiting.len();
+            q.waiting.retain(|w| *w != id);
+            q.waiting.len() != before
+        };
+        if queued {
+            // Nothing of it ran: halted at once, and no longer owned.
+            if let Err(e) = self.repo.tx(|c| instances::halt_now(c, id)) {
+                self.queue
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .waiting
+                    .push_front(id);
+                return Err(e.into());
+            }
+            halts.remove(&id);
+            return Ok(());
+        }
         self.repo.with(|c| instances::request_halt(c, id))?;
-        if let Some(h) = halts.get(&id) {
-            h.store(true, Ordering::SeqCst);
+        flag.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Records how the running actions of an instance without a coordinator ended, from
+    /// their commit markers: `F` where the run's marker is in every connection it writes,
+    /// `E` otherwise (saying whether it may have committed).
+    fn settle(&self, id: i64) -> Result<(), StartError> {
+        let Some(row) = self.repo.with(|c| instances::get(c, id))? else {
+            return Err(StartError::NotFound(format!(
+                "batch instance {id} does not exist"
+            )));
+        };
+        let keys = self.keys.as_ref().map(|k| k.current());
+        let dialect = self.dialect_fn();
+        for a in row.actions.iter().filter(|a| a.state == "R") {
+            let run = super::marker::Run {
+                repository: self.repository_id.clone(),
+                instance: id,
+                action: a.action_id,
+                attempt: a.attempt,
+            };
+            let verdict = match (&keys, serde_json::from_str::<StoredPlan>(&a.plan)) {
+                (Some(Ok(keys)), Ok(plan)) => {
+                    super::committed(&self.registry, keys, &plan.to_plan(&dialect), &run)
+                }
+                (Some(Err(e)), _) => Err(format!("the key file cannot be read: {e}")),
+                (None, _) => Err("there is no key file".to_owned()),
+                (_, Err(e)) => Err(format!("its stored plan cannot be read: {e}")),
+            };
+            let (error, note) = match verdict {
+                Ok(true) => (None, "committed before its end was recorded: its commit marker was found in its target; row counts are not known".to_owned()),
+                Ok(false) => (Some("interrupted by a server stop before it committed".to_owned()), "not committed: no commit marker in its target".to_owned()),
+                Err(m) => (Some(format!("interrupted by a server stop; {m}; it may have committed")), m),
+            };
+            tracing::warn!(message = "An action whose end was not recorded was settled.", batch_instance_id = id, action_id = a.action_id, committed = error.is_none(), note = %note);
+            self.repo.with(|c| {
+                instances::end_action(
+                    c,
+                    id,
+                    a.action_id,
+                    error.as_deref(),
+                    0,
+                    0,
+                    0,
+                    &[format!("-- {note}")],
+                )
+            })?;
         }
         Ok(())
     }
 
+    /// At the server's start: what the last server left running or waiting. Running
+    /// actions are settled by their commit markers; the rest of such an instance is
+    /// halted and the instance is interrupted (finished when every action turned out to
+    /// have finished). Returns the ids of the instances.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn recover(&self) -> Result<Vec<i64>, StartError> {
+        let ids = self.repo.with(instances::unfinished)?;
+        for id in &ids {
+            self.settle(*id)?;
+        }
+        Ok(self.repo.tx(instances::recover)?)
+    }
+
     /// Runs again what failed, was skipped or halted in an instance that has ended; never
     /// what finished. Returns how many actions run again. The check and the reset are one
-    /// step: two restarts at once start one run.
+    /// step: two restarts at once start one run. An instance that lost its coordinator is
+    /// settled first (its running actions by their commit markers).
     ///
     /// # Errors
     ///
@@ -462,17 +731,16 @@ impl Executor {
                 "batch instance {id} is still running"
             )));
         }
+        let current = self.repo.with(|c| instances::state_of(c, id))?;
+        if matches!(current.as_deref(), Some(state::RUNNING | state::WAITING)) {
+            self.settle(id)?;
+        }
         let outcome = self.repo.tx(|c| {
             let Some(current) = instances::state_of(c, id)? else {
                 return Ok(Err(StartError::NotFound(format!(
                     "batch instance {id} does not exist"
                 ))));
             };
-            if current == state::RUNNING {
-                return Ok(Err(StartError::Conflict(format!(
-                    "batch instance {id} is still running"
-                ))));
-            }
             if current == state::FINISHED {
                 return Ok(Err(StartError::Conflict(format!(
                     "batch instance {id} finished; there is nothing to run again"
@@ -485,7 +753,7 @@ impl Executor {
             batch_instance_id = id,
             actions = outcome
         );
-        self.spawn_locked(id, &mut halts);
+        self.enqueue_locked(id, &mut halts);
         Ok(outcome)
     }
 
@@ -584,7 +852,7 @@ impl Executor {
         let mut states: BTreeMap<i64, String> = BTreeMap::new();
         for a in &row.actions {
             let s = if a.state == "R" {
-                self.repo.with(|c| {
+                self.record(id, |c| {
                     instances::end_action(c, id, a.action_id, Some("interrupted"), 0, 0, 0, &[])
                 })?;
                 "E".to_owned()
@@ -598,6 +866,13 @@ impl Executor {
             .iter()
             .map(|a| (a.action_id, a.depends_on.clone()))
             .collect();
+        // Each launch of an action counts one attempt up (`set_action` to `R` does the same
+        // in the repository); the commit marker names it.
+        let attempts: HashMap<i64, i64> = row
+            .actions
+            .iter()
+            .map(|a| (a.action_id, a.attempt))
+            .collect();
         let plans: HashMap<i64, String> = row
             .actions
             .iter()
@@ -607,7 +882,7 @@ impl Executor {
             if halt.load(Ordering::SeqCst) {
                 for (a, s) in states.iter_mut() {
                     if s == "D" || s == "W" {
-                        self.repo.with(|c| instances::set_action(c, id, *a, "H"))?;
+                        self.record(id, |c| instances::set_action(c, id, *a, "H"))?;
                         *s = "H".to_owned();
                     }
                 }
@@ -626,7 +901,7 @@ impl Executor {
                         .iter()
                         .any(|d| matches!(snapshot.get(d).map(String::as_str), Some("E" | "S")))
                     {
-                        self.repo.with(|c| instances::set_action(c, id, *a, "S"))?;
+                        self.record(id, |c| instances::set_action(c, id, *a, "S"))?;
                         *s = "S".to_owned();
                         changed = true;
                     } else if s == "D"
@@ -634,7 +909,7 @@ impl Executor {
                             .iter()
                             .all(|d| snapshot.get(d).map(String::as_str) == Some("F"))
                     {
-                        self.repo.with(|c| instances::set_action(c, id, *a, "W"))?;
+                        self.record(id, |c| instances::set_action(c, id, *a, "W"))?;
                         *s = "W".to_owned();
                         changed = true;
                     }
@@ -659,15 +934,17 @@ impl Executor {
                     Executor::release(&self.running);
                     break;
                 }
-                if let Err(e) = self.repo.with(|c| instances::set_action(c, id, a, "R")) {
+                if let Err(e) = self.record(id, |c| instances::set_action(c, id, a, "R")) {
                     Executor::release(&self.running);
                     return Err(e.into());
                 }
                 states.insert(a, "R".to_owned());
                 running.insert(a);
+                let attempt = attempts.get(&a).copied().unwrap_or(0) + 1;
                 self.launch(
                     id,
                     a,
+                    attempt,
                     &plans[&a],
                     row,
                     &schedule_date,
@@ -684,7 +961,7 @@ impl Executor {
                 if !waiting && blocked {
                     // Nothing runs and nothing is ready: what still waits can never start.
                     for (a, s) in states.iter_mut().filter(|(_, s)| *s == "D") {
-                        self.repo.with(|c| instances::set_action(c, id, *a, "S"))?;
+                        self.record(id, |c| instances::set_action(c, id, *a, "S"))?;
                         *s = "S".to_owned();
                     }
                     break;
@@ -698,7 +975,7 @@ impl Executor {
                 Ok(o) => (None, *o),
                 Err(e) => (Some(e.as_str()), weft_sdk::RunOutcome::default()),
             };
-            self.repo.with(|c| {
+            self.record(id, |c| {
                 instances::end_action(
                     c,
                     id,
@@ -737,6 +1014,7 @@ impl Executor {
         self: &Arc<Self>,
         id: i64,
         action: i64,
+        attempt: i64,
         plan: &str,
         row: &instances::InstanceRow,
         schedule_date: &str,
@@ -767,11 +1045,17 @@ impl Executor {
         ]);
         let running = Arc::clone(&self.running);
         let done_on_failure = done.clone();
+        let run = super::marker::Run {
+            repository: self.repository_id.clone(),
+            instance: id,
+            action,
+            attempt,
+        };
         let spawned = std::thread::Builder::new()
             .name(format!("weft-action-{action}"))
             .spawn(move || {
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    me.run_one(action, &plan, &vars)
+                    me.run_one(action, &plan, &vars, &run)
                 }))
                 .unwrap_or_else(|p| super::Ran {
                     outcome: Err(format!(
@@ -798,7 +1082,13 @@ impl Executor {
         }
     }
 
-    fn run_one(&self, action: i64, plan: &str, vars: &[(String, String)]) -> super::Ran {
+    fn run_one(
+        &self,
+        action: i64,
+        plan: &str,
+        vars: &[(String, String)],
+        run: &super::marker::Run,
+    ) -> super::Ran {
         let dialect = self.dialect_fn();
         match serde_json::from_str::<StoredPlan>(plan) {
             Ok(p) => match self.keys.as_ref().map(|k| k.current()) {
@@ -830,7 +1120,7 @@ impl Executor {
                         .iter()
                         .map(|l| l.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
                         .collect();
-                    run_action(&self.registry, &keys, &p.to_plan(&dialect), vars)
+                    run_marked(&self.registry, &keys, &p.to_plan(&dialect), vars, Some(run))
                 }
                 Some(Err(e)) => super::Ran {
                     outcome: Err(format!("action {action}: the key file cannot be read: {e}")),

@@ -4,6 +4,7 @@
 //! commits or rolls back. Batch instances, ordering and persistence build on this.
 
 pub mod batch;
+pub mod marker;
 
 use crate::connect;
 use crate::dsr::model::{NodeAttributes, Sheet};
@@ -205,8 +206,20 @@ pub fn run_action(
     plan: &ActionPlan,
     variables: &[(String, String)],
 ) -> Ran {
+    run_marked(registry, keys, plan, variables, None)
+}
+
+/// [`run_action`] where, with `run`, each target's transaction also carries the run's
+/// commit marker ([`marker`]), as batch instances run actions.
+pub fn run_marked(
+    registry: &Registry,
+    keys: &KeyFile,
+    plan: &ActionPlan,
+    variables: &[(String, String)],
+    run: Option<&marker::Run>,
+) -> Ran {
     let lines = Lines::default();
-    let outcome = run_inner(registry, keys, plan, variables, &lines);
+    let outcome = run_inner(registry, keys, plan, variables, run, &lines);
     let log = lines
         .0
         .lock()
@@ -224,6 +237,7 @@ fn run_inner(
     keys: &KeyFile,
     plan: &ActionPlan,
     variables: &[(String, String)],
+    run: Option<&marker::Run>,
     lines: &Lines,
 ) -> Result<RunOutcome, String> {
     let module = registry
@@ -273,12 +287,7 @@ fn run_inner(
     }
     // One transaction on each connection the action writes: its targets', or, for an action
     // without targets (a Sql action on its source's connection), the connection it runs on.
-    let mut target_ids: Vec<i64> = plan.targets.iter().map(|(o, _)| o.connection_id).collect();
-    if target_ids.is_empty() {
-        target_ids.extend(plan.sources.first().map(|(o, _)| o.connection_id));
-    }
-    target_ids.sort_unstable();
-    target_ids.dedup();
+    let target_ids = written_connections(plan);
     let mut ctx = RunContext {
         action_id: plan.id,
         action_name: plan.name.as_str().into(),
@@ -297,12 +306,55 @@ fn run_inner(
             .collect(),
         log: Logger_TO::from_value(lines.clone(), TD_Opaque),
     };
+    // The connections whose transaction carries the run's commit marker.
+    let mut marked: Vec<i64> = Vec::new();
+    if let Some(run) = run {
+        for id in &target_ids {
+            let allowed = keys.get(&id.to_string()).is_some_and(marker::enabled);
+            let prepared = if allowed {
+                ctx.connection(*id)
+                    .map_err(|e| e.to_string())
+                    .and_then(marker::prepare)
+            } else {
+                Err(format!("the key file entry sets {}=off", marker::OPTION))
+            };
+            match prepared {
+                Ok(()) => marked.push(*id),
+                Err(e) => Logger::log(
+                    &mut logger,
+                    format!(
+                        "connection {id}: no commit marker ({e}); if the server stops between this action's commit and its record, a restart runs it again (at-least-once; run {})",
+                        run.token()
+                    )
+                    .as_str()
+                    .into(),
+                ),
+            }
+        }
+    }
     for id in &target_ids {
         ctx.connection(*id)
             .and_then(|c| c.begin().into_result())
             .map_err(|e| format!("action {}: {e}", plan.id))?;
     }
-    let result = module.module.run(&mut ctx).into_result();
+    let mut result = module.module.run(&mut ctx).into_result();
+    if let (Ok(_), Some(run)) = (&result, run) {
+        for id in &marked {
+            let written = ctx
+                .connection(*id)
+                .map_err(|e| e.to_string())
+                .and_then(|c| marker::write(c, run));
+            if let Err(e) = written {
+                result = Err(weft_sdk::PluginError::new(format!(
+                    "connection {id}: the commit marker could not be written: {e}"
+                )));
+                break;
+            }
+        }
+    }
+    if result.is_ok() {
+        crate::fault::hit(crate::fault::BEFORE_TARGET_COMMIT);
+    }
     for id in &target_ids {
         let Ok(c) = ctx.connection(*id) else { continue };
         let end = if result.is_ok() {
@@ -313,8 +365,70 @@ fn run_inner(
         if let (Ok(_), Err(e)) = (&result, end.into_result()) {
             return Err(format!("action {}: commit failed: {e}", plan.id));
         }
+        if result.is_ok() {
+            crate::fault::hit(crate::fault::AFTER_TARGET_COMMIT);
+        }
     }
     result.map_err(|e| format!("action {} ({}): {e}", plan.id, plan.module))
+}
+
+/// The connections an action writes, each in one transaction: its targets', or, for an
+/// action without targets (a Sql action on its source's connection), the one it runs on.
+pub fn written_connections(plan: &ActionPlan) -> Vec<i64> {
+    let mut ids: Vec<i64> = plan.targets.iter().map(|(o, _)| o.connection_id).collect();
+    if ids.is_empty() {
+        ids.extend(plan.sources.first().map(|(o, _)| o.connection_id));
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Whether the run's commit markers are in every connection `plan` writes: `Ok(true)` when
+/// all are, `Ok(false)` when none is, `Err` with what is known otherwise (some are, or a
+/// connection could not be asked).
+///
+/// # Errors
+///
+/// A description of a partial commit, or of why it cannot be told.
+pub fn committed(
+    registry: &Registry,
+    keys: &KeyFile,
+    plan: &ActionPlan,
+    run: &marker::Run,
+) -> Result<bool, String> {
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for id in written_connections(plan) {
+        let entry = keys
+            .get(&id.to_string())
+            .ok_or_else(|| format!("the key file has no entry for connection {id}"))?;
+        if !marker::enabled(entry) {
+            return Err(format!(
+                "connection {id} keeps no commit marker ({}=off)",
+                marker::OPTION
+            ));
+        }
+        let mut conn = connect::open(entry, registry).map_err(|e| {
+            format!("connection {id} cannot be opened to look for the commit marker: {e}")
+        })?;
+        match marker::committed(&mut conn, run) {
+            Ok(true) => found.push(id),
+            Ok(false) => missing.push(id),
+            Err(e) => {
+                return Err(format!(
+                    "connection {id}: the commit marker cannot be read: {e}"
+                ));
+            }
+        }
+    }
+    match (found.is_empty(), missing.is_empty()) {
+        (_, true) => Ok(true),
+        (true, false) => Ok(false),
+        (false, false) => Err(format!(
+            "committed on connection(s) {found:?} but not on {missing:?}"
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -8,8 +8,10 @@ use serde::Serialize;
 
 /// Instance states.
 pub mod state {
-    /// Actions are running or waiting.
+    /// Actions are running or waiting for each other or a slot.
     pub const RUNNING: &str = "running";
+    /// Stored, waiting for a coordinator (more instances run than `max_parallel_actions`).
+    pub const WAITING: &str = "waiting";
     /// Every action finished.
     pub const FINISHED: &str = "finished";
     /// Some action failed or was skipped.
@@ -40,6 +42,8 @@ pub struct NewAction {
 /// A new instance.
 #[derive(Debug, Clone)]
 pub struct NewInstance {
+    /// Whether it waits for a coordinator (state `waiting`) rather than starts at once.
+    pub waiting: bool,
     /// `batchName`.
     pub batch_name: String,
     /// `user`.
@@ -86,6 +90,9 @@ pub struct ActionRow {
     /// The plan JSON.
     #[serde(skip)]
     pub plan: String,
+    /// How many times it was started (the commit marker names the attempt).
+    #[serde(skip)]
+    pub attempt: i64,
 }
 
 /// An instance as monitoring shows it.
@@ -143,7 +150,7 @@ pub fn create(conn: &Connection, new: &NewInstance) -> Result<i64> {
     let now = now_utc();
     conn.execute(
         "INSERT INTO batch_instances (batch_name, user_name, state, started_at, elements, variables) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![new.batch_name, new.user, state::RUNNING, now, new.elements, new.variables],
+        params![new.batch_name, new.user, if new.waiting { state::WAITING } else { state::RUNNING }, now, new.elements, new.variables],
     )?;
     let id = conn.last_insert_rowid();
     let mut st = conn.prepare_cached(
@@ -176,7 +183,7 @@ pub fn set_action(conn: &Connection, instance: i64, action: i64, state: &str) ->
     let now = now_utc();
     let sql = match state {
         "R" => {
-            "UPDATE instance_actions SET state = ?3, started_at = ?4, ended_at = NULL, error = NULL WHERE instance_id = ?1 AND action_id = ?2"
+            "UPDATE instance_actions SET state = ?3, started_at = ?4, ended_at = NULL, error = NULL, attempt = attempt + 1 WHERE instance_id = ?1 AND action_id = ?2"
         }
         "S" | "H" | "E" => {
             "UPDATE instance_actions SET state = ?3, ended_at = ?4 WHERE instance_id = ?1 AND action_id = ?2"
@@ -294,7 +301,7 @@ pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
         .optional()?;
     let Some(mut row) = row else { return Ok(None) };
     let mut st = conn.prepare_cached(
-        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan
+        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan, attempt
          FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
     )?;
     row.actions = st
@@ -314,6 +321,7 @@ pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
                 log: r.get::<_, String>(11)?.lines().map(str::to_owned).collect(),
                 depends_on: serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or_default(),
                 plan: r.get(13)?,
+                attempt: r.get(14)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -353,17 +361,69 @@ pub fn list(conn: &Connection, limit: i64) -> Result<Vec<serde_json::Value>> {
     Ok(rows)
 }
 
-/// After a crash: every instance still `running` becomes `interrupted`, its running actions
-/// errors ("interrupted by a server stop") and its waiting ones halted. Returns the ids.
+/// The instances the repository calls running or waiting.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn unfinished(conn: &Connection) -> Result<Vec<i64>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM batch_instances WHERE state IN ('running', 'waiting') ORDER BY id",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// The repository's random identity (schema version 5).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn repository_id(conn: &Connection) -> Result<String> {
+    Ok(conn.query_row("SELECT id FROM repository_identity", [], |r| r.get(0))?)
+}
+
+/// A waiting instance starts: `running` (nothing else changes).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn mark_running(conn: &Connection, instance: i64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE batch_instances SET state = 'running' WHERE id = ?1 AND state = 'waiting'",
+    )?
+    .execute([instance])?;
+    Ok(())
+}
+
+/// Halts an instance that no coordinator runs: what waits is halted, the instance too.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn halt_now(conn: &Connection, instance: i64) -> Result<()> {
+    let now = now_utc();
+    conn.execute(
+        "UPDATE instance_actions SET state = 'H', ended_at = ?2 WHERE instance_id = ?1 AND state IN ('D', 'W')",
+        params![instance, now],
+    )?;
+    conn.execute(
+        "UPDATE batch_instances SET state = 'halted', halt_requested = 1, ended_at = ?2 WHERE id = ?1",
+        params![instance, now],
+    )?;
+    Ok(())
+}
+
+/// After a crash: every instance still `running` or `waiting` becomes `interrupted` (or
+/// `finished`, when every action of it finished), its running actions errors
+/// ("interrupted by a server stop") and its waiting ones halted. Returns the ids.
 ///
 /// # Errors
 ///
 /// A repository error.
 pub fn recover(conn: &Connection) -> Result<Vec<i64>> {
-    let ids: Vec<i64> = conn
-        .prepare("SELECT id FROM batch_instances WHERE state = 'running'")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let ids = unfinished(conn)?;
     let now = now_utc();
     for id in &ids {
         conn.execute(
@@ -375,7 +435,9 @@ pub fn recover(conn: &Connection) -> Result<Vec<i64>> {
             params![id, now],
         )?;
         conn.execute(
-            "UPDATE batch_instances SET state = 'interrupted', ended_at = ?2 WHERE id = ?1",
+            "UPDATE batch_instances SET ended_at = ?2, state = CASE WHEN EXISTS
+                 (SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state <> 'F')
+                 THEN 'interrupted' ELSE 'finished' END WHERE id = ?1",
             params![id, now],
         )?;
     }

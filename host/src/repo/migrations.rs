@@ -158,6 +158,16 @@ ALTER TABLE batch_instances ADD COLUMN late_seconds INTEGER;
 CREATE INDEX batch_instances_batch ON batch_instances(batch_id, state);
 ",
     },
+    Migration {
+        summary: "the repository's own random identity and the attempt of every action run, which together name the commit marker an action leaves in its target",
+        sql: "
+CREATE TABLE repository_identity (
+    id TEXT NOT NULL
+);
+INSERT INTO repository_identity (id) VALUES (lower(hex(randomblob(8))));
+ALTER TABLE instance_actions ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+",
+    },
 ];
 
 /// The schema version this program writes.

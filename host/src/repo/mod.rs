@@ -78,7 +78,44 @@ fn sql_suffix(sql: &str) -> String {
     }
 }
 
+/// What kind of fault a repository error is, for what a client is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The disk (or the database's size limit) is full.
+    Full,
+    /// Reading or writing the file failed (an I/O error, a read-only or vanished file).
+    Io,
+    /// Another writer held the database longer than the busy timeout.
+    Busy,
+    /// Anything else (a bug, a corrupt row).
+    Other,
+}
+
 impl Error {
+    /// The kind of fault, from SQLite's result code.
+    pub fn fault(&self) -> Fault {
+        use rusqlite::ErrorCode;
+        let source = match self {
+            Error::Open { source, .. }
+            | Error::Sql { source, .. }
+            | Error::Migration { source, .. } => source,
+            _ => return Fault::Other,
+        };
+        match source.sqlite_error_code() {
+            Some(ErrorCode::DiskFull) => Fault::Full,
+            Some(
+                ErrorCode::SystemIoFailure
+                | ErrorCode::CannotOpen
+                | ErrorCode::ReadOnly
+                | ErrorCode::FileLockingProtocolFailed
+                | ErrorCode::NotADatabase
+                | ErrorCode::DatabaseCorrupt,
+            ) => Fault::Io,
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Fault::Busy,
+            _ => Fault::Other,
+        }
+    }
+
     /// Attaches the statement that failed.
     pub fn with_sql(source: rusqlite::Error, sql: &str) -> Self {
         Error::Sql {

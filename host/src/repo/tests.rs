@@ -66,6 +66,27 @@ fn make_fixture_v3() {
         .expect("checkpoint");
 }
 
+/// Writes `tests/fixtures/repository-v4.db`: made once, when version 5 was added.
+#[test]
+#[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
+fn make_fixture_v4() {
+    let path = fixtures().join("repository-v4.db");
+    let _ = std::fs::remove_file(&path);
+    let mut conn = connect(&path).expect("create");
+    migrations::to_version(&mut conn, 4).expect("v4");
+    sample_v1(&conn);
+    conn.execute_batch(
+        "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES ('2026-01-01 00:00:00', 'folder', 10, 'created', '{}');
+         INSERT INTO batch_instances (id, batch_name, user_name, state, started_at, ended_at, elements, variables)
+           VALUES (7, 'nightly', 'tester', 'finished', '2026-01-01 22:00:00', '2026-01-01 22:01:00', '[]', '[]');
+         INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state)
+           VALUES (7, 102, 100, 'load', 'Upsert', '{}', '[]', 'F');",
+    )
+    .expect("v4 rows");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
 #[test]
 fn upgrades_every_earlier_version_and_keeps_the_data() {
     // Version 0: an empty file.
@@ -131,6 +152,20 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
                 )
                 .expect("v3 instance kept, with the v4 columns");
             assert_eq!((name.as_str(), batch), ("nightly", None));
+        }
+        let identity: String = conn
+            .query_row("SELECT id FROM repository_identity", [], |r| r.get(0))
+            .expect("v5 identity");
+        assert_eq!(identity.len(), 16, "{identity}");
+        if v >= 4 {
+            let attempt: i64 = conn
+                .query_row(
+                    "SELECT attempt FROM instance_actions WHERE instance_id = 7",
+                    [],
+                    |r| r.get(0),
+                )
+                .expect("v4 action kept, with the v5 column");
+            assert_eq!(attempt, 0);
         }
         // Idempotent: a second run changes nothing.
         let before = dump(&conn).expect("dump");

@@ -120,6 +120,26 @@ impl Weft {
     }
 }
 
+impl Weft {
+    /// Waits for the server to end by itself (a fault it was told to hit), for at most
+    /// `within`; hands back how it ended and its home.
+    pub fn exited(mut self, within: Duration) -> (std::process::ExitStatus, tempfile::TempDir) {
+        let deadline = Instant::now() + within;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "weft serve did not end within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let home = tempfile::tempdir().expect("placeholder");
+        (status, std::mem::replace(&mut self.home, home))
+    }
+}
+
 impl Drop for Weft {
     fn drop(&mut self) {
         let _ = self.child.kill();

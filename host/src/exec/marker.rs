@@ -1,0 +1,140 @@
+//! Commit markers: what makes an action's effect on its targets count exactly once.
+//!
+//! Before an action's transaction on a target connection commits, a row naming the run
+//! (`token`: repository identity, instance, action, attempt) is inserted into the table
+//! `weft_commit_marker` of that target, in the same transaction. So the marker exists if
+//! and only if the action's writes committed. When the server was killed between that
+//! commit and recording `F` in the repository, its next start finds the marker and records
+//! the action as finished instead of running it again ([`committed`]).
+//!
+//! The table is created on first use (`CREATE TABLE IF NOT EXISTS`, outside the action's
+//! transaction). Where it cannot be (a read-only login, a dialect without `IF NOT EXISTS`),
+//! or where the key file entry says `weft.commit_marker=off` (a warehouse where weft may
+//! not create tables), the action runs without one and says so in its log: its effect on
+//! that connection is then at-least-once. Markers older than 30 days are deleted now and
+//! then, by every hundredth instance.
+
+use weft_sdk::abi_stable::std_types::RSlice;
+use weft_sdk::{ConnectionBox, Value};
+
+/// The marker table in every target database.
+pub const TABLE: &str = "weft_commit_marker";
+
+/// The key file option that turns markers off for a connection.
+pub const OPTION: &str = "weft.commit_marker";
+
+/// How long markers are kept.
+const KEEP_DAYS: i64 = 30;
+
+/// The run of one action that a marker names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// The repository's identity (`repository_identity.id`), so that two weft servers
+    /// writing the same target never take each other's markers.
+    pub repository: String,
+    /// The batch instance.
+    pub instance: i64,
+    /// The action.
+    pub action: i64,
+    /// Which run of the action in that instance (a restart runs it again).
+    pub attempt: i64,
+}
+
+impl Run {
+    /// The marker's key.
+    pub fn token(&self) -> String {
+        format!(
+            "{}:{}:{}:{}",
+            self.repository, self.instance, self.action, self.attempt
+        )
+    }
+}
+
+/// Whether a key file entry allows markers.
+pub fn enabled(entry: &crate::keys::Entry) -> bool {
+    !entry.option(OPTION).is_some_and(|v| {
+        matches!(
+            v.to_ascii_lowercase().as_str(),
+            "off" | "false" | "no" | "0"
+        )
+    })
+}
+
+/// Creates the marker table if it is missing (outside any transaction).
+///
+/// # Errors
+///
+/// What the database said: the action then runs without a marker on this connection.
+pub fn prepare(conn: &mut ConnectionBox) -> Result<(), String> {
+    conn.execute_batch(
+        format!(
+            "CREATE TABLE IF NOT EXISTS {TABLE} (token VARCHAR(120) NOT NULL PRIMARY KEY, committed_at VARCHAR(20) NOT NULL)"
+        )
+        .as_str()
+        .into(),
+    )
+    .into_result()
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+/// Inserts the marker of `run` inside the open transaction; every hundredth instance also
+/// deletes markers older than 30 days.
+///
+/// # Errors
+///
+/// What the database said (the action then fails and rolls back).
+pub fn write(conn: &mut ConnectionBox, run: &Run) -> Result<(), String> {
+    let now = chrono::Utc::now();
+    if run.instance % 100 == 0 {
+        let before = (now - chrono::Duration::days(KEEP_DAYS))
+            .format("%Y-%m-%d %H:%M:%S")
+            .to_string();
+        conn.execute(
+            format!("DELETE FROM {TABLE} WHERE committed_at < ?")
+                .as_str()
+                .into(),
+            RSlice::from_slice(&[Value::Text(before.into())]),
+        )
+        .into_result()
+        .map_err(|e| e.to_string())?;
+    }
+    conn.execute(
+        format!("INSERT INTO {TABLE} (token, committed_at) VALUES (?, ?)")
+            .as_str()
+            .into(),
+        RSlice::from_slice(&[
+            Value::Text(run.token().into()),
+            Value::Text(now.format("%Y-%m-%d %H:%M:%S").to_string().into()),
+        ]),
+    )
+    .into_result()
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+/// Whether the marker of `run` is in the target.
+///
+/// # Errors
+///
+/// What the database said; a missing table means no marker (`Ok(false)` is returned only
+/// when the table could be read).
+pub fn committed(conn: &mut ConnectionBox, run: &Run) -> Result<bool, String> {
+    let (_, rows) = weft_sdk::query_all(
+        conn,
+        &format!("SELECT COUNT(*) FROM {TABLE} WHERE token = ?"),
+        &[Value::Text(run.token().into())],
+    )
+    .map_err(|e| e.to_string())?;
+    let n = rows
+        .first()
+        .and_then(|r| r.first())
+        .map(|v| match v {
+            Value::Int(i) => *i,
+            Value::Text(t) | Value::Decimal(t) => t.parse().unwrap_or(0),
+            Value::Float(f) => *f as i64,
+            _ => 0,
+        })
+        .unwrap_or(0);
+    Ok(n > 0)
+}

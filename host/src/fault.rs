@@ -1,0 +1,30 @@
+//! Fault injection for tests: named points in the code where the process can be made to
+//! stop dead, as a power cut or `kill -9` would, at the exact moment that matters (right
+//! after an action's target committed, before the repository knows).
+//!
+//! The point to hit is named by the environment variable `WEFT_FAULT` (read once), e.g.
+//! `WEFT_FAULT=after_target_commit`. Unset, every point costs one atomic load. It is meant
+//! for end-to-end tests of the real binary; nothing in normal operation sets it.
+
+use std::sync::OnceLock;
+
+/// An action's first target connection has committed; the repository has not recorded it.
+pub const AFTER_TARGET_COMMIT: &str = "after_target_commit";
+/// An action's module has run; its target connections have not committed yet.
+pub const BEFORE_TARGET_COMMIT: &str = "before_target_commit";
+
+fn armed() -> Option<&'static str> {
+    static POINT: OnceLock<Option<String>> = OnceLock::new();
+    POINT
+        .get_or_init(|| std::env::var("WEFT_FAULT").ok().filter(|v| !v.is_empty()))
+        .as_deref()
+}
+
+/// Stops the process at once (no destructor runs, nothing is flushed) when `point` is the
+/// one `WEFT_FAULT` names.
+pub fn hit(point: &str) {
+    if armed() == Some(point) {
+        eprintln!("weft: WEFT_FAULT={point}: stopping the process here");
+        std::process::abort();
+    }
+}

@@ -1,0 +1,302 @@
+//! End to end: what a web page in a browser on the same machine, or a hostile client on a raw
+//! socket, can try against the real server, and what it gets: cross-site and DNS-rebinding
+//! requests refused, half-sent and idle connections closed, connections past the cap
+//! answered 503, and the repository unchanged by every refusal.
+
+mod common;
+
+use common::*;
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// `host:port` of the server's URL.
+fn authority(w: &Weft) -> String {
+    w.url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("authority")
+        .to_owned()
+}
+
+fn connect(w: &Weft) -> TcpStream {
+    let s = TcpStream::connect(authority(w)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    s
+}
+
+/// Sends `head` + `body` on a fresh connection and reads the whole answer (the server
+/// closes or the answer's length is reached); answers status and body.
+fn exchange(w: &Weft, head: &str, body: &[u8]) -> (u16, String) {
+    let mut s = connect(w);
+    s.write_all(head.as_bytes()).expect("head");
+    s.write_all(body).expect("body");
+    read_answer(&mut s)
+}
+
+fn read_answer(s: &mut TcpStream) -> (u16, String) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = s.read(&mut buf).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got);
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let len = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
+                .unwrap_or(usize::MAX);
+            if body.len() >= len {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&got).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
+fn folder_body() -> String {
+    serde_json::json!({"command": "DeployRepository", "payload": {"content":
+        "{ version: 1, transformationData: { folders: [ { id: 66, path: \"/owned\" } ] } }"}})
+    .to_string()
+}
+
+fn request(w: &Weft, headers: &[&str], body: &str) -> String {
+    let mut head = format!(
+        "POST /weft/service HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+        authority(w),
+        body.len()
+    );
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    head
+}
+
+fn answers_with(text: &str, code: &str) -> bool {
+    text.contains(&format!("\"code\":\"{code}\""))
+}
+
+#[test]
+fn requests_a_web_page_can_send_are_refused_and_change_nothing() {
+    let w = Weft::start();
+    let before = w.dump();
+    let body = folder_body();
+    // A "simple" cross-site POST, which a browser sends without a preflight.
+    let (st, text) = exchange(
+        &w,
+        &request(
+            &w,
+            &[
+                "Content-Type: text/plain",
+                "Origin: http://evil.example",
+                "Sec-Fetch-Site: cross-site",
+            ],
+            &body,
+        ),
+        body.as_bytes(),
+    );
+    assert_eq!(st, 403, "{text}");
+    assert!(answers_with(&text, "request.cross_site"), "{text}");
+    // The same from a form, with JSON declared but the page's origin foreign.
+    let (st, text) = exchange(
+        &w,
+        &request(
+            &w,
+            &[
+                "Content-Type: application/json",
+                "Origin: http://evil.example",
+            ],
+            &body,
+        ),
+        body.as_bytes(),
+    );
+    assert_eq!(st, 403, "{text}");
+    // Same-site (another port of localhost) is another site's page too.
+    let (st, _) = exchange(
+        &w,
+        &request(
+            &w,
+            &[
+                "Content-Type: application/json",
+                "Sec-Fetch-Site: same-site",
+            ],
+            &body,
+        ),
+        body.as_bytes(),
+    );
+    assert_eq!(st, 403);
+    // DNS rebinding: the page's own name resolves to 127.0.0.1.
+    let rebound = format!(
+        "POST /weft/service HTTP/1.1\r\nHost: evil.example:17491\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let (st, text) = exchange(&w, &rebound, body.as_bytes());
+    assert_eq!(st, 403, "{text}");
+    assert!(answers_with(&text, "request.host"), "{text}");
+    // A body not declared as JSON.
+    let (st, text) = exchange(
+        &w,
+        &request(
+            &w,
+            &["Content-Type: application/x-www-form-urlencoded"],
+            &body,
+        ),
+        body.as_bytes(),
+    );
+    assert_eq!(st, 415, "{text}");
+    assert!(answers_with(&text, "request.content_type"), "{text}");
+    assert_eq!(before, w.dump(), "a refusal changed the repository");
+    // The same request from a script (no Origin, JSON declared) is served.
+    let (st, text) = exchange(
+        &w,
+        &request(&w, &["Content-Type: application/json"], &body),
+        body.as_bytes(),
+    );
+    assert_eq!(st, 200, "{text}");
+    assert!(w.dump().contains("/owned"));
+}
+
+/// Reads until the server closes the connection; answers what came and how long it took.
+fn until_closed(s: &mut TcpStream) -> (String, Duration) {
+    let start = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    (String::from_utf8_lossy(&got).into_owned(), start.elapsed())
+}
+
+#[test]
+fn idle_and_half_sent_connections_are_closed() {
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0"],
+        &[
+            ("WEFT_HEADER_TIMEOUT_SECONDS", "1"),
+            ("WEFT_BODY_TIMEOUT_SECONDS", "1"),
+        ],
+    );
+    // Nothing sent at all.
+    let mut idle = connect(&w);
+    // Half a head.
+    let mut half_head = connect(&w);
+    half_head
+        .write_all(b"POST /weft/service HTTP/1.1\r\nHost: localhost\r\n")
+        .expect("half head");
+    // A whole head, half a body.
+    let mut half_body = connect(&w);
+    half_body
+        .write_all(
+            b"POST /weft/service HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"command\":",
+        )
+        .expect("half body");
+    let (text, took) = until_closed(&mut idle);
+    assert!(text.is_empty(), "{text}");
+    assert!(took < Duration::from_secs(20), "idle closed after {took:?}");
+    let (_, took) = until_closed(&mut half_head);
+    assert!(
+        took < Duration::from_secs(20),
+        "half head closed after {took:?}"
+    );
+    let (text, took) = until_closed(&mut half_body);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(answers_with(&text, "request.timeout"), "{text}");
+    assert!(
+        took < Duration::from_secs(20),
+        "half body closed after {took:?}"
+    );
+    // A keep-alive connection that served a request and then idles is closed too.
+    let body = serde_json::json!({"command": "ListBatchInstances", "payload": {}}).to_string();
+    let mut kept = connect(&w);
+    kept.write_all(
+        format!(
+            "POST /weft/service HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .expect("request");
+    let (st, _) = read_answer(&mut kept);
+    assert_eq!(st, 200);
+    let (rest, took) = until_closed(&mut kept);
+    assert!(rest.is_empty(), "{rest}");
+    assert!(
+        took < Duration::from_secs(20),
+        "kept-alive closed after {took:?}"
+    );
+    // The server still answers.
+    let (st, _) = post(&w.url, body.into_bytes());
+    assert_eq!(st, 200);
+}
+
+#[test]
+fn connections_past_the_cap_get_503_and_the_server_recovers() {
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0"],
+        &[("WEFT_MAX_CONNECTIONS", "4")],
+    );
+    let body = serde_json::json!({"command": "ListBatchInstances", "payload": {}}).to_string();
+    let held: Vec<TcpStream> = (0..4).map(|_| connect(&w)).collect();
+    // The four are accepted before the fifth: one request on each proves it.
+    let mut held = held;
+    for s in &mut held {
+        s.write_all(
+            format!(
+                "POST /weft/service HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .expect("request");
+        assert_eq!(read_answer(s).0, 200);
+    }
+    let mut fifth = connect(&w);
+    fifth
+        .write_all(b"POST /weft/service HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .expect("request");
+    let (text, _) = until_closed(&mut fifth);
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("retry-after: 1"),
+        "{text}"
+    );
+    assert!(answers_with(&text, "server.busy"), "{text}");
+    drop(held);
+    // Once they are closed, new connections are served again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (st, _) = exchange(
+            &w,
+            &format!(
+                "POST /weft/service HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            ),
+            body.as_bytes(),
+        );
+        if st == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the server did not recover");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
