@@ -428,7 +428,7 @@ pub fn run(args: &RunArgs) -> Exit {
             let _ = std::io::stderr().flush();
             last = line;
         }
-        if p["state"] != "running" {
+        if p["state"] != "running" && p["state"] != "waiting" {
             for a in &actions {
                 let mut l = format!(
                     "  {} {:<24} {}  read {} written {} updated {}",

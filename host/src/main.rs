@@ -179,8 +179,11 @@ fn main() -> ExitCode {
             fake_now,
         } => {
             let _log_guard = init_logging(&home);
+            // Commands run on blocking threads: at most 64 at once, the rest wait their turn
+            // (with at most `max_connections` connections, each with one request).
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
+                .max_blocking_threads(64)
                 .build()
             {
                 Ok(r) => r,

@@ -195,8 +195,12 @@ pub fn advance(
 fn is_running(conn: &rusqlite::Connection, batch_id: i64) -> repo::Result<bool> {
     Ok(conn
         .query_row(
-            "SELECT 1 FROM batch_instances WHERE batch_id = ?1 AND state = ?2 LIMIT 1",
-            params![batch_id, instances::state::RUNNING],
+            "SELECT 1 FROM batch_instances WHERE batch_id = ?1 AND state IN (?2, ?3) LIMIT 1",
+            params![
+                batch_id,
+                instances::state::RUNNING,
+                instances::state::WAITING
+            ],
             |_| Ok(()),
         )
         .optional()?

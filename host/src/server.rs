@@ -209,6 +209,9 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         limit,
     );
     executor.set_max_waiting(settings.max_waiting_instances);
+    executor.set_write_patience(std::time::Duration::from_secs(
+        settings.repository_retry_seconds,
+    ));
     // A run the last server did not finish: its running actions are settled by their
     // commit markers (finished where the target committed, errors elsewhere), its instance
     // is interrupted; RestartBatchInstance finishes it.

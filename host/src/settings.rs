@@ -77,6 +77,9 @@ pub struct Settings {
     /// Batch instances that may wait for a free slot; one more `RunElements` is answered
     /// 429.
     pub max_waiting_instances: usize,
+    /// Seconds a batch run tries again to record a state in a failing repository (a full
+    /// disk) before it gives up on the instance, which halt or restart then settle.
+    pub repository_retry_seconds: u64,
 }
 
 /// The default of `max_connections`.
@@ -99,6 +102,7 @@ impl Default for Settings {
             header_timeout_seconds: DEFAULT_HEADER_TIMEOUT_SECONDS,
             body_timeout_seconds: DEFAULT_BODY_TIMEOUT_SECONDS,
             max_waiting_instances: crate::exec::batch::DEFAULT_MAX_WAITING,
+            repository_retry_seconds: 60,
         }
     }
 }
@@ -177,6 +181,10 @@ impl Settings {
         number("WEFT_HEADER_TIMEOUT_SECONDS", &mut s.header_timeout_seconds)?;
         number("WEFT_BODY_TIMEOUT_SECONDS", &mut s.body_timeout_seconds)?;
         number("WEFT_MAX_WAITING_INSTANCES", &mut s.max_waiting_instances)?;
+        number(
+            "WEFT_REPOSITORY_RETRY_SECONDS",
+            &mut s.repository_retry_seconds,
+        )?;
         for (name, value) in [
             ("max_connections", s.max_connections as u64),
             ("header_timeout_seconds", s.header_timeout_seconds),

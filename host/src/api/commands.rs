@@ -221,11 +221,12 @@ pub async fn wait_instance(
                     )
                 })?;
         let timed_out = Instant::now() >= deadline;
-        if current != instances::state::RUNNING || timed_out {
+        let ongoing = |s: &str| s == instances::state::RUNNING || s == instances::state::WAITING;
+        if !ongoing(&current) || timed_out {
             let row = read_instance(state, id).await?;
+            let ongoing = ongoing(&row.state);
             let mut v = serde_json::to_value(row).map_err(|e| ApiError::internal(e.to_string()))?;
-            v["timedOut"] =
-                serde_json::Value::Bool(timed_out && v["state"] == instances::state::RUNNING);
+            v["timedOut"] = serde_json::Value::Bool(timed_out && ongoing);
             return Ok(v);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

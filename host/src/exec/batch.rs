@@ -578,14 +578,15 @@ impl Executor {
         }
         if let Err(e) = self.coordinate(id, halt) {
             tracing::error!(message = "Batch instance failed in the executor.", batch_instance_id = id, error = %e);
-            let marked = self.record(id, |c| {
-                c.execute(
-                    "UPDATE instance_actions SET state = 'E', error = COALESCE(error, ?2) WHERE instance_id = ?1 AND state = 'R'",
-                    rusqlite::params![id, format!("the executor failed: {e}")],
-                )?;
-                instances::set_instance(c, id, state::FAILED)
+            // What ran is settled by its commit markers (an action that committed is
+            // finished, whatever could not be recorded), what waits is halted.
+            let settled = self.settle(id).map_err(|e| e.to_string()).and_then(|()| {
+                self.record(id, |c| {
+                    instances::end_failed(c, id, &format!("the executor failed: {e}"))
+                })
+                .map_err(|e| e.to_string())
             });
-            if let Err(e) = marked {
+            if let Err(e) = settled {
                 tracing::error!(message = "The failed batch instance cannot be recorded either; HaltBatchInstance or RestartBatchInstance settles it.", batch_instance_id = id, error = %e);
             }
         }
@@ -1255,3 +1256,6 @@ fn describe_cycle(registry: &Registry, plans: &[ActionPlan], c: &[i64]) -> Strin
         parts.join("; ")
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -415,6 +415,28 @@ pub fn halt_now(conn: &Connection, instance: i64) -> Result<()> {
     Ok(())
 }
 
+/// Ends an instance whose coordinator failed (its running actions settled before): what
+/// waits is halted with `why`; the instance is finished when every action finished, else
+/// failed.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn end_failed(conn: &Connection, instance: i64, why: &str) -> Result<()> {
+    let now = now_utc();
+    conn.execute(
+        "UPDATE instance_actions SET state = 'H', ended_at = ?2, error = ?3 WHERE instance_id = ?1 AND state IN ('D', 'W', 'R')",
+        params![instance, now, why],
+    )?;
+    conn.execute(
+        "UPDATE batch_instances SET ended_at = ?2, state = CASE WHEN EXISTS
+             (SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state <> 'F')
+             THEN 'failed' ELSE 'finished' END WHERE id = ?1",
+        params![instance, now],
+    )?;
+    Ok(())
+}
+
 /// After a crash: every instance still `running` or `waiting` becomes `interrupted` (or
 /// `finished`, when every action of it finished), its running actions errors
 /// ("interrupted by a server stop") and its waiting ones halted. Returns the ids.

@@ -176,6 +176,9 @@ pub struct Repository {
     path: PathBuf,
     writer: Mutex<Connection>,
     checkpointer: Checkpointer,
+    /// Tests only: every use of the writer connection fails as on a full disk.
+    #[cfg(test)]
+    full: std::sync::atomic::AtomicBool,
 }
 
 /// How often the background checkpointer copies the WAL into the database file.
@@ -252,7 +255,33 @@ impl Repository {
             path: path.to_owned(),
             writer: Mutex::new(conn),
             checkpointer: Checkpointer::start(path)?,
+            #[cfg(test)]
+            full: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Tests only: makes every use of the writer connection fail with SQLite's "database
+    /// or disk is full" (`true`), or work again (`false`).
+    #[cfg(test)]
+    pub fn fill_disk(&self, full: bool) {
+        self.full.store(full, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
+        #[cfg(test)]
+        if self.full.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Error::with_sql(
+                rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                    Some("database or disk is full (injected by a test)".to_owned()),
+                ),
+                "",
+            ));
+        }
+        Ok(self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// How many background checkpoints copied something so far.
@@ -274,10 +303,7 @@ impl Repository {
     ///
     /// What `f` returns.
     pub fn with<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
-        let conn = self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let conn = self.lock()?;
         f(&conn)
     }
 
@@ -287,10 +313,7 @@ impl Repository {
     ///
     /// What `f` returns, or a failure to begin or commit.
     pub fn tx<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
-        let mut conn = self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
@@ -309,10 +332,7 @@ impl Repository {
     pub fn write<R>(&self, f: impl FnOnce(&Writer<'_>) -> Result<(R, bool)>) -> Result<R> {
         // A panic while holding the lock cannot leave a half-done transaction behind (the
         // transaction rolls back when dropped), so a poisoned lock is safe to take over.
-        let mut conn = self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;

@@ -1,0 +1,226 @@
+//! The executor on a real repository and a real SQLite data file: the queue of waiting
+//! instances, its bound, and instances whose states the repository could not record.
+
+use super::*;
+use crate::keys::{KeyFile, KeyStore};
+use std::time::{Duration, Instant};
+
+struct Env {
+    dir: tempfile::TempDir,
+    exec: Arc<Executor>,
+}
+
+/// A repository with sheet 50, whose one action (51) inserts a row into `t` of the data
+/// file (connection 1); the executor runs at most `limit` actions at once.
+fn env(limit: usize) -> Env {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = Arc::new(Repository::open(&dir.path().join("repository.db")).expect("open"));
+    let mut kf =
+        KeyFile::init(dir.path(), repo.path(), "http://127.0.0.1:1/weft/service").expect("keys");
+    let data = dir.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE t (n INTEGER);")
+        .expect("table");
+    kf.set(crate::keys::Entry {
+        key: "1".into(),
+        kind: "sqlite".into(),
+        url: data.to_string_lossy().into_owned(),
+        user: String::new(),
+        password: String::new(),
+        options: Vec::new(),
+    });
+    kf.save().expect("save");
+    let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
+    let registry = Arc::new(crate::plugins::load_test_registry());
+    let exec = Executor::new(Arc::clone(&repo), Arc::clone(&registry), Some(keys), limit);
+    let doc = serde_json::json!({"version": 1, "transformationData": {
+        "folders": [{"id": 5, "path": "/s"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [{"id": 50, "attributes": {"name": "s", "folder_id": 5, "folder": "/s"},
+          "nodes": [{"id": 51, "type": 0, "attributes": {"module": "Sql", "name": "s",
+              "action": "INSERT INTO t VALUES (1)"}},
+            {"id": 52, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+          "edges": [{"id": 53, "from": 51, "to": 52}]}]}})
+    .to_string();
+    let catalog = crate::plugins::PluginCatalog {
+        registry: &registry,
+        keys: None,
+    };
+    crate::deploy::deploy(
+        &repo,
+        &catalog,
+        &doc,
+        crate::deploy::Options::default(),
+        crate::settings::Environment::Development,
+    )
+    .expect("deploy");
+    Env { dir, exec }
+}
+
+impl Env {
+    fn start(&self) -> Result<i64, StartError> {
+        self.exec.start(RunRequest {
+            batch_name: "b".into(),
+            user: "u".into(),
+            elements: vec![Element { kind: 'S', id: 50 }],
+            variables: Vec::new(),
+        })
+    }
+
+    fn data(&self) -> std::path::PathBuf {
+        self.dir.path().join("data.db")
+    }
+
+    /// Holds the data file's write lock: actions block on it until it is dropped.
+    fn lock_data(&self) -> rusqlite::Connection {
+        let c = rusqlite::Connection::open(self.data()).expect("lock");
+        c.execute_batch("BEGIN IMMEDIATE").expect("write lock");
+        c
+    }
+
+    fn rows(&self) -> i64 {
+        rusqlite::Connection::open(self.data())
+            .expect("data")
+            .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .expect("count")
+    }
+
+    fn get(&self, id: i64) -> instances::InstanceRow {
+        self.exec
+            .repo()
+            .with(|c| instances::get(c, id))
+            .expect("read")
+            .expect("instance")
+    }
+
+    /// Waits until `done` holds for instance `id`.
+    fn until(&self, id: i64, what: &str, done: impl Fn(&instances::InstanceRow) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let row = self.get(id);
+            if done(&row) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{what}: {row:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn instances(&self) -> i64 {
+        self.exec
+            .repo()
+            .with(|c| Ok(c.query_row("SELECT COUNT(*) FROM batch_instances", [], |r| r.get(0))?))
+            .expect("count")
+    }
+}
+
+#[test]
+fn instances_beyond_the_limit_wait_and_a_full_queue_refuses_the_next() {
+    let env = env(1);
+    env.exec.set_max_waiting(1);
+    let lock = env.lock_data();
+    let a = env.start().expect("first");
+    env.until(a, "running", |r| r.actions[0].state == "R");
+    let b = env.start().expect("second waits");
+    assert_eq!(env.get(b).state, state::WAITING);
+    assert_eq!(env.exec.load(), (1, 1), "one waiting, one coordinator");
+    match env.start() {
+        Err(StartError::Busy(m)) => assert!(m.contains("max_waiting_instances"), "{m}"),
+        other => panic!("a third is refused while one waits: {other:?}"),
+    }
+    assert_eq!(env.instances(), 2, "the refused run stored nothing");
+    drop(lock);
+    env.until(b, "the waiting one ran", |r| r.state == state::FINISHED);
+    assert_eq!(env.get(a).state, state::FINISHED);
+    assert_eq!(env.rows(), 2);
+}
+
+#[test]
+fn a_waiting_instance_is_halted_at_once_and_never_runs() {
+    let env = env(1);
+    let lock = env.lock_data();
+    let a = env.start().expect("first");
+    env.until(a, "running", |r| r.actions[0].state == "R");
+    let b = env.start().expect("second waits");
+    env.exec.halt(b).expect("halt the waiting one");
+    let row = env.get(b);
+    assert_eq!(row.state, state::HALTED, "{row:?}");
+    assert_eq!(row.actions[0].state, "H");
+    drop(lock);
+    env.until(a, "the first finished", |r| r.state == state::FINISHED);
+    assert_eq!(env.rows(), 1, "the halted one never ran");
+    assert_eq!(env.exec.restart(b).expect("restart"), 1);
+    env.until(b, "restarted and finished", |r| r.state == state::FINISHED);
+    assert_eq!(env.rows(), 2);
+}
+
+#[test]
+fn an_instance_whose_states_cannot_be_recorded_is_settled_by_halt_and_restart() {
+    let env = env(1);
+    env.exec.set_write_patience(Duration::from_millis(100));
+    let lock = env.lock_data();
+    let id = env.start().expect("start");
+    env.until(id, "running", |r| r.actions[0].state == "R");
+    // The disk fills while the action runs: its end cannot be recorded, nor anything else.
+    env.exec.repo().fill_disk(true);
+    drop(lock);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while env.exec.load().1 > 0 {
+        assert!(Instant::now() < deadline, "the coordinator never gave up");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(env.rows(), 1, "the action committed its row");
+    match env.exec.halt(id) {
+        Err(StartError::Repo(e)) => assert_eq!(e.fault(), crate::repo::Fault::Full, "{e}"),
+        other => panic!("halt says the disk is full: {other:?}"),
+    }
+    match env.exec.restart(id) {
+        Err(StartError::Repo(e)) => assert_eq!(e.fault(), crate::repo::Fault::Full, "{e}"),
+        other => panic!("restart says the disk is full: {other:?}"),
+    }
+    // Space is back, no server restart: halt settles the action by its commit marker.
+    env.exec.repo().fill_disk(false);
+    let row = env.get(id);
+    assert_eq!(row.state, state::RUNNING, "nothing was recorded: {row:?}");
+    env.exec.halt(id).expect("halt");
+    let row = env.get(id);
+    assert_eq!(row.state, state::HALTED, "{row:?}");
+    assert_eq!(row.actions[0].state, "F", "its marker was found: {row:?}");
+    assert!(
+        row.actions[0]
+            .log
+            .iter()
+            .any(|l| l.contains("commit marker was found")),
+        "{row:?}"
+    );
+    assert_eq!(
+        env.exec.restart(id).expect("restart"),
+        0,
+        "nothing to run again"
+    );
+    env.until(id, "finished", |r| r.state == state::FINISHED);
+    assert_eq!(env.rows(), 1, "the row once");
+}
+
+#[test]
+fn a_repository_that_recovers_while_a_run_tries_again_loses_nothing() {
+    let env = env(1);
+    env.exec.set_write_patience(Duration::from_millis(300));
+    let lock = env.lock_data();
+    let id = env.start().expect("start");
+    env.until(id, "running", |r| r.actions[0].state == "R");
+    env.exec.repo().fill_disk(true);
+    drop(lock);
+    // The end of the action cannot be recorded; space comes back while the coordinator
+    // still tries: then it records what it knows.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while env.rows() == 0 {
+        assert!(Instant::now() < deadline, "the action never committed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    env.exec.repo().fill_disk(false);
+    env.until(id, "finished", |r| r.state == state::FINISHED);
+    assert_eq!(env.get(id).actions[0].state, "F");
+    assert_eq!(env.rows(), 1);
+}

@@ -1,0 +1,283 @@
+//! End to end: more work than the server takes at once, and a repository whose disk is full.
+//! A flood of `RunElements` waits in a bounded queue (threads stay flat, one more gets 429
+//! and creates nothing); a full disk answers 507 and changes nothing, and an instance whose
+//! states could not be recorded is settled by halt or restart once space is back, without a
+//! server restart, its action counted once by its commit marker.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn command(w: &Weft, command: &str, payload: Value) -> (u16, Value) {
+    post(
+        &w.url,
+        json!({"command": command, "payload": payload})
+            .to_string()
+            .into_bytes(),
+    )
+}
+
+/// Folder 10, connection 1 (the SQLite file `data`, holding table `t`) and sheet 70 whose
+/// one action (700) runs `sql`, which inserts a row into `t`.
+fn deploy_insert(w: &Weft, data: &std::path::Path, sql: &str) {
+    rusqlite::Connection::open(data)
+        .expect("data")
+        .execute_batch("CREATE TABLE IF NOT EXISTS t (n INTEGER);")
+        .expect("table");
+    let keyfile = w.home.path().join("keyfile");
+    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
+    keys.push_str(&format!("1|sqlite|{}|||\n", data.display()));
+    std::fs::write(&keyfile, keys).expect("write keyfile");
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/etl"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [{"id": 70, "attributes": {"name": "insert", "folder_id": 10, "folder": "/etl"},
+            "nodes": [
+                {"id": 700, "type": 0, "attributes": {"module": "Sql", "name": "insert", "action": sql}},
+                {"id": 709, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+            "edges": [{"id": 709, "from": 700, "to": 709}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+}
+
+/// `RunElements` of sheet 70 with the variable `big`.
+fn run_body(big: &str) -> Vec<u8> {
+    json!({"command": "RunElements", "payload": {"batchExecution": {"batchName": "flood", "user": "tester",
+        "elementList": [{"elementType": "S", "elementId": 70}]}},
+        "variableList": [{"variableName": "big", "variableType": "String", "variableValue": big}]})
+    .to_string()
+    .into_bytes()
+}
+
+/// Threads of the server process.
+fn threads(w: &Weft) -> usize {
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", w.child.id())).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("Threads:")
+}
+
+fn count(data: &std::path::Path) -> i64 {
+    rusqlite::Connection::open(data)
+        .expect("data")
+        .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+        .expect("count")
+}
+
+#[test]
+fn a_flood_of_runs_waits_in_a_bounded_queue_with_flat_threads() {
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0"],
+        &[
+            ("WEFT_MAX_PARALLEL_ACTIONS", "2"),
+            ("WEFT_MAX_WAITING_INSTANCES", "20"),
+        ],
+    );
+    let data = w.home.path().join("data.db");
+    deploy_insert(&w, &data, "INSERT INTO t VALUES (1)");
+    let before = threads(&w);
+    // The test holds the data file's write lock: every action blocks on it.
+    let mut lock = rusqlite::Connection::open(&data).expect("lock connection");
+    let tx = lock
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .expect("write lock");
+    let url = w.url.clone();
+    let answers: Vec<(u16, Option<String>, Value)> = std::thread::scope(|s| {
+        let clients: Vec<_> = (0..8)
+            .map(|_| {
+                let url = url.clone();
+                s.spawn(move || {
+                    weft::init_tls();
+                    let client = reqwest::blocking::Client::new();
+                    (0..25)
+                        .map(|_| {
+                            let r = client
+                                .post(&url)
+                                .header("content-type", "application/json")
+                                .body(run_body("x"))
+                                .send()
+                                .expect("request");
+                            let st = r.status().as_u16();
+                            let retry = r
+                                .headers()
+                                .get("retry-after")
+                                .and_then(|v| v.to_str().ok())
+                                .map(str::to_owned);
+                            (st, retry, r.json::<Value>().expect("JSON"))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        clients
+            .into_iter()
+            .flat_map(|c| c.join().expect("client"))
+            .collect()
+    });
+    let during = threads(&w);
+    let started: Vec<i64> = answers
+        .iter()
+        .filter(|(st, _, _)| *st == 200)
+        .filter_map(|(_, _, v)| v["payload"]["batchInstanceId"].as_i64())
+        .collect();
+    let refused: Vec<&(u16, Option<String>, Value)> =
+        answers.iter().filter(|(st, _, _)| *st == 429).collect();
+    assert_eq!(started.len() + refused.len(), 200, "only 200 or 429");
+    // Two coordinated, twenty waiting; the twenty-third and later are refused.
+    assert_eq!(started.len(), 22, "{:?}", &answers[..3]);
+    for (_, retry, v) in &refused {
+        assert_eq!(retry.as_deref(), Some("5"));
+        assert_eq!(v["error"]["code"], "run.queue_full", "{v}");
+    }
+    let (_, list) = command(&w, "ListBatchInstances", json!({"limit": 100}));
+    let listed = list["payload"]["instances"].as_array().expect("instances");
+    assert_eq!(listed.len(), 22, "a refused run created nothing");
+    let waiting = listed.iter().filter(|i| i["state"] == "waiting").count();
+    assert_eq!(waiting, 20, "{list}");
+    // 200 runs, 22 stored: two coordinators, at most two action threads, and a blocking
+    // thread per request in flight (8 clients), never a thread per instance.
+    assert!(
+        during <= before + 2 + 2 + 8 + 2,
+        "threads grew from {before} to {during} under the flood"
+    );
+    drop(tx);
+    drop(lock);
+    for id in &started {
+        let (st, v) = command(
+            &w,
+            "WaitBatchInstance",
+            json!({"batchInstanceId": id, "timeoutSeconds": 120}),
+        );
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["payload"]["state"], "finished", "{v}");
+    }
+    assert_eq!(count(&data), 22, "every accepted run once");
+}
+
+/// A tmpfs of `size` at `dir` (root only); `None` where mounting is not allowed.
+fn tmpfs(dir: &std::path::Path, size: &str) -> Option<Mount> {
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then(|| Mount(dir.to_owned()))
+}
+
+struct Mount(std::path::PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Fills the file system of `dir` with `dir/filler` until it is full.
+fn fill(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::io::Write as _;
+    let path = dir.join("filler");
+    let mut f = std::fs::File::create(&path).expect("filler");
+    let block = vec![0u8; 64 * 1024];
+    while f.write_all(&block).is_ok() {}
+    let small = [0u8; 512];
+    while f.write_all(&small).is_ok() {}
+    let _ = f.sync_all();
+    path
+}
+
+#[test]
+fn a_full_disk_answers_507_changes_nothing_and_a_run_caught_in_it_ends_once() {
+    let mnt = tempfile::tempdir().expect("mount point");
+    let Some(_mount) = tmpfs(mnt.path(), "16m") else {
+        eprintln!("skipped: mounting a tmpfs needs root (CI runs as root)");
+        return;
+    };
+    let home = tempfile::Builder::new()
+        .tempdir_in(mnt.path())
+        .expect("home on the tmpfs");
+    let w = Weft::start_in(
+        home,
+        &["--listen", "127.0.0.1:0"],
+        &[
+            ("WEFT_MAX_PARALLEL_ACTIONS", "1"),
+            ("WEFT_REPOSITORY_RETRY_SECONDS", "1"),
+        ],
+    );
+    // The data file is elsewhere: only the repository's disk fills. The action's statement
+    // (logged when it ends) is twice the size of its variable, so recording its end needs
+    // more of the log than the start did: SQLite reuses its write-ahead log, and only a
+    // write that must grow it meets the full disk.
+    let elsewhere = tempfile::tempdir().expect("data dir");
+    let data = elsewhere.path().join("data.db");
+    deploy_insert(
+        &w,
+        &data,
+        "INSERT INTO t SELECT length('${big}') + length('${big}')",
+    );
+    let mut lock = rusqlite::Connection::open(&data).expect("lock connection");
+    let tx = lock
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .expect("write lock");
+    let (st, v) = post(&w.url, run_body(&"x".repeat(1_500_000)));
+    assert_eq!(st, 200, "{v}");
+    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}));
+        if v["payload"]["actions"][0]["state"] == "R" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the action never started: {v}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let filler = fill(mnt.path());
+    let before = w.dump();
+    // New work that needs room is refused with its own code, and changes nothing.
+    let (st, v) = post(&w.url, run_body(&"y".repeat(6_000_000)));
+    assert_eq!(st, 507, "{v}");
+    assert_eq!(v["error"]["code"], "repository.full", "{v}");
+    let big_folder = format!(
+        "{{ version: 1, transformationData: {{ folders: [ {{ id: 11, path: \"/more\", documentation: \"{}\" }} ] }} }}",
+        "z".repeat(6_000_000)
+    );
+    let (st, v) = post(&w.url, deploy_body(&big_folder));
+    assert_eq!(st, 507, "{v}");
+    assert_eq!(v["error"]["code"], "repository.full", "{v}");
+    assert_eq!(before, w.dump(), "a refusal changed the repository");
+    // The action commits its row; its end cannot be recorded.
+    drop(tx);
+    drop(lock);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count(&data) == 0 {
+        assert!(Instant::now() < deadline, "the action did not commit");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Space is back. The coordinator either settled the action by its commit marker when it
+    // gave up, or, if even that could not be written, left it to RestartBatchInstance:
+    // without a server restart, the action ends finished, its row written once.
+    std::fs::remove_file(&filler).expect("free the disk");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}));
+        if v["payload"]["state"] == "finished" {
+            break;
+        }
+        let (st, r) = command(&w, "RestartBatchInstance", json!({"batchInstanceId": id}));
+        if st == 200 {
+            assert_eq!(r["payload"]["actionsToRun"], 0, "the action committed: {r}");
+        }
+        assert!(Instant::now() < deadline, "the instance never ended: {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}));
+    assert_eq!(v["payload"]["actions"][0]["state"], "F", "{v}");
+    assert_eq!(count(&data), 1, "the row once");
+}
