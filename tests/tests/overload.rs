@@ -281,3 +281,122 @@ fn a_full_disk_answers_507_changes_nothing_and_a_run_caught_in_it_ends_once() {
     assert_eq!(v["payload"]["actions"][0]["state"], "F", "{v}");
     assert_eq!(count(&data), 1, "the row once");
 }
+
+/// Descriptors the server process holds.
+fn descriptors(w: &Weft) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", w.child.id()))
+        .expect("proc fd")
+        .count()
+}
+
+#[test]
+fn a_run_over_many_files_keeps_few_descriptors_and_running_out_of_them_is_survived() {
+    const FILES: i64 = 150;
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0"],
+        &[("WEFT_MAX_PARALLEL_ACTIONS", "2")],
+    );
+    let keyfile = w.home.path().join("keyfile");
+    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
+    let mut connections = Vec::new();
+    let mut sheets = Vec::new();
+    for i in 1..=FILES {
+        let data = w.home.path().join(format!("data_{i}.db"));
+        rusqlite::Connection::open(&data)
+            .expect("data")
+            .execute_batch("CREATE TABLE t (n INTEGER);")
+            .expect("table");
+        keys.push_str(&format!("{i}|sqlite|{}|||\n", data.display()));
+        connections.push(json!({"id": i, "name": format!("data {i}"), "type": "sqlite"}));
+        let a = 10_000 + i * 10;
+        sheets.push(json!({"id": 1000 + i, "attributes": {"name": format!("s{i}"), "folder_id": 10, "folder": "/many"},
+            "nodes": [
+                {"id": a, "type": 0, "attributes": {"module": "Sql", "name": "insert", "action": "INSERT INTO t VALUES (1)"}},
+                {"id": a + 1, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": i}}],
+            "edges": [{"id": a + 1, "from": a, "to": a + 1}]}));
+    }
+    std::fs::write(&keyfile, keys).expect("write keyfile");
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/many"}], "connections": connections, "sheets": sheets}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    // Fewer descriptors than files.
+    let limit = 120;
+    let lowered = std::process::Command::new("prlimit")
+        .arg(format!("--pid={}", w.child.id()))
+        .arg(format!("--nofile={limit}:{limit}"))
+        .status()
+        .expect("prlimit (util-linux)");
+    assert!(lowered.success());
+    let (st, v) = command(
+        &w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "many", "user": "tester",
+            "elementList": [{"elementType": "F", "elementId": 10}]}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    let (st, v) = command(
+        &w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "timeoutSeconds": 120}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let failed: Vec<&Value> = v["payload"]["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter(|a| a["state"] != "F")
+        .collect();
+    assert!(failed.is_empty(), "every action ran: {failed:?}");
+    assert_eq!(v["payload"]["state"], "finished");
+    let held = descriptors(&w);
+    assert!(held < limit - 20, "{held} descriptors held after the run");
+    // Out of descriptors: clients hold every one the server may open.
+    let authority = w
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("authority")
+        .to_owned();
+    let clients: Vec<std::net::TcpStream> = (0..limit)
+        .filter_map(|_| std::net::TcpStream::connect(&authority).ok())
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while descriptors(&w) < limit as usize - 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the server never ran out: {}",
+            descriptors(&w)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(clients);
+    // Once they are gone the server answers again, and it said what happened.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answered = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .expect("client")
+            .post(&w.url)
+            .header("content-type", "application/json")
+            .body(json!({"command": "ListBatchInstances", "payload": {}}).to_string())
+            .send()
+            .is_ok_and(|r| r.status().as_u16() == 200);
+        if answered {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the server did not recover");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let logs: String = std::fs::read_dir(w.home.path().join("logs"))
+        .expect("logs")
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .collect();
+    assert!(
+        logs.contains("Accepting a connection failed"),
+        "the log says why no connection was accepted"
+    );
+}

@@ -13,24 +13,117 @@ use weft_sdk::{
 /// Bound parameters per statement, well below SQLite's limit of 32766.
 const MAX_VARIABLES: usize = 4096;
 
-/// Idle connections kept for reuse, by file: opening a database parses its schema, which
-/// costs far more than a small action when the database has many tables.
-static POOL: std::sync::OnceLock<
-    std::sync::Mutex<std::collections::HashMap<String, Vec<rusqlite::Connection>>>,
-> = std::sync::OnceLock::new();
+/// Idle connections kept for reuse: opening a database parses its schema, which costs far
+/// more than a small action when the database has many tables. The pool is bounded: at most
+/// [`POOL_PER_FILE`] per file and [`max_idle`] in all (the oldest is closed first), and a
+/// connection idle for [`IDLE_FOR`] is closed, so that a run over hundreds of files does
+/// not keep hundreds of descriptors open.
+static POOL: std::sync::OnceLock<std::sync::Mutex<Pool>> = std::sync::OnceLock::new();
 
 /// Idle connections kept per file.
 const POOL_PER_FILE: usize = 8;
 
-fn pool()
--> std::sync::MutexGuard<'static, std::collections::HashMap<String, Vec<rusqlite::Connection>>> {
+/// How long an idle connection is kept.
+const IDLE_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+#[derive(Default)]
+struct Pool {
+    /// Idle connections by file, oldest first, with the moment each went idle.
+    idle: std::collections::HashMap<
+        String,
+        std::collections::VecDeque<(std::time::Instant, rusqlite::Connection)>,
+    >,
+    /// How many connections `idle` holds.
+    count: usize,
+    /// Whether the sweeping thread runs.
+    sweeping: bool,
+}
+
+impl Pool {
+    /// Closes what has been idle longer than `older`; `Duration::ZERO` closes all.
+    fn sweep(&mut self, older: std::time::Duration) {
+        let now = std::time::Instant::now();
+        let mut closed = 0;
+        self.idle.retain(|_, conns| {
+            let before = conns.len();
+            conns.retain(|(since, _)| now.duration_since(*since) < older);
+            closed += before - conns.len();
+            !conns.is_empty()
+        });
+        self.count -= closed;
+    }
+
+    /// Closes the connection idle the longest.
+    fn close_oldest(&mut self) {
+        let oldest = self
+            .idle
+            .iter()
+            .filter_map(|(path, conns)| conns.front().map(|(since, _)| (*since, path.clone())))
+            .min();
+        if let Some((_, path)) = oldest
+            && let Some(conns) = self.idle.get_mut(&path)
+        {
+            conns.pop_front();
+            self.count -= 1;
+            if conns.is_empty() {
+                self.idle.remove(&path);
+            }
+        }
+    }
+}
+
+fn pool() -> std::sync::MutexGuard<'static, Pool> {
     POOL.get_or_init(Default::default)
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A native SQLite connection. When dropped it goes back to a small pool for its file,
-/// outside any transaction.
+/// Idle connections kept in all: 64, or an eighth of the process's descriptor limit when
+/// that is less (each connection holds one to three descriptors).
+fn max_idle() -> usize {
+    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| {
+        let limit = std::fs::read_to_string("/proc/self/limits")
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .find(|l| l.starts_with("Max open files"))
+                    .and_then(|l| l.split_whitespace().nth(3))
+                    .and_then(|n| n.parse::<usize>().ok())
+            });
+        limit.map_or(64, |n| (n / 8).clamp(1, 64))
+    })
+}
+
+/// Closes every idle pooled connection (when descriptors run out).
+pub fn close_idle() {
+    pool().sweep(std::time::Duration::ZERO);
+}
+
+/// How many idle connections the pool holds.
+pub fn idle_count() -> usize {
+    pool().count
+}
+
+/// Starts the thread that closes idle connections every few seconds, once.
+fn start_sweeping(pool: &mut Pool) {
+    if pool.sweeping {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("weft-sqlite-pool".to_owned())
+        .spawn(|| {
+            loop {
+                std::thread::sleep(IDLE_FOR / 4);
+                self::pool().sweep(IDLE_FOR);
+            }
+        });
+    // Without the thread, idle connections are still closed at every pool use.
+    pool.sweeping = spawned.is_ok();
+}
+
+/// A native SQLite connection. When dropped it goes back to the pool for its file, outside
+/// any transaction.
 pub struct SqliteConnection {
     conn: Option<rusqlite::Connection>,
     path: String,
@@ -66,10 +159,24 @@ impl Drop for SqliteConnection {
                 == Some(0);
         if clean {
             let mut pool = pool();
-            let idle = pool.entry(self.path.clone()).or_default();
-            if idle.len() < POOL_PER_FILE {
-                idle.push(conn);
+            pool.sweep(IDLE_FOR);
+            if pool
+                .idle
+                .get(&self.path)
+                .map_or(0, std::collections::VecDeque::len)
+                >= POOL_PER_FILE
+            {
+                return;
             }
+            if pool.count >= max_idle() {
+                pool.close_oldest();
+            }
+            pool.idle
+                .entry(self.path.clone())
+                .or_default()
+                .push_back((std::time::Instant::now(), conn));
+            pool.count += 1;
+            start_sweeping(&mut pool);
         }
     }
 }
@@ -88,7 +195,26 @@ impl std::fmt::Debug for SqliteConnection {
 ///
 /// When the file cannot be opened.
 pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
-    if let Some(conn) = pool().get_mut(path).and_then(Vec::pop) {
+    let reused = {
+        let mut pool = pool();
+        let conn = pool
+            .idle
+            .get_mut(path)
+            .and_then(std::collections::VecDeque::pop_back)
+            .map(|(_, c)| c);
+        if conn.is_some() {
+            pool.count -= 1;
+            if pool
+                .idle
+                .get(path)
+                .is_some_and(std::collections::VecDeque::is_empty)
+            {
+                pool.idle.remove(path);
+            }
+        }
+        conn
+    };
+    if let Some(conn) = reused {
         // Settings an action may have changed are set again.
         let _ = conn.busy_timeout(std::time::Duration::from_secs(30));
         let _ = conn.pragma_update(None, "foreign_keys", "OFF");

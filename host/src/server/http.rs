@@ -10,8 +10,9 @@
 //!   (`body_timeout_seconds`, in `api`).
 //! - When accepting fails for a reason other than the client (descriptors used up,
 //!   `EMFILE`), the failure is logged and accepting pauses, doubling from 10 ms up to one
-//!   second, so the server neither spins nor hangs silently; it goes on as soon as
-//!   descriptors are free again.
+//!   second, so the server neither spins nor hangs silently; idle pooled SQLite connections
+//!   are closed to give their descriptors back, and it goes on as soon as descriptors are
+//!   free again.
 //! - On shutdown, open connections get `shutdown_grace` to finish their requests.
 
 use axum::Router;
@@ -68,6 +69,10 @@ pub async fn serve(
             }
             Err(e) if is_connection_error(&e) => continue,
             Err(e) => {
+                // Out of descriptors: idle pooled SQLite connections give theirs back.
+                if matches!(e.raw_os_error(), Some(23 | 24)) {
+                    crate::connect::sqlite::close_idle();
+                }
                 tracing::error!(
                     message = "Accepting a connection failed; pausing before the next accept.",
                     error = %e,
