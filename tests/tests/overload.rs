@@ -364,7 +364,7 @@ fn a_run_over_many_files_keeps_few_descriptors_and_running_out_of_them_is_surviv
         .filter_map(|_| std::net::TcpStream::connect(&authority).ok())
         .collect();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while descriptors(&w) < limit as usize - 1 {
+    while descriptors(&w) < limit - 1 {
         assert!(
             Instant::now() < deadline,
             "the server never ran out: {}",
