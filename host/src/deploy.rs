@@ -97,13 +97,7 @@ pub fn deploy(
         return Err(Error::IntoFolderRefused(env));
     }
     let index = LineIndex::new(content);
-    let details = |problems: Problems| -> Vec<Detail> {
-        problems
-            .into_sorted()
-            .iter()
-            .map(|p| p.detail(&index))
-            .collect()
-    };
+    let details = |problems: Problems| -> Vec<Detail> { problems.into_details(&index) };
     let (doc, mut problems) = dsr::parse(content);
     // Validation also runs after reading problems, so that one answer lists them all, unless
     // an object could not be read at all: rules would then judge a sheet with parts missing.

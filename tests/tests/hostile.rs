@@ -300,3 +300,141 @@ fn connections_past_the_cap_get_503_and_the_server_recovers() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn what_hyper_cannot_read_is_answered_in_the_error_shape() {
+    let w = Weft::start();
+    let (st, text) = exchange(&w, "GARBAGE / NONSENSE\r\n\r\n", b"");
+    assert_eq!(st, 400, "{text}");
+    assert!(answers_with(&text, "request.malformed"), "{text}");
+    let huge = format!(
+        "POST /weft/service HTTP/1.1\r\nHost: localhost\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(1024 * 1024)
+    );
+    let (st, text) = exchange(&w, &huge, b"");
+    assert!(st == 431 || st == 400, "{text}");
+    assert!(
+        answers_with(&text, "request.headers_too_large")
+            || answers_with(&text, "request.malformed"),
+        "{text}"
+    );
+}
+
+fn command(w: &Weft, body: &str) -> (u16, serde_json::Value) {
+    post(&w.url, body.as_bytes().to_vec())
+}
+
+#[test]
+fn envelopes_and_payloads_are_read_strictly() {
+    let w = Weft::start();
+    let before = w.dump();
+    // A key given twice: the last would win, and deploy for real.
+    let content = serde_json::to_string(
+        "{ version: 1, transformationData: { folders: [ { id: 66, path: \"/twice\" } ] } }",
+    )
+    .expect("json");
+    let (st, v) = command(
+        &w,
+        &format!(
+            r#"{{"command": "DeployRepository", "payload": {{"content": {content}, "deployOptions": {{"dryRun": true, "dryRun": false}}}}}}"#
+        ),
+    );
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(
+        v["error"]["details"][0]["code"], "request.duplicate_field",
+        "{v}"
+    );
+    assert_eq!(
+        v["error"]["details"][0]["path"],
+        "payload.deployOptions.dryRun"
+    );
+    // Payload fields are checked.
+    for body in [
+        r#"{"command": "ListBatchInstances", "payload": {"limit": "x"}}"#,
+        r#"{"command": "ListBatchInstances", "payload": {"limit": 20, "bogus": 1}}"#,
+        r#"{"command": "ListBatchInstances", "payload": {"limit": 0}}"#,
+        r#"{"command": "NextRuns", "payload": {"batchId": 1, "bogus": 1}}"#,
+        r#"{"command": "GetBatchInstance", "payload": {"batchInstanceId": 1, "batchInstanceId": 2}}"#,
+    ] {
+        let (st, v) = command(&w, body);
+        assert_eq!(st, 400, "{body}: {v}");
+    }
+    // A whole number past 2^63 - 1 is named as written, not as a rounded float.
+    let (st, v) = command(
+        &w,
+        r#"{"command": "GetBatchInstance", "payload": {"batchInstanceId": 9223372036854775808}}"#,
+    );
+    assert_eq!(st, 400, "{v}");
+    assert!(
+        v["error"]["message"]
+            .to_string()
+            .contains("9223372036854775808"),
+        "{v}"
+    );
+    // Folder paths are clean.
+    for bad in [
+        "/..",
+        "/.",
+        "/sales/..",
+        "/a\\\\b",
+        "/a\\u0000b",
+        "/sales/./x",
+    ] {
+        let doc = format!(
+            "{{\"version\": 1, \"transformationData\": {{\"folders\": [{{\"id\": 67, \"path\": \"{bad}\"}}]}}}}"
+        );
+        let (st, v) = post(&w.url, deploy_body(&doc));
+        assert_eq!(st, 422, "{bad}: {v}");
+        assert_eq!(
+            v["error"]["details"][0]["code"], "folder.path",
+            "{bad}: {v}"
+        );
+    }
+    assert_eq!(before, w.dump(), "a refusal changed the repository");
+}
+
+#[test]
+fn documents_with_many_keys_or_problems_are_answered_fast_and_small() {
+    let w = Weft::start();
+    let before = w.dump();
+    // 9,000 unknown fields in one object: 9,000 problems, of which 100 are listed.
+    let fields: String = (0..9_000).map(|i| format!("f{i}: 1\n")).collect();
+    let doc = format!("{{ version: 1, transformationData: {{ {fields} }} }}");
+    let start = Instant::now();
+    weft::init_tls();
+    let resp = reqwest::blocking::Client::new()
+        .post(&w.url)
+        .header("content-type", "application/json")
+        .body(deploy_body(&doc))
+        .send()
+        .expect("request");
+    assert_eq!(resp.status().as_u16(), 422);
+    let text = resp.text().expect("body");
+    let took = start.elapsed();
+    assert!(text.len() < 64 * 1024, "{} bytes answered", text.len());
+    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let details = v["error"]["details"].as_array().expect("details");
+    assert_eq!(details.len(), 101, "100 listed and one summary");
+    assert_eq!(details[100]["code"], "dsr.unknown_field");
+    let unknown: u64 = details
+        .iter()
+        .filter(|d| d["code"] == "dsr.unknown_field")
+        .map(|d| d["more"].as_u64().unwrap_or(1))
+        .sum();
+    assert_eq!(unknown, 9_000, "every unknown field is counted");
+    let errors: u64 = details
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .map(|d| d["more"].as_u64().unwrap_or(1))
+        .sum();
+    let message = v["error"]["message"].to_string();
+    assert!(message.contains(&format!("{errors} error(s)")), "{message}");
+    // Past 10,000 members one object is refused with its own code.
+    let fields: String = (0..10_001).map(|i| format!("f{i}: 1\n")).collect();
+    let doc = format!("{{ version: 1, transformationData: {{ {fields} }} }}");
+    let (st, v) = post(&w.url, deploy_body(&doc));
+    assert_eq!(st, 422, "{v}");
+    assert_eq!(v["error"]["details"][0]["code"], "dsr.too_many_keys", "{v}");
+    assert!(took < Duration::from_secs(10), "answered in {took:?}");
+    assert_eq!(before, w.dump());
+}

@@ -28,6 +28,23 @@ fn from_start(e: StartError) -> ApiError {
     }
 }
 
+/// Refuses a payload member other than `allowed`.
+fn only_fields(
+    payload: &serde_json::Value,
+    command: &str,
+    allowed: &[&str],
+) -> Result<(), ApiError> {
+    if let Some(obj) = payload.as_object()
+        && let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str()))
+    {
+        return Err(bad(format!(
+            "unknown field `{k}` in the {command} payload; expected {}",
+            allowed.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 /// A JSON scalar as text: variable values and ids may come as strings or numbers.
 fn scalar(v: &serde_json::Value) -> Option<String> {
     match v {
@@ -238,12 +255,18 @@ pub async fn list_instances(
     state: &Arc<AppState>,
     payload: serde_json::Value,
 ) -> Result<serde_json::Value, ApiError> {
-    let limit = payload
-        .get("limit")
-        .and_then(scalar)
-        .and_then(|s| s.parse::<i64>().ok())
-        .unwrap_or(20)
-        .clamp(1, 1000);
+    only_fields(&payload, "ListBatchInstances", &["limit"])?;
+    let limit = match payload.get("limit") {
+        None | Some(serde_json::Value::Null) => 20,
+        Some(v) => scalar(v)
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .filter(|n| (1..=1000).contains(n))
+            .ok_or_else(|| {
+                bad(format!(
+                    "limit must be a whole number from 1 to 1000, found {v}"
+                ))
+            })?,
+    };
     let repo = Arc::clone(state.executor.repo());
     let rows = tokio::task::spawn_blocking(move || repo.with(|c| instances::list(c, limit)))
         .await
@@ -258,6 +281,7 @@ pub async fn next_runs(
     state: &Arc<AppState>,
     payload: serde_json::Value,
 ) -> Result<serde_json::Value, ApiError> {
+    only_fields(&payload, "NextRuns", &["batchId", "count"])?;
     let id = payload
         .get("batchId")
         .and_then(scalar)

@@ -30,12 +30,7 @@ pub struct DeployRequest {
 }
 
 fn details(text: &str, problems: Problems) -> Vec<Detail> {
-    let index = LineIndex::new(text);
-    problems
-        .into_sorted()
-        .iter()
-        .map(|p| p.detail(&index))
-        .collect()
+    problems.into_details(&LineIndex::new(text))
 }
 
 fn members(v: &Spanned) -> &[Member] {
@@ -73,27 +68,36 @@ pub fn read(body: &[u8]) -> Result<Request, ApiError> {
                 line: Some(pos.line),
                 column: Some(pos.column),
                 path: String::new(),
+                more: None,
             }]));
         }
     };
     let root = json::parse(text).map_err(|e| {
         let pos = LineIndex::new(text).position(e.offset as u32);
+        // A syntax error is `request.json`; a limit passed keeps its own code.
+        let code = if e.code == "dsr.syntax" {
+            "request.json"
+        } else {
+            e.code
+        };
         ApiError::client(
             StatusCode::BAD_REQUEST,
-            "request.json",
+            code,
             format!("the request body is not valid JSON: {} at {pos}", e.message),
         )
         .with_details(vec![Detail {
             severity: crate::dsr::Severity::Error,
-            code: "request.json".to_owned(),
+            code: code.to_owned(),
             message: e.message,
             line: Some(pos.line),
             column: Some(pos.column),
             path: String::new(),
+            more: None,
         }])
     })?;
     let mut problems = Problems::default();
     let root_path = Path::root();
+    duplicates(&root, &root_path, &mut problems);
     if !matches!(root.value, Value::Object(_)) {
         problems.error(
             "request.envelope",
@@ -156,6 +160,34 @@ pub fn read(body: &[u8]) -> Result<Request, ApiError> {
             variable_list,
         }),
         _ => Err(envelope_error(text, problems)),
+    }
+}
+
+/// A member given twice anywhere in the request is refused (as in `.dsr` files), rather
+/// than the last one silently winning (`"dryRun":true,"dryRun":false`).
+fn duplicates(v: &Spanned, path: &Path, problems: &mut Problems) {
+    match &v.value {
+        Value::Object(members) => {
+            let repeated = crate::dsr::value::repeated_keys(members);
+            for (m, again) in members.iter().zip(repeated) {
+                let here = path.key(&m.key);
+                if again {
+                    problems.error(
+                        "request.duplicate_field",
+                        format!("field `{}` is given twice", m.key),
+                        m.key_span,
+                        &here,
+                    );
+                }
+                duplicates(&m.value, &here, problems);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                duplicates(item, &path.index(i), problems);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -134,10 +134,11 @@ impl ApiError {
     pub(super) fn from_deploy(e: deploy::Error) -> Self {
         match e {
             deploy::Error::Invalid(details) => {
-                let errors = details
+                let errors: usize = details
                     .iter()
                     .filter(|d| d.severity == crate::dsr::Severity::Error)
-                    .count();
+                    .map(|d| d.more.unwrap_or(1))
+                    .sum();
                 let first = details
                     .iter()
                     .find(|d| d.severity == crate::dsr::Severity::Error)

@@ -12,16 +12,96 @@
 
 use super::value::{Member, Span, Spanned, Value};
 
-/// How deeply arrays and objects may nest before the reader refuses the text.
+/// How deeply arrays and objects may nest before the reader refuses the text
+/// (`dsr.too_deep`).
 pub const MAX_DEPTH: usize = 256;
 
-/// A syntax error: what is wrong and the byte offset where the reader found it.
+/// How many members one object may have (`dsr.too_many_keys`).
+pub const MAX_KEYS: usize = 10_000;
+
+/// How many values (objects, arrays, strings, numbers, literals) one text may hold
+/// (`dsr.too_many_values`).
+pub const MAX_VALUES: usize = 1_000_000;
+
+/// A syntax error, or a limit passed: what is wrong and the byte offset where the reader
+/// found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyntaxError {
+    /// `dsr.syntax`, or the code of the limit: `dsr.too_deep`, `dsr.too_many_keys`,
+    /// `dsr.too_many_values`.
+    pub code: &'static str,
     /// What is wrong, in words.
     pub message: String,
     /// Byte offset in the text.
     pub offset: usize,
+}
+
+impl SyntaxError {
+    /// A syntax error.
+    pub fn new(message: impl Into<String>, offset: usize) -> Self {
+        SyntaxError {
+            code: "dsr.syntax",
+            message: message.into(),
+            offset,
+        }
+    }
+}
+
+/// Counts what a reader has read against the limits shared by the HJSON and JSON readers.
+#[derive(Debug, Default)]
+pub(super) struct Budget {
+    depth: usize,
+    values: usize,
+}
+
+impl Budget {
+    /// One more value at `offset`.
+    pub(super) fn value(&mut self, offset: usize) -> Result<(), SyntaxError> {
+        self.values += 1;
+        if self.values > MAX_VALUES {
+            return Err(SyntaxError {
+                code: "dsr.too_many_values",
+                message: format!("the text holds more than {MAX_VALUES} values"),
+                offset,
+            });
+        }
+        Ok(())
+    }
+
+    /// One level deeper at `offset`.
+    pub(super) fn enter(&mut self, offset: usize) -> Result<(), SyntaxError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(SyntaxError {
+                code: "dsr.too_deep",
+                message: format!("nesting deeper than {MAX_DEPTH} levels"),
+                offset,
+            });
+        }
+        Ok(())
+    }
+
+    /// One level up.
+    pub(super) fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Starts over (the root is read a second time).
+    pub(super) fn reset(&mut self) {
+        *self = Budget::default();
+    }
+
+    /// Checks the member count of an object being read.
+    pub(super) fn members(count: usize, offset: usize) -> Result<(), SyntaxError> {
+        if count > MAX_KEYS {
+            return Err(SyntaxError {
+                code: "dsr.too_many_keys",
+                message: format!("an object has more than {MAX_KEYS} members"),
+                offset,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Reads an HJSON text (which may also be plain JSON).
@@ -35,7 +115,7 @@ pub fn parse(text: &str) -> Result<Spanned, SyntaxError> {
         text,
         b: text.as_bytes(),
         pos: start,
-        depth: 0,
+        budget: Budget::default(),
     };
     r.white();
     match r.cur() {
@@ -51,7 +131,7 @@ pub fn parse(text: &str) -> Result<Spanned, SyntaxError> {
                 Err(first) => {
                     // A single value (string, number, literal) at the root instead.
                     r.pos = root_start;
-                    r.depth = 0;
+                    r.budget.reset();
                     match r.value().and_then(|v| r.trailing().map(|()| v)) {
                         Ok(v) => Ok(v),
                         Err(_) => Err(first),
@@ -66,7 +146,7 @@ struct Reader<'a> {
     text: &'a str,
     b: &'a [u8],
     pos: usize,
-    depth: usize,
+    budget: Budget,
 }
 
 fn is_punctuator(c: u8) -> bool {
@@ -83,10 +163,7 @@ impl<'a> Reader<'a> {
     }
 
     fn err<T>(&self, message: impl Into<String>) -> Result<T, SyntaxError> {
-        Err(SyntaxError {
-            message: message.into(),
-            offset: self.pos,
-        })
+        Err(SyntaxError::new(message, self.pos))
     }
 
     /// The character at the current position, for messages.
@@ -136,15 +213,12 @@ impl<'a> Reader<'a> {
     }
 
     fn enter(&mut self) -> Result<(), SyntaxError> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            return self.err(format!("Nesting deeper than {MAX_DEPTH} levels"));
-        }
-        Ok(())
+        self.budget.enter(self.pos)
     }
 
     fn value(&mut self) -> Result<Spanned, SyntaxError> {
         self.white();
+        self.budget.value(self.pos)?;
         match self.cur() {
             Some(b'{') => self.object(false),
             Some(b'[') => self.array(),
@@ -170,7 +244,7 @@ impl<'a> Reader<'a> {
         self.white();
         if !without_braces && self.cur() == Some(b'}') {
             self.pos += 1;
-            self.depth -= 1;
+            self.budget.leave();
             return Ok(Spanned {
                 value: Value::Object(members),
                 span: Span::new(start, self.pos),
@@ -191,6 +265,7 @@ impl<'a> Reader<'a> {
                 key_span,
                 value,
             });
+            Budget::members(members.len(), key_start)?;
             self.white();
             if self.cur() == Some(b',') {
                 self.pos += 1;
@@ -198,7 +273,7 @@ impl<'a> Reader<'a> {
             }
             if !without_braces && self.cur() == Some(b'}') {
                 self.pos += 1;
-                self.depth -= 1;
+                self.budget.leave();
                 return Ok(Spanned {
                     value: Value::Object(members),
                     span: Span::new(start, self.pos),
@@ -224,7 +299,7 @@ impl<'a> Reader<'a> {
         self.white();
         if self.cur() == Some(b']') {
             self.pos += 1;
-            self.depth -= 1;
+            self.budget.leave();
             return Ok(Spanned {
                 value: Value::Array(items),
                 span: Span::new(start, self.pos),
@@ -239,7 +314,7 @@ impl<'a> Reader<'a> {
             }
             if self.cur() == Some(b']') {
                 self.pos += 1;
-                self.depth -= 1;
+                self.budget.leave();
                 return Ok(Spanned {
                     value: Value::Array(items),
                     span: Span::new(start, self.pos),
@@ -335,6 +410,7 @@ impl<'a> Reader<'a> {
     /// Decodes the escape after a backslash (the current byte is the escaped one).
     fn escape(&mut self, out: &mut String) -> Result<(), SyntaxError> {
         unescape(self.b, &mut self.pos, out, true).map_err(|message| SyntaxError {
+            code: "dsr.syntax",
             message: message.replace("{}", &self.cur_char()),
             offset: self.pos,
         })

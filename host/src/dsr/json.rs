@@ -5,7 +5,7 @@
 //! strict parsers reject them. It shares the value tree of the HJSON reader, so that an
 //! envelope error (a missing `payload`, a mistyped option) names its line and column too.
 
-use super::hjson::{MAX_DEPTH, SyntaxError};
+use super::hjson::{Budget, SyntaxError};
 use super::value::{Member, Span, Spanned, Value};
 
 /// Reads a JSON text.
@@ -18,7 +18,7 @@ pub fn parse(text: &str) -> Result<Spanned, SyntaxError> {
         text,
         b: text.as_bytes(),
         pos: 0,
-        depth: 0,
+        budget: Budget::default(),
     };
     r.ws();
     let v = r.value()?;
@@ -33,15 +33,12 @@ struct Reader<'a> {
     text: &'a str,
     b: &'a [u8],
     pos: usize,
-    depth: usize,
+    budget: Budget,
 }
 
 impl Reader<'_> {
     fn err<T>(&self, message: impl Into<String>) -> Result<T, SyntaxError> {
-        Err(SyntaxError {
-            message: message.into(),
-            offset: self.pos,
-        })
+        Err(SyntaxError::new(message, self.pos))
     }
 
     fn cur(&self) -> Option<u8> {
@@ -59,14 +56,12 @@ impl Reader<'_> {
             None => "the end of the input (is the JSON truncated?)".to_owned(),
             Some(c) => format!("'{}'", c.escape_default()),
         };
-        SyntaxError {
-            message: format!("expected {what}, found {found}"),
-            offset: self.pos,
-        }
+        SyntaxError::new(format!("expected {what}, found {found}"), self.pos)
     }
 
     fn value(&mut self) -> Result<Spanned, SyntaxError> {
         let start = self.pos;
+        self.budget.value(start)?;
         let value = match self.cur() {
             Some(b'{') => return self.object(),
             Some(b'[') => return self.array(),
@@ -102,7 +97,15 @@ impl Reader<'_> {
         }
         let raw = &self.text[start..self.pos];
         let strict = !raw.ends_with('.') && !raw.contains(".e") && !raw.contains(".E");
+        let whole = !raw.contains(['.', 'e', 'E']);
         match super::hjson::parse_number(raw) {
+            // A whole number past i64 would silently lose digits as a float.
+            Some(Value::Float(_)) if strict && whole => {
+                self.pos = start;
+                self.err(format!(
+                    "the whole number {raw} is out of range (from -9223372036854775808 to 9223372036854775807)"
+                ))
+            }
             Some(v) if strict => Ok(v),
             _ => {
                 self.pos = start;
@@ -145,17 +148,14 @@ impl Reader<'_> {
             .and_then(|s| s.chars().next())
             .map_or_else(String::new, |c| c.escape_default().to_string());
         super::hjson::unescape(self.b, &mut self.pos, out, false).map_err(|message| SyntaxError {
+            code: "dsr.syntax",
             message: message.replace("{}", &found),
             offset: self.pos,
         })
     }
 
     fn enter(&mut self) -> Result<(), SyntaxError> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            return self.err(format!("nesting deeper than {MAX_DEPTH} levels"));
-        }
-        Ok(())
+        self.budget.enter(self.pos)
     }
 
     fn object(&mut self) -> Result<Spanned, SyntaxError> {
@@ -187,6 +187,7 @@ impl Reader<'_> {
                     key_span,
                     value,
                 });
+                Budget::members(members.len(), key_start)?;
                 self.ws();
                 match self.cur() {
                     Some(b',') => self.pos += 1,
@@ -198,7 +199,7 @@ impl Reader<'_> {
                 }
             }
         }
-        self.depth -= 1;
+        self.budget.leave();
         Ok(Spanned {
             value: Value::Object(members),
             span: Span::new(start, self.pos),
@@ -228,7 +229,7 @@ impl Reader<'_> {
                 }
             }
         }
-        self.depth -= 1;
+        self.budget.leave();
         Ok(Spanned {
             value: Value::Array(items),
             span: Span::new(start, self.pos),

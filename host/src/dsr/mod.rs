@@ -28,7 +28,7 @@ pub fn parse(text: &str) -> (Option<Document>, Problems) {
         }
         Err(e) => {
             problems.push(Problem::error(
-                "dsr.syntax",
+                e.code,
                 e.message,
                 Span::new(e.offset, e.offset),
                 &Path::root(),

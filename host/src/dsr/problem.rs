@@ -64,6 +64,7 @@ impl Problem {
             line: pos.map(|p| p.line),
             column: pos.map(|p| p.column),
             path: self.path.clone(),
+            more: None,
         }
     }
 }
@@ -83,7 +84,14 @@ pub struct Detail {
     pub column: Option<u32>,
     /// Path in the document.
     pub path: String,
+    /// On the entry that stands for problems not listed one by one: how many of its code
+    /// there are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more: Option<usize>,
 }
+
+/// The most problems one answer lists one by one.
+pub const MAX_DETAILS: usize = 100;
 
 /// Problems collected while reading and validating one document.
 #[derive(Debug, Default)]
@@ -127,6 +135,44 @@ impl Problems {
     /// Whether any problem is an error.
     pub fn has_errors(&self) -> bool {
         self.list.iter().any(|p| p.severity == Severity::Error)
+    }
+
+    /// The problems placed in `index`'s text, in document order, at most
+    /// [`MAX_DETAILS`]: past that, one more entry per code says how many more of that code
+    /// there are (`and 39900 more problems of code dsr.duplicate_field`).
+    pub fn into_details(self, index: &LineIndex<'_>) -> Vec<Detail> {
+        let sorted = self.into_sorted();
+        let mut details: Vec<Detail> = sorted
+            .iter()
+            .take(MAX_DETAILS)
+            .map(|p| p.detail(index))
+            .collect();
+        // Codes of what was left out, in the order they first appear.
+        let mut more: Vec<(&'static str, Severity, usize)> = Vec::new();
+        for p in sorted.iter().skip(MAX_DETAILS) {
+            match more.iter_mut().find(|(c, _, _)| *c == p.code) {
+                Some((_, severity, n)) => {
+                    *n += 1;
+                    if p.severity == Severity::Error {
+                        *severity = Severity::Error;
+                    }
+                }
+                None => more.push((p.code, p.severity, 1)),
+            }
+        }
+        details.extend(more.into_iter().map(|(code, severity, n)| Detail {
+            severity,
+            code: code.to_owned(),
+            message: format!(
+                "and {n} more problem{} of code {code}, not listed",
+                if n == 1 { "" } else { "s" }
+            ),
+            line: None,
+            column: None,
+            path: String::new(),
+            more: Some(n),
+        }));
+        details
     }
 
     /// All problems in document order (by position, then as found).

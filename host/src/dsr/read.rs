@@ -495,10 +495,9 @@ impl<'a> Obj<'a> {
             );
             return None;
         };
-        let mut duplicate = vec![false; members.len()];
-        for (i, m) in members.iter().enumerate() {
-            if members[..i].iter().any(|p| p.key == m.key) {
-                duplicate[i] = true;
+        let duplicate = super::value::repeated_keys(members);
+        for (m, _) in members.iter().zip(&duplicate).filter(|(_, d)| **d) {
+            {
                 problems.error(
                     "dsr.duplicate_field",
                     format!("field `{}` is given twice in {what}", m.key),

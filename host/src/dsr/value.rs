@@ -64,6 +64,16 @@ pub enum Value {
     Object(Vec<Member>),
 }
 
+/// For each member, whether an earlier member of the same object has its key (in time
+/// linear in the number of members).
+pub fn repeated_keys(members: &[Member]) -> Vec<bool> {
+    let mut seen = std::collections::HashSet::with_capacity(members.len());
+    members
+        .iter()
+        .map(|m| !seen.insert(m.key.as_str()))
+        .collect()
+}
+
 impl Value {
     /// The kind of value, as a user reads it in an error message.
     pub fn kind(&self) -> &'static str {

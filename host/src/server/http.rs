@@ -14,6 +14,9 @@
 //!   are closed to give their descriptors back, and it goes on as soon as descriptors are
 //!   free again.
 //! - On shutdown, open connections get `shutdown_grace` to finish their requests.
+//! - The answers hyper itself gives to what it cannot read as HTTP (400, 431 for headers
+//!   too large, 414, 505) come with weft's error shape instead of an empty body
+//!   ([`ErrorBodies`]).
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -90,7 +93,8 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         match Arc::clone(&open).try_acquire_owned() {
             Ok(permit) => {
-                let conn = builder.serve_connection(TokioIo::new(stream), service.clone());
+                let conn = builder
+                    .serve_connection(TokioIo::new(ErrorBodies::new(stream)), service.clone());
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
                     if let Err(e) = conn.await {
@@ -160,4 +164,164 @@ fn is_connection_error(e: &std::io::Error) -> bool {
             | std::io::ErrorKind::ConnectionAborted
             | std::io::ErrorKind::ConnectionReset
     )
+}
+
+/// A connection's stream that gives hyper's own error answers (a status 4xx or 5xx with
+/// `content-length: 0`, written when a request cannot be read as HTTP) a body in weft's
+/// error shape. weft's own answers always carry a JSON body, so they are never touched.
+/// hyper is told the stream takes no vectored writes, so a response head arrives whole in
+/// one write.
+pub struct ErrorBodies<S> {
+    inner: S,
+    /// A rewritten answer being written: its bytes, how far, and the length hyper asked to
+    /// write (what it is told was written).
+    pending: Option<(Vec<u8>, usize, usize)>,
+}
+
+impl<S> ErrorBodies<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        ErrorBodies {
+            inner,
+            pending: None,
+        }
+    }
+}
+
+/// The answer with weft's error body for hyper's bodiless error answer `head`, if it is one.
+fn with_error_body(head: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(head).ok()?;
+    let rest = text.strip_prefix("HTTP/1.1 ")?;
+    let status: u16 = rest.get(..3)?.parse().ok()?;
+    let end = text.find("\r\n\r\n")?;
+    if !(400..600).contains(&status)
+        || end + 4 != text.len()
+        || !text[..end]
+            .to_ascii_lowercase()
+            .contains("\r\ncontent-length: 0")
+    {
+        return None;
+    }
+    let (code, message) = match status {
+        431 => (
+            "request.headers_too_large",
+            "the request's headers are too large",
+        ),
+        414 => ("request.uri_too_long", "the request's URI is too long"),
+        505 => (
+            "request.http_version",
+            "this HTTP version is not served; use HTTP/1.1",
+        ),
+        _ => (
+            "request.malformed",
+            "the request could not be read as HTTP/1.1",
+        ),
+    };
+    let body = serde_json::json!({
+        "requestId": 0,
+        "error": {"code": code, "message": message, "details": []}
+    })
+    .to_string();
+    let mut out = String::with_capacity(end + body.len() + 64);
+    for line in text[..end].split("\r\n") {
+        if line.to_ascii_lowercase().starts_with("content-length:") {
+            out.push_str(&format!("content-length: {}", body.len()));
+        } else {
+            out.push_str(line);
+        }
+        out.push_str("\r\n");
+    }
+    out.push_str("content-type: application/json\r\n\r\n");
+    out.push_str(&body);
+    Some(out.into_bytes())
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for ErrorBodies<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for ErrorBodies<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        use std::task::Poll;
+        if self.pending.is_none() {
+            match with_error_body(buf) {
+                Some(answer) => self.pending = Some((answer, 0, buf.len())),
+                None => return std::pin::Pin::new(&mut self.inner).poll_write(cx, buf),
+            }
+        }
+        let this = &mut *self;
+        let Some((bytes, at, asked)) = this.pending.as_mut() else {
+            return Poll::Ready(Ok(0));
+        };
+        while *at < bytes.len() {
+            match std::pin::Pin::new(&mut this.inner).poll_write(cx, &bytes[*at..]) {
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+                }
+                Poll::Ready(Ok(n)) => *at += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        let asked = *asked;
+        this.pending = None;
+        Poll::Ready(Ok(asked))
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodiless_error_answers_get_the_error_shape() {
+        let head = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: Mon, 23 Nov 2026 07:00:00 GMT\r\n\r\n";
+        let out = String::from_utf8(with_error_body(head).expect("rewritten")).expect("utf8");
+        let (head, body) = out.split_once("\r\n\r\n").expect("head and body");
+        assert!(head.starts_with("HTTP/1.1 431 "), "{head}");
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "{head}"
+        );
+        assert!(head.contains("content-type: application/json"), "{head}");
+        let v: serde_json::Value = serde_json::from_str(body).expect("JSON");
+        assert_eq!(v["error"]["code"], "request.headers_too_large");
+        // weft's own answers, successes and heads with a body are left alone.
+        for other in [
+            &b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"[..],
+            b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: 12\r\n\r\n{\"error\":{}}",
+            b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n",
+            b"{\"partial\": 1}",
+        ] {
+            assert!(with_error_body(other).is_none());
+        }
+    }
 }

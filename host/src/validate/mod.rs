@@ -127,10 +127,10 @@ pub fn document(
     }
     for (i, c) in doc.connections.iter().enumerate() {
         let path = td.key("connections").index(i);
-        if c.name.v.trim().is_empty() {
+        if c.name.v.trim().is_empty() || has_control(&c.name.v) {
             problems.error(
                 "connection.name",
-                "a connection's `name` must not be empty",
+                "a connection's `name` must not be empty nor hold control characters",
                 c.name.span,
                 &path.key("name"),
             );
@@ -268,10 +268,13 @@ fn batches(
                 &path.key("id"),
             );
         }
-        if b.name.v.trim().is_empty() {
+        if b.name.v.trim().is_empty() || has_control(&b.name.v) {
             problems.error(
                 "batch.name",
-                format!("batch {}: `name` must not be empty", b.id.v),
+                format!(
+                    "batch {}: `name` must not be empty nor hold control characters",
+                    b.id.v
+                ),
                 b.name.span,
                 &path.key("name"),
             );
@@ -493,6 +496,12 @@ fn unique_ids(doc: &Document, td: &Path, problems: &mut Problems) {
     }
 }
 
+/// Whether `s` holds a control character (NUL, a line break, ...): names and paths are
+/// shown in logs, messages and file-like paths, where these break lines or cut strings.
+fn has_control(s: &str) -> bool {
+    s.chars().any(char::is_control)
+}
+
 fn folder(
     f: &Folder,
     path: &Path,
@@ -502,11 +511,17 @@ fn folder(
 ) -> crate::repo::Result<()> {
     let p = f.path.v.as_str();
     let well_formed = p.starts_with('/')
-        && (p == "/" || (!p.ends_with('/') && !p[1..].split('/').any(str::is_empty)));
+        && !p.contains('\\')
+        && !has_control(p)
+        && (p == "/"
+            || (!p.ends_with('/')
+                && !p[1..]
+                    .split('/')
+                    .any(|part| part.is_empty() || part == "." || part == "..")));
     if !well_formed {
         problems.error(
             "folder.path",
-            format!("folder path `{p}` is not an absolute path such as `/sales/daily` (it starts with `/`, has no empty parts and no `/` at the end)"),
+            format!("folder path `{}` is not an absolute path such as `/sales/daily` (it starts with `/`, has no empty, `.` or `..` parts, no `/` at the end, no backslash and no control characters)", p.escape_debug()),
             f.path.span,
             &path.key("path"),
         );
@@ -623,10 +638,13 @@ fn ids_not_taken(
 
 fn sheet_attributes(s: &Sheet, path: &Path, problems: &mut Problems) {
     let a = &s.attributes;
-    if a.name.v.trim().is_empty() {
+    if a.name.v.trim().is_empty() || has_control(&a.name.v) {
         problems.error(
             "sheet.name",
-            format!("sheet {}: `name` must not be empty", s.id.v),
+            format!(
+                "sheet {}: `name` must not be empty nor hold control characters",
+                s.id.v
+            ),
             a.name.span,
             &path.key("attributes").key("name"),
         );
