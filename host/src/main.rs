@@ -497,6 +497,15 @@ fn jdbc(install: Option<PathBuf>, action: Option<JdbcAction>) -> ExitCode {
         );
     }
     let drivers = dir.join("drivers");
+    for p in jm::clean_partials(&drivers) {
+        eprintln!(
+            "jdbcManager: removed {}, left by an install that was stopped",
+            p.display()
+        );
+    }
+    if let Err(e) = jm::on_signals_remove_partials() {
+        eprintln!("jdbcManager: cannot watch for SIGINT and SIGTERM: {e}");
+    }
     let Some(action) = action else {
         use std::io::IsTerminal as _;
         if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {

@@ -6,6 +6,20 @@ mod common;
 use common::*;
 use std::process::Command;
 
+/// A jar of about `size` bytes: a class file and stored filler.
+fn jar(size: usize) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    w.start_file("org/example/Driver.class", stored)
+        .expect("entry");
+    w.write_all(b"\xca\xfe\xba\xbe").expect("class");
+    w.start_file("filler.bin", stored).expect("entry");
+    w.write_all(&vec![7u8; size]).expect("filler");
+    w.finish().expect("zip").into_inner()
+}
+
 fn jdbc_manager(install: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(root().join("bin/jdbcManager"))
         .args(args)
@@ -19,7 +33,7 @@ fn jdbc_manager(install: &std::path::Path, args: &[&str]) -> std::process::Outpu
 fn list_add_delete_for_scripts() {
     let install = tempfile::tempdir().expect("install");
     let jar = install.path().join("vendor.jar");
-    std::fs::write(&jar, b"PK\x03\x04 a driver").expect("jar");
+    std::fs::write(&jar, self::jar(100)).expect("jar");
     let sum: String = {
         use sha2::Digest as _;
         sha2::Sha256::digest(std::fs::read(&jar).expect("read"))
@@ -133,7 +147,7 @@ fn the_interactive_menu_adds_and_deletes_a_driver() {
     use portable_pty::{CommandBuilder, PtySize, native_pty_system};
     use std::io::{Read, Write};
     let install = tempfile::tempdir().expect("install");
-    let body = vec![7u8; 512 * 1024];
+    let body = jar(512 * 1024);
     std::fs::write(
         install.path().join("jdbcList"),
         format!(
@@ -191,7 +205,7 @@ fn the_interactive_menu_adds_and_deletes_a_driver() {
     );
     press("\r");
     screen.wait_for("vendor");
-    screen.wait_for("524288 bytes");
+    screen.wait_for(&format!("{} bytes", body.len()));
     // DELETE, confirmed.
     press("d");
     screen.wait_for("DELETE: installed drivers");
@@ -205,4 +219,79 @@ fn the_interactive_menu_adds_and_deletes_a_driver() {
     press("q");
     let status = child.wait().expect("exit");
     assert!(status.success(), "{status:?}");
+}
+
+/// Waits until a file whose name ends with `suffix` appears in `dir`.
+fn appears(dir: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(p) = std::fs::read_dir(dir).ok().and_then(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .find(|p| p.to_string_lossy().ends_with(suffix))
+        }) {
+            return p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {suffix} in {}",
+            dir.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn an_interrupted_install_leaves_no_partial_file() {
+    let install = tempfile::tempdir().expect("install");
+    // 8 MiB at 32 KiB per 40 ms: ten seconds, time enough to interrupt it.
+    let url = slow_server(jar(8 * 1024 * 1024));
+    std::fs::write(
+        install.path().join("jdbcList"),
+        format!("vendor:Vendor driver:{url}\n"),
+    )
+    .expect("list");
+    let drivers = install.path().join("drivers");
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let child = Command::new(root().join("bin/jdbcManager"))
+            .args(["add", "vendor"])
+            .env("WEFT_BIN", weft_bin())
+            .env("WEFT_INSTALL", install.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("jdbcManager");
+        let partial = appears(&drivers, ".jar.part");
+        let sent = Command::new("kill")
+            .arg(signal)
+            .arg(child.id().to_string())
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(o.status.code(), Some(code), "{signal}: {:?}", text(&o));
+        assert!(!partial.exists(), "{signal}: the partial file was removed");
+        assert!(!drivers.join("vendor.jar").exists());
+    }
+    // Killed outright, it cannot clean up: the next start does, and says so.
+    let mut child = Command::new(root().join("bin/jdbcManager"))
+        .args(["add", "vendor"])
+        .env("WEFT_BIN", weft_bin())
+        .env("WEFT_INSTALL", install.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("jdbcManager");
+    let partial = appears(&drivers, ".jar.part");
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    assert!(partial.exists(), "a killed install leaves its partial file");
+    let o = jdbc_manager(install.path(), &["list"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(
+        text(&o).1.contains("left by an install that was stopped"),
+        "{:?}",
+        text(&o)
+    );
+    assert!(!partial.exists(), "the next start removed it");
 }

@@ -7,14 +7,48 @@
 //! number and the rest still works. URLs are `http:`, `https:` or `file:`, optionally ending
 //! in `#sha256=HEX`, which is checked. An install is atomic: the jar is written to a temporary
 //! file in the drivers folder and renamed into place only when complete and checked, so a
-//! failed or interrupted download leaves nothing behind. Names that would escape `drivers/`
-//! are refused.
+//! failed or interrupted download leaves nothing behind: the partial file is removed when
+//! the install fails, when SIGINT or SIGTERM stop it, and else (a `kill -9`, a power cut) by
+//! the next start ([`clean_partials`]). Names that would escape `drivers/` are refused.
+//!
+//! Bounds: a driver is at most [`MAX_JAR_BYTES`]; a `file:` URL must name a regular file
+//! (not `/dev/zero`, a pipe or a folder); a download must connect within 15 s, every read
+//! must return within 30 s, and the whole download must end within 30 minutes. What arrives
+//! is installed only when it is a jar: a zip archive naming at least one `.class` file or
+//! `META-INF/services/java.sql.Driver` (a key file, a web page or a truncated file is not).
 
 pub mod menu;
 
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+
+/// The largest driver jar installed: 256 MiB.
+pub const MAX_JAR_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The bounds of one install.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The largest file installed.
+    pub max_bytes: u64,
+    /// Time for connecting.
+    pub connect: std::time::Duration,
+    /// Time for the answer's head and for each read of its body.
+    pub read: std::time::Duration,
+    /// Time for the whole download.
+    pub total: std::time::Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bytes: MAX_JAR_BYTES,
+            connect: std::time::Duration::from_secs(15),
+            read: std::time::Duration::from_secs(30),
+            total: std::time::Duration::from_secs(30 * 60),
+        }
+    }
+}
 
 /// One driver of the list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,6 +252,30 @@ pub enum InstallError {
         /// Why.
         source: std::io::Error,
     },
+    /// A `file:` URL names something that is not a regular file.
+    #[error("{path} is not a regular file (a device, a pipe or a folder cannot be installed)")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// More than the limit ([`MAX_JAR_BYTES`]) arrived or were announced.
+    #[error(
+        "{url} is larger than {limit} bytes; a JDBC driver is not that large, nothing was installed"
+    )]
+    TooLarge {
+        /// The URL.
+        url: String,
+        /// The limit.
+        limit: u64,
+    },
+    /// What arrived is not a jar.
+    #[error("{url} is not a JDBC driver jar ({detail}); nothing was installed")]
+    NotAJar {
+        /// The URL.
+        url: String,
+        /// Why.
+        detail: String,
+    },
     /// The drivers folder cannot be written.
     #[error("cannot write into {path}: {source}")]
     Write {
@@ -228,10 +286,27 @@ pub enum InstallError {
     },
 }
 
-/// A temporary file that is removed unless it was renamed into place.
+/// A temporary file that is removed unless it was renamed into place. While it exists it
+/// is the one SIGINT or SIGTERM remove ([`on_signals_remove_partials`]).
 struct Partial {
     path: PathBuf,
     keep: bool,
+}
+
+/// The partial files of installs in progress in this process.
+static PARTIALS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn partials() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    PARTIALS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Partial {
+    fn new(path: PathBuf) -> Self {
+        partials().push(path.clone());
+        Partial { path, keep: false }
+    }
 }
 
 impl Drop for Partial {
@@ -239,6 +314,82 @@ impl Drop for Partial {
         if !self.keep {
             let _ = std::fs::remove_file(&self.path);
         }
+        partials().retain(|p| *p != self.path);
+    }
+}
+
+/// Makes SIGINT and SIGTERM remove the partial files of installs in progress and end the
+/// process (exit 130 or 143), as a shell would. Call once, before installing.
+///
+/// # Errors
+///
+/// When the signal handlers cannot be installed.
+pub fn on_signals_remove_partials() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("jdbc-signals".to_owned())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                for p in partials().iter() {
+                    let _ = std::fs::remove_file(p);
+                }
+                eprintln!("jdbcManager: interrupted; the partial download was removed");
+                std::process::exit(128 + signal);
+            }
+        })?;
+    Ok(())
+}
+
+/// Removes partial files (`.NAME.jar.part`) that no install holds any more: what a killed
+/// install left. An install in progress holds a lock on its partial file, so a second
+/// jdbcManager running at the same time keeps it. Returns what was removed.
+pub fn clean_partials(drivers: &Path) -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir(drivers) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in dir.filter_map(Result::ok) {
+        let path = e.path();
+        let is_partial = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.') && n.ends_with(".jar.part"));
+        if !is_partial {
+            continue;
+        }
+        let abandoned = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .is_ok_and(|f| f.try_lock().is_ok());
+        if abandoned && std::fs::remove_file(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
+/// Checks that the file at `path` is a jar: a zip archive naming a `.class` file or the
+/// JDBC service file.
+fn check_jar(path: &Path, url: &str) -> Result<(), InstallError> {
+    let not = |detail: String| InstallError::NotAJar {
+        url: url.to_owned(),
+        detail,
+    };
+    let file = std::fs::File::open(path).map_err(|source| InstallError::Write {
+        path: path.to_owned(),
+        source,
+    })?;
+    let archive = zip::ZipArchive::new(file).map_err(|e| not(format!("not a zip archive: {e}")))?;
+    let mut names = archive.file_names();
+    if names
+        .any(|n| n.is_ok_and(|n| n.ends_with(".class") || n == "META-INF/services/java.sql.Driver"))
+    {
+        Ok(())
+    } else {
+        Err(not(
+            "the archive holds no .class file and no META-INF/services/java.sql.Driver".to_owned(),
+        ))
     }
 }
 
@@ -299,6 +450,20 @@ pub fn install(
     drivers: &Path,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<PathBuf, InstallError> {
+    install_within(entry, drivers, Limits::default(), progress)
+}
+
+/// [`install`] within `limits`.
+///
+/// # Errors
+///
+/// As [`install`].
+pub fn install_within(
+    entry: &Entry,
+    drivers: &Path,
+    limits: Limits,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<PathBuf, InstallError> {
     if !valid_name(&entry.name) {
         return Err(InstallError::BadName(entry.name.clone()));
     }
@@ -307,14 +472,17 @@ pub fn install(
         source,
     })?;
     let target = drivers.join(format!("{}.jar", entry.name));
-    let mut partial = Partial {
-        path: drivers.join(format!(".{}.jar.part", entry.name)),
-        keep: false,
-    };
+    let mut partial = Partial::new(drivers.join(format!(".{}.jar.part", entry.name)));
     let mut out = std::fs::File::create(&partial.path).map_err(|source| InstallError::Write {
         path: partial.path.clone(),
         source,
     })?;
+    // Held while the install runs: `clean_partials` of another process leaves it alone.
+    out.lock().map_err(|source| InstallError::Write {
+        path: partial.path.clone(),
+        source,
+    })?;
+    let started = std::time::Instant::now();
     let mut hasher = Sha256::new();
     let mut copy = |reader: &mut dyn Read,
                     total: Option<u64>,
@@ -322,14 +490,30 @@ pub fn install(
      -> Result<(), InstallError> {
         let mut buf = vec![0u8; 64 * 1024];
         let mut done = 0u64;
+        let too_large = || InstallError::TooLarge {
+            url: entry.url.clone(),
+            limit: limits.max_bytes,
+        };
+        if total.is_some_and(|t| t > limits.max_bytes) {
+            return Err(too_large());
+        }
         progress(0, total);
         loop {
+            if started.elapsed() > limits.total {
+                return Err(InstallError::Transfer {
+                    url: entry.url.clone(),
+                    detail: format!("it did not end within {} s", limits.total.as_secs()),
+                });
+            }
             let n = reader.read(&mut buf).map_err(|e| InstallError::Transfer {
                 url: entry.url.clone(),
                 detail: e.to_string(),
             })?;
             if n == 0 {
                 break;
+            }
+            if done + n as u64 > limits.max_bytes {
+                return Err(too_large());
             }
             hasher.update(&buf[..n]);
             out.write_all(&buf[..n])
@@ -358,13 +542,22 @@ pub fn install(
             path: path.clone(),
             source,
         })?;
-        let total = f.metadata().ok().map(|m| m.len());
+        let meta = f.metadata().map_err(|source| InstallError::Source {
+            path: path.clone(),
+            source,
+        })?;
+        if !meta.is_file() {
+            return Err(InstallError::NotAFile { path });
+        }
+        let total = Some(meta.len());
         copy(&mut f, total, progress)?;
     } else {
         crate::init_tls();
         let client = reqwest::blocking::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(15))
-            .timeout(std::time::Duration::from_secs(900))
+            .connect_timeout(limits.connect)
+            // In the blocking client this bounds the wait for the answer's head and each
+            // read of its body, not the whole download.
+            .timeout(limits.read)
             .build()
             .map_err(|e| classify(&entry.url, &e))?;
         let mut resp = client
@@ -384,7 +577,6 @@ pub fn install(
         path: partial.path.clone(),
         source,
     })?;
-    drop(out);
     let actual: String = hasher
         .finalize()
         .iter()
@@ -399,6 +591,8 @@ pub fn install(
             actual,
         });
     }
+    check_jar(&partial.path, &entry.url)?;
+    drop(out);
     std::fs::rename(&partial.path, &target).map_err(|source| InstallError::Write {
         path: target.clone(),
         source,

@@ -12,7 +12,28 @@ fn sha(data: &[u8]) -> String {
         .collect()
 }
 
-/// Serves `/ok.jar` (the body), `/short.jar` (a body cut short), anything else 404.
+/// A jar: a zip archive holding a class file.
+fn jar_bytes() -> Vec<u8> {
+    zip_of(&[("org/example/Driver.class", b"\xca\xfe\xba\xbe")])
+}
+
+/// A zip archive of `files`, stored.
+fn zip_of(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, data) in files {
+        w.start_file(
+            *name,
+            zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored),
+        )
+        .expect("entry");
+        w.write_all(data).expect("data");
+    }
+    w.finish().expect("zip").into_inner()
+}
+
+/// Serves `/ok.jar` (the body), `/short.jar` (a body cut short), `/stall.jar` (the head
+/// and a few bytes, then nothing), `/silent.jar` (no answer at all), anything else 404.
 fn server(body: Vec<u8>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
@@ -39,6 +60,15 @@ fn server(body: Vec<u8>) -> String {
                         .as_bytes(),
                     )
                     .and_then(|()| s.write_all(&body)),
+                "/stall.jar" | "/silent.jar" => {
+                    if path == "/stall.jar" {
+                        let _ = s.write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nPK\x03\x04",
+                        );
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs(30));
+                    Ok(())
+                }
                 "/short.jar" => s
                     .write_all(
                         format!(
@@ -79,7 +109,7 @@ fn parses_the_list_and_reports_bad_lines_with_their_number() {
 fn installs_from_file_and_http_and_checks_the_checksum() {
     let dir = tempfile::tempdir().expect("dir");
     let drivers = dir.path().join("drivers");
-    let jar = b"PK\x03\x04 not really a jar, but bytes".to_vec();
+    let jar = jar_bytes();
     let src = dir.path().join("src.jar");
     std::fs::write(&src, &jar).expect("src");
     let e = |name: &str, url: String, sha: Option<String>| Entry {
@@ -186,4 +216,152 @@ fn installs_from_file_and_http_and_checks_the_checksum() {
             .contains("not installed")
     );
     assert!(delete("../x", &drivers).is_err());
+}
+
+fn entry(name: &str, url: String) -> Entry {
+    Entry {
+        name: name.to_owned(),
+        description: String::new(),
+        url,
+        sha256: None,
+        line: 1,
+    }
+}
+
+#[test]
+fn only_regular_files_that_are_jars_are_installed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let drivers = dir.path().join("drivers");
+    for (what, path) in [
+        ("a device", PathBuf::from("/dev/zero")),
+        ("a folder", dir.path().to_owned()),
+    ] {
+        let err = install(
+            &entry("dev", format!("file:{}", path.display())),
+            &drivers,
+            &mut |_, _| {},
+        )
+        .expect_err(what);
+        assert!(
+            matches!(err, InstallError::NotAFile { .. }),
+            "{what}: {err}"
+        );
+    }
+    let keyfile = dir.path().join("keyfile");
+    std::fs::write(&keyfile, "0|sqlite|/srv/weft/repository.db|||\n").expect("keyfile");
+    let no_class = dir.path().join("docs.zip");
+    std::fs::write(&no_class, zip_of(&[("README.txt", b"hello")])).expect("zip");
+    for (what, path) in [
+        ("a key file", &keyfile),
+        ("a zip without classes", &no_class),
+    ] {
+        let err = install(
+            &entry("notjar", format!("file:{}", path.display())),
+            &drivers,
+            &mut |_, _| {},
+        )
+        .expect_err(what);
+        assert!(matches!(err, InstallError::NotAJar { .. }), "{what}: {err}");
+    }
+    // The JDBC service file alone is enough.
+    let service = dir.path().join("service.jar");
+    std::fs::write(
+        &service,
+        zip_of(&[("META-INF/services/java.sql.Driver", b"org.example.Driver\n")]),
+    )
+    .expect("jar");
+    install(
+        &entry("service", format!("file:{}", service.display())),
+        &drivers,
+        &mut |_, _| {},
+    )
+    .expect("a jar with the service file");
+    let names: Vec<String> = installed(&drivers).into_iter().map(|i| i.name).collect();
+    assert_eq!(names, vec!["service"], "nothing else was installed");
+    let left: Vec<_> = std::fs::read_dir(&drivers)
+        .expect("dir")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "no partial file left: {left:?}");
+}
+
+#[test]
+fn downloads_are_bounded_in_size_and_time() {
+    let dir = tempfile::tempdir().expect("dir");
+    let drivers = dir.path().join("drivers");
+    let jar = jar_bytes();
+    let base = server(jar.clone());
+    let small = Limits {
+        max_bytes: jar.len() as u64 - 1,
+        ..Limits::default()
+    };
+    let err = install_within(
+        &entry("big", format!("{base}/ok.jar")),
+        &drivers,
+        small,
+        &mut |_, _| {},
+    )
+    .expect_err("too large");
+    assert!(matches!(err, InstallError::TooLarge { .. }), "{err}");
+    let big = dir.path().join("big.jar");
+    std::fs::write(&big, &jar).expect("jar");
+    let err = install_within(
+        &entry("big", format!("file:{}", big.display())),
+        &drivers,
+        small,
+        &mut |_, _| {},
+    )
+    .expect_err("too large from a file");
+    assert!(matches!(err, InstallError::TooLarge { .. }), "{err}");
+    let quick = Limits {
+        read: std::time::Duration::from_millis(500),
+        ..Limits::default()
+    };
+    for path in ["/stall.jar", "/silent.jar"] {
+        let started = std::time::Instant::now();
+        let err = install_within(
+            &entry("slow", format!("{base}{path}")),
+            &drivers,
+            quick,
+            &mut |_, _| {},
+        )
+        .expect_err(path);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{path}: gave up after {:?}",
+            started.elapsed()
+        );
+        assert!(
+            matches!(
+                err,
+                InstallError::Transfer { .. } | InstallError::Connect { .. }
+            ),
+            "{path}: {err}"
+        );
+    }
+    assert!(installed(&drivers).is_empty());
+    assert_eq!(
+        std::fs::read_dir(&drivers).expect("dir").count(),
+        0,
+        "no partial file left"
+    );
+}
+
+#[test]
+fn partial_files_of_stopped_installs_are_cleaned_and_running_ones_kept() {
+    let dir = tempfile::tempdir().expect("dir");
+    let stale = dir.path().join(".old.jar.part");
+    std::fs::write(&stale, b"half").expect("stale");
+    let running = dir.path().join(".busy.jar.part");
+    let held = std::fs::File::create(&running).expect("running");
+    held.lock().expect("lock");
+    let jar = dir.path().join("kept.jar");
+    std::fs::write(&jar, b"x").expect("jar");
+    let removed = clean_partials(dir.path());
+    assert_eq!(removed, vec![stale.clone()]);
+    assert!(!stale.exists());
+    assert!(running.exists(), "an install in progress keeps its file");
+    assert!(jar.exists());
+    drop(held);
 }
