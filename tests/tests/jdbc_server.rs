@@ -177,3 +177,85 @@ fn the_delivered_debian_entries_of_jdbc_list_install() {
         "only {tried} file: entries in the delivered jdbcList"
     );
 }
+
+/// Sheet 3: a Transfer of `many` (SQLite, connection 1) into `pg_dst` (PostgreSQL,
+/// connection 2); its action is 30.
+fn deploy_into_postgres(w: &Weft, pg_url: &str, rows: i64) -> std::path::PathBuf {
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(&format!(
+            "CREATE TABLE many (id INTEGER, name TEXT);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows})
+             INSERT INTO many SELECT i, 'row ' || i FROM n;"
+        ))
+        .expect("source");
+    let keyfile = w.home.path().join("keyfile");
+    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
+    keys.push_str(&format!(
+        "1|sqlite|{}|||\n2|jdbc|{pg_url}|weft|secret|\n",
+        data.display()
+    ));
+    std::fs::write(&keyfile, keys).expect("write keyfile");
+    let object = |id: i64, table: &str, conn: i64| json!({"id": id, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": conn}});
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/jdbc"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"},
+                        {"id": 2, "name": "warehouse", "type": "jdbc"}],
+        "sheets": [
+          {"id": 3, "attributes": {"name": "into postgres", "folder_id": 10, "folder": "/jdbc"},
+           "nodes": [
+             {"id": 30, "type": 0, "attributes": {"module": "Transfer", "name": "load",
+               "action": "SELECT id, name FROM many"}},
+             object(31, "many", 1), object(39, "pg_dst", 2)],
+           "edges": [{"id": 5, "from": 31, "to": 30}, {"id": 6, "from": 30, "to": 39}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "deploy failed: {v}");
+    data
+}
+
+#[test]
+fn a_kill_right_after_a_postgres_commit_counts_the_transfer_once() {
+    const ROWS: i64 = 5_000;
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql("CREATE TABLE pg_dst (id int, name text);")
+        .expect("target");
+    let install = tempfile::tempdir().expect("install");
+    installation(install.path());
+    let install_dir = install.path().to_string_lossy().into_owned();
+    let env = [
+        ("WEFT_INSTALL", install_dir.as_str()),
+        ("WEFT_FAULT", "after_target_commit"),
+    ];
+    let w = Weft::start_with(&["--listen", "127.0.0.1:0"], &env);
+    deploy_into_postgres(&w, &pg.jdbc_url(), ROWS);
+    let body = json!({"command": "RunElements", "payload": {"batchExecution": {
+        "batchName": "kill", "user": "tester",
+        "elementList": [{"elementType": "S", "elementId": 3}]}}});
+    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(st, 200, "{v}");
+    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    let (status, home) = w.exited(std::time::Duration::from_secs(120));
+    assert!(!status.success(), "stopped at the fault: {status}");
+    let count = |sql: &str| pg.psql(sql).expect("count");
+    assert_eq!(count("SELECT COUNT(*) FROM pg_dst"), ROWS.to_string());
+    assert_eq!(count("SELECT COUNT(*) FROM weft_commit_marker"), "1");
+    // The next start finds the marker in PostgreSQL: finished, not run again.
+    let w = Weft::start_in(
+        home,
+        &["--listen", "127.0.0.1:0"],
+        &[("WEFT_INSTALL", install_dir.as_str())],
+    );
+    let body = json!({"command": "GetBatchInstance", "payload": {"batchInstanceId": id}});
+    let (_, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(v["payload"]["state"], "finished", "{v}");
+    assert_eq!(v["payload"]["actions"][0]["state"], "F", "{v}");
+    let body = json!({"command": "RestartBatchInstance", "payload": {"batchInstanceId": id}});
+    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(st, 409, "{v}");
+    assert_eq!(
+        count("SELECT COUNT(*) FROM pg_dst"),
+        ROWS.to_string(),
+        "every row once"
+    );
+}
