@@ -175,7 +175,12 @@ impl KeyFile {
         Self::parse(path, &text)
     }
 
-    fn parse(path: &Path, text: &str) -> Result<Self> {
+    /// Reads key file text; `path` names the file in errors (nothing is read from it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Syntax`] naming the first bad line.
+    pub fn parse(path: &Path, text: &str) -> Result<Self> {
         let mut lines = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let trimmed = raw.trim();

@@ -10,7 +10,7 @@
 //! call the services (`deploy`) on blocking threads.
 
 mod commands;
-mod envelope;
+pub mod envelope;
 mod error;
 pub mod guard;
 

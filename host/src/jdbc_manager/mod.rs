@@ -88,6 +88,7 @@ pub fn valid_name(name: &str) -> bool {
 /// Reads `jdbcList` text: the entries, and a problem for every bad line.
 pub fn parse_list(text: &str) -> (Vec<Entry>, Vec<ListProblem>) {
     let mut entries: Vec<Entry> = Vec::new();
+    let mut names = std::collections::HashSet::new();
     let mut problems = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -135,7 +136,7 @@ pub fn parse_list(text: &str) -> (Vec<Entry>, Vec<ListProblem>) {
             });
             continue;
         }
-        if entries.iter().any(|e| e.name == name) {
+        if !names.insert(name.to_owned()) {
             problems.push(ListProblem {
                 line,
                 message: format!("driver `{name}` is listed twice; the first one counts"),
