@@ -1,5 +1,7 @@
 //! End-to-end tests of weft: they start the real `weft` binary; see `tests/`.
 //!
-//! The library holds what tests and benches share: [`postgres`] starts a real PostgreSQL.
+//! The library holds what tests and benches share: [`postgres`] starts a real PostgreSQL,
+//! [`server`] the real `weft serve`.
 
 pub mod postgres;
+pub mod server;

@@ -1,0 +1,228 @@
+//! The real `weft` binary for end-to-end tests and benches: start `weft serve` on a free
+//! port with a fresh home, run the real scripts of `bin/`, dump the real repository file,
+//! post to the endpoint.
+//!
+//! The binary is the one the build made beside the test or bench executable
+//! (`target/debug/weft` or `target/release/weft`), or `$WEFT_BIN`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The `weft` binary under test.
+pub fn weft_bin() -> PathBuf {
+    if let Some(b) = std::env::var_os("WEFT_BIN") {
+        return PathBuf::from(b);
+    }
+    let exe = std::env::current_exe().expect("test executable");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let bin = dir.join("weft");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it first (the test command `./test.sh` does: cargo build --workspace --bins)",
+        bin.display()
+    );
+    bin
+}
+
+/// A running server with its own home; killed when dropped.
+pub struct Weft {
+    /// Its home.
+    pub home: tempfile::TempDir,
+    /// The endpoint's URL.
+    pub url: String,
+    /// The server process.
+    pub child: Child,
+}
+
+impl Weft {
+    /// Starts `weft serve` on 127.0.0.1 with a free port and a fresh home.
+    pub fn start() -> Self {
+        Self::start_with(&["--listen", "127.0.0.1:0"], &[])
+    }
+
+    /// Starts `weft serve` with extra arguments and environment.
+    pub fn start_with(args: &[&str], env: &[(&str, &str)]) -> Self {
+        let home = tempfile::tempdir().expect("home");
+        Self::start_in(home, args, env)
+    }
+
+    /// Starts `weft serve` in an existing home.
+    // The child is killed and waited for in `Drop for Weft`, which clippy cannot see.
+    #[allow(clippy::zombie_processes)]
+    pub fn start_in(home: tempfile::TempDir, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut cmd = Command::new(weft_bin());
+        cmd.arg("serve").arg("--home").arg(home.path()).args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn weft serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(url) = line.strip_prefix("weft listening on ") {
+                        return Weft {
+                            home,
+                            url: url.trim().to_owned(),
+                            child,
+                        };
+                    }
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!("weft serve did not report its address within 30 s");
+                }
+            }
+        }
+    }
+
+    /// The repository file.
+    pub fn repository(&self) -> PathBuf {
+        self.home.path().join("repository.db")
+    }
+
+    /// A full dump of the repository.
+    pub fn dump(&self) -> String {
+        dump(&self.repository())
+    }
+
+    /// Runs a script of `bin/` with this server's home.
+    pub fn script(&self, name: &str, args: &[&str], stdin: Option<&str>) -> Output {
+        script(self.home.path(), name, args, stdin)
+    }
+
+    /// Stops the server (SIGKILL) and hands back its home.
+    pub fn stop(mut self) -> tempfile::TempDir {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let home = tempfile::tempdir().expect("placeholder");
+        std::mem::replace(&mut self.home, home)
+    }
+}
+
+impl Weft {
+    /// Waits for the server to end by itself (a fault it was told to hit), for at most
+    /// `within`; hands back how it ended and its home.
+    pub fn exited(mut self, within: Duration) -> (std::process::ExitStatus, tempfile::TempDir) {
+        let deadline = Instant::now() + within;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "weft serve did not end within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let home = tempfile::tempdir().expect("placeholder");
+        (status, std::mem::replace(&mut self.home, home))
+    }
+}
+
+impl Drop for Weft {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A full dump of the repository file at `path`.
+pub fn dump(path: &Path) -> String {
+    let conn = weft::repo::connect(path).expect("open repository");
+    weft::repo::dump(&conn).expect("dump")
+}
+
+/// Runs `bin/NAME ARGS` with `WEFT_HOME=home` and the binary under test.
+pub fn script(home: &Path, name: &str, args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(root().join("bin").join(name))
+        .args(args)
+        .env("WEFT_BIN", weft_bin())
+        .env("WEFT_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run bin/{name}: {e}"));
+    let mut pipe = child.stdin.take().expect("stdin");
+    if let Some(text) = stdin {
+        pipe.write_all(text.as_bytes()).expect("write stdin");
+    }
+    drop(pipe);
+    child.wait_with_output().expect("wait")
+}
+
+/// Standard output and error as text, for messages.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A quickstart example file.
+pub fn example(name: &str) -> PathBuf {
+    root().join("examples/quickstart").join(name)
+}
+
+/// POSTs raw bytes to the endpoint.
+pub fn post(url: &str, body: Vec<u8>) -> (u16, serde_json::Value) {
+    weft::init_tls();
+    let client = reqwest::blocking::Client::new();
+    let resp = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .expect("request");
+    let status = resp.status().as_u16();
+    let v = resp.json().expect("JSON answer");
+    (status, v)
+}
+
+/// A valid three-node sheet (source, action, target) in folder 10 `/sales` on connection 1
+/// (the quickstart's), with ids derived from `n`.
+pub fn sheet(n: i64) -> String {
+    let b = n * 10;
+    format!(
+        "{{\n  version: 1\n  transformationData: {{\n    sheets: [\n      {{\n        id: {n}\n        attributes: {{ name: \"sheet {n}\", folder_id: 10, folder: \"/sales\" }}\n        nodes: [\n          {{ id: {}, type: 1, attributes: {{ field1: \"src_{n}\", objectTypeId: 1, connectionId: 1 }} }}\n          {{ id: {}, type: 0, attributes: {{ module: \"Sql\", name: \"step {n}\", action: \"INSERT INTO dst_{n} SELECT * FROM src_{n}\" }} }}\n          {{ id: {}, type: 1, attributes: {{ field1: \"dst_{n}\", objectTypeId: 1, connectionId: 1 }} }}\n        ]\n        edges: [\n          {{ id: {}, from: {}, to: {} }}\n          {{ id: {}, from: {}, to: {} }}\n        ]\n      }}\n    ]\n  }}\n}}\n",
+        b + 1,
+        b + 2,
+        b + 3,
+        b + 4,
+        b + 1,
+        b + 2,
+        b + 5,
+        b + 2,
+        b + 3
+    )
+}
+
+/// The `DeployRepository` body for `content`.
+pub fn deploy_body(content: &str) -> Vec<u8> {
+    serde_json::json!({"command": "DeployRepository", "payload": {"content": content}})
+        .to_string()
+        .into_bytes()
+}
