@@ -56,8 +56,10 @@ fn setup(w: &Weft) {
     }
     for i in 0..ACTIONS {
         let a = 90_001 + i;
-        nodes.push(json!({"id": a, "type": 0, "attributes": {"module": "Sql", "name": format!("a{i}"),
-            "action": format!("INSERT INTO t{} SELECT x FROM t{i} WHERE x < 0", i + 1)}}));
+        nodes.push(
+            json!({"id": a, "type": 0, "attributes": {"module": "Sql", "name": format!("a{i}"),
+            "action": format!("INSERT INTO t{} SELECT x FROM t{i} WHERE x < 0", i + 1)}}),
+        );
         edges.push(json!({"id": 96_000 + 2 * i, "from": 95_000 + i, "to": a}));
         edges.push(json!({"id": 96_001 + 2 * i, "from": a, "to": 95_001 + i}));
     }
@@ -184,14 +186,20 @@ fn main() {
     let mut lost = 0;
     for id in &deployed {
         let n: i64 = conn
-            .query_row("SELECT COUNT(*) FROM sheets WHERE id = ?1", [id], |r| r.get(0))
+            .query_row("SELECT COUNT(*) FROM sheets WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
             .expect("count");
         lost += usize::from(n == 0);
     }
     let mut unfinished = 0;
     for id in &started {
         let state: String = conn
-            .query_row("SELECT state FROM batch_instances WHERE id = ?1", [id], |r| r.get(0))
+            .query_row(
+                "SELECT state FROM batch_instances WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
             .expect("state");
         unfinished += usize::from(state != "finished");
     }
