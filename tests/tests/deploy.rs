@@ -505,4 +505,26 @@ fn objects_missing_on_their_connection_are_warnings() {
         "{err}"
     );
     assert!(!err.contains("stg_customers` does not exist"), "{err}");
+    // While another process writes the file, the deploy does not wait for it: the objects
+    // are reported as not checked.
+    let writer = rusqlite::Connection::open(&data).expect("writer");
+    writer
+        .execute_batch("BEGIN EXCLUSIVE")
+        .expect("exclusive lock");
+    let o = w.script(
+        "deploySheet.sh",
+        &[
+            "--test",
+            "--file",
+            example("3-sheet.dsr").to_str().expect("utf8"),
+        ],
+        None,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        err.contains("connection 1 was busy") && err.contains("was not checked"),
+        "{err}"
+    );
+    writer.execute_batch("ROLLBACK").expect("unlock");
 }
