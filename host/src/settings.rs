@@ -185,15 +185,20 @@ impl Settings {
             "WEFT_REPOSITORY_RETRY_SECONDS",
             &mut s.repository_retry_seconds,
         )?;
-        for (name, value) in [
-            ("max_connections", s.max_connections as u64),
-            ("header_timeout_seconds", s.header_timeout_seconds),
-            ("body_timeout_seconds", s.body_timeout_seconds),
+        for (name, value, most) in [
+            ("max_connections", s.max_connections as u64, 1_000_000),
+            ("header_timeout_seconds", s.header_timeout_seconds, 86_400),
+            ("body_timeout_seconds", s.body_timeout_seconds, 86_400),
+            (
+                "repository_retry_seconds",
+                s.repository_retry_seconds,
+                86_400,
+            ),
         ] {
-            if value == 0 {
+            if !(1..=most).contains(&value) {
                 return Err(Error::Parse {
                     path: path.clone(),
-                    message: format!("setting `{name}` must be at least 1"),
+                    message: format!("setting `{name}` must be from 1 to {most}, not {value}"),
                 });
             }
         }

@@ -409,6 +409,19 @@ fn every_reader_takes_time_linear_in_its_input() {
         },
         envelope,
     );
+    // A long key above many values: paths are not copied for every value.
+    linear(
+        "long key over many values",
+        2_000,
+        |n| {
+            format!(
+                "{{\"command\":\"x\",\"payload\":{{\"{}\":[{}{{\"a\":0,\"a\":0}}]}}}}",
+                "k".repeat(n),
+                "{\"a\":0,\"a\":0},".repeat(n)
+            )
+        },
+        envelope,
+    );
     linear(
         "envelope duplicates",
         1_000,

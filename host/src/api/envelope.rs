@@ -97,7 +97,7 @@ pub fn read(body: &[u8]) -> Result<Request, ApiError> {
     })?;
     let mut problems = Problems::default();
     let root_path = Path::root();
-    duplicates(&root, &root_path, &mut problems);
+    duplicates(&root, &mut problems);
     if !matches!(root.value, Value::Object(_)) {
         problems.error(
             "request.envelope",
@@ -164,31 +164,52 @@ pub fn read(body: &[u8]) -> Result<Request, ApiError> {
 }
 
 /// A member given twice anywhere in the request is refused (as in `.dsr` files), rather
-/// than the last one silently winning (`"dryRun":true,"dryRun":false`).
-fn duplicates(v: &Spanned, path: &Path, problems: &mut Problems) {
-    match &v.value {
-        Value::Object(members) => {
-            let repeated = crate::dsr::value::repeated_keys(members);
-            for (m, again) in members.iter().zip(repeated) {
-                let here = path.key(&m.key);
-                if again {
-                    problems.error(
-                        "request.duplicate_field",
-                        format!("field `{}` is given twice", m.key),
-                        m.key_span,
-                        &here,
-                    );
-                }
-                duplicates(&m.value, &here, problems);
-            }
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                duplicates(item, &path.index(i), problems);
-            }
-        }
-        _ => {}
+/// than the last one silently winning (`"dryRun":true,"dryRun":false`). The walk keeps the
+/// path as a stack of borrowed segments and writes it out only for a problem (each key cut
+/// to 64 characters), so its time is linear in the body whatever the keys' lengths.
+fn duplicates(root: &Spanned, problems: &mut Problems) {
+    enum Seg<'a> {
+        Key(&'a str),
+        Index(usize),
     }
+    fn path_of(segs: &[Seg<'_>]) -> Path {
+        segs.iter().fold(Path::root(), |p, s| match s {
+            Seg::Key(k) => p.key(&k.chars().take(64).collect::<String>()),
+            Seg::Index(i) => p.index(*i),
+        })
+    }
+    fn walk<'a>(v: &'a Spanned, segs: &mut Vec<Seg<'a>>, problems: &mut Problems) {
+        match &v.value {
+            Value::Object(members) => {
+                let repeated = crate::dsr::value::repeated_keys(members);
+                for (m, again) in members.iter().zip(repeated) {
+                    segs.push(Seg::Key(&m.key));
+                    if again && !problems.keeps_more() {
+                        problems.count("request.duplicate_field", crate::dsr::Severity::Error);
+                    } else if again {
+                        let key: String = m.key.chars().take(64).collect();
+                        problems.error(
+                            "request.duplicate_field",
+                            format!("field `{key}` is given twice"),
+                            m.key_span,
+                            &path_of(segs),
+                        );
+                    }
+                    walk(&m.value, segs, problems);
+                    segs.pop();
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    segs.push(Seg::Index(i));
+                    walk(item, segs, problems);
+                    segs.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    walk(root, &mut Vec::new(), problems);
 }
 
 fn envelope_error(text: &str, problems: Problems) -> ApiError {

@@ -183,7 +183,10 @@ async fn handle(
             ),
         )
     })??;
-    let request = envelope::read(&body)?;
+    // Reading a large body takes a while: not on the async workers.
+    let request = tokio::task::spawn_blocking(move || envelope::read(&body))
+        .await
+        .map_err(|e| ApiError::internal(format!("the request reader failed: {e}")))??;
     match request.command.as_str() {
         "DeployRepository" => {
             let deploy_request = envelope::deploy_request(&request)?;

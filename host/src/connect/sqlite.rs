@@ -40,35 +40,43 @@ struct Pool {
 }
 
 impl Pool {
-    /// Closes what has been idle longer than `older`; `Duration::ZERO` closes all.
-    fn sweep(&mut self, older: std::time::Duration) {
+    /// Takes out what has been idle longer than `older` (`Duration::ZERO`: all), for the
+    /// caller to close after letting go of the pool's lock (closing may checkpoint).
+    fn sweep(&mut self, older: std::time::Duration) -> Vec<rusqlite::Connection> {
         let now = std::time::Instant::now();
-        let mut closed = 0;
-        self.idle.retain(|_, conns| {
-            let before = conns.len();
-            conns.retain(|(since, _)| now.duration_since(*since) < older);
-            closed += before - conns.len();
-            !conns.is_empty()
-        });
-        self.count -= closed;
+        let mut out = Vec::new();
+        for conns in self.idle.values_mut() {
+            while conns
+                .front()
+                .is_some_and(|(since, _)| now.duration_since(*since) >= older)
+            {
+                if let Some((_, c)) = conns.pop_front() {
+                    out.push(c);
+                }
+            }
+        }
+        self.idle.retain(|_, conns| !conns.is_empty());
+        self.count -= out.len();
+        out
     }
 
-    /// Closes the connection idle the longest.
-    fn close_oldest(&mut self) {
+    /// Takes out the connection idle the longest.
+    fn take_oldest(&mut self) -> Option<rusqlite::Connection> {
         let oldest = self
             .idle
             .iter()
             .filter_map(|(path, conns)| conns.front().map(|(since, _)| (*since, path.clone())))
             .min();
-        if let Some((_, path)) = oldest
-            && let Some(conns) = self.idle.get_mut(&path)
-        {
-            conns.pop_front();
+        let (_, path) = oldest?;
+        let conns = self.idle.get_mut(&path)?;
+        let taken = conns.pop_front().map(|(_, c)| c);
+        if taken.is_some() {
             self.count -= 1;
-            if conns.is_empty() {
-                self.idle.remove(&path);
-            }
         }
+        if conns.is_empty() {
+            self.idle.remove(&path);
+        }
+        taken
     }
 }
 
@@ -97,7 +105,8 @@ fn max_idle() -> usize {
 
 /// Closes every idle pooled connection (when descriptors run out).
 pub fn close_idle() {
-    pool().sweep(std::time::Duration::ZERO);
+    let closing = pool().sweep(std::time::Duration::ZERO);
+    drop(closing);
 }
 
 /// How many idle connections the pool holds.
@@ -115,7 +124,8 @@ fn start_sweeping(pool: &mut Pool) {
         .spawn(|| {
             loop {
                 std::thread::sleep(IDLE_FOR / 4);
-                self::pool().sweep(IDLE_FOR);
+                let closing = self::pool().sweep(IDLE_FOR);
+                drop(closing);
             }
         });
     // Without the thread, idle connections are still closed at every pool use.
@@ -158,25 +168,31 @@ impl Drop for SqliteConnection {
                 .ok()
                 == Some(0);
         if clean {
-            let mut pool = pool();
-            pool.sweep(IDLE_FOR);
-            if pool
-                .idle
-                .get(&self.path)
-                .map_or(0, std::collections::VecDeque::len)
-                >= POOL_PER_FILE
-            {
-                return;
-            }
-            if pool.count >= max_idle() {
-                pool.close_oldest();
-            }
-            pool.idle
-                .entry(self.path.clone())
-                .or_default()
-                .push_back((std::time::Instant::now(), conn));
-            pool.count += 1;
-            start_sweeping(&mut pool);
+            // Closed after the pool's lock is let go: closing may checkpoint.
+            let closing = {
+                let mut pool = pool();
+                let mut closing = pool.sweep(IDLE_FOR);
+                let full = pool
+                    .idle
+                    .get(&self.path)
+                    .map_or(0, std::collections::VecDeque::len)
+                    >= POOL_PER_FILE;
+                if full {
+                    closing.push(conn);
+                } else {
+                    if pool.count >= max_idle() {
+                        closing.extend(pool.take_oldest());
+                    }
+                    pool.idle
+                        .entry(self.path.clone())
+                        .or_default()
+                        .push_back((std::time::Instant::now(), conn));
+                    pool.count += 1;
+                    start_sweeping(&mut pool);
+                }
+                closing
+            };
+            drop(closing);
         }
     }
 }
@@ -263,6 +279,8 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
         });
     }
     let mut conn = rusqlite::Connection::open(path).map_err(|e| {
+        // Out of descriptors shows here first: say so in the log, not only in the action.
+        tracing::warn!(message = "Cannot open a SQLite data file.", connection = name, path, error = %e, idle_pooled = idle_count());
         PluginError::of(
             ErrorKind::Connection,
             format!("connection {name}: cannot open SQLite database {path}: {e}"),

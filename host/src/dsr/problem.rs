@@ -93,21 +93,52 @@ pub struct Detail {
 /// The most problems one answer lists one by one.
 pub const MAX_DETAILS: usize = 100;
 
+/// The most problems kept with their message and place; past that they are only counted
+/// per code, so that a hostile document cannot fill the memory with problems.
+pub const MAX_KEPT: usize = 1_000;
+
 /// Problems collected while reading and validating one document.
 #[derive(Debug, Default)]
 pub struct Problems {
     list: Vec<Problem>,
+    /// Problems past [`MAX_KEPT`]: code, the worst severity, how many.
+    counted: Vec<(&'static str, Severity, usize)>,
 }
 
 impl Problems {
-    /// Adds a problem.
+    /// Adds a problem (or counts it, past [`MAX_KEPT`]).
     pub fn push(&mut self, p: Problem) {
-        self.list.push(p);
+        if self.keeps_more() {
+            self.list.push(p);
+        } else {
+            self.count(p.code, p.severity);
+        }
+    }
+
+    /// Whether a further problem is kept whole; a caller whose message or path is costly
+    /// to make asks first and else only [`Problems::count`]s it.
+    pub fn keeps_more(&self) -> bool {
+        self.list.len() < MAX_KEPT
+    }
+
+    /// Counts a problem that is not kept.
+    pub fn count(&mut self, code: &'static str, severity: Severity) {
+        match self.counted.iter_mut().find(|(c, _, _)| *c == code) {
+            Some((_, s, n)) => {
+                *n += 1;
+                if severity == Severity::Error {
+                    *s = Severity::Error;
+                }
+            }
+            None => self.counted.push((code, severity, 1)),
+        }
     }
 
     /// Adds several problems.
     pub fn extend(&mut self, ps: impl IntoIterator<Item = Problem>) {
-        self.list.extend(ps);
+        for p in ps {
+            self.push(p);
+        }
     }
 
     /// Adds an error.
@@ -118,7 +149,7 @@ impl Problems {
         span: Span,
         path: &Path,
     ) {
-        self.list.push(Problem::error(code, message, span, path));
+        self.push(Problem::error(code, message, span, path));
     }
 
     /// Adds a warning.
@@ -129,18 +160,20 @@ impl Problems {
         span: Span,
         path: &Path,
     ) {
-        self.list.push(Problem::warning(code, message, span, path));
+        self.push(Problem::warning(code, message, span, path));
     }
 
     /// Whether any problem is an error.
     pub fn has_errors(&self) -> bool {
         self.list.iter().any(|p| p.severity == Severity::Error)
+            || self.counted.iter().any(|(_, s, _)| *s == Severity::Error)
     }
 
     /// The problems placed in `index`'s text, in document order, at most
     /// [`MAX_DETAILS`]: past that, one more entry per code says how many more of that code
     /// there are (`and 39900 more problems of code dsr.duplicate_field`).
     pub fn into_details(self, index: &LineIndex<'_>) -> Vec<Detail> {
+        let counted = self.counted.clone();
         let sorted = self.into_sorted();
         let mut details: Vec<Detail> = sorted
             .iter()
@@ -158,6 +191,17 @@ impl Problems {
                     }
                 }
                 None => more.push((p.code, p.severity, 1)),
+            }
+        }
+        for (code, severity, n) in counted {
+            match more.iter_mut().find(|(c, _, _)| *c == code) {
+                Some((_, s, m)) => {
+                    *m += n;
+                    if severity == Severity::Error {
+                        *s = Severity::Error;
+                    }
+                }
+                None => more.push((code, severity, n)),
             }
         }
         details.extend(more.into_iter().map(|(code, severity, n)| Detail {

@@ -289,6 +289,11 @@ struct Queue {
     coordinators: usize,
 }
 
+/// How an action whose end the last server did not record ended.
+const SERVER_STOP: &str = "interrupted by a server stop";
+/// How an action whose end a failing repository did not record ended.
+const NOT_RECORDED: &str = "its end could not be recorded in the repository";
+
 /// The default of the setting `max_waiting_instances`.
 pub const DEFAULT_MAX_WAITING: usize = 1000;
 
@@ -311,12 +316,15 @@ impl Executor {
         keys: Option<Arc<KeyStore>>,
         limit: usize,
     ) -> Arc<Self> {
-        let repository_id = repo
-            .with(instances::repository_id)
-            .unwrap_or_else(|e| {
-                tracing::error!(message = "The repository's identity cannot be read; commit markers use 0.", error = %e);
-                "0".to_owned()
-            });
+        let repository_id = repo.with(instances::repository_id).unwrap_or_else(|e| {
+            // A random identity matches no marker: after a kill this server's runs count as
+            // "may have committed" rather than matching another repository's markers.
+            let mut b = [0u8; 8];
+            let _ = getrandom::fill(&mut b);
+            let id: String = b.iter().map(|x| format!("{x:02x}")).collect();
+            tracing::error!(message = "The repository's identity cannot be read; commit markers use a random one.", error = %e, identity = %id);
+            id
+        });
         Arc::new(Executor {
             repo,
             registry,
@@ -354,6 +362,20 @@ impl Executor {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         (q.waiting.len(), q.coordinators)
+    }
+
+    /// [`StartError::Busy`] when a new instance would have to wait and the queue is full.
+    fn busy_now(&self) -> Option<StartError> {
+        let q = self
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let would_wait = !q.waiting.is_empty() || q.coordinators >= self.limit;
+        if would_wait {
+            self.busy(q.waiting.len())
+        } else {
+            None
+        }
     }
 
     fn busy(&self, waiting: usize) -> Option<StartError> {
@@ -426,7 +448,7 @@ impl Executor {
         req: RunRequest,
         also: impl FnOnce(&rusqlite::Connection, i64) -> crate::repo::Result<()>,
     ) -> Result<i64, StartError> {
-        if let Some(busy) = self.busy(self.load().0) {
+        if let Some(busy) = self.busy_now() {
             return Err(busy);
         }
         let dialect = self.dialect_fn();
@@ -502,16 +524,24 @@ impl Executor {
     }
 
     /// Registers the instance's halt flag (under the `halts` lock held by the caller) and
-    /// queues it for a coordinator; starts a coordinator thread while fewer than `limit`
-    /// run.
+    /// queues it for a coordinator.
     fn enqueue_locked(self: &Arc<Self>, id: i64, halts: &mut HashMap<i64, Arc<AtomicBool>>) {
         halts.insert(id, Arc::new(AtomicBool::new(false)));
+        self.queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .waiting
+            .push_back(id);
+        self.ensure_coordinator();
+    }
+
+    /// Starts a coordinator thread when instances wait and fewer than `limit` run.
+    fn ensure_coordinator(self: &Arc<Self>) {
         let mut q = self
             .queue
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        q.waiting.push_back(id);
-        if q.coordinators >= self.limit {
+        if q.waiting.is_empty() || q.coordinators >= self.limit {
             return;
         }
         q.coordinators += 1;
@@ -580,12 +610,15 @@ impl Executor {
             tracing::error!(message = "Batch instance failed in the executor.", batch_instance_id = id, error = %e);
             // What ran is settled by its commit markers (an action that committed is
             // finished, whatever could not be recorded), what waits is halted.
-            let settled = self.settle(id).map_err(|e| e.to_string()).and_then(|()| {
-                self.record(id, |c| {
-                    instances::end_failed(c, id, &format!("the executor failed: {e}"))
-                })
+            let settled = self
+                .settle(id, NOT_RECORDED)
                 .map_err(|e| e.to_string())
-            });
+                .and_then(|()| {
+                    self.record(id, |c| {
+                        instances::end_failed(c, id, &format!("the executor failed: {e}"))
+                    })
+                    .map_err(|e| e.to_string())
+                });
             if let Err(e) = settled {
                 tracing::error!(message = "The failed batch instance cannot be recorded either; HaltBatchInstance or RestartBatchInstance settles it.", batch_instance_id = id, error = %e);
             }
@@ -599,7 +632,7 @@ impl Executor {
     /// # Errors
     ///
     /// [`StartError::NotFound`] or [`StartError::Conflict`] when it is not running.
-    pub fn halt(&self, id: i64) -> Result<(), StartError> {
+    pub fn halt(self: &Arc<Self>, id: i64) -> Result<(), StartError> {
         let mut halts = self
             .halts
             .lock()
@@ -614,9 +647,15 @@ impl Executor {
             )));
         }
         let Some(flag) = halts.get(&id).cloned() else {
-            // No coordinator has it: settle it here.
-            self.settle(id)?;
-            self.repo.tx(|c| instances::halt_now(c, id))?;
+            // No coordinator has it: claim it, settle it without the lock (that opens its
+            // connections), and halt it.
+            halts.insert(id, Arc::new(AtomicBool::new(true)));
+            drop(halts);
+            let settled = self
+                .settle(id, NOT_RECORDED)
+                .and_then(|()| Ok(self.repo.tx(|c| instances::halt_now(c, id))?));
+            self.unclaim(id);
+            settled?;
             tracing::info!(
                 message = "A batch instance without a coordinator was halted.",
                 batch_instance_id = id
@@ -640,6 +679,8 @@ impl Executor {
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .waiting
                     .push_front(id);
+                drop(halts);
+                self.ensure_coordinator();
                 return Err(e.into());
             }
             halts.remove(&id);
@@ -650,10 +691,18 @@ impl Executor {
         Ok(())
     }
 
+    /// Gives up a claim on an instance (taken to settle it without holding the lock).
+    fn unclaim(&self, id: i64) {
+        self.halts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&id);
+    }
+
     /// Records how the running actions of an instance without a coordinator ended, from
     /// their commit markers: `F` where the run's marker is in every connection it writes,
     /// `E` otherwise (saying whether it may have committed).
-    fn settle(&self, id: i64) -> Result<(), StartError> {
+    fn settle(&self, id: i64, why: &str) -> Result<(), StartError> {
         let Some(row) = self.repo.with(|c| instances::get(c, id))? else {
             return Err(StartError::NotFound(format!(
                 "batch instance {id} does not exist"
@@ -665,10 +714,15 @@ impl Executor {
             let run = super::marker::Run {
                 repository: self.repository_id.clone(),
                 instance: id,
+                started: digits(&row.start),
                 action: a.action_id,
                 attempt: a.attempt,
             };
             let verdict = match (&keys, serde_json::from_str::<StoredPlan>(&a.plan)) {
+                _ if !a.unmarked.is_empty() => Err(format!(
+                    "it wrote connection(s) {:?} without a commit marker",
+                    a.unmarked
+                )),
                 (Some(Ok(keys)), Ok(plan)) => {
                     super::committed(&self.registry, keys, &plan.to_plan(&dialect), &run)
                 }
@@ -678,8 +732,8 @@ impl Executor {
             };
             let (error, note) = match verdict {
                 Ok(true) => (None, "committed before its end was recorded: its commit marker was found in its target; row counts are not known".to_owned()),
-                Ok(false) => (Some("interrupted by a server stop before it committed".to_owned()), "not committed: no commit marker in its target".to_owned()),
-                Err(m) => (Some(format!("interrupted by a server stop; {m}; it may have committed")), m),
+                Ok(false) => (Some(format!("{why} before it committed")), "not committed: no commit marker in its target".to_owned()),
+                Err(m) => (Some(format!("{why}; {m}; it may have committed")), m),
             };
             tracing::warn!(message = "An action whose end was not recorded was settled.", batch_instance_id = id, action_id = a.action_id, committed = error.is_none(), note = %note);
             self.repo.with(|c| {
@@ -709,7 +763,7 @@ impl Executor {
     pub fn recover(&self) -> Result<Vec<i64>, StartError> {
         let ids = self.repo.with(instances::unfinished)?;
         for id in &ids {
-            self.settle(*id)?;
+            self.settle(*id, SERVER_STOP)?;
         }
         Ok(self.repo.tx(instances::recover)?)
     }
@@ -723,19 +777,44 @@ impl Executor {
     ///
     /// [`StartError::NotFound`], or [`StartError::Conflict`] for a running or finished one.
     pub fn restart(self: &Arc<Self>, id: i64) -> Result<usize, StartError> {
+        {
+            // Claimed while it is settled without the lock: a second restart or a halt
+            // meanwhile sees it running.
+            let mut halts = self
+                .halts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if halts.contains_key(&id) {
+                return Err(StartError::Conflict(format!(
+                    "batch instance {id} is still running"
+                )));
+            }
+            halts.insert(id, Arc::new(AtomicBool::new(false)));
+        }
+        let prepared = self
+            .repo
+            .with(|c| instances::state_of(c, id))
+            .map_err(StartError::from)
+            .and_then(|current| {
+                if matches!(current.as_deref(), Some(state::RUNNING | state::WAITING)) {
+                    self.settle(id, NOT_RECORDED)
+                } else {
+                    Ok(())
+                }
+            });
         let mut halts = self
             .halts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if halts.contains_key(&id) {
-            return Err(StartError::Conflict(format!(
-                "batch instance {id} is still running"
-            )));
-        }
-        let current = self.repo.with(|c| instances::state_of(c, id))?;
-        if matches!(current.as_deref(), Some(state::RUNNING | state::WAITING)) {
-            self.settle(id)?;
-        }
+        halts.remove(&id);
+        prepared?;
+        let waiting = {
+            let q = self
+                .queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            !q.waiting.is_empty() || q.coordinators >= self.limit
+        };
         let outcome = self.repo.tx(|c| {
             let Some(current) = instances::state_of(c, id)? else {
                 return Ok(Err(StartError::NotFound(format!(
@@ -747,12 +826,13 @@ impl Executor {
                     "batch instance {id} finished; there is nothing to run again"
                 ))));
             }
-            Ok(Ok(instances::reset_for_restart(c, id)?))
+            Ok(Ok(instances::reset_for_restart(c, id, waiting)?))
         })??;
         tracing::info!(
             message = "Batch instance restarted.",
             batch_instance_id = id,
-            actions = outcome
+            actions = outcome,
+            waiting
         );
         self.enqueue_locked(id, &mut halts);
         Ok(outcome)
@@ -815,7 +895,17 @@ impl Executor {
         }
         let (tx, rx) = std::sync::mpsc::channel::<(i64, super::Ran)>();
         let mut running: HashSet<i64> = HashSet::new();
-        let result = self.coordinate_loop(id, &row, halt, &tx, &rx, &mut running);
+        // A panic here must not let the instance go while its actions still run: they are
+        // waited for like after an error.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.coordinate_loop(id, &row, halt, &tx, &rx, &mut running)
+        }))
+        .unwrap_or_else(|p| {
+            Err(StartError::Invalid(format!(
+                "the coordinator panicked: {}",
+                weft_sdk::panic_message(p.as_ref())
+            )))
+        });
         if result.is_err() {
             for _ in 0..running.len() {
                 if rx.recv().is_err() {
@@ -1049,6 +1139,7 @@ impl Executor {
         let run = super::marker::Run {
             repository: self.repository_id.clone(),
             instance: id,
+            started: digits(&row.start),
             action,
             attempt,
         };
@@ -1121,7 +1212,22 @@ impl Executor {
                         .iter()
                         .map(|l| l.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
                         .collect();
-                    run_marked(&self.registry, &keys, &p.to_plan(&dialect), vars, Some(run))
+                    let unmarked = |ids: &[i64]| {
+                        self.repo
+                            .with(|c| instances::set_unmarked(c, run.instance, action, ids))
+                            .map_err(|e| e.to_string())
+                    };
+                    let marking = super::Marking {
+                        run,
+                        unmarked: &unmarked,
+                    };
+                    run_marked(
+                        &self.registry,
+                        &keys,
+                        &p.to_plan(&dialect),
+                        vars,
+                        Some(&marking),
+                    )
                 }
                 Some(Err(e)) => super::Ran {
                     outcome: Err(format!("action {action}: the key file cannot be read: {e}")),
@@ -1140,6 +1246,11 @@ impl Executor {
             },
         }
     }
+}
+
+/// The digits of a timestamp (`2026-11-23T07:56:10Z` to `20261123075610`).
+fn digits(t: &str) -> String {
+    t.chars().filter(char::is_ascii_digit).collect()
 }
 
 /// The actions the elements name, from the repository's current state.

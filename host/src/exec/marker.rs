@@ -1,17 +1,20 @@
 //! Commit markers: what makes an action's effect on its targets count exactly once.
 //!
 //! Before an action's transaction on a target connection commits, a row naming the run
-//! (`token`: repository identity, instance, action, attempt) is inserted into the table
+//! (`token`: repository identity, instance and its start, action, attempt) is inserted into
+//! the table
 //! `weft_commit_marker` of that target, in the same transaction. So the marker exists if
 //! and only if the action's writes committed. When the server was killed between that
 //! commit and recording `F` in the repository, its next start finds the marker and records
 //! the action as finished instead of running it again ([`committed`]).
 //!
 //! The table is created on first use (`CREATE TABLE IF NOT EXISTS`, outside the action's
-//! transaction). Where it cannot be (a read-only login, a dialect without `IF NOT EXISTS`),
-//! or where the key file entry says `weft.commit_marker=off` (a warehouse where weft may
-//! not create tables), the action runs without one and says so in its log: its effect on
-//! that connection is then at-least-once. Markers older than 30 days are deleted now and
+//! transaction; tried twice, as two actions may race to create it). Where it cannot be (a
+//! dialect without `IF NOT EXISTS`), or where the key file entry says
+//! `weft.commit_marker=off` (a warehouse where weft may not create tables), the action runs
+//! without one, says so in its log, and the repository records it before the action begins:
+//! after a kill such an action is reported as "may have committed", and its effect on that
+//! connection is at-least-once. Markers older than 30 days are deleted now and
 //! then, by every hundredth instance.
 
 use weft_sdk::abi_stable::std_types::RSlice;
@@ -34,6 +37,9 @@ pub struct Run {
     pub repository: String,
     /// The batch instance.
     pub instance: i64,
+    /// When the instance started (digits of its start time): a repository restored from a
+    /// backup may give a new instance an old id, never with the same start.
+    pub started: String,
     /// The action.
     pub action: i64,
     /// Which run of the action in that instance (a restart runs it again).
@@ -44,8 +50,8 @@ impl Run {
     /// The marker's key.
     pub fn token(&self) -> String {
         format!(
-            "{}:{}:{}:{}",
-            self.repository, self.instance, self.action, self.attempt
+            "{}:{}:{}:{}:{}",
+            self.repository, self.instance, self.started, self.action, self.attempt
         )
     }
 }
@@ -110,15 +116,17 @@ pub fn write(conn: &mut ConnectionBox, run: &Run) -> Result<(), String> {
     )
     .into_result()
     .map(|_| ())
-    .map_err(|e| e.to_string())
+    .map_err(|e| {
+        format!("{e} (a login that may not write {TABLE} needs the key file option {OPTION}=off)")
+    })
 }
 
 /// Whether the marker of `run` is in the target.
 ///
 /// # Errors
 ///
-/// What the database said; a missing table means no marker (`Ok(false)` is returned only
-/// when the table could be read).
+/// What the database said, a missing table included: the caller cannot tell then, and
+/// reports that the action may have committed.
 pub fn committed(conn: &mut ConnectionBox, run: &Run) -> Result<bool, String> {
     let (_, rows) = weft_sdk::query_all(
         conn,

@@ -209,17 +209,27 @@ pub fn run_action(
     run_marked(registry, keys, plan, variables, None)
 }
 
-/// [`run_action`] where, with `run`, each target's transaction also carries the run's
+/// How a batch run marks an action's commits: the run the markers name, and where to record,
+/// before the action begins, the connections it writes without a marker.
+pub struct Marking<'a> {
+    /// The run.
+    pub run: &'a marker::Run,
+    /// Records the connections written without a marker; an error keeps the action from
+    /// running.
+    pub unmarked: &'a dyn Fn(&[i64]) -> Result<(), String>,
+}
+
+/// [`run_action`] where, with `marking`, each target's transaction also carries the run's
 /// commit marker ([`marker`]), as batch instances run actions.
 pub fn run_marked(
     registry: &Registry,
     keys: &KeyFile,
     plan: &ActionPlan,
     variables: &[(String, String)],
-    run: Option<&marker::Run>,
+    marking: Option<&Marking<'_>>,
 ) -> Ran {
     let lines = Lines::default();
-    let outcome = run_inner(registry, keys, plan, variables, run, &lines);
+    let outcome = run_inner(registry, keys, plan, variables, marking, &lines);
     let log = lines
         .0
         .lock()
@@ -237,7 +247,7 @@ fn run_inner(
     keys: &KeyFile,
     plan: &ActionPlan,
     variables: &[(String, String)],
-    run: Option<&marker::Run>,
+    marking: Option<&Marking<'_>>,
     lines: &Lines,
 ) -> Result<RunOutcome, String> {
     let module = registry
@@ -308,13 +318,23 @@ fn run_inner(
     };
     // The connections whose transaction carries the run's commit marker.
     let mut marked: Vec<i64> = Vec::new();
-    if let Some(run) = run {
+    if let Some(marking) = marking {
+        let run = marking.run;
         for id in &target_ids {
             let allowed = keys.get(&id.to_string()).is_some_and(marker::enabled);
             let prepared = if allowed {
-                ctx.connection(*id)
+                // Twice: two actions creating the table at once may make one of them fail.
+                let mut tried = ctx
+                    .connection(*id)
                     .map_err(|e| e.to_string())
-                    .and_then(marker::prepare)
+                    .and_then(marker::prepare);
+                if tried.is_err() {
+                    tried = ctx
+                        .connection(*id)
+                        .map_err(|e| e.to_string())
+                        .and_then(marker::prepare);
+                }
+                tried
             } else {
                 Err(format!("the key file entry sets {}=off", marker::OPTION))
             };
@@ -331,6 +351,19 @@ fn run_inner(
                 ),
             }
         }
+        let unmarked: Vec<i64> = target_ids
+            .iter()
+            .copied()
+            .filter(|id| !marked.contains(id))
+            .collect();
+        if !unmarked.is_empty() {
+            (marking.unmarked)(&unmarked).map_err(|e| {
+                format!(
+                    "action {}: it did not run, as it writes connection(s) {unmarked:?} without a commit marker and that could not be recorded: {e}",
+                    plan.id
+                )
+            })?;
+        }
     }
     for id in &target_ids {
         ctx.connection(*id)
@@ -338,12 +371,12 @@ fn run_inner(
             .map_err(|e| format!("action {}: {e}", plan.id))?;
     }
     let mut result = module.module.run(&mut ctx).into_result();
-    if let (Ok(_), Some(run)) = (&result, run) {
+    if let (Ok(_), Some(marking)) = (&result, marking) {
         for id in &marked {
             let written = ctx
                 .connection(*id)
                 .map_err(|e| e.to_string())
-                .and_then(|c| marker::write(c, run));
+                .and_then(|c| marker::write(c, marking.run));
             if let Err(e) = written {
                 result = Err(weft_sdk::PluginError::new(format!(
                     "connection {id}: the commit marker could not be written: {e}"

@@ -193,6 +193,9 @@ pub enum InstallError {
     /// The name would escape `drivers/`.
     #[error("`{0}` is not a driver name: use letters, digits, `.`, `_` and `-`")]
     BadName(String),
+    /// Another jdbcManager installs the same driver right now.
+    #[error("another jdbcManager is installing `{0}` right now; try again when it is done")]
+    Busy(String),
     /// The host name could not be resolved.
     #[error("cannot resolve the host of {url}: {detail}")]
     Dns {
@@ -474,12 +477,24 @@ pub fn install_within(
     })?;
     let target = drivers.join(format!("{}.jar", entry.name));
     let mut partial = Partial::new(drivers.join(format!(".{}.jar.part", entry.name)));
-    let mut out = std::fs::File::create(&partial.path).map_err(|source| InstallError::Write {
-        path: partial.path.clone(),
-        source,
-    })?;
-    // Held while the install runs: `clean_partials` of another process leaves it alone.
-    out.lock().map_err(|source| InstallError::Write {
+    // Opened without truncating and locked before anything is written: a second install
+    // of the same driver meanwhile is refused instead of overwriting this one's file, and
+    // `clean_partials` of another process leaves it alone.
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&partial.path)
+        .map_err(|source| InstallError::Write {
+            path: partial.path.clone(),
+            source,
+        })?;
+    if out.try_lock().is_err() {
+        // Not ours to remove.
+        partial.keep = true;
+        return Err(InstallError::Busy(entry.name.clone()));
+    }
+    out.set_len(0).map_err(|source| InstallError::Write {
         path: partial.path.clone(),
         source,
     })?;
@@ -539,6 +554,14 @@ pub fn install_within(
         .or_else(|| entry.url.strip_prefix("file:"))
     {
         let path = PathBuf::from(path);
+        // Asked before opening: opening a pipe would wait for a writer.
+        let meta = std::fs::metadata(&path).map_err(|source| InstallError::Source {
+            path: path.clone(),
+            source,
+        })?;
+        if !meta.is_file() {
+            return Err(InstallError::NotAFile { path });
+        }
         let mut f = std::fs::File::open(&path).map_err(|source| InstallError::Source {
             path: path.clone(),
             source,

@@ -232,9 +232,16 @@ fn entry(name: &str, url: String) -> Entry {
 fn only_regular_files_that_are_jars_are_installed() {
     let dir = tempfile::tempdir().expect("dir");
     let drivers = dir.path().join("drivers");
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
     for (what, path) in [
         ("a device", PathBuf::from("/dev/zero")),
         ("a folder", dir.path().to_owned()),
+        ("a pipe (opening it would wait for a writer)", fifo),
     ] {
         let err = install(
             &entry("dev", format!("file:{}", path.display())),
@@ -346,6 +353,43 @@ fn downloads_are_bounded_in_size_and_time() {
         0,
         "no partial file left"
     );
+}
+
+#[test]
+fn a_second_install_of_the_same_driver_at_once_is_refused() {
+    let dir = tempfile::tempdir().expect("dir");
+    let drivers = dir.path().join("drivers");
+    std::fs::create_dir_all(&drivers).expect("drivers");
+    let src = dir.path().join("src.jar");
+    std::fs::write(&src, jar_bytes()).expect("jar");
+    // The first install holds its partial file.
+    let partial = drivers.join(".twice.jar.part");
+    std::fs::write(&partial, b"first half").expect("partial");
+    let held = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&partial)
+        .expect("open");
+    held.lock().expect("lock");
+    let err = install(
+        &entry("twice", format!("file:{}", src.display())),
+        &drivers,
+        &mut |_, _| {},
+    )
+    .expect_err("busy");
+    assert!(matches!(err, InstallError::Busy(_)), "{err}");
+    assert_eq!(
+        std::fs::read(&partial).expect("partial"),
+        b"first half",
+        "the first install's file is untouched"
+    );
+    drop(held);
+    install(
+        &entry("twice", format!("file:{}", src.display())),
+        &drivers,
+        &mut |_, _| {},
+    )
+    .expect("once the first is done");
+    assert!(!partial.exists());
 }
 
 #[test]

@@ -444,8 +444,9 @@ pub const CHECK_BUDGET: std::time::Duration = std::time::Duration::from_millis(1
 impl PluginCatalog<'_> {
     /// Checks objects against their connections (only connections the key file names); a
     /// warning text for each object that is off, or whose connection cannot be opened. A
-    /// connection gets [`CHECK_BUDGET`] in all: what is left when it is spent (a database
-    /// busy with writes) is reported as not checked, so a deploy never waits on the data.
+    /// native SQLite connection gets [`CHECK_BUDGET`] in all: what is left when it is spent
+    /// (a file busy with writes) is reported as not checked, so a deploy never waits on the
+    /// data's writers.
     pub fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
         let mut out = Vec::new();
         let Some(keys) = &self.keys else { return out };
@@ -477,7 +478,7 @@ impl PluginCatalog<'_> {
                 let Some(t) = self.registry.object_type(o.object_type_id) else {
                     continue;
                 };
-                if started.elapsed() > CHECK_BUDGET {
+                if entry.kind == crate::connect::SQLITE && started.elapsed() > CHECK_BUDGET {
                     out.push((
                         o.node_id,
                         format!(

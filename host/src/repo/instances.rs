@@ -93,6 +93,9 @@ pub struct ActionRow {
     /// How many times it was started (the commit marker names the attempt).
     #[serde(skip)]
     pub attempt: i64,
+    /// The connections its current attempt writes without a commit marker.
+    #[serde(skip)]
+    pub unmarked: Vec<i64>,
 }
 
 /// An instance as monitoring shows it.
@@ -183,7 +186,7 @@ pub fn set_action(conn: &Connection, instance: i64, action: i64, state: &str) ->
     let now = now_utc();
     let sql = match state {
         "R" => {
-            "UPDATE instance_actions SET state = ?3, started_at = ?4, ended_at = NULL, error = NULL, attempt = attempt + 1 WHERE instance_id = ?1 AND action_id = ?2"
+            "UPDATE instance_actions SET state = ?3, started_at = ?4, ended_at = NULL, error = NULL, attempt = attempt + 1, unmarked = NULL WHERE instance_id = ?1 AND action_id = ?2"
         }
         "S" | "H" | "E" => {
             "UPDATE instance_actions SET state = ?3, ended_at = ?4 WHERE instance_id = ?1 AND action_id = ?2"
@@ -301,7 +304,7 @@ pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
         .optional()?;
     let Some(mut row) = row else { return Ok(None) };
     let mut st = conn.prepare_cached(
-        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan, attempt
+        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan, attempt, unmarked
          FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
     )?;
     row.actions = st
@@ -322,6 +325,10 @@ pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
                 depends_on: serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or_default(),
                 plan: r.get(13)?,
                 attempt: r.get(14)?,
+                unmarked: r
+                    .get::<_, Option<String>>(15)?
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .unwrap_or_default(),
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -359,6 +366,26 @@ pub fn list(conn: &Connection, limit: i64) -> Result<Vec<serde_json::Value>> {
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows)
+}
+
+/// Records that the current attempt of an action writes `connections` without a commit
+/// marker (before it begins), so that after a kill it is known that it may have committed.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn set_unmarked(
+    conn: &Connection,
+    instance: i64,
+    action: i64,
+    connections: &[i64],
+) -> Result<()> {
+    let list = serde_json::to_string(connections).map_err(|e| Error::Corrupt(e.to_string()))?;
+    conn.prepare_cached(
+        "UPDATE instance_actions SET unmarked = ?3 WHERE instance_id = ?1 AND action_id = ?2",
+    )?
+    .execute(params![instance, action, list])?;
+    Ok(())
 }
 
 /// The instances the repository calls running or waiting.
@@ -424,16 +451,18 @@ pub fn halt_now(conn: &Connection, instance: i64) -> Result<()> {
 /// A repository error.
 pub fn end_failed(conn: &Connection, instance: i64, why: &str) -> Result<()> {
     let now = now_utc();
-    conn.execute(
+    let tx = conn.unchecked_transaction()?;
+    tx.execute(
         "UPDATE instance_actions SET state = 'H', ended_at = ?2, error = ?3 WHERE instance_id = ?1 AND state IN ('D', 'W', 'R')",
         params![instance, now, why],
     )?;
-    conn.execute(
+    tx.execute(
         "UPDATE batch_instances SET ended_at = ?2, state = CASE WHEN EXISTS
              (SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state <> 'F')
              THEN 'failed' ELSE 'finished' END WHERE id = ?1",
         params![instance, now],
     )?;
+    tx.commit()?;
     Ok(())
 }
 
@@ -472,7 +501,7 @@ pub fn recover(conn: &Connection) -> Result<Vec<i64>> {
 /// # Errors
 ///
 /// A repository error.
-pub fn reset_for_restart(conn: &Connection, instance: i64) -> Result<usize> {
+pub fn reset_for_restart(conn: &Connection, instance: i64, waiting: bool) -> Result<usize> {
     let n = conn.execute(
         "UPDATE instance_actions SET state = CASE WHEN depends_on = '[]' THEN 'W' ELSE 'D' END, started_at = NULL, ended_at = NULL, error = NULL,
              log = log || '-- restarted\n'
@@ -480,6 +509,12 @@ pub fn reset_for_restart(conn: &Connection, instance: i64) -> Result<usize> {
         [instance],
     )?;
     set_instance(conn, instance, state::RUNNING)?;
+    if waiting {
+        conn.execute(
+            "UPDATE batch_instances SET state = 'waiting' WHERE id = ?1",
+            [instance],
+        )?;
+    }
     Ok(n)
 }
 

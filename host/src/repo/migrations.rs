@@ -159,13 +159,14 @@ CREATE INDEX batch_instances_batch ON batch_instances(batch_id, state);
 ",
     },
     Migration {
-        summary: "the repository's own random identity and the attempt of every action run, which together name the commit marker an action leaves in its target",
+        summary: "the repository's own random identity and the attempt of every action run, which together name the commit marker an action leaves in its target, and the connections an attempt wrote without one",
         sql: "
 CREATE TABLE repository_identity (
     id TEXT NOT NULL
 );
 INSERT INTO repository_identity (id) VALUES (lower(hex(randomblob(8))));
 ALTER TABLE instance_actions ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE instance_actions ADD COLUMN unmarked TEXT;
 ",
     },
 ];

@@ -15,7 +15,7 @@
 //!   free again.
 //! - On shutdown, open connections get `shutdown_grace` to finish their requests.
 //! - The answers hyper itself gives to what it cannot read as HTTP (400, 431 for headers
-//!   too large, 414, 505) come with weft's error shape instead of an empty body
+//!   too large, 414) come with weft's error shape instead of an empty body
 //!   ([`ErrorBodies`]).
 
 use axum::Router;
@@ -74,7 +74,7 @@ pub async fn serve(
             Err(e) => {
                 // Out of descriptors: idle pooled SQLite connections give theirs back.
                 if matches!(e.raw_os_error(), Some(23 | 24)) {
-                    crate::connect::sqlite::close_idle();
+                    tokio::task::spawn_blocking(crate::connect::sqlite::close_idle);
                 }
                 tracing::error!(
                     message = "Accepting a connection failed; pausing before the next accept.",
@@ -208,10 +208,6 @@ fn with_error_body(head: &[u8]) -> Option<Vec<u8>> {
             "the request's headers are too large",
         ),
         414 => ("request.uri_too_long", "the request's URI is too long"),
-        505 => (
-            "request.http_version",
-            "this HTTP version is not served; use HTTP/1.1",
-        ),
         _ => (
             "request.malformed",
             "the request could not be read as HTTP/1.1",

@@ -13,6 +13,11 @@ struct Env {
 /// A repository with sheet 50, whose one action (51) inserts a row into `t` of the data
 /// file (connection 1); the executor runs at most `limit` actions at once.
 fn env(limit: usize) -> Env {
+    env_with(limit, Vec::new())
+}
+
+/// [`env`] with options on connection 1's key file entry.
+fn env_with(limit: usize, options: Vec<(String, String)>) -> Env {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = Arc::new(Repository::open(&dir.path().join("repository.db")).expect("open"));
     let mut kf =
@@ -28,7 +33,7 @@ fn env(limit: usize) -> Env {
         url: data.to_string_lossy().into_owned(),
         user: String::new(),
         password: String::new(),
-        options: Vec::new(),
+        options,
     });
     kf.save().expect("save");
     let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
@@ -223,4 +228,35 @@ fn a_repository_that_recovers_while_a_run_tries_again_loses_nothing() {
     env.until(id, "finished", |r| r.state == state::FINISHED);
     assert_eq!(env.get(id).actions[0].state, "F");
     assert_eq!(env.rows(), 1);
+}
+
+#[test]
+fn an_action_that_ran_without_a_marker_is_reported_as_maybe_committed() {
+    let env = env_with(1, vec![("weft.commit_marker".to_owned(), "off".to_owned())]);
+    env.exec.set_write_patience(Duration::from_millis(100));
+    let lock = env.lock_data();
+    let id = env.start().expect("start");
+    env.until(id, "running", |r| r.actions[0].state == "R");
+    assert_eq!(
+        env.get(id).actions[0].unmarked,
+        vec![1],
+        "recorded before the action began"
+    );
+    env.exec.repo().fill_disk(true);
+    drop(lock);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while env.exec.load().1 > 0 {
+        assert!(Instant::now() < deadline, "the coordinator never gave up");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    env.exec.repo().fill_disk(false);
+    env.exec.halt(id).expect("halt");
+    let row = env.get(id);
+    assert_eq!(row.actions[0].state, "E", "{row:?}");
+    let error = row.actions[0].error.clone().unwrap_or_default();
+    assert!(
+        error.contains("without a commit marker") && error.contains("may have committed"),
+        "{error}"
+    );
+    assert_eq!(env.rows(), 1, "it did commit: at-least-once");
 }
