@@ -343,3 +343,55 @@ async fn into_folder_is_refused_outside_development() {
         "{v}"
     );
 }
+
+#[test]
+fn repository_faults_have_their_own_codes() {
+    let fault = |code: i32| {
+        crate::repo::Error::with_sql(
+            rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None),
+            "INSERT ...",
+        )
+    };
+    for (code, status, name, retry) in [
+        (
+            rusqlite::ffi::SQLITE_FULL,
+            StatusCode::INSUFFICIENT_STORAGE,
+            "repository.full",
+            None,
+        ),
+        (
+            rusqlite::ffi::SQLITE_IOERR,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "repository.io",
+            Some(5),
+        ),
+        (
+            rusqlite::ffi::SQLITE_READONLY,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "repository.io",
+            Some(5),
+        ),
+        (
+            rusqlite::ffi::SQLITE_BUSY,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "repository.busy",
+            Some(5),
+        ),
+        (
+            rusqlite::ffi::SQLITE_CONSTRAINT,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            None,
+        ),
+    ] {
+        let e = ApiError::from_repo(&fault(code));
+        assert_eq!(
+            (e.status, e.code, e.retry_after),
+            (status, name, retry),
+            "{code}"
+        );
+        // What SQLite said goes to the log, not to the client.
+        assert!(!e.message.contains("INSERT"), "{}", e.message);
+        assert!(e.internal.is_some());
+    }
+}
