@@ -5,6 +5,8 @@
 
 pub mod batch;
 pub mod marker;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use crate::connect;
 use crate::dsr::model::{NodeAttributes, Sheet};

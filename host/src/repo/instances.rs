@@ -424,6 +424,26 @@ pub fn mark_running(conn: &Connection, instance: i64) -> Result<()> {
     Ok(())
 }
 
+/// What waits (`D`, `W`) in an instance is halted.
+fn halt_waiting(conn: &Connection, instance: i64, now: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE instance_actions SET state = 'H', ended_at = ?2 WHERE instance_id = ?1 AND state IN ('D', 'W')",
+        params![instance, now],
+    )?;
+    Ok(())
+}
+
+/// Ends an instance: `finished` when every action finished, else `otherwise`.
+fn end_as(conn: &Connection, instance: i64, now: &str, otherwise: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE batch_instances SET ended_at = ?2, state = CASE WHEN EXISTS
+             (SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state <> 'F')
+             THEN ?3 ELSE 'finished' END WHERE id = ?1",
+        params![instance, now, otherwise],
+    )?;
+    Ok(())
+}
+
 /// Halts an instance that no coordinator runs: what waits is halted, the instance too.
 ///
 /// # Errors
@@ -431,10 +451,7 @@ pub fn mark_running(conn: &Connection, instance: i64) -> Result<()> {
 /// A repository error.
 pub fn halt_now(conn: &Connection, instance: i64) -> Result<()> {
     let now = now_utc();
-    conn.execute(
-        "UPDATE instance_actions SET state = 'H', ended_at = ?2 WHERE instance_id = ?1 AND state IN ('D', 'W')",
-        params![instance, now],
-    )?;
+    halt_waiting(conn, instance, &now)?;
     conn.execute(
         "UPDATE batch_instances SET state = 'halted', halt_requested = 1, ended_at = ?2 WHERE id = ?1",
         params![instance, now],
@@ -443,8 +460,8 @@ pub fn halt_now(conn: &Connection, instance: i64) -> Result<()> {
 }
 
 /// Ends an instance whose coordinator failed (its running actions settled before): what
-/// waits is halted with `why`; the instance is finished when every action finished, else
-/// failed.
+/// waits or still runs is halted with `why`; the instance is finished when every action
+/// finished, else failed.
 ///
 /// # Errors
 ///
@@ -456,12 +473,7 @@ pub fn end_failed(conn: &Connection, instance: i64, why: &str) -> Result<()> {
         "UPDATE instance_actions SET state = 'H', ended_at = ?2, error = ?3 WHERE instance_id = ?1 AND state IN ('D', 'W', 'R')",
         params![instance, now, why],
     )?;
-    tx.execute(
-        "UPDATE batch_instances SET ended_at = ?2, state = CASE WHEN EXISTS
-             (SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state <> 'F')
-             THEN 'failed' ELSE 'finished' END WHERE id = ?1",
-        params![instance, now],
-    )?;
+    end_as(&tx, instance, &now, state::FAILED)?;
     tx.commit()?;
     Ok(())
 }
@@ -481,16 +493,8 @@ pub fn recover(conn: &Connection) -> Result<Vec<i64>> {
             "UPDATE instance_actions SET state = 'E', ended_at = ?2, error = 'interrupted by a server stop' WHERE instance_id = ?1 AND state = 'R'",
             params![id, now],
         )?;
-        conn.execute(
-            "UPDATE instance_actions SET state = 'H', ended_at = ?2 WHERE instance_id = ?1 AND state IN ('D', 'W')",
-            params![id, now],
-        )?;
-        conn.execute(
-            "UPDATE batch_instances SET ended_at = ?2, state = CASE WHEN EXISTS
-                 (SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state <> 'F')
-                 THEN 'interrupted' ELSE 'finished' END WHERE id = ?1",
-            params![id, now],
-        )?;
+        halt_waiting(conn, *id, &now)?;
+        end_as(conn, *id, &now, state::INTERRUPTED)?;
     }
     Ok(ids)
 }

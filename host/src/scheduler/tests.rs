@@ -1,7 +1,6 @@
 //! The scheduler's decisions on a real repository and executor, at chosen instants.
 
 use super::*;
-use crate::keys::{KeyFile, KeyStore};
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -19,23 +18,6 @@ fn utc(s: &str) -> DateTime<Utc> {
 /// A repository with a one-action sheet (a quick Sql on a data file) and batch 5 `daily
 /// 22:00` deployed as `extra` says, planned for 2026-11-20 22:00.
 fn env(extra: &str) -> Env {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = Arc::new(Repository::open(&dir.path().join("repository.db")).expect("open"));
-    let mut kf =
-        KeyFile::init(dir.path(), repo.path(), "http://127.0.0.1:1/weft/service").expect("keys");
-    let data = dir.path().join("data.db");
-    kf.set(crate::keys::Entry {
-        key: "1".into(),
-        kind: "sqlite".into(),
-        url: data.to_string_lossy().into_owned(),
-        user: String::new(),
-        password: String::new(),
-        options: Vec::new(),
-    });
-    kf.save().expect("save");
-    let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
-    let registry = Arc::new(crate::plugins::load_test_registry());
-    let exec = Executor::new(Arc::clone(&repo), Arc::clone(&registry), Some(keys), 2);
     let doc = serde_json::json!({"version": 1, "transformationData": {
         "folders": [{"id": 5, "path": "/s"}],
         "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
@@ -48,18 +30,9 @@ fn env(extra: &str) -> Env {
           "elements": [{"elementType": "S", "elementId": 50}]}]}})
     .to_string()
     .replacen("}]}}", &format!("{extra}}}]}}}}"), 1);
-    let catalog = crate::plugins::PluginCatalog {
-        registry: &registry,
-        keys: None,
-    };
-    crate::deploy::deploy(
-        &repo,
-        &catalog,
-        &doc,
-        crate::deploy::Options::default(),
-        crate::settings::Environment::Development,
-    )
-    .expect("deploy");
+    let home = crate::exec::testing::home(2, Vec::new(), &doc);
+    let (dir, exec) = (home.dir, home.exec);
+    let repo = Arc::clone(exec.repo());
     repo.tx(|c| {
         c.execute(
             "UPDATE service_batch_next_run SET start_dt = '2026-11-20 22:00:00' WHERE batch_id = 5",

@@ -2,7 +2,6 @@
 //! instances, its bound, and instances whose states the repository could not record.
 
 use super::*;
-use crate::keys::{KeyFile, KeyStore};
 use std::time::{Duration, Instant};
 
 struct Env {
@@ -18,27 +17,6 @@ fn env(limit: usize) -> Env {
 
 /// [`env`] with options on connection 1's key file entry.
 fn env_with(limit: usize, options: Vec<(String, String)>) -> Env {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = Arc::new(Repository::open(&dir.path().join("repository.db")).expect("open"));
-    let mut kf =
-        KeyFile::init(dir.path(), repo.path(), "http://127.0.0.1:1/weft/service").expect("keys");
-    let data = dir.path().join("data.db");
-    rusqlite::Connection::open(&data)
-        .expect("data")
-        .execute_batch("CREATE TABLE t (n INTEGER);")
-        .expect("table");
-    kf.set(crate::keys::Entry {
-        key: "1".into(),
-        kind: "sqlite".into(),
-        url: data.to_string_lossy().into_owned(),
-        user: String::new(),
-        password: String::new(),
-        options,
-    });
-    kf.save().expect("save");
-    let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
-    let registry = Arc::new(crate::plugins::load_test_registry());
-    let exec = Executor::new(Arc::clone(&repo), Arc::clone(&registry), Some(keys), limit);
     let doc = serde_json::json!({"version": 1, "transformationData": {
         "folders": [{"id": 5, "path": "/s"}],
         "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
@@ -48,19 +26,15 @@ fn env_with(limit: usize, options: Vec<(String, String)>) -> Env {
             {"id": 52, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
           "edges": [{"id": 53, "from": 51, "to": 52}]}]}})
     .to_string();
-    let catalog = crate::plugins::PluginCatalog {
-        registry: &registry,
-        keys: None,
-    };
-    crate::deploy::deploy(
-        &repo,
-        &catalog,
-        &doc,
-        crate::deploy::Options::default(),
-        crate::settings::Environment::Development,
-    )
-    .expect("deploy");
-    Env { dir, exec }
+    let home = crate::exec::testing::home(limit, options, &doc);
+    rusqlite::Connection::open(home.data())
+        .expect("data")
+        .execute_batch("CREATE TABLE t (n INTEGER);")
+        .expect("table");
+    Env {
+        dir: home.dir,
+        exec: home.exec,
+    }
 }
 
 impl Env {

@@ -1,0 +1,57 @@
+//! What the unit tests of the executor and the scheduler share: a real repository in a
+//! temporary folder, a key file whose connection 1 is the SQLite file `data.db` beside it,
+//! the real plugins, an executor, and a document deployed into the repository.
+
+use super::batch::Executor;
+use crate::keys::{Entry, KeyFile, KeyStore};
+use crate::repo::Repository;
+use std::sync::Arc;
+
+/// A temporary home with an executor over it.
+pub(crate) struct Home {
+    /// The folder: `repository.db`, `keyfile`, `data.db`.
+    pub dir: tempfile::TempDir,
+    /// The executor.
+    pub exec: Arc<Executor>,
+}
+
+impl Home {
+    /// `data.db`, connection 1's file.
+    pub fn data(&self) -> std::path::PathBuf {
+        self.dir.path().join("data.db")
+    }
+}
+
+/// A home whose connection 1 has the key file `options`, with `doc` deployed and an
+/// executor running at most `limit` actions at once.
+pub(crate) fn home(limit: usize, options: Vec<(String, String)>, doc: &str) -> Home {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = Arc::new(Repository::open(&dir.path().join("repository.db")).expect("open"));
+    let mut kf =
+        KeyFile::init(dir.path(), repo.path(), "http://127.0.0.1:1/weft/service").expect("keys");
+    kf.set(Entry {
+        key: "1".into(),
+        kind: "sqlite".into(),
+        url: dir.path().join("data.db").to_string_lossy().into_owned(),
+        user: String::new(),
+        password: String::new(),
+        options,
+    });
+    kf.save().expect("save");
+    let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
+    let registry = Arc::new(crate::plugins::load_test_registry());
+    let exec = Executor::new(Arc::clone(&repo), Arc::clone(&registry), Some(keys), limit);
+    let catalog = crate::plugins::PluginCatalog {
+        registry: &registry,
+        keys: None,
+    };
+    crate::deploy::deploy(
+        &repo,
+        &catalog,
+        doc,
+        crate::deploy::Options::default(),
+        crate::settings::Environment::Development,
+    )
+    .expect("deploy");
+    Home { dir, exec }
+}
