@@ -5,6 +5,8 @@
 # one, in one transaction; running it again changes nothing; a repository newer than this
 # weft is refused. HOME is --home DIR, else $WEFT_HOME, else ./weft-home.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/_weft_bin"
-bin=$(weft_find_bin) || exit 2
+# Symlinks are followed to the installation; a copy elsewhere uses $WEFT_BIN or weft on PATH.
+self=$(readlink -f "${BASH_SOURCE[0]}")
+if [ -f "${self%/*}/_weft_bin" ]; then . "${self%/*}/_weft_bin"; else weft_find_bin() { if [ -n "${WEFT_BIN:-}" ]; then echo "$WEFT_BIN"; else command -v weft || { echo "${0##*/}: cannot find the weft binary: set WEFT_BIN or put weft on PATH" >&2; return 1; }; fi; }; fi
+bin=$(weft_find_bin "$self") || exit 2
 exec "$bin" schema "$@"

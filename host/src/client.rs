@@ -31,8 +31,10 @@ pub enum Exit {
 /// What `weft deploy` was asked.
 #[derive(Debug, Clone)]
 pub struct DeployArgs {
-    /// `--url`; default the key file's `weft_server` entry.
+    /// `--url`; default the key file's `weft_server` entry, else the local default address.
     pub url: Option<String>,
+    /// `--token` or `WEFT_TOKEN`: the bearer token for a server beyond loopback.
+    pub token: Option<String>,
     /// `--test`: dry run.
     pub test: bool,
     /// `--verbose`.
@@ -45,45 +47,72 @@ pub struct DeployArgs {
     pub home: PathBuf,
 }
 
-/// The service a client talks to: its URL, the bearer token when the key file has one for
-/// that URL, and an HTTP client.
+/// The address a client uses when neither `--url` nor the key file names one (SPEC 4.4:
+/// "usually the local default address").
+pub const DEFAULT_URL: &str = "http://localhost:17491/weft/service";
+
+/// The service a client talks to: its URL, the bearer token, and an HTTP client.
 pub struct Service {
     /// The endpoint.
     pub url: String,
+    /// Where the URL came from, for `--verbose`.
+    pub url_from: String,
     token: Option<String>,
+    /// Where the token came from (never the token itself), for `--verbose`.
+    pub token_from: &'static str,
     http: reqwest::blocking::Client,
     who: &'static str,
 }
 
 impl Service {
-    /// Finds the service: `url`, else key file entry `weft_server` of `home`. `who` prefixes
-    /// messages (`deploySheet`, `weft run`).
+    /// Finds the service: `url`, else key file entry `weft_server` of `home`, else
+    /// [`DEFAULT_URL`]; the token: `token` (`--token` or `WEFT_TOKEN`), else the option
+    /// `token` of that key file entry when its URL is the one used. `who` prefixes messages
+    /// (`deploySheet`, `weft run`).
     ///
     /// # Errors
     ///
-    /// [`Exit::Usage`] when no URL is known, after printing why.
-    pub fn locate(url: Option<&str>, home: &Path, who: &'static str) -> Result<Self, Exit> {
-        let keyfile = KeyFile::load(&KeyFile::path_in(home));
+    /// [`Exit::ServerError`] when the HTTP client cannot be set up, after printing why.
+    pub fn locate(
+        url: Option<&str>,
+        token: Option<&str>,
+        home: &Path,
+        who: &'static str,
+    ) -> Result<Self, Exit> {
+        let keyfile_path = KeyFile::path_in(home);
+        let keyfile = KeyFile::load(&keyfile_path);
         let server_entry = keyfile
             .as_ref()
             .ok()
             .and_then(|k| k.get(keys::SERVER_KEY).cloned());
-        let url = match (url, &server_entry) {
-            (Some(u), _) => u.to_owned(),
-            (None, Some(e)) => e.url.clone(),
+        let (url, url_from) = match (url, &server_entry) {
+            (Some(u), _) => (u.to_owned(), "--url".to_owned()),
+            (None, Some(e)) => (
+                e.url.clone(),
+                format!(
+                    "key file entry {} in {}",
+                    keys::SERVER_KEY,
+                    keyfile_path.display()
+                ),
+            ),
             (None, None) => {
                 let why = match &keyfile {
                     Err(e) => e.to_string(),
                     Ok(_) => format!("the key file has no entry `{}`", keys::SERVER_KEY),
                 };
-                eprintln!("{who}: no --url given and the service address is unknown: {why}");
-                return Err(Exit::Usage);
+                (DEFAULT_URL.to_owned(), format!("the default ({why})"))
             }
         };
-        // The token goes only to the server the key file names.
-        let token = server_entry
+        let given = token.map(str::trim).filter(|t| !t.is_empty());
+        // The key file's token goes only to the server the key file names.
+        let from_keyfile = server_entry
             .filter(|e| same_origin(&e.url, &url))
             .and_then(|e| e.option("token").map(str::to_owned));
+        let (token, token_from) = match (given, from_keyfile) {
+            (Some(t), _) => (Some(t.to_owned()), "--token or WEFT_TOKEN"),
+            (None, Some(t)) => (Some(t), "the key file"),
+            (None, None) => (None, "none"),
+        };
         // rustls with ring, for https URLs (the process's one crypto provider).
         crate::init_tls();
         let http = reqwest::blocking::Client::builder()
@@ -96,7 +125,9 @@ impl Service {
             })?;
         Ok(Service {
             url,
+            url_from,
             token,
+            token_from,
             http,
             who,
         })
@@ -125,7 +156,8 @@ impl Service {
                 "request failed"
             };
             eprintln!(
-                "{who}: the service at {url} cannot be reached ({what}): {}",
+                "{who}: the service at {url} (from {}) cannot be reached ({what}): {}",
+                self.url_from,
                 error_chain(&e)
             );
             eprintln!("{who}: is the server running? Start it with `weft serve`, or give --url");
@@ -142,7 +174,12 @@ impl Service {
 
 /// Runs `weft deploy`, printing to standard output and error; returns the exit code.
 pub fn deploy(args: &DeployArgs) -> Exit {
-    let service = match Service::locate(args.url.as_deref(), &args.home, "deploySheet") {
+    let service = match Service::locate(
+        args.url.as_deref(),
+        args.token.as_deref(),
+        &args.home,
+        "deploySheet",
+    ) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -174,8 +211,15 @@ pub fn deploy(args: &DeployArgs) -> Exit {
         }
     };
     if args.verbose {
-        eprintln!("url: {url}");
-        eprintln!("options: {}", serde_json::Value::Object(options.clone()));
+        // The options in force, defaults included.
+        let mut effective = serde_json::Map::new();
+        effective.insert("validate".to_owned(), serde_json::Value::Bool(true));
+        effective.insert("dryRun".to_owned(), serde_json::Value::Bool(false));
+        effective.insert("intoFolder".to_owned(), serde_json::Value::Null);
+        effective.extend(options.clone());
+        eprintln!("url: {url} (from {})", service.url_from);
+        eprintln!("token: {}", service.token_from);
+        eprintln!("options: {}", serde_json::Value::Object(effective));
         eprintln!("file: {name} ({} bytes)", content.len());
     }
     let body = serde_json::json!({
@@ -306,6 +350,8 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 pub struct RunArgs {
     /// `--url`.
     pub url: Option<String>,
+    /// `--token` or `WEFT_TOKEN`.
+    pub token: Option<String>,
     /// `--sheet` ids.
     pub sheets: Vec<i64>,
     /// `--action` ids.
@@ -328,7 +374,12 @@ pub struct RunArgs {
 /// it runs and exits 0 when it finished, 1 when it failed, was halted or interrupted.
 pub fn run(args: &RunArgs) -> Exit {
     use std::io::Write as _;
-    let service = match Service::locate(args.url.as_deref(), &args.home, "weft run") {
+    let service = match Service::locate(
+        args.url.as_deref(),
+        args.token.as_deref(),
+        &args.home,
+        "weft run",
+    ) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -456,8 +507,14 @@ pub fn run(args: &RunArgs) -> Exit {
 
 /// Runs `weft next-runs`: prints the next planned starts of a scheduled batch, one a line:
 /// local time, UTC offset, UTC, and what a clock change does to it.
-pub fn next_runs(url: Option<&str>, home: &Path, batch: i64, count: usize) -> Exit {
-    let service = match Service::locate(url, home, "weft next-runs") {
+pub fn next_runs(
+    url: Option<&str>,
+    token: Option<&str>,
+    home: &Path,
+    batch: i64,
+    count: usize,
+) -> Exit {
+    let service = match Service::locate(url, token, home, "weft next-runs") {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -513,3 +570,6 @@ pub fn next_runs(url: Option<&str>, home: &Path, batch: i64, count: usize) -> Ex
     }
     Exit::Ok
 }
+
+#[cfg(test)]
+mod tests;

@@ -50,9 +50,12 @@ enum Command {
     },
     /// Deploy a .dsr file to the service (what deploySheet.sh runs).
     Deploy {
-        /// The service endpoint; default the URL of key file entry weft_server.
+        /// The service endpoint; default the URL of key file entry weft_server, else http://localhost:17491/weft/service.
         #[arg(long, value_name = "URL")]
         url: Option<String>,
+        /// The bearer token of a server listening beyond loopback; default option token of key file entry weft_server.
+        #[arg(long, env = "WEFT_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+        token: Option<String>,
         /// Only test the deployment (deploy option dryRun=true).
         #[arg(long)]
         test: bool,
@@ -68,9 +71,12 @@ enum Command {
     },
     /// Run sheets, actions or folders as a batch instance (RunElements), and follow it with --wait.
     Run {
-        /// The service endpoint; default the URL of key file entry weft_server.
+        /// The service endpoint; default the URL of key file entry weft_server, else http://localhost:17491/weft/service.
         #[arg(long, value_name = "URL")]
         url: Option<String>,
+        /// The bearer token of a server listening beyond loopback; default option token of key file entry weft_server.
+        #[arg(long, env = "WEFT_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+        token: Option<String>,
         /// A sheet to run (repeatable).
         #[arg(long = "sheet", value_name = "ID")]
         sheets: Vec<i64>,
@@ -107,9 +113,12 @@ enum Command {
     /// List the next planned starts of a scheduled batch, in local time and UTC, with clock
     /// changes marked (the NextRuns command).
     NextRuns {
-        /// The service endpoint; default the URL of key file entry weft_server.
+        /// The service endpoint; default the URL of key file entry weft_server, else http://localhost:17491/weft/service.
         #[arg(long, value_name = "URL")]
         url: Option<String>,
+        /// The bearer token of a server listening beyond loopback; default option token of key file entry weft_server.
+        #[arg(long, env = "WEFT_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+        token: Option<String>,
         /// The batch id.
         batch: i64,
         /// How many starts (1 to 1000).
@@ -210,6 +219,7 @@ fn main() -> ExitCode {
         Command::Schema { status } => schema(&home, status),
         Command::Deploy {
             url,
+            token,
             test,
             verbose,
             option,
@@ -217,6 +227,7 @@ fn main() -> ExitCode {
         } => {
             let args = client::DeployArgs {
                 url,
+                token,
                 test,
                 verbose,
                 option,
@@ -229,15 +240,23 @@ fn main() -> ExitCode {
         Command::Keys {
             action: KeysAction::Copy { from, to },
         } => keys_copy(&home, &from, &to),
-        Command::NextRuns { url, batch, count } => {
-            ExitCode::from(
-                client::next_runs(url.as_deref(), &home, batch, usize::from(count)) as u8,
-            )
-        }
+        Command::NextRuns {
+            url,
+            token,
+            batch,
+            count,
+        } => ExitCode::from(client::next_runs(
+            url.as_deref(),
+            token.as_deref(),
+            &home,
+            batch,
+            usize::from(count),
+        ) as u8),
         Command::Plugins => plugins(&home),
         Command::Jdbc { install, action } => jdbc(install, action),
         Command::Run {
             url,
+            token,
             sheets,
             actions,
             folders,
@@ -251,6 +270,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|| "weft".to_owned());
             let args = client::RunArgs {
                 url,
+                token,
                 sheets,
                 actions,
                 folders,

@@ -58,8 +58,14 @@ fn deploy_sheet_test_and_verbose() {
         "--verbose names the URL: {err}"
     );
     assert!(
-        err.contains("\"dryRun\":true"),
-        "--verbose names the options: {err}"
+        err.contains("\"dryRun\":true")
+            && err.contains("\"validate\":true")
+            && err.contains("\"intoFolder\":null"),
+        "--verbose names the options in force, defaults included: {err}"
+    );
+    assert!(
+        err.contains("(from key file entry weft_server"),
+        "--verbose says where the URL came from: {err}"
     );
     assert!(
         err.contains(&format!("file: {}", folder.display())),
@@ -151,15 +157,24 @@ fn deploy_sheet_without_a_reachable_service_exits_3() {
         err.contains("cannot be reached") && err.contains(&url),
         "{err}"
     );
-    // Without --url and without a key file: a usage error that says why.
+    // Without --url and without a key file: the local default address (SPEC 4.4), and the
+    // message says where the address came from.
+    if std::net::TcpStream::connect("127.0.0.1:17491").is_ok() {
+        eprintln!("skipped the default-address part: something listens on 17491");
+        return;
+    }
     let o = script(
         home.path(),
         "deploySheet.sh",
         &["--file", folder.to_str().expect("utf8")],
         None,
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).1.contains("keyfile"), "{:?}", text(&o));
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("http://localhost:17491/weft/service") && err.contains("the default"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -527,4 +542,122 @@ fn objects_missing_on_their_connection_are_warnings() {
         "{err}"
     );
     writer.execute_batch("ROLLBACK").expect("unlock");
+}
+
+/// Runs a script file with `WEFT_HOME=home` from the folder `cwd`, with `env`.
+fn script_at(
+    script: &std::path::Path,
+    cwd: &std::path::Path,
+    home: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> std::process::Output {
+    let mut c = std::process::Command::new(script);
+    c.args(args).current_dir(cwd).env("WEFT_HOME", home);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("script")
+}
+
+#[test]
+fn scripts_work_through_a_symlink_and_as_a_copy_from_another_directory() {
+    let w = Weft::start();
+    let elsewhere = tempfile::tempdir().expect("cwd");
+    let user_bin = tempfile::tempdir().expect("~/bin");
+    // Linked into the user's bin: it finds its installation through the link.
+    let linked = user_bin.path().join("deploySheet.sh");
+    std::os::unix::fs::symlink(root().join("bin/deploySheet.sh"), &linked).expect("symlink");
+    let o = script_at(
+        &linked,
+        elsewhere.path(),
+        w.home.path(),
+        &["--file", example("1-folder.dsr").to_str().expect("utf8")],
+        &[("WEFT_BIN", weft_bin().as_os_str())],
+    );
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(text(&o).0.contains("Deployment without errors"));
+    // Copied without the rest of bin/: weft is found on PATH.
+    let copied = user_bin.path().join("getkey");
+    std::fs::copy(root().join("bin/getkey"), &copied).expect("copy");
+    let path_dir = tempfile::tempdir().expect("PATH dir");
+    std::os::unix::fs::symlink(weft_bin(), path_dir.path().join("weft")).expect("weft on PATH");
+    let path = std::env::join_paths(std::iter::once(path_dir.path().to_owned()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("PATH");
+    let o = script_at(
+        &copied,
+        elsewhere.path(),
+        w.home.path(),
+        &["weft_server"],
+        &[("PATH", path.as_os_str())],
+    );
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert_eq!(text(&o).0.trim(), w.url);
+    // Without weft on PATH and without WEFT_BIN, it says what to do.
+    let o = script_at(
+        &copied,
+        elsewhere.path(),
+        w.home.path(),
+        &["weft_server"],
+        &[("PATH", std::ffi::OsStr::new("/usr/bin:/bin"))],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("set WEFT_BIN or put weft on PATH"),
+        "{:?}",
+        text(&o)
+    );
+}
+
+#[test]
+fn clients_take_the_token_from_a_flag_or_the_environment() {
+    let w = Weft::start_with(&["--listen", "0.0.0.0:0"], &[]);
+    let token = text(&w.script("getkey", &["weft_server", "--field", "token"], None))
+        .0
+        .trim()
+        .to_owned();
+    assert_eq!(token.len(), 32);
+    // Another home, without a key file: only the flag or the variable can give the token.
+    let other = tempfile::tempdir().expect("other home");
+    let deploy = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut c = std::process::Command::new(weft_bin());
+        c.args(["deploy", "--url", &w.url, "--file"])
+            .arg(example("1-folder.dsr"))
+            .args(extra)
+            .env("WEFT_HOME", other.path())
+            .env_remove("WEFT_TOKEN");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().expect("weft deploy")
+    };
+    let o = deploy(&[], &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "refused without a token: {:?}",
+        text(&o)
+    );
+    assert!(text(&o).1.contains("Bearer"), "{:?}", text(&o));
+    let o = deploy(&["--token", &token], &[]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let o = deploy(&["--verbose"], &[("WEFT_TOKEN", &token)]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let (_, err) = text(&o);
+    assert!(err.contains("token: --token or WEFT_TOKEN"), "{err}");
+    assert!(!err.contains(&token), "the token is never printed: {err}");
+    // weft next-runs takes it too: past the token, an unknown batch is a 404.
+    let o = std::process::Command::new(weft_bin())
+        .args(["next-runs", "99", "--url", &w.url])
+        .env("WEFT_HOME", other.path())
+        .env("WEFT_TOKEN", &token)
+        .output()
+        .expect("next-runs");
+    assert!(
+        text(&o).1.contains("batch 99 does not exist"),
+        "{:?}",
+        text(&o)
+    );
 }
