@@ -552,7 +552,9 @@ pub fn next_runs(
         }
     );
     let starts = p["starts"].as_array().cloned().unwrap_or_default();
-    if starts.is_empty() {
+    if let Some(problem) = p["problem"].as_str() {
+        println!("  {problem}");
+    } else if starts.is_empty() {
         println!("  no planned start");
     }
     for s in starts {

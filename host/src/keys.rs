@@ -182,6 +182,8 @@ impl KeyFile {
     /// [`Error::Syntax`] naming the first bad line.
     pub fn parse(path: &Path, text: &str) -> Result<Self> {
         let mut lines = Vec::new();
+        // Each key's first line, to refuse a key given twice.
+        let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for (i, raw) in text.lines().enumerate() {
             let trimmed = raw.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -217,6 +219,13 @@ impl KeyFile {
             }
             if fields[0].is_empty() {
                 return Err(syntax("the KEY field is empty".to_owned()));
+            }
+            if let Some(first) = seen.insert(fields[0].clone(), i + 1) {
+                return Err(syntax(format!(
+                    "entry `{}` is given twice, at lines {first} and {}; keep one of them",
+                    fields[0],
+                    i + 1
+                )));
             }
             let mut f = fields.into_iter();
             let mut next = || f.next().unwrap_or_default();
@@ -408,6 +417,8 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
 pub struct KeyStore {
     path: PathBuf,
     cached: Mutex<(Option<SystemTime>, Option<KeyFile>)>,
+    /// The modification time of a changed file that could not be read (logged once).
+    refused: Mutex<Option<SystemTime>>,
 }
 
 impl KeyStore {
@@ -417,6 +428,7 @@ impl KeyStore {
         KeyStore {
             path,
             cached: Mutex::new((mtime, Some(initial))),
+            refused: Mutex::new(None),
         }
     }
 
@@ -434,8 +446,22 @@ impl KeyStore {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if cached.0 != mtime || cached.1.is_none() {
-            let kf = KeyFile::load(&self.path)?;
-            *cached = (mtime, Some(kf));
+            match KeyFile::load(&self.path) {
+                Ok(kf) => *cached = (mtime, Some(kf)),
+                // A changed file that is wrong: the last good one stays in force, and the
+                // log says so once per change.
+                Err(e) if cached.1.is_some() => {
+                    let mut refused = self
+                        .refused
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if *refused != mtime {
+                        *refused = mtime;
+                        tracing::error!(message = "The changed key file cannot be used; the last good one stays in force until it is fixed.", error = %e);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         }
         match &cached.1 {
             Some(kf) => Ok(kf.clone()),

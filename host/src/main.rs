@@ -149,6 +149,10 @@ enum KeysAction {
         from: String,
         /// The new connection number or name.
         to: String,
+        /// Replace entry 0 (the repository) or weft_server (the service), which scripts and
+        /// the server rely on.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -238,8 +242,8 @@ fn main() -> ExitCode {
         }
         Command::Getkey { name, field } => getkey(&home, &name, field),
         Command::Keys {
-            action: KeysAction::Copy { from, to },
-        } => keys_copy(&home, &from, &to),
+            action: KeysAction::Copy { from, to, force },
+        } => keys_copy(&home, &from, &to, force),
         Command::NextRuns {
             url,
             token,
@@ -386,8 +390,20 @@ fn schema(home: &std::path::Path, status: bool) -> ExitCode {
     }
 }
 
-fn keys_copy(home: &std::path::Path, from: &str, to: &str) -> ExitCode {
+fn keys_copy(home: &std::path::Path, from: &str, to: &str, force: bool) -> ExitCode {
     let path = KeyFile::path_in(home);
+    let vital = [String::from("0"), weft::keys::SERVER_KEY.to_owned()];
+    if !force && vital.iter().any(|v| v == to) {
+        eprintln!(
+            "weft keys copy: entry {to} is the {}; every script and the server rely on it, so it is not replaced (give --force to replace it anyway)",
+            if to == "0" {
+                "repository itself"
+            } else {
+                "service's address"
+            }
+        );
+        return ExitCode::from(2);
+    }
     let done = KeyFile::load(&path).and_then(|mut kf| {
         let mut entry = kf.require(from)?.clone();
         entry.key = to.to_owned();

@@ -74,7 +74,8 @@ pub struct Tick {
 ///
 /// A repository error; a batch whose stored schedule cannot be read is logged and left out.
 pub fn candidates(conn: &rusqlite::Connection, local_now: &str) -> repo::Result<Vec<Due>> {
-    let sql = "SELECT b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, n.start_dt \
+    // `start_dt` as text whatever was written into it (an UPDATE can leave a number).
+    let sql = "SELECT b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT) \
                FROM service_batch_next_run n JOIN batches b ON b.id = n.batch_id \
                WHERE replace(n.start_dt, 'T', ' ') <= datetime(?1, '+3 hours') ORDER BY n.start_dt, b.id";
     let mut st = conn
@@ -151,12 +152,38 @@ pub fn candidates(conn: &rusqlite::Connection, local_now: &str) -> repo::Result<
         };
         match read() {
             Ok(d) => out.push(d),
-            Err(e) => {
-                tracing::error!(message = "A scheduled batch cannot be read; it does not run.", batch_id = id, error = %e);
-            }
+            Err(e) => warn_once(id, &start_dt, &e),
         }
     }
     Ok(out)
+}
+
+/// Logs that batch `id` cannot run, once per stored `start_dt` value (the scheduler looks
+/// every second; the log says it once, and again when the value changes).
+fn warn_once(id: i64, start_dt: &str, why: &str) {
+    static WARNED: std::sync::Mutex<Option<std::collections::HashMap<i64, String>>> =
+        std::sync::Mutex::new(None);
+    let mut warned = WARNED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let map = warned.get_or_insert_with(Default::default);
+    if map.get(&id).map(String::as_str) != Some(start_dt) {
+        map.insert(id, start_dt.to_owned());
+        tracing::error!(
+            message = "A scheduled batch cannot be read; it does not run until this is fixed.",
+            batch_id = id,
+            start_dt,
+            error = %why,
+            fix = %fix_for(id)
+        );
+    }
+}
+
+/// How to write a planned start by hand.
+fn fix_for(id: i64) -> String {
+    format!(
+        "write the planned start as wall-clock text YYYY-MM-DD HH:MM:SS in the service time zone, e.g. UPDATE service_batch_next_run SET start_dt = '2026-11-21 22:00:00' WHERE batch_id = {id} (SQLite's datetime(start_dt, '+1 day') keeps that form; start_dt + 1 does not)"
+    )
 }
 
 /// Moves a batch's planned start from `from` (as read) to `next`; `false` when `start_dt`
@@ -412,7 +439,7 @@ pub fn next_runs(
     );
     let row: Option<Row> = conn
         .query_row(
-            "SELECT b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.enabled, b.second_of, n.start_dt FROM batches b LEFT JOIN service_batch_next_run n ON n.batch_id = b.id WHERE b.id = ?1",
+            "SELECT b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.enabled, b.second_of, CAST(n.start_dt AS TEXT) FROM batches b LEFT JOIN service_batch_next_run n ON n.batch_id = b.id WHERE b.id = ?1",
             [id],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)),
         )
@@ -449,7 +476,7 @@ pub fn next_runs(
         }
         None => Vec::new(),
     };
-    Ok(Some(serde_json::json!({
+    let mut answer = serde_json::json!({
         "batchId": id,
         "name": name,
         "schedule": when,
@@ -458,7 +485,16 @@ pub fn next_runs(
         "enabled": enabled,
         "timeZone": zone.name(),
         "starts": starts,
-    })))
+    });
+    // A planned start that is not one: say which value and what to write instead.
+    if let Some(bad) = start_dt.filter(|t| clock::parse_wall(t).is_none()) {
+        answer["problem"] = format!(
+            "start_dt `{bad}` is not a planned start, so the batch does not run; {}",
+            fix_for(id)
+        )
+        .into();
+    }
+    Ok(Some(answer))
 }
 
 #[cfg(test)]

@@ -661,3 +661,36 @@ fn clients_take_the_token_from_a_flag_or_the_environment() {
         text(&o)
     );
 }
+
+#[test]
+fn the_vital_key_file_entries_are_not_overwritten_by_mistake() {
+    let w = Weft::start();
+    let copy = |args: &[&str]| {
+        std::process::Command::new(weft_bin())
+            .args(["keys", "copy"])
+            .args(args)
+            .env("WEFT_HOME", w.home.path())
+            .output()
+            .expect("weft keys copy")
+    };
+    for vital in ["0", "weft_server"] {
+        let o = copy(&["0", vital]);
+        assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+        assert!(text(&o).1.contains("--force"), "{:?}", text(&o));
+    }
+    assert_eq!(
+        text(&w.script("getkey", &["weft_server"], None)).0.trim(),
+        w.url,
+        "the server entry is intact"
+    );
+    let o = copy(&["0", "7"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    // A key file with an entry given twice: getkey refuses it, naming both lines.
+    let keyfile = w.home.path().join("keyfile");
+    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
+    keys.push_str("7|sqlite|/elsewhere.db|||\n");
+    std::fs::write(&keyfile, keys).expect("write");
+    let o = w.script("getkey", &["7"], None);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(text(&o).1.contains("given twice"), "{:?}", text(&o));
+}

@@ -150,3 +150,42 @@ fn tokens_are_random_hex() {
     assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
     assert_ne!(a, b);
 }
+
+#[test]
+fn an_entry_given_twice_is_refused_with_both_lines_and_the_server_keeps_the_last_good_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("keyfile");
+    write(&path, "0|sqlite|/a.db|||\n1|sqlite|/one.db|||\n", 0o600);
+    let store = KeyStore::new(path.clone(), KeyFile::load(&path).expect("good"));
+    write(
+        &path,
+        "0|sqlite|/a.db|||\n1|sqlite|/one.db|||\n# later\n1|sqlite|/other.db|||\n",
+        0o600,
+    );
+    let e = KeyFile::load(&path).expect_err("twice");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("line 4") && msg.contains("lines 2 and 4") && msg.contains("`1`"),
+        "{msg}"
+    );
+    // The changed file is wrong: the last good one stays in force.
+    let now = store.current().expect("the last good key file");
+    assert_eq!(now.require("1").expect("entry 1").url, "/one.db");
+    // Once fixed, the new one is read.
+    write(&path, "0|sqlite|/a.db|||\n1|sqlite|/other.db|||\n", 0o600);
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(later))
+        .expect("touch");
+    assert_eq!(
+        store
+            .current()
+            .expect("fixed")
+            .require("1")
+            .expect("entry 1")
+            .url,
+        "/other.db"
+    );
+}

@@ -287,3 +287,45 @@ fn a_busy_repository_keeps_the_start_for_the_next_tick() {
     assert_eq!(t.started.len(), 1);
     e.wait_idle();
 }
+
+#[test]
+fn a_start_dt_that_is_not_a_timestamp_is_named_not_silent() {
+    let e = env("");
+    // What a hand-written UPDATE may leave: SQLite turns the text into a number.
+    e.exec
+        .repo()
+        .tx(|c| {
+            c.execute(
+                "UPDATE service_batch_next_run SET start_dt = start_dt + 1 WHERE batch_id = 5",
+                [],
+            )?;
+            Ok(())
+        })
+        .expect("update");
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z")).expect("the tick goes on");
+    assert!(t.started.is_empty());
+    let runs = e
+        .exec
+        .repo()
+        .with(|c| next_runs(c, 5, 3, BERLIN))
+        .expect("next runs")
+        .expect("batch 5");
+    let problem = runs["problem"].as_str().unwrap_or_default();
+    assert!(
+        problem.contains("start_dt `2027`") && problem.contains("YYYY-MM-DD HH:MM:SS"),
+        "{runs}"
+    );
+    // Written right again, it runs.
+    e.exec
+        .repo()
+        .tx(|c| {
+            c.execute(
+                "UPDATE service_batch_next_run SET start_dt = '2026-11-20 22:00:00' WHERE batch_id = 5",
+                [],
+            )?;
+            Ok(())
+        })
+        .expect("fix");
+    let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z")).expect("tick");
+    assert_eq!(t.started.len(), 1);
+}
