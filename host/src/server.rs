@@ -167,6 +167,12 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     let url = service_url(addr);
     let mut keyfile = KeyFile::init(&opts.home, repo.path(), &url)?;
     let require_token = !addr.ip().is_loopback();
+    if require_token && settings.environment == Environment::Development {
+        tracing::warn!(
+            message = "This server runs as a development environment and listens beyond loopback: intoFolder copies and --fake-now are allowed. For a shared server set environment = \"production\" (or \"test\") in weft.toml or WEFT_ENVIRONMENT.",
+            listen = %addr
+        );
+    }
     if require_token {
         let entry = keyfile.require(keys::SERVER_KEY)?.clone();
         if entry.option("token").is_none_or(str::is_empty) {

@@ -344,6 +344,15 @@ fn beyond_loopback_a_token_is_required() {
     let (st, v) = post(&w.url, body.clone().into_bytes());
     assert_eq!(st, 401, "{v}");
     assert!(!w.dump().contains("/sales"));
+    // A development server beyond loopback says so at its start.
+    let logs: String = std::fs::read_dir(w.home.path().join("logs"))
+        .expect("logs")
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .collect();
+    assert!(
+        logs.contains("runs as a development environment and listens beyond loopback"),
+        "{logs}"
+    );
     let o = w.script("getkey", &["weft_server", "--field", "token"], None);
     let token = text(&o).0.trim().to_owned();
     assert_eq!(token.len(), 32, "a token was written to the key file");

@@ -373,6 +373,28 @@ pub fn clean_partials(drivers: &Path) -> Vec<PathBuf> {
     removed
 }
 
+/// The local path of a `file:` URL: `file:/p`, `file:///p` and `file://localhost/p` all
+/// name `/p`; another host is refused (a share is mounted and named by its local path).
+fn file_path(url: &str) -> Result<PathBuf, InstallError> {
+    let rest = &url["file:".len()..];
+    let path = match rest.strip_prefix("//") {
+        None => rest,
+        Some(after) => {
+            let (host, path) = after.split_at(after.find('/').unwrap_or(after.len()));
+            if !host.is_empty() && !host.eq_ignore_ascii_case("localhost") {
+                return Err(InstallError::Source {
+                    path: PathBuf::from(url),
+                    source: std::io::Error::other(format!(
+                        "a file: URL names a file on this machine, not on host `{host}`; mount the share and give its local path (file:/mnt/share/driver.jar)"
+                    )),
+                });
+            }
+            path
+        }
+    };
+    Ok(PathBuf::from(path))
+}
+
 /// Checks that the file at `path` is a jar: a zip archive naming a `.class` file or the
 /// JDBC service file.
 fn check_jar(path: &Path, url: &str) -> Result<(), InstallError> {
@@ -548,12 +570,8 @@ pub fn install_within(
         }
         Ok(())
     };
-    if let Some(path) = entry
-        .url
-        .strip_prefix("file://")
-        .or_else(|| entry.url.strip_prefix("file:"))
-    {
-        let path = PathBuf::from(path);
+    if entry.url.to_ascii_lowercase().starts_with("file:") {
+        let path = file_path(&entry.url)?;
         // Asked before opening: opening a pipe would wait for a writer.
         let meta = std::fs::metadata(&path).map_err(|source| InstallError::Source {
             path: path.clone(),

@@ -409,3 +409,30 @@ fn partial_files_of_stopped_installs_are_cleaned_and_running_ones_kept() {
     assert!(jar.exists());
     drop(held);
 }
+
+#[test]
+fn file_urls_name_local_files_whatever_their_form() {
+    let dir = tempfile::tempdir().expect("dir");
+    let drivers = dir.path().join("drivers");
+    let src = dir.path().join("src.jar");
+    std::fs::write(&src, jar_bytes()).expect("jar");
+    for (name, url) in [
+        ("a", format!("file:{}", src.display())),
+        ("b", format!("file://{}", src.display())),
+        ("c", format!("file://localhost{}", src.display())),
+        ("d", format!("FILE://LocalHost{}", src.display())),
+    ] {
+        install(&entry(name, url.clone()), &drivers, &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+    }
+    let err = install(
+        &entry("e", format!("file://fileserver{}", src.display())),
+        &drivers,
+        &mut |_, _| {},
+    )
+    .expect_err("another host");
+    assert!(
+        err.to_string().contains("not on host `fileserver`"),
+        "{err}"
+    );
+}
