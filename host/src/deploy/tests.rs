@@ -1039,3 +1039,17 @@ fn batch_rows_is_bounded() {
         "{d:#?}"
     );
 }
+
+#[test]
+fn a_lone_sql_action_is_told_what_to_add() {
+    let f = Fixture::with_base();
+    let d = f.invalid(
+        r#"{"version": 1, "transformationData": {"sheets": [{"id": 300, "attributes": {"name": "lone", "folder_id": 10, "folder": "/sales"},
+            "nodes": [{"id": 301, "type": 0, "attributes": {"module": "Sql", "name": "lone", "action": "DELETE FROM t"}}]}]}}"#,
+    );
+    let e = find(&d, "module.targets");
+    assert!(
+        e.message.contains("add a node of type 1") && e.message.contains("an edge from the action"),
+        "{e:?}"
+    );
+}

@@ -54,7 +54,7 @@ impl ActionModule for Sql {
         if object.is_none() {
             out.problems.push(Problem::error(
                 "module.targets",
-                "Sql runs on the connection of its target (or source) object; this action has none",
+                "Sql runs on the connection of its target (or source) object, and this action has none: add a node of type 1 for the table it writes (field1: the table, objectTypeId: 1, connectionId: the connection) and an edge from the action to it",
                 None,
             ));
         }
@@ -68,7 +68,7 @@ impl ActionModule for Sql {
             .or_else(|| ctx.sources.first())
             .map(|o| o.connection_id)
             .ok_or_else(|| {
-                PluginError::new("Sql needs a target (or source) object to know its connection")
+                PluginError::new("Sql needs a target (or source) object to know its connection: add a node of type 1 for the table it writes and an edge from the action to it")
             })?;
         let sql = ctx.action.to_string();
         let changed = ctx
