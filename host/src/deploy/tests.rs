@@ -214,20 +214,31 @@ fn syntax_error_deep_in_a_sheet_has_its_line_and_column() {
 fn unknown_missing_and_mistyped_fields_are_all_reported_with_paths() {
     let f = Fixture::with_base();
     let text = SHEET
-        .replace("name: load customers", "name: load customers\n          colour: blue")
+        .replace(
+            "name: load customers",
+            "name: load customers\n          colour: blue\n          orderr: X",
+        )
         .replace("{ id: 104, from: 101, to: 102 }", "{ id: 104, from: \"one\", to: 102 }")
         .replace("              field2: main\n              field3: null\n              objectTypeId: 1\n              connectionId: 1\n              dependency: Y\n            }\n          }\n        ]", "              field2: main\n              field3: null\n              objectTypeId: 1\n              dependency: Y\n            }\n          }\n        ]");
     let d = f.invalid(&text);
-    let unknown = find(&d, "dsr.unknown_field");
-    assert_eq!(
-        unknown.path,
-        "transformationData.sheets[0].attributes.colour"
-    );
-    assert_eq!((unknown.line, unknown.column), pos_of(&text, "colour"));
+    // A field weft does not know is a warning and is kept...
+    let kept = d
+        .iter()
+        .find(|x| x.code == "dsr.unknown_field" && x.severity == Severity::Warning)
+        .expect("a warning for colour");
+    assert_eq!(kept.path, "transformationData.sheets[0].attributes.colour");
+    assert_eq!((kept.line, kept.column), pos_of(&text, "colour"));
+    assert!(kept.message.contains("kept as written"), "{}", kept.message);
+    // ...unless it is almost certainly a typo of one it knows.
+    let typo = errors(&d)
+        .into_iter()
+        .find(|x| x.code == "dsr.unknown_field")
+        .expect("an error for orderr");
+    assert_eq!(typo.path, "transformationData.sheets[0].attributes.orderr");
     assert!(
-        unknown
-            .message
-            .contains("expected one of: documentation, name, order, folder_id, folder")
+        typo.message.contains("did you mean `order`?"),
+        "{}",
+        typo.message
     );
     let wrong = find(&d, "dsr.wrong_type");
     assert_eq!(wrong.path, "transformationData.sheets[0].edges[0].from");
@@ -238,6 +249,40 @@ fn unknown_missing_and_mistyped_fields_are_all_reported_with_paths() {
         "transformationData.sheets[0].nodes[2].attributes.connectionId"
     );
     assert_eq!(errors(&d).len(), 3, "{d:#?}");
+}
+
+#[test]
+fn fields_weft_does_not_know_are_kept_through_the_repository() {
+    let f = Fixture::with_base();
+    let text = SHEET
+        .replace(
+            "name: load customers",
+            "name: load customers\n          owner: etl-team",
+        )
+        .replacen("version: 1", "version: 1\n  exportedBy: datasqill 4.1", 1);
+    let report = f.ok(&text);
+    let warnings: Vec<&str> = report.warnings.iter().map(|w| w.path.as_str()).collect();
+    assert!(
+        warnings.contains(&"transformationData.sheets[0].attributes.owner")
+            && warnings.contains(&"exportedBy"),
+        "{warnings:?}"
+    );
+    let conn = crate::repo::connect(f.repo.path()).expect("connect");
+    let definition: String = conn
+        .query_row("SELECT definition FROM sheets WHERE id = 100", [], |r| {
+            r.get(0)
+        })
+        .expect("sheet");
+    assert!(
+        definition.contains("\"owner\":\"etl-team\""),
+        "{definition}"
+    );
+    // The same document again is an identical redeploy.
+    let again = f.ok(&text);
+    assert!(
+        again.created.is_empty() && again.updated.is_empty(),
+        "{again:#?}"
+    );
 }
 
 #[test]
@@ -578,7 +623,7 @@ fn every_problem_of_a_document_comes_in_one_answer() {
     let text = SHEET
         .replace(
             "name: load customers",
-            "name: load customers\n          colour: blue",
+            "name: load customers\n          orderr: X",
         )
         .replace("module: Upsert", "module: Nope")
         .replacen("dependency: Y", "dependency: XY", 1)

@@ -28,6 +28,23 @@ impl<T: Serialize> Serialize for At<T> {
     }
 }
 
+/// Fields of an object that weft does not model, kept as they were written (in document
+/// order) so that a document made by another tool (`owner` in sheet attributes, `color` in
+/// a layout) keeps them through weft's repository. Serialised into the object's map.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extra(pub Vec<(String, serde_json::Value)>);
+
+impl Serialize for Extra {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
 /// The format version this weft reads and writes.
 pub const FORMAT_VERSION: i64 = 1;
 
@@ -80,6 +97,9 @@ pub struct Batch {
     /// The whole object.
     #[serde(skip)]
     pub span: Span,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// One element of a batch.
@@ -105,6 +125,9 @@ pub struct Folder {
     /// The whole folder object.
     #[serde(skip)]
     pub span: Span,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// A data connection. Its credentials live in the key file under the same number.
@@ -122,6 +145,9 @@ pub struct Connection {
     /// The whole connection object.
     #[serde(skip)]
     pub span: Span,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// A worksheet.
@@ -138,6 +164,9 @@ pub struct Sheet {
     /// The whole sheet object.
     #[serde(skip)]
     pub span: Span,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// The `attributes` of a sheet.
@@ -156,6 +185,9 @@ pub struct SheetAttributes {
     /// The attributes object.
     #[serde(skip)]
     pub span: Span,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 impl SheetAttributes {
@@ -169,7 +201,7 @@ impl SheetAttributes {
 }
 
 /// A node's position and size in the sheet.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Layout {
     /// Left.
     pub x: i64,
@@ -179,6 +211,9 @@ pub struct Layout {
     pub width: i64,
     /// Height.
     pub height: i64,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// A node of a sheet.
@@ -196,6 +231,9 @@ pub struct Node {
     /// The whole node object.
     #[serde(skip)]
     pub span: Span,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 impl Node {
@@ -279,6 +317,9 @@ pub struct ObjectAttributes {
     pub connection_id: At<i64>,
     /// A single letter; `Y` objects order actions.
     pub dependency: At<String>,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// An edge between two nodes of one sheet.
@@ -293,4 +334,7 @@ pub struct Edge {
     /// The whole edge object.
     #[serde(skip)]
     pub span: Span,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
 }

@@ -65,7 +65,8 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
                 });
                 doc.complete &= complete;
             }
-            td_obj.finish(&["sheets", "connections", "folders", "batches"], problems);
+            // Unknown fields here and at the top are warned about; nothing stores them.
+            let _ = td_obj.finish(&["sheets", "connections", "folders", "batches"], problems);
         }
     } else {
         problems.error(
@@ -75,7 +76,7 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
             &path,
         );
     }
-    top.finish(&["version", "transformationData"], problems);
+    let _ = top.finish(&["version", "transformationData"], problems);
     doc
 }
 
@@ -102,12 +103,13 @@ fn folder(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Opti
     let id = o.id("id", text, problems);
     let folder_path = o.string("path", true, text, problems);
     let documentation = o.nullable_string("documentation", text, problems);
-    o.finish(&["id", "path", "documentation"], problems);
+    let extra = o.finish(&["id", "path", "documentation"], problems);
     Some(Folder {
         id: id?,
         path: folder_path?,
         documentation,
         span: v.span,
+        extra,
     })
 }
 
@@ -128,7 +130,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
                 };
                 let kind = eo.string("elementType", true, text, problems);
                 let eid = eo.int("elementId", true, text, problems);
-                eo.finish(&["elementType", "elementId"], problems);
+                let _ = eo.finish(&["elementType", "elementId"], problems);
                 match (kind, eid) {
                     (Some(kind), Some(id)) => elements.push(BatchElement { kind, id }),
                     _ => ok = false,
@@ -149,7 +151,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
             let name = vo.string("variableName", true, text, problems);
             let _kind = vo.string("variableType", false, text, problems);
             let value = vo.string("variableValue", true, text, problems);
-            vo.finish(&["variableName", "variableType", "variableValue"], problems);
+            let _ = vo.finish(&["variableName", "variableType", "variableValue"], problems);
             match (name, value) {
                 (Some(n), Some(v)) => variables.push((n.v, v.v)),
                 _ => ok = false,
@@ -171,7 +173,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
     let spring_gap = o.string("springGap", false, text, problems);
     let autumn_overlap = o.string("autumnOverlap", false, text, problems);
     let documentation = o.nullable_string("documentation", text, problems);
-    o.finish(
+    let extra = o.finish(
         &[
             "id",
             "name",
@@ -201,6 +203,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
         autumn_overlap,
         documentation,
         span: v.span,
+        extra,
     })
 }
 
@@ -220,13 +223,14 @@ fn connection(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> 
     let name = o.string("name", true, text, problems);
     let schema = o.nullable_at_string("schema", text, problems);
     let kind = o.string("type", true, text, problems);
-    o.finish(&["id", "name", "schema", "type"], problems);
+    let extra = o.finish(&["id", "name", "schema", "type"], problems);
     Some(Connection {
         id: id?,
         name: name?,
         schema,
         kind: kind?,
         span: v.span,
+        extra,
     })
 }
 
@@ -270,13 +274,14 @@ fn sheet(
             Vec::new()
         }
     };
-    o.finish(&["id", "attributes", "nodes", "edges"], problems);
+    let extra = o.finish(&["id", "attributes", "nodes", "edges"], problems);
     Some(Sheet {
         id: id?,
         attributes: attributes?,
         nodes,
         edges,
         span: v.span,
+        extra,
     })
 }
 
@@ -292,7 +297,7 @@ fn sheet_attributes(
     let order = o.string("order", false, text, problems);
     let folder_id = o.id("folder_id", text, problems);
     let folder = o.string("folder", true, text, problems);
-    o.finish(
+    let extra = o.finish(
         &["documentation", "name", "order", "folder_id", "folder"],
         problems,
     );
@@ -303,6 +308,7 @@ fn sheet_attributes(
         folder_id: folder_id?,
         folder: folder?,
         span: v.span,
+        extra,
     })
 }
 
@@ -348,13 +354,14 @@ fn node(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option
             }
         },
     };
-    o.finish(&["id", "type", "layout", "attributes"], problems);
+    let extra = o.finish(&["id", "type", "layout", "attributes"], problems);
     Some(Node {
         id: id?,
         kind: kind?,
         layout,
         attributes,
         span: v.span,
+        extra,
     })
 }
 
@@ -363,14 +370,15 @@ fn layout(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Layo
         return Layout::default();
     };
     let mut get = |k: &str| o.int(k, false, text, problems).map_or(0, |a| a.v);
-    let l = Layout {
-        x: get("x"),
-        y: get("y"),
-        width: get("width"),
-        height: get("height"),
-    };
-    o.finish(&["x", "y", "width", "height"], problems);
-    l
+    let (x, y, width, height) = (get("x"), get("y"), get("width"), get("height"));
+    let extra = o.finish(&["x", "y", "width", "height"], problems);
+    Layout {
+        x,
+        y,
+        width,
+        height,
+        extra,
+    }
 }
 
 fn action_attributes(
@@ -404,7 +412,8 @@ fn action_attributes(
         }
         o.used[i] = true;
     }
-    o.finish(ACTION_ATTRIBUTES, problems);
+    // Every other member became a module attribute above (judged by the module).
+    let _ = o.finish(ACTION_ATTRIBUTES, problems);
     Some(ActionAttributes {
         module: module?,
         documentation,
@@ -444,8 +453,9 @@ fn object_attributes(
             o.used[i] = true;
         }
     }
-    o.finish(OBJECT_ATTRIBUTES, problems);
+    let extra = o.finish(OBJECT_ATTRIBUTES, problems);
     Some(ObjectAttributes {
+        extra,
         field1: field1?,
         field2,
         field3,
@@ -460,12 +470,13 @@ fn edge(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option
     let id = o.id("id", text, problems);
     let from = o.int("from", true, text, problems);
     let to = o.int("to", true, text, problems);
-    o.finish(&["id", "from", "to"], problems);
+    let extra = o.finish(&["id", "from", "to"], problems);
     Some(Edge {
         id: id?,
         from: from?,
         to: to?,
         span: v.span,
+        extra,
     })
 }
 
@@ -648,14 +659,30 @@ impl<'a> Obj<'a> {
         }
     }
 
-    /// Reports every member that was not taken as unknown, naming the allowed ones.
-    fn finish(self, allowed: &[&str], problems: &mut Problems) {
+    /// The members that were not taken: each is a warning and is kept (returned), unless it
+    /// is almost certainly a typo of an allowed field (the same but for case, or one or two
+    /// letters off), which is an error saying what was meant.
+    fn finish(self, allowed: &[&str], problems: &mut Problems) -> Extra {
+        let mut kept = Vec::new();
         for (i, m) in self.members.iter().enumerate() {
-            if !self.used[i] && !self.duplicate[i] {
+            if self.used[i] || self.duplicate[i] {
+                continue;
+            }
+            if let Some(meant) = typo_of(&m.key, allowed) {
                 problems.error(
                     "dsr.unknown_field",
                     format!(
-                        "unknown field `{}` in {}; expected one of: {}",
+                        "unknown field `{}` in {}; did you mean `{meant}`?",
+                        m.key, self.what
+                    ),
+                    m.key_span,
+                    &self.path.key(&m.key),
+                );
+            } else {
+                problems.warning(
+                    "dsr.unknown_field",
+                    format!(
+                        "field `{}` in {} is not one weft knows (it knows {}); it is kept as written",
                         m.key,
                         self.what,
                         allowed.join(", ")
@@ -663,7 +690,41 @@ impl<'a> Obj<'a> {
                     m.key_span,
                     &self.path.key(&m.key),
                 );
+                kept.push((m.key.clone(), m.value.value.to_json()));
             }
         }
+        Extra(kept)
     }
+}
+
+/// The allowed field that `key` almost certainly means: equal but for case, or at most one
+/// edit away (two for names of six letters or more).
+fn typo_of<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
+    let lower = key.to_lowercase();
+    allowed.iter().copied().find(|a| {
+        let a_lower = a.to_lowercase();
+        let most = if a.len() >= 6 { 2 } else { 1 };
+        a_lower == lower || edits(&lower, &a_lower) <= most
+    })
+}
+
+/// The edit distance between `a` and `b` (insertions, deletions, substitutions), stopping
+/// early past 3: only small distances matter here.
+fn edits(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    if a.len().abs_diff(b.len()) > 3 || a.len() > 64 || b.len() > 64 {
+        return usize::MAX;
+    }
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }

@@ -419,7 +419,7 @@ impl<'t> Writer<'t> {
 
     fn write_nodes_and_edges(&self, s: &Sheet) -> Result<()> {
         for n in &s.nodes {
-            let l = n.layout;
+            let l = &n.layout;
             let (mut module, mut name, mut documentation, mut action, mut attributes) =
                 (None, None, None, None, None);
             let (
