@@ -47,6 +47,10 @@ enum Command {
         /// Only print the repository's schema version and this program's; change nothing.
         #[arg(long)]
         status: bool,
+        /// Create a new repository when there is none (needed when HOME is the default
+        /// ./weft-home; with --home or WEFT_HOME a missing repository is created anyway).
+        #[arg(long)]
+        init: bool,
     },
     /// Deploy a .dsr file to the service (what deploySheet.sh runs).
     Deploy {
@@ -184,7 +188,7 @@ enum Field {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let home = settings::home_dir(cli.home.as_deref());
+    let (home, home_from) = settings::home_and_source(cli.home.as_deref());
     match cli.command {
         Command::Serve {
             listen,
@@ -220,7 +224,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Schema { status } => schema(&home, status),
+        Command::Schema { status, init } => schema(&home, home_from, status, init),
         Command::Deploy {
             url,
             token,
@@ -329,8 +333,23 @@ fn init_logging(home: &std::path::Path) -> Option<tracing_appender::non_blocking
     }
 }
 
-fn schema(home: &std::path::Path, status: bool) -> ExitCode {
+fn schema(
+    home: &std::path::Path,
+    home_from: settings::HomeSource,
+    status: bool,
+    init: bool,
+) -> ExitCode {
     let path = home.join("repository.db");
+    // A repository is created only on purpose: not because the command ran in another
+    // folder (during an update that would upgrade nothing and say it did).
+    if !status && !init && home_from == settings::HomeSource::Default && !path.exists() {
+        eprintln!(
+            "weft schema: there is no repository at {} (HOME {} comes from {home_from}); nothing was created. Give --home DIR or WEFT_HOME for the repository to upgrade, or --init to create a new one there.",
+            path.display(),
+            home.display()
+        );
+        return ExitCode::from(2);
+    }
     if status {
         if !path.exists() {
             println!(

@@ -151,6 +151,12 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         KeyFile::load(&keyfile_path)?;
     }
     let repo_path = opts.home.join("repository.db");
+    if !repo_path.exists() {
+        tracing::warn!(
+            message = "No repository in HOME: a new, empty one is created. If you meant an existing one, stop this server and give --home DIR or WEFT_HOME.",
+            home = %opts.home.display()
+        );
+    }
     let repo = tokio::task::spawn_blocking(move || Repository::open(&repo_path))
         .await
         .map_err(|e| Error::Serve(std::io::Error::other(e)))??;

@@ -231,11 +231,40 @@ fn var(name: &str) -> Option<String> {
 
 /// HOME: `flag`, else `$WEFT_HOME`, else `weft-home` in the current directory; made absolute.
 pub fn home_dir(flag: Option<&Path>) -> PathBuf {
-    let dir = flag
-        .map(Path::to_path_buf)
-        .or_else(|| var("WEFT_HOME").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("weft-home"));
-    std::path::absolute(&dir).unwrap_or(dir)
+    home_and_source(flag).0
+}
+
+/// Where HOME came from: `--home`, `WEFT_HOME`, or the default in the current directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HomeSource {
+    /// The flag `--home`.
+    Flag,
+    /// The variable `WEFT_HOME`.
+    Variable,
+    /// `./weft-home` of the current directory.
+    Default,
+}
+
+impl fmt::Display for HomeSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HomeSource::Flag => "--home",
+            HomeSource::Variable => "WEFT_HOME",
+            HomeSource::Default => "the default, weft-home in the current directory",
+        })
+    }
+}
+
+/// HOME as [`home_dir`] finds it, and where it came from. Only `weft serve` and
+/// `weft schema --init` may create a repository in a HOME that comes from the default; every
+/// other command that finds none names the path and this source.
+pub fn home_and_source(flag: Option<&Path>) -> (PathBuf, HomeSource) {
+    let (dir, source) = match (flag, var("WEFT_HOME")) {
+        (Some(f), _) => (f.to_path_buf(), HomeSource::Flag),
+        (None, Some(v)) => (PathBuf::from(v), HomeSource::Variable),
+        (None, None) => (PathBuf::from("weft-home"), HomeSource::Default),
+    };
+    (std::path::absolute(&dir).unwrap_or(dir), source)
 }
 
 #[cfg(test)]

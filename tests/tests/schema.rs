@@ -91,3 +91,37 @@ fn the_server_upgrades_an_old_repository_on_start() {
         weft::repo::migrations::latest()
     )));
 }
+
+#[test]
+fn deploy_schema_run_in_another_folder_creates_nothing_unless_asked() {
+    let elsewhere = tempfile::tempdir().expect("cwd");
+    let run = |args: &[&str]| {
+        std::process::Command::new(root().join("bin/deploySchema.sh"))
+            .args(args)
+            .current_dir(elsewhere.path())
+            .env("WEFT_BIN", weft_bin())
+            .env_remove("WEFT_HOME")
+            .output()
+            .expect("deploySchema.sh")
+    };
+    let o = run(&[]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let expected = elsewhere.path().join("weft-home").join("repository.db");
+    assert!(
+        err.contains(&expected.display().to_string())
+            && err.contains("the default")
+            && err.contains("--init"),
+        "{err}"
+    );
+    assert!(
+        !elsewhere.path().join("weft-home").exists(),
+        "nothing was created"
+    );
+    let o = run(&["--init"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(expected.is_file(), "--init creates the repository");
+    // Once it exists, an upgrade there needs no flag.
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}
