@@ -45,10 +45,7 @@ fn setup(w: &Weft) {
         ))
         .expect("table");
     }
-    let keyfile = w.home.path().join("keyfile");
-    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
-    keys.push_str(&format!("1|sqlite|{}|||\n", data.display()));
-    std::fs::write(&keyfile, keys).expect("keyfile");
+    w.add_keys(&format!("1|sqlite|{}|||\n", data.display()));
     let mut nodes = Vec::new();
     let mut edges = Vec::new();
     for t in 0..=ACTIONS {
@@ -182,27 +179,11 @@ fn main() {
     report("DeployRepository", deploys);
     report("RunElements", runs);
     // Nothing acknowledged is lost.
-    let conn = weft::repo::connect(&w.repository()).expect("repository");
-    let mut lost = 0;
-    for id in &deployed {
-        let n: i64 = conn
-            .query_row("SELECT COUNT(*) FROM sheets WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .expect("count");
-        lost += usize::from(n == 0);
-    }
-    let mut unfinished = 0;
-    for id in &started {
-        let state: String = conn
-            .query_row(
-                "SELECT state FROM batch_instances WHERE id = ?1",
-                [id],
-                |r| r.get(0),
-            )
-            .expect("state");
-        unfinished += usize::from(state != "finished");
-    }
+    let lost = w.missing_sheets(&deployed).len();
+    let unfinished = started
+        .iter()
+        .filter(|id| w.instance_state(**id) != "finished")
+        .count();
     println!(
         "mixed load: {} sheets deployed, {lost} lost; {} runs, {unfinished} not finished; {} errors",
         deployed.len(),

@@ -140,6 +140,44 @@ impl Weft {
     }
 }
 
+impl Weft {
+    /// Appends `lines` (`KEY|TYPE|URL|USER|PASSWORD|OPTIONS`, each ending in a line break)
+    /// to the server's key file, which it reads again when it changes.
+    pub fn add_keys(&self, lines: &str) {
+        let keyfile = self.home.path().join("keyfile");
+        let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
+        keys.push_str(lines);
+        std::fs::write(&keyfile, keys).expect("write keyfile");
+    }
+
+    /// The state of batch instance `id`, read from the repository file.
+    pub fn instance_state(&self, id: i64) -> String {
+        weft::repo::connect(&self.repository())
+            .expect("repository")
+            .query_row(
+                "SELECT state FROM batch_instances WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .expect("instance")
+    }
+
+    /// Of `ids`, the sheets the repository does not hold.
+    pub fn missing_sheets(&self, ids: &[i64]) -> Vec<i64> {
+        let conn = weft::repo::connect(&self.repository()).expect("repository");
+        ids.iter()
+            .copied()
+            .filter(|id| {
+                conn.query_row("SELECT COUNT(*) FROM sheets WHERE id = ?1", [id], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .expect("count")
+                    == 0
+            })
+            .collect()
+    }
+}
+
 impl Drop for Weft {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -509,10 +509,7 @@ fn objects_missing_on_their_connection_are_warnings() {
             "CREATE TABLE stg_customers (id INTEGER, name TEXT, email TEXT, loaded_at TEXT)",
         )
         .expect("table");
-    let keyfile = w.home.path().join("keyfile");
-    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
-    keys.push_str(&format!("1|sqlite|{}|||\n", data.display()));
-    std::fs::write(&keyfile, keys).expect("write keyfile");
+    w.add_keys(&format!("1|sqlite|{}|||\n", data.display()));
     let o = w.script(
         "deploySheet.sh",
         &["--file", example("3-sheet.dsr").to_str().expect("utf8")],

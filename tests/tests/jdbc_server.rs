@@ -42,13 +42,10 @@ fn prepare(w: &Weft, pg_url: &str) -> std::path::PathBuf {
              CREATE TABLE lite_dst (n INTEGER);",
         )
         .expect("tables");
-    let keyfile = w.home.path().join("keyfile");
-    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
-    keys.push_str(&format!(
+    w.add_keys(&format!(
         "1|sqlite|{}|||\n2|jdbc|{pg_url}|weft|secret|\n",
         data.display()
     ));
-    std::fs::write(&keyfile, keys).expect("write keyfile");
     let object = |id: i64, table: &str, conn: i64| json!({"id": id, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": conn}});
     let doc = json!({"version": 1, "transformationData": {
         "folders": [{"id": 10, "path": "/jdbc"}],
@@ -190,13 +187,10 @@ fn deploy_into_postgres(w: &Weft, pg_url: &str, rows: i64) -> std::path::PathBuf
              INSERT INTO many SELECT i, 'row ' || i FROM n;"
         ))
         .expect("source");
-    let keyfile = w.home.path().join("keyfile");
-    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
-    keys.push_str(&format!(
+    w.add_keys(&format!(
         "1|sqlite|{}|||\n2|jdbc|{pg_url}|weft|secret|\n",
         data.display()
     ));
-    std::fs::write(&keyfile, keys).expect("write keyfile");
     let object = |id: i64, table: &str, conn: i64| json!({"id": id, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": conn}});
     let doc = json!({"version": 1, "transformationData": {
         "folders": [{"id": 10, "path": "/jdbc"}],

@@ -57,10 +57,7 @@ fn setup(w: &Weft) -> std::path::PathBuf {
              CREATE TABLE runs (instance INTEGER, copied INTEGER);",
         )
         .expect("tables");
-    let keyfile = w.home.path().join("keyfile");
-    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
-    keys.push_str(&format!("1|sqlite|{}|||\n", data.display()));
-    std::fs::write(&keyfile, keys).expect("keyfile");
+    w.add_keys(&format!("1|sqlite|{}|||\n", data.display()));
     let object = |id: i64, t: &str| json!({"id": id, "type": 1, "attributes": {"field1": t, "objectTypeId": 1, "connectionId": 1}});
     let doc = json!({"version": 1, "transformationData": {
         "folders": [{"id": 10, "path": "/sales"}],
@@ -282,17 +279,7 @@ fn deploys_and_runs_through_kills_lose_nothing_and_stay_flat() {
     assert!(kills >= 1, "the server was never killed: too few deploys");
     assert!(!started.is_empty(), "no run was started");
     // Every acknowledged deploy is there.
-    let conn = weft::repo::connect(&w.repository()).expect("repository");
-    let missing: Vec<&i64> = deployed
-        .iter()
-        .filter(|id| {
-            conn.query_row("SELECT COUNT(*) FROM sheets WHERE id = ?1", [**id], |r| {
-                r.get::<_, i64>(0)
-            })
-            .expect("count")
-                == 0
-        })
-        .collect();
+    let missing = w.missing_sheets(&deployed);
     assert!(missing.is_empty(), "acknowledged deploys lost: {missing:?}");
     // Every acknowledged run finished and did its work once. (The last run of each runner
     // may have been cut off by the end of the test: it is finished or still running, never
@@ -316,14 +303,7 @@ fn deploys_and_runs_through_kills_lose_nothing_and_stay_flat() {
     );
     let mut unfinished = 0;
     for id in &started {
-        let state: String = conn
-            .query_row(
-                "SELECT state FROM batch_instances WHERE id = ?1",
-                [id],
-                |r| r.get(0),
-            )
-            .expect("instance");
-        if state == "finished" {
+        if w.instance_state(*id) == "finished" {
             assert_eq!(per_run.get(id), Some(&1), "instance {id} finished once");
         } else {
             unfinished += 1;

@@ -26,10 +26,7 @@ fn deploy_insert(w: &Weft, data: &std::path::Path, sql: &str) {
         .expect("data")
         .execute_batch("CREATE TABLE IF NOT EXISTS t (n INTEGER);")
         .expect("table");
-    let keyfile = w.home.path().join("keyfile");
-    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
-    keys.push_str(&format!("1|sqlite|{}|||\n", data.display()));
-    std::fs::write(&keyfile, keys).expect("write keyfile");
+    w.add_keys(&format!("1|sqlite|{}|||\n", data.display()));
     let doc = json!({"version": 1, "transformationData": {
         "folders": [{"id": 10, "path": "/etl"}],
         "connections": [{"id": 1, "name": "data", "type": "sqlite"}],

@@ -30,10 +30,7 @@ fn setup_with(env: &[(&str, &str)]) -> (Weft, std::path::PathBuf) {
              CREATE TABLE after_big (n INTEGER);",
         )
         .expect("tables");
-    let keyfile = w.home.path().join("keyfile");
-    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
-    keys.push_str(&format!("1|sqlite|{}|||\n", data.display()));
-    std::fs::write(&keyfile, keys).expect("write keyfile");
+    w.add_keys(&format!("1|sqlite|{}|||\n", data.display()));
     deploy(
         &w,
         &json!({"version": 1, "transformationData": {
@@ -532,10 +529,7 @@ fn a_kill_during_a_large_transfer_loses_nothing_and_duplicates_nothing() {
         .expect("data")
         .execute_batch("CREATE TABLE dst (id INTEGER, name TEXT); CREATE TABLE marker (n INTEGER);")
         .expect("tables");
-    let keyfile = w.home.path().join("keyfile");
-    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
-    keys.push_str(&format!("2|sqlite|{}|||\n", source.display()));
-    std::fs::write(&keyfile, keys).expect("write keyfile");
+    w.add_keys(&format!("2|sqlite|{}|||\n", source.display()));
     deploy(
         &w,
         &json!({"version": 1, "transformationData": {"connections": [{"id": 2, "name": "source", "type": "sqlite"}]}}),

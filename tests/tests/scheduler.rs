@@ -60,13 +60,10 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 
 /// Key file entry 1: an SQLite file `data.db` in the server's home.
 fn add_data_connection(w: &Weft) {
-    let keyfile = w.home.path().join("keyfile");
-    let mut keys = std::fs::read_to_string(&keyfile).expect("keyfile");
-    keys.push_str(&format!(
+    w.add_keys(&format!(
         "1|sqlite|{}|||\n",
         w.home.path().join("data.db").display()
     ));
-    std::fs::write(&keyfile, keys).expect("write keyfile");
 }
 
 fn deploy_file(w: &Weft, path: &Path) {
