@@ -86,6 +86,27 @@ impl Env {
         }
     }
 
+    /// Starts a run whose action waits for the data file's lock, fills the repository's
+    /// disk while it runs, then lets the action commit: its end cannot be recorded.
+    /// Answers the instance.
+    fn run_into_a_full_disk(&self) -> i64 {
+        let lock = self.lock_data();
+        let id = self.start().expect("start");
+        self.until(id, "running", |r| r.actions[0].state == "R");
+        self.exec.repo().fill_disk(true);
+        drop(lock);
+        id
+    }
+
+    /// Waits until no coordinator runs (the one of a stranded instance gave up).
+    fn until_no_coordinator(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.exec.load().1 > 0 {
+            assert!(Instant::now() < deadline, "the coordinator never gave up");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     fn instances(&self) -> i64 {
         self.exec
             .repo()
@@ -138,17 +159,9 @@ fn a_waiting_instance_is_halted_at_once_and_never_runs() {
 fn an_instance_whose_states_cannot_be_recorded_is_settled_by_halt_and_restart() {
     let env = env(1);
     env.exec.set_write_patience(Duration::from_millis(100));
-    let lock = env.lock_data();
-    let id = env.start().expect("start");
-    env.until(id, "running", |r| r.actions[0].state == "R");
     // The disk fills while the action runs: its end cannot be recorded, nor anything else.
-    env.exec.repo().fill_disk(true);
-    drop(lock);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while env.exec.load().1 > 0 {
-        assert!(Instant::now() < deadline, "the coordinator never gave up");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let id = env.run_into_a_full_disk();
+    env.until_no_coordinator();
     assert_eq!(env.rows(), 1, "the action committed its row");
     match env.exec.halt(id) {
         Err(StartError::Repo(e)) => assert_eq!(e.fault(), crate::repo::Fault::Full, "{e}"),
@@ -186,11 +199,7 @@ fn an_instance_whose_states_cannot_be_recorded_is_settled_by_halt_and_restart() 
 fn a_repository_that_recovers_while_a_run_tries_again_loses_nothing() {
     let env = env(1);
     env.exec.set_write_patience(Duration::from_millis(300));
-    let lock = env.lock_data();
-    let id = env.start().expect("start");
-    env.until(id, "running", |r| r.actions[0].state == "R");
-    env.exec.repo().fill_disk(true);
-    drop(lock);
+    let id = env.run_into_a_full_disk();
     // The end of the action cannot be recorded; space comes back while the coordinator
     // still tries: then it records what it knows.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -218,11 +227,7 @@ fn an_action_that_ran_without_a_marker_is_reported_as_maybe_committed() {
     );
     env.exec.repo().fill_disk(true);
     drop(lock);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while env.exec.load().1 > 0 {
-        assert!(Instant::now() < deadline, "the coordinator never gave up");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    env.until_no_coordinator();
     env.exec.repo().fill_disk(false);
     env.exec.halt(id).expect("halt");
     let row = env.get(id);
