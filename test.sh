@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: builds the binary and the plugin libraries the tests load, installs the
-# reference HJSON reader (hjson-js, from npm) for the differential test if it is missing,
-# then runs every test of the workspace (unit, end-to-end, doc tests).
+# Runs the whole test suite on a machine with only Rust: installs what the tests need when it
+# is missing (tests/install-needs.sh: Node.js, a JDK, PostgreSQL, the Debian JDBC jars...) and
+# the reference HJSON reader (hjson-js, from npm) for the differential test, builds the binary
+# and the plugin libraries the tests load, then runs every test of the workspace (unit,
+# end-to-end, doc tests). Arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")"
+tests/install-needs.sh
 if [ ! -d target/hjson-js/node_modules/hjson ]; then
   npm install --prefix target/hjson-js --no-audit --no-fund --silent hjson@3.2.2
 fi

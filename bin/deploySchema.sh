@@ -3,9 +3,9 @@
 #
 # Brings the repository (HOME/repository.db) from any earlier schema version to the current
 # one, in one transaction; running it again changes nothing; a repository newer than this
-# weft is refused. HOME is --home DIR, else $WEFT_HOME, else ./weft-home. When HOME is that
-# default and holds no repository, nothing is created (exit 2, naming the path) unless
-# --init asks for a new one.
+# weft is refused. HOME is --home DIR, else $WEFT_HOME, else the installation's default,
+# else ./weft-home (docs/install.md). When HOME is a default and holds no repository, nothing
+# is created (exit 2, naming the path) unless --init asks for a new one.
 set -euo pipefail
 # Symlinks are followed to the installation; a copy elsewhere uses $WEFT_BIN or weft on PATH.
 self=$(readlink -f "${BASH_SOURCE[0]}")

@@ -19,7 +19,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Debug, Parser)]
 #[command(name = "weft", version, about, long_about = None)]
 struct Cli {
-    /// The data directory (repository, key file, settings); default $WEFT_HOME, else ./weft-home.
+    /// The data directory (repository, key file, settings); default $WEFT_HOME, else the
+    /// installation's default-home, else ./weft-home (docs/install.md).
     #[arg(long, global = true, value_name = "DIR")]
     home: Option<PathBuf>,
     #[command(subcommand)]
@@ -47,8 +48,9 @@ enum Command {
         /// Only print the repository's schema version and this program's; change nothing.
         #[arg(long)]
         status: bool,
-        /// Create a new repository when there is none (needed when HOME is the default
-        /// ./weft-home; with --home or WEFT_HOME a missing repository is created anyway).
+        /// Create a new repository when there is none (needed when HOME is a default, the
+        /// installation's or ./weft-home; with --home or WEFT_HOME a missing repository is
+        /// created anyway).
         #[arg(long)]
         init: bool,
     },
@@ -211,6 +213,7 @@ fn main() -> ExitCode {
             };
             let opts = weft::server::Options {
                 home,
+                home_from,
                 listen,
                 environment,
                 fake_now,
@@ -224,7 +227,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Schema { status, init } => schema(&home, home_from, status, init),
+        Command::Schema { status, init } => schema(&home, &home_from, status, init),
         Command::Deploy {
             url,
             token,
@@ -244,10 +247,10 @@ fn main() -> ExitCode {
             };
             ExitCode::from(client::deploy(&args) as u8)
         }
-        Command::Getkey { name, field } => getkey(&home, &name, field),
+        Command::Getkey { name, field } => getkey(&home, &home_from, &name, field),
         Command::Keys {
             action: KeysAction::Copy { from, to, force },
-        } => keys_copy(&home, &from, &to, force),
+        } => keys_copy(&home, &home_from, &from, &to, force),
         Command::NextRuns {
             url,
             token,
@@ -335,14 +338,14 @@ fn init_logging(home: &std::path::Path) -> Option<tracing_appender::non_blocking
 
 fn schema(
     home: &std::path::Path,
-    home_from: settings::HomeSource,
+    home_from: &settings::HomeSource,
     status: bool,
     init: bool,
 ) -> ExitCode {
     let path = home.join("repository.db");
     // A repository is created only on purpose: not because the command ran in another
     // folder (during an update that would upgrade nothing and say it did).
-    if !status && !init && home_from == settings::HomeSource::Default && !path.exists() {
+    if !status && !init && !home_from.is_explicit() && !path.exists() {
         eprintln!(
             "weft schema: there is no repository at {} (HOME {} comes from {home_from}); nothing was created. Give --home DIR or WEFT_HOME for the repository to upgrade, or --init to create a new one there.",
             path.display(),
@@ -409,8 +412,27 @@ fn schema(
     }
 }
 
-fn keys_copy(home: &std::path::Path, from: &str, to: &str, force: bool) -> ExitCode {
+/// The message of a command that needs the key file and finds none: the absolute path it
+/// looked at, where HOME came from, and how to make one.
+fn no_key_file(command: &str, path: &std::path::Path, home_from: &settings::HomeSource) -> String {
+    format!(
+        "{command}: there is no key file at {} (HOME comes from {home_from}); start the server once (weft serve) to create it, or name the right HOME with --home DIR or WEFT_HOME",
+        path.display()
+    )
+}
+
+fn keys_copy(
+    home: &std::path::Path,
+    home_from: &settings::HomeSource,
+    from: &str,
+    to: &str,
+    force: bool,
+) -> ExitCode {
     let path = KeyFile::path_in(home);
+    if !path.exists() {
+        eprintln!("{}", no_key_file("weft keys copy", &path, home_from));
+        return ExitCode::from(2);
+    }
     let vital = [String::from("0"), weft::keys::SERVER_KEY.to_owned()];
     if !force && vital.iter().any(|v| v == to) {
         eprintln!(
@@ -451,13 +473,15 @@ fn keys_copy(home: &std::path::Path, from: &str, to: &str, force: bool) -> ExitC
     }
 }
 
-fn getkey(home: &std::path::Path, name: &str, field: Field) -> ExitCode {
+fn getkey(
+    home: &std::path::Path,
+    home_from: &settings::HomeSource,
+    name: &str,
+    field: Field,
+) -> ExitCode {
     let path = KeyFile::path_in(home);
     if !path.exists() {
-        eprintln!(
-            "getkey: the key file {} does not exist; start the server once (weft serve) to create it, or set --home / WEFT_HOME",
-            path.display()
-        );
+        eprintln!("{}", no_key_file("getkey", &path, home_from));
         return ExitCode::FAILURE;
     }
     let entry = KeyFile::load(&path).and_then(|kf| kf.require(name).cloned());
@@ -491,7 +515,8 @@ fn getkey(home: &std::path::Path, name: &str, field: Field) -> ExitCode {
 }
 
 fn plugins(home: &std::path::Path) -> ExitCode {
-    let registry = weft::plugins::Registry::load(&weft::plugins::search_path(home));
+    let dirs = weft::plugins::search_path(home);
+    let registry = weft::plugins::Registry::load(&dirs);
     println!("weft sdk {}", weft_sdk::SDK_VERSION);
     for lib in &registry.libraries {
         println!("{} {} ({})", lib.name, lib.version, lib.path.display());
@@ -510,9 +535,10 @@ fn plugins(home: &std::path::Path) -> ExitCode {
         println!("refused: {}", r.reason);
     }
     if registry.libraries.is_empty() {
+        let searched: Vec<String> = dirs.iter().map(|(d, _)| d.display().to_string()).collect();
         eprintln!(
-            "weft plugins: no plugin library was found (searched next to the weft binary and in {})",
-            home.join("plugins").display()
+            "weft plugins: no plugin library was found (searched {})",
+            searched.join(", ")
         );
         return ExitCode::FAILURE;
     }
@@ -528,13 +554,13 @@ fn parse_var(s: &str) -> Result<(String, String), String> {
 
 fn jdbc(install: Option<PathBuf>, action: Option<JdbcAction>) -> ExitCode {
     use weft::jdbc_manager as jm;
-    let Some(dir) = install.or_else(jm::install_dir) else {
+    let Some(dir) = install.or_else(settings::install_dir) else {
         eprintln!(
             "jdbcManager: cannot find INSTALL (the folder holding jdbcList): set WEFT_INSTALL or give --install DIR"
         );
         return ExitCode::from(2);
     };
-    let list_path = dir.join("jdbcList");
+    let list_path = settings::jdbc_list(&dir);
     let text = match std::fs::read_to_string(&list_path) {
         Ok(t) => t,
         Err(e) => {

@@ -56,6 +56,8 @@ pub enum Error {
 pub struct Options {
     /// HOME.
     pub home: PathBuf,
+    /// Where HOME came from, for the log.
+    pub home_from: crate::settings::HomeSource,
     /// `HOST:PORT`; port 0 picks a free port (printed on start).
     pub listen: String,
     /// `--environment`, overriding the settings.
@@ -154,7 +156,8 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     if !repo_path.exists() {
         tracing::warn!(
             message = "No repository in HOME: a new, empty one is created. If you meant an existing one, stop this server and give --home DIR or WEFT_HOME.",
-            home = %opts.home.display()
+            home = %opts.home.display(),
+            home_from = %opts.home_from
         );
     }
     let repo = tokio::task::spawn_blocking(move || Repository::open(&repo_path))
@@ -256,6 +259,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         message = "Server started.",
         url = %url,
         home = %opts.home.display(),
+        home_from = %opts.home_from,
         environment = %settings.environment,
         version = env!("CARGO_PKG_VERSION")
     );

@@ -1,6 +1,8 @@
 //! Settings and the two places of DESIGN.md section 1.
 //!
-//! HOME (data) is `--home DIR`, else `$WEFT_HOME`, else `weft-home` in the current directory.
+//! HOME (data) is `--home DIR`, else `$WEFT_HOME`, else the default HOME of an installed
+//! tree, else `weft-home` in the current directory ([`home_and_source`], the one rule;
+//! docs/install.md explains it to users). INSTALL (code) is [`install_dir`].
 //! Settings come from `HOME/weft.toml`, overridden by `WEFT_*` environment variables,
 //! overridden by command-line flags. Unknown keys in `weft.toml` are errors, so a typo does
 //! not silently leave a default in force.
@@ -229,42 +231,110 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// HOME: `flag`, else `$WEFT_HOME`, else `weft-home` in the current directory; made absolute.
+/// HOME as [`home_and_source`] finds it, made absolute.
 pub fn home_dir(flag: Option<&Path>) -> PathBuf {
     home_and_source(flag).0
 }
 
-/// Where HOME came from: `--home`, `WEFT_HOME`, or the default in the current directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where HOME came from (see [`home_and_source`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HomeSource {
     /// The flag `--home`.
     Flag,
     /// The variable `WEFT_HOME`.
     Variable,
+    /// The file `INSTALL/default-home` of an installed tree, named here.
+    Installation(PathBuf),
     /// `./weft-home` of the current directory.
     Default,
 }
 
-impl fmt::Display for HomeSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            HomeSource::Flag => "--home",
-            HomeSource::Variable => "WEFT_HOME",
-            HomeSource::Default => "the default, weft-home in the current directory",
-        })
+impl HomeSource {
+    /// Whether HOME was named on purpose for this command (`--home`, `WEFT_HOME`). Where it was
+    /// not, a missing repository is created only by `weft serve` and `weft schema --init`.
+    pub fn is_explicit(&self) -> bool {
+        matches!(self, HomeSource::Flag | HomeSource::Variable)
     }
 }
 
-/// HOME as [`home_dir`] finds it, and where it came from. Only `weft serve` and
-/// `weft schema --init` may create a repository in a HOME that comes from the default; every
-/// other command that finds none names the path and this source.
+impl fmt::Display for HomeSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HomeSource::Flag => f.write_str("--home"),
+            HomeSource::Variable => f.write_str("WEFT_HOME"),
+            HomeSource::Installation(file) => {
+                write!(f, "the installation's default in {}", file.display())
+            }
+            HomeSource::Default => f.write_str("the default, weft-home in the current directory"),
+        }
+    }
+}
+
+/// The name of the file of an installed tree that gives its default HOME (one line, a path;
+/// relative paths are relative to INSTALL). `bin/install.sh` writes it.
+pub const DEFAULT_HOME_FILE: &str = "default-home";
+
+/// HOME and where it came from, the one rule of every command and script (docs/install.md):
+/// `--home DIR`, else `$WEFT_HOME`, else the path in `INSTALL/default-home` when weft runs
+/// from an installed tree that has one, else `weft-home` in the current directory. Made
+/// absolute.
 pub fn home_and_source(flag: Option<&Path>) -> (PathBuf, HomeSource) {
     let (dir, source) = match (flag, var("WEFT_HOME")) {
         (Some(f), _) => (f.to_path_buf(), HomeSource::Flag),
         (None, Some(v)) => (PathBuf::from(v), HomeSource::Variable),
-        (None, None) => (PathBuf::from("weft-home"), HomeSource::Default),
+        (None, None) => match install_dir().and_then(|i| installed_home(&i)) {
+            Some((dir, file)) => (dir, HomeSource::Installation(file)),
+            None => (PathBuf::from("weft-home"), HomeSource::Default),
+        },
     };
     (std::path::absolute(&dir).unwrap_or(dir), source)
+}
+
+/// The default HOME that `INSTALL/default-home` names, with that file's path: its first line
+/// that is neither blank nor a `#` comment.
+fn installed_home(install: &Path) -> Option<(PathBuf, PathBuf)> {
+    let file = install.join(DEFAULT_HOME_FILE);
+    let text = std::fs::read_to_string(&file).ok()?;
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))?;
+    Some((install.join(line), file))
+}
+
+/// INSTALL, the place of weft's code (`bin/`, `plugins/`, `drivers/`, `jdbcList`):
+/// `$WEFT_INSTALL`, else found from the running executable by [`install_of`].
+pub fn install_dir() -> Option<PathBuf> {
+    if let Some(d) = var("WEFT_INSTALL") {
+        return Some(PathBuf::from(d));
+    }
+    install_of(&std::env::current_exe().ok()?)
+}
+
+/// The first directory at or above `exe`'s directory that holds `jdbcList`; when that is a
+/// `bin` directory (an installed tree, where SPEC 4.6 puts the list beside the scripts),
+/// its parent. In a checkout that is the root (from `target/release/weft`); in a tree that
+/// `bin/install.sh PREFIX` made, PREFIX.
+pub fn install_of(exe: &Path) -> Option<PathBuf> {
+    let dir = exe
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join("jdbcList").is_file())?;
+    match (dir.file_name(), dir.parent()) {
+        (Some(name), Some(parent)) if name == "bin" => Some(parent.to_path_buf()),
+        _ => Some(dir.to_path_buf()),
+    }
+}
+
+/// The driver list of INSTALL: `INSTALL/bin/jdbcList` in an installed tree (beside the
+/// scripts), else `INSTALL/jdbcList` (a checkout).
+pub fn jdbc_list(install: &Path) -> PathBuf {
+    let in_bin = install.join("bin").join("jdbcList");
+    if in_bin.is_file() {
+        in_bin
+    } else {
+        install.join("jdbcList")
+    }
 }
 
 #[cfg(test)]
@@ -306,5 +376,46 @@ mod tests {
             Ok(Environment::Production)
         );
         assert!("prod".parse::<Environment>().is_err());
+    }
+
+    #[test]
+    fn install_is_found_above_the_binary_and_an_installed_tree_gives_its_home() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A checkout: the list at the root, the binary in target/release.
+        let checkout = dir.path().join("checkout");
+        std::fs::create_dir_all(checkout.join("target/release")).expect("mkdir");
+        std::fs::create_dir_all(checkout.join("bin")).expect("mkdir");
+        std::fs::write(checkout.join("jdbcList"), "").expect("list");
+        assert_eq!(
+            install_of(&checkout.join("target/release/weft")),
+            Some(checkout.clone())
+        );
+        assert_eq!(jdbc_list(&checkout), checkout.join("jdbcList"));
+        assert_eq!(installed_home(&checkout), None);
+        // An installed tree: the list beside the scripts in PREFIX/bin.
+        let prefix = dir.path().join("opt/weft");
+        std::fs::create_dir_all(prefix.join("bin")).expect("mkdir");
+        std::fs::write(prefix.join("bin/jdbcList"), "").expect("list");
+        assert_eq!(install_of(&prefix.join("bin/weft")), Some(prefix.clone()));
+        assert_eq!(jdbc_list(&prefix), prefix.join("bin/jdbcList"));
+        // No list anywhere: no INSTALL.
+        assert_eq!(install_of(&dir.path().join("elsewhere/weft")), None);
+        // default-home: the first line that says something, relative to INSTALL.
+        let file = prefix.join(DEFAULT_HOME_FILE);
+        std::fs::write(&file, "# the service user's data\n\nhome\n").expect("write");
+        assert_eq!(
+            installed_home(&prefix),
+            Some((prefix.join("home"), file.clone()))
+        );
+        std::fs::write(&file, "/var/lib/weft\n").expect("write");
+        assert_eq!(
+            installed_home(&prefix),
+            Some((PathBuf::from("/var/lib/weft"), file.clone()))
+        );
+        std::fs::write(&file, "# nothing\n").expect("write");
+        assert_eq!(installed_home(&prefix), None);
+        let source = HomeSource::Installation(file.clone());
+        assert!(!source.is_explicit());
+        assert!(source.to_string().contains(&file.display().to_string()));
     }
 }

@@ -54,46 +54,14 @@ impl Weft {
     }
 
     /// Starts `weft serve` in an existing home.
-    // The child is killed and waited for in `Drop for Weft`, which clippy cannot see.
-    #[allow(clippy::zombie_processes)]
     pub fn start_in(home: tempfile::TempDir, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut cmd = Command::new(weft_bin());
         cmd.arg("serve").arg("--home").arg(home.path()).args(args);
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn weft serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(url) = line.strip_prefix("weft listening on ") {
-                        return Weft {
-                            home,
-                            url: url.trim().to_owned(),
-                            child,
-                        };
-                    }
-                }
-                Err(_) => {
-                    let _ = child.kill();
-                    panic!("weft serve did not report its address within 30 s");
-                }
-            }
-        }
+        let (child, url) = serve(cmd);
+        Weft { home, url, child }
     }
 
     /// The repository file.
@@ -182,6 +150,42 @@ impl Drop for Weft {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Spawns `cmd` (a `weft serve` command) and waits, at most 30 s, for the line that gives
+/// its address; hands back the process and the endpoint's URL. The caller kills the child.
+// The caller kills and waits for the child, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+pub fn serve(mut cmd: Command) -> (Child, String) {
+    let mut child = cmd
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn weft serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(url) = line.strip_prefix("weft listening on ") {
+                    return (child, url.trim().to_owned());
+                }
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("weft serve did not report its address within 30 s");
+            }
+        }
     }
 }
 

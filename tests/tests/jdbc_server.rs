@@ -11,23 +11,29 @@ use std::path::Path;
 use std::process::Command;
 use weft_tests::postgres::Postgres;
 
-/// An installation (INSTALL) with a jdbcList offering the Debian PostgreSQL jar.
+/// An installation (INSTALL) with a jdbcList offering the Debian PostgreSQL jar, installed.
 fn installation(dir: &Path) {
+    installation_of(dir, "pg", "PostgreSQL", "postgresql.jar");
+}
+
+/// An installation (INSTALL) whose jdbcList offers the Debian jar `jar` as `name`, installed
+/// by `bin/jdbcManager add`.
+fn installation_of(dir: &Path, name: &str, description: &str, jar: &str) {
     std::fs::create_dir_all(dir.join("drivers")).expect("drivers");
     std::fs::write(
         dir.join("jdbcList"),
-        "pg:PostgreSQL (Debian):file:/usr/share/java/postgresql.jar\n",
+        format!("{name}:{description} (Debian):file:/usr/share/java/{jar}\n"),
     )
     .expect("jdbcList");
     let out = Command::new(root().join("bin/jdbcManager"))
-        .args(["add", "pg"])
+        .args(["add", name])
         .env("WEFT_BIN", weft_bin())
         .env("WEFT_INSTALL", dir)
         .output()
         .expect("jdbcManager");
     let (o, e) = text(&out);
     assert!(out.status.success(), "jdbcManager add failed: {o}{e}");
-    assert!(dir.join("drivers/pg.jar").is_file());
+    assert!(dir.join(format!("drivers/{name}.jar")).is_file());
 }
 
 /// Connections 1 (SQLite `data.db` in the home) and 2 (PostgreSQL), and a sheet 1 whose
@@ -251,5 +257,67 @@ fn a_kill_right_after_a_postgres_commit_counts_the_transfer_once() {
         count("SELECT COUNT(*) FROM pg_dst"),
         ROWS.to_string(),
         "every row once"
+    );
+}
+
+/// csvjdbc says its search-string escape is `_`, a wildcard itself, and reports no schema:
+/// a CSV file whose name has an underscore, under a connection with a schema, is found by
+/// the deploy's object check (no false `object.missing`), and the sheet runs. A file that
+/// is not there still gets the warning.
+#[test]
+fn a_csv_table_through_csvjdbc_is_no_false_missing_object_and_loads() {
+    let install = tempfile::tempdir().expect("install");
+    installation_of(install.path(), "csv", "CSV", "csvjdbc.jar");
+    let install_dir = install.path().to_string_lossy().into_owned();
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0"],
+        &[("WEFT_INSTALL", install_dir.as_str())],
+    );
+    let csv = w.home.path().join("csv");
+    std::fs::create_dir_all(&csv).expect("csv dir");
+    std::fs::write(
+        csv.join("stg_people.csv"),
+        "id,name\n1,Ada Lovelace\n2,\"Hopper, Grace\"\n",
+    )
+    .expect("csv");
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE people (id INTEGER, name TEXT);")
+        .expect("target");
+    w.add_keys(&format!(
+        "1|sqlite|{}|||\n3|jdbc|jdbc:relique:csv:{}|||columnTypes=Integer,String\n",
+        data.display(),
+        csv.display()
+    ));
+    let object = |id: i64, table: &str, conn: i64| json!({"id": id, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": conn}});
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/csv"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"},
+                        {"id": 3, "name": "files", "type": "jdbc", "schema": "files"}],
+        "sheets": [
+          {"id": 4, "attributes": {"name": "from csv", "folder_id": 10, "folder": "/csv"},
+           "nodes": [
+             {"id": 40, "type": 0, "attributes": {"module": "Transfer", "name": "load",
+               "action": "SELECT id, name FROM stg_people"}},
+             object(41, "stg_people", 3), object(42, "stg_nobody", 3), object(49, "people", 1)],
+           "edges": [{"id": 7, "from": 41, "to": 40}, {"id": 8, "from": 42, "to": 40},
+                     {"id": 9, "from": 40, "to": 49}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "deploy failed: {v}");
+    let missing: Vec<String> = v["payload"]["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter(|p| p["code"] == "object.missing")
+        .map(|p| p["message"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(missing.len(), 1, "{v}");
+    assert!(missing[0].contains("stg_nobody"), "{missing:?}");
+    let inst = run_and_wait(&w, 4);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        common::actions::rows(&data, "SELECT id, name FROM people ORDER BY id"),
+        vec!["1|Ada Lovelace", "2|Hopper, Grace"]
     );
 }

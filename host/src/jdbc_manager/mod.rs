@@ -668,18 +668,5 @@ pub fn delete(name: &str, drivers: &Path) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// INSTALL: `$WEFT_INSTALL`, else the first directory at or above the running executable
-/// that holds `jdbcList`.
-pub fn install_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("WEFT_INSTALL").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d));
-    }
-    let exe = std::env::current_exe().ok()?;
-    exe.ancestors()
-        .skip(1)
-        .find(|d| d.join("jdbcList").is_file())
-        .map(Path::to_path_buf)
-}
-
 #[cfg(test)]
 mod tests;

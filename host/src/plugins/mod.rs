@@ -77,7 +77,7 @@ pub struct Registry {
 /// driver jars, and `weft.java_home`, the setting `java_home`.
 pub fn bridge_options(settings: &crate::settings::Settings) -> Vec<(String, String)> {
     let mut o = Vec::new();
-    if let Some(install) = crate::jdbc_manager::install_dir() {
+    if let Some(install) = crate::settings::install_dir() {
         o.push((
             "weft.drivers".to_owned(),
             install.join("drivers").to_string_lossy().into_owned(),
@@ -102,7 +102,8 @@ impl std::fmt::Debug for Registry {
 }
 
 /// The places plugins are searched, with whether every shared library there counts (else
-/// only `libweft_plugin_*` files).
+/// only `libweft_plugin_*` files): beside the binary (a checkout's `target/release`),
+/// `INSTALL/plugins` (an installed tree), and `HOME/plugins`.
 pub fn search_path(home: &Path) -> Vec<(PathBuf, bool)> {
     let mut dirs = Vec::new();
     if let Some(dir) = std::env::current_exe()
@@ -110,6 +111,12 @@ pub fn search_path(home: &Path) -> Vec<(PathBuf, bool)> {
         .and_then(|e| e.parent().map(Path::to_path_buf))
     {
         dirs.push((dir, false));
+    }
+    if let Some(install) = crate::settings::install_dir() {
+        let dir = install.join("plugins");
+        if dir.is_dir() && !dirs.iter().any(|(d, _)| *d == dir) {
+            dirs.push((dir, true));
+        }
     }
     dirs.push((home.join("plugins"), true));
     dirs

@@ -855,13 +855,17 @@ public final class Bridge {
                 + (schema.isEmpty() ? "" : schema + ".") + table + " does not exist");
     }
 
-    /** A LIKE pattern that matches `name` only. */
+    /**
+     * A LIKE pattern that matches `name` only. A driver whose escape is itself a wildcard
+     * (csvjdbc says `_`) gets the name as it is: the rows are filtered by the very name
+     * afterwards anyway.
+     */
     private static String exact(DatabaseMetaData md, String name) throws SQLException {
         if (name == null) {
             return null;
         }
         String esc = md.getSearchStringEscape();
-        if (esc == null || esc.isEmpty()) {
+        if (esc == null || esc.isEmpty() || esc.contains("_") || esc.contains("%")) {
             return name;
         }
         return name.replace(esc, esc + esc).replace("_", esc + "_").replace("%", esc + "%");
@@ -876,8 +880,9 @@ public final class Bridge {
             while (r.next()) {
                 String sch = r.getString("TABLE_SCHEM");
                 String tab = r.getString("TABLE_NAME");
-                // Patterns aside, only the very name counts (and the schema, when given).
-                if (!table.equals(tab) || (schema != null && !schema.equals(sch))) {
+                // Patterns aside, only the very name counts (and the schema, when given and
+                // the database has schemas: csvjdbc reports none, whatever was asked).
+                if (!table.equals(tab) || (schema != null && sch != null && !schema.equals(sch))) {
                     continue;
                 }
                 if (!schemasFound.contains(String.valueOf(sch))) {

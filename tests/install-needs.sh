@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs beyond Rust, only what is missing (idempotent); run by
+# ./test.sh and so by .ci/run. On Debian and Ubuntu it uses apt-get (through sudo when not
+# root); elsewhere it names what is missing and exits 1.
+# - Node.js and npm, for the differential test of the HJSON reader against hjson-js;
+# - a JDK (javac checks the JDBC bridge's committed helper class; the JVM runs the drivers);
+# - tzdata (a test recognises a copied /etc/localtime by the bytes of its zone file);
+# - PostgreSQL (the JDBC tests start their own server) and the JDBC driver jars of Debian;
+# - util-linux (prlimit), mount (a tmpfs) and procps (kill): the fault tests lower a running
+#   server's descriptor limit, fill a small disk and signal jdbcManager.
+set -euo pipefail
+packages=()
+command -v prlimit >/dev/null 2>&1 || packages+=(util-linux)
+command -v mount >/dev/null 2>&1 || packages+=(mount)
+command -v kill >/dev/null 2>&1 || packages+=(procps)
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
+test -f /usr/share/zoneinfo/Europe/Berlin || packages+=(tzdata)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || packages+=(postgresql)
+command -v psql >/dev/null 2>&1 || packages+=(postgresql-client)
+for jar in postgresql:libpostgresql-jdbc-java h2:libh2-java hsqldb:libhsqldb-java \
+  csvjdbc:libcsvjdbc-java sqlite-jdbc:libxerial-sqlite-jdbc-java \
+  mariadb-java-client:libmariadb-java; do
+  test -f "/usr/share/java/${jar%%:*}.jar" || packages+=("${jar#*:}")
+done
+# The native part of the SQLite JDBC driver, which the JDBC benchmark's Java program uses.
+if command -v dpkg >/dev/null 2>&1; then
+  dpkg -s libxerial-sqlite-jdbc-jni >/dev/null 2>&1 || packages+=(libxerial-sqlite-jdbc-jni)
+fi
+[ "${#packages[@]}" -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-needs.sh: the tests need these (Debian package names): ${packages[*]}; install them with your system's package manager" >&2
+  exit 1
+fi
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || {
+    echo "install-needs.sh: the tests need: ${packages[*]}; as root run: apt-get update && apt-get install -y ${packages[*]}" >&2
+    exit 1
+  }
+  as_root=(sudo)
+fi
+echo "install-needs.sh: installing what the tests need: ${packages[*]}"
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
