@@ -9,10 +9,11 @@
 //! instances, each on a thread of its own (plugin calls block). After an error the actions
 //! that depend on it are skipped and the independent ones go on.
 
+use super::coordinator::{Change, Coordinator, Outcome};
 use super::{ActionPlan, actions_of, run_marked};
 use crate::keys::KeyStore;
 use crate::plugins::Registry;
-use crate::repo::instances::{self, NewAction, NewInstance, state};
+use crate::repo::instances::{self, ActionState, NewAction, NewInstance, state};
 use crate::repo::{self, Repository};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -840,6 +841,14 @@ impl Executor {
 
     /// Takes a slot of the global limit, waiting while all are taken; gives up (false) when
     /// the instance is asked to halt meanwhile.
+    /// Records the state changes the coordinator decided, in one transaction.
+    fn record_changes(&self, id: i64, changes: &[Change]) -> repo::Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        self.record(id, |c| set_actions(c, id, changes.iter()))
+    }
+
     fn acquire(&self, halt: &AtomicBool) -> bool {
         let (lock, cv) = &*self.running;
         let mut n = lock
@@ -940,23 +949,22 @@ impl Executor {
                 .unwrap_or_else(|_| row.start.get(..10).unwrap_or_default().to_owned()),
         };
         // An `R` left by an executor that failed is not running now: it counts as an error.
-        let mut states: BTreeMap<i64, String> = BTreeMap::new();
+        let mut actions = Vec::with_capacity(row.actions.len());
         for a in &row.actions {
-            let s = if a.state == "R" {
-                self.record(id, |c| {
-                    instances::end_action(c, id, a.action_id, Some("interrupted"), 0, 0, 0, &[])
-                })?;
-                "E".to_owned()
-            } else {
-                a.state.clone()
+            let state = match ActionState::from_code(&a.state) {
+                Some(ActionState::Running) => {
+                    self.record(id, |c| {
+                        instances::end_action(c, id, a.action_id, Some("interrupted"), 0, 0, 0, &[])
+                    })?;
+                    ActionState::Error
+                }
+                Some(s) => s,
+                // A code this weft does not know cannot run: it counts as an error.
+                None => ActionState::Error,
             };
-            states.insert(a.action_id, s);
+            actions.push((a.action_id, state, a.depends_on.clone()));
         }
-        let deps: BTreeMap<i64, Vec<i64>> = row
-            .actions
-            .iter()
-            .map(|a| (a.action_id, a.depends_on.clone()))
-            .collect();
+        let mut coordinator = Coordinator::new(&actions);
         // Each launch of an action counts one attempt up (`set_action` to `R` does the same
         // in the repository); the commit marker names it.
         let attempts: HashMap<i64, i64> = row
@@ -964,56 +972,21 @@ impl Executor {
             .iter()
             .map(|a| (a.action_id, a.attempt))
             .collect();
-        let plans: HashMap<i64, String> = row
+        let plans: HashMap<i64, &str> = row
             .actions
             .iter()
-            .map(|a| (a.action_id, a.plan.clone()))
+            .map(|a| (a.action_id, a.plan.as_str()))
             .collect();
+        let settled = coordinator.settle();
+        self.record_changes(id, &settled)?;
         loop {
             if halt.load(Ordering::SeqCst) {
-                for (a, s) in states.iter_mut() {
-                    if s == "D" || s == "W" {
-                        self.record(id, |c| instances::set_action(c, id, *a, "H"))?;
-                        *s = "H".to_owned();
-                    }
-                }
-            }
-            // Skip what depends on a failure; make ready what all it waits for finished.
-            let mut changed = true;
-            while changed {
-                changed = false;
-                let snapshot = states.clone();
-                for (a, s) in states.iter_mut() {
-                    if s != "D" && s != "W" {
-                        continue;
-                    }
-                    let ds = &deps[a];
-                    if ds
-                        .iter()
-                        .any(|d| matches!(snapshot.get(d).map(String::as_str), Some("E" | "S")))
-                    {
-                        self.record(id, |c| instances::set_action(c, id, *a, "S"))?;
-                        *s = "S".to_owned();
-                        changed = true;
-                    } else if s == "D"
-                        && ds
-                            .iter()
-                            .all(|d| snapshot.get(d).map(String::as_str) == Some("F"))
-                    {
-                        self.record(id, |c| instances::set_action(c, id, *a, "W"))?;
-                        *s = "W".to_owned();
-                        changed = true;
-                    }
-                }
+                let halted = coordinator.halt();
+                self.record_changes(id, &halted)?;
             }
             // Start ready actions while there is room.
-            let ready: Vec<i64> = states
-                .iter()
-                .filter(|(_, s)| *s == "W")
-                .map(|(a, _)| *a)
-                .collect();
-            for a in ready {
-                let got = if running.is_empty() {
+            while let Some(a) = coordinator.next_ready() {
+                let got = if coordinator.running() == 0 {
                     self.acquire(halt)
                 } else {
                     self.try_acquire()
@@ -1025,36 +998,34 @@ impl Executor {
                     Executor::release(&self.running);
                     break;
                 }
-                if let Err(e) = self.record(id, |c| instances::set_action(c, id, a, "R")) {
+                if let Err(e) = self.record(id, |c| {
+                    instances::set_action(c, id, a, ActionState::Running.code())
+                }) {
                     Executor::release(&self.running);
                     return Err(e.into());
                 }
-                states.insert(a, "R".to_owned());
+                coordinator.start(a);
                 running.insert(a);
                 let attempt = attempts.get(&a).copied().unwrap_or(0) + 1;
                 self.launch(
                     id,
                     a,
                     attempt,
-                    &plans[&a],
+                    plans.get(&a).copied().unwrap_or_default(),
                     row,
                     &schedule_date,
                     &variables,
                     tx.clone(),
                 );
             }
-            if running.is_empty() {
-                let waiting = states.values().any(|s| s == "W");
-                let blocked = states.values().any(|s| s == "D");
-                if halt.load(Ordering::SeqCst) || (!waiting && !blocked) {
-                    break;
+            if coordinator.running() == 0 {
+                if halt.load(Ordering::SeqCst) && !coordinator.is_halted() {
+                    continue;
                 }
-                if !waiting && blocked {
+                if coordinator.is_over() {
                     // Nothing runs and nothing is ready: what still waits can never start.
-                    for (a, s) in states.iter_mut().filter(|(_, s)| *s == "D") {
-                        self.record(id, |c| instances::set_action(c, id, *a, "S"))?;
-                        *s = "S".to_owned();
-                    }
+                    let blocked = coordinator.skip_blocked();
+                    self.record_changes(id, &blocked)?;
                     break;
                 }
                 continue;
@@ -1066,6 +1037,9 @@ impl Executor {
                 Ok(o) => (None, *o),
                 Err(e) => (Some(e.as_str()), weft_sdk::RunOutcome::default()),
             };
+            let follows = coordinator.ended(a, error.is_none());
+            // The action's own end (first of `follows`) is recorded with its counts and log;
+            // what follows from it in the same transaction.
             self.record(id, |c| {
                 instances::end_action(
                     c,
@@ -1076,17 +1050,14 @@ impl Executor {
                     o.rows_written,
                     o.rows_updated,
                     &ran.log,
-                )
+                )?;
+                set_actions(c, id, follows.iter().filter(|ch| ch.action != a))
             })?;
-            states.insert(a, if error.is_some() { "E" } else { "F" }.to_owned());
         }
-        let any = |l: &str| states.values().any(|s| s == l);
-        let final_state = if any("H") {
-            state::HALTED
-        } else if any("E") || any("S") {
-            state::FAILED
-        } else {
-            state::FINISHED
+        let final_state = match coordinator.outcome() {
+            Outcome::Halted => state::HALTED,
+            Outcome::Failed => state::FAILED,
+            Outcome::Finished => state::FINISHED,
         };
         self.repo
             .with(|c| instances::set_instance(c, id, final_state))?;
@@ -1249,6 +1220,18 @@ impl Executor {
 }
 
 /// The digits of a timestamp (`2026-11-23T07:56:10Z` to `20261123075610`).
+/// Sets the states of `changes` on instance `id`.
+fn set_actions<'a>(
+    conn: &rusqlite::Connection,
+    id: i64,
+    changes: impl Iterator<Item = &'a Change>,
+) -> repo::Result<()> {
+    for ch in changes {
+        instances::set_action(conn, id, ch.action, ch.to.code())?;
+    }
+    Ok(())
+}
+
 fn digits(t: &str) -> String {
     t.chars().filter(char::is_ascii_digit).collect()
 }

@@ -4,6 +4,7 @@
 //! commits or rolls back. Batch instances, ordering and persistence build on this.
 
 pub mod batch;
+pub mod coordinator;
 pub mod marker;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -84,6 +85,24 @@ pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Action
             ))
         })
         .collect();
+    // Each action's edges in and out, in the sheet's edge order: one pass over the edges,
+    // so a sheet of n actions costs O(n + edges), not O(n * edges).
+    let mut into: HashMap<i64, Vec<i64>> = HashMap::new();
+    let mut out_of: HashMap<i64, Vec<i64>> = HashMap::new();
+    for e in &sheet.edges {
+        into.entry(e.to.v).or_default().push(e.from.v);
+        out_of.entry(e.from.v).or_default().push(e.to.v);
+    }
+    let linked = |edges: &HashMap<i64, Vec<i64>>, node: i64| -> Vec<(ObjectRef, String)> {
+        edges
+            .get(&node)
+            .map(|ends| {
+                ends.iter()
+                    .filter_map(|id| objects.get(id).cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
     sheet
         .nodes
         .iter()
@@ -92,18 +111,8 @@ pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Action
             let NodeAttributes::Action(a) = &n.attributes else {
                 return None;
             };
-            let sources = sheet
-                .edges
-                .iter()
-                .filter(|e| e.to.v == n.id.v)
-                .filter_map(|e| objects.get(&e.from.v).cloned())
-                .collect();
-            let targets = sheet
-                .edges
-                .iter()
-                .filter(|e| e.from.v == n.id.v)
-                .filter_map(|e| objects.get(&e.to.v).cloned())
-                .collect();
+            let sources = linked(&into, n.id.v);
+            let targets = linked(&out_of, n.id.v);
             Some(ActionPlan {
                 id: n.id.v,
                 index,

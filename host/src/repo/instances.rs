@@ -22,6 +22,70 @@ pub mod state {
     pub const INTERRUPTED: &str = "interrupted";
 }
 
+/// The state of one action of an instance; stored and answered as its one-letter code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActionState {
+    /// `D`: defined, waiting for the actions it depends on.
+    Defined,
+    /// `W`: ready, waiting for a slot.
+    Waiting,
+    /// `R`: running.
+    Running,
+    /// `F`: finished.
+    Finished,
+    /// `E`: failed.
+    Error,
+    /// `S`: skipped, because an action it depends on failed or was skipped.
+    Skipped,
+    /// `H`: halted before it started.
+    Halted,
+}
+
+impl ActionState {
+    /// The one-letter code stored in the repository and answered by the API.
+    pub fn code(self) -> &'static str {
+        match self {
+            ActionState::Defined => "D",
+            ActionState::Waiting => "W",
+            ActionState::Running => "R",
+            ActionState::Finished => "F",
+            ActionState::Error => "E",
+            ActionState::Skipped => "S",
+            ActionState::Halted => "H",
+        }
+    }
+
+    /// The state of a one-letter code, if it is one.
+    pub fn from_code(code: &str) -> Option<Self> {
+        Some(match code {
+            "D" => ActionState::Defined,
+            "W" => ActionState::Waiting,
+            "R" => ActionState::Running,
+            "F" => ActionState::Finished,
+            "E" => ActionState::Error,
+            "S" => ActionState::Skipped,
+            "H" => ActionState::Halted,
+            _ => return None,
+        })
+    }
+
+    /// Whether the action has not started yet (`D` or `W`).
+    pub fn is_pending(self) -> bool {
+        matches!(self, ActionState::Defined | ActionState::Waiting)
+    }
+
+    /// Whether the action failed or was skipped, so that what depends on it is skipped.
+    pub fn is_failure(self) -> bool {
+        matches!(self, ActionState::Error | ActionState::Skipped)
+    }
+}
+
+impl std::fmt::Display for ActionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
 /// One action of a new instance.
 #[derive(Debug, Clone)]
 pub struct NewAction {
