@@ -209,7 +209,7 @@ fn object_warnings(doc: &Document, catalog: &dyn validate::Catalog, problems: &m
     let td = Path::root().key("transformationData");
     for (i, s) in doc.sheets.iter().enumerate() {
         let objects: Vec<weft_sdk::ObjectRef> =
-            crate::exec::objects_of(s, &|id| catalog.dialect(id, None));
+            crate::plan::objects_of(s, &|id| catalog.dialect(id, None));
         for (node_id, message) in catalog.check_objects(&objects) {
             if let Some((j, n)) = s.nodes.iter().enumerate().find(|(_, n)| n.id.v == node_id) {
                 problems.warning(

@@ -19,6 +19,7 @@ pub mod exec;
 pub mod fault;
 pub mod jdbc_manager;
 pub mod keys;
+pub mod plan;
 pub mod plugins;
 pub mod repo;
 pub mod schedule;

@@ -27,8 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// The user scheduled instances run as.
 pub const USER: &str = "scheduler";
 
-/// A start this much later than planned is recorded as late.
-pub const LATE_AFTER_SECONDS: i64 = 60;
+pub use crate::repo::instances::LATE_AFTER_SECONDS;
 
 /// A scheduled batch as the scheduler reads it.
 #[derive(Debug, Clone)]

@@ -12,6 +12,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+/// The default of the setting `max_waiting_instances`: instances stored and queued for a
+/// coordinator before `RunElements` answers 429.
+pub const DEFAULT_MAX_WAITING: usize = 1000;
+
 /// The kind of installation; `intoFolder` and other development helpers need `development`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -103,7 +107,7 @@ impl Default for Settings {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_timeout_seconds: DEFAULT_HEADER_TIMEOUT_SECONDS,
             body_timeout_seconds: DEFAULT_BODY_TIMEOUT_SECONDS,
-            max_waiting_instances: crate::exec::batch::DEFAULT_MAX_WAITING,
+            max_waiting_instances: DEFAULT_MAX_WAITING,
             repository_retry_seconds: 60,
         }
     }

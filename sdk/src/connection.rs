@@ -106,11 +106,11 @@ where
     R: FnMut(RVec<Row>) -> Result<(), PluginError>,
 {
     fn columns(&mut self, names: RSlice<'_, RString>) -> RResult<(), PluginError> {
-        crate::guard::catch(|| (self.on_columns)(names.as_slice()))
+        crate::error::catch(|| (self.on_columns)(names.as_slice()))
     }
 
     fn rows(&mut self, batch: RVec<Row>) -> RResult<(), PluginError> {
-        crate::guard::catch(|| (self.on_rows)(batch))
+        crate::error::catch(|| (self.on_rows)(batch))
     }
 }
 

@@ -1,8 +1,9 @@
-//! The error that crosses the plugin boundary.
+//! The error that crosses the plugin boundary, and [`catch`], which turns a panic into one.
 
 use abi_stable::StableAbi;
-use abi_stable::std_types::RString;
+use abi_stable::std_types::{RResult, RString};
 use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// What went wrong inside a plugin or a connection: a kind and a message that names the
 /// thing and the place.
@@ -57,3 +58,23 @@ impl std::error::Error for PluginError {}
 
 /// The result of a plugin call on the Rust side.
 pub type PluginResult<T> = Result<T, PluginError>;
+
+/// The text of a caught panic.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+/// Runs `f`, turning a panic into a `Panicked` error.
+pub fn catch<T>(f: impl FnOnce() -> Result<T, PluginError>) -> RResult<T, PluginError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.into(),
+        Err(panic) => RResult::RErr(PluginError::of(
+            ErrorKind::Panicked,
+            format!("the plugin panicked: {}", panic_message(panic.as_ref())),
+        )),
+    }
+}

@@ -3,7 +3,7 @@
 //! abort the host).
 
 use crate::connection::ConnectionBox;
-use crate::error::{ErrorKind, PluginError};
+use crate::error::{PluginError, catch};
 use crate::module::ObjectRef;
 use crate::module::{
     ActionModule, ActionModuleBox, ActionModuleFfi, ActionModuleFfi_TO, ModuleInfo, RunContext,
@@ -15,27 +15,6 @@ use crate::object_type::{
 };
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{ROption, RResult, RString};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
-/// The text of a caught panic.
-pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-        .unwrap_or_else(|| "a panic without a message".to_owned())
-}
-
-/// Runs `f`, turning a panic into a `Panicked` error.
-pub fn catch<T>(f: impl FnOnce() -> Result<T, PluginError>) -> RResult<T, PluginError> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r.into(),
-        Err(panic) => RResult::RErr(PluginError::of(
-            ErrorKind::Panicked,
-            format!("the plugin panicked: {}", panic_message(panic.as_ref())),
-        )),
-    }
-}
 
 /// An author's plugin behind the boundary, every call guarded.
 pub struct Guard<T>(pub T);

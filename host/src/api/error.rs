@@ -119,13 +119,12 @@ impl ApiError {
         )
     }
 
-    pub(super) fn unknown_command(req: &super::envelope::Request) -> Self {
+    pub(super) fn unknown_command(command: &str) -> Self {
         Self::client(
             StatusCode::BAD_REQUEST,
             "request.unknown_command",
             format!(
-                "unknown command `{}`; known commands: {}",
-                req.command,
+                "unknown command `{command}`; known commands: {}",
                 super::COMMANDS.join(", ")
             ),
         )

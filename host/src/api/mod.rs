@@ -192,7 +192,7 @@ async fn handle(
             let deploy_request = envelope::deploy_request(&request)?;
             let state = Arc::clone(state);
             let result = tokio::task::spawn_blocking(move || {
-                let catalog = crate::plugins::PluginCatalog {
+                let catalog = crate::validate::PluginCatalog {
                     registry: &state.registry,
                     keys: state.keys.as_ref().and_then(|k| k.current().ok()),
                 };
@@ -243,7 +243,7 @@ async fn handle(
             commands::restart_instance(state, request.payload.value.to_json()).await
         }
         "NextRuns" => commands::next_runs(state, request.payload.value.to_json()).await,
-        _ => Err(ApiError::unknown_command(&request)),
+        _ => Err(ApiError::unknown_command(&request.command)),
     }
 }
 

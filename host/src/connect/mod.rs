@@ -9,7 +9,7 @@ use weft_sdk::abi_stable::std_types::{RString, RVec, Tuple2};
 use weft_sdk::{ConnectionBox, ErrorKind, KeyEntry, PluginError};
 
 /// The native connection type.
-pub const SQLITE: &str = "sqlite";
+pub const SQLITE: &str = crate::plugins::NATIVE_SQLITE;
 
 /// Opens the connection of key file `entry`.
 ///

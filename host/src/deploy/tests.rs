@@ -10,8 +10,8 @@ const FOLDER: &str = include_str!("../../../examples/quickstart/1-folder.dsr");
 const CONNECTION: &str = include_str!("../../../examples/quickstart/2-connection.dsr");
 const SHEET: &str = include_str!("../../../examples/quickstart/3-sheet.dsr");
 
-fn catalog() -> crate::plugins::PluginCatalog<'static> {
-    crate::plugins::PluginCatalog {
+fn catalog() -> crate::validate::PluginCatalog<'static> {
+    crate::validate::PluginCatalog {
         registry: crate::plugins::test_registry(),
         keys: None,
     }

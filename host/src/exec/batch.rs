@@ -12,11 +12,12 @@
 use super::coordinator::{Change, Coordinator, Outcome};
 use super::{ActionPlan, actions_of, run_marked};
 use crate::keys::KeyStore;
+use crate::plan::{dependencies, dependency_cycle, identity};
 use crate::plugins::Registry;
 use crate::repo::instances::{self, ActionState, NewAction, NewInstance, state};
 use crate::repo::{self, Repository};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use weft_sdk::abi_stable::std_types::RString;
@@ -175,88 +176,6 @@ impl StoredPlan {
 
 /// The identity of an object for ordering: the object type's, or connection, lower-case
 /// schema and name when no loaded type serves it.
-fn identity(registry: &Registry, o: &ObjectRef) -> (i64, String, String) {
-    if let Some(t) = registry.object_type(o.object_type_id)
-        && let Ok(id) = t.object_type.identity(o).into_result()
-    {
-        return (id.connection_id, id.schema.to_string(), id.name.to_string());
-    }
-    let schema = o
-        .schema
-        .as_ref()
-        .into_option()
-        .map(|s| s.to_lowercase())
-        .unwrap_or_default();
-    (o.connection_id, schema, o.name.to_lowercase())
-}
-
-/// For each action, the actions it waits for: X waits for Y when a `Y`-dependency source of
-/// X is a `Y`-dependency target of Y (never for itself).
-pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, Vec<i64>> {
-    let mut writers: HashMap<(i64, String, String), Vec<i64>> = HashMap::new();
-    for p in plans {
-        for (o, dep) in &p.targets {
-            if dep == "Y" {
-                writers.entry(identity(registry, o)).or_default().push(p.id);
-            }
-        }
-    }
-    let mut deps = BTreeMap::new();
-    for p in plans {
-        let mut d: Vec<i64> = p
-            .sources
-            .iter()
-            .filter(|(_, dep)| dep == "Y")
-            .flat_map(|(o, _)| {
-                writers
-                    .get(&identity(registry, o))
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .filter(|w| *w != p.id)
-            .collect();
-        d.sort_unstable();
-        d.dedup();
-        deps.insert(p.id, d);
-    }
-    deps
-}
-
-/// A cycle among `deps`, as the action ids along it (first repeated at the end).
-fn cycle(deps: &BTreeMap<i64, Vec<i64>>) -> Option<Vec<i64>> {
-    let mut state: HashMap<i64, u8> = HashMap::new();
-    for &start in deps.keys() {
-        if state.contains_key(&start) {
-            continue;
-        }
-        let mut stack: Vec<(i64, usize)> = vec![(start, 0)];
-        state.insert(start, 1);
-        while let Some(&mut (node, ref mut i)) = stack.last_mut() {
-            let next = deps.get(&node).map_or(&[][..], Vec::as_slice);
-            if let Some(&to) = next.get(*i) {
-                *i += 1;
-                match state.get(&to) {
-                    None => {
-                        state.insert(to, 1);
-                        stack.push((to, 0));
-                    }
-                    Some(1) => {
-                        let from = stack.iter().position(|(n, _)| *n == to).unwrap_or(0);
-                        let mut c: Vec<i64> = stack[from..].iter().map(|(n, _)| *n).collect();
-                        c.push(to);
-                        return Some(c);
-                    }
-                    _ => {}
-                }
-            } else {
-                state.insert(node, 2);
-                stack.pop();
-            }
-        }
-    }
-    None
-}
-
 /// Runs batch instances in the background.
 pub struct Executor {
     repo: Arc<Repository>,
@@ -295,8 +214,7 @@ const SERVER_STOP: &str = "interrupted by a server stop";
 /// How an action whose end a failing repository did not record ended.
 const NOT_RECORDED: &str = "its end could not be recorded in the repository";
 
-/// The default of the setting `max_waiting_instances`.
-pub const DEFAULT_MAX_WAITING: usize = 1000;
+pub use crate::settings::DEFAULT_MAX_WAITING;
 
 /// The default time a coordinator tries again to record a state.
 const DEFAULT_WRITE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
@@ -457,7 +375,7 @@ impl Executor {
             .repo
             .with(|conn| expand(conn, &req.elements, &dialect))??;
         let deps = dependencies(&self.registry, &plans);
-        if let Some(c) = cycle(&deps) {
+        if let Some(c) = dependency_cycle(&deps) {
             return Err(StartError::Cycle(describe_cycle(
                 &self.registry,
                 &plans,

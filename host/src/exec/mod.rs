@@ -9,137 +9,15 @@ pub mod marker;
 #[cfg(test)]
 pub(crate) mod testing;
 
+pub use crate::plan::{ActionPlan, actions_of, objects_of};
+
 use crate::connect;
-use crate::dsr::model::{NodeAttributes, Sheet};
 use crate::keys::KeyFile;
 use crate::plugins::Registry;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use weft_sdk::abi_stable::sabi_trait::TD_Opaque;
 use weft_sdk::abi_stable::std_types::{RStr, RString, RVec, Tuple2};
-use weft_sdk::{
-    AttributeValue, ConnectionSlot, Dialect, Logger, Logger_TO, ObjectRef, RunContext, RunOutcome,
-};
-
-/// An action with everything its module needs.
-#[derive(Debug, Clone)]
-pub struct ActionPlan {
-    /// The action node's id.
-    pub id: i64,
-    /// Its index in the sheet's nodes (for paths in messages).
-    pub index: usize,
-    /// Its name.
-    pub name: String,
-    /// Its module.
-    pub module: String,
-    /// The action text.
-    pub text: Option<String>,
-    /// Attributes beyond table A.
-    pub attributes: Vec<(String, AttributeValue)>,
-    /// Source objects (edges object -> action), with their `dependency` letters.
-    pub sources: Vec<(ObjectRef, String)>,
-    /// Target objects (edges action -> object).
-    pub targets: Vec<(ObjectRef, String)>,
-}
-
-/// The object nodes of `sheet`, as plugins see them.
-pub fn objects_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<ObjectRef> {
-    sheet
-        .nodes
-        .iter()
-        .filter_map(|n| {
-            let o = n.object()?;
-            Some(ObjectRef {
-                node_id: n.id.v,
-                object_type_id: o.object_type_id.v,
-                connection_id: o.connection_id.v,
-                name: o.field1.v.as_str().into(),
-                schema: o.field2.as_deref().map(RString::from).into(),
-                dialect: dialect(o.connection_id.v),
-            })
-        })
-        .collect()
-}
-
-/// The actions of `sheet` with their sources and targets; `dialect` names the dialect of a
-/// connection number.
-pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<ActionPlan> {
-    let objects: HashMap<i64, (ObjectRef, String)> = sheet
-        .nodes
-        .iter()
-        .filter_map(|n| {
-            let o = n.object()?;
-            Some((
-                n.id.v,
-                (
-                    ObjectRef {
-                        node_id: n.id.v,
-                        object_type_id: o.object_type_id.v,
-                        connection_id: o.connection_id.v,
-                        name: o.field1.v.as_str().into(),
-                        schema: o.field2.as_deref().map(RString::from).into(),
-                        dialect: dialect(o.connection_id.v),
-                    },
-                    o.dependency.v.clone(),
-                ),
-            ))
-        })
-        .collect();
-    // Each action's edges in and out, in the sheet's edge order: one pass over the edges,
-    // so a sheet of n actions costs O(n + edges), not O(n * edges).
-    let mut into: HashMap<i64, Vec<i64>> = HashMap::new();
-    let mut out_of: HashMap<i64, Vec<i64>> = HashMap::new();
-    for e in &sheet.edges {
-        into.entry(e.to.v).or_default().push(e.from.v);
-        out_of.entry(e.from.v).or_default().push(e.to.v);
-    }
-    let linked = |edges: &HashMap<i64, Vec<i64>>, node: i64| -> Vec<(ObjectRef, String)> {
-        edges
-            .get(&node)
-            .map(|ends| {
-                ends.iter()
-                    .filter_map(|id| objects.get(id).cloned())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    sheet
-        .nodes
-        .iter()
-        .enumerate()
-        .filter_map(|(index, n)| {
-            let NodeAttributes::Action(a) = &n.attributes else {
-                return None;
-            };
-            let sources = linked(&into, n.id.v);
-            let targets = linked(&out_of, n.id.v);
-            Some(ActionPlan {
-                id: n.id.v,
-                index,
-                name: a.name.v.clone(),
-                module: a.module.v.clone(),
-                text: a.action.as_ref().map(|t| t.v.clone()),
-                attributes: a
-                    .extra
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.v.clone(), attribute_value(&v.value)?)))
-                    .collect(),
-                sources,
-                targets,
-            })
-        })
-        .collect()
-}
-
-fn attribute_value(v: &crate::dsr::value::Value) -> Option<AttributeValue> {
-    use crate::dsr::value::Value;
-    match v {
-        Value::Bool(b) => Some(AttributeValue::Bool(*b)),
-        Value::Int(i) => Some(AttributeValue::Integer(*i)),
-        Value::String(s) => Some(AttributeValue::String(s.as_str().into())),
-        _ => None,
-    }
-}
+use weft_sdk::{ConnectionSlot, Logger, Logger_TO, RunContext, RunOutcome};
 
 /// Substitutes `${name}` in `text` with the variables' values, as text; `$${` writes a
 /// literal `${`.

@@ -41,7 +41,7 @@ pub(crate) fn home(limit: usize, options: Vec<(String, String)>, doc: &str) -> H
     let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
     let registry = Arc::new(crate::plugins::load_test_registry());
     let exec = Executor::new(Arc::clone(&repo), Arc::clone(&registry), Some(keys), limit);
-    let catalog = crate::plugins::PluginCatalog {
+    let catalog = crate::validate::PluginCatalog {
         registry: &registry,
         keys: None,
     };

@@ -72,6 +72,9 @@ pub struct Registry {
     bridge_options: Vec<(String, String)>,
 }
 
+/// The connection type weft serves natively (`connect::sqlite`); no bridge may take it.
+pub const NATIVE_SQLITE: &str = "sqlite";
+
 /// What the host tells every bridge beside a key entry's own options (see
 /// [`Registry::set_bridge_options`]): `weft.drivers`, INSTALL/drivers where jdbcManager puts
 /// driver jars, and `weft.java_home`, the setting `java_home`.
@@ -244,10 +247,7 @@ impl Registry {
             Ok(bridges) => {
                 for b in bridges {
                     match b.connection_type().into_result() {
-                        Ok(t)
-                            if self.bridges.contains_key(t.as_str())
-                                || t == crate::connect::SQLITE =>
-                        {
+                        Ok(t) if self.bridges.contains_key(t.as_str()) || t == NATIVE_SQLITE => {
                             self.refuse(path, format!("connection type `{t}` is already served; this bridge is ignored"));
                         }
                         Ok(t) => {
@@ -300,7 +300,7 @@ impl Registry {
         &self.bridge_options
     }
 
-    /// Sets the host's options for bridges (`weft.` names), which [`crate::connect::open`]
+    /// Sets the host's options for bridges (`weft.` names), which `connect::open`
     /// adds to every key entry it opens through a bridge; an entry cannot set them itself.
     pub fn set_bridge_options(&mut self, options: Vec<(String, String)>) {
         self.bridge_options = options;
@@ -357,67 +357,6 @@ pub fn host_sdk_version() -> &'static str {
     SDK_VERSION
 }
 
-/// The validator's view of the loaded plugins, with the key file for connection dialects.
-pub struct PluginCatalog<'a> {
-    /// The loaded plugins.
-    pub registry: &'a Registry,
-    /// The key file, whose entries name each connection's URL (hence its dialect).
-    pub keys: Option<crate::keys::KeyFile>,
-}
-
-impl crate::validate::Catalog for PluginCatalog<'_> {
-    fn module(&self, name: &str) -> Option<ModuleInfo> {
-        self.registry.module(name).map(|m| m.info.clone())
-    }
-
-    fn module_names(&self) -> Vec<String> {
-        self.registry.module_names()
-    }
-
-    fn validate_action(
-        &self,
-        name: &str,
-        input: &weft_sdk::ValidateInput,
-    ) -> Result<weft_sdk::ValidateOutput, String> {
-        let m = self
-            .registry
-            .module(name)
-            .ok_or_else(|| format!("module `{name}` is not loaded"))?;
-        m.module
-            .validate(input)
-            .into_result()
-            .map_err(|e| e.to_string())
-    }
-
-    fn object_type(&self, id: i64) -> bool {
-        self.registry.object_type(id).is_some()
-    }
-
-    fn object_type_names(&self) -> Vec<String> {
-        self.registry.object_type_names()
-    }
-
-    fn connection_types(&self) -> Vec<String> {
-        let mut v = vec![crate::connect::SQLITE.to_owned()];
-        v.extend(self.registry.connection_types());
-        v
-    }
-
-    fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
-        PluginCatalog::check_objects(self, objects)
-    }
-
-    fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect {
-        match self.keys.as_ref().and_then(|k| k.get(&id.to_string())) {
-            Some(e) => crate::connect::dialect_of(&e.kind, &e.url),
-            None => match kind {
-                Some(k) => crate::connect::dialect_of(k, ""),
-                None => weft_sdk::Dialect::Generic,
-            },
-        }
-    }
-}
-
 /// The real plugins, loaded afresh from the target directory of the running test binary
 /// (the test command builds them first), for tests that need a registry of their own.
 #[cfg(test)]
@@ -443,70 +382,4 @@ pub(crate) fn load_test_registry() -> Registry {
 pub(crate) fn test_registry() -> &'static Registry {
     static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
     REGISTRY.get_or_init(load_test_registry)
-}
-
-/// The time one connection gets for the object checks of one deploy.
-pub const CHECK_BUDGET: std::time::Duration = std::time::Duration::from_millis(10);
-
-impl PluginCatalog<'_> {
-    /// Checks objects against their connections (only connections the key file names); a
-    /// warning text for each object that is off, or whose connection cannot be opened. A
-    /// native SQLite connection gets [`CHECK_BUDGET`] in all: what is left when it is spent
-    /// (a file busy with writes) is reported as not checked, so a deploy never waits on the
-    /// data's writers.
-    pub fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
-        let mut out = Vec::new();
-        let Some(keys) = &self.keys else { return out };
-        let mut by_connection: BTreeMap<i64, Vec<&weft_sdk::ObjectRef>> = BTreeMap::new();
-        for o in objects {
-            by_connection.entry(o.connection_id).or_default().push(o);
-        }
-        for (id, objs) in by_connection {
-            let Some(entry) = keys.get(&id.to_string()) else {
-                continue;
-            };
-            let mut conn = match crate::connect::open_briefly(entry, self.registry) {
-                Ok(c) => c,
-                Err(e) => {
-                    for o in objs {
-                        out.push((
-                            o.node_id,
-                            format!(
-                                "connection {id} cannot be reached, so `{}` was not checked: {e}",
-                                o.name
-                            ),
-                        ));
-                    }
-                    continue;
-                }
-            };
-            let started = std::time::Instant::now();
-            for o in objs {
-                let Some(t) = self.registry.object_type(o.object_type_id) else {
-                    continue;
-                };
-                if entry.kind == crate::connect::SQLITE && started.elapsed() > CHECK_BUDGET {
-                    out.push((
-                        o.node_id,
-                        format!(
-                            "connection {id} was busy (it did not answer within {} ms), so `{}` was not checked",
-                            CHECK_BUDGET.as_millis(),
-                            o.name
-                        ),
-                    ));
-                    continue;
-                }
-                match t.object_type.check(o, &mut conn).into_result() {
-                    Ok(weft_sdk::abi_stable::std_types::ROption::RSome(msg)) => {
-                        out.push((o.node_id, msg.to_string()))
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        out.push((o.node_id, format!("`{}` could not be checked: {e}", o.name)))
-                    }
-                }
-            }
-        }
-        out
-    }
 }

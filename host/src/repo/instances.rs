@@ -6,6 +6,9 @@ use super::{Error, Result, now_utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
+/// A scheduled start this much later than planned is recorded as late.
+pub const LATE_AFTER_SECONDS: i64 = 60;
+
 /// Instance states.
 pub mod state {
     /// Actions are running or waiting for each other or a slot.
@@ -361,7 +364,7 @@ pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
                     late_seconds: r.get(11)?,
                     late: r
                         .get::<_, Option<i64>>(11)?
-                        .map(|s| s > crate::scheduler::LATE_AFTER_SECONDS),
+                        .map(|s| s > LATE_AFTER_SECONDS),
                 })
             },
         )
@@ -424,7 +427,7 @@ pub fn list(conn: &Connection, limit: i64) -> Result<Vec<serde_json::Value>> {
                 row["plannedStart"] = r.get::<_, Option<String>>(7)?.into();
                 let late = r.get::<_, Option<i64>>(8)?.unwrap_or(0);
                 row["lateSeconds"] = late.into();
-                row["late"] = (late > crate::scheduler::LATE_AFTER_SECONDS).into();
+                row["late"] = (late > LATE_AFTER_SECONDS).into();
             }
             Ok(row)
         })?

@@ -8,11 +8,13 @@
 //! This module knows nothing of HTTP; callers bring a parsed and validated document.
 
 pub mod dump;
+mod facts;
 pub mod instances;
 pub mod migrations;
 mod writer;
 
 pub use dump::dump;
+pub use facts::Facts;
 pub use writer::{Change, ChangeKind, IdTable, Writer};
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};

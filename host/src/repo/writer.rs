@@ -3,9 +3,9 @@
 //! version's, and what it lacks is deleted. Nothing is written for an unchanged object, so
 //! an identical redeploy leaves the file byte-identical.
 
+use super::Facts;
 use super::{Error, Result, now_utc};
 use crate::dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
-use crate::validate::Facts;
 use rusqlite::{Connection as Db, OptionalExtension, params};
 use serde::Serialize;
 

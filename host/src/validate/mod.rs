@@ -11,57 +11,10 @@ use crate::dsr::model::*;
 use crate::dsr::{Path, Problems};
 use std::collections::{HashMap, HashSet};
 
-/// What validation needs to know of the repository.
-pub trait Facts {
-    /// The path of folder `id`, if it exists.
-    ///
-    /// # Errors
-    ///
-    /// A repository error.
-    fn folder_path(&self, id: i64) -> crate::repo::Result<Option<String>>;
-    /// The id of the folder at `path`, if one exists.
-    ///
-    /// # Errors
-    ///
-    /// A repository error.
-    fn folder_at(&self, path: &str) -> crate::repo::Result<Option<i64>>;
-    /// The sheet that node `id` belongs to, if any.
-    ///
-    /// # Errors
-    ///
-    /// A repository error.
-    fn node_sheet(&self, id: i64) -> crate::repo::Result<Option<i64>>;
-    /// The sheet that edge `id` belongs to, if any.
-    ///
-    /// # Errors
-    ///
-    /// A repository error.
-    fn edge_sheet(&self, id: i64) -> crate::repo::Result<Option<i64>>;
-    /// Whether folder `id`, whose path is `path`, holds sheets or folders.
-    ///
-    /// # Errors
-    ///
-    /// A repository error.
-    fn folder_has_contents(&self, id: i64, path: &str) -> crate::repo::Result<bool>;
-    /// The type of connection number `id`, if it exists.
-    ///
-    /// # Errors
-    ///
-    /// A repository error.
-    fn connection_type(&self, id: i64) -> crate::repo::Result<Option<String>>;
-    /// Whether sheet `id` exists.
-    ///
-    /// # Errors
-    ///
-    /// A repository error.
-    fn sheet_exists(&self, id: i64) -> crate::repo::Result<bool>;
-    /// Whether node `id` exists and is an action.
-    ///
-    /// # Errors
-    ///
-    /// A repository error.
-    fn action_exists(&self, id: i64) -> crate::repo::Result<bool>;
-}
+pub use crate::repo::Facts;
+
+mod catalog;
+pub use catalog::{CHECK_BUDGET, PluginCatalog};
 
 /// What validation needs to know of the loaded plugins and the connections' dialects.
 pub trait Catalog {
@@ -726,7 +679,9 @@ fn graph(s: &Sheet, path: &Path, problems: &mut Problems) {
             }
         }
     }
-    if let Some(cycle) = find_cycle(&s.nodes, &next) {
+    if let Some(cycle) = crate::plan::find_cycle(s.nodes.iter().map(|n| n.id.v), |n| {
+        next.get(&n).map_or(&[][..], Vec::as_slice)
+    }) {
         let shown: Vec<String> = cycle.iter().map(i64::to_string).collect();
         problems.error(
             "sheet.cycle",
@@ -735,48 +690,6 @@ fn graph(s: &Sheet, path: &Path, problems: &mut Problems) {
             &path.key("edges"),
         );
     }
-}
-
-/// A cycle of the directed graph, as the node ids along it (first repeated at the end).
-fn find_cycle(nodes: &[Node], next: &HashMap<i64, Vec<i64>>) -> Option<Vec<i64>> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        New,
-        Open,
-        Done,
-    }
-    let mut mark: HashMap<i64, Mark> = nodes.iter().map(|n| (n.id.v, Mark::New)).collect();
-    for n in nodes {
-        if mark.get(&n.id.v) != Some(&Mark::New) {
-            continue;
-        }
-        // Iterative depth-first search; `stack` holds (node, index of the next successor).
-        let mut stack: Vec<(i64, usize)> = vec![(n.id.v, 0)];
-        mark.insert(n.id.v, Mark::Open);
-        while let Some(&mut (node, ref mut i)) = stack.last_mut() {
-            let succ = next.get(&node).map_or(&[][..], Vec::as_slice);
-            if let Some(&to) = succ.get(*i) {
-                *i += 1;
-                match mark.get(&to).copied() {
-                    Some(Mark::New) => {
-                        mark.insert(to, Mark::Open);
-                        stack.push((to, 0));
-                    }
-                    Some(Mark::Open) => {
-                        let from = stack.iter().position(|(id, _)| *id == to).unwrap_or(0);
-                        let mut cycle: Vec<i64> = stack[from..].iter().map(|(id, _)| *id).collect();
-                        cycle.push(to);
-                        return Some(cycle);
-                    }
-                    _ => {}
-                }
-            } else {
-                mark.insert(node, Mark::Done);
-                stack.pop();
-            }
-        }
-    }
-    None
 }
 
 fn nodes(
@@ -904,7 +817,7 @@ fn plugin_checks(
     problems: &mut Problems,
 ) {
     use weft_sdk::abi_stable::std_types::{RString, Tuple2};
-    for plan in crate::exec::actions_of(s, dialect) {
+    for plan in crate::plan::actions_of(s, dialect) {
         let node = &s.nodes[plan.index];
         let NodeAttributes::Action(a) = &node.attributes else {
             continue;

@@ -1,0 +1,276 @@
+//! The plan of a run: what an action is made of, taken from a sheet ([`ActionPlan`]:
+//! module, text, attributes, sources and targets), the order actions wait for each other in
+//! ([`dependencies`]), and the one cycle finder of validation and runs ([`find_cycle`]).
+//! Used by validate, deploy, exec and the scheduler alike; it knows no repository and no
+//! running.
+
+use crate::dsr::model::{NodeAttributes, Sheet};
+use crate::plugins::Registry;
+use std::collections::{BTreeMap, HashMap};
+use weft_sdk::abi_stable::std_types::RString;
+use weft_sdk::{AttributeValue, Dialect, ObjectRef};
+
+/// An action with everything its module needs.
+#[derive(Debug, Clone)]
+pub struct ActionPlan {
+    /// The action node's id.
+    pub id: i64,
+    /// Its index in the sheet's nodes (for paths in messages).
+    pub index: usize,
+    /// Its name.
+    pub name: String,
+    /// Its module.
+    pub module: String,
+    /// The action text.
+    pub text: Option<String>,
+    /// Attributes beyond table A.
+    pub attributes: Vec<(String, AttributeValue)>,
+    /// Source objects (edges object -> action), with their `dependency` letters.
+    pub sources: Vec<(ObjectRef, String)>,
+    /// Target objects (edges action -> object).
+    pub targets: Vec<(ObjectRef, String)>,
+}
+
+/// The object nodes of `sheet`, as plugins see them.
+pub fn objects_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<ObjectRef> {
+    sheet
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            let o = n.object()?;
+            Some(ObjectRef {
+                node_id: n.id.v,
+                object_type_id: o.object_type_id.v,
+                connection_id: o.connection_id.v,
+                name: o.field1.v.as_str().into(),
+                schema: o.field2.as_deref().map(RString::from).into(),
+                dialect: dialect(o.connection_id.v),
+            })
+        })
+        .collect()
+}
+
+/// The actions of `sheet` with their sources and targets; `dialect` names the dialect of a
+/// connection number.
+pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<ActionPlan> {
+    let objects: HashMap<i64, (ObjectRef, String)> = sheet
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            let o = n.object()?;
+            Some((
+                n.id.v,
+                (
+                    ObjectRef {
+                        node_id: n.id.v,
+                        object_type_id: o.object_type_id.v,
+                        connection_id: o.connection_id.v,
+                        name: o.field1.v.as_str().into(),
+                        schema: o.field2.as_deref().map(RString::from).into(),
+                        dialect: dialect(o.connection_id.v),
+                    },
+                    o.dependency.v.clone(),
+                ),
+            ))
+        })
+        .collect();
+    // Each action's edges in and out, in the sheet's edge order: one pass over the edges,
+    // so a sheet of n actions costs O(n + edges), not O(n * edges).
+    let mut into: HashMap<i64, Vec<i64>> = HashMap::new();
+    let mut out_of: HashMap<i64, Vec<i64>> = HashMap::new();
+    for e in &sheet.edges {
+        into.entry(e.to.v).or_default().push(e.from.v);
+        out_of.entry(e.from.v).or_default().push(e.to.v);
+    }
+    let linked = |edges: &HashMap<i64, Vec<i64>>, node: i64| -> Vec<(ObjectRef, String)> {
+        edges
+            .get(&node)
+            .map(|ends| {
+                ends.iter()
+                    .filter_map(|id| objects.get(id).cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    sheet
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(index, n)| {
+            let NodeAttributes::Action(a) = &n.attributes else {
+                return None;
+            };
+            let sources = linked(&into, n.id.v);
+            let targets = linked(&out_of, n.id.v);
+            Some(ActionPlan {
+                id: n.id.v,
+                index,
+                name: a.name.v.clone(),
+                module: a.module.v.clone(),
+                text: a.action.as_ref().map(|t| t.v.clone()),
+                attributes: a
+                    .extra
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.v.clone(), attribute_value(&v.value)?)))
+                    .collect(),
+                sources,
+                targets,
+            })
+        })
+        .collect()
+}
+
+fn attribute_value(v: &crate::dsr::value::Value) -> Option<AttributeValue> {
+    use crate::dsr::value::Value;
+    match v {
+        Value::Bool(b) => Some(AttributeValue::Bool(*b)),
+        Value::Int(i) => Some(AttributeValue::Integer(*i)),
+        Value::String(s) => Some(AttributeValue::String(s.as_str().into())),
+        _ => None,
+    }
+}
+
+/// The identity of an object as its object type sees it (connection, schema, name): two
+/// references with one identity are the same object.
+pub fn identity(registry: &Registry, o: &ObjectRef) -> (i64, String, String) {
+    if let Some(t) = registry.object_type(o.object_type_id)
+        && let Ok(id) = t.object_type.identity(o).into_result()
+    {
+        return (id.connection_id, id.schema.to_string(), id.name.to_string());
+    }
+    let schema = o
+        .schema
+        .as_ref()
+        .into_option()
+        .map(|s| s.to_lowercase())
+        .unwrap_or_default();
+    (o.connection_id, schema, o.name.to_lowercase())
+}
+
+/// For each action, the actions it waits for: X waits for Y when a `Y`-dependency source of
+/// X is a `Y`-dependency target of Y (never for itself).
+pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, Vec<i64>> {
+    let mut writers: HashMap<(i64, String, String), Vec<i64>> = HashMap::new();
+    for p in plans {
+        for (o, dep) in &p.targets {
+            if dep == "Y" {
+                writers.entry(identity(registry, o)).or_default().push(p.id);
+            }
+        }
+    }
+    let mut deps = BTreeMap::new();
+    for p in plans {
+        let mut d: Vec<i64> = p
+            .sources
+            .iter()
+            .filter(|(_, dep)| dep == "Y")
+            .flat_map(|(o, _)| {
+                writers
+                    .get(&identity(registry, o))
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter(|w| *w != p.id)
+            .collect();
+        d.sort_unstable();
+        d.dedup();
+        deps.insert(p.id, d);
+    }
+    deps
+}
+
+/// A cycle of the directed graph over `nodes` (visited in the order given) whose edges
+/// `next` gives, as the nodes along it with the first repeated at the end. Edges to nodes
+/// outside `nodes` are ignored. Iterative, so a long chain cannot overflow the stack.
+pub fn find_cycle<'a>(
+    nodes: impl IntoIterator<Item = i64>,
+    next: impl Fn(i64) -> &'a [i64],
+) -> Option<Vec<i64>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    let order: Vec<i64> = nodes.into_iter().collect();
+    let mut mark: HashMap<i64, Mark> = order.iter().map(|&n| (n, Mark::New)).collect();
+    for n in order {
+        if mark.get(&n) != Some(&Mark::New) {
+            continue;
+        }
+        // Depth first; `stack` holds (node, index of its next successor).
+        let mut stack: Vec<(i64, usize)> = vec![(n, 0)];
+        mark.insert(n, Mark::Open);
+        while let Some(&mut (node, ref mut i)) = stack.last_mut() {
+            if let Some(&to) = next(node).get(*i) {
+                *i += 1;
+                match mark.get(&to).copied() {
+                    Some(Mark::New) => {
+                        mark.insert(to, Mark::Open);
+                        stack.push((to, 0));
+                    }
+                    Some(Mark::Open) => {
+                        let from = stack.iter().position(|(id, _)| *id == to).unwrap_or(0);
+                        let mut cycle: Vec<i64> = stack[from..].iter().map(|(id, _)| *id).collect();
+                        cycle.push(to);
+                        return Some(cycle);
+                    }
+                    _ => {}
+                }
+            } else {
+                mark.insert(node, Mark::Done);
+                stack.pop();
+            }
+        }
+    }
+    None
+}
+
+/// A cycle among the actions of `deps` (each action's list of those it waits for).
+pub fn dependency_cycle(deps: &BTreeMap<i64, Vec<i64>>) -> Option<Vec<i64>> {
+    find_cycle(deps.keys().copied(), |a| {
+        deps.get(&a).map_or(&[][..], Vec::as_slice)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(edges: &[(i64, i64)]) -> BTreeMap<i64, Vec<i64>> {
+        let mut g: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+        for &(a, b) in edges {
+            g.entry(a).or_default().push(b);
+            g.entry(b).or_default();
+        }
+        g
+    }
+
+    #[test]
+    fn finds_a_cycle_with_its_path_and_none_in_a_dag() {
+        assert_eq!(
+            dependency_cycle(&graph(&[(1, 2), (2, 3), (3, 1), (4, 1)])),
+            Some(vec![1, 2, 3, 1])
+        );
+        assert_eq!(
+            dependency_cycle(&graph(&[(1, 2), (1, 3), (2, 4), (3, 4)])),
+            None
+        );
+        assert_eq!(dependency_cycle(&graph(&[(5, 5)])), Some(vec![5, 5]));
+    }
+
+    #[test]
+    fn edges_out_of_the_graph_are_ignored_and_long_chains_do_not_overflow() {
+        let g: BTreeMap<i64, Vec<i64>> = [(1, vec![99])].into_iter().collect();
+        assert_eq!(dependency_cycle(&g), None);
+        let n = 200_000;
+        let mut chain: BTreeMap<i64, Vec<i64>> = (0..n).map(|i| (i, vec![i + 1])).collect();
+        chain.insert(n, vec![]);
+        assert_eq!(dependency_cycle(&chain), None);
+        chain.insert(n, vec![0]);
+        assert_eq!(
+            dependency_cycle(&chain).map(|c| c.len()),
+            Some(n as usize + 2)
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! The validator's view of the loaded plugins ([`PluginCatalog`], the real [`Catalog`]):
+//! their modules and object types, the connection types, each connection's dialect from the
+//! key file, and the deploy's quick look at whether the objects exist.
+
+use super::Catalog;
+use crate::plugins::Registry;
+use std::collections::BTreeMap;
+use weft_sdk::ModuleInfo;
+
+/// The validator's view of the loaded plugins, with the key file for connection dialects.
+pub struct PluginCatalog<'a> {
+    /// The loaded plugins.
+    pub registry: &'a Registry,
+    /// The key file, whose entries name each connection's URL (hence its dialect).
+    pub keys: Option<crate::keys::KeyFile>,
+}
+
+impl Catalog for PluginCatalog<'_> {
+    fn module(&self, name: &str) -> Option<ModuleInfo> {
+        self.registry.module(name).map(|m| m.info.clone())
+    }
+
+    fn module_names(&self) -> Vec<String> {
+        self.registry.module_names()
+    }
+
+    fn validate_action(
+        &self,
+        name: &str,
+        input: &weft_sdk::ValidateInput,
+    ) -> Result<weft_sdk::ValidateOutput, String> {
+        let m = self
+            .registry
+            .module(name)
+            .ok_or_else(|| format!("module `{name}` is not loaded"))?;
+        m.module
+            .validate(input)
+            .into_result()
+            .map_err(|e| e.to_string())
+    }
+
+    fn object_type(&self, id: i64) -> bool {
+        self.registry.object_type(id).is_some()
+    }
+
+    fn object_type_names(&self) -> Vec<String> {
+        self.registry.object_type_names()
+    }
+
+    fn connection_types(&self) -> Vec<String> {
+        let mut v = vec![crate::connect::SQLITE.to_owned()];
+        v.extend(self.registry.connection_types());
+        v
+    }
+
+    fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
+        PluginCatalog::check_objects(self, objects)
+    }
+
+    fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect {
+        match self.keys.as_ref().and_then(|k| k.get(&id.to_string())) {
+            Some(e) => crate::connect::dialect_of(&e.kind, &e.url),
+            None => match kind {
+                Some(k) => crate::connect::dialect_of(k, ""),
+                None => weft_sdk::Dialect::Generic,
+            },
+        }
+    }
+}
+
+/// The time one connection gets for the object checks of one deploy.
+pub const CHECK_BUDGET: std::time::Duration = std::time::Duration::from_millis(10);
+
+impl PluginCatalog<'_> {
+    /// Checks objects against their connections (only connections the key file names); a
+    /// warning text for each object that is off, or whose connection cannot be opened. A
+    /// native SQLite connection gets [`CHECK_BUDGET`] in all: what is left when it is spent
+    /// (a file busy with writes) is reported as not checked, so a deploy never waits on the
+    /// data's writers.
+    pub fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
+        let mut out = Vec::new();
+        let Some(keys) = &self.keys else { return out };
+        let mut by_connection: BTreeMap<i64, Vec<&weft_sdk::ObjectRef>> = BTreeMap::new();
+        for o in objects {
+            by_connection.entry(o.connection_id).or_default().push(o);
+        }
+        for (id, objs) in by_connection {
+            let Some(entry) = keys.get(&id.to_string()) else {
+                continue;
+            };
+            let mut conn = match crate::connect::open_briefly(entry, self.registry) {
+                Ok(c) => c,
+                Err(e) => {
+                    for o in objs {
+                        out.push((
+                            o.node_id,
+                            format!(
+                                "connection {id} cannot be reached, so `{}` was not checked: {e}",
+                                o.name
+                            ),
+                        ));
+                    }
+                    continue;
+                }
+            };
+            let started = std::time::Instant::now();
+            for o in objs {
+                let Some(t) = self.registry.object_type(o.object_type_id) else {
+                    continue;
+                };
+                if entry.kind == crate::connect::SQLITE && started.elapsed() > CHECK_BUDGET {
+                    out.push((
+                        o.node_id,
+                        format!(
+                            "connection {id} was busy (it did not answer within {} ms), so `{}` was not checked",
+                            CHECK_BUDGET.as_millis(),
+                            o.name
+                        ),
+                    ));
+                    continue;
+                }
+                match t.object_type.check(o, &mut conn).into_result() {
+                    Ok(weft_sdk::abi_stable::std_types::ROption::RSome(msg)) => {
+                        out.push((o.node_id, msg.to_string()))
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        out.push((o.node_id, format!("`{}` could not be checked: {e}", o.name)))
+                    }
+                }
+            }
+        }
+        out
+    }
+}
