@@ -10,6 +10,7 @@
 //! that depend on it are skipped and the independent ones go on.
 
 use super::coordinator::{Change, Coordinator, Outcome};
+use super::slots::{Permit, Slots};
 use super::{ActionPlan, actions_of, run_marked};
 use crate::keys::KeyStore;
 use crate::plan::{dependencies, dependency_cycle, identity};
@@ -19,7 +20,7 @@ use crate::repo::{self, Repository};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use weft_sdk::abi_stable::std_types::RString;
 use weft_sdk::{AttributeValue, Dialect, ObjectRef};
 
@@ -182,7 +183,8 @@ pub struct Executor {
     registry: Arc<Registry>,
     keys: Option<Arc<KeyStore>>,
     limit: usize,
-    running: Arc<(Mutex<usize>, Condvar)>,
+    /// The action slots: `limit` of them over all instances.
+    slots: Arc<Slots>,
     /// The instances this executor owns, waiting or being coordinated, with their halt
     /// flags. An instance the repository calls running or waiting that is not here has
     /// lost its coordinator (a repository write failed for good): halt and restart settle
@@ -249,7 +251,7 @@ impl Executor {
             registry,
             keys,
             limit: limit.max(1),
-            running: Arc::new((Mutex::new(0), Condvar::new())),
+            slots: Slots::new(limit),
             halts: Mutex::new(HashMap::new()),
             queue: Mutex::new(Queue::default()),
             max_waiting: std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_WAITING),
@@ -607,6 +609,8 @@ impl Executor {
         }
         self.repo.with(|c| instances::request_halt(c, id))?;
         flag.store(true, Ordering::SeqCst);
+        // A coordinator waiting for a slot wakes and sees the flag.
+        self.slots.wake();
         Ok(())
     }
 
@@ -767,48 +771,6 @@ impl Executor {
         self.record(id, |c| set_actions(c, id, changes.iter()))
     }
 
-    fn acquire(&self, halt: &AtomicBool) -> bool {
-        let (lock, cv) = &*self.running;
-        let mut n = lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        loop {
-            if halt.load(Ordering::SeqCst) {
-                return false;
-            }
-            if *n < self.limit {
-                *n += 1;
-                return true;
-            }
-            n = cv
-                .wait_timeout(n, std::time::Duration::from_millis(50))
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .0;
-        }
-    }
-
-    fn try_acquire(&self) -> bool {
-        let (lock, _) = &*self.running;
-        let mut n = lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if *n < self.limit {
-            *n += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn release(running: &(Mutex<usize>, Condvar)) {
-        let (lock, cv) = running;
-        let mut n = lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *n = n.saturating_sub(1);
-        cv.notify_all();
-    }
-
     /// The loop of one instance: start what is ready, record what ended, until nothing is
     /// left; then the instance's final state. When a repository write fails, it waits for
     /// every action it started before it gives up, so that none keeps running unrecorded.
@@ -904,28 +866,25 @@ impl Executor {
             }
             // Start ready actions while there is room.
             while let Some(a) = coordinator.next_ready() {
-                let got = if coordinator.running() == 0 {
-                    self.acquire(halt)
+                // With nothing of its own running, the coordinator waits for a slot; else it
+                // takes a free one or goes back to waiting for its actions.
+                let permit = if coordinator.running() == 0 {
+                    self.slots.acquire(halt)
                 } else {
-                    self.try_acquire()
+                    self.slots.try_acquire()
                 };
-                if !got {
-                    break;
-                }
+                let Some(permit) = permit else { break };
                 if halt.load(Ordering::SeqCst) {
-                    Executor::release(&self.running);
                     break;
                 }
-                if let Err(e) = self.record(id, |c| {
+                self.record(id, |c| {
                     instances::set_action(c, id, a, ActionState::Running.code())
-                }) {
-                    Executor::release(&self.running);
-                    return Err(e.into());
-                }
+                })?;
                 coordinator.start(a);
                 running.insert(a);
                 let attempt = attempts.get(&a).copied().unwrap_or(0) + 1;
                 self.launch(
+                    permit,
                     id,
                     a,
                     attempt,
@@ -992,6 +951,7 @@ impl Executor {
     #[allow(clippy::too_many_arguments)]
     fn launch(
         self: &Arc<Self>,
+        permit: Permit,
         id: i64,
         action: i64,
         attempt: i64,
@@ -1023,7 +983,6 @@ impl Executor {
                     .to_string(),
             ),
         ]);
-        let running = Arc::clone(&self.running);
         let done_on_failure = done.clone();
         let run = super::marker::Run {
             repository: self.repository_id.clone(),
@@ -1045,11 +1004,12 @@ impl Executor {
                     )),
                     log: Vec::new(),
                 });
-                Executor::release(&running);
+                // The slot is free before the coordinator hears of the end.
+                drop(permit);
                 let _ = done.send((action, ran));
             });
+        // A thread that cannot start took its permit with it (dropped with the closure).
         if let Err(e) = spawned {
-            Executor::release(&self.running);
             tracing::error!(message = "Cannot start the action's thread.", action_id = action, error = %e);
             let _ = done_on_failure.send((
                 action,

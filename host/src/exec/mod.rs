@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod coordinator;
 pub mod marker;
+pub mod slots;
 #[cfg(test)]
 pub(crate) mod testing;
 
