@@ -392,11 +392,7 @@ pub fn spawn(exec: Arc<Executor>, period: std::time::Duration) -> std::io::Resul
                         tracing::error!(message = "A scheduler tick failed; the next one tries again.", error = %e);
                     }
                     Err(panic) => {
-                        let what = panic
-                            .downcast_ref::<&str>()
-                            .map(|s| (*s).to_owned())
-                            .or_else(|| panic.downcast_ref::<String>().cloned())
-                            .unwrap_or_default();
+                        let what = weft_sdk::panic_message(panic.as_ref());
                         tracing::error!(message = "A scheduler tick panicked; the next one tries again.", panic = %what);
                     }
                 }

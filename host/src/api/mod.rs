@@ -126,11 +126,7 @@ pub fn app(state: Arc<AppState>) -> Router {
 /// A handler that panicked answers 500 in the error shape (with `requestId` 0: the id is
 /// lost with the handler); the server goes on.
 fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
-    let what = panic
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| panic.downcast_ref::<&str>().copied())
-        .unwrap_or("unknown panic");
+    let what = weft_sdk::panic_message(panic.as_ref());
     tracing::error!(message = "Request handler panicked.", error = %what);
     ApiError::internal(format!("a request handler panicked: {what}")).into_response_with(0)
 }
