@@ -794,28 +794,60 @@ fn max_parallel_actions_limits_what_runs_at_once() {
             &json!({"version": 1, "transformationData": {"folders": [{"id": 10, "path": "/etl"}],
             "connections": [{"id": 1, "name": "one", "type": "sqlite"}, {"id": 3, "name": "three", "type": "sqlite"}]}}),
         );
-        let slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) INSERT INTO big SELECT x FROM c";
-        deploy(&w, &sheet(510, (10, "/etl"), "Sql", slow, &[], "big"));
+        let quick = "INSERT INTO big SELECT 1";
+        deploy(&w, &sheet(510, (10, "/etl"), "Sql", quick, &[], "big"));
         // The second sheet's target `big` lives on connection 3.
-        let mut b = sheet(520, (10, "/etl"), "Sql", slow, &[], "big");
+        let mut b = sheet(520, (10, "/etl"), "Sql", quick, &[], "big");
         b["transformationData"]["sheets"][0]["nodes"][1]["attributes"]["connectionId"] = json!(3);
         deploy(&w, &b);
+        // The test holds both files' write locks: a started action waits on its file until
+        // the test lets go, so what runs at once is seen, not raced.
+        let gates: Vec<rusqlite::Connection> = [1, 3]
+            .iter()
+            .map(|n| {
+                let g = rusqlite::Connection::open(w.home.path().join(format!("d{n}.db")))
+                    .expect("gate");
+                g.execute_batch("BEGIN IMMEDIATE").expect("the write lock");
+                g
+            })
+            .collect();
         let id = run(&w, &[("S", 510), ("S", 520)], None);
-        let mut most = 0;
-        loop {
+        let states = || {
             let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
-            let p = &v["payload"];
-            let running = p["actions"]
-                .as_array()
-                .map_or(0, |a| a.iter().filter(|x| x["state"] == "R").count());
-            most = most.max(running);
-            if p["state"] != "running" && p["state"] != "waiting" {
-                assert_eq!(p["state"], "finished", "{p}");
-                break;
+            let mut s: Vec<String> = [5100, 5200]
+                .iter()
+                .map(|a| {
+                    action(&v["payload"], *a)["state"]
+                        .as_str()
+                        .unwrap_or("?")
+                        .to_owned()
+                })
+                .collect();
+            s.sort();
+            s
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let seen = loop {
+            let s = states();
+            if s.iter().filter(|x| *x == "R").count() == expected {
+                break s;
             }
-            std::thread::sleep(std::time::Duration::from_millis(3));
+            assert!(std::time::Instant::now() < deadline, "{s:?}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        // Both actions are ready; with one slot the second waits for the first, which cannot
+        // end while its file is held.
+        let want: Vec<&str> = if expected == 1 {
+            vec!["R", "W"]
+        } else {
+            vec!["R", "R"]
+        };
+        assert_eq!(seen, want, "max_parallel_actions = {limit}");
+        assert_eq!(states(), want, "still, while the files are held");
+        for g in &gates {
+            g.execute_batch("COMMIT").expect("let go");
         }
-        assert_eq!(most, expected, "max_parallel_actions = {limit}");
+        assert_eq!(wait(&w, id)["state"], "finished");
     }
 }
 
