@@ -878,7 +878,7 @@ impl Executor {
                     break;
                 }
                 self.record(id, |c| {
-                    instances::set_action(c, id, a, ActionState::Running.code())
+                    instances::set_action(c, id, a, ActionState::Running)
                 })?;
                 coordinator.start(a);
                 running.insert(a);
@@ -1105,7 +1105,7 @@ fn set_actions<'a>(
     changes: impl Iterator<Item = &'a Change>,
 ) -> repo::Result<()> {
     for ch in changes {
-        instances::set_action(conn, id, ch.action, ch.to.code())?;
+        instances::set_action(conn, id, ch.action, ch.to)?;
     }
     Ok(())
 }

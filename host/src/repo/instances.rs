@@ -229,7 +229,12 @@ pub fn create(conn: &Connection, new: &NewInstance) -> Result<i64> {
     for a in &new.actions {
         let deps =
             serde_json::to_string(&a.depends_on).map_err(|e| Error::Corrupt(e.to_string()))?;
-        let st_letter = if a.depends_on.is_empty() { "W" } else { "D" };
+        let st_letter = if a.depends_on.is_empty() {
+            ActionState::Waiting
+        } else {
+            ActionState::Defined
+        }
+        .code();
         st.execute(params![
             id,
             a.action_id,
@@ -249,13 +254,13 @@ pub fn create(conn: &Connection, new: &NewInstance) -> Result<i64> {
 /// # Errors
 ///
 /// A repository error.
-pub fn set_action(conn: &Connection, instance: i64, action: i64, state: &str) -> Result<()> {
+pub fn set_action(conn: &Connection, instance: i64, action: i64, state: ActionState) -> Result<()> {
     let now = now_utc();
     let sql = match state {
-        "R" => {
+        ActionState::Running => {
             "UPDATE instance_actions SET state = ?3, started_at = ?4, ended_at = NULL, error = NULL, attempt = attempt + 1, unmarked = NULL WHERE instance_id = ?1 AND action_id = ?2"
         }
-        "S" | "H" | "E" => {
+        ActionState::Skipped | ActionState::Halted | ActionState::Error => {
             "UPDATE instance_actions SET state = ?3, ended_at = ?4 WHERE instance_id = ?1 AND action_id = ?2"
         }
         _ => {
@@ -263,7 +268,7 @@ pub fn set_action(conn: &Connection, instance: i64, action: i64, state: &str) ->
         }
     };
     conn.prepare_cached(sql)?
-        .execute(params![instance, action, state, now])?;
+        .execute(params![instance, action, state.code(), now])?;
     Ok(())
 }
 
