@@ -966,3 +966,6 @@ fn plugin_checks(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

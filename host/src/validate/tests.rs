@@ -1,0 +1,221 @@
+//! Validation against fakes of the repository (`Facts`) and the plugins (`Catalog`): each
+//! rule family judged without a repository file or a plugin library.
+
+use super::*;
+use crate::repo::Result as RepoResult;
+use std::collections::BTreeMap;
+
+/// A repository as validation sees it: folders, and the sheet each taken node belongs to.
+#[derive(Default)]
+struct FakeFacts {
+    folders: BTreeMap<i64, String>,
+    nonempty: Vec<i64>,
+    nodes: BTreeMap<i64, i64>,
+    connections: BTreeMap<i64, String>,
+}
+
+impl Facts for FakeFacts {
+    fn folder_path(&self, id: i64) -> RepoResult<Option<String>> {
+        Ok(self.folders.get(&id).cloned())
+    }
+    fn folder_at(&self, path: &str) -> RepoResult<Option<i64>> {
+        Ok(self
+            .folders
+            .iter()
+            .find(|(_, p)| p.as_str() == path)
+            .map(|(id, _)| *id))
+    }
+    fn node_sheet(&self, id: i64) -> RepoResult<Option<i64>> {
+        Ok(self.nodes.get(&id).copied())
+    }
+    fn edge_sheet(&self, _id: i64) -> RepoResult<Option<i64>> {
+        Ok(None)
+    }
+    fn folder_has_contents(&self, id: i64, _path: &str) -> RepoResult<bool> {
+        Ok(self.nonempty.contains(&id))
+    }
+    fn connection_type(&self, id: i64) -> RepoResult<Option<String>> {
+        Ok(self.connections.get(&id).cloned())
+    }
+    fn sheet_exists(&self, _id: i64) -> RepoResult<bool> {
+        Ok(false)
+    }
+    fn action_exists(&self, _id: i64) -> RepoResult<bool> {
+        Ok(false)
+    }
+}
+
+/// Plugins as validation sees them: one module `Copy` (one source, one target), the table
+/// object type, the native connection type.
+struct FakeCatalog;
+
+impl Catalog for FakeCatalog {
+    fn module(&self, name: &str) -> Option<weft_sdk::ModuleInfo> {
+        (name == "Copy").then(|| weft_sdk::ModuleInfo {
+            name: "Copy".into(),
+            description: "copies".into(),
+            attributes: Default::default(),
+            min_sources: 1,
+            max_sources: 1,
+            min_targets: 1,
+            max_targets: 1,
+        })
+    }
+    fn module_names(&self) -> Vec<String> {
+        vec!["Copy".to_owned()]
+    }
+    fn validate_action(
+        &self,
+        _name: &str,
+        _input: &weft_sdk::ValidateInput,
+    ) -> Result<weft_sdk::ValidateOutput, String> {
+        Ok(weft_sdk::ValidateOutput::default())
+    }
+    fn object_type(&self, id: i64) -> bool {
+        id == 1
+    }
+    fn object_type_names(&self) -> Vec<String> {
+        vec!["1 (table)".to_owned()]
+    }
+    fn connection_types(&self) -> Vec<String> {
+        vec!["sqlite".to_owned()]
+    }
+    fn dialect(&self, _id: i64, _kind: Option<&str>) -> weft_sdk::Dialect {
+        weft_sdk::Dialect::Sqlite
+    }
+    fn check_objects(&self, _objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
+        Vec::new()
+    }
+}
+
+const FULL: Options = Options {
+    full: true,
+    check_ids: true,
+};
+
+fn codes(problems: &Problems) -> Vec<&'static str> {
+    let mut c: Vec<&'static str> = problems.as_slice().iter().map(|p| p.code).collect();
+    c.sort_unstable();
+    c
+}
+
+/// The problems of validating `text` against `facts`: both halves, as a deploy runs them.
+fn judge(text: &str, facts: &FakeFacts) -> Problems {
+    let (doc, mut problems) = crate::dsr::parse(text);
+    let doc = doc.expect("the test document parses");
+    let kinds: HashMap<i64, Option<String>> = doc
+        .connections
+        .iter()
+        .map(|c| (c.id.v, Some(c.kind.v.clone())))
+        .chain([(1, Some("sqlite".to_owned()))])
+        .collect();
+    sheets(&doc, text, &FakeCatalog, &kinds, FULL, &mut problems);
+    document(&doc, facts, &FakeCatalog, FULL, &mut problems).expect("fake facts do not fail");
+    problems
+}
+
+fn sheet(nodes: &str, edges: &str) -> String {
+    format!(
+        "{{version: 1, transformationData: {{sheets: [{{id: 5, attributes: {{name: \"s\", folder_id: 10, folder: \"/etl\"}}, nodes: [{nodes}], edges: [{edges}]}}]}}}}"
+    )
+}
+
+const OBJECTS: &str = "{id: 51, type: 1, attributes: {field1: \"a\", objectTypeId: 1, connectionId: 1}}, {id: 52, type: 1, attributes: {field1: \"b\", objectTypeId: 1, connectionId: 1}}";
+
+fn etl() -> FakeFacts {
+    FakeFacts {
+        folders: [(10, "/etl".to_owned())].into_iter().collect(),
+        ..FakeFacts::default()
+    }
+}
+
+#[test]
+fn a_good_sheet_against_the_fakes_has_no_problem() {
+    let text = sheet(
+        &format!("{{id: 50, type: 0, attributes: {{module: \"Copy\", name: \"c\"}}}}, {OBJECTS}"),
+        "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}",
+    );
+    let p = judge(&text, &etl());
+    assert!(codes(&p).is_empty(), "{:?}", p.as_slice());
+}
+
+#[test]
+fn ids_of_another_sheet_are_taken() {
+    let text = sheet(
+        &format!("{{id: 50, type: 0, attributes: {{module: \"Copy\", name: \"c\"}}}}, {OBJECTS}"),
+        "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}",
+    );
+    let mut facts = etl();
+    facts.nodes.insert(51, 99);
+    assert_eq!(codes(&judge(&text, &facts)), vec!["id.taken"]);
+    // The sheet's own nodes are not taken from it.
+    facts.nodes.insert(51, 5);
+    assert!(codes(&judge(&text, &facts)).is_empty());
+}
+
+#[test]
+fn the_graph_rules_judge_modules_cycles_and_edges() {
+    // An unknown module, with the loaded ones named.
+    let text = sheet(
+        &format!("{{id: 50, type: 0, attributes: {{module: \"Cpy\", name: \"c\"}}}}, {OBJECTS}"),
+        "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}",
+    );
+    let p = judge(&text, &etl());
+    assert_eq!(codes(&p), vec!["node.unknown_module"]);
+    assert!(
+        p.as_slice()[0].message.contains("Copy"),
+        "{:?}",
+        p.as_slice()
+    );
+    // Object to object, and an edge to a node that is not there.
+    let text = sheet(
+        &format!("{{id: 50, type: 0, attributes: {{module: \"Copy\", name: \"c\"}}}}, {OBJECTS}"),
+        "{id: 1, from: 51, to: 52}, {id: 2, from: 50, to: 77}",
+    );
+    let c = codes(&judge(&text, &etl()));
+    assert!(
+        c.contains(&"edge.object_to_object") && c.contains(&"edge.unknown_node"),
+        "{c:?}"
+    );
+    // A cycle through two actions.
+    let text = sheet(
+        &format!(
+            "{{id: 50, type: 0, attributes: {{module: \"Copy\", name: \"c\"}}}}, {{id: 60, type: 0, attributes: {{module: \"Copy\", name: \"d\"}}}}, {OBJECTS}"
+        ),
+        "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}, {id: 3, from: 52, to: 60}, {id: 4, from: 60, to: 51}",
+    );
+    assert!(codes(&judge(&text, &etl())).contains(&"sheet.cycle"));
+}
+
+#[test]
+fn folder_rules_ask_the_repository() {
+    let folder = |id: i64, path: &str| {
+        format!("{{version: 1, transformationData: {{folders: [{{id: {id}, path: \"{path}\"}}]}}}}")
+    };
+    let mut facts = etl();
+    // A path another folder has.
+    assert_eq!(
+        codes(&judge(&folder(11, "/etl"), &facts)),
+        vec!["folder.path_taken"]
+    );
+    // A parent that exists neither in the document nor in the repository.
+    assert_eq!(
+        codes(&judge(&folder(12, "/nowhere/x"), &facts)),
+        vec!["folder.parent_missing"]
+    );
+    // Renaming a folder that holds sheets.
+    facts.nonempty.push(10);
+    assert_eq!(
+        codes(&judge(&folder(10, "/elt"), &facts)),
+        vec!["folder.rename_nonempty"]
+    );
+    // A child of a known folder is fine.
+    assert!(codes(&judge(&folder(13, "/etl/marts"), &facts)).is_empty());
+}
+
+#[test]
+fn a_connection_type_no_plugin_provides_is_an_error() {
+    let text =
+        "{version: 1, transformationData: {connections: [{id: 3, name: \"w\", type: \"oracle\"}]}}";
+    assert_eq!(codes(&judge(text, &etl())), vec!["connection.type"]);
+}
