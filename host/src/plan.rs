@@ -4,7 +4,7 @@
 //! Used by validate, deploy, exec and the scheduler alike; it knows no repository and no
 //! running.
 
-use crate::dsr::model::{NodeAttributes, Sheet};
+use crate::dsr::model::{Node, NodeAttributes, Sheet};
 use crate::plugins::Registry;
 use std::collections::{BTreeMap, HashMap};
 use weft_sdk::abi_stable::std_types::RString;
@@ -36,18 +36,21 @@ pub fn objects_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Object
     sheet
         .nodes
         .iter()
-        .filter_map(|n| {
-            let o = n.object()?;
-            Some(ObjectRef {
-                node_id: n.id.v,
-                object_type_id: o.object_type_id.v,
-                connection_id: o.connection_id.v,
-                name: o.field1.v.as_str().into(),
-                schema: o.field2.as_deref().map(RString::from).into(),
-                dialect: dialect(o.connection_id.v),
-            })
-        })
+        .filter_map(|n| object_ref(n, dialect))
         .collect()
+}
+
+/// Object node `n` as plugins see it; `None` for an action node.
+fn object_ref(n: &Node, dialect: &dyn Fn(i64) -> Dialect) -> Option<ObjectRef> {
+    let o = n.object()?;
+    Some(ObjectRef {
+        node_id: n.id.v,
+        object_type_id: o.object_type_id.v,
+        connection_id: o.connection_id.v,
+        name: o.field1.v.as_str().into(),
+        schema: o.field2.as_deref().map(RString::from).into(),
+        dialect: dialect(o.connection_id.v),
+    })
 }
 
 /// The actions of `sheet` with their sources and targets; `dialect` names the dialect of a
@@ -57,21 +60,8 @@ pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Action
         .nodes
         .iter()
         .filter_map(|n| {
-            let o = n.object()?;
-            Some((
-                n.id.v,
-                (
-                    ObjectRef {
-                        node_id: n.id.v,
-                        object_type_id: o.object_type_id.v,
-                        connection_id: o.connection_id.v,
-                        name: o.field1.v.as_str().into(),
-                        schema: o.field2.as_deref().map(RString::from).into(),
-                        dialect: dialect(o.connection_id.v),
-                    },
-                    o.dependency.v.clone(),
-                ),
-            ))
+            let dependency = n.object()?.dependency.v.clone();
+            Some((n.id.v, (object_ref(n, dialect)?, dependency)))
         })
         .collect();
     // Each action's edges in and out, in the sheet's edge order: one pass over the edges,
