@@ -3,7 +3,8 @@
 //! One clock drives the scheduler and the SQL functions `current_local_timestamp()` and
 //! `is_dst_change_tonight()`, so that clock changes are tested on fixed instants: the
 //! server installs it once ([`install`]); `weft serve --fake-now` starts it at a chosen
-//! instant, from which it runs forward at normal speed.
+//! instant, from which it runs forward at normal speed, and `--stepped-clock` makes it stand
+//! still until the development command `AdvanceClock` moves it.
 //!
 //! The service time zone is the setting `timezone`, else `TZ` (read here: the
 //! iana-time-zone crate ignores it on Linux), else the system's `/etc/localtime`, else UTC.
@@ -12,44 +13,95 @@
 
 use chrono::{DateTime, Duration, LocalResult, NaiveDateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 /// Wall-clock text: `YYYY-MM-DD HH:MM:SS`.
 pub const WALL: &str = "%Y-%m-%d %H:%M:%S";
 
-/// The clock: the system's, or one started at a given instant that runs at normal speed.
+/// The clock: the system's, one started at a given instant that runs at normal speed, or a
+/// stepped one that stands still until it is moved ([`ServiceClock::advance`]).
 #[derive(Debug, Clone)]
 pub struct ServiceClock {
-    fake: Option<(DateTime<Utc>, Instant)>,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    System,
+    Running(DateTime<Utc>, Instant),
+    Stepped(Arc<Mutex<DateTime<Utc>>>),
 }
 
 impl ServiceClock {
     /// The system clock.
     pub fn system() -> Self {
-        ServiceClock { fake: None }
+        ServiceClock { kind: Kind::System }
     }
 
     /// A clock that reads `start` now and runs forward from there.
     pub fn starting_at(start: DateTime<Utc>) -> Self {
         ServiceClock {
-            fake: Some((start, Instant::now())),
+            kind: Kind::Running(start, Instant::now()),
+        }
+    }
+
+    /// A clock that reads `start` until [`advance`](Self::advance) moves it: tests decide
+    /// every instant the scheduler and the SQL functions see.
+    pub fn stepped_at(start: DateTime<Utc>) -> Self {
+        ServiceClock {
+            kind: Kind::Stepped(Arc::new(Mutex::new(start))),
         }
     }
 
     /// Whether this clock was started at a chosen instant.
     pub fn is_fake(&self) -> bool {
-        self.fake.is_some()
+        !matches!(self.kind, Kind::System)
+    }
+
+    /// Whether this clock moves only when told.
+    pub fn is_stepped(&self) -> bool {
+        matches!(self.kind, Kind::Stepped(_))
     }
 
     /// Now.
     pub fn now(&self) -> DateTime<Utc> {
-        match self.fake {
-            None => Utc::now(),
-            Some((start, at)) => {
-                start + Duration::from_std(at.elapsed()).unwrap_or_else(|_| Duration::zero())
+        match &self.kind {
+            Kind::System => Utc::now(),
+            Kind::Running(start, at) => {
+                *start + Duration::from_std(at.elapsed()).unwrap_or_else(|_| Duration::zero())
             }
+            Kind::Stepped(now) => *now
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
         }
+    }
+
+    /// Moves a stepped clock to `to` and returns the new now.
+    ///
+    /// # Errors
+    ///
+    /// When this clock is not stepped, or `to` is before its now (it only moves forward, as
+    /// the scheduler assumes of the service clock).
+    pub fn advance(&self, to: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+        let Kind::Stepped(now) = &self.kind else {
+            return Err(
+                "the service clock moves only when the server was started with --stepped-clock"
+                    .to_owned(),
+            );
+        };
+        let mut now = now
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if to < *now {
+            return Err(format!(
+                "the clock moves forward only: {} is before its now, {}",
+                to.to_rfc3339(),
+                now.to_rfc3339()
+            ));
+        }
+        *now = to;
+        Ok(to)
     }
 }
 
@@ -498,5 +550,28 @@ mod tests {
         let b = c.now();
         assert!(a >= start && b > a && b - start < Duration::seconds(5));
         assert!(c.is_fake() && !ServiceClock::system().is_fake());
+        assert!(
+            c.advance(start).is_err(),
+            "a running clock is not moved by hand"
+        );
+    }
+
+    #[test]
+    fn a_stepped_clock_stands_still_and_moves_forward_only_when_told() {
+        let start = Utc
+            .with_ymd_and_hms(2026, 10, 25, 0, 59, 0)
+            .single()
+            .expect("t");
+        let c = ServiceClock::stepped_at(start);
+        let shared = c.clone();
+        assert!(c.is_stepped() && c.is_fake());
+        assert_eq!(c.now(), start);
+        let later = start + Duration::seconds(61);
+        assert_eq!(shared.advance(later), Ok(later));
+        assert_eq!(c.now(), later, "clones share one clock");
+        let e = c.advance(start).expect_err("backwards");
+        assert!(e.contains("forward only"), "{e}");
+        assert_eq!(c.now(), later);
+        assert!(ServiceClock::system().advance(later).is_err());
     }
 }

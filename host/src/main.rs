@@ -42,6 +42,11 @@ enum Command {
         /// functions alike. Development environments only.
         #[arg(long, value_name = "TIMESTAMP")]
         fake_now: Option<String>,
+        /// Stop the service clock (at --fake-now, else at the start): it moves only when the
+        /// command AdvanceClock moves it, and each move runs the scheduler before it answers.
+        /// For tests; development environments only.
+        #[arg(long)]
+        stepped_clock: bool,
     },
     /// Bring the repository schema to the current version (what deploySchema.sh runs).
     Schema {
@@ -196,6 +201,7 @@ fn main() -> ExitCode {
             listen,
             environment,
             fake_now,
+            stepped_clock,
         } => {
             let _log_guard = init_logging(&home);
             // Commands run on blocking threads: at most 64 at once, the rest wait their turn
@@ -217,6 +223,7 @@ fn main() -> ExitCode {
                 listen,
                 environment,
                 fake_now,
+                stepped_clock,
             };
             match runtime.block_on(weft::server::run(opts)) {
                 Ok(()) => ExitCode::SUCCESS,

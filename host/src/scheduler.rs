@@ -239,6 +239,12 @@ fn is_running(conn: &rusqlite::Connection, batch_id: i64) -> repo::Result<bool> 
 ///
 /// A repository error (the tick stops; the next one tries again).
 pub fn tick(exec: &Arc<Executor>, zone: Tz, now: DateTime<Utc>) -> repo::Result<Tick> {
+    // One tick at a time: the scheduler's thread and `AdvanceClock` both tick, and a
+    // tick's report must hold every start it made.
+    static TICKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = TICKING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let repo: &Arc<Repository> = exec.repo();
     let local_now = wall(now.with_timezone(&zone).naive_local());
     let due = repo.with(|c| candidates(c, &local_now))?;

@@ -66,33 +66,47 @@ pub struct Options {
     /// `YYYY-MM-DD HH:MM[:SS]` in the service time zone) and runs on at normal speed.
     /// Development environments only.
     pub fake_now: Option<String>,
+    /// `--stepped-clock`: the service clock stands still (at `fake_now`, else at the start)
+    /// and moves only by the command `AdvanceClock`. Development environments only.
+    pub stepped_clock: bool,
 }
 
-/// The service time for `settings` and `fake_now`: the zone from the setting, `TZ`,
-/// `/etc/localtime` or UTC, and the system clock or one started at `fake_now`.
+/// The service time for `settings`, `fake_now` and `stepped`: the zone from the setting,
+/// `TZ`, `/etc/localtime` or UTC, and the system clock, one started at `fake_now`, or (with
+/// `stepped`) one that stands still at `fake_now` (else now) until it is moved.
 ///
 /// # Errors
 ///
-/// A wrong zone setting, an unreadable timestamp, or `fake_now` outside a development
+/// A wrong zone setting, an unreadable timestamp, or a chosen clock outside a development
 /// environment.
 pub fn service_time(
     settings: &Settings,
     fake_now: Option<&str>,
+    stepped: bool,
 ) -> Result<crate::clock::ServiceTime, Error> {
     let (zone, zone_source) =
         crate::clock::resolve_zone(settings.timezone.as_deref()).map_err(Error::Time)?;
-    let clock = match fake_now {
-        None => crate::clock::ServiceClock::system(),
-        Some(_) if settings.environment != Environment::Development => {
-            return Err(Error::Time(format!(
-                "--fake-now is for development environments only; this server runs as {} (setting `environment`)",
-                settings.environment
-            )));
-        }
-        Some(text) => crate::clock::ServiceClock::starting_at(
+    if (fake_now.is_some() || stepped) && settings.environment != Environment::Development {
+        let flag = if stepped {
+            "--stepped-clock"
+        } else {
+            "--fake-now"
+        };
+        return Err(Error::Time(format!(
+            "{flag} is for development environments only; this server runs as {} (setting `environment`)",
+            settings.environment
+        )));
+    }
+    let start = fake_now
+        .map(|text| {
             crate::clock::parse_timestamp(text, zone)
-                .map_err(|e| Error::Time(format!("--fake-now: {e}")))?,
-        ),
+                .map_err(|e| Error::Time(format!("--fake-now: {e}")))
+        })
+        .transpose()?;
+    let clock = match (start, stepped) {
+        (None, false) => crate::clock::ServiceClock::system(),
+        (Some(at), false) => crate::clock::ServiceClock::starting_at(at),
+        (at, true) => crate::clock::ServiceClock::stepped_at(at.unwrap_or_else(chrono::Utc::now)),
     };
     Ok(crate::clock::ServiceTime {
         clock,
@@ -138,13 +152,14 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     if let Some(env) = opts.environment {
         settings.environment = env;
     }
-    let time = service_time(&settings, opts.fake_now.as_deref())?;
+    let time = service_time(&settings, opts.fake_now.as_deref(), opts.stepped_clock)?;
     tracing::info!(
         message = "Service time.",
         time_zone = time.zone.name(),
         from = time.zone_source,
         now = %time.clock.now().to_rfc3339(),
-        fake = time.clock.is_fake()
+        fake = time.clock.is_fake(),
+        stepped = time.clock.is_stepped()
     );
     crate::clock::install(time);
     // Refuse a loose or broken key file before anything is opened or upgraded.
@@ -240,10 +255,16 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     if !interrupted.is_empty() {
         tracing::warn!(message = "Batch instances interrupted by a server stop.", instances = ?interrupted);
     }
-    // Stopped (and joined) when the server returns.
-    let _scheduler =
-        crate::scheduler::spawn(Arc::clone(&executor), std::time::Duration::from_secs(1))
-            .map_err(Error::Serve)?;
+    // Stopped (and joined) when the server returns. A stepped clock's ticks are made by
+    // `AdvanceClock` alone, so that each answer names every start its move caused.
+    let _scheduler = if crate::clock::current().clock.is_stepped() {
+        None
+    } else {
+        Some(
+            crate::scheduler::spawn(Arc::clone(&executor), std::time::Duration::from_secs(1))
+                .map_err(Error::Serve)?,
+        )
+    };
     let state = Arc::new(
         AppState::new(
             repo,

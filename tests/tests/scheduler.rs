@@ -1,23 +1,28 @@
 //! End to end: the scheduler and the DST procedure of SPEC 4.7 (`examples/dst-reschedule`),
-//! on the real server with an injected clock (`weft serve --fake-now`), in Europe/Berlin.
-//!
-//! The server is restarted at the moments that matter (a few seconds before 19:00 and 22:00
-//! of the evenings around a clock change) and the real clock runs the last seconds, so every
-//! start is made by the scheduler itself.
+//! on the real server in Europe/Berlin with a stepped clock (`weft serve --fake-now T
+//! --stepped-clock`): the clock stands still until `AdvanceClock` moves it, and each move
+//! runs the scheduler before it answers, naming the instances it started. So every start is
+//! made by the scheduler itself, at the exact instant the test chose, and no test waits for
+//! real seconds to pass.
 
 mod common;
 
 use common::*;
 use serde_json::json;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 const ZONE: (&str, &str) = ("WEFT_TIMEZONE", "Europe/Berlin");
 
 fn start(home: tempfile::TempDir, fake_now: &str) -> Weft {
     Weft::start_in(
         home,
-        &["--listen", "127.0.0.1:0", "--fake-now", fake_now],
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--fake-now",
+            fake_now,
+            "--stepped-clock",
+        ],
         &[ZONE],
     )
 }
@@ -50,12 +55,53 @@ fn runs(w: &Weft, batch: i64) -> Vec<(String, i64)> {
         .expect("rows")
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(Instant::now() < deadline, "waited 30 s for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+fn command(w: &Weft, command: &str, payload: serde_json::Value) -> (u16, serde_json::Value) {
+    let body = json!({"command": command, "payload": payload});
+    post(&w.url, body.to_string().into_bytes())
+}
+
+/// Moves the clock to `to` (wall-clock time in the service zone) and returns the batches the
+/// scheduler started at that instant, as (batch id, instance id).
+fn advance(w: &Weft, to: &str) -> Vec<(i64, i64)> {
+    let (st, v) = command(w, "AdvanceClock", json!({ "to": to }));
+    assert_eq!(st, 200, "AdvanceClock to {to}: {v}");
+    assert_eq!(v["payload"]["local"], to, "{v}");
+    v["payload"]["started"]
+        .as_array()
+        .expect("started")
+        .iter()
+        .map(|s| {
+            (
+                s["batchId"].as_i64().expect("batchId"),
+                s["batchInstanceId"].as_i64().expect("batchInstanceId"),
+            )
+        })
+        .collect()
+}
+
+/// Waits (on the server's WaitBatchInstance) until instance `id` has ended; asserts that it
+/// finished.
+fn finished(w: &Weft, id: i64) {
+    let (st, v) = command(
+        w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "timeoutSeconds": 60}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["state"], "finished", "{v}");
+}
+
+/// Moves the clock to `to`, asserts that exactly `batch` started there, and waits for its run
+/// to finish.
+fn scheduled_run(w: &Weft, to: &str, batch: i64) -> i64 {
+    let started = advance(w, to);
+    assert_eq!(
+        started.iter().map(|s| s.0).collect::<Vec<_>>(),
+        [batch],
+        "at {to}"
+    );
+    finished(w, started[0].1);
+    started[0].1
 }
 
 /// Key file entry 1: an SQLite file `data.db` in the server's home.
@@ -72,13 +118,12 @@ fn deploy_file(w: &Weft, path: &Path) {
     assert_eq!(st, 200, "deploy of {} failed: {v}", path.display());
 }
 
-/// A server at `day 18:59:50` with the example deployed (ten seconds leave room for a slow
-/// start and the deploys, which must come before 19:00): connection 1 a data file,
-/// connection 7 a copy of entry 0 (`weft keys copy 0 7`).
+/// A server at `day 18:00` with the example deployed: connection 1 a data file, connection
+/// 7 a copy of entry 0 (`weft keys copy 0 7`).
 fn set_up(day: &str) -> Weft {
     let w = start(
         tempfile::tempdir().expect("home"),
-        &format!("{day} 18:59:50"),
+        &format!("{day} 18:00:00"),
     );
     add_data_connection(&w);
     let out = std::process::Command::new(weft_bin())
@@ -93,10 +138,6 @@ fn set_up(day: &str) -> Weft {
     w
 }
 
-fn restart(w: Weft, at: &str) -> Weft {
-    start(w.stop(), at)
-}
-
 /// The procedure over the evenings `days[0]` (ordinary), `days[1]` (the eve of the clock
 /// change), `days[2]` (the day of the change) and `days[3]`.
 fn procedure_over(days: [&str; 4]) {
@@ -104,22 +145,20 @@ fn procedure_over(days: [&str; 4]) {
     let w = set_up(d0);
     assert_eq!(start_dt(&w, 1), format!("{d0} 19:00:00"));
     assert_eq!(start_dt(&w, 2), format!("{d0} 22:00:00"));
+    // Nothing starts before its planned start.
+    assert_eq!(advance(&w, &format!("{d0} 18:59:59")), []);
     // An ordinary evening: Reschedule runs at 19:00 and moves nothing.
-    wait_for("Reschedule on the ordinary evening", || {
-        runs(&w, 1).len() == 1
-    });
+    scheduled_run(&w, &format!("{d0} 19:00:00"), 1);
     assert_eq!(start_dt(&w, 2), format!("{d0} 22:00:00"));
     assert_eq!(start_dt(&w, 1), format!("{d1} 19:00:00"));
 
     // The night batch runs at 22:00 and goes on at 22:00 the next day.
-    let w = restart(w, &format!("{d0} 21:59:57"));
-    wait_for("the ordinary night run", || runs(&w, 2).len() == 1);
+    scheduled_run(&w, &format!("{d0} 22:00:00"), 2);
     assert_eq!(start_dt(&w, 2), format!("{d1} 22:00:00"));
 
     // The eve of the clock change: Reschedule moves the night batch by one day, once, also
     // when it runs a second time that evening.
-    let w = restart(w, &format!("{d1} 18:59:57"));
-    wait_for("Reschedule on the eve", || runs(&w, 1).len() == 2);
+    scheduled_run(&w, &format!("{d1} 19:00:00"), 1);
     assert_eq!(start_dt(&w, 2), format!("{d2} 22:00:00"));
     let body = json!({"command": "RunElements", "payload": {"batchExecution": {
         "batchName": "Reschedule by hand", "user": "tester",
@@ -127,16 +166,18 @@ fn procedure_over(days: [&str; 4]) {
     let (st, v) = post(&w.url, body.to_string().into_bytes());
     assert_eq!(st, 200, "{v}");
     let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
-    let wait = json!({"command": "WaitBatchInstance",
-        "payload": {"batchInstanceId": id, "timeoutSeconds": 30}});
-    let (_, v) = post(&w.url, wait.to_string().into_bytes());
+    let (_, v) = command(
+        &w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "timeoutSeconds": 60}),
+    );
     assert_eq!(v["payload"]["state"], "finished", "{v}");
     assert_eq!(v["payload"]["actions"][0]["state"], "F", "{v}");
     assert_eq!(start_dt(&w, 2), format!("{d2} 22:00:00"));
 
     // 22:00 of the eve passes without a night run.
-    let w = restart(w, &format!("{d1} 21:59:57"));
-    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(advance(&w, &format!("{d1} 22:00:00")), []);
+    assert_eq!(advance(&w, &format!("{d1} 23:59:59")), []);
     assert_eq!(
         runs(&w, 2).len(),
         1,
@@ -144,27 +185,23 @@ fn procedure_over(days: [&str; 4]) {
     );
     assert_eq!(start_dt(&w, 2), format!("{d2} 22:00:00"));
 
-    // The day of the change: Reschedule moves nothing any more.
-    let w = restart(w, &format!("{d2} 18:59:57"));
-    wait_for("Reschedule on the day of the change", || {
-        runs(&w, 1).len() == 3
-    });
+    // The day of the change (the clocks change at night, between d1 and d2): Reschedule
+    // moves nothing any more.
+    assert_eq!(advance(&w, &format!("{d2} 12:00:00")), []);
+    scheduled_run(&w, &format!("{d2} 19:00:00"), 1);
     assert_eq!(start_dt(&w, 2), format!("{d2} 22:00:00"));
 
     // The night batch runs at its new time, on time, and goes on at 22:00.
-    let w = restart(w, &format!("{d2} 21:59:57"));
-    wait_for("the shifted night run", || runs(&w, 2).len() == 2);
-    let (planned, late) = runs(&w, 2)[1].clone();
-    assert_eq!(planned, format!("{d2} 22:00:00"));
-    assert!(late < 60, "late by {late} s");
+    scheduled_run(&w, &format!("{d2} 22:00:00"), 2);
+    assert_eq!(runs(&w, 2)[1], (format!("{d2} 22:00:00"), 0));
     assert_eq!(start_dt(&w, 2), format!("{d3} 22:00:00"));
     let log = common::actions::rows(
         &w.home.path().join("data.db"),
-        "SELECT planned, substr(ran_at, 1, 16) FROM night_log ORDER BY rowid",
+        "SELECT planned, ran_at FROM night_log ORDER BY rowid",
     );
     assert_eq!(
         log,
-        vec![format!("{d0}|{d0} 22:00"), format!("{d2}|{d2} 22:00")]
+        vec![format!("{d0}|{d0} 22:00:00"), format!("{d2}|{d2} 22:00:00")]
     );
 }
 
@@ -180,17 +217,16 @@ fn the_dst_procedure_moves_the_night_batch_once_in_spring() {
 
 #[test]
 fn a_restart_during_a_scheduled_run_neither_loses_nor_repeats_the_next_start() {
-    // Ten seconds before 22:00, so that the deploy comes before it even on a slow machine.
-    let w = start(tempfile::tempdir().expect("home"), "2026-11-22 21:59:50");
+    let w = start(tempfile::tempdir().expect("home"), "2026-11-22 21:00:00");
     add_data_connection(&w);
-    // A slow action: the server is killed while it runs.
+    let data = w.home.path().join("data.db");
     let doc = json!({"version": 1, "transformationData": {
         "folders": [{"id": 5, "path": "/slow"}],
         "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
         "sheets": [{"id": 50, "attributes": {"name": "slow", "folder_id": 5, "folder": "/slow"},
           "nodes": [
             {"id": 51, "type": 0, "attributes": {"module": "Sql", "name": "slow",
-              "action": "CREATE TABLE IF NOT EXISTS slow (n INTEGER); INSERT INTO slow SELECT COUNT(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000000) SELECT x FROM c)"}},
+              "action": "CREATE TABLE IF NOT EXISTS slow (n INTEGER); INSERT INTO slow VALUES (1)"}},
             {"id": 52, "type": 1, "attributes": {"field1": "slow", "objectTypeId": 1, "connectionId": 1}}],
           "edges": [{"id": 53, "from": 51, "to": 52}]}],
         "batches": [{"id": 3, "name": "slow night", "schedule": "daily 22:00",
@@ -198,20 +234,19 @@ fn a_restart_during_a_scheduled_run_neither_loses_nor_repeats_the_next_start() {
     let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
     assert_eq!(st, 200, "{v}");
     assert_eq!(start_dt(&w, 3), "2026-11-22 22:00:00");
-    let running = |w: &Weft| -> i64 {
-        repo(w)
-            .query_row(
-                "SELECT COUNT(*) FROM batch_instances WHERE batch_id = 3 AND state = 'running'",
-                [],
-                |r| r.get(0),
-            )
-            .expect("count")
-    };
-    wait_for("the scheduled run to start", || running(&w) == 1);
+    // The test holds the data file's write lock: the scheduled run cannot end until the
+    // server is killed.
+    let lock = rusqlite::Connection::open(&data).expect("data file");
+    lock.execute_batch("BEGIN IMMEDIATE").expect("write lock");
+    let started = advance(&w, "2026-11-22 22:00:00");
+    assert_eq!(started.len(), 1, "{started:?}");
+    assert_eq!(w.instance_state(started[0].1), "running");
     // The next planned start was written with the instance.
     assert_eq!(start_dt(&w, 3), "2026-11-23 22:00:00");
-    let w = restart(w, "2026-11-22 22:00:30");
-    std::thread::sleep(Duration::from_secs(3));
+    // Killed right after the start was committed, while the run goes on.
+    let home = w.stop();
+    drop(lock);
+    let w = start(home, "2026-11-22 22:00:30");
     let all = |w: &Weft| -> Vec<(String, String)> {
         let c = repo(w);
         let mut st = c
@@ -225,21 +260,25 @@ fn a_restart_during_a_scheduled_run_neither_loses_nor_repeats_the_next_start() {
             .expect("rows")
     };
     // Interrupted, not started again; the next start is still there.
+    assert_eq!(advance(&w, "2026-11-22 22:00:30"), []);
     assert_eq!(
         all(&w),
         vec![("2026-11-22 22:00:00".to_owned(), "interrupted".to_owned())]
     );
     assert_eq!(start_dt(&w, 3), "2026-11-23 22:00:00");
     // And it comes, once.
-    let w = restart(w, "2026-11-23 21:59:58");
-    wait_for("the next night's run", || all(&w).len() == 2);
-    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(advance(&w, "2026-11-23 21:59:59"), []);
+    scheduled_run(&w, "2026-11-23 22:00:00", 3);
+    assert_eq!(advance(&w, "2026-11-23 22:00:00"), []);
+    assert_eq!(advance(&w, "2026-11-23 23:00:00"), []);
     let runs = all(&w);
     assert_eq!(runs.len(), 2, "{runs:?}");
-    assert_eq!(runs[1].0, "2026-11-23 22:00:00");
+    assert_eq!(
+        runs[1],
+        ("2026-11-23 22:00:00".to_owned(), "finished".to_owned())
+    );
     // ListBatchInstances says which runs were scheduled, and for when.
-    let body = json!({"command": "ListBatchInstances", "payload": {"limit": 5}});
-    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    let (st, v) = command(&w, "ListBatchInstances", json!({"limit": 5}));
     assert_eq!(st, 200, "{v}");
     let newest = &v["payload"]["instances"][0];
     assert_eq!(newest["batchId"], 3, "{v}");
@@ -247,6 +286,40 @@ fn a_restart_during_a_scheduled_run_neither_loses_nor_repeats_the_next_start() {
     assert_eq!(newest["late"], false, "{v}");
     assert_eq!(newest["user"], "scheduler", "{v}");
     assert_eq!(start_dt(&w, 3), "2026-11-24 22:00:00");
+}
+
+#[test]
+fn a_start_missed_while_the_server_was_down_runs_once_late() {
+    let w = start(tempfile::tempdir().expect("home"), "2026-11-22 21:00:00");
+    add_data_connection(&w);
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 5, "path": "/n"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [{"id": 50, "attributes": {"name": "n", "folder_id": 5, "folder": "/n"},
+          "nodes": [{"id": 51, "type": 0, "attributes": {"module": "Sql", "name": "n", "action": "CREATE TABLE IF NOT EXISTS t (x INTEGER)"}},
+            {"id": 52, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+          "edges": [{"id": 53, "from": 51, "to": 52}]}],
+        "batches": [{"id": 4, "name": "hourly", "schedule": "every 60 minutes",
+          "elements": [{"elementType": "S", "elementId": 50}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let first = start_dt(&w, 4);
+    // Down for three planned starts and a half: one late run when it is back, then the next
+    // planned start is the first one after now.
+    let w = start(w.stop(), "2026-11-23 00:30:00");
+    let started = advance(&w, "2026-11-23 00:30:00");
+    assert_eq!(
+        started.len(),
+        1,
+        "{started:?} (first planned start {first})"
+    );
+    finished(&w, started[0].1);
+    let (planned, late) = runs(&w, 4)[0].clone();
+    assert_eq!(planned, first);
+    assert!(late >= 1800, "late by {late} s");
+    assert_eq!(start_dt(&w, 4), "2026-11-23 01:00:00");
+    assert_eq!(advance(&w, "2026-11-23 00:59:59"), []);
+    assert_eq!(runs(&w, 4).len(), 1);
 }
 
 #[test]
@@ -330,25 +403,72 @@ fn next_runs_lists_planned_starts_with_the_clock_change_and_fake_now_is_for_deve
     );
     drop(w);
 
-    // --fake-now outside a development environment: refused, with the reason.
-    let out = std::process::Command::new(weft_bin())
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--environment",
-            "production",
-        ])
-        .args(["--fake-now", "2026-10-24 19:00", "--home"])
-        .arg(tempfile::tempdir().expect("home").path())
-        .output()
-        .expect("weft serve");
-    assert!(!out.status.success());
+    // --fake-now and --stepped-clock outside a development environment: refused, with the
+    // reason.
+    for (flags, refused) in [
+        (&["--fake-now", "2026-10-24 19:00"][..], "--fake-now"),
+        (&["--stepped-clock"][..], "--stepped-clock"),
+    ] {
+        let out = std::process::Command::new(weft_bin())
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--environment",
+                "production",
+            ])
+            .args(flags)
+            .arg("--home")
+            .arg(tempfile::tempdir().expect("home").path())
+            .output()
+            .expect("weft serve");
+        assert!(!out.status.success());
+        assert!(
+            text(&out)
+                .1
+                .contains(&format!("{refused} is for development environments only")),
+            "{:?}",
+            text(&out)
+        );
+    }
+}
+
+#[test]
+fn advance_clock_moves_only_a_stepped_clock_and_only_forward() {
+    let w = start(tempfile::tempdir().expect("home"), "2026-10-20 12:00:00");
+    let (st, v) = command(&w, "AdvanceClock", json!({"seconds": 90}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["now"], "2026-10-20T10:01:30Z", "{v}");
+    assert_eq!(v["payload"]["local"], "2026-10-20 12:01:30", "{v}");
+    let (st, v) = command(&w, "AdvanceClock", json!({"to": "2026-10-20 12:00:00"}));
+    assert_eq!(st, 409, "{v}");
+    assert_eq!(v["error"]["code"], "clock.backwards", "{v}");
     assert!(
-        text(&out)
-            .1
-            .contains("--fake-now is for development environments only"),
-        "{:?}",
-        text(&out)
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("forward only")),
+        "{v}"
     );
+    for bad in [
+        json!({}),
+        json!({"seconds": -1}),
+        json!({"seconds": "ten"}),
+        json!({"to": "tomorrow"}),
+        json!({"seconds": 1, "to": "2026-10-21 00:00"}),
+        json!({"minutes": 1}),
+    ] {
+        let (st, v) = command(&w, "AdvanceClock", bad.clone());
+        assert_eq!(st, 400, "{bad}: {v}");
+    }
+    let (_, v) = command(&w, "AdvanceClock", json!({"seconds": 0}));
+    assert_eq!(v["payload"]["local"], "2026-10-20 12:01:30", "{v}");
+    drop(w);
+    // A server whose clock runs refuses it.
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0", "--fake-now", "2026-10-20 12:00"],
+        &[ZONE],
+    );
+    let (st, v) = command(&w, "AdvanceClock", json!({"seconds": 1}));
+    assert_eq!(st, 409, "{v}");
+    assert_eq!(v["error"]["code"], "clock.not_stepped", "{v}");
 }

@@ -347,3 +347,68 @@ pub async fn restart_instance(
         .map_err(from_start)?;
     Ok(serde_json::json!({ "batchInstanceId": id, "actionsToRun": n }))
 }
+
+/// `AdvanceClock {seconds}` or `{to}` (development servers started with `--stepped-clock`):
+/// moves the service clock forward, runs one scheduler tick at the new instant, and answers
+/// with what the tick started, so that a test knows every start without waiting for one.
+pub async fn advance_clock(
+    state: &Arc<AppState>,
+    payload: serde_json::Value,
+) -> Result<serde_json::Value, ApiError> {
+    only_fields(&payload, "AdvanceClock", &["seconds", "to"])?;
+    let time = crate::clock::current();
+    if !time.clock.is_stepped() {
+        return Err(ApiError::client(
+            StatusCode::CONFLICT,
+            "clock.not_stepped",
+            "AdvanceClock moves the service clock only of a development server started with --stepped-clock",
+        ));
+    }
+    let now = time.clock.now();
+    let to = match (payload.get("seconds"), payload.get("to")) {
+        (Some(v), None) => {
+            let seconds = v
+                .as_i64()
+                .filter(|s| (0..=366 * 86_400).contains(s))
+                .ok_or_else(|| {
+                    bad(format!(
+                        "seconds must be a whole number from 0 to 31622400 (a year), found {v}"
+                    ))
+                })?;
+            now + chrono::Duration::seconds(seconds)
+        }
+        (None, Some(serde_json::Value::String(text))) => {
+            crate::clock::parse_timestamp(text, time.zone).map_err(|e| bad(format!("to: {e}")))?
+        }
+        _ => {
+            return Err(bad(
+                "the AdvanceClock payload is {seconds} or {to}: seconds a whole number, to a timestamp (RFC 3339, or YYYY-MM-DD HH:MM[:SS] in the service time zone)"
+                    .to_owned(),
+            ));
+        }
+    };
+    let now = time
+        .clock
+        .advance(to)
+        .map_err(|e| ApiError::client(StatusCode::CONFLICT, "clock.backwards", e))?;
+    let exec = Arc::clone(&state.executor);
+    let zone = time.zone;
+    let tick = tokio::task::spawn_blocking(move || crate::scheduler::tick(&exec, zone, now))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(|e| ApiError::from_repo(&e))?;
+    let started: Vec<serde_json::Value> = tick
+        .started
+        .iter()
+        .map(|(batch, instance)| {
+            serde_json::json!({ "batchId": batch, "batchInstanceId": instance })
+        })
+        .collect();
+    Ok(serde_json::json!({
+        "now": now.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        "local": crate::clock::wall(now.with_timezone(&zone).naive_local()),
+        "started": started,
+        "passed": tick.passed,
+        "waiting": tick.waiting,
+    }))
+}

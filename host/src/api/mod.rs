@@ -42,6 +42,7 @@ pub const COMMANDS: &[&str] = &[
     "HaltBatchInstance",
     "RestartBatchInstance",
     "NextRuns",
+    "AdvanceClock",
 ];
 
 /// What every request handler shares.
@@ -239,6 +240,7 @@ async fn handle(
             commands::restart_instance(state, request.payload.value.to_json()).await
         }
         "NextRuns" => commands::next_runs(state, request.payload.value.to_json()).await,
+        "AdvanceClock" => commands::advance_clock(state, request.payload.value.to_json()).await,
         _ => Err(ApiError::unknown_command(&request.command)),
     }
 }

@@ -269,6 +269,18 @@ impl Repository {
         self.full.store(full, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// Tests only: how long the writer connection waits for another writer's lock before it
+    /// says the repository is busy (10 seconds otherwise), so that a test of a busy
+    /// repository need not wait that long.
+    #[cfg(test)]
+    pub fn set_busy_timeout(&self, patience: Duration) {
+        let conn = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        conn.busy_timeout(patience).expect("busy timeout");
+    }
+
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
         #[cfg(test)]
         if self.full.load(std::sync::atomic::Ordering::SeqCst) {
