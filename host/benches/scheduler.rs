@@ -39,20 +39,27 @@ fn main() {
         Arc::new(weft::repo::Repository::open(&dir.path().join("repository.db")).expect("repo"));
     let now: DateTime<Utc> = "2026-10-24T12:00:00Z".parse().expect("now");
     let local_now = now.with_timezone(&zone).naive_local();
-    repo.tx(|c| {
+    // Written as a person or a sheet would, on a connection of its own.
+    let mut conn = weft::repo::connect(&dir.path().join("repository.db")).expect("connection");
+    let c = conn.transaction().expect("transaction");
+    {
         let mut b = c.prepare(
             "INSERT INTO batches (id, name, schedule, elements, variables, created_at, updated_at) VALUES (?1, ?2, ?3, '[{\"elementType\":\"S\",\"elementId\":1}]', '[]', '', '')",
-        )?;
-        let mut n = c.prepare("INSERT INTO service_batch_next_run (batch_id, start_dt) VALUES (?1, ?2)")?;
+        )
+        .expect("prepare");
+        let mut n = c
+            .prepare("INSERT INTO service_batch_next_run (batch_id, start_dt) VALUES (?1, ?2)")
+            .expect("prepare");
         for i in 1..=BATCHES {
-            b.execute(rusqlite::params![i, format!("batch {i}"), schedule_text(i)])?;
+            b.execute(rusqlite::params![i, format!("batch {i}"), schedule_text(i)])
+                .expect("batch");
             // Planned starts spread over the next 48 hours, none due yet.
             let start = local_now + Duration::seconds(60 + (i * 17) % (48 * 3600));
-            n.execute(rusqlite::params![i, weft::clock::wall(start)])?;
+            n.execute(rusqlite::params![i, weft::clock::wall(start)])
+                .expect("planned start");
         }
-        Ok(())
-    })
-    .expect("batches");
+    }
+    c.commit().expect("batches");
     let registry = Arc::new(weft::plugins::Registry::default());
     let exec = weft::exec::batch::Executor::new(Arc::clone(&repo), registry, None, 2);
 

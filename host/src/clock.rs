@@ -1,7 +1,7 @@
 //! The service clock and the service time zone, and the SQL functions that read them.
 //!
 //! One clock drives the scheduler and the SQL functions `current_local_timestamp()` and
-//! `is_dst_change_tonight()`, so that clock changes are tested on fixed instants: the
+//! `is_dst_change_tonight()` (registered on SQLite connections by `connect::sqlite`), so that clock changes are tested on fixed instants: the
 //! server installs it once ([`install`]); `weft serve --fake-now` starts it at a chosen
 //! instant, from which it runs forward at normal speed, and `--stepped-clock` makes it stand
 //! still until the development command `AdvanceClock` moves it.
@@ -356,36 +356,6 @@ pub fn dst_change_before_morning(zone: Tz, now: DateTime<Utc>) -> bool {
         }
     }
     false
-}
-
-/// Registers `current_local_timestamp()` and `is_dst_change_tonight([local_now])` on a
-/// connection; both read the service time when called.
-///
-/// # Errors
-///
-/// SQLite's, when a function cannot be registered.
-pub fn register_sql_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-    use rusqlite::functions::FunctionFlags;
-    let flags = FunctionFlags::SQLITE_UTF8;
-    conn.create_scalar_function("current_local_timestamp", 0, flags, |_| {
-        Ok(wall(current().local_now()))
-    })?;
-    conn.create_scalar_function("is_dst_change_tonight", 0, flags, |_| {
-        let t = current();
-        Ok(is_dst_change_tonight(t.zone, t.local_now()))
-    })?;
-    conn.create_scalar_function("is_dst_change_tonight", 1, flags, |ctx| {
-        let t = current();
-        let text: String = ctx.get(0)?;
-        let local = parse_timestamp(&text, t.zone)
-            .map(|u| u.with_timezone(&t.zone).naive_local())
-            .or_else(|e| parse_wall(&text).ok_or(e))
-            .map_err(|e| {
-                rusqlite::Error::UserFunctionError(format!("is_dst_change_tonight: {e}").into())
-            })?;
-        Ok(is_dst_change_tonight(t.zone, local))
-    })?;
-    Ok(())
 }
 
 #[cfg(test)]

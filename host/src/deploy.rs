@@ -4,9 +4,9 @@
 
 use crate::dsr::model::{At, Document};
 use crate::dsr::{self, Detail, LineIndex, Path, Problem, Problems, Severity};
-use crate::repo::{self, Change, ChangeKind, IdTable, Repository, Writer};
+use crate::repo::{self, Change, ChangeKind, DeployWriter, IdTable, Repository};
 use crate::settings::Environment;
-use crate::validate::{self, Facts};
+use crate::validate;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -122,7 +122,7 @@ pub fn deploy(
     // repository is locked: the graph, each module's validation (SQL parsing), and what the
     // data holds (a table that does not exist yet is a warning; it may mean opening
     // connections).
-    let kinds = repo.with(|c| validate::connection_kinds(&doc, &repo::Writer::reader(c)))?;
+    let kinds = repo.read(|w| validate::connection_kinds(&doc, w))?;
     let vopts = validate::Options {
         full: opts.validate,
         check_ids: opts.into_folder.is_none(),
@@ -186,7 +186,8 @@ pub fn deploy(
                 if let Some(schedule) =
                     validate::batch_schedule(b, &td.key("batches").index(i), &mut again)
                 {
-                    changes.push(w.batch(b, &schedule, time.zone, now)?);
+                    let first = schedule.first_after(time.zone, now);
+                    changes.push(w.batch(b, &schedule, first)?);
                 }
             }
         }
@@ -224,7 +225,11 @@ fn object_warnings(doc: &Document, catalog: &dyn validate::Catalog, problems: &m
 }
 
 /// Moves the document's sheets into `folder` (the first half of an `intoFolder` copy).
-fn move_into(doc: &mut Document, folder: i64, w: &Writer<'_>) -> repo::Result<Result<(), Problem>> {
+fn move_into(
+    doc: &mut Document,
+    folder: i64,
+    w: &dyn DeployWriter,
+) -> repo::Result<Result<(), Problem>> {
     let Some(path) = w.folder_path(folder)? else {
         return Ok(Err(Problem {
             severity: Severity::Error,
@@ -245,7 +250,7 @@ fn move_into(doc: &mut Document, folder: i64, w: &Writer<'_>) -> repo::Result<Re
 
 /// Gives the document's sheets, nodes and edges fresh ids after the largest in the
 /// repository, and remaps the edges (the second half of an `intoFolder` copy).
-fn renumber(doc: &mut Document, w: &Writer<'_>) -> repo::Result<Result<IdMap, Vec<Problem>>> {
+fn renumber(doc: &mut Document, w: &dyn DeployWriter) -> repo::Result<Result<IdMap, Vec<Problem>>> {
     let mut next = [
         w.max_id(IdTable::Sheets)?,
         w.max_id(IdTable::Nodes)?,

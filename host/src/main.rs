@@ -369,16 +369,8 @@ fn schema(
             );
             return ExitCode::SUCCESS;
         }
-        // Read-only, without the settings of `repo::connect`: --status changes nothing.
-        let conn = rusqlite::Connection::open_with_flags(
-            &path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .map_err(|source| repo::Error::Open {
-            path: path.clone(),
-            source,
-        });
-        return match conn.and_then(|c| migrations::version(&c)) {
+        // Read-only: --status changes nothing.
+        return match repo::schema_version(&path) {
             Ok(v) => {
                 println!(
                     "{}: schema version {v}; this weft writes version {}",
@@ -397,7 +389,7 @@ fn schema(
         eprintln!("weft schema: {e}");
         return ExitCode::FAILURE;
     }
-    let result = repo::connect(&path).and_then(|mut c| migrations::to_latest(&mut c));
+    let result = repo::upgrade(&path);
     match result {
         Ok(u) if u.from == u.to => {
             println!("{}: schema already at version {}", path.display(), u.to);

@@ -6,9 +6,22 @@
 
 use crate::dsr::model::{Node, NodeAttributes, Sheet};
 use crate::plugins::Registry;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use weft_sdk::abi_stable::std_types::RString;
 use weft_sdk::{AttributeValue, Dialect, ObjectRef};
+
+/// One element of `elementList` (a run's or a scheduled batch's): a sheet, an action or a
+/// folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Element {
+    /// `S` sheet, `A` action, `F` folder.
+    #[serde(rename = "elementType")]
+    pub kind: char,
+    /// Its id.
+    #[serde(rename = "elementId")]
+    pub id: i64,
+}
 
 /// An action with everything its module needs.
 #[derive(Debug, Clone)]

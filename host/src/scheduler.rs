@@ -16,18 +16,19 @@
 
 use crate::clock::{self, wall};
 use crate::exec::batch::{Element, Executor, RunRequest};
-use crate::repo::{self, Repository, instances};
+use crate::repo::model::{ScheduledStart, StoredStart};
+use crate::repo::{self, InstanceStore, Repository, ScheduleStore};
 use crate::schedule::{GapPolicy, OverlapPolicy, Planned, Schedule};
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, NaiveDateTime, Utc};
 use chrono_tz::Tz;
-use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The user scheduled instances run as.
 pub const USER: &str = "scheduler";
 
-pub use crate::repo::instances::LATE_AFTER_SECONDS;
+pub use crate::repo::model::LATE_AFTER_SECONDS;
 
 /// A scheduled batch as the scheduler reads it.
 #[derive(Debug, Clone)]
@@ -72,89 +73,48 @@ pub struct Tick {
 /// # Errors
 ///
 /// A repository error; a batch whose stored schedule cannot be read is logged and left out.
-pub fn candidates(conn: &rusqlite::Connection, local_now: &str) -> repo::Result<Vec<Due>> {
-    // `start_dt` as text whatever was written into it (an UPDATE can leave a number).
-    let sql = "SELECT b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT) \
-               FROM service_batch_next_run n JOIN batches b ON b.id = n.batch_id \
-               WHERE replace(n.start_dt, 'T', ' ') <= datetime(?1, '+3 hours') ORDER BY n.start_dt, b.id";
-    let mut st = conn
-        .prepare_cached(sql)
-        .map_err(|e| repo::Error::with_sql(e, sql))?;
-    type Row = (
-        i64,
-        String,
-        String,
-        String,
-        String,
-        String,
-        bool,
-        String,
-        String,
-        Option<String>,
-        String,
-    );
-    let rows: Vec<Row> = st
-        .query_map([local_now], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-                r.get(7)?,
-                r.get(8)?,
-                r.get(9)?,
-                r.get(10)?,
-            ))
-        })
-        .and_then(|rows| rows.collect())
-        .map_err(|e| repo::Error::with_sql(e, sql))?;
-    let mut out = Vec::with_capacity(rows.len());
-    for (
-        id,
-        name,
-        when,
-        gap,
-        overlap,
-        if_running,
-        enabled,
-        elements,
-        variables,
-        second_of,
-        start_dt,
-    ) in rows
-    {
-        let read = || -> Result<Due, String> {
-            let repeat = crate::schedule::parse(&when).map_err(|e| e.message)?;
-            let local = clock::parse_wall(&start_dt)
-                .ok_or_else(|| format!("start_dt `{start_dt}` is not YYYY-MM-DD HH:MM:SS"))?;
-            Ok(Due {
-                batch_id: id,
-                name: name.clone(),
-                schedule: Schedule {
-                    repeat,
-                    gap: GapPolicy::parse(&gap).unwrap_or_default(),
-                    overlap: OverlapPolicy::parse(&overlap).unwrap_or_default(),
-                },
-                if_running: if_running.clone(),
-                enabled,
-                elements: serde_json::from_str(&elements).map_err(|e| e.to_string())?,
-                variables: serde_json::from_str(&variables).map_err(|e| e.to_string())?,
-                planned: Planned {
-                    local,
-                    second: second_of.as_deref() == Some(start_dt.as_str()),
-                },
-                start_dt: start_dt.clone(),
-            })
-        };
-        match read() {
+pub fn candidates(store: &dyn ScheduleStore, local_now: NaiveDateTime) -> repo::Result<Vec<Due>> {
+    let until = wall(local_now + Duration::hours(3));
+    let mut out = Vec::new();
+    for stored in store.due_starts(&until)? {
+        let (id, start_dt) = (stored.batch_id, stored.start_dt.clone().unwrap_or_default());
+        match due_of(stored) {
             Ok(d) => out.push(d),
             Err(e) => warn_once(id, &start_dt, &e),
         }
     }
     Ok(out)
+}
+
+/// The schedule of a stored planned start, or why it cannot be read.
+fn schedule_of(s: &StoredStart) -> Result<Schedule, String> {
+    Ok(Schedule {
+        repeat: crate::schedule::parse(&s.schedule).map_err(|e| e.message)?,
+        gap: GapPolicy::parse(&s.spring_gap).unwrap_or_default(),
+        overlap: OverlapPolicy::parse(&s.autumn_overlap).unwrap_or_default(),
+    })
+}
+
+/// A stored planned start as the scheduler decides on it, or why it cannot be read.
+fn due_of(s: StoredStart) -> Result<Due, String> {
+    let schedule = schedule_of(&s)?;
+    let start_dt = s.start_dt.unwrap_or_default();
+    let local = clock::parse_wall(&start_dt)
+        .ok_or_else(|| format!("start_dt `{start_dt}` is not YYYY-MM-DD HH:MM:SS"))?;
+    Ok(Due {
+        batch_id: s.batch_id,
+        name: s.name,
+        schedule,
+        if_running: s.if_running,
+        enabled: s.enabled,
+        elements: s.elements?,
+        variables: s.variables?,
+        planned: Planned {
+            local,
+            second: s.second,
+        },
+        start_dt,
+    })
 }
 
 /// Logs that batch `id` cannot run, once per stored `start_dt` value (the scheduler looks
@@ -185,54 +145,6 @@ fn fix_for(id: i64) -> String {
     )
 }
 
-/// Moves a batch's planned start from `from` (as read) to `next`; `false` when `start_dt`
-/// changed meanwhile (then nothing is written).
-///
-/// # Errors
-///
-/// A repository error.
-pub fn advance(
-    conn: &rusqlite::Connection,
-    batch_id: i64,
-    from: &str,
-    next: Option<Planned>,
-) -> repo::Result<bool> {
-    let changed = match next {
-        Some(n) => {
-            let text = wall(n.local);
-            let changed = conn.execute(
-                "UPDATE service_batch_next_run SET start_dt = ?3 WHERE batch_id = ?1 AND start_dt = ?2",
-                params![batch_id, from, text],
-            )?;
-            conn.execute(
-                "UPDATE batches SET second_of = ?2 WHERE id = ?1",
-                params![batch_id, n.second.then_some(text)],
-            )?;
-            changed
-        }
-        None => conn.execute(
-            "DELETE FROM service_batch_next_run WHERE batch_id = ?1 AND start_dt = ?2",
-            params![batch_id, from],
-        )?,
-    };
-    Ok(changed == 1)
-}
-
-fn is_running(conn: &rusqlite::Connection, batch_id: i64) -> repo::Result<bool> {
-    Ok(conn
-        .query_row(
-            "SELECT 1 FROM batch_instances WHERE batch_id = ?1 AND state IN (?2, ?3) LIMIT 1",
-            params![
-                batch_id,
-                instances::state::RUNNING,
-                instances::state::WAITING
-            ],
-            |_| Ok(()),
-        )
-        .optional()?
-        .is_some())
-}
-
 /// One pass: starts every batch that is due at `now`.
 ///
 /// # Errors
@@ -246,8 +158,7 @@ pub fn tick(exec: &Arc<Executor>, zone: Tz, now: DateTime<Utc>) -> repo::Result<
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let repo: &Arc<Repository> = exec.repo();
-    let local_now = wall(now.with_timezone(&zone).naive_local());
-    let due = repo.with(|c| candidates(c, &local_now))?;
+    let due = candidates(&**repo, now.with_timezone(&zone).naive_local())?;
     let mut report = Tick {
         looked_at: due.len(),
         ..Tick::default()
@@ -288,22 +199,22 @@ fn one(
     let next = d.schedule.next(zone, &d.planned, now);
     let Some(when) = when else {
         // A planned time the clocks skip, whose policy is to skip it.
-        if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
+        if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref())? {
             tracing::info!(message = "A planned start the clocks skip passed (springGap skip).", batch_id = d.batch_id, planned = %d.planned);
             report.passed.push(d.batch_id);
         }
         return Ok(());
     };
     if !d.enabled {
-        if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
+        if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref())? {
             report.passed.push(d.batch_id);
         }
         return Ok(());
     }
-    if repo.with(|c| is_running(c, d.batch_id))? {
+    if repo.batch_is_running(d.batch_id)? {
         if d.if_running == "wait" {
             report.waiting.push(d.batch_id);
-        } else if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
+        } else if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref())? {
             tracing::warn!(message = "A scheduled start passed: the batch's previous run has not finished (ifRunning skip).", batch_id = d.batch_id, planned = %d.planned);
             report.passed.push(d.batch_id);
         }
@@ -317,19 +228,13 @@ fn one(
         variables: d.variables.clone(),
     };
     let planned_text = d.planned.to_string();
-    let started = exec.start_with(req, |c, id| {
-        if !advance(c, d.batch_id, &d.start_dt, next)? {
-            return Err(repo::Error::Conflict(format!(
-                "the planned start of batch {} changed while it was being started",
-                d.batch_id
-            )));
-        }
-        c.execute(
-            "UPDATE batch_instances SET batch_id = ?2, planned_start = ?3, late_seconds = ?4 WHERE id = ?1",
-            params![id, d.batch_id, d.start_dt, late],
-        )?;
-        Ok(())
-    });
+    let scheduled = ScheduledStart {
+        batch_id: d.batch_id,
+        from: d.start_dt.clone(),
+        next,
+        late_seconds: late,
+    };
+    let started = exec.start_scheduled(req, Some(&scheduled));
     match started {
         Ok(id) => {
             if late > LATE_AFTER_SECONDS {
@@ -351,7 +256,7 @@ fn one(
             // The elements no longer exist, or form a cycle: the start passes, with the
             // reason in the log, so that one broken batch does not block the others.
             tracing::error!(message = "A scheduled batch could not start; its planned start passes.", batch_id = d.batch_id, planned = %planned_text, error = %e);
-            if repo.tx(|c| advance(c, d.batch_id, &d.start_dt, next))? {
+            if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref())? {
                 report.passed.push(d.batch_id);
             }
         }
@@ -417,85 +322,115 @@ pub fn spawn(exec: Arc<Executor>, period: std::time::Duration) -> std::io::Resul
     })
 }
 
+/// A batch's next planned starts, as `NextRuns` answers them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NextRuns {
+    /// The batch.
+    pub batch_id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its schedule's text.
+    pub schedule: String,
+    /// Its spring-gap policy.
+    pub spring_gap: String,
+    /// Its autumn-overlap policy.
+    pub autumn_overlap: String,
+    /// Whether it runs.
+    pub enabled: bool,
+    /// The service time zone.
+    pub time_zone: String,
+    /// The planned starts.
+    pub starts: Vec<NextStart>,
+    /// Why the batch does not run, when its stored planned start is not one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// One planned start of [`NextRuns`].
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NextStart {
+    /// The planned wall-clock time.
+    pub planned: String,
+    /// Whether it means the second occurrence of an ambiguous time.
+    pub second_occurrence: bool,
+    /// The wall-clock time it runs at (a skipped time runs when the clocks jump to).
+    pub local: String,
+    /// The instant it runs, UTC.
+    pub utc: String,
+    /// The zone's UTC offset then.
+    pub utc_offset: Option<String>,
+    /// A clock change near it, said in words.
+    pub clock_change: Option<String>,
+}
+
 /// The next `count` planned starts of batch `id` (from its current planned start), for
 /// `NextRuns`: `None` when the batch does not exist.
 ///
 /// # Errors
 ///
-/// A repository error.
+/// A repository error, or a stored schedule that cannot be read.
 pub fn next_runs(
-    conn: &rusqlite::Connection,
+    store: &dyn ScheduleStore,
     id: i64,
     count: usize,
     zone: Tz,
-) -> repo::Result<Option<serde_json::Value>> {
-    type Row = (
-        String,
-        String,
-        String,
-        String,
-        bool,
-        Option<String>,
-        Option<String>,
-    );
-    let row: Option<Row> = conn
-        .query_row(
-            "SELECT b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.enabled, b.second_of, CAST(n.start_dt AS TEXT) FROM batches b LEFT JOIN service_batch_next_run n ON n.batch_id = b.id WHERE b.id = ?1",
-            [id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)),
-        )
-        .optional()?;
-    let Some((name, when, gap, overlap, enabled, second_of, start_dt)) = row else {
+) -> repo::Result<Option<NextRuns>> {
+    let Some(stored) = store.batch_schedule(id)? else {
         return Ok(None);
     };
-    let schedule = Schedule {
-        repeat: crate::schedule::parse(&when).map_err(|e| repo::Error::Corrupt(e.message))?,
-        gap: GapPolicy::parse(&gap).unwrap_or_default(),
-        overlap: OverlapPolicy::parse(&overlap).unwrap_or_default(),
-    };
-    let starts: Vec<serde_json::Value> = match start_dt.as_deref().and_then(clock::parse_wall) {
+    let schedule = schedule_of(&stored).map_err(repo::Error::Corrupt)?;
+    let starts = match stored.start_dt.as_deref().and_then(clock::parse_wall) {
         Some(local) => {
             let first = Planned {
                 local,
-                second: second_of.is_some() && second_of == start_dt,
+                second: stored.second,
             };
             schedule
                 .upcoming(zone, &first, count)
                 .into_iter()
                 .map(|u| {
                     let offset = Duration::seconds(i64::from(u.offset_seconds));
-                    serde_json::json!({
-                        "planned": wall(u.planned.local),
-                        "secondOccurrence": u.planned.second,
-                        "local": (u.due + offset).naive_utc().format("%Y-%m-%d %H:%M:%S").to_string(),
-                        "utc": u.due.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-                        "utcOffset": chrono::FixedOffset::east_opt(u.offset_seconds).map(|o| o.to_string()),
-                        "clockChange": u.clock_change,
-                    })
+                    NextStart {
+                        planned: wall(u.planned.local),
+                        second_occurrence: u.planned.second,
+                        local: (u.due + offset)
+                            .naive_utc()
+                            .format("%Y-%m-%d %H:%M:%S")
+                            .to_string(),
+                        utc: u.due.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                        utc_offset: chrono::FixedOffset::east_opt(u.offset_seconds)
+                            .map(|o| o.to_string()),
+                        clock_change: u.clock_change,
+                    }
                 })
                 .collect()
         }
         None => Vec::new(),
     };
-    let mut answer = serde_json::json!({
-        "batchId": id,
-        "name": name,
-        "schedule": when,
-        "springGap": gap,
-        "autumnOverlap": overlap,
-        "enabled": enabled,
-        "timeZone": zone.name(),
-        "starts": starts,
-    });
     // A planned start that is not one: say which value and what to write instead.
-    if let Some(bad) = start_dt.filter(|t| clock::parse_wall(t).is_none()) {
-        answer["problem"] = format!(
-            "start_dt `{bad}` is not a planned start, so the batch does not run; {}",
-            fix_for(id)
-        )
-        .into();
-    }
-    Ok(Some(answer))
+    let problem = stored
+        .start_dt
+        .as_deref()
+        .filter(|t| clock::parse_wall(t).is_none())
+        .map(|bad| {
+            format!(
+                "start_dt `{bad}` is not a planned start, so the batch does not run; {}",
+                fix_for(id)
+            )
+        });
+    Ok(Some(NextRuns {
+        batch_id: id,
+        name: stored.name,
+        schedule: stored.schedule,
+        spring_gap: stored.spring_gap,
+        autumn_overlap: stored.autumn_overlap,
+        enabled: stored.enabled,
+        time_zone: zone.name().to_owned(),
+        starts,
+        problem,
+    }))
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 use super::AppState;
 use super::error::ApiError;
 use crate::exec::batch::{Element, RunRequest, StartError};
-use crate::repo::instances;
+use crate::repo::InstanceStore;
+use crate::repo::model::InstanceRow;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use std::sync::Arc;
@@ -190,19 +191,21 @@ fn instance_id(payload: serde_json::Value, command: &str) -> Result<(i64, Option
     Ok((id, timeout))
 }
 
-async fn read_instance(state: &Arc<AppState>, id: i64) -> Result<instances::InstanceRow, ApiError> {
+async fn read_instance(state: &Arc<AppState>, id: i64) -> Result<InstanceRow, ApiError> {
     let repo = Arc::clone(state.executor.repo());
-    tokio::task::spawn_blocking(move || repo.with(|c| instances::get(c, id)))
+    tokio::task::spawn_blocking(move || repo.instance(id))
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
         .map_err(|e| ApiError::from_repo(&e))?
-        .ok_or_else(|| {
-            ApiError::client(
-                StatusCode::NOT_FOUND,
-                "run.not_found",
-                format!("batch instance {id} does not exist"),
-            )
-        })
+        .ok_or_else(|| no_instance(id))
+}
+
+fn no_instance(id: i64) -> ApiError {
+    ApiError::client(
+        StatusCode::NOT_FOUND,
+        "run.not_found",
+        format!("batch instance {id} does not exist"),
+    )
 }
 
 /// `GetBatchInstance`.
@@ -225,23 +228,15 @@ pub async fn wait_instance(
     loop {
         // Only the state while waiting; the whole instance once, at the end.
         let repo = Arc::clone(state.executor.repo());
-        let current =
-            tokio::task::spawn_blocking(move || repo.with(|c| instances::state_of(c, id)))
-                .await
-                .map_err(|e| ApiError::internal(e.to_string()))?
-                .map_err(|e| ApiError::from_repo(&e))?
-                .ok_or_else(|| {
-                    ApiError::client(
-                        StatusCode::NOT_FOUND,
-                        "run.not_found",
-                        format!("batch instance {id} does not exist"),
-                    )
-                })?;
+        let current = tokio::task::spawn_blocking(move || repo.instance_state(id))
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?
+            .map_err(|e| ApiError::from_repo(&e))?
+            .ok_or_else(|| no_instance(id))?;
         let timed_out = Instant::now() >= deadline;
-        let ongoing = |s: &str| s == instances::state::RUNNING || s == instances::state::WAITING;
-        if !ongoing(&current) || timed_out {
+        if !current.is_ongoing() || timed_out {
             let row = read_instance(state, id).await?;
-            let ongoing = ongoing(&row.state);
+            let ongoing = row.summary.state.is_ongoing();
             let mut v = serde_json::to_value(row).map_err(|e| ApiError::internal(e.to_string()))?;
             v["timedOut"] = serde_json::Value::Bool(timed_out && ongoing);
             return Ok(v);
@@ -268,7 +263,7 @@ pub async fn list_instances(
             })?,
     };
     let repo = Arc::clone(state.executor.repo());
-    let rows = tokio::task::spawn_blocking(move || repo.with(|c| instances::list(c, limit)))
+    let rows = tokio::task::spawn_blocking(move || repo.list_instances(limit))
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
         .map_err(|e| ApiError::from_repo(&e))?;
@@ -305,19 +300,19 @@ pub async fn next_runs(
     };
     let repo = Arc::clone(state.executor.repo());
     let zone = crate::clock::current().zone;
-    let found = tokio::task::spawn_blocking(move || {
-        repo.with(|c| crate::scheduler::next_runs(c, id, count, zone))
-    })
-    .await
-    .map_err(|e| ApiError::internal(e.to_string()))?
-    .map_err(|e| ApiError::from_repo(&e))?;
-    found.ok_or_else(|| {
+    let found =
+        tokio::task::spawn_blocking(move || crate::scheduler::next_runs(&*repo, id, count, zone))
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?
+            .map_err(|e| ApiError::from_repo(&e))?;
+    let found = found.ok_or_else(|| {
         ApiError::client(
             StatusCode::NOT_FOUND,
             "batch.not_found",
             format!("batch {id} does not exist"),
         )
-    })
+    })?;
+    serde_json::to_value(found).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// `HaltBatchInstance`.

@@ -346,39 +346,35 @@ async fn into_folder_is_refused_outside_development() {
 
 #[test]
 fn repository_faults_have_their_own_codes() {
-    let fault = |code: i32| {
-        crate::repo::Error::with_sql(
-            rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None),
-            "INSERT ...",
-        )
-    };
+    use crate::repo::sqlite::testing as sqlite;
+    let fault = |code: i32| sqlite::failure(code, "INSERT ...");
     for (code, status, name, retry) in [
         (
-            rusqlite::ffi::SQLITE_FULL,
+            sqlite::SQLITE_FULL,
             StatusCode::INSUFFICIENT_STORAGE,
             "repository.full",
             None,
         ),
         (
-            rusqlite::ffi::SQLITE_IOERR,
+            sqlite::SQLITE_IOERR,
             StatusCode::SERVICE_UNAVAILABLE,
             "repository.io",
             Some(5),
         ),
         (
-            rusqlite::ffi::SQLITE_READONLY,
+            sqlite::SQLITE_READONLY,
             StatusCode::SERVICE_UNAVAILABLE,
             "repository.io",
             Some(5),
         ),
         (
-            rusqlite::ffi::SQLITE_BUSY,
+            sqlite::SQLITE_BUSY,
             StatusCode::SERVICE_UNAVAILABLE,
             "repository.busy",
             Some(5),
         ),
         (
-            rusqlite::ffi::SQLITE_CONSTRAINT,
+            sqlite::SQLITE_CONSTRAINT,
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
             None,

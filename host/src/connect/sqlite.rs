@@ -288,7 +288,7 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
     })?;
     conn.busy_handler(Some(wait_while_busy))
         .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
-    crate::clock::register_sql_functions(&conn)
+    register_clock_functions(&conn)
         .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
     Ok(SqliteConnection {
         conn: Some(conn),
@@ -565,6 +565,97 @@ impl Connection for SqliteConnection {
         match r {
             Ok(()) => RResult::ROk(()),
             Err(e) => RResult::RErr(self.fail(e, &sql)),
+        }
+    }
+}
+
+/// Registers `current_local_timestamp()` and `is_dst_change_tonight([local_now])` on a
+/// connection (the repository's and native data connections); both read the service
+/// time ([`crate::clock`]) when called.
+///
+/// # Errors
+///
+/// SQLite's, when a function cannot be registered.
+pub fn register_clock_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    use crate::clock;
+    use rusqlite::functions::FunctionFlags;
+    let flags = FunctionFlags::SQLITE_UTF8;
+    conn.create_scalar_function("current_local_timestamp", 0, flags, |_| {
+        Ok(clock::wall(clock::current().local_now()))
+    })?;
+    conn.create_scalar_function("is_dst_change_tonight", 0, flags, |_| {
+        let t = clock::current();
+        Ok(clock::is_dst_change_tonight(t.zone, t.local_now()))
+    })?;
+    conn.create_scalar_function("is_dst_change_tonight", 1, flags, |ctx| {
+        let t = clock::current();
+        let text: String = ctx.get(0)?;
+        let local = clock::parse_timestamp(&text, t.zone)
+            .map(|u| u.with_timezone(&t.zone).naive_local())
+            .or_else(|e| clock::parse_wall(&text).ok_or(e))
+            .map_err(|e| {
+                rusqlite::Error::UserFunctionError(format!("is_dst_change_tonight: {e}").into())
+            })?;
+        Ok(clock::is_dst_change_tonight(t.zone, local))
+    })?;
+    Ok(())
+}
+
+/// Tests only: reading SQLite files and holding their locks, for the tests of other modules
+/// (so that no other module names SQLite).
+#[cfg(test)]
+pub mod testing {
+    use rusqlite::types::ValueRef;
+    use std::path::Path;
+
+    /// The rows of `sql` on `conn`, each its columns' text joined by `|` (NULL as `NULL`).
+    pub fn rows_of(conn: &rusqlite::Connection, sql: &str) -> Vec<String> {
+        let mut st = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let n = st.column_count();
+        st.query_map([], |r| {
+            let cells: Vec<String> = (0..n)
+                .map(|i| match r.get_ref(i) {
+                    Ok(ValueRef::Null) | Err(_) => "NULL".to_owned(),
+                    Ok(ValueRef::Integer(v)) => v.to_string(),
+                    Ok(ValueRef::Real(v)) => v.to_string(),
+                    Ok(ValueRef::Text(t)) => String::from_utf8_lossy(t).into_owned(),
+                    Ok(ValueRef::Blob(b)) => format!("{b:?}"),
+                })
+                .collect();
+            Ok(cells.join("|"))
+        })
+        .and_then(Iterator::collect)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// The rows of `sql` on the SQLite file `path`.
+    pub fn rows(path: &Path, sql: &str) -> Vec<String> {
+        let conn = rusqlite::Connection::open(path).expect("open the SQLite file");
+        rows_of(&conn, sql)
+    }
+
+    /// Runs `sql` (one or more statements) on the SQLite file `path`.
+    pub fn execute(path: &Path, sql: &str) {
+        rusqlite::Connection::open(path)
+            .and_then(|c| c.execute_batch(sql))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// Holds the write lock of an SQLite file (`BEGIN IMMEDIATE`) until dropped.
+    pub struct WriteLock(rusqlite::Connection);
+
+    impl WriteLock {
+        /// Takes the write lock of the file at `path`.
+        pub fn take(path: &Path) -> Self {
+            let conn = rusqlite::Connection::open(path).expect("open the SQLite file");
+            conn.execute_batch("BEGIN IMMEDIATE").expect("write lock");
+            WriteLock(conn)
+        }
+    }
+
+    impl Drop for WriteLock {
+        fn drop(&mut self) {
+            let _ = self.0.execute_batch("ROLLBACK");
         }
     }
 }

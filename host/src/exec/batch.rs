@@ -13,27 +13,20 @@ use super::coordinator::{Change, Coordinator, Outcome};
 use super::slots::{Permit, Slots};
 use super::{ActionPlan, actions_of, run_marked};
 use crate::keys::KeyStore;
+pub use crate::plan::Element;
 use crate::plan::{dependencies, dependency_cycle, identity};
 use crate::plugins::Registry;
-use crate::repo::instances::{self, ActionState, NewAction, NewInstance, state};
-use crate::repo::{self, Repository};
+use crate::repo::model::{
+    ActionEnd, ActionState, InstanceRow, InstanceState, NewAction, NewInstance, Restarted,
+    ScheduledStart,
+};
+use crate::repo::{self, InstanceStore, Repository, SheetStore};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use weft_sdk::abi_stable::std_types::RString;
 use weft_sdk::{AttributeValue, Dialect, ObjectRef};
-
-/// One element of `elementList`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Element {
-    /// `S` sheet, `A` action, `F` folder.
-    #[serde(rename = "elementType")]
-    pub kind: char,
-    /// Its id.
-    #[serde(rename = "elementId")]
-    pub id: i64,
-}
 
 /// A request to run elements.
 #[derive(Debug, Clone)]
@@ -237,7 +230,7 @@ impl Executor {
         keys: Option<Arc<KeyStore>>,
         limit: usize,
     ) -> Arc<Self> {
-        let repository_id = repo.with(instances::repository_id).unwrap_or_else(|e| {
+        let repository_id = repo.repository_id().unwrap_or_else(|e| {
             // A random identity matches no marker: after a kill this server's runs count as
             // "may have committed" rather than matching another repository's markers.
             let mut b = [0u8; 8];
@@ -310,17 +303,13 @@ impl Executor {
 
     /// Runs `f` on the repository, trying again with growing pauses while it fails, for up
     /// to the write patience: a full disk or a failing device may recover.
-    fn record<R>(
-        &self,
-        id: i64,
-        f: impl Fn(&rusqlite::Connection) -> repo::Result<R>,
-    ) -> repo::Result<R> {
+    fn record<R>(&self, id: i64, f: impl Fn(&Repository) -> repo::Result<R>) -> repo::Result<R> {
         let patience =
             std::time::Duration::from_millis(self.write_patience_ms.load(Ordering::SeqCst));
         let deadline = std::time::Instant::now() + patience;
         let mut pause = std::time::Duration::from_millis(20);
         loop {
-            match self.repo.with(&f) {
+            match f(&self.repo) {
                 Ok(v) => return Ok(v),
                 Err(e) if std::time::Instant::now() + pause < deadline => {
                     tracing::warn!(message = "Recording a state in the repository failed; trying again.", batch_instance_id = id, error = %e, pause_ms = pause.as_millis() as u64);
@@ -353,29 +342,27 @@ impl Executor {
     /// [`StartError::NotFound`] naming a missing element, [`StartError::Cycle`] naming the
     /// actions and objects of a cycle; nothing is stored then.
     pub fn start(self: &Arc<Self>, req: RunRequest) -> Result<i64, StartError> {
-        self.start_with(req, |_, _| Ok(()))
+        self.start_scheduled(req, None)
     }
 
-    /// [`Executor::start`], with `also` run in the transaction that records the new
-    /// instance (given its id): the scheduler writes the batch's next planned start there, so
-    /// that a kill between the two can neither lose nor repeat a start. An error from `also`
-    /// rolls the instance back; nothing is started.
+    /// [`Executor::start`] for a scheduled start: the instance records its batch and planned
+    /// start, and the batch's next planned start is written in the same transaction, so
+    /// that a kill between the two can neither lose nor repeat a start.
     ///
     /// # Errors
     ///
-    /// As [`Executor::start`], and what `also` returns.
-    pub fn start_with(
+    /// As [`Executor::start`]; [`repo::Error::Conflict`] (nothing started) when the planned
+    /// start changed meanwhile.
+    pub fn start_scheduled(
         self: &Arc<Self>,
         req: RunRequest,
-        also: impl FnOnce(&rusqlite::Connection, i64) -> crate::repo::Result<()>,
+        scheduled: Option<&ScheduledStart>,
     ) -> Result<i64, StartError> {
         if let Some(busy) = self.busy_now() {
             return Err(busy);
         }
         let dialect = self.dialect_fn();
-        let plans = self
-            .repo
-            .with(|conn| expand(conn, &req.elements, &dialect))??;
+        let plans = expand(&*self.repo, &req.elements, &dialect)??;
         let deps = dependencies(&self.registry, &plans);
         if let Some(c) = dependency_cycle(&deps) {
             return Err(StartError::Cycle(describe_cycle(
@@ -384,15 +371,12 @@ impl Executor {
                 &c,
             )));
         }
-        let sheet_of: HashMap<i64, i64> = self.repo.with(|conn| {
-            let mut m = HashMap::new();
-            for p in &plans {
-                if let Some((sheet, _)) = instances::node(conn, p.id)? {
-                    m.insert(p.id, sheet);
-                }
+        let mut sheet_of: HashMap<i64, i64> = HashMap::new();
+        for p in &plans {
+            if let Some((sheet, _)) = self.repo.node(p.id)? {
+                sheet_of.insert(p.id, sheet);
             }
-            Ok(m)
-        })?;
+        }
         let mut new = NewInstance {
             waiting: false,
             batch_name: req.batch_name.clone(),
@@ -434,11 +418,7 @@ impl Executor {
                 return Err(busy);
             }
         }
-        let id = self.repo.tx(|conn| {
-            let id = instances::create(conn, &new)?;
-            also(conn, id)?;
-            Ok(id)
-        })?;
+        let id = self.repo.create_instance(&new, scheduled)?;
         tracing::info!(message = "Batch instance started.", batch_instance_id = id, batch_name = %req.batch_name, actions = plans.len(), waiting = new.waiting);
         self.enqueue_locked(id, &mut halts);
         Ok(id)
@@ -523,7 +503,7 @@ impl Executor {
     /// Coordinates one instance to its end; when the repository cannot record its states
     /// for good, marks it failed if it still can, and else leaves it to halt or restart.
     fn run_instance(self: &Arc<Self>, id: i64, halt: &AtomicBool) {
-        if let Err(e) = self.record(id, |c| instances::mark_running(c, id)) {
+        if let Err(e) = self.record(id, |r| r.mark_running(id)) {
             tracing::error!(message = "A waiting batch instance cannot be recorded as running; it is left to halt or restart.", batch_instance_id = id, error = %e);
             return;
         }
@@ -535,8 +515,8 @@ impl Executor {
                 .settle(id, NOT_RECORDED)
                 .map_err(|e| e.to_string())
                 .and_then(|()| {
-                    self.record(id, |c| {
-                        instances::end_failed(c, id, &format!("the executor failed: {e}"))
+                    self.record(id, |r| {
+                        r.end_failed(id, &format!("the executor failed: {e}"))
                     })
                     .map_err(|e| e.to_string())
                 });
@@ -560,9 +540,9 @@ impl Executor {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let current = self
             .repo
-            .with(|c| instances::state_of(c, id))?
+            .instance_state(id)?
             .ok_or_else(|| StartError::NotFound(format!("batch instance {id} does not exist")))?;
-        if current != state::RUNNING && current != state::WAITING {
+        if !current.is_ongoing() {
             return Err(StartError::Conflict(format!(
                 "batch instance {id} is {current}, not running"
             )));
@@ -574,7 +554,7 @@ impl Executor {
             drop(halts);
             let settled = self
                 .settle(id, NOT_RECORDED)
-                .and_then(|()| Ok(self.repo.tx(|c| instances::halt_now(c, id))?));
+                .and_then(|()| Ok(self.repo.halt_now(id)?));
             self.unclaim(id);
             settled?;
             tracing::info!(
@@ -594,7 +574,7 @@ impl Executor {
         };
         if queued {
             // Nothing of it ran: halted at once, and no longer owned.
-            if let Err(e) = self.repo.tx(|c| instances::halt_now(c, id)) {
+            if let Err(e) = self.repo.halt_now(id) {
                 self.queue
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -607,7 +587,7 @@ impl Executor {
             halts.remove(&id);
             return Ok(());
         }
-        self.repo.with(|c| instances::request_halt(c, id))?;
+        self.repo.request_halt(id)?;
         flag.store(true, Ordering::SeqCst);
         // A coordinator waiting for a slot wakes and sees the flag.
         self.slots.wake();
@@ -626,18 +606,22 @@ impl Executor {
     /// their commit markers: `F` where the run's marker is in every connection it writes,
     /// `E` otherwise (saying whether it may have committed).
     fn settle(&self, id: i64, why: &str) -> Result<(), StartError> {
-        let Some(row) = self.repo.with(|c| instances::get(c, id))? else {
+        let Some(row) = self.repo.instance(id)? else {
             return Err(StartError::NotFound(format!(
                 "batch instance {id} does not exist"
             )));
         };
         let keys = self.keys.as_ref().map(|k| k.current());
         let dialect = self.dialect_fn();
-        for a in row.actions.iter().filter(|a| a.state == "R") {
+        for a in row
+            .actions
+            .iter()
+            .filter(|a| a.state == ActionState::Running)
+        {
             let run = super::marker::Run {
                 repository: self.repository_id.clone(),
                 instance: id,
-                started: digits(&row.start),
+                started: digits(&row.summary.start),
                 action: a.action_id,
                 attempt: a.attempt,
             };
@@ -659,18 +643,14 @@ impl Executor {
                 Err(m) => (Some(format!("{why}; {m}; it may have committed")), m),
             };
             tracing::warn!(message = "An action whose end was not recorded was settled.", batch_instance_id = id, action_id = a.action_id, committed = error.is_none(), note = %note);
-            self.repo.with(|c| {
-                instances::end_action(
-                    c,
-                    id,
-                    a.action_id,
-                    error.as_deref(),
-                    0,
-                    0,
-                    0,
-                    &[format!("-- {note}")],
-                )
-            })?;
+            let end = ActionEnd {
+                error: error.as_deref(),
+                rows_read: 0,
+                rows_written: 0,
+                rows_updated: 0,
+                log: &[format!("-- {note}")],
+            };
+            self.repo.end_action(id, a.action_id, &end, &[])?;
         }
         Ok(())
     }
@@ -684,11 +664,11 @@ impl Executor {
     ///
     /// A repository error.
     pub fn recover(&self) -> Result<Vec<i64>, StartError> {
-        let ids = self.repo.with(instances::unfinished)?;
+        let ids = self.repo.unfinished()?;
         for id in &ids {
             self.settle(*id, SERVER_STOP)?;
         }
-        Ok(self.repo.tx(instances::recover)?)
+        Ok(self.repo.recover()?)
     }
 
     /// Runs again what failed, was skipped or halted in an instance that has ended; never
@@ -716,10 +696,10 @@ impl Executor {
         }
         let prepared = self
             .repo
-            .with(|c| instances::state_of(c, id))
+            .instance_state(id)
             .map_err(StartError::from)
             .and_then(|current| {
-                if matches!(current.as_deref(), Some(state::RUNNING | state::WAITING)) {
+                if current.is_some_and(InstanceState::is_ongoing) {
                     self.settle(id, NOT_RECORDED)
                 } else {
                     Ok(())
@@ -738,19 +718,19 @@ impl Executor {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             !q.waiting.is_empty() || q.coordinators >= self.limit
         };
-        let outcome = self.repo.tx(|c| {
-            let Some(current) = instances::state_of(c, id)? else {
-                return Ok(Err(StartError::NotFound(format!(
+        let outcome = match self.repo.restart(id, waiting)? {
+            Restarted::NotFound => {
+                return Err(StartError::NotFound(format!(
                     "batch instance {id} does not exist"
-                ))));
-            };
-            if current == state::FINISHED {
-                return Ok(Err(StartError::Conflict(format!(
-                    "batch instance {id} finished; there is nothing to run again"
-                ))));
+                )));
             }
-            Ok(Ok(instances::reset_for_restart(c, id, waiting)?))
-        })??;
+            Restarted::Finished => {
+                return Err(StartError::Conflict(format!(
+                    "batch instance {id} finished; there is nothing to run again"
+                )));
+            }
+            Restarted::Reset(n) => n,
+        };
         tracing::info!(
             message = "Batch instance restarted.",
             batch_instance_id = id,
@@ -768,7 +748,8 @@ impl Executor {
         if changes.is_empty() {
             return Ok(());
         }
-        self.record(id, |c| set_actions(c, id, changes.iter()))
+        let changes: Vec<(i64, ActionState)> = changes.iter().map(|c| (c.action, c.to)).collect();
+        self.record(id, |r| r.set_actions(id, &changes))
     }
 
     /// The loop of one instance: start what is ready, record what ended, until nothing is
@@ -777,7 +758,7 @@ impl Executor {
     fn coordinate(self: &Arc<Self>, id: i64, halt: &AtomicBool) -> Result<(), StartError> {
         let row = self
             .repo
-            .with(|c| instances::get(c, id))?
+            .instance(id)?
             .ok_or_else(|| StartError::NotFound(format!("batch instance {id} vanished")))?;
         if row.halt_requested {
             halt.store(true, Ordering::SeqCst);
@@ -808,7 +789,7 @@ impl Executor {
     fn coordinate_loop(
         self: &Arc<Self>,
         id: i64,
-        row: &instances::InstanceRow,
+        row: &InstanceRow,
         halt: &AtomicBool,
         tx: &std::sync::mpsc::Sender<(i64, super::Ran)>,
         rx: &std::sync::mpsc::Receiver<(i64, super::Ran)>,
@@ -818,29 +799,32 @@ impl Executor {
             serde_json::from_str(&row.variables).unwrap_or_default();
         // The planned start's day for a scheduled run; else the day the run started, both in
         // the service time zone.
-        let schedule_date = match &row.planned_start {
+        let schedule_date = match &row.summary.planned_start {
             Some(p) => p.get(..10).unwrap_or_default().to_owned(),
-            None => chrono::DateTime::parse_from_rfc3339(&row.start)
+            None => chrono::DateTime::parse_from_rfc3339(&row.summary.start)
                 .map(|t| {
                     t.with_timezone(&crate::clock::current().zone)
                         .format("%Y-%m-%d")
                         .to_string()
                 })
-                .unwrap_or_else(|_| row.start.get(..10).unwrap_or_default().to_owned()),
+                .unwrap_or_else(|_| row.summary.start.get(..10).unwrap_or_default().to_owned()),
         };
         // An `R` left by an executor that failed is not running now: it counts as an error.
         let mut actions = Vec::with_capacity(row.actions.len());
         for a in &row.actions {
-            let state = match ActionState::from_code(&a.state) {
-                Some(ActionState::Running) => {
-                    self.record(id, |c| {
-                        instances::end_action(c, id, a.action_id, Some("interrupted"), 0, 0, 0, &[])
-                    })?;
+            let state = match a.state {
+                ActionState::Running => {
+                    let end = ActionEnd {
+                        error: Some("interrupted"),
+                        rows_read: 0,
+                        rows_written: 0,
+                        rows_updated: 0,
+                        log: &[],
+                    };
+                    self.record(id, |r| r.end_action(id, a.action_id, &end, &[]))?;
                     ActionState::Error
                 }
-                Some(s) => s,
-                // A code this weft does not know cannot run: it counts as an error.
-                None => ActionState::Error,
+                s => s,
             };
             actions.push((a.action_id, state, a.depends_on.clone()));
         }
@@ -877,9 +861,7 @@ impl Executor {
                 if halt.load(Ordering::SeqCst) {
                     break;
                 }
-                self.record(id, |c| {
-                    instances::set_action(c, id, a, ActionState::Running)
-                })?;
+                self.record(id, |r| r.set_actions(id, &[(a, ActionState::Running)]))?;
                 coordinator.start(a);
                 running.insert(a);
                 let attempt = attempts.get(&a).copied().unwrap_or(0) + 1;
@@ -917,31 +899,30 @@ impl Executor {
             let follows = coordinator.ended(a, error.is_none());
             // The action's own end (first of `follows`) is recorded with its counts and log;
             // what follows from it in the same transaction.
-            self.record(id, |c| {
-                instances::end_action(
-                    c,
-                    id,
-                    a,
-                    error,
-                    o.rows_read,
-                    o.rows_written,
-                    o.rows_updated,
-                    &ran.log,
-                )?;
-                set_actions(c, id, follows.iter().filter(|ch| ch.action != a))
-            })?;
+            let end = ActionEnd {
+                error,
+                rows_read: o.rows_read,
+                rows_written: o.rows_written,
+                rows_updated: o.rows_updated,
+                log: &ran.log,
+            };
+            let then: Vec<(i64, ActionState)> = follows
+                .iter()
+                .filter(|ch| ch.action != a)
+                .map(|ch| (ch.action, ch.to))
+                .collect();
+            self.record(id, |r| r.end_action(id, a, &end, &then))?;
         }
         let final_state = match coordinator.outcome() {
-            Outcome::Halted => state::HALTED,
-            Outcome::Failed => state::FAILED,
-            Outcome::Finished => state::FINISHED,
+            Outcome::Halted => InstanceState::Halted,
+            Outcome::Failed => InstanceState::Failed,
+            Outcome::Finished => InstanceState::Finished,
         };
-        self.repo
-            .with(|c| instances::set_instance(c, id, final_state))?;
+        self.repo.set_instance_state(id, final_state)?;
         tracing::info!(
             message = "Batch instance ended.",
             batch_instance_id = id,
-            state = final_state
+            state = %final_state
         );
         Ok(())
     }
@@ -956,7 +937,7 @@ impl Executor {
         action: i64,
         attempt: i64,
         plan: &str,
-        row: &instances::InstanceRow,
+        row: &InstanceRow,
         schedule_date: &str,
         variables: &[(String, String)],
         done: std::sync::mpsc::Sender<(i64, super::Ran)>,
@@ -969,8 +950,8 @@ impl Executor {
         vars.extend([
             ("batch_instance_id".to_owned(), id.to_string()),
             ("action_id".to_owned(), action.to_string()),
-            ("batch_name".to_owned(), row.batch_name.clone()),
-            ("user".to_owned(), row.user.clone()),
+            ("batch_name".to_owned(), row.summary.batch_name.clone()),
+            ("user".to_owned(), row.summary.user.clone()),
             ("schedule_date".to_owned(), schedule_date.to_owned()),
             (
                 "action_start_utc".to_owned(),
@@ -987,7 +968,7 @@ impl Executor {
         let run = super::marker::Run {
             repository: self.repository_id.clone(),
             instance: id,
-            started: digits(&row.start),
+            started: digits(&row.summary.start),
             action,
             attempt,
         };
@@ -1063,7 +1044,7 @@ impl Executor {
                         .collect();
                     let unmarked = |ids: &[i64]| {
                         self.repo
-                            .with(|c| instances::set_unmarked(c, run.instance, action, ids))
+                            .set_unmarked(run.instance, action, ids)
                             .map_err(|e| e.to_string())
                     };
                     let marking = super::Marking {
@@ -1098,41 +1079,33 @@ impl Executor {
 }
 
 /// The digits of a timestamp (`2026-11-23T07:56:10Z` to `20261123075610`).
-/// Sets the states of `changes` on instance `id`.
-fn set_actions<'a>(
-    conn: &rusqlite::Connection,
-    id: i64,
-    changes: impl Iterator<Item = &'a Change>,
-) -> repo::Result<()> {
-    for ch in changes {
-        instances::set_action(conn, id, ch.action, ch.to)?;
-    }
-    Ok(())
-}
-
 fn digits(t: &str) -> String {
     t.chars().filter(char::is_ascii_digit).collect()
 }
 
 /// The actions the elements name, from the repository's current state.
 fn expand(
-    conn: &rusqlite::Connection,
+    sheets_store: &dyn SheetStore,
     elements: &[Element],
     dialect: &dyn Fn(i64) -> Dialect,
 ) -> repo::Result<Result<Vec<ActionPlan>, StartError>> {
     let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
+    let mut parsed: HashMap<i64, Vec<ActionPlan>> = HashMap::new();
     for e in elements {
         match e.kind {
             'S' => {
-                if instances::sheet_definition(conn, e.id)?.is_none() {
+                let Some(sheet) = sheets_store.sheet(e.id)? else {
                     return Ok(Err(StartError::NotFound(format!(
                         "element S {}: sheet {} does not exist",
                         e.id, e.id
                     ))));
-                }
+                };
+                parsed
+                    .entry(e.id)
+                    .or_insert_with(|| actions_of(&sheet, dialect));
                 sheets.push((e.id, None));
             }
-            'A' => match instances::node(conn, e.id)? {
+            'A' => match sheets_store.node(e.id)? {
                 Some((sheet, 0)) => sheets.push((sheet, Some(e.id))),
                 Some((_, _)) => {
                     return Ok(Err(StartError::NotFound(format!(
@@ -1147,7 +1120,7 @@ fn expand(
                     ))));
                 }
             },
-            'F' => match instances::sheets_below(conn, e.id)? {
+            'F' => match sheets_store.sheets_below(e.id)? {
                 Some(ids) => sheets.extend(ids.into_iter().map(|s| (s, None))),
                 None => {
                     return Ok(Err(StartError::NotFound(format!(
@@ -1165,22 +1138,10 @@ fn expand(
     }
     let mut plans: Vec<ActionPlan> = Vec::new();
     let mut seen: HashSet<i64> = HashSet::new();
-    let mut parsed: HashMap<i64, Vec<ActionPlan>> = HashMap::new();
     for (sheet, only) in sheets {
         if let std::collections::hash_map::Entry::Vacant(e) = parsed.entry(sheet) {
-            let Some(def) = instances::sheet_definition(conn, sheet)? else {
+            let Some(s) = sheets_store.sheet(sheet)? else {
                 continue;
-            };
-            let doc =
-                format!("{{\"version\": 1, \"transformationData\": {{\"sheets\": [{def}]}}}}");
-            let (doc, problems) = crate::dsr::parse(&doc);
-            let Some(s) = doc
-                .filter(|_| !problems.has_errors())
-                .and_then(|d| d.sheets.into_iter().next())
-            else {
-                return Ok(Err(StartError::Invalid(format!(
-                    "sheet {sheet}: its stored definition cannot be read"
-                ))));
             };
             e.insert(actions_of(&s, dialect));
         }

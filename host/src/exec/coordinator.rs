@@ -7,7 +7,7 @@
 //! wait for it, so an action's end touches only its dependents: a batch of n actions with e
 //! dependencies costs O((n + e) log n) in all, however long its chain.
 
-use crate::repo::instances::ActionState;
+use crate::repo::model::ActionState;
 use std::collections::{BTreeSet, HashMap};
 
 /// A state change the coordinator decided; the executor records it.

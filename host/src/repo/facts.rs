@@ -3,7 +3,7 @@
 //! validation, so that the repository never imports what is built on it.
 
 /// What validation needs to know of the repository (deploy checks ids, folders and
-/// connections through it); [`super::Writer`] answers it inside the deploy's transaction.
+/// connections through it); the SQLite backend's `Writer` answers it inside the deploy's transaction.
 pub trait Facts {
     /// The path of folder `id`, if it exists.
     ///

@@ -1,26 +1,20 @@
-//! The repository: one SQLite file (`HOME/repository.db`) in WAL mode, its versioned schema
-//! ([`migrations`]), the writes of a deploy ([`Writer`]) and a full logical [`dump()`].
-//!
-//! Every connection gets `synchronous=NORMAL`, a busy timeout and foreign keys. Writes go
-//! through one writer connection behind a mutex, each in a `BEGIN IMMEDIATE` transaction, so
-//! that concurrent deploys neither fail with `SQLITE_BUSY` nor interleave. A write that is
-//! not committed changes nothing: a rejected deploy or a dry run rolls back.
-//! This module knows nothing of HTTP; callers bring a parsed and validated document.
+//! The repository: what weft keeps (deployed sheets, connections, batches and their planned
+//! starts, batch instances and their actions), behind domain-typed stores ([`store`]) over
+//! domain types ([`model`]). [`sqlite`] is the one backend today; `docs/ARCHITECTURE.md` says
+//! what a second one implements. This module knows nothing of HTTP or of the API's answer
+//! shapes; callers bring a parsed and validated document.
 
-pub mod dump;
 mod facts;
-pub mod instances;
-pub mod migrations;
-mod writer;
+pub mod model;
+pub mod sqlite;
+pub mod store;
 
-pub use dump::dump;
 pub use facts::Facts;
-pub use writer::{Change, ChangeKind, IdTable, Writer};
+pub use model::{Change, ChangeKind, IdTable};
+pub use sqlite::{Repository, connect, dump, migrations, schema_version, upgrade};
+pub use store::{DeployWriter, InstanceStore, ScheduleStore, SheetStore};
 
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::Duration;
+use std::path::PathBuf;
 
 /// A repository error.
 #[derive(Debug, thiserror::Error)]
@@ -142,223 +136,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// The current UTC time as the repository stores it: `YYYY-MM-DD HH:MM:SS`.
 pub fn now_utc() -> String {
     chrono::Utc::now().format("%Y-%m-%d %H:%M:%S").to_string()
-}
-
-/// Opens a connection to the repository file with the settings every connection needs.
-///
-/// # Errors
-///
-/// [`Error::Open`] when the file cannot be opened or configured.
-pub fn connect(path: &Path) -> Result<Connection> {
-    let open = |e| Error::Open {
-        path: path.to_owned(),
-        source: e,
-    };
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(open)?;
-    conn.busy_timeout(Duration::from_secs(10)).map_err(open)?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(open)?;
-    conn.pragma_update(None, "synchronous", "NORMAL")
-        .map_err(open)?;
-    conn.pragma_update(None, "foreign_keys", "ON")
-        .map_err(open)?;
-    crate::clock::register_sql_functions(&conn).map_err(open)?;
-    Ok(conn)
-}
-
-/// The repository of a running server.
-#[derive(Debug)]
-pub struct Repository {
-    path: PathBuf,
-    writer: Mutex<Connection>,
-    checkpointer: Checkpointer,
-    /// Tests only: every use of the writer connection fails as on a full disk.
-    #[cfg(test)]
-    full: std::sync::atomic::AtomicBool,
-}
-
-/// How often the background checkpointer copies the WAL into the database file.
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
-
-/// Copies the write-ahead log into the database file on a thread of its own (a `PASSIVE`
-/// checkpoint, which never blocks writers), so that no committing request pays for it: the
-/// writer connection's automatic checkpoint is off. Stops when dropped.
-#[derive(Debug)]
-struct Checkpointer {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    done: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Checkpointer {
-    fn start(path: &Path) -> Result<Self> {
-        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-        let conn = connect(path)?;
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let done = std::sync::Arc::new(AtomicU64::new(0));
-        let (flag, count) = (std::sync::Arc::clone(&stop), std::sync::Arc::clone(&done));
-        let thread = std::thread::Builder::new()
-            .name("weft-checkpoint".to_owned())
-            .spawn(move || {
-                while !flag.load(Ordering::SeqCst) {
-                    std::thread::sleep(CHECKPOINT_EVERY);
-                    // (busy, frames in the log, frames copied); a failure is tried again
-                    // at the next round, and SQLite's own checkpoint at close remains.
-                    match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-                        Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
-                    }) {
-                        Ok((log, copied)) if log > 0 && copied > 0 => {
-                            count.fetch_add(1, Ordering::SeqCst);
-                        }
-                        Ok(_) => {}
-                        Err(e) => tracing::debug!(message = "A background checkpoint failed; the next one tries again.", error = %e),
-                    }
-                }
-            })
-            .map_err(|e| Error::Corrupt(format!("cannot start the checkpoint thread: {e}")))?;
-        Ok(Checkpointer {
-            stop,
-            done,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for Checkpointer {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Repository {
-    /// Opens (creating if needed) the repository at `path` and brings its schema to the
-    /// current version.
-    ///
-    /// # Errors
-    ///
-    /// When the file cannot be opened, or its schema is newer than this program's, or a
-    /// migration fails.
-    pub fn open(path: &Path) -> Result<Self> {
-        let mut conn = connect(path)?;
-        migrations::to_latest(&mut conn)?;
-        // The checkpointer copies the log in the background; commits do not wait for it.
-        conn.pragma_update(None, "wal_autocheckpoint", 0)
-            .map_err(|e| Error::with_sql(e, "PRAGMA wal_autocheckpoint = 0"))?;
-        Ok(Repository {
-            path: path.to_owned(),
-            writer: Mutex::new(conn),
-            checkpointer: Checkpointer::start(path)?,
-            #[cfg(test)]
-            full: std::sync::atomic::AtomicBool::new(false),
-        })
-    }
-
-    /// Tests only: makes every use of the writer connection fail with SQLite's "database
-    /// or disk is full" (`true`), or work again (`false`).
-    #[cfg(test)]
-    pub fn fill_disk(&self, full: bool) {
-        self.full.store(full, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// Tests only: how long the writer connection waits for another writer's lock before it
-    /// says the repository is busy (10 seconds otherwise), so that a test of a busy
-    /// repository need not wait that long.
-    #[cfg(test)]
-    pub fn set_busy_timeout(&self, patience: Duration) {
-        let conn = self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        conn.busy_timeout(patience).expect("busy timeout");
-    }
-
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
-        #[cfg(test)]
-        if self.full.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(Error::with_sql(
-                rusqlite::Error::SqliteFailure(
-                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
-                    Some("database or disk is full (injected by a test)".to_owned()),
-                ),
-                "",
-            ));
-        }
-        Ok(self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner))
-    }
-
-    /// How many background checkpoints copied something so far.
-    pub fn checkpoints(&self) -> u64 {
-        self.checkpointer
-            .done
-            .load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Runs `f` on the writer connection outside any explicit transaction (reads, and single
-    /// statements, each its own transaction).
-    ///
-    /// # Errors
-    ///
-    /// What `f` returns.
-    pub fn with<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
-        let conn = self.lock()?;
-        f(&conn)
-    }
-
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed when `f` succeeds.
-    ///
-    /// # Errors
-    ///
-    /// What `f` returns, or a failure to begin or commit.
-    pub fn tx<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
-        let mut conn = self.lock()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
-        let value = f(&tx)?;
-        tx.commit().map_err(|e| Error::with_sql(e, "COMMIT"))?;
-        Ok(value)
-    }
-
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection. The
-    /// transaction commits when `f` returns `Ok((value, true))` and rolls back otherwise, so a
-    /// rejected or dry-run deploy changes nothing.
-    ///
-    /// # Errors
-    ///
-    /// A repository error from `f`, or from beginning or committing the transaction.
-    pub fn write<R>(&self, f: impl FnOnce(&Writer<'_>) -> Result<(R, bool)>) -> Result<R> {
-        // A panic while holding the lock cannot leave a half-done transaction behind (the
-        // transaction rolls back when dropped), so a poisoned lock is safe to take over.
-        let mut conn = self.lock()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
-        let writer = Writer::new(&tx);
-        let (value, commit) = f(&writer)?;
-        if commit {
-            tx.commit().map_err(|e| Error::with_sql(e, "COMMIT"))?;
-        } else {
-            tx.rollback().map_err(|e| Error::with_sql(e, "ROLLBACK"))?;
-        }
-        Ok(value)
-    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The scheduler's decisions on a real repository and executor, at chosen instants.
 
 use super::*;
+use crate::repo::sqlite::testing::{execute, rows};
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -33,60 +34,47 @@ fn env(extra: &str) -> Env {
     let home = crate::exec::testing::home(2, Vec::new(), &doc);
     let (dir, exec) = (home.dir, home.exec);
     let repo = Arc::clone(exec.repo());
-    repo.tx(|c| {
-        c.execute(
-            "UPDATE service_batch_next_run SET start_dt = '2026-11-20 22:00:00' WHERE batch_id = 5",
-            [],
-        )?;
-        Ok(())
-    })
-    .expect("plan");
+    execute(
+        &repo,
+        "UPDATE service_batch_next_run SET start_dt = '2026-11-20 22:00:00' WHERE batch_id = 5",
+    );
     Env { _dir: dir, exec }
 }
 
 impl Env {
     fn start_dt(&self) -> String {
-        self.exec
-            .repo()
-            .with(|c| {
-                Ok(c.query_row(
-                    "SELECT start_dt FROM service_batch_next_run WHERE batch_id = 5",
-                    [],
-                    |r| r.get(0),
-                )?)
-            })
-            .expect("start_dt")
+        rows(
+            self.exec.repo(),
+            "SELECT start_dt FROM service_batch_next_run WHERE batch_id = 5",
+        )
+        .concat()
     }
 
     fn instances(&self) -> Vec<(Option<String>, Option<i64>, String)> {
-        self.exec
-            .repo()
-            .with(|c| {
-                let mut st = c.prepare(
-                    "SELECT planned_start, late_seconds, user_name FROM batch_instances WHERE batch_id = 5 ORDER BY id",
-                )?;
-                let rows = st
-                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                Ok(rows)
-            })
-            .expect("instances")
+        let given = |cell: &str| (cell != "NULL").then(|| cell.to_owned());
+        rows(
+            self.exec.repo(),
+            "SELECT planned_start, late_seconds, user_name FROM batch_instances WHERE batch_id = 5 ORDER BY id",
+        )
+        .iter()
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').collect();
+            (
+                given(cells[0]),
+                given(cells[1]).map(|n| n.parse().expect("late_seconds")),
+                cells[2].to_owned(),
+            )
+        })
+        .collect()
     }
 
     fn wait_idle(&self) {
         for _ in 0..200 {
-            let running: i64 = self
-                .exec
-                .repo()
-                .with(|c| {
-                    Ok(c.query_row(
-                        "SELECT COUNT(*) FROM batch_instances WHERE state = 'running'",
-                        [],
-                        |r| r.get(0),
-                    )?)
-                })
-                .expect("count");
-            if running == 0 {
+            let running = rows(
+                self.exec.repo(),
+                "SELECT COUNT(*) FROM batch_instances WHERE state = 'running'",
+            );
+            if running == ["0"] {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -134,24 +122,16 @@ fn after_a_downtime_the_missed_start_runs_once_late() {
     assert_eq!(runs[0].0.as_deref(), Some("2026-11-20 22:00:00"));
     assert_eq!(runs[0].1, Some(2 * 86_400 + 12 * 3600));
     // The run's schedule_date is the planned day.
-    let day: String = rusqlite::Connection::open(e._dir.path().join("data.db"))
-        .expect("data")
-        .query_row("SELECT d FROM t", [], |r| r.get(0))
-        .expect("row");
-    assert_eq!(day, "2026-11-20");
+    let day =
+        crate::connect::sqlite::testing::rows(&e._dir.path().join("data.db"), "SELECT d FROM t");
+    assert_eq!(day, ["2026-11-20"]);
 }
 
 fn fake_running_instance(e: &Env) {
-    e.exec
-        .repo()
-        .tx(|c| {
-            c.execute(
-                "INSERT INTO batch_instances (batch_name, user_name, state, started_at, elements, variables, batch_id) VALUES ('nightly', 'scheduler', 'running', '2026-11-19 21:00:00', '[]', '[]', 5)",
-                [],
-            )?;
-            Ok(())
-        })
-        .expect("running instance");
+    execute(
+        e.exec.repo(),
+        "INSERT INTO batch_instances (batch_name, user_name, state, started_at, elements, variables, batch_id) VALUES ('nightly', 'scheduler', 'running', '2026-11-19 21:00:00', '[]', '[]', 5)",
+    );
 }
 
 #[test]
@@ -168,16 +148,10 @@ fn a_batch_still_running_is_skipped_or_waited_for_as_it_says() {
     assert_eq!(t.waiting, vec![5]);
     assert_eq!(e.start_dt(), "2026-11-20 22:00:00", "a waiting start stays");
     // The previous run ends; the waiting start goes, late.
-    e.exec
-        .repo()
-        .tx(|c| {
-            c.execute(
-                "UPDATE batch_instances SET state = 'finished' WHERE batch_id = 5",
-                [],
-            )?;
-            Ok(())
-        })
-        .expect("finish");
+    execute(
+        e.exec.repo(),
+        "UPDATE batch_instances SET state = 'finished' WHERE batch_id = 5",
+    );
     let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:10:00Z")).expect("tick");
     assert_eq!(t.started.len(), 1);
     e.wait_idle();
@@ -197,32 +171,20 @@ fn a_disabled_batch_lets_its_starts_pass() {
 #[test]
 fn a_start_dt_written_by_hand_is_honoured_at_the_next_tick() {
     let e = env("");
-    e.exec
-        .repo()
-        .tx(|c| {
-            c.execute(
-                "UPDATE service_batch_next_run SET start_dt = '2026-11-21 22:00:00' WHERE batch_id = 5",
-                [],
-            )?;
-            Ok(())
-        })
-        .expect("shift");
+    execute(
+        e.exec.repo(),
+        "UPDATE service_batch_next_run SET start_dt = '2026-11-21 22:00:00' WHERE batch_id = 5",
+    );
     let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z")).expect("tick");
     assert!(t.started.is_empty());
     let t = tick(&e.exec, BERLIN, utc("2026-11-21T21:00:00Z")).expect("tick");
     assert_eq!(t.started.len(), 1);
     assert_eq!(e.start_dt(), "2026-11-22 22:00:00");
     // An unreadable start_dt is left alone, and the others go on.
-    e.exec
-        .repo()
-        .tx(|c| {
-            c.execute(
-                "UPDATE service_batch_next_run SET start_dt = 'tomorrow' WHERE batch_id = 5",
-                [],
-            )?;
-            Ok(())
-        })
-        .expect("break");
+    execute(
+        e.exec.repo(),
+        "UPDATE service_batch_next_run SET start_dt = 'tomorrow' WHERE batch_id = 5",
+    );
     let t = tick(&e.exec, BERLIN, utc("2026-11-23T21:00:00Z")).expect("tick");
     assert!(t.started.is_empty());
     e.wait_idle();
@@ -231,30 +193,18 @@ fn a_start_dt_written_by_hand_is_honoured_at_the_next_tick() {
 #[test]
 fn a_start_dt_written_with_a_t_or_long_gone_is_taken_and_goes_on_from_now() {
     let e = env("");
-    e.exec
-        .repo()
-        .tx(|c| {
-            c.execute(
-                "UPDATE service_batch_next_run SET start_dt = '2026-11-20T22:00:00' WHERE batch_id = 5",
-                [],
-            )?;
-            Ok(())
-        })
-        .expect("t form");
+    execute(
+        e.exec.repo(),
+        "UPDATE service_batch_next_run SET start_dt = '2026-11-20T22:00:00' WHERE batch_id = 5",
+    );
     let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:01Z")).expect("tick");
     assert_eq!(t.started.len(), 1, "a `T` start_dt is read on time");
     assert_eq!(e.start_dt(), "2026-11-21 22:00:00");
     e.wait_idle();
-    e.exec
-        .repo()
-        .tx(|c| {
-            c.execute(
-                "UPDATE service_batch_next_run SET start_dt = '1900-01-01 22:00:00' WHERE batch_id = 5",
-                [],
-            )?;
-            Ok(())
-        })
-        .expect("old");
+    execute(
+        e.exec.repo(),
+        "UPDATE service_batch_next_run SET start_dt = '1900-01-01 22:00:00' WHERE batch_id = 5",
+    );
     let t = tick(&e.exec, BERLIN, utc("2026-11-21T12:00:00Z")).expect("tick");
     assert_eq!(t.started.len(), 1, "a long-gone start runs once");
     assert_eq!(
@@ -274,10 +224,9 @@ fn a_busy_repository_keeps_the_start_for_the_next_tick() {
         .repo()
         .set_busy_timeout(std::time::Duration::from_millis(50));
     let path = e.exec.repo().path().to_path_buf();
-    let holder = rusqlite::Connection::open(&path).expect("holder");
-    holder.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    let holder = crate::connect::sqlite::testing::WriteLock::take(&path);
     let first = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z"));
-    holder.execute_batch("ROLLBACK").expect("unlock");
+    drop(holder);
     assert!(
         first.map(|t| t.started.is_empty()).unwrap_or(true),
         "nothing started while the repository was busy"
@@ -296,40 +245,26 @@ fn a_busy_repository_keeps_the_start_for_the_next_tick() {
 fn a_start_dt_that_is_not_a_timestamp_is_named_not_silent() {
     let e = env("");
     // What a hand-written UPDATE may leave: SQLite turns the text into a number.
-    e.exec
-        .repo()
-        .tx(|c| {
-            c.execute(
-                "UPDATE service_batch_next_run SET start_dt = start_dt + 1 WHERE batch_id = 5",
-                [],
-            )?;
-            Ok(())
-        })
-        .expect("update");
+    execute(
+        e.exec.repo(),
+        "UPDATE service_batch_next_run SET start_dt = start_dt + 1 WHERE batch_id = 5",
+    );
     let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z")).expect("the tick goes on");
     assert!(t.started.is_empty());
-    let runs = e
-        .exec
-        .repo()
-        .with(|c| next_runs(c, 5, 3, BERLIN))
+    let runs = next_runs(&**e.exec.repo(), 5, 3, BERLIN)
         .expect("next runs")
         .expect("batch 5");
-    let problem = runs["problem"].as_str().unwrap_or_default();
+    let problem = runs.problem.clone().unwrap_or_default();
     assert!(
         problem.contains("start_dt `2027`") && problem.contains("YYYY-MM-DD HH:MM:SS"),
-        "{runs}"
+        "{runs:?}"
     );
+    assert!(runs.starts.is_empty(), "{runs:?}");
     // Written right again, it runs.
-    e.exec
-        .repo()
-        .tx(|c| {
-            c.execute(
-                "UPDATE service_batch_next_run SET start_dt = '2026-11-20 22:00:00' WHERE batch_id = 5",
-                [],
-            )?;
-            Ok(())
-        })
-        .expect("fix");
+    execute(
+        e.exec.repo(),
+        "UPDATE service_batch_next_run SET start_dt = '2026-11-20 22:00:00' WHERE batch_id = 5",
+    );
     let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z")).expect("tick");
     assert_eq!(t.started.len(), 1);
 }

@@ -2,6 +2,7 @@
 //! instances, its bound, and instances whose states the repository could not record.
 
 use super::*;
+use crate::connect::sqlite::testing::{WriteLock, execute, rows};
 use std::time::{Duration, Instant};
 
 struct Env {
@@ -27,10 +28,7 @@ fn env_with(limit: usize, options: Vec<(String, String)>) -> Env {
           "edges": [{"id": 53, "from": 51, "to": 52}]}]}})
     .to_string();
     let home = crate::exec::testing::home(limit, options, &doc);
-    rusqlite::Connection::open(home.data())
-        .expect("data")
-        .execute_batch("CREATE TABLE t (n INTEGER);")
-        .expect("table");
+    execute(&home.data(), "CREATE TABLE t (n INTEGER);");
     Env {
         dir: home.dir,
         exec: home.exec,
@@ -52,29 +50,26 @@ impl Env {
     }
 
     /// Holds the data file's write lock: actions block on it until it is dropped.
-    fn lock_data(&self) -> rusqlite::Connection {
-        let c = rusqlite::Connection::open(self.data()).expect("lock");
-        c.execute_batch("BEGIN IMMEDIATE").expect("write lock");
-        c
+    fn lock_data(&self) -> WriteLock {
+        WriteLock::take(&self.data())
     }
 
     fn rows(&self) -> i64 {
-        rusqlite::Connection::open(self.data())
-            .expect("data")
-            .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+        rows(&self.data(), "SELECT COUNT(*) FROM t")[0]
+            .parse()
             .expect("count")
     }
 
-    fn get(&self, id: i64) -> instances::InstanceRow {
+    fn get(&self, id: i64) -> InstanceRow {
         self.exec
             .repo()
-            .with(|c| instances::get(c, id))
+            .instance(id)
             .expect("read")
             .expect("instance")
     }
 
     /// Waits until `done` holds for instance `id`.
-    fn until(&self, id: i64, what: &str, done: impl Fn(&instances::InstanceRow) -> bool) {
+    fn until(&self, id: i64, what: &str, done: impl Fn(&InstanceRow) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let row = self.get(id);
@@ -92,7 +87,9 @@ impl Env {
     fn run_into_a_full_disk(&self) -> i64 {
         let lock = self.lock_data();
         let id = self.start().expect("start");
-        self.until(id, "running", |r| r.actions[0].state == "R");
+        self.until(id, "running", |r| {
+            r.actions[0].state == ActionState::Running
+        });
         self.exec.repo().fill_disk(true);
         drop(lock);
         id
@@ -108,10 +105,10 @@ impl Env {
     }
 
     fn instances(&self) -> i64 {
-        self.exec
-            .repo()
-            .with(|c| Ok(c.query_row("SELECT COUNT(*) FROM batch_instances", [], |r| r.get(0))?))
-            .expect("count")
+        crate::repo::sqlite::testing::rows(self.exec.repo(), "SELECT COUNT(*) FROM batch_instances")
+            [0]
+        .parse()
+        .expect("count")
     }
 }
 
@@ -121,9 +118,9 @@ fn instances_beyond_the_limit_wait_and_a_full_queue_refuses_the_next() {
     env.exec.set_max_waiting(1);
     let lock = env.lock_data();
     let a = env.start().expect("first");
-    env.until(a, "running", |r| r.actions[0].state == "R");
+    env.until(a, "running", |r| r.actions[0].state == ActionState::Running);
     let b = env.start().expect("second waits");
-    assert_eq!(env.get(b).state, state::WAITING);
+    assert_eq!(env.get(b).summary.state, InstanceState::Waiting);
     assert_eq!(env.exec.load(), (1, 1), "one waiting, one coordinator");
     match env.start() {
         Err(StartError::Busy(m)) => assert!(m.contains("max_waiting_instances"), "{m}"),
@@ -131,8 +128,10 @@ fn instances_beyond_the_limit_wait_and_a_full_queue_refuses_the_next() {
     }
     assert_eq!(env.instances(), 2, "the refused run stored nothing");
     drop(lock);
-    env.until(b, "the waiting one ran", |r| r.state == state::FINISHED);
-    assert_eq!(env.get(a).state, state::FINISHED);
+    env.until(b, "the waiting one ran", |r| {
+        r.summary.state == InstanceState::Finished
+    });
+    assert_eq!(env.get(a).summary.state, InstanceState::Finished);
     assert_eq!(env.rows(), 2);
 }
 
@@ -141,17 +140,21 @@ fn a_waiting_instance_is_halted_at_once_and_never_runs() {
     let env = env(1);
     let lock = env.lock_data();
     let a = env.start().expect("first");
-    env.until(a, "running", |r| r.actions[0].state == "R");
+    env.until(a, "running", |r| r.actions[0].state == ActionState::Running);
     let b = env.start().expect("second waits");
     env.exec.halt(b).expect("halt the waiting one");
     let row = env.get(b);
-    assert_eq!(row.state, state::HALTED, "{row:?}");
-    assert_eq!(row.actions[0].state, "H");
+    assert_eq!(row.summary.state, InstanceState::Halted, "{row:?}");
+    assert_eq!(row.actions[0].state, ActionState::Halted);
     drop(lock);
-    env.until(a, "the first finished", |r| r.state == state::FINISHED);
+    env.until(a, "the first finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
     assert_eq!(env.rows(), 1, "the halted one never ran");
     assert_eq!(env.exec.restart(b).expect("restart"), 1);
-    env.until(b, "restarted and finished", |r| r.state == state::FINISHED);
+    env.until(b, "restarted and finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
     assert_eq!(env.rows(), 2);
 }
 
@@ -174,11 +177,19 @@ fn an_instance_whose_states_cannot_be_recorded_is_settled_by_halt_and_restart() 
     // Space is back, no server restart: halt settles the action by its commit marker.
     env.exec.repo().fill_disk(false);
     let row = env.get(id);
-    assert_eq!(row.state, state::RUNNING, "nothing was recorded: {row:?}");
+    assert_eq!(
+        row.summary.state,
+        InstanceState::Running,
+        "nothing was recorded: {row:?}"
+    );
     env.exec.halt(id).expect("halt");
     let row = env.get(id);
-    assert_eq!(row.state, state::HALTED, "{row:?}");
-    assert_eq!(row.actions[0].state, "F", "its marker was found: {row:?}");
+    assert_eq!(row.summary.state, InstanceState::Halted, "{row:?}");
+    assert_eq!(
+        row.actions[0].state,
+        ActionState::Finished,
+        "its marker was found: {row:?}"
+    );
     assert!(
         row.actions[0]
             .log
@@ -191,7 +202,9 @@ fn an_instance_whose_states_cannot_be_recorded_is_settled_by_halt_and_restart() 
         0,
         "nothing to run again"
     );
-    env.until(id, "finished", |r| r.state == state::FINISHED);
+    env.until(id, "finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
     assert_eq!(env.rows(), 1, "the row once");
 }
 
@@ -208,8 +221,10 @@ fn a_repository_that_recovers_while_a_run_tries_again_loses_nothing() {
         std::thread::sleep(Duration::from_millis(5));
     }
     env.exec.repo().fill_disk(false);
-    env.until(id, "finished", |r| r.state == state::FINISHED);
-    assert_eq!(env.get(id).actions[0].state, "F");
+    env.until(id, "finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
+    assert_eq!(env.get(id).actions[0].state, ActionState::Finished);
     assert_eq!(env.rows(), 1);
 }
 
@@ -219,7 +234,9 @@ fn an_action_that_ran_without_a_marker_is_reported_as_maybe_committed() {
     env.exec.set_write_patience(Duration::from_millis(100));
     let lock = env.lock_data();
     let id = env.start().expect("start");
-    env.until(id, "running", |r| r.actions[0].state == "R");
+    env.until(id, "running", |r| {
+        r.actions[0].state == ActionState::Running
+    });
     assert_eq!(
         env.get(id).actions[0].unmarked,
         vec![1],
@@ -231,7 +248,7 @@ fn an_action_that_ran_without_a_marker_is_reported_as_maybe_committed() {
     env.exec.repo().fill_disk(false);
     env.exec.halt(id).expect("halt");
     let row = env.get(id);
-    assert_eq!(row.actions[0].state, "E", "{row:?}");
+    assert_eq!(row.actions[0].state, ActionState::Error, "{row:?}");
     let error = row.actions[0].error.clone().unwrap_or_default();
     assert!(
         error.contains("without a commit marker") && error.contains("may have committed"),

@@ -7,7 +7,7 @@
 //! released migration is never edited: a change is a new entry at the end, together with a
 //! fixture of the previous version in `tests/fixtures/` that a test upgrades.
 
-use super::{Error, Result};
+use crate::repo::{Error, Result};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// One schema step.

@@ -3,40 +3,11 @@
 //! version's, and what it lacks is deleted. Nothing is written for an unchanged object, so
 //! an identical redeploy leaves the file byte-identical.
 
-use super::Facts;
-use super::{Error, Result, now_utc};
 use crate::dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
+use crate::repo::Facts;
+use crate::repo::model::{Change, ChangeKind, IdTable};
+use crate::repo::{Error, Result, now_utc};
 use rusqlite::{Connection as Db, OptionalExtension, params};
-use serde::Serialize;
-
-/// What happened to one object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChangeKind {
-    /// It did not exist.
-    Created,
-    /// It existed and differed.
-    Updated,
-    /// It existed and was identical.
-    Unchanged,
-    /// A redeploy of its sheet no longer holds it.
-    Deleted,
-}
-
-/// One object a deploy touched.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Change {
-    /// `folder`, `connection`, `sheet`, `node`, `edge`, `batch`.
-    pub kind: &'static str,
-    /// Its id.
-    pub id: i64,
-    /// What happened.
-    #[serde(skip)]
-    pub change: ChangeKind,
-    /// For nodes and edges: the sheet.
-    #[serde(rename = "sheetId", skip_serializing_if = "Option::is_none")]
-    pub sheet_id: Option<i64>,
-}
 
 /// Writes inside one transaction; see [`super::Repository::write`].
 pub struct Writer<'t> {
@@ -216,8 +187,7 @@ impl<'t> Writer<'t> {
         &self,
         b: &Batch,
         schedule: &crate::schedule::Schedule,
-        zone: chrono_tz::Tz,
-        now: chrono::DateTime<chrono::Utc>,
+        first: Option<crate::schedule::Planned>,
     ) -> Result<Change> {
         let definition = serde_json::to_string(b).map_err(|e| Error::Corrupt(e.to_string()))?;
         let elements =
@@ -304,7 +274,7 @@ impl<'t> Writer<'t> {
             change
         };
         if reschedule || restore {
-            match schedule.first_after(zone, now) {
+            match first {
                 Some(first) => {
                     let start = crate::clock::wall(first.local);
                     self.exec(
@@ -480,17 +450,6 @@ impl<'t> Writer<'t> {
     }
 }
 
-/// The tables whose ids an `intoFolder` copy allocates afresh.
-#[derive(Debug, Clone, Copy)]
-pub enum IdTable {
-    /// Sheet ids.
-    Sheets,
-    /// Node ids.
-    Nodes,
-    /// Edge ids.
-    Edges,
-}
-
 impl Facts for Writer<'_> {
     fn sheet_exists(&self, id: i64) -> Result<bool> {
         Ok(self
@@ -532,5 +491,32 @@ impl Facts for Writer<'_> {
 
     fn connection_type(&self, id: i64) -> Result<Option<String>> {
         self.one("SELECT type FROM connections WHERE id = ?1", id)
+    }
+}
+
+impl crate::repo::store::DeployWriter for Writer<'_> {
+    fn max_id(&self, table: IdTable) -> Result<i64> {
+        Writer::max_id(self, table)
+    }
+
+    fn folder(&self, f: &Folder) -> Result<Change> {
+        Writer::folder(self, f)
+    }
+
+    fn connection(&self, c: &Connection) -> Result<Change> {
+        Writer::connection(self, c)
+    }
+
+    fn sheet(&self, s: &Sheet) -> Result<Vec<Change>> {
+        Writer::sheet(self, s)
+    }
+
+    fn batch(
+        &self,
+        b: &Batch,
+        schedule: &crate::schedule::Schedule,
+        first: Option<crate::schedule::Planned>,
+    ) -> Result<Change> {
+        Writer::batch(self, b, schedule, first)
     }
 }

@@ -1,210 +1,13 @@
-//! Batch instances and their actions in the repository: created when a run starts (with the
-//! plan of every action, so that a deploy during the run changes nothing of it), updated as
-//! states change, read by the monitoring commands, and repaired after a crash.
+//! Batch instances and their actions in the SQLite repository: created when a run starts
+//! (with the plan of every action, so that a deploy during the run changes nothing of it),
+//! updated as states change, read by the monitoring commands, and repaired after a crash.
 
-use super::{Error, Result, now_utc};
+use crate::repo::model::{
+    ActionEnd, ActionRow, ActionState, InstanceRow, InstanceState, InstanceSummary,
+    LATE_AFTER_SECONDS, NewInstance,
+};
+use crate::repo::{Error, Result, now_utc};
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
-
-/// A scheduled start this much later than planned is recorded as late.
-pub const LATE_AFTER_SECONDS: i64 = 60;
-
-/// Instance states.
-pub mod state {
-    /// Actions are running or waiting for each other or a slot.
-    pub const RUNNING: &str = "running";
-    /// Stored, waiting for a coordinator (more instances run than `max_parallel_actions`).
-    pub const WAITING: &str = "waiting";
-    /// Every action finished.
-    pub const FINISHED: &str = "finished";
-    /// Some action failed or was skipped.
-    pub const FAILED: &str = "failed";
-    /// Halted on request.
-    pub const HALTED: &str = "halted";
-    /// The server stopped during the run.
-    pub const INTERRUPTED: &str = "interrupted";
-}
-
-/// The state of one action of an instance; stored and answered as its one-letter code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ActionState {
-    /// `D`: defined, waiting for the actions it depends on.
-    Defined,
-    /// `W`: ready, waiting for a slot.
-    Waiting,
-    /// `R`: running.
-    Running,
-    /// `F`: finished.
-    Finished,
-    /// `E`: failed.
-    Error,
-    /// `S`: skipped, because an action it depends on failed or was skipped.
-    Skipped,
-    /// `H`: halted before it started.
-    Halted,
-}
-
-impl ActionState {
-    /// The one-letter code stored in the repository and answered by the API.
-    pub fn code(self) -> &'static str {
-        match self {
-            ActionState::Defined => "D",
-            ActionState::Waiting => "W",
-            ActionState::Running => "R",
-            ActionState::Finished => "F",
-            ActionState::Error => "E",
-            ActionState::Skipped => "S",
-            ActionState::Halted => "H",
-        }
-    }
-
-    /// The state of a one-letter code, if it is one.
-    pub fn from_code(code: &str) -> Option<Self> {
-        Some(match code {
-            "D" => ActionState::Defined,
-            "W" => ActionState::Waiting,
-            "R" => ActionState::Running,
-            "F" => ActionState::Finished,
-            "E" => ActionState::Error,
-            "S" => ActionState::Skipped,
-            "H" => ActionState::Halted,
-            _ => return None,
-        })
-    }
-
-    /// Whether the action has not started yet (`D` or `W`).
-    pub fn is_pending(self) -> bool {
-        matches!(self, ActionState::Defined | ActionState::Waiting)
-    }
-
-    /// Whether the action failed or was skipped, so that what depends on it is skipped.
-    pub fn is_failure(self) -> bool {
-        matches!(self, ActionState::Error | ActionState::Skipped)
-    }
-}
-
-impl std::fmt::Display for ActionState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.code())
-    }
-}
-
-/// One action of a new instance.
-#[derive(Debug, Clone)]
-pub struct NewAction {
-    /// The action node id.
-    pub action_id: i64,
-    /// Its sheet.
-    pub sheet_id: i64,
-    /// Its name.
-    pub name: String,
-    /// Its module.
-    pub module: String,
-    /// The plan as JSON (module, text, attributes, objects).
-    pub plan: String,
-    /// The actions it waits for.
-    pub depends_on: Vec<i64>,
-}
-
-/// A new instance.
-#[derive(Debug, Clone)]
-pub struct NewInstance {
-    /// Whether it waits for a coordinator (state `waiting`) rather than starts at once.
-    pub waiting: bool,
-    /// `batchName`.
-    pub batch_name: String,
-    /// `user`.
-    pub user: String,
-    /// The elements as JSON.
-    pub elements: String,
-    /// The variables as JSON.
-    pub variables: String,
-    /// Its actions.
-    pub actions: Vec<NewAction>,
-}
-
-/// An action as monitoring shows it (the shape of DESIGN.md section 1).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct ActionRow {
-    /// Action id.
-    pub action_id: i64,
-    /// Sheet id.
-    pub sheet_id: i64,
-    /// Name.
-    pub name: String,
-    /// Module.
-    pub module: String,
-    /// State letter: D W R F E S H.
-    pub state: String,
-    /// Start, UTC ISO 8601.
-    pub start: Option<String>,
-    /// End, UTC ISO 8601.
-    pub end: Option<String>,
-    /// Rows read.
-    pub rows_read: i64,
-    /// Rows written.
-    pub rows_written: i64,
-    /// Rows updated.
-    pub rows_updated: i64,
-    /// Error message.
-    pub error: Option<String>,
-    /// Log lines.
-    pub log: Vec<String>,
-    /// The actions it waits for.
-    #[serde(skip)]
-    pub depends_on: Vec<i64>,
-    /// The plan JSON.
-    #[serde(skip)]
-    pub plan: String,
-    /// How many times it was started (the commit marker names the attempt).
-    #[serde(skip)]
-    pub attempt: i64,
-    /// The connections its current attempt writes without a commit marker.
-    #[serde(skip)]
-    pub unmarked: Vec<i64>,
-}
-
-/// An instance as monitoring shows it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct InstanceRow {
-    /// Id.
-    pub batch_instance_id: i64,
-    /// Name.
-    pub batch_name: String,
-    /// User.
-    pub user: String,
-    /// State word.
-    pub state: String,
-    /// Start, UTC ISO 8601.
-    pub start: String,
-    /// End, UTC ISO 8601.
-    pub end: Option<String>,
-    /// The elements asked for.
-    pub elements: serde_json::Value,
-    /// The actions.
-    pub actions: Vec<ActionRow>,
-    /// The scheduled batch that started it, if the scheduler did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub batch_id: Option<i64>,
-    /// The planned start it was started for (wall-clock time in the service time zone).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub planned_start: Option<String>,
-    /// How many seconds after its planned start it started.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub late_seconds: Option<i64>,
-    /// Whether it started late (more than a minute after its planned start, e.g. after a
-    /// downtime).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub late: Option<bool>,
-    /// Whether a halt was asked for.
-    #[serde(skip)]
-    pub halt_requested: bool,
-    /// The variables, JSON.
-    #[serde(skip)]
-    pub variables: String,
-}
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) to ISO 8601 with a `Z`.
 pub fn iso(t: &str) -> String {
@@ -220,7 +23,7 @@ pub fn create(conn: &Connection, new: &NewInstance) -> Result<i64> {
     let now = now_utc();
     conn.execute(
         "INSERT INTO batch_instances (batch_name, user_name, state, started_at, elements, variables) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![new.batch_name, new.user, if new.waiting { state::WAITING } else { state::RUNNING }, now, new.elements, new.variables],
+        params![new.batch_name, new.user, if new.waiting { InstanceState::Waiting } else { InstanceState::Running }.word(), now, new.elements, new.variables],
     )?;
     let id = conn.last_insert_rowid();
     let mut st = conn.prepare_cached(
@@ -277,11 +80,44 @@ pub fn set_action(conn: &Connection, instance: i64, action: i64, state: ActionSt
 /// # Errors
 ///
 /// A repository error.
-pub fn state_of(conn: &Connection, instance: i64) -> Result<Option<String>> {
-    Ok(conn
+pub fn state_of(conn: &Connection, instance: i64) -> Result<Option<InstanceState>> {
+    let word: Option<String> = conn
         .prepare_cached("SELECT state FROM batch_instances WHERE id = ?1")?
         .query_row([instance], |r| r.get(0))
-        .optional()?)
+        .optional()?;
+    word.map(|w| instance_state(&w)).transpose()
+}
+
+fn instance_state(word: &str) -> Result<InstanceState> {
+    InstanceState::from_word(word)
+        .ok_or_else(|| Error::Corrupt(format!("`{word}` is not a batch instance state")))
+}
+
+fn action_state(code: &str) -> Result<ActionState> {
+    ActionState::from_code(code)
+        .ok_or_else(|| Error::Corrupt(format!("`{code}` is not an action state")))
+}
+
+/// Whether an instance of batch `batch_id` is running or waiting.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn batch_is_running(conn: &Connection, batch_id: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM batch_instances WHERE batch_id = ?1 AND state IN (?2, ?3) LIMIT 1",
+        )?
+        .query_row(
+            params![
+                batch_id,
+                InstanceState::Running.word(),
+                InstanceState::Waiting.word()
+            ],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
 }
 
 /// Records how an action ended: `F` with its counts, or `E` with the error.
@@ -289,18 +125,25 @@ pub fn state_of(conn: &Connection, instance: i64) -> Result<Option<String>> {
 /// # Errors
 ///
 /// A repository error.
-#[allow(clippy::too_many_arguments)]
 pub fn end_action(
     conn: &Connection,
     instance: i64,
     action: i64,
-    error: Option<&str>,
-    read: u64,
-    written: u64,
-    updated: u64,
-    log: &[String],
+    end: &ActionEnd<'_>,
 ) -> Result<()> {
-    let state = if error.is_some() { "E" } else { "F" };
+    let ActionEnd {
+        error,
+        rows_read: read,
+        rows_written: written,
+        rows_updated: updated,
+        log,
+    } = *end;
+    let state = if error.is_some() {
+        ActionState::Error
+    } else {
+        ActionState::Finished
+    }
+    .code();
     conn.prepare_cached(
         "UPDATE instance_actions SET state = ?3, ended_at = ?4, rows_read = ?5, rows_written = ?6, rows_updated = ?7, error = ?8, log = log || ?9 WHERE instance_id = ?1 AND action_id = ?2",
     )?
@@ -314,8 +157,9 @@ pub fn end_action(
 /// # Errors
 ///
 /// A repository error.
-pub fn set_instance(conn: &Connection, instance: i64, state: &str) -> Result<()> {
-    if state == state::RUNNING {
+pub fn set_instance(conn: &Connection, instance: i64, state: InstanceState) -> Result<()> {
+    let state = state.word();
+    if state == InstanceState::Running.word() {
         conn.execute(
             "UPDATE batch_instances SET state = ?2, ended_at = NULL, halt_requested = 0 WHERE id = ?1",
             params![instance, state],
@@ -348,96 +192,119 @@ pub fn request_halt(conn: &Connection, instance: i64) -> Result<()> {
 ///
 /// A repository error.
 pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
+    let sql = format!(
+        "SELECT {SUMMARY}, elements, halt_requested, variables FROM batch_instances WHERE id = ?1"
+    );
     let row = conn
-        .query_row(
-            "SELECT id, batch_name, user_name, state, started_at, ended_at, elements, halt_requested, variables, batch_id, planned_start, late_seconds FROM batch_instances WHERE id = ?1",
-            [instance],
-            |r| {
-                Ok(InstanceRow {
-                    batch_instance_id: r.get(0)?,
-                    batch_name: r.get(1)?,
-                    user: r.get(2)?,
-                    state: r.get(3)?,
-                    start: iso(&r.get::<_, String>(4)?),
-                    end: r.get::<_, Option<String>>(5)?.map(|t| iso(&t)),
-                    elements: serde_json::from_str(&r.get::<_, String>(6)?).unwrap_or(serde_json::Value::Null),
-                    actions: Vec::new(),
-                    halt_requested: r.get::<_, i64>(7)? != 0,
-                    variables: r.get(8)?,
-                    batch_id: r.get(9)?,
-                    planned_start: r.get(10)?,
-                    late_seconds: r.get(11)?,
-                    late: r
-                        .get::<_, Option<i64>>(11)?
-                        .map(|s| s > LATE_AFTER_SECONDS),
-                })
-            },
-        )
+        .query_row(&sql, [instance], |r| {
+            Ok((
+                summary(r)?,
+                r.get::<_, String>(9)?,
+                r.get::<_, i64>(10)?,
+                r.get::<_, String>(11)?,
+            ))
+        })
         .optional()?;
-    let Some(mut row) = row else { return Ok(None) };
+    let Some(((word, summary), elements, halt_requested, variables)) = row else {
+        return Ok(None);
+    };
+    let mut row = InstanceRow {
+        summary: with_state(summary, &word)?,
+        elements: serde_json::from_str(&elements).unwrap_or(serde_json::Value::Null),
+        actions: Vec::new(),
+        halt_requested: halt_requested != 0,
+        variables,
+    };
     let mut st = conn.prepare_cached(
         "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan, attempt, unmarked
          FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
     )?;
-    row.actions = st
+    let actions = st
         .query_map([instance], |r| {
-            Ok(ActionRow {
-                action_id: r.get(0)?,
-                sheet_id: r.get(1)?,
-                name: r.get(2)?,
-                module: r.get(3)?,
-                state: r.get(4)?,
-                start: r.get::<_, Option<String>>(5)?.map(|t| iso(&t)),
-                end: r.get::<_, Option<String>>(6)?.map(|t| iso(&t)),
-                rows_read: r.get(7)?,
-                rows_written: r.get(8)?,
-                rows_updated: r.get(9)?,
-                error: r.get(10)?,
-                log: r.get::<_, String>(11)?.lines().map(str::to_owned).collect(),
-                depends_on: serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or_default(),
-                plan: r.get(13)?,
-                attempt: r.get(14)?,
-                unmarked: r
-                    .get::<_, Option<String>>(15)?
-                    .and_then(|t| serde_json::from_str(&t).ok())
-                    .unwrap_or_default(),
-            })
+            Ok((
+                r.get::<_, String>(4)?,
+                ActionRow {
+                    action_id: r.get(0)?,
+                    sheet_id: r.get(1)?,
+                    name: r.get(2)?,
+                    module: r.get(3)?,
+                    state: ActionState::Defined,
+                    start: r.get::<_, Option<String>>(5)?.map(|t| iso(&t)),
+                    end: r.get::<_, Option<String>>(6)?.map(|t| iso(&t)),
+                    rows_read: r.get(7)?,
+                    rows_written: r.get(8)?,
+                    rows_updated: r.get(9)?,
+                    error: r.get(10)?,
+                    log: r.get::<_, String>(11)?.lines().map(str::to_owned).collect(),
+                    depends_on: serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or_default(),
+                    plan: r.get(13)?,
+                    attempt: r.get(14)?,
+                    unmarked: r
+                        .get::<_, Option<String>>(15)?
+                        .and_then(|t| serde_json::from_str(&t).ok())
+                        .unwrap_or_default(),
+                },
+            ))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
+    row.actions = actions
+        .into_iter()
+        .map(|(code, mut a)| {
+            a.state = action_state(&code)?;
+            Ok(a)
+        })
+        .collect::<Result<_>>()?;
     Ok(Some(row))
 }
 
-/// The most recent instances, newest first: id, name, user, state, start, end.
+/// The columns of [`summary`].
+const SUMMARY: &str =
+    "id, batch_name, user_name, state, started_at, ended_at, batch_id, planned_start, late_seconds";
+
+/// An instance's summary from the columns [`SUMMARY`] (first in the row), with its stored
+/// state word, which [`with_state`] reads.
+fn summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, InstanceSummary)> {
+    let batch_id: Option<i64> = r.get(6)?;
+    // Scheduled runs say which planned start, and whether late.
+    let late_seconds = batch_id
+        .map(|_| r.get::<_, Option<i64>>(8).map(Option::unwrap_or_default))
+        .transpose()?;
+    Ok((
+        r.get(3)?,
+        InstanceSummary {
+            batch_instance_id: r.get(0)?,
+            batch_name: r.get(1)?,
+            user: r.get(2)?,
+            state: InstanceState::Running,
+            start: iso(&r.get::<_, String>(4)?),
+            end: r.get::<_, Option<String>>(5)?.map(|t| iso(&t)),
+            batch_id,
+            planned_start: batch_id.and(r.get(7)?),
+            late_seconds,
+            late: late_seconds.map(|s| s > LATE_AFTER_SECONDS),
+        },
+    ))
+}
+
+fn with_state(mut summary: InstanceSummary, word: &str) -> Result<InstanceSummary> {
+    summary.state = instance_state(word)?;
+    Ok(summary)
+}
+
+/// The most recent instances, newest first.
 ///
 /// # Errors
 ///
 /// A repository error.
-pub fn list(conn: &Connection, limit: i64) -> Result<Vec<serde_json::Value>> {
-    let mut st = conn.prepare_cached(
-        "SELECT id, batch_name, user_name, state, started_at, ended_at, batch_id, planned_start, late_seconds FROM batch_instances ORDER BY id DESC LIMIT ?1",
-    )?;
-    let rows = st
-        .query_map([limit], |r| {
-            let mut row = serde_json::json!({
-                "batchInstanceId": r.get::<_, i64>(0)?,
-                "batchName": r.get::<_, String>(1)?,
-                "user": r.get::<_, String>(2)?,
-                "state": r.get::<_, String>(3)?,
-                "start": iso(&r.get::<_, String>(4)?),
-                "end": r.get::<_, Option<String>>(5)?.map(|t| iso(&t)),
-            });
-            // Scheduled runs say which batch and which planned start, and whether late.
-            if let Some(batch) = r.get::<_, Option<i64>>(6)? {
-                row["batchId"] = batch.into();
-                row["plannedStart"] = r.get::<_, Option<String>>(7)?.into();
-                let late = r.get::<_, Option<i64>>(8)?.unwrap_or(0);
-                row["lateSeconds"] = late.into();
-                row["late"] = (late > LATE_AFTER_SECONDS).into();
-            }
-            Ok(row)
-        })?
+pub fn list(conn: &Connection, limit: i64) -> Result<Vec<InstanceSummary>> {
+    let sql = format!("SELECT {SUMMARY} FROM batch_instances ORDER BY id DESC LIMIT ?1");
+    let rows = conn
+        .prepare_cached(&sql)?
+        .query_map([limit], summary)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+    rows.into_iter()
+        .map(|(word, row)| with_state(row, &word))
+        .collect()
 }
 
 /// Records that the current attempt of an action writes `connections` without a commit
@@ -545,7 +412,7 @@ pub fn end_failed(conn: &Connection, instance: i64, why: &str) -> Result<()> {
         "UPDATE instance_actions SET state = 'H', ended_at = ?2, error = ?3 WHERE instance_id = ?1 AND state IN ('D', 'W', 'R')",
         params![instance, now, why],
     )?;
-    end_as(&tx, instance, &now, state::FAILED)?;
+    end_as(&tx, instance, &now, InstanceState::Failed.word())?;
     tx.commit()?;
     Ok(())
 }
@@ -566,7 +433,7 @@ pub fn recover(conn: &Connection) -> Result<Vec<i64>> {
             params![id, now],
         )?;
         halt_waiting(conn, *id, &now)?;
-        end_as(conn, *id, &now, state::INTERRUPTED)?;
+        end_as(conn, *id, &now, InstanceState::Interrupted.word())?;
     }
     Ok(ids)
 }
@@ -584,7 +451,7 @@ pub fn reset_for_restart(conn: &Connection, instance: i64, waiting: bool) -> Res
          WHERE instance_id = ?1 AND state IN ('E', 'S', 'H', 'R')",
         [instance],
     )?;
-    set_instance(conn, instance, state::RUNNING)?;
+    set_instance(conn, instance, InstanceState::Running)?;
     if waiting {
         conn.execute(
             "UPDATE batch_instances SET state = 'waiting' WHERE id = ?1",
@@ -592,6 +459,25 @@ pub fn reset_for_restart(conn: &Connection, instance: i64, waiting: bool) -> Res
         )?;
     }
     Ok(n)
+}
+
+/// A restart's check and reset in one step: nothing for an instance that does not exist or
+/// finished, else [`reset_for_restart`].
+///
+/// # Errors
+///
+/// A repository error.
+pub fn restart(
+    conn: &Connection,
+    instance: i64,
+    waiting: bool,
+) -> Result<crate::repo::model::Restarted> {
+    use crate::repo::model::Restarted;
+    Ok(match state_of(conn, instance)? {
+        None => Restarted::NotFound,
+        Some(InstanceState::Finished) => Restarted::Finished,
+        Some(_) => Restarted::Reset(reset_for_restart(conn, instance, waiting)?),
+    })
 }
 
 /// The id of the sheet a node belongs to, and the node's type.

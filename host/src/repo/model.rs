@@ -1,0 +1,368 @@
+//! The repository's domain types: what every backend stores and answers, with no SQL and
+//! no answer shapes of the API in them (the API serialises some of them as they are).
+
+use serde::Serialize;
+
+/// A scheduled start this much later than planned is recorded as late.
+pub const LATE_AFTER_SECONDS: i64 = 60;
+
+/// The state of a batch instance; stored and answered as its word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstanceState {
+    /// `running`: actions are running or waiting for each other or a slot.
+    Running,
+    /// `waiting`: stored, waiting for a coordinator (more instances run than
+    /// `max_parallel_actions`).
+    Waiting,
+    /// `finished`: every action finished.
+    Finished,
+    /// `failed`: some action failed or was skipped.
+    Failed,
+    /// `halted`: halted on request.
+    Halted,
+    /// `interrupted`: the server stopped during the run.
+    Interrupted,
+}
+
+impl InstanceState {
+    /// The word stored in the repository and answered by the API.
+    pub fn word(self) -> &'static str {
+        match self {
+            InstanceState::Running => "running",
+            InstanceState::Waiting => "waiting",
+            InstanceState::Finished => "finished",
+            InstanceState::Failed => "failed",
+            InstanceState::Halted => "halted",
+            InstanceState::Interrupted => "interrupted",
+        }
+    }
+
+    /// The state of a stored word, if it is one.
+    pub fn from_word(word: &str) -> Option<Self> {
+        Some(match word {
+            "running" => InstanceState::Running,
+            "waiting" => InstanceState::Waiting,
+            "finished" => InstanceState::Finished,
+            "failed" => InstanceState::Failed,
+            "halted" => InstanceState::Halted,
+            "interrupted" => InstanceState::Interrupted,
+            _ => return None,
+        })
+    }
+
+    /// Whether the instance has not ended (`running` or `waiting`).
+    pub fn is_ongoing(self) -> bool {
+        matches!(self, InstanceState::Running | InstanceState::Waiting)
+    }
+}
+
+impl std::fmt::Display for InstanceState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+/// The state of one action of an instance; stored and answered as its one-letter code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActionState {
+    /// `D`: defined, waiting for the actions it depends on.
+    Defined,
+    /// `W`: ready, waiting for a slot.
+    Waiting,
+    /// `R`: running.
+    Running,
+    /// `F`: finished.
+    Finished,
+    /// `E`: failed.
+    Error,
+    /// `S`: skipped, because an action it depends on failed or was skipped.
+    Skipped,
+    /// `H`: halted before it started.
+    Halted,
+}
+
+impl ActionState {
+    /// The one-letter code stored in the repository and answered by the API.
+    pub fn code(self) -> &'static str {
+        match self {
+            ActionState::Defined => "D",
+            ActionState::Waiting => "W",
+            ActionState::Running => "R",
+            ActionState::Finished => "F",
+            ActionState::Error => "E",
+            ActionState::Skipped => "S",
+            ActionState::Halted => "H",
+        }
+    }
+
+    /// The state of a one-letter code, if it is one.
+    pub fn from_code(code: &str) -> Option<Self> {
+        Some(match code {
+            "D" => ActionState::Defined,
+            "W" => ActionState::Waiting,
+            "R" => ActionState::Running,
+            "F" => ActionState::Finished,
+            "E" => ActionState::Error,
+            "S" => ActionState::Skipped,
+            "H" => ActionState::Halted,
+            _ => return None,
+        })
+    }
+
+    /// Whether the action has not started yet (`D` or `W`).
+    pub fn is_pending(self) -> bool {
+        matches!(self, ActionState::Defined | ActionState::Waiting)
+    }
+
+    /// Whether the action failed or was skipped, so that what depends on it is skipped.
+    pub fn is_failure(self) -> bool {
+        matches!(self, ActionState::Error | ActionState::Skipped)
+    }
+}
+
+impl Serialize for ActionState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.code())
+    }
+}
+
+impl std::fmt::Display for ActionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// One action of a new instance.
+#[derive(Debug, Clone)]
+pub struct NewAction {
+    /// The action node id.
+    pub action_id: i64,
+    /// Its sheet.
+    pub sheet_id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its module.
+    pub module: String,
+    /// The plan as JSON (module, text, attributes, objects).
+    pub plan: String,
+    /// The actions it waits for.
+    pub depends_on: Vec<i64>,
+}
+
+/// A new instance.
+#[derive(Debug, Clone)]
+pub struct NewInstance {
+    /// Whether it waits for a coordinator (state `waiting`) rather than starts at once.
+    pub waiting: bool,
+    /// `batchName`.
+    pub batch_name: String,
+    /// `user`.
+    pub user: String,
+    /// The elements as JSON.
+    pub elements: String,
+    /// The variables as JSON.
+    pub variables: String,
+    /// Its actions.
+    pub actions: Vec<NewAction>,
+}
+
+/// An action as monitoring shows it (the shape of DESIGN.md section 1).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionRow {
+    /// Action id.
+    pub action_id: i64,
+    /// Sheet id.
+    pub sheet_id: i64,
+    /// Name.
+    pub name: String,
+    /// Module.
+    pub module: String,
+    /// State letter: D W R F E S H.
+    pub state: ActionState,
+    /// Start, UTC ISO 8601.
+    pub start: Option<String>,
+    /// End, UTC ISO 8601.
+    pub end: Option<String>,
+    /// Rows read.
+    pub rows_read: i64,
+    /// Rows written.
+    pub rows_written: i64,
+    /// Rows updated.
+    pub rows_updated: i64,
+    /// Error message.
+    pub error: Option<String>,
+    /// Log lines.
+    pub log: Vec<String>,
+    /// The actions it waits for.
+    #[serde(skip)]
+    pub depends_on: Vec<i64>,
+    /// The plan JSON.
+    #[serde(skip)]
+    pub plan: String,
+    /// How many times it was started (the commit marker names the attempt).
+    #[serde(skip)]
+    pub attempt: i64,
+    /// The connections its current attempt writes without a commit marker.
+    #[serde(skip)]
+    pub unmarked: Vec<i64>,
+}
+
+/// An instance as `ListBatchInstances` shows it (without its actions).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceSummary {
+    /// Id.
+    pub batch_instance_id: i64,
+    /// Name.
+    pub batch_name: String,
+    /// User.
+    pub user: String,
+    /// State word.
+    pub state: InstanceState,
+    /// Start, UTC ISO 8601.
+    pub start: String,
+    /// End, UTC ISO 8601.
+    pub end: Option<String>,
+    /// The scheduled batch that started it, if the scheduler did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<i64>,
+    /// The planned start it was started for, for a scheduled run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planned_start: Option<String>,
+    /// How many seconds after its planned start it started, for a scheduled run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_seconds: Option<i64>,
+    /// Whether it started late, for a scheduled run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late: Option<bool>,
+}
+
+/// An instance as monitoring shows it: its summary and its actions.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceRow {
+    /// What `ListBatchInstances` shows of it.
+    #[serde(flatten)]
+    pub summary: InstanceSummary,
+    /// The elements asked for.
+    pub elements: serde_json::Value,
+    /// The actions.
+    pub actions: Vec<ActionRow>,
+    /// Whether a halt was asked for.
+    #[serde(skip)]
+    pub halt_requested: bool,
+    /// The variables, JSON.
+    #[serde(skip)]
+    pub variables: String,
+}
+
+/// How an action ended: finished with its counts, or failed with the error; its log lines.
+#[derive(Debug, Clone, Copy)]
+pub struct ActionEnd<'a> {
+    /// The error, when it failed.
+    pub error: Option<&'a str>,
+    /// Rows read.
+    pub rows_read: u64,
+    /// Rows written.
+    pub rows_written: u64,
+    /// Rows updated.
+    pub rows_updated: u64,
+    /// Log lines to append.
+    pub log: &'a [String],
+}
+
+/// A new instance that the scheduler starts: recorded with the batch and its planned start,
+/// and the batch's next planned start written in the same transaction, only if its planned
+/// start is still `from` (else nothing is stored: [`super::Error::Conflict`]).
+#[derive(Debug, Clone)]
+pub struct ScheduledStart {
+    /// The batch.
+    pub batch_id: i64,
+    /// Its planned start as read (`start_dt`).
+    pub from: String,
+    /// Its next planned start; `None` when there is none.
+    pub next: Option<crate::schedule::Planned>,
+    /// How many seconds after its planned start it starts.
+    pub late_seconds: i64,
+}
+
+/// A batch's planned start as stored, for the scheduler (which reads its schedule text).
+#[derive(Debug, Clone)]
+pub struct StoredStart {
+    /// Batch id.
+    pub batch_id: i64,
+    /// Batch name.
+    pub name: String,
+    /// Its schedule's text, spring-gap and autumn-overlap policies.
+    pub schedule: String,
+    /// `springGap`.
+    pub spring_gap: String,
+    /// `autumnOverlap`.
+    pub autumn_overlap: String,
+    /// `ifRunning`: `skip` or `wait`.
+    pub if_running: String,
+    /// Whether it runs.
+    pub enabled: bool,
+    /// What it runs; `Err` when the stored elements cannot be read.
+    pub elements: Result<Vec<crate::plan::Element>, String>,
+    /// Its variables; `Err` when they cannot be read.
+    pub variables: Result<Vec<(String, String)>, String>,
+    /// The planned start as stored (`start_dt`, as text whatever was written into it);
+    /// `None` for a batch without one (only [`super::ScheduleStore::batch_schedule`]).
+    pub start_dt: Option<String>,
+    /// Whether `start_dt` means the second occurrence of an ambiguous wall-clock time.
+    pub second: bool,
+}
+
+/// What a restart found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restarted {
+    /// There is no such instance.
+    NotFound,
+    /// It finished: nothing to run again.
+    Finished,
+    /// Its unfinished actions wait again: how many.
+    Reset(usize),
+}
+
+/// What happened to one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    /// It did not exist.
+    Created,
+    /// It existed and differed.
+    Updated,
+    /// It existed and was identical.
+    Unchanged,
+    /// A redeploy of its sheet no longer holds it.
+    Deleted,
+}
+
+/// One object a deploy touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// `folder`, `connection`, `sheet`, `node`, `edge`, `batch`.
+    pub kind: &'static str,
+    /// Its id.
+    pub id: i64,
+    /// What happened.
+    #[serde(skip)]
+    pub change: ChangeKind,
+    /// For nodes and edges: the sheet.
+    #[serde(rename = "sheetId", skip_serializing_if = "Option::is_none")]
+    pub sheet_id: Option<i64>,
+}
+
+/// The tables whose ids an `intoFolder` copy allocates afresh.
+#[derive(Debug, Clone, Copy)]
+pub enum IdTable {
+    /// Sheet ids.
+    Sheets,
+    /// Node ids.
+    Nodes,
+    /// Edge ids.
+    Edges,
+}

@@ -1,0 +1,468 @@
+//! The SQLite repository: one file (`HOME/repository.db`) in WAL mode, its versioned schema
+//! ([`migrations`]), the writes of a deploy ([`Writer`]), a full logical [`dump()`], and the
+//! store traits of [`super::store`] over it.
+//!
+//! Every connection gets `synchronous=NORMAL`, a busy timeout and foreign keys. Writes go
+//! through one writer connection behind a mutex, each in a `BEGIN IMMEDIATE` transaction, so
+//! that concurrent deploys neither fail with `SQLITE_BUSY` nor interleave. A write that is
+//! not committed changes nothing: a rejected deploy or a dry run rolls back.
+
+pub mod dump;
+pub use dump::dump;
+pub(super) mod instances;
+pub mod migrations;
+mod schedules;
+pub(super) mod writer;
+
+use super::model::{
+    ActionEnd, ActionState, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
+    ScheduledStart, StoredStart,
+};
+use super::store::{DeployWriter, InstanceStore, ScheduleStore, SheetStore};
+use super::{Error, Result};
+use crate::dsr::model::Sheet;
+use crate::schedule::Planned;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+use writer::Writer;
+
+/// Opens a connection to the repository file with the settings every connection needs.
+///
+/// # Errors
+///
+/// [`Error::Open`] when the file cannot be opened or configured.
+pub fn connect(path: &Path) -> Result<Connection> {
+    let open = |e| Error::Open {
+        path: path.to_owned(),
+        source: e,
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(open)?;
+    conn.busy_timeout(Duration::from_secs(10)).map_err(open)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(open)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(open)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(open)?;
+    crate::connect::sqlite::register_clock_functions(&conn).map_err(open)?;
+    Ok(conn)
+}
+
+/// The repository of a running server.
+#[derive(Debug)]
+pub struct Repository {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    checkpointer: Checkpointer,
+    /// Tests only: every use of the writer connection fails as on a full disk.
+    #[cfg(test)]
+    full: std::sync::atomic::AtomicBool,
+}
+
+/// How often the background checkpointer copies the WAL into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// Copies the write-ahead log into the database file on a thread of its own (a `PASSIVE`
+/// checkpoint, which never blocks writers), so that no committing request pays for it: the
+/// writer connection's automatic checkpoint is off. Stops when dropped.
+#[derive(Debug)]
+struct Checkpointer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    done: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    fn start(path: &Path) -> Result<Self> {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let conn = connect(path)?;
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let done = std::sync::Arc::new(AtomicU64::new(0));
+        let (flag, count) = (std::sync::Arc::clone(&stop), std::sync::Arc::clone(&done));
+        let thread = std::thread::Builder::new()
+            .name("weft-checkpoint".to_owned())
+            .spawn(move || {
+                while !flag.load(Ordering::SeqCst) {
+                    std::thread::sleep(CHECKPOINT_EVERY);
+                    // (busy, frames in the log, frames copied); a failure is tried again
+                    // at the next round, and SQLite's own checkpoint at close remains.
+                    match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                        Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+                    }) {
+                        Ok((log, copied)) if log > 0 && copied > 0 => {
+                            count.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::debug!(message = "A background checkpoint failed; the next one tries again.", error = %e),
+                    }
+                }
+            })
+            .map_err(|e| Error::Corrupt(format!("cannot start the checkpoint thread: {e}")))?;
+        Ok(Checkpointer {
+            stop,
+            done,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Repository {
+    /// Opens (creating if needed) the repository at `path` and brings its schema to the
+    /// current version.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be opened, or its schema is newer than this program's, or a
+    /// migration fails.
+    pub fn open(path: &Path) -> Result<Self> {
+        let mut conn = connect(path)?;
+        migrations::to_latest(&mut conn)?;
+        // The checkpointer copies the log in the background; commits do not wait for it.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(|e| Error::with_sql(e, "PRAGMA wal_autocheckpoint = 0"))?;
+        Ok(Repository {
+            path: path.to_owned(),
+            writer: Mutex::new(conn),
+            checkpointer: Checkpointer::start(path)?,
+            #[cfg(test)]
+            full: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Tests only: makes every use of the writer connection fail with SQLite's "database
+    /// or disk is full" (`true`), or work again (`false`).
+    #[cfg(test)]
+    pub fn fill_disk(&self, full: bool) {
+        self.full.store(full, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Tests only: how long the writer connection waits for another writer's lock before it
+    /// says the repository is busy (10 seconds otherwise), so that a test of a busy
+    /// repository need not wait that long.
+    #[cfg(test)]
+    pub fn set_busy_timeout(&self, patience: Duration) {
+        let conn = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        conn.busy_timeout(patience).expect("busy timeout");
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
+        #[cfg(test)]
+        if self.full.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Error::with_sql(
+                rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                    Some("database or disk is full (injected by a test)".to_owned()),
+                ),
+                "",
+            ));
+        }
+        Ok(self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// How many background checkpoints copied something so far.
+    pub fn checkpoints(&self) -> u64 {
+        self.checkpointer
+            .done
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on the writer connection outside any explicit transaction (reads, and single
+    /// statements, each its own transaction).
+    ///
+    /// # Errors
+    ///
+    /// What `f` returns.
+    pub(in crate::repo) fn with<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+        let conn = self.lock()?;
+        f(&conn)
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed when `f` succeeds.
+    ///
+    /// # Errors
+    ///
+    /// What `f` returns, or a failure to begin or commit.
+    pub(in crate::repo) fn tx<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
+        let value = f(&tx)?;
+        tx.commit().map_err(|e| Error::with_sql(e, "COMMIT"))?;
+        Ok(value)
+    }
+
+    /// Runs `f` on a read-only view of the deployed state (the [`super::Facts`] a deploy
+    /// judges against, outside its transaction).
+    ///
+    /// # Errors
+    ///
+    /// What `f` returns.
+    pub fn read<R>(&self, f: impl FnOnce(&dyn DeployWriter) -> Result<R>) -> Result<R> {
+        self.with(|c| f(&Writer::reader(c)))
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection. The
+    /// transaction commits when `f` returns `Ok((value, true))` and rolls back otherwise, so a
+    /// rejected or dry-run deploy changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// A repository error from `f`, or from beginning or committing the transaction.
+    pub fn write<R>(&self, f: impl FnOnce(&dyn DeployWriter) -> Result<(R, bool)>) -> Result<R> {
+        // A panic while holding the lock cannot leave a half-done transaction behind (the
+        // transaction rolls back when dropped), so a poisoned lock is safe to take over.
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
+        let writer = Writer::new(&tx);
+        let (value, commit) = f(&writer)?;
+        if commit {
+            tx.commit().map_err(|e| Error::with_sql(e, "COMMIT"))?;
+        } else {
+            tx.rollback().map_err(|e| Error::with_sql(e, "ROLLBACK"))?;
+        }
+        Ok(value)
+    }
+}
+
+/// The schema version of the repository file at `path`, read without changing anything
+/// (read-only, without the settings of [`connect`]).
+///
+/// # Errors
+///
+/// When the file cannot be opened or read.
+pub fn schema_version(path: &Path) -> Result<i64> {
+    let conn =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|source| {
+            Error::Open {
+                path: path.to_owned(),
+                source,
+            }
+        })?;
+    migrations::version(&conn)
+}
+
+/// Brings the repository file at `path` (created when missing) to the current schema.
+///
+/// # Errors
+///
+/// As [`migrations::to_latest`].
+pub fn upgrade(path: &Path) -> Result<migrations::Upgrade> {
+    let mut conn = connect(path)?;
+    migrations::to_latest(&mut conn)
+}
+
+impl InstanceStore for Repository {
+    fn repository_id(&self) -> Result<String> {
+        self.with(instances::repository_id)
+    }
+
+    fn create_instance(
+        &self,
+        new: &NewInstance,
+        scheduled: Option<&ScheduledStart>,
+    ) -> Result<i64> {
+        self.tx(|c| {
+            let id = instances::create(c, new)?;
+            if let Some(s) = scheduled {
+                if !schedules::advance(c, s.batch_id, &s.from, s.next.as_ref())? {
+                    return Err(Error::Conflict(format!(
+                        "the planned start of batch {} changed while it was being started",
+                        s.batch_id
+                    )));
+                }
+                schedules::record_start(c, id, s.batch_id, &s.from, s.late_seconds)?;
+            }
+            Ok(id)
+        })
+    }
+
+    fn instance(&self, id: i64) -> Result<Option<InstanceRow>> {
+        self.with(|c| instances::get(c, id))
+    }
+
+    fn instance_state(&self, id: i64) -> Result<Option<InstanceState>> {
+        self.with(|c| instances::state_of(c, id))
+    }
+
+    fn list_instances(&self, limit: i64) -> Result<Vec<InstanceSummary>> {
+        self.with(|c| instances::list(c, limit))
+    }
+
+    fn mark_running(&self, id: i64) -> Result<()> {
+        self.with(|c| instances::mark_running(c, id))
+    }
+
+    fn set_instance_state(&self, id: i64, state: InstanceState) -> Result<()> {
+        self.with(|c| instances::set_instance(c, id, state))
+    }
+
+    fn request_halt(&self, id: i64) -> Result<()> {
+        self.with(|c| instances::request_halt(c, id))
+    }
+
+    fn halt_now(&self, id: i64) -> Result<()> {
+        self.tx(|c| instances::halt_now(c, id))
+    }
+
+    fn end_failed(&self, id: i64, why: &str) -> Result<()> {
+        self.with(|c| instances::end_failed(c, id, why))
+    }
+
+    fn unfinished(&self) -> Result<Vec<i64>> {
+        self.with(instances::unfinished)
+    }
+
+    fn recover(&self) -> Result<Vec<i64>> {
+        self.tx(instances::recover)
+    }
+
+    fn restart(&self, id: i64, waiting: bool) -> Result<Restarted> {
+        self.tx(|c| instances::restart(c, id, waiting))
+    }
+
+    fn set_actions(&self, id: i64, changes: &[(i64, ActionState)]) -> Result<()> {
+        match changes {
+            [] => Ok(()),
+            [(action, state)] => self.with(|c| instances::set_action(c, id, *action, *state)),
+            _ => self.tx(|c| {
+                for (action, state) in changes {
+                    instances::set_action(c, id, *action, *state)?;
+                }
+                Ok(())
+            }),
+        }
+    }
+
+    fn end_action(
+        &self,
+        id: i64,
+        action: i64,
+        end: &ActionEnd<'_>,
+        then: &[(i64, ActionState)],
+    ) -> Result<()> {
+        let write = |c: &Connection| {
+            instances::end_action(c, id, action, end)?;
+            for (a, state) in then {
+                instances::set_action(c, id, *a, *state)?;
+            }
+            Ok(())
+        };
+        if then.is_empty() {
+            self.with(write)
+        } else {
+            self.tx(write)
+        }
+    }
+
+    fn set_unmarked(&self, id: i64, action: i64, connections: &[i64]) -> Result<()> {
+        self.with(|c| instances::set_unmarked(c, id, action, connections))
+    }
+
+    fn batch_is_running(&self, batch_id: i64) -> Result<bool> {
+        self.with(|c| instances::batch_is_running(c, batch_id))
+    }
+}
+
+impl SheetStore for Repository {
+    fn node(&self, id: i64) -> Result<Option<(i64, i64)>> {
+        self.with(|c| instances::node(c, id))
+    }
+
+    fn sheet(&self, id: i64) -> Result<Option<Sheet>> {
+        let Some(def) = self.with(|c| instances::sheet_definition(c, id))? else {
+            return Ok(None);
+        };
+        let doc = format!("{{\"version\": 1, \"transformationData\": {{\"sheets\": [{def}]}}}}");
+        let (doc, problems) = crate::dsr::parse(&doc);
+        doc.filter(|_| !problems.has_errors())
+            .and_then(|d| d.sheets.into_iter().next())
+            .map(Some)
+            .ok_or_else(|| {
+                Error::Corrupt(format!("sheet {id}: its stored definition cannot be read"))
+            })
+    }
+
+    fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>> {
+        self.with(|c| instances::sheets_below(c, folder))
+    }
+}
+
+impl ScheduleStore for Repository {
+    fn due_starts(&self, until: &str) -> Result<Vec<StoredStart>> {
+        self.with(|c| schedules::due(c, until))
+    }
+
+    fn batch_schedule(&self, batch_id: i64) -> Result<Option<StoredStart>> {
+        self.with(|c| schedules::batch(c, batch_id))
+    }
+
+    fn advance_start(&self, batch_id: i64, from: &str, next: Option<&Planned>) -> Result<bool> {
+        self.tx(|c| schedules::advance(c, batch_id, from, next))
+    }
+}
+
+/// Tests only: what tests of other modules need of the SQLite repository (writing the
+/// repository's tables as a sheet or a person would, reading them back, failures of
+/// SQLite), so that no other module names SQLite.
+#[cfg(test)]
+pub mod testing {
+    use super::Repository;
+    pub use rusqlite::ffi::{
+        SQLITE_BUSY, SQLITE_CONSTRAINT, SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY,
+    };
+
+    /// Runs `sql` (one or more statements) in one transaction on the repository.
+    pub fn execute(repo: &Repository, sql: &str) {
+        repo.tx(|c| {
+            c.execute_batch(sql)?;
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// The rows of a query on the repository, each its columns' text joined by `|` (NULL
+    /// as `NULL`).
+    pub fn rows(repo: &Repository, sql: &str) -> Vec<String> {
+        repo.with(|c| Ok(crate::connect::sqlite::testing::rows_of(c, sql)))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// A repository error as SQLite's result `code` gives it, from statement `sql`.
+    pub fn failure(code: i32, sql: &str) -> crate::repo::Error {
+        crate::repo::Error::with_sql(
+            rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None),
+            sql,
+        )
+    }
+}

@@ -1,0 +1,121 @@
+//! Planned starts in the SQLite repository (`service_batch_next_run`, which sheets may also
+//! write: SPEC 4.7), read and moved on by the scheduler.
+
+type Result<T, E = crate::repo::Error> = std::result::Result<T, E>;
+
+use crate::repo::model::StoredStart;
+use crate::schedule::Planned;
+use rusqlite::{Connection, OptionalExtension, params};
+
+const COLUMNS: &str = "b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT)";
+
+fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+fn stored(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredStart> {
+    let second_of: Option<String> = r.get(9)?;
+    let start_dt: Option<String> = r.get(10)?;
+    Ok(StoredStart {
+        batch_id: r.get(0)?,
+        name: r.get(1)?,
+        schedule: r.get(2)?,
+        spring_gap: r.get(3)?,
+        autumn_overlap: r.get(4)?,
+        if_running: r.get(5)?,
+        enabled: r.get(6)?,
+        elements: decode(&r.get::<_, String>(7)?),
+        variables: decode(&r.get::<_, String>(8)?),
+        second: second_of.is_some() && second_of == start_dt,
+        start_dt,
+    })
+}
+
+/// The planned starts at or before `until` (wall-clock text), earliest first. `start_dt` is
+/// read as text whatever was written into it (an `UPDATE` can leave a number), and a `T`
+/// between date and time counts as a space.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn due(conn: &Connection, until: &str) -> Result<Vec<StoredStart>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM service_batch_next_run n JOIN batches b ON b.id = n.batch_id \
+         WHERE replace(n.start_dt, 'T', ' ') <= ?1 ORDER BY n.start_dt, b.id"
+    );
+    let mut st = conn
+        .prepare_cached(&sql)
+        .map_err(|e| crate::repo::Error::with_sql(e, &sql))?;
+    let rows = st
+        .query_map([until], stored)
+        .and_then(|rows| rows.collect())
+        .map_err(|e| crate::repo::Error::with_sql(e, &sql))?;
+    Ok(rows)
+}
+
+/// A batch with its planned start, if the batch exists (the start is `None` when it has
+/// none).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn batch(conn: &Connection, batch_id: i64) -> Result<Option<StoredStart>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM batches b LEFT JOIN service_batch_next_run n ON n.batch_id = b.id WHERE b.id = ?1"
+    );
+    Ok(conn.query_row(&sql, [batch_id], stored).optional()?)
+}
+
+/// Moves a batch's planned start from `from` (as read) to `next` (deleted when `None`);
+/// `false` when `start_dt` changed meanwhile (then nothing is written).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn advance(
+    conn: &Connection,
+    batch_id: i64,
+    from: &str,
+    next: Option<&Planned>,
+) -> Result<bool> {
+    let changed = match next {
+        Some(n) => {
+            let text = crate::clock::wall(n.local);
+            let changed = conn.execute(
+                "UPDATE service_batch_next_run SET start_dt = ?3 WHERE batch_id = ?1 AND start_dt = ?2",
+                params![batch_id, from, text],
+            )?;
+            if changed == 1 {
+                conn.execute(
+                    "UPDATE batches SET second_of = ?2 WHERE id = ?1",
+                    params![batch_id, n.second.then_some(text)],
+                )?;
+            }
+            changed
+        }
+        None => conn.execute(
+            "DELETE FROM service_batch_next_run WHERE batch_id = ?1 AND start_dt = ?2",
+            params![batch_id, from],
+        )?,
+    };
+    Ok(changed == 1)
+}
+
+/// Records on instance `id` the scheduled start it was started for.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn record_start(
+    conn: &Connection,
+    id: i64,
+    batch_id: i64,
+    planned: &str,
+    late_seconds: i64,
+) -> Result<()> {
+    conn.execute(
+        "UPDATE batch_instances SET batch_id = ?2, planned_start = ?3, late_seconds = ?4 WHERE id = ?1",
+        params![id, batch_id, planned, late_seconds],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,105 @@
+//! What a repository backend implements: the seam a second backend (PostgreSQL) plugs into.
+//!
+//! Callers outside `repo` use only these traits (and `Repository::write` and `read` for a
+//! deploy, handing out a [`DeployWriter`], which also answers [`super::Facts`]); they never see a
+//! connection, SQL or a storage format. Every method is one transaction of its own: what
+//! must happen together (a new instance and its batch's next planned start; an action's end
+//! and what follows from it) is one method. Ids are allocated by the backend; times are the
+//! backend's "now" in UTC, or wall-clock text the caller computed (the repository does no
+//! time arithmetic).
+
+use super::Facts;
+use super::Result;
+use super::model::{
+    ActionEnd, ActionState, Change, IdTable, InstanceRow, InstanceState, InstanceSummary,
+    NewInstance, Restarted, ScheduledStart, StoredStart,
+};
+use crate::dsr::model::{Batch, Connection, Folder, Sheet};
+use crate::schedule::{Planned, Schedule};
+
+/// A deploy's writes, inside its one transaction (`Repository::write`), with the
+/// [`Facts`] validation asks in the same transaction. Each write reports what it changed.
+pub trait DeployWriter: Facts {
+    /// The largest id stored in `table` (0 when empty), for renumbering a document's ids.
+    fn max_id(&self, table: IdTable) -> Result<i64>;
+    /// Creates or updates a folder.
+    fn folder(&self, f: &Folder) -> Result<Change>;
+    /// Creates or updates a connection.
+    fn connection(&self, c: &Connection) -> Result<Change>;
+    /// Creates or replaces a sheet with its nodes and edges: the sheet's change first, then
+    /// every node and edge the new version no longer holds.
+    fn sheet(&self, s: &Sheet) -> Result<Vec<Change>>;
+    /// Creates or updates a batch. Its planned start becomes `first` (the first planned
+    /// start after now, which the caller computed) when the batch is new, its schedule
+    /// changed, or it has none; else the stored one stays (a sheet may have moved it).
+    fn batch(&self, b: &Batch, schedule: &Schedule, first: Option<Planned>) -> Result<Change>;
+}
+
+/// Batch instances and their actions.
+pub trait InstanceStore {
+    /// The repository's random identity (commit markers name it).
+    fn repository_id(&self) -> Result<String>;
+    /// Stores a new instance with its actions (`D` for those that wait for others, else
+    /// `W`); with `scheduled`, also its batch's next planned start, in the same transaction
+    /// ([`super::Error::Conflict`] and nothing stored when the planned start changed).
+    fn create_instance(&self, new: &NewInstance, scheduled: Option<&ScheduledStart>)
+    -> Result<i64>;
+    /// An instance with its actions.
+    fn instance(&self, id: i64) -> Result<Option<InstanceRow>>;
+    /// An instance's state (cheap, for waiting).
+    fn instance_state(&self, id: i64) -> Result<Option<InstanceState>>;
+    /// The newest `limit` instances, newest first.
+    fn list_instances(&self, limit: i64) -> Result<Vec<InstanceSummary>>;
+    /// A waiting instance starts running.
+    fn mark_running(&self, id: i64) -> Result<()>;
+    /// Sets an instance's state; a final one records the end.
+    fn set_instance_state(&self, id: i64, state: InstanceState) -> Result<()>;
+    /// Marks that a halt was asked for.
+    fn request_halt(&self, id: i64) -> Result<()>;
+    /// Halts an instance no coordinator runs: what waits is halted, and the instance.
+    fn halt_now(&self, id: i64) -> Result<()>;
+    /// Ends an instance whose coordinator failed, with `why` on what had not ended.
+    fn end_failed(&self, id: i64, why: &str) -> Result<()>;
+    /// The instances still running or waiting.
+    fn unfinished(&self) -> Result<Vec<i64>>;
+    /// After a crash: unfinished instances become interrupted (or finished); their ids.
+    fn recover(&self) -> Result<Vec<i64>>;
+    /// Checks and resets an ended instance for a restart, in one step.
+    fn restart(&self, id: i64, waiting: bool) -> Result<Restarted>;
+    /// Sets action states (a start counts an attempt up), together.
+    fn set_actions(&self, id: i64, changes: &[(i64, ActionState)]) -> Result<()>;
+    /// Records how an action ended and the states that follow from it, together.
+    fn end_action(
+        &self,
+        id: i64,
+        action: i64,
+        end: &ActionEnd<'_>,
+        then: &[(i64, ActionState)],
+    ) -> Result<()>;
+    /// Records the connections an action's attempt writes without a commit marker.
+    fn set_unmarked(&self, id: i64, action: i64, connections: &[i64]) -> Result<()>;
+    /// Whether an instance of scheduled batch `batch_id` is running or waiting.
+    fn batch_is_running(&self, batch_id: i64) -> Result<bool>;
+}
+
+/// The deployed sheets, as a run reads them when it starts.
+pub trait SheetStore {
+    /// A node's sheet and type (0 an action).
+    fn node(&self, id: i64) -> Result<Option<(i64, i64)>>;
+    /// A sheet as deployed.
+    fn sheet(&self, id: i64) -> Result<Option<Sheet>>;
+    /// The sheets of a folder and every folder below it, in order; `None` when the folder
+    /// does not exist.
+    fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;
+}
+
+/// Planned starts of scheduled batches.
+pub trait ScheduleStore {
+    /// The planned starts at or before `until` (wall-clock text in the service zone).
+    fn due_starts(&self, until: &str) -> Result<Vec<StoredStart>>;
+    /// A batch with its planned start, if the batch exists.
+    fn batch_schedule(&self, batch_id: i64) -> Result<Option<StoredStart>>;
+    /// Moves a planned start from `from` (as read) to `next` (none: removed); `false`, with
+    /// nothing written, when it changed meanwhile.
+    fn advance_start(&self, batch_id: i64, from: &str, next: Option<&Planned>) -> Result<bool>;
+}
