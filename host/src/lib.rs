@@ -11,7 +11,6 @@
 
 pub mod api;
 pub mod client;
-pub mod clock;
 pub mod connect;
 pub mod deploy;
 pub mod dsr;
@@ -22,8 +21,7 @@ pub mod keys;
 pub mod plan;
 pub mod plugins;
 pub mod repo;
-pub mod schedule;
-pub mod scheduler;
+pub mod scheduling;
 pub mod server;
 pub mod settings;
 pub mod validate;

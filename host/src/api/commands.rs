@@ -299,12 +299,13 @@ pub async fn next_runs(
             })?,
     };
     let repo = Arc::clone(state.executor.repo());
-    let zone = crate::clock::current().zone;
-    let found =
-        tokio::task::spawn_blocking(move || crate::scheduler::next_runs(&*repo, id, count, zone))
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?
-            .map_err(|e| ApiError::from_repo(&e))?;
+    let zone = crate::scheduling::clock::current().zone;
+    let found = tokio::task::spawn_blocking(move || {
+        crate::scheduling::scheduler::next_runs(&*repo, id, count, zone)
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?
+    .map_err(|e| ApiError::from_repo(&e))?;
     let found = found.ok_or_else(|| {
         ApiError::client(
             StatusCode::NOT_FOUND,
@@ -351,7 +352,7 @@ pub async fn advance_clock(
     payload: serde_json::Value,
 ) -> Result<serde_json::Value, ApiError> {
     only_fields(&payload, "AdvanceClock", &["seconds", "to"])?;
-    let time = crate::clock::current();
+    let time = crate::scheduling::clock::current();
     if !time.clock.is_stepped() {
         return Err(ApiError::client(
             StatusCode::CONFLICT,
@@ -373,7 +374,8 @@ pub async fn advance_clock(
             now + chrono::Duration::seconds(seconds)
         }
         (None, Some(serde_json::Value::String(text))) => {
-            crate::clock::parse_timestamp(text, time.zone).map_err(|e| bad(format!("to: {e}")))?
+            crate::scheduling::clock::parse_timestamp(text, time.zone)
+                .map_err(|e| bad(format!("to: {e}")))?
         }
         _ => {
             return Err(bad(
@@ -388,10 +390,11 @@ pub async fn advance_clock(
         .map_err(|e| ApiError::client(StatusCode::CONFLICT, "clock.backwards", e))?;
     let exec = Arc::clone(&state.executor);
     let zone = time.zone;
-    let tick = tokio::task::spawn_blocking(move || crate::scheduler::tick(&exec, zone, now))
-        .await
-        .map_err(|e| ApiError::internal(e.to_string()))?
-        .map_err(|e| ApiError::from_repo(&e))?;
+    let tick =
+        tokio::task::spawn_blocking(move || crate::scheduling::scheduler::tick(&exec, zone, now))
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?
+            .map_err(|e| ApiError::from_repo(&e))?;
     let started: Vec<serde_json::Value> = tick
         .started
         .iter()
@@ -401,7 +404,7 @@ pub async fn advance_clock(
         .collect();
     Ok(serde_json::json!({
         "now": now.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        "local": crate::clock::wall(now.with_timezone(&zone).naive_local()),
+        "local": crate::scheduling::clock::wall(now.with_timezone(&zone).naive_local()),
         "started": started,
         "passed": tick.passed,
         "waiting": tick.waiting,

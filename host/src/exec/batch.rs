@@ -18,9 +18,9 @@ use crate::plan::{dependencies, dependency_cycle, identity};
 use crate::plugins::Registry;
 use crate::repo::model::{
     ActionEnd, ActionState, InstanceRow, InstanceState, NewAction, NewInstance, Restarted,
-    ScheduledStart,
 };
 use crate::repo::{self, InstanceStore, Repository, SheetStore};
+use crate::scheduling::scheduler::ScheduledStart;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -803,7 +803,7 @@ impl Executor {
             Some(p) => p.get(..10).unwrap_or_default().to_owned(),
             None => chrono::DateTime::parse_from_rfc3339(&row.summary.start)
                 .map(|t| {
-                    t.with_timezone(&crate::clock::current().zone)
+                    t.with_timezone(&crate::scheduling::clock::current().zone)
                         .format("%Y-%m-%d")
                         .to_string()
                 })
@@ -959,7 +959,7 @@ impl Executor {
             ),
             (
                 "action_start_local".to_owned(),
-                now.with_timezone(&crate::clock::current().zone)
+                now.with_timezone(&crate::scheduling::clock::current().zone)
                     .format("%Y-%m-%d %H:%M:%S")
                     .to_string(),
             ),
@@ -1075,6 +1075,34 @@ impl Executor {
                 log: Vec::new(),
             },
         }
+    }
+}
+
+/// The scheduler starts its batches through the executor.
+impl crate::scheduling::scheduler::Starter for Arc<Executor> {
+    type Store = Repository;
+
+    fn store(&self) -> &Repository {
+        &self.repo
+    }
+
+    fn start_scheduled(
+        &self,
+        due: &crate::scheduling::scheduler::Due,
+        scheduled: &ScheduledStart,
+    ) -> Result<i64, crate::scheduling::scheduler::NotStarted> {
+        use crate::scheduling::scheduler::{NotStarted, USER};
+        let req = RunRequest {
+            batch_name: due.name.clone(),
+            user: USER.to_owned(),
+            elements: due.elements.clone(),
+            variables: due.variables.clone(),
+        };
+        Executor::start_scheduled(self, req, Some(scheduled)).map_err(|e| match e {
+            StartError::Repo(repo::Error::Conflict(_)) => NotStarted::Changed,
+            e @ (StartError::Repo(_) | StartError::Busy(_)) => NotStarted::Later(e.to_string()),
+            e => NotStarted::Never(e.to_string()),
+        })
     }
 }
 

@@ -12,7 +12,7 @@ pub mod store;
 pub use facts::Facts;
 pub use model::{Change, ChangeKind, IdTable};
 pub use sqlite::{Repository, connect, dump, migrations, schema_version, upgrade};
-pub use store::{DeployWriter, InstanceStore, ScheduleStore, SheetStore};
+pub use store::{DeployWriter, InstanceStore, SheetStore};
 
 use std::path::PathBuf;
 

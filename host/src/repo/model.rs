@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// A scheduled start this much later than planned is recorded as late.
-pub const LATE_AFTER_SECONDS: i64 = 60;
+pub use crate::scheduling::scheduler::LATE_AFTER_SECONDS;
 
 /// The state of a batch instance; stored and answered as its word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -271,49 +271,6 @@ pub struct ActionEnd<'a> {
     pub rows_updated: u64,
     /// Log lines to append.
     pub log: &'a [String],
-}
-
-/// A new instance that the scheduler starts: recorded with the batch and its planned start,
-/// and the batch's next planned start written in the same transaction, only if its planned
-/// start is still `from` (else nothing is stored: [`super::Error::Conflict`]).
-#[derive(Debug, Clone)]
-pub struct ScheduledStart {
-    /// The batch.
-    pub batch_id: i64,
-    /// Its planned start as read (`start_dt`).
-    pub from: String,
-    /// Its next planned start; `None` when there is none.
-    pub next: Option<crate::schedule::Planned>,
-    /// How many seconds after its planned start it starts.
-    pub late_seconds: i64,
-}
-
-/// A batch's planned start as stored, for the scheduler (which reads its schedule text).
-#[derive(Debug, Clone)]
-pub struct StoredStart {
-    /// Batch id.
-    pub batch_id: i64,
-    /// Batch name.
-    pub name: String,
-    /// Its schedule's text, spring-gap and autumn-overlap policies.
-    pub schedule: String,
-    /// `springGap`.
-    pub spring_gap: String,
-    /// `autumnOverlap`.
-    pub autumn_overlap: String,
-    /// `ifRunning`: `skip` or `wait`.
-    pub if_running: String,
-    /// Whether it runs.
-    pub enabled: bool,
-    /// What it runs; `Err` when the stored elements cannot be read.
-    pub elements: Result<Vec<crate::plan::Element>, String>,
-    /// Its variables; `Err` when they cannot be read.
-    pub variables: Result<Vec<(String, String)>, String>,
-    /// The planned start as stored (`start_dt`, as text whatever was written into it);
-    /// `None` for a batch without one (only [`super::ScheduleStore::batch_schedule`]).
-    pub start_dt: Option<String>,
-    /// Whether `start_dt` means the second occurrence of an ambiguous wall-clock time.
-    pub second: bool,
 }
 
 /// What a restart found.

@@ -4,7 +4,8 @@
 //! deploy, handing out a [`DeployWriter`], which also answers [`super::Facts`]); they never see a
 //! connection, SQL or a storage format. Every method is one transaction of its own: what
 //! must happen together (a new instance and its batch's next planned start; an action's end
-//! and what follows from it) is one method. Ids are allocated by the backend; times are the
+//! and what follows from it) is one method. What the scheduler needs of the repository is
+//! its own trait, `scheduling::scheduler::PlannedStarts`, implemented beside these. Ids are allocated by the backend; times are the
 //! backend's "now" in UTC, or wall-clock text the caller computed (the repository does no
 //! time arithmetic).
 
@@ -12,10 +13,11 @@ use super::Facts;
 use super::Result;
 use super::model::{
     ActionEnd, ActionState, Change, IdTable, InstanceRow, InstanceState, InstanceSummary,
-    NewInstance, Restarted, ScheduledStart, StoredStart,
+    NewInstance, Restarted,
 };
 use crate::dsr::model::{Batch, Connection, Folder, Sheet};
-use crate::schedule::{Planned, Schedule};
+use crate::scheduling::schedule::{Planned, Schedule};
+use crate::scheduling::scheduler::ScheduledStart;
 
 /// A deploy's writes, inside its one transaction (`Repository::write`), with the
 /// [`Facts`] validation asks in the same transaction. Each write reports what it changed.
@@ -78,8 +80,6 @@ pub trait InstanceStore {
     ) -> Result<()>;
     /// Records the connections an action's attempt writes without a commit marker.
     fn set_unmarked(&self, id: i64, action: i64, connections: &[i64]) -> Result<()>;
-    /// Whether an instance of scheduled batch `batch_id` is running or waiting.
-    fn batch_is_running(&self, batch_id: i64) -> Result<bool>;
 }
 
 /// The deployed sheets, as a run reads them when it starts.
@@ -91,15 +91,4 @@ pub trait SheetStore {
     /// The sheets of a folder and every folder below it, in order; `None` when the folder
     /// does not exist.
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;
-}
-
-/// Planned starts of scheduled batches.
-pub trait ScheduleStore {
-    /// The planned starts at or before `until` (wall-clock text in the service zone).
-    fn due_starts(&self, until: &str) -> Result<Vec<StoredStart>>;
-    /// A batch with its planned start, if the batch exists.
-    fn batch_schedule(&self, batch_id: i64) -> Result<Option<StoredStart>>;
-    /// Moves a planned start from `from` (as read) to `next` (none: removed); `false`, with
-    /// nothing written, when it changed meanwhile.
-    fn advance_start(&self, batch_id: i64, from: &str, next: Option<&Planned>) -> Result<bool>;
 }

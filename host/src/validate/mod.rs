@@ -117,8 +117,8 @@ pub fn batch_schedule(
     b: &Batch,
     path: &Path,
     problems: &mut Problems,
-) -> Option<crate::schedule::Schedule> {
-    use crate::schedule::{GapPolicy, OverlapPolicy, parse};
+) -> Option<crate::scheduling::schedule::Schedule> {
+    use crate::scheduling::schedule::{GapPolicy, OverlapPolicy, parse};
     let repeat = match parse(&b.schedule.v) {
         Ok(r) => Some(r),
         Err(e) => {
@@ -185,7 +185,7 @@ pub fn batch_schedule(
         "`skip` or `wait`",
         running != Some(false),
     );
-    Some(crate::schedule::Schedule {
+    Some(crate::scheduling::schedule::Schedule {
         repeat: repeat?,
         gap: gap.unwrap_or(Some(GapPolicy::Next))?,
         overlap: overlap.unwrap_or(Some(OverlapPolicy::First))?,

@@ -16,12 +16,12 @@ pub(super) mod writer;
 
 use super::model::{
     ActionEnd, ActionState, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
-    ScheduledStart, StoredStart,
 };
-use super::store::{DeployWriter, InstanceStore, ScheduleStore, SheetStore};
+use super::store::{DeployWriter, InstanceStore, SheetStore};
 use super::{Error, Result};
 use crate::dsr::model::Sheet;
-use crate::schedule::Planned;
+use crate::scheduling::schedule::Planned;
+use crate::scheduling::scheduler::{PlannedStarts, ScheduledStart, StoredStart};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -388,10 +388,6 @@ impl InstanceStore for Repository {
     fn set_unmarked(&self, id: i64, action: i64, connections: &[i64]) -> Result<()> {
         self.with(|c| instances::set_unmarked(c, id, action, connections))
     }
-
-    fn batch_is_running(&self, batch_id: i64) -> Result<bool> {
-        self.with(|c| instances::batch_is_running(c, batch_id))
-    }
 }
 
 impl SheetStore for Repository {
@@ -418,7 +414,13 @@ impl SheetStore for Repository {
     }
 }
 
-impl ScheduleStore for Repository {
+impl PlannedStarts for Repository {
+    type Error = Error;
+
+    fn batch_is_running(&self, batch_id: i64) -> Result<bool> {
+        self.with(|c| instances::batch_is_running(c, batch_id))
+    }
+
     fn due_starts(&self, until: &str) -> Result<Vec<StoredStart>> {
         self.with(|c| schedules::due(c, until))
     }

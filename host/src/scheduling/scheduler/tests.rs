@@ -1,6 +1,7 @@
 //! The scheduler's decisions on a real repository and executor, at chosen instants.
 
 use super::*;
+use crate::exec::batch::Executor;
 use crate::repo::sqlite::testing::{execute, rows};
 
 struct Env {

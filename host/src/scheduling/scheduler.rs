@@ -14,11 +14,9 @@
 //! without running; so do those of a batch whose previous run is still going when its
 //! `ifRunning` is `skip` (with `wait` it starts, late, when that run ends).
 
-use crate::clock::{self, wall};
-use crate::exec::batch::{Element, Executor, RunRequest};
-use crate::repo::model::{ScheduledStart, StoredStart};
-use crate::repo::{self, InstanceStore, Repository, ScheduleStore};
-use crate::schedule::{GapPolicy, OverlapPolicy, Planned, Schedule};
+use crate::plan::Element;
+use crate::scheduling::clock::{self, wall};
+use crate::scheduling::schedule::{GapPolicy, OverlapPolicy, Planned, Schedule};
 use chrono::{DateTime, Duration, NaiveDateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
@@ -28,7 +26,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// The user scheduled instances run as.
 pub const USER: &str = "scheduler";
 
-pub use crate::repo::model::LATE_AFTER_SECONDS;
+/// A scheduled start this much later than planned is recorded as late.
+pub const LATE_AFTER_SECONDS: i64 = 60;
 
 /// A scheduled batch as the scheduler reads it.
 #[derive(Debug, Clone)]
@@ -53,6 +52,118 @@ pub struct Due {
     pub planned: Planned,
 }
 
+/// A new instance that the scheduler starts: recorded with the batch and its planned start,
+/// and the batch's next planned start written in the same transaction, only if its planned
+/// start is still `from` (else nothing is stored: the repository's conflict error).
+#[derive(Debug, Clone)]
+pub struct ScheduledStart {
+    /// The batch.
+    pub batch_id: i64,
+    /// Its planned start as read (`start_dt`).
+    pub from: String,
+    /// Its next planned start; `None` when there is none.
+    pub next: Option<Planned>,
+    /// How many seconds after its planned start it starts.
+    pub late_seconds: i64,
+}
+
+/// A batch's planned start as stored, for the scheduler (which reads its schedule text).
+#[derive(Debug, Clone)]
+pub struct StoredStart {
+    /// Batch id.
+    pub batch_id: i64,
+    /// Batch name.
+    pub name: String,
+    /// Its schedule's text, spring-gap and autumn-overlap policies.
+    pub schedule: String,
+    /// `springGap`.
+    pub spring_gap: String,
+    /// `autumnOverlap`.
+    pub autumn_overlap: String,
+    /// `ifRunning`: `skip` or `wait`.
+    pub if_running: String,
+    /// Whether it runs.
+    pub enabled: bool,
+    /// What it runs; `Err` when the stored elements cannot be read.
+    pub elements: Result<Vec<Element>, String>,
+    /// Its variables; `Err` when they cannot be read.
+    pub variables: Result<Vec<(String, String)>, String>,
+    /// The planned start as stored (`start_dt`, as text whatever was written into it);
+    /// `None` for a batch without one (only [`PlannedStarts::batch_schedule`]).
+    pub start_dt: Option<String>,
+    /// Whether `start_dt` means the second occurrence of an ambiguous wall-clock time.
+    pub second: bool,
+}
+
+/// What the scheduler needs of the repository (`repo::Repository` implements it), so that
+/// the scheduler does not depend on the repository.
+pub trait PlannedStarts {
+    /// The repository's error.
+    type Error: std::fmt::Display;
+    /// The planned starts at or before `until` (wall-clock text in the service zone),
+    /// earliest first.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn due_starts(&self, until: &str) -> Result<Vec<StoredStart>, Self::Error>;
+    /// A batch with its planned start, if the batch exists.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn batch_schedule(&self, batch_id: i64) -> Result<Option<StoredStart>, Self::Error>;
+    /// Moves a planned start from `from` (as read) to `next` (none: removed); `false`, with
+    /// nothing written, when it changed meanwhile.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn advance_start(
+        &self,
+        batch_id: i64,
+        from: &str,
+        next: Option<&Planned>,
+    ) -> Result<bool, Self::Error>;
+    /// Whether an instance of batch `batch_id` is running or waiting.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn batch_is_running(&self, batch_id: i64) -> Result<bool, Self::Error>;
+}
+
+/// What starts a scheduled batch: the executor, which the server hands to the scheduler
+/// (so that the scheduler does not depend on it).
+pub trait Starter {
+    /// The repository the planned starts are kept in.
+    type Store: PlannedStarts;
+
+    /// The repository whose planned starts the scheduler reads and moves.
+    fn store(&self) -> &Self::Store;
+
+    /// Starts `due`'s elements with its variables, as batch `due.name` and user [`USER`],
+    /// recording `scheduled` with the new instance in one transaction; the instance id.
+    ///
+    /// # Errors
+    ///
+    /// Why it did not start; nothing was stored.
+    fn start_scheduled(&self, due: &Due, scheduled: &ScheduledStart) -> Result<i64, NotStarted>;
+}
+
+/// Why a scheduled start did not happen (nothing was stored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotStarted {
+    /// The planned start changed meanwhile (a sheet moved it): the next tick decides again.
+    Changed,
+    /// Not now (the repository was busy or failed, or too many instances wait): the start
+    /// stays, the next tick tries again.
+    Later(String),
+    /// Never (its elements no longer exist, or wait for each other in a cycle): the planned
+    /// start passes, so that one broken batch does not block the others.
+    Never(String),
+}
+
 /// What one tick did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Tick {
@@ -73,7 +184,10 @@ pub struct Tick {
 /// # Errors
 ///
 /// A repository error; a batch whose stored schedule cannot be read is logged and left out.
-pub fn candidates(store: &dyn ScheduleStore, local_now: NaiveDateTime) -> repo::Result<Vec<Due>> {
+pub fn candidates<S: PlannedStarts>(
+    store: &S,
+    local_now: NaiveDateTime,
+) -> Result<Vec<Due>, S::Error> {
     let until = wall(local_now + Duration::hours(3));
     let mut out = Vec::new();
     for stored in store.due_starts(&until)? {
@@ -89,7 +203,7 @@ pub fn candidates(store: &dyn ScheduleStore, local_now: NaiveDateTime) -> repo::
 /// The schedule of a stored planned start, or why it cannot be read.
 fn schedule_of(s: &StoredStart) -> Result<Schedule, String> {
     Ok(Schedule {
-        repeat: crate::schedule::parse(&s.schedule).map_err(|e| e.message)?,
+        repeat: crate::scheduling::schedule::parse(&s.schedule).map_err(|e| e.message)?,
         gap: GapPolicy::parse(&s.spring_gap).unwrap_or_default(),
         overlap: OverlapPolicy::parse(&s.autumn_overlap).unwrap_or_default(),
     })
@@ -150,15 +264,19 @@ fn fix_for(id: i64) -> String {
 /// # Errors
 ///
 /// A repository error (the tick stops; the next one tries again).
-pub fn tick(exec: &Arc<Executor>, zone: Tz, now: DateTime<Utc>) -> repo::Result<Tick> {
+pub fn tick<S: Starter>(
+    starter: &S,
+    zone: Tz,
+    now: DateTime<Utc>,
+) -> Result<Tick, <S::Store as PlannedStarts>::Error> {
     // One tick at a time: the scheduler's thread and `AdvanceClock` both tick, and a
     // tick's report must hold every start it made.
     static TICKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = TICKING
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let repo: &Arc<Repository> = exec.repo();
-    let due = candidates(&**repo, now.with_timezone(&zone).naive_local())?;
+    let repo = starter.store();
+    let due = candidates(repo, now.with_timezone(&zone).naive_local())?;
     let mut report = Tick {
         looked_at: due.len(),
         ..Tick::default()
@@ -168,7 +286,7 @@ pub fn tick(exec: &Arc<Executor>, zone: Tz, now: DateTime<Utc>) -> repo::Result<
         // One batch's stored data that no code foresaw must not keep the others from
         // starting: a panic is logged and the tick goes on with the next batch.
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            one(exec, repo, zone, now, d, &mut report)
+            one(starter, repo, zone, now, d, &mut report)
         })) {
             Ok(result) => result?,
             Err(_) => {
@@ -184,14 +302,14 @@ pub fn tick(exec: &Arc<Executor>, zone: Tz, now: DateTime<Utc>) -> repo::Result<
 }
 
 /// Decides on one candidate of a tick.
-fn one(
-    exec: &Arc<Executor>,
-    repo: &Arc<Repository>,
+fn one<S: Starter>(
+    starter: &S,
+    repo: &S::Store,
     zone: Tz,
     now: DateTime<Utc>,
     d: Due,
     report: &mut Tick,
-) -> repo::Result<()> {
+) -> Result<(), <S::Store as PlannedStarts>::Error> {
     let when = d.schedule.due(zone, &d.planned);
     if when.is_some_and(|w| w > now) {
         return Ok(());
@@ -221,12 +339,6 @@ fn one(
         return Ok(());
     }
     let late = (now - when).num_seconds().max(0);
-    let req = RunRequest {
-        batch_name: d.name.clone(),
-        user: USER.to_owned(),
-        elements: d.elements.clone(),
-        variables: d.variables.clone(),
-    };
     let planned_text = d.planned.to_string();
     let scheduled = ScheduledStart {
         batch_id: d.batch_id,
@@ -234,7 +346,7 @@ fn one(
         next,
         late_seconds: late,
     };
-    let started = exec.start_scheduled(req, Some(&scheduled));
+    let started = starter.start_scheduled(&d, &scheduled);
     match started {
         Ok(id) => {
             if late > LATE_AFTER_SECONDS {
@@ -244,15 +356,13 @@ fn one(
             }
             report.started.push((d.batch_id, id));
         }
-        Err(crate::exec::batch::StartError::Repo(repo::Error::Conflict(_))) => {}
-        Err(
-            e @ (crate::exec::batch::StartError::Repo(_) | crate::exec::batch::StartError::Busy(_)),
-        ) => {
+        Err(NotStarted::Changed) => {}
+        Err(NotStarted::Later(e)) => {
             // The repository was busy or failed, or too many instances wait: the start
             // stays, the next tick retries.
             tracing::warn!(message = "A scheduled batch could not start yet; the next tick tries again.", batch_id = d.batch_id, planned = %planned_text, error = %e);
         }
-        Err(e) => {
+        Err(NotStarted::Never(e)) => {
             // The elements no longer exist, or form a cycle: the start passes, with the
             // reason in the log, so that one broken batch does not block the others.
             tracing::error!(message = "A scheduled batch could not start; its planned start passes.", batch_id = d.batch_id, planned = %planned_text, error = %e);
@@ -285,7 +395,10 @@ impl Drop for Handle {
 /// # Errors
 ///
 /// When the thread cannot be started.
-pub fn spawn(exec: Arc<Executor>, period: std::time::Duration) -> std::io::Result<Handle> {
+pub fn spawn(
+    starter: impl Starter + Send + 'static,
+    period: std::time::Duration,
+) -> std::io::Result<Handle> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let thread = std::thread::Builder::new()
@@ -296,7 +409,7 @@ pub fn spawn(exec: Arc<Executor>, period: std::time::Duration) -> std::io::Resul
                 // A panic in one tick (a bug, or stored data no code foresaw) must not end
                 // scheduling for good: it is logged, and the next tick tries again.
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    tick(&exec, t.zone, t.clock.now())
+                    tick(&starter, t.zone, t.clock.now())
                 })) {
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => {
@@ -370,24 +483,45 @@ pub struct NextStart {
 ///
 /// # Errors
 ///
-/// A repository error, or a stored schedule that cannot be read.
-pub fn next_runs(
-    store: &dyn ScheduleStore,
+/// A repository error (a schedule or planned start that cannot be read is a `problem`).
+pub fn next_runs<S: PlannedStarts>(
+    store: &S,
     id: i64,
     count: usize,
     zone: Tz,
-) -> repo::Result<Option<NextRuns>> {
+) -> Result<Option<NextRuns>, S::Error> {
     let Some(stored) = store.batch_schedule(id)? else {
         return Ok(None);
     };
-    let schedule = schedule_of(&stored).map_err(repo::Error::Corrupt)?;
-    let starts = match stored.start_dt.as_deref().and_then(clock::parse_wall) {
-        Some(local) => {
+    let (starts, problem) = match (
+        schedule_of(&stored),
+        stored
+            .start_dt
+            .as_deref()
+            .map(|t| (t, clock::parse_wall(t))),
+    ) {
+        // A schedule or a planned start that cannot be read: say which, and what to do.
+        (Err(e), _) => (
+            Vec::new(),
+            Some(format!(
+                "the stored schedule `{}` cannot be read, so the batch does not run: {e}; deploy the batch again",
+                stored.schedule
+            )),
+        ),
+        (Ok(_), Some((bad, None))) => (
+            Vec::new(),
+            Some(format!(
+                "start_dt `{bad}` is not a planned start, so the batch does not run; {}",
+                fix_for(id)
+            )),
+        ),
+        (Ok(_), None) => (Vec::new(), None),
+        (Ok(schedule), Some((_, Some(local)))) => {
             let first = Planned {
                 local,
                 second: stored.second,
             };
-            schedule
+            let starts = schedule
                 .upcoming(zone, &first, count)
                 .into_iter()
                 .map(|u| {
@@ -405,21 +539,10 @@ pub fn next_runs(
                         clock_change: u.clock_change,
                     }
                 })
-                .collect()
+                .collect();
+            (starts, None)
         }
-        None => Vec::new(),
     };
-    // A planned start that is not one: say which value and what to write instead.
-    let problem = stored
-        .start_dt
-        .as_deref()
-        .filter(|t| clock::parse_wall(t).is_none())
-        .map(|bad| {
-            format!(
-                "start_dt `{bad}` is not a planned start, so the batch does not run; {}",
-                fix_for(id)
-            )
-        });
     Ok(Some(NextRuns {
         batch_id: id,
         name: stored.name,
