@@ -4,14 +4,33 @@
 use super::value::{LineIndex, Path, Span};
 use serde::Serialize;
 
-/// How bad a problem is: an error rejects the deploy, a warning is only reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Rejects the deploy.
-    Error,
-    /// Reported in the answer; the deploy goes on.
-    Warning,
+/// How bad a problem is: an error rejects the deploy, a warning is only reported. One enum
+/// for the host's problems and those a plugin reports (the sdk's); answered as `error` or
+/// `warning`.
+pub use weft_sdk::Severity;
+
+/// Severity as the word the API answers and the client reads.
+mod severity_word {
+    use super::Severity;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(s: &Severity, ser: S) -> Result<S::Ok, S::Error> {
+        ser.serialize_str(match s {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        })
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Severity, D::Error> {
+        match String::deserialize(de)?.as_str() {
+            "error" => Ok(Severity::Error),
+            "warning" => Ok(Severity::Warning),
+            other => Err(serde::de::Error::unknown_variant(
+                other,
+                &["error", "warning"],
+            )),
+        }
+    }
 }
 
 /// One problem of a document.
@@ -73,6 +92,7 @@ impl Problem {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Detail {
     /// Error or warning.
+    #[serde(with = "severity_word")]
     pub severity: Severity,
     /// Stable code.
     pub code: String,

@@ -2,10 +2,38 @@
 //! their modules and object types, the connection types, each connection's dialect from the
 //! key file, and the deploy's quick look at whether the objects exist.
 
-use super::Catalog;
 use crate::plugins::Registry;
 use std::collections::BTreeMap;
 use weft_sdk::ModuleInfo;
+
+/// What validation needs to know of the loaded plugins and the connections' dialects.
+pub trait Catalog {
+    /// What module `name` declares, if a loaded plugin provides it.
+    fn module(&self, name: &str) -> Option<weft_sdk::ModuleInfo>;
+    /// Every module name, sorted.
+    fn module_names(&self) -> Vec<String>;
+    /// Asks module `name` to validate an action.
+    ///
+    /// # Errors
+    ///
+    /// When the module failed (a panic caught at the boundary, say).
+    fn validate_action(
+        &self,
+        name: &str,
+        input: &weft_sdk::ValidateInput,
+    ) -> Result<weft_sdk::ValidateOutput, String>;
+    /// Whether object type `id` is provided.
+    fn object_type(&self, id: i64) -> bool;
+    /// Every object type as `id (name)`.
+    fn object_type_names(&self) -> Vec<String>;
+    /// Every connection type, the native `sqlite` included.
+    fn connection_types(&self) -> Vec<String>;
+    /// The SQL dialect of connection number `id`, whose type is `kind`.
+    fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect;
+    /// Checks objects against their connections: `(node id, warning)` for each that is off.
+    /// Validation judges the document: what the data holds is only ever a warning.
+    fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)>;
+}
 
 /// The validator's view of the loaded plugins, with the key file for connection dialects.
 pub struct PluginCatalog<'a> {

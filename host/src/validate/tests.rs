@@ -1,5 +1,6 @@
 //! Validation against fakes of the repository (`Facts`) and the plugins (`Catalog`): each
-//! rule family judged without a repository file or a plugin library.
+//! rule family (`ids`, `folders`, `graph`, `actions`, `batches`, connections in `mod.rs`)
+//! judged without a repository file or a plugin library.
 
 use super::*;
 use crate::repo::Result as RepoResult;
@@ -45,31 +46,50 @@ impl Facts for FakeFacts {
     }
 }
 
-/// Plugins as validation sees them: one module `Copy` (one source, one target), the table
-/// object type, the native connection type.
+/// Plugins as validation sees them: module `Copy` (one source, one target), which reports
+/// `sql.syntax` at the word `bad` of its action text, and `Boom`, whose validation fails;
+/// the table object type; the native connection type.
 struct FakeCatalog;
 
 impl Catalog for FakeCatalog {
     fn module(&self, name: &str) -> Option<weft_sdk::ModuleInfo> {
-        (name == "Copy").then(|| weft_sdk::ModuleInfo {
-            name: "Copy".into(),
-            description: "copies".into(),
-            attributes: Default::default(),
-            min_sources: 1,
-            max_sources: 1,
-            min_targets: 1,
-            max_targets: 1,
-        })
+        ["Copy", "Boom"]
+            .contains(&name)
+            .then(|| weft_sdk::ModuleInfo {
+                name: name.into(),
+                description: "copies".into(),
+                attributes: Default::default(),
+                min_sources: 1,
+                max_sources: 1,
+                min_targets: 1,
+                max_targets: 1,
+            })
     }
     fn module_names(&self) -> Vec<String> {
-        vec!["Copy".to_owned()]
+        vec!["Boom".to_owned(), "Copy".to_owned()]
     }
     fn validate_action(
         &self,
-        _name: &str,
-        _input: &weft_sdk::ValidateInput,
+        name: &str,
+        input: &weft_sdk::ValidateInput,
     ) -> Result<weft_sdk::ValidateOutput, String> {
-        Ok(weft_sdk::ValidateOutput::default())
+        if name == "Boom" {
+            return Err("it panicked: index out of bounds".to_owned());
+        }
+        let mut out = weft_sdk::ValidateOutput::default();
+        if let Some(at) = input
+            .action
+            .as_ref()
+            .into_option()
+            .and_then(|t| t.find("bad"))
+        {
+            out.problems.push(weft_sdk::Problem::error(
+                "sql.syntax",
+                "syntax error near `bad`",
+                Some(at as u32),
+            ));
+        }
+        Ok(out)
     }
     fn object_type(&self, id: i64) -> bool {
         id == 1
@@ -218,4 +238,94 @@ fn a_connection_type_no_plugin_provides_is_an_error() {
     let text =
         "{version: 1, transformationData: {connections: [{id: 3, name: \"w\", type: \"oracle\"}]}}";
     assert_eq!(codes(&judge(text, &etl())), vec!["connection.type"]);
+}
+
+#[test]
+fn a_module_problem_is_placed_in_the_action_text_and_a_failing_module_is_named() {
+    // `bad` stands on the second line of the action text, at its sixth column.
+    let text = sheet(
+        &format!(
+            "{{id: 50, type: 0, attributes: {{module: \"Copy\", name: \"c\", action: \"SELECT 1\\nFROM bad\"}}}}, {OBJECTS}"
+        ),
+        "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}",
+    );
+    let p = judge(&text, &etl());
+    assert_eq!(codes(&p), vec!["sql.syntax"]);
+    let problem = &p.as_slice()[0];
+    assert!(problem.message.starts_with("action 50: "), "{problem:?}");
+    let at = text.find("bad").expect("bad") as u32;
+    assert_eq!(problem.span.map(|s| s.start), Some(at), "{problem:?}");
+    // A module whose validation fails: named, with why.
+    let text = sheet(
+        &format!("{{id: 50, type: 0, attributes: {{module: \"Boom\", name: \"c\"}}}}, {OBJECTS}"),
+        "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}",
+    );
+    let p = judge(&text, &etl());
+    assert_eq!(codes(&p), vec!["module.failed"]);
+    assert!(
+        p.as_slice()[0].message.contains("Boom failed")
+            && p.as_slice()[0].message.contains("panicked"),
+        "{:?}",
+        p.as_slice()
+    );
+    // The host enforces the module's number of sources (and object 51 now hangs alone).
+    let text = sheet(
+        &format!("{{id: 50, type: 0, attributes: {{module: \"Copy\", name: \"c\"}}}}, {OBJECTS}"),
+        "{id: 2, from: 50, to: 52}",
+    );
+    assert_eq!(
+        codes(&judge(&text, &etl())),
+        vec!["module.sources", "node.unconnected"]
+    );
+}
+
+#[test]
+fn batches_need_a_readable_schedule_and_elements_that_exist() {
+    let batch = |schedule: &str, elements: &str| {
+        format!(
+            "{{version: 1, transformationData: {{batches: [{{id: 7, name: \"nightly\", schedule: \"{schedule}\", elements: [{elements}]}}]}}}}"
+        )
+    };
+    let mut facts = etl();
+    assert_eq!(
+        codes(&judge(
+            &batch("hourly", "{elementType: \"F\", elementId: 10}"),
+            &facts
+        )),
+        vec!["batch.schedule"]
+    );
+    assert_eq!(
+        codes(&judge(
+            &batch("daily 22:00", "{elementType: \"S\", elementId: 99}"),
+            &facts
+        )),
+        vec!["batch.element_missing"]
+    );
+    assert_eq!(
+        codes(&judge(
+            &batch("daily 22:00", "{elementType: \"X\", elementId: 10}"),
+            &facts
+        )),
+        vec!["batch.element_type"]
+    );
+    // A folder in the repository, and a sheet in the document, are there.
+    assert!(
+        codes(&judge(
+            &batch("daily 22:00", "{elementType: \"F\", elementId: 10}"),
+            &facts
+        ))
+        .is_empty()
+    );
+    facts.folders.insert(11, "/etl/b".to_owned());
+    let text = sheet(
+        &format!("{{id: 50, type: 0, attributes: {{module: \"Copy\", name: \"c\"}}}}, {OBJECTS}"),
+        "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}",
+    )
+    .replacen(
+        "]}}",
+        "], batches: [{id: 7, name: \"n\", schedule: \"every 15 minutes\", elements: [{elementType: \"S\", elementId: 5}]}]}}",
+        1,
+    );
+    let p = judge(&text, &facts);
+    assert!(codes(&p).is_empty(), "{:?}", p.as_slice());
 }

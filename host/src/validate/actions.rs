@@ -1,0 +1,232 @@
+//! Actions against their modules: attributes of the declared kinds, the module's number of
+//! sources and targets, its own validation (SQL included) with positions in the `.dsr`
+//! text, and objects checked against their connections.
+
+use super::catalog::Catalog;
+use crate::dsr::model::*;
+use crate::dsr::{Path, Problems, Span};
+
+/// Checks an action's module and the attributes it takes; an unknown module is an error only
+/// when `module_required` (full validation).
+pub(super) fn action(
+    a: &ActionAttributes,
+    apath: &Path,
+    module_required: bool,
+    catalog: &dyn Catalog,
+    problems: &mut Problems,
+) {
+    use crate::dsr::value::Value;
+    use weft_sdk::AttributeKind;
+    let Some(m) = catalog.module(&a.module.v) else {
+        if module_required {
+            problems.error(
+                "node.unknown_module",
+                format!(
+                    "module `{}` is not provided by any loaded plugin; known modules: {}",
+                    a.module.v,
+                    catalog.module_names().join(", ")
+                ),
+                a.module.span,
+                &apath.key("module"),
+            );
+        }
+        return;
+    };
+    for (key, value) in &a.extra {
+        let Some(spec) = m.attributes.iter().find(|s| s.name == key.v.as_str()) else {
+            let mut names: Vec<&str> = m.attributes.iter().map(|s| s.name.as_str()).collect();
+            names.sort_unstable();
+            let takes = if names.is_empty() {
+                String::new()
+            } else {
+                format!(" and {}", names.join(", "))
+            };
+            problems.error(
+                "node.module_attribute",
+                format!("unknown attribute `{}` for module {}; it takes module, documentation, name, action{takes}", key.v, m.name),
+                key.span,
+                &apath.key(&key.v),
+            );
+            continue;
+        };
+        let (fits, expected) = match spec.kind {
+            AttributeKind::Bool => (matches!(value.value, Value::Bool(_)), "true or false"),
+            AttributeKind::String => (matches!(value.value, Value::String(_)), "a string"),
+            AttributeKind::Integer => (matches!(value.value, Value::Int(_)), "a whole number"),
+        };
+        if !fits {
+            problems.error(
+                "dsr.wrong_type",
+                format!(
+                    "`{}` of module {} must be {expected}, found {}",
+                    key.v,
+                    m.name,
+                    value.value.kind()
+                ),
+                value.span,
+                &apath.key(&key.v),
+            );
+        }
+    }
+}
+
+/// Asks each action's module to validate it, places the module's problems in the document,
+/// and checks that every table the action text reads is one of the action's objects.
+pub(super) fn plugin_checks(
+    s: &Sheet,
+    path: &Path,
+    dialect: &dyn Fn(i64) -> weft_sdk::Dialect,
+    catalog: &dyn Catalog,
+    text: &str,
+    problems: &mut Problems,
+) {
+    use weft_sdk::abi_stable::std_types::{RString, Tuple2};
+    for plan in crate::plan::actions_of(s, dialect) {
+        let node = &s.nodes[plan.index];
+        let NodeAttributes::Action(a) = &node.attributes else {
+            continue;
+        };
+        let apath = path.key("nodes").index(plan.index).key("attributes");
+        if catalog.module(&plan.module).is_none() {
+            continue;
+        }
+        let input = weft_sdk::ValidateInput {
+            action_id: plan.id,
+            action: plan.text.as_deref().map(RString::from).into(),
+            attributes: plan
+                .attributes
+                .iter()
+                .map(|(k, v)| Tuple2(RString::from(k.as_str()), v.clone()))
+                .collect(),
+            sources: plan.sources.iter().map(|(o, _)| o.clone()).collect(),
+            targets: plan.targets.iter().map(|(o, _)| o.clone()).collect(),
+        };
+        let out = match catalog.validate_action(&plan.module, &input) {
+            Ok(out) => out,
+            Err(e) => {
+                problems.error(
+                    "module.failed",
+                    format!(
+                        "action {}: module {} failed while validating it: {e}",
+                        plan.id, plan.module
+                    ),
+                    a.module.span,
+                    &apath.key("module"),
+                );
+                continue;
+            }
+        };
+        // Offsets in the action text become places in the document.
+        let map = a
+            .action
+            .as_ref()
+            .map(|t| crate::dsr::hjson::string_source_map(text, t.span.start as usize));
+        let place = |offset: Option<u32>| -> (Span, Path) {
+            match (offset, &map) {
+                (Some(o), Some(map)) => {
+                    // The end of the text is just after its last character (the literal's
+                    // closing quotes may stand on a later line).
+                    let o = o as usize;
+                    let at = if o + 1 >= map.len() && map.len() >= 2 {
+                        let last = map[map.len() - 2];
+                        last + text[last..].chars().next().map_or(1, char::len_utf8)
+                    } else {
+                        map.get(o).copied().unwrap_or(0)
+                    };
+                    (Span::new(at, at), apath.key("action"))
+                }
+                _ => (a.module.span, apath.key("module")),
+            }
+        };
+        for p in out.problems.iter() {
+            let (span, ppath) = place(p.offset.into_option());
+            let message = format!("action {}: {}", plan.id, p.message);
+            let code = match p.code.as_str() {
+                "sql.syntax" => "sql.syntax",
+                "sql.missing" => "sql.missing",
+                "sql.not_a_query" => "sql.not_a_query",
+                "module.sources" => "module.sources",
+                "module.targets" => "module.targets",
+                "module.attribute" => "module.attribute",
+                _ => "module.problem",
+            };
+            match p.severity {
+                crate::dsr::Severity::Error => problems.error(code, message, span, &ppath),
+                crate::dsr::Severity::Warning => problems.warning(code, message, span, &ppath),
+            }
+        }
+        // The host enforces what the module declares.
+        let info = catalog.module(&plan.module);
+        if let Some(info) = &info {
+            let range = |min: u32, max: u32| match (min, max) {
+                (a, b) if a == b => format!("exactly {a}"),
+                (a, u32::MAX) => format!("at least {a}"),
+                (a, b) => format!("{a} to {b}"),
+            };
+            let (ns, nt) = (plan.sources.len() as u32, plan.targets.len() as u32);
+            if ns < info.min_sources || ns > info.max_sources {
+                problems.error(
+                    "module.sources",
+                    format!(
+                        "action {}: {} takes {} source object(s); this action has {ns}",
+                        plan.id,
+                        plan.module,
+                        range(info.min_sources, info.max_sources)
+                    ),
+                    a.module.span,
+                    &apath.key("module"),
+                );
+            }
+            if nt < info.min_targets || nt > info.max_targets {
+                problems.error(
+                    "module.targets",
+                    format!(
+                        "action {}: {} takes {} target object(s); this action has {nt}",
+                        plan.id,
+                        plan.module,
+                        range(info.min_targets, info.max_targets)
+                    ),
+                    a.module.span,
+                    &apath.key("module"),
+                );
+            }
+        }
+        // A read matches a source, or a target on a connection the sources are on (an action
+        // may read what it writes), or any object when the action has no sources.
+        let source_connections: Vec<i64> =
+            plan.sources.iter().map(|(o, _)| o.connection_id).collect();
+        let readable = plan
+            .sources
+            .iter()
+            .chain(plan.targets.iter().filter(|(o, _)| {
+                source_connections.is_empty() || source_connections.contains(&o.connection_id)
+            }));
+        let readable: Vec<&(weft_sdk::ObjectRef, String)> = readable.collect();
+        for read in out.reads.iter() {
+            let schema = read.schema.as_ref().into_option().map(|s| s.as_str());
+            let known = readable.iter().any(|(o, _)| {
+                o.name.eq_ignore_ascii_case(&read.name)
+                    && match (schema, o.schema.as_ref().into_option()) {
+                        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                        _ => true,
+                    }
+            });
+            if !known {
+                let shown = match schema {
+                    Some(sc) => format!("{sc}.{}", read.name),
+                    None => read.name.to_string(),
+                };
+                let (span, ppath) = place(read.offset.into_option());
+                problems.error(
+                    "sql.unknown_table",
+                    format!(
+                        "action {} reads `{shown}`, which is not one of its source objects; add a source node for it (the execution order depends on it)",
+                        plan.id
+                    ),
+                    span,
+                    &ppath,
+                );
+            }
+        }
+    }
+}

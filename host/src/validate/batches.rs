@@ -1,0 +1,181 @@
+//! Scheduled batches: their schedules with the clock-change policies, `ifRunning`, and the
+//! elements they run, in the document or in the repository.
+
+use super::ids::has_control;
+use crate::dsr::model::*;
+use crate::dsr::{Path, Problems, Span};
+use crate::repo::Facts;
+use std::collections::{HashMap, HashSet};
+
+/// The schedule of a batch, read with its policies; problems placed in the `.dsr` text.
+pub fn batch_schedule(
+    b: &Batch,
+    path: &Path,
+    problems: &mut Problems,
+) -> Option<crate::scheduling::schedule::Schedule> {
+    use crate::scheduling::schedule::{GapPolicy, OverlapPolicy, parse};
+    let repeat = match parse(&b.schedule.v) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            // Inside the string when it is written plainly or in one pair of quotes.
+            let (start, end) = (b.schedule.span.start as usize, b.schedule.span.end as usize);
+            let len = b.schedule.v.len();
+            let inner = if end - start == len + 2 {
+                start + 1
+            } else if end - start == len {
+                start
+            } else {
+                usize::MAX
+            };
+            let span = if inner == usize::MAX {
+                b.schedule.span
+            } else {
+                Span::new(inner + e.offset, inner + e.offset)
+            };
+            problems.error(
+                "batch.schedule",
+                format!("batch {}: {}", b.id.v, e.message),
+                span,
+                &path.key("schedule"),
+            );
+            None
+        }
+    };
+    let mut policy = |field: &Option<At<String>>, key: &str, allowed: &str, ok: bool| {
+        if let Some(f) = field
+            && !ok
+        {
+            problems.error(
+                "batch.policy",
+                format!("batch {}: `{key}` is `{}`; use {allowed}", b.id.v, f.v),
+                f.span,
+                &path.key(key),
+            );
+        }
+    };
+    let gap = b.spring_gap.as_ref().map(|g| GapPolicy::parse(&g.v));
+    let overlap = b
+        .autumn_overlap
+        .as_ref()
+        .map(|o| OverlapPolicy::parse(&o.v));
+    let running = b
+        .if_running
+        .as_ref()
+        .map(|r| matches!(r.v.as_str(), "skip" | "wait"));
+    policy(
+        &b.spring_gap,
+        "springGap",
+        "`next` or `skip`",
+        !matches!(gap, Some(None)),
+    );
+    policy(
+        &b.autumn_overlap,
+        "autumnOverlap",
+        "`first`, `second` or `both`",
+        !matches!(overlap, Some(None)),
+    );
+    policy(
+        &b.if_running,
+        "ifRunning",
+        "`skip` or `wait`",
+        running != Some(false),
+    );
+    Some(crate::scheduling::schedule::Schedule {
+        repeat: repeat?,
+        gap: gap.unwrap_or(Some(GapPolicy::Next))?,
+        overlap: overlap.unwrap_or(Some(OverlapPolicy::First))?,
+    })
+}
+
+pub(super) fn batches(
+    doc: &Document,
+    td: &Path,
+    doc_folders: &HashMap<i64, &str>,
+    facts: &dyn Facts,
+    problems: &mut Problems,
+) -> crate::repo::Result<()> {
+    let mut seen: HashMap<i64, usize> = HashMap::new();
+    let doc_sheets: HashSet<i64> = doc.sheets.iter().map(|s| s.id.v).collect();
+    let doc_actions: HashSet<i64> = doc
+        .sheets
+        .iter()
+        .flat_map(|s| s.nodes.iter())
+        .filter(|n| matches!(n.attributes, NodeAttributes::Action(_)))
+        .map(|n| n.id.v)
+        .collect();
+    for (i, b) in doc.batches.iter().enumerate() {
+        let path = td.key("batches").index(i);
+        if let Some(first) = seen.insert(b.id.v, i) {
+            problems.error(
+                "id.duplicate",
+                format!(
+                    "batch id {} is used twice in this document (first at batches[{first}])",
+                    b.id.v
+                ),
+                b.id.span,
+                &path.key("id"),
+            );
+        }
+        if b.name.v.trim().is_empty() || has_control(&b.name.v) {
+            problems.error(
+                "batch.name",
+                format!(
+                    "batch {}: `name` must not be empty nor hold control characters",
+                    b.id.v
+                ),
+                b.name.span,
+                &path.key("name"),
+            );
+        }
+        batch_schedule(b, &path, problems);
+        if b.elements.is_empty() {
+            problems.error(
+                "batch.elements",
+                format!("batch {}: `elements` is empty; a batch runs at least one sheet, action or folder", b.id.v),
+                b.span,
+                &path.key("elements"),
+            );
+        }
+        for (j, e) in b.elements.iter().enumerate() {
+            let epath = path.key("elements").index(j);
+            let (what, exists) = match e.kind.v.as_str() {
+                "S" => (
+                    "sheet",
+                    doc_sheets.contains(&e.id.v) || facts.sheet_exists(e.id.v)?,
+                ),
+                "A" => (
+                    "action",
+                    doc_actions.contains(&e.id.v) || facts.action_exists(e.id.v)?,
+                ),
+                "F" => (
+                    "folder",
+                    doc_folders.contains_key(&e.id.v) || facts.folder_path(e.id.v)?.is_some(),
+                ),
+                other => {
+                    problems.error(
+                        "batch.element_type",
+                        format!(
+                            "batch {}: element type `{other}` is not one of S (sheet), A (action), F (folder)",
+                            b.id.v
+                        ),
+                        e.kind.span,
+                        &epath.key("elementType"),
+                    );
+                    continue;
+                }
+            };
+            if !exists {
+                problems.error(
+                    "batch.element_missing",
+                    format!(
+                        "batch {}: {what} {} does not exist, neither in the repository nor in this document",
+                        b.id.v, e.id.v
+                    ),
+                    e.id.span,
+                    &epath.key("elementId"),
+                );
+            }
+        }
+    }
+    Ok(())
+}
