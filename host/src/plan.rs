@@ -8,7 +8,7 @@ use crate::dsr::model::{Node, NodeAttributes, Sheet};
 use crate::plugins::Registry;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use weft_sdk::abi_stable::std_types::RString;
+use weft_sdk::abi_stable::std_types::{RString, RVec, Tuple2};
 use weft_sdk::{AttributeValue, Dialect, ObjectRef};
 
 /// One element of `elementList` (a run's or a scheduled batch's): a sheet, an action or a
@@ -42,6 +42,26 @@ pub struct ActionPlan {
     pub sources: Vec<(ObjectRef, String)>,
     /// Target objects (edges action -> object).
     pub targets: Vec<(ObjectRef, String)>,
+}
+
+impl ActionPlan {
+    /// The attributes as they cross the plugin boundary.
+    pub fn sdk_attributes(&self) -> RVec<Tuple2<RString, AttributeValue>> {
+        self.attributes
+            .iter()
+            .map(|(k, v)| Tuple2(RString::from(k.as_str()), v.clone()))
+            .collect()
+    }
+
+    /// The source objects as they cross the plugin boundary.
+    pub fn source_refs(&self) -> RVec<ObjectRef> {
+        self.sources.iter().map(|(o, _)| o.clone()).collect()
+    }
+
+    /// The target objects as they cross the plugin boundary.
+    pub fn target_refs(&self) -> RVec<ObjectRef> {
+        self.targets.iter().map(|(o, _)| o.clone()).collect()
+    }
 }
 
 /// The object nodes of `sheet`, as plugins see them.

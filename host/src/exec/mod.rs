@@ -192,13 +192,9 @@ fn run_inner(
         action_id: plan.id,
         action_name: plan.name.as_str().into(),
         action: text.into(),
-        attributes: plan
-            .attributes
-            .iter()
-            .map(|(k, v)| Tuple2(RString::from(k.as_str()), v.clone()))
-            .collect(),
-        sources: plan.sources.iter().map(|(o, _)| o.clone()).collect(),
-        targets: plan.targets.iter().map(|(o, _)| o.clone()).collect(),
+        attributes: plan.sdk_attributes(),
+        sources: plan.source_refs(),
+        targets: plan.target_refs(),
         connections,
         variables: variables
             .iter()

@@ -80,7 +80,7 @@ pub(super) fn plugin_checks(
     text: &str,
     problems: &mut Problems,
 ) {
-    use weft_sdk::abi_stable::std_types::{RString, Tuple2};
+    use weft_sdk::abi_stable::std_types::RString;
     for plan in crate::plan::actions_of(s, dialect) {
         let node = &s.nodes[plan.index];
         let NodeAttributes::Action(a) = &node.attributes else {
@@ -93,13 +93,9 @@ pub(super) fn plugin_checks(
         let input = weft_sdk::ValidateInput {
             action_id: plan.id,
             action: plan.text.as_deref().map(RString::from).into(),
-            attributes: plan
-                .attributes
-                .iter()
-                .map(|(k, v)| Tuple2(RString::from(k.as_str()), v.clone()))
-                .collect(),
-            sources: plan.sources.iter().map(|(o, _)| o.clone()).collect(),
-            targets: plan.targets.iter().map(|(o, _)| o.clone()).collect(),
+            attributes: plan.sdk_attributes(),
+            sources: plan.source_refs(),
+            targets: plan.target_refs(),
         };
         let out = match catalog.validate_action(&plan.module, &input) {
             Ok(out) => out,
