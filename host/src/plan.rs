@@ -1,6 +1,7 @@
 //! The plan of a run: what an action is made of, taken from a sheet ([`ActionPlan`]:
 //! module, text, attributes, sources and targets), the order actions wait for each other in
-//! ([`dependencies`]), and the one cycle finder of validation and runs ([`find_cycle`]).
+//! ([`dependencies`]), the one cycle finder of validation and runs ([`find_cycle`]), and the
+//! stored form of a plan ([`StoredPlan`]) kept with each deployed sheet and each instance.
 //! Used by validate, deploy, exec and the scheduler alike; it knows no repository and no
 //! running.
 
@@ -254,6 +255,137 @@ pub fn dependency_cycle(deps: &BTreeMap<i64, Vec<i64>>) -> Option<Vec<i64>> {
     find_cycle(deps.keys().copied(), |a| {
         deps.get(&a).map_or(&[][..], Vec::as_slice)
     })
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum Attr {
+    Bool(bool),
+    String(String),
+    Integer(i64),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Obj {
+    node: i64,
+    object_type: i64,
+    connection: i64,
+    name: String,
+    schema: Option<String>,
+    dependency: String,
+}
+
+/// An action's plan as stored: with each deployed sheet (so that a run reads its sheets'
+/// plans without reading their definitions again) and with each instance (the repository
+/// state the run came from). Objects are stored without their dialect, which comes from the
+/// key file when the plan is used.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredPlan {
+    id: i64,
+    name: String,
+    module: String,
+    text: Option<String>,
+    attributes: Vec<(String, Attr)>,
+    sources: Vec<Obj>,
+    targets: Vec<Obj>,
+}
+
+fn obj_out(o: &ObjectRef, dep: &str) -> Obj {
+    Obj {
+        node: o.node_id,
+        object_type: o.object_type_id,
+        connection: o.connection_id,
+        name: o.name.to_string(),
+        schema: o.schema.as_ref().into_option().map(|s| s.to_string()),
+        dependency: dep.to_owned(),
+    }
+}
+
+fn obj_in(o: &Obj, dialect: &dyn Fn(i64) -> Dialect) -> (ObjectRef, String) {
+    (
+        ObjectRef {
+            node_id: o.node,
+            object_type_id: o.object_type,
+            connection_id: o.connection,
+            name: o.name.as_str().into(),
+            schema: o.schema.as_deref().map(RString::from).into(),
+            dialect: dialect(o.connection),
+        },
+        o.dependency.clone(),
+    )
+}
+
+impl StoredPlan {
+    /// The stored form of `p`.
+    pub fn from_plan(p: &ActionPlan) -> Self {
+        StoredPlan {
+            id: p.id,
+            name: p.name.clone(),
+            module: p.module.clone(),
+            text: p.text.clone(),
+            attributes: p
+                .attributes
+                .iter()
+                .map(|(k, v)| {
+                    let a = match v {
+                        AttributeValue::Bool(b) => Attr::Bool(*b),
+                        AttributeValue::String(s) => Attr::String(s.to_string()),
+                        AttributeValue::Integer(i) => Attr::Integer(*i),
+                    };
+                    (k.clone(), a)
+                })
+                .collect(),
+            sources: p.sources.iter().map(|(o, d)| obj_out(o, d)).collect(),
+            targets: p.targets.iter().map(|(o, d)| obj_out(o, d)).collect(),
+        }
+    }
+
+    /// The plan again, each object with the dialect of its connection.
+    pub fn to_plan(&self, dialect: &dyn Fn(i64) -> Dialect) -> ActionPlan {
+        ActionPlan {
+            id: self.id,
+            index: 0,
+            name: self.name.clone(),
+            module: self.module.clone(),
+            text: self.text.clone(),
+            attributes: self
+                .attributes
+                .iter()
+                .map(|(k, a)| {
+                    let v = match a {
+                        Attr::Bool(b) => AttributeValue::Bool(*b),
+                        Attr::String(s) => AttributeValue::String(s.as_str().into()),
+                        Attr::Integer(i) => AttributeValue::Integer(*i),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+            sources: self.sources.iter().map(|o| obj_in(o, dialect)).collect(),
+            targets: self.targets.iter().map(|o| obj_in(o, dialect)).collect(),
+        }
+    }
+
+    /// The action's id.
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// The connections of its target objects.
+    pub fn target_connections(&self) -> impl Iterator<Item = i64> + '_ {
+        self.targets.iter().map(|o| o.connection)
+    }
+
+    /// The connections of its source objects.
+    pub fn source_connections(&self) -> impl Iterator<Item = i64> + '_ {
+        self.sources.iter().map(|o| o.connection)
+    }
+}
+
+/// The stored plans of a sheet's actions, in node order.
+pub fn stored_plans(sheet: &Sheet) -> Vec<StoredPlan> {
+    actions_of(sheet, &|_| Dialect::Generic)
+        .iter()
+        .map(StoredPlan::from_plan)
+        .collect()
 }
 
 #[cfg(test)]

@@ -25,6 +25,29 @@ fn deploy_schema_upgrades_each_earlier_version_once() {
         let dump = dump(&home.path().join("repository.db"));
         assert!(dump.contains(&format!("user_version {latest}")));
         assert!(dump.contains("\"/sales\""), "the data is kept: {dump}");
+        // Version 6 filled the plans of every sheet whose definition it could read (the
+        // oldest fixtures hold placeholder definitions `{}`: those keep none, and cannot run
+        // until deployed again).
+        let conn = weft::repo::connect(&home.path().join("repository.db")).expect("open");
+        let plans: Vec<(i64, String, Option<String>)> = conn
+            .prepare("SELECT s.id, s.definition, s.plans FROM sheets s WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.sheet_id = s.id AND n.type = 0)")
+            .expect("prepare")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert!(!plans.is_empty(), "the fixture of version {v} has actions");
+        for (sheet, definition, p) in plans {
+            if definition == "{}" {
+                assert_eq!(p, None, "sheet {sheet} of version {v}");
+            } else {
+                assert!(
+                    p.as_deref()
+                        .is_some_and(|p| p.contains("\"module\":\"Upsert\"")),
+                    "sheet {sheet} of version {v} has no plans: {p:?}"
+                );
+            }
+        }
         let o = script(home.path(), "deploySchema.sh", &[], None);
         assert!(
             text(&o).0.contains(&format!("already at version {latest}")),
@@ -90,6 +113,26 @@ fn the_server_upgrades_an_old_repository_on_start() {
         "user_version {}",
         weft::repo::migrations::latest()
     )));
+    // Its sheet's definition is a placeholder: a run of it says to deploy it again.
+    let run = serde_json::json!({"command": "RunElements", "payload": {"batchExecution": {
+        "batchName": "b", "user": "u", "elementList": [{"elementType": "S", "elementId": 100}]}}});
+    let (st, v) = post(&w.url, run.to_string().into_bytes());
+    assert_eq!(st, 500, "{v}");
+    drop(w);
+    // A sheet of version 5 runs from the plans the upgrade made of its definition.
+    let home = tempfile::tempdir().expect("home");
+    std::fs::copy(fixture(5), home.path().join("repository.db")).expect("copy");
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let (st, v) = post(&w.url, run.to_string().into_bytes());
+    assert_eq!(st, 200, "{v}");
+    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    let wait = serde_json::json!({"command": "WaitBatchInstance",
+        "payload": {"batchInstanceId": id, "timeoutSeconds": 30}});
+    let (_, v) = post(&w.url, wait.to_string().into_bytes());
+    let actions = v["payload"]["actions"].as_array().expect("actions");
+    assert_eq!(actions.len(), 1, "{v}");
+    assert_eq!(actions[0]["actionId"], 102, "{v}");
+    assert_eq!(actions[0]["module"], "Upsert", "{v}");
 }
 
 #[test]

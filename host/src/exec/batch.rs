@@ -11,22 +11,20 @@
 
 use super::coordinator::{Change, Coordinator, Outcome};
 use super::slots::{Permit, Slots};
-use super::{ActionPlan, actions_of, run_marked};
+use super::{ActionPlan, run_marked};
 use crate::keys::KeyStore;
 pub use crate::plan::Element;
-use crate::plan::{dependencies, dependency_cycle, identity};
+use crate::plan::{StoredPlan, dependencies, dependency_cycle, identity};
 use crate::plugins::Registry;
 use crate::repo::model::{
     ActionEnd, ActionState, InstanceRow, InstanceState, NewAction, NewInstance, Restarted,
 };
 use crate::repo::{self, InstanceStore, Repository, SheetStore};
 use crate::scheduling::scheduler::ScheduledStart;
-use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use weft_sdk::abi_stable::std_types::RString;
-use weft_sdk::{AttributeValue, Dialect, ObjectRef};
+use weft_sdk::Dialect;
 
 /// A request to run elements.
 #[derive(Debug, Clone)]
@@ -63,109 +61,6 @@ pub enum StartError {
     /// The repository failed.
     #[error(transparent)]
     Repo(#[from] repo::Error),
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-enum Attr {
-    Bool(bool),
-    String(String),
-    Integer(i64),
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Obj {
-    node: i64,
-    object_type: i64,
-    connection: i64,
-    name: String,
-    schema: Option<String>,
-    dependency: String,
-}
-
-/// An action's plan as stored with the instance: the repository state it came from.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct StoredPlan {
-    id: i64,
-    name: String,
-    module: String,
-    text: Option<String>,
-    attributes: Vec<(String, Attr)>,
-    sources: Vec<Obj>,
-    targets: Vec<Obj>,
-}
-
-fn obj_out(o: &ObjectRef, dep: &str) -> Obj {
-    Obj {
-        node: o.node_id,
-        object_type: o.object_type_id,
-        connection: o.connection_id,
-        name: o.name.to_string(),
-        schema: o.schema.as_ref().into_option().map(|s| s.to_string()),
-        dependency: dep.to_owned(),
-    }
-}
-
-fn obj_in(o: &Obj, dialect: &dyn Fn(i64) -> Dialect) -> (ObjectRef, String) {
-    (
-        ObjectRef {
-            node_id: o.node,
-            object_type_id: o.object_type,
-            connection_id: o.connection,
-            name: o.name.as_str().into(),
-            schema: o.schema.as_deref().map(RString::from).into(),
-            dialect: dialect(o.connection),
-        },
-        o.dependency.clone(),
-    )
-}
-
-impl StoredPlan {
-    fn from_plan(p: &ActionPlan) -> Self {
-        StoredPlan {
-            id: p.id,
-            name: p.name.clone(),
-            module: p.module.clone(),
-            text: p.text.clone(),
-            attributes: p
-                .attributes
-                .iter()
-                .map(|(k, v)| {
-                    let a = match v {
-                        AttributeValue::Bool(b) => Attr::Bool(*b),
-                        AttributeValue::String(s) => Attr::String(s.to_string()),
-                        AttributeValue::Integer(i) => Attr::Integer(*i),
-                    };
-                    (k.clone(), a)
-                })
-                .collect(),
-            sources: p.sources.iter().map(|(o, d)| obj_out(o, d)).collect(),
-            targets: p.targets.iter().map(|(o, d)| obj_out(o, d)).collect(),
-        }
-    }
-
-    fn to_plan(&self, dialect: &dyn Fn(i64) -> Dialect) -> ActionPlan {
-        ActionPlan {
-            id: self.id,
-            index: 0,
-            name: self.name.clone(),
-            module: self.module.clone(),
-            text: self.text.clone(),
-            attributes: self
-                .attributes
-                .iter()
-                .map(|(k, a)| {
-                    let v = match a {
-                        Attr::Bool(b) => AttributeValue::Bool(*b),
-                        Attr::String(s) => AttributeValue::String(s.as_str().into()),
-                        Attr::Integer(i) => AttributeValue::Integer(*i),
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-            sources: self.sources.iter().map(|o| obj_in(o, dialect)).collect(),
-            targets: self.targets.iter().map(|o| obj_in(o, dialect)).collect(),
-        }
-    }
 }
 
 /// The identity of an object for ordering: the object type's, or connection, lower-case
@@ -1016,9 +911,9 @@ impl Executor {
             Ok(p) => match self.keys.as_ref().map(|k| k.current()) {
                 Some(Ok(keys)) => {
                     // The SQLite files this action writes, locked in a fixed order.
-                    let mut writes: Vec<i64> = p.targets.iter().map(|o| o.connection).collect();
+                    let mut writes: Vec<i64> = p.target_connections().collect();
                     if writes.is_empty() {
-                        writes.extend(p.sources.first().map(|o| o.connection));
+                        writes.extend(p.source_connections().next());
                     }
                     let mut files: Vec<String> = writes
                         .iter()
@@ -1122,15 +1017,15 @@ fn expand(
     for e in elements {
         match e.kind {
             'S' => {
-                let Some(sheet) = sheets_store.sheet(e.id)? else {
-                    return Ok(Err(StartError::NotFound(format!(
-                        "element S {}: sheet {} does not exist",
-                        e.id, e.id
-                    ))));
-                };
-                parsed
-                    .entry(e.id)
-                    .or_insert_with(|| actions_of(&sheet, dialect));
+                if let std::collections::hash_map::Entry::Vacant(slot) = parsed.entry(e.id) {
+                    let Some(stored) = sheets_store.plans(e.id)? else {
+                        return Ok(Err(StartError::NotFound(format!(
+                            "element S {}: sheet {} does not exist",
+                            e.id, e.id
+                        ))));
+                    };
+                    slot.insert(stored.iter().map(|p| p.to_plan(dialect)).collect());
+                }
                 sheets.push((e.id, None));
             }
             'A' => match sheets_store.node(e.id)? {
@@ -1168,10 +1063,10 @@ fn expand(
     let mut seen: HashSet<i64> = HashSet::new();
     for (sheet, only) in sheets {
         if let std::collections::hash_map::Entry::Vacant(e) = parsed.entry(sheet) {
-            let Some(s) = sheets_store.sheet(sheet)? else {
+            let Some(stored) = sheets_store.plans(sheet)? else {
                 continue;
             };
-            e.insert(actions_of(&s, dialect));
+            e.insert(stored.iter().map(|p| p.to_plan(dialect)).collect());
         }
         for p in &parsed[&sheet] {
             if only.is_none_or(|a| a == p.id) && seen.insert(p.id) {

@@ -16,6 +16,7 @@ use super::model::{
     NewInstance, Restarted,
 };
 use crate::dsr::model::{Batch, Connection, Folder, Sheet};
+use crate::plan::StoredPlan;
 use crate::scheduling::schedule::{Planned, Schedule};
 use crate::scheduling::scheduler::ScheduledStart;
 
@@ -86,8 +87,9 @@ pub trait InstanceStore {
 pub trait SheetStore {
     /// A node's sheet and type (0 an action).
     fn node(&self, id: i64) -> Result<Option<(i64, i64)>>;
-    /// A sheet as deployed.
-    fn sheet(&self, id: i64) -> Result<Option<Sheet>>;
+    /// The plans of a sheet's actions as deployed, in node order (stored with the sheet:
+    /// no definition is read again).
+    fn plans(&self, id: i64) -> Result<Option<Vec<StoredPlan>>>;
     /// The sheets of a folder and every folder below it, in order; `None` when the folder
     /// does not exist.
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;

@@ -495,17 +495,25 @@ pub fn node(conn: &Connection, id: i64) -> Result<Option<(i64, i64)>> {
         .optional()?)
 }
 
-/// The stored definition of a sheet.
+/// The stored plans of a sheet's actions.
 ///
 /// # Errors
 ///
-/// A repository error.
-pub fn sheet_definition(conn: &Connection, id: i64) -> Result<Option<String>> {
-    Ok(conn
-        .query_row("SELECT definition FROM sheets WHERE id = ?1", [id], |r| {
-            r.get(0)
-        })
-        .optional()?)
+/// A repository error; [`Error::Corrupt`] when they cannot be read.
+pub fn sheet_plans(conn: &Connection, id: i64) -> Result<Option<Vec<crate::plan::StoredPlan>>> {
+    let plans: Option<Option<String>> = conn
+        .prepare_cached("SELECT plans FROM sheets WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()?;
+    match plans {
+        None => Ok(None),
+        Some(None) => Err(Error::Corrupt(format!(
+            "sheet {id} was stored by an older weft and its definition could not be read when the repository was upgraded; deploy it again"
+        ))),
+        Some(Some(p)) => serde_json::from_str(&p).map(Some).map_err(|e| {
+            Error::Corrupt(format!("sheet {id}: its stored plans cannot be read: {e}"))
+        }),
+    }
 }
 
 /// The sheets in folder `id` and every folder below it, by order key.

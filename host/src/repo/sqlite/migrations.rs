@@ -17,6 +17,9 @@ pub struct Migration {
     pub summary: &'static str,
     /// The SQL, run as one batch.
     pub sql: &'static str,
+    /// What the SQL cannot do, run after it in the same transaction (filling a new column
+    /// from what the rows hold).
+    pub then: Option<fn(&Connection) -> Result<()>>,
 }
 
 /// Every migration, oldest first; entry `i` leads to version `i + 1`.
@@ -79,6 +82,7 @@ CREATE TABLE edges (
 );
 CREATE INDEX edges_sheet ON edges(sheet_id);
 ",
+        then: None,
     },
     Migration {
         summary: "deploy history: one row for every real change of a folder, connection or sheet",
@@ -93,6 +97,7 @@ CREATE TABLE deploy_history (
 );
 CREATE INDEX deploy_history_object ON deploy_history(kind, object_id);
 ",
+        then: None,
     },
     Migration {
         summary: "batch instances and their actions, with states, row counts, errors and logs",
@@ -128,6 +133,7 @@ CREATE TABLE instance_actions (
     PRIMARY KEY (instance_id, action_id)
 );
 ",
+        then: None,
     },
     Migration {
         summary: "scheduled batches, service_batch_next_run (planned starts as wall-clock text in the service time zone), and the batch, planned start and lateness of scheduled instances",
@@ -157,6 +163,7 @@ ALTER TABLE batch_instances ADD COLUMN planned_start TEXT;
 ALTER TABLE batch_instances ADD COLUMN late_seconds INTEGER;
 CREATE INDEX batch_instances_batch ON batch_instances(batch_id, state);
 ",
+        then: None,
     },
     Migration {
         summary: "the repository's own random identity and the attempt of every action run, which together name the commit marker an action leaves in its target, and the connections an attempt wrote without one",
@@ -168,8 +175,42 @@ INSERT INTO repository_identity (id) VALUES (lower(hex(randomblob(8))));
 ALTER TABLE instance_actions ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE instance_actions ADD COLUMN unmarked TEXT;
 ",
+        then: None,
+    },
+    Migration {
+        summary: "each sheet's action plans beside its definition, so that a run reads them without reading the definition again",
+        sql: "
+ALTER TABLE sheets ADD COLUMN plans TEXT;
+",
+        then: Some(fill_plans),
     },
 ];
+
+/// Version 6: the plans of every stored sheet, read from its definition once. A sheet whose
+/// definition cannot be read keeps none (NULL): it cannot run until it is deployed again,
+/// which a run of it says, as it did before.
+fn fill_plans(conn: &Connection) -> Result<()> {
+    let sheets: Vec<(i64, String)> = conn
+        .prepare("SELECT id, definition FROM sheets")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (id, definition) in sheets {
+        let sheet = match super::read_definition(id, &definition) {
+            Ok(sheet) => sheet,
+            Err(e) => {
+                tracing::warn!(message = "A stored sheet cannot be read; it cannot run until it is deployed again.", sheet_id = id, error = %e);
+                continue;
+            }
+        };
+        let plans = serde_json::to_string(&crate::plan::stored_plans(&sheet))
+            .map_err(|e| Error::Corrupt(format!("sheet {id}: {e}")))?;
+        conn.execute(
+            "UPDATE sheets SET plans = ?2 WHERE id = ?1",
+            rusqlite::params![id, plans],
+        )?;
+    }
+    Ok(())
+}
 
 /// The schema version this program writes.
 pub fn latest() -> i64 {
@@ -234,6 +275,9 @@ pub fn to_version(conn: &mut Connection, target: i64) -> Result<Upgrade> {
             version: to,
             source,
         })?;
+        if let Some(then) = m.then {
+            then(&tx)?;
+        }
         tx.pragma_update(None, "user_version", to)
             .map_err(|source| Error::Migration {
                 version: to,

@@ -20,6 +20,7 @@ use super::model::{
 use super::store::{DeployWriter, InstanceStore, SheetStore};
 use super::{Error, Result};
 use crate::dsr::model::Sheet;
+use crate::plan::StoredPlan;
 use crate::scheduling::schedule::Planned;
 use crate::scheduling::scheduler::{PlannedStarts, ScheduledStart, StoredStart};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -255,6 +256,19 @@ impl Repository {
     }
 }
 
+/// A stored sheet definition read back (only a schema upgrade does: runs read plans).
+///
+/// # Errors
+///
+/// [`Error::Corrupt`] when the definition cannot be read.
+fn read_definition(id: i64, definition: &str) -> Result<Sheet> {
+    let doc = format!("{{\"version\": 1, \"transformationData\": {{\"sheets\": [{definition}]}}}}");
+    let (doc, problems) = crate::dsr::parse(&doc);
+    doc.filter(|_| !problems.has_errors())
+        .and_then(|d| d.sheets.into_iter().next())
+        .ok_or_else(|| Error::Corrupt(format!("sheet {id}: its stored definition cannot be read")))
+}
+
 /// The schema version of the repository file at `path`, read without changing anything
 /// (read-only, without the settings of [`connect`]).
 ///
@@ -395,18 +409,8 @@ impl SheetStore for Repository {
         self.with(|c| instances::node(c, id))
     }
 
-    fn sheet(&self, id: i64) -> Result<Option<Sheet>> {
-        let Some(def) = self.with(|c| instances::sheet_definition(c, id))? else {
-            return Ok(None);
-        };
-        let doc = format!("{{\"version\": 1, \"transformationData\": {{\"sheets\": [{def}]}}}}");
-        let (doc, problems) = crate::dsr::parse(&doc);
-        doc.filter(|_| !problems.has_errors())
-            .and_then(|d| d.sheets.into_iter().next())
-            .map(Some)
-            .ok_or_else(|| {
-                Error::Corrupt(format!("sheet {id}: its stored definition cannot be read"))
-            })
+    fn plans(&self, id: i64) -> Result<Option<Vec<StoredPlan>>> {
+        self.with(|c| instances::sheet_plans(c, id))
     }
 
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>> {

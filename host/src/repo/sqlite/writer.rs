@@ -316,20 +316,25 @@ impl<'t> Writer<'t> {
         let a = &s.attributes;
         let now = now_utc();
         let mut changes = Vec::new();
+        // The plans a run reads, made once here rather than at every run.
+        let plans = || {
+            serde_json::to_string(&crate::plan::stored_plans(s))
+                .map_err(|e| Error::Corrupt(e.to_string()))
+        };
         let change = match old {
             Some(d) if d == definition => ChangeKind::Unchanged,
             Some(_) => {
                 self.exec(
-                    "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7 WHERE id = ?1",
-                    params![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now],
+                    "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, plans = ?8 WHERE id = ?1",
+                    params![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now, plans()?],
                 )?;
                 changes.extend(self.delete_missing(s)?);
                 ChangeKind::Updated
             }
             None => {
                 self.exec(
-                    "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-                    params![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now],
+                    "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at, plans) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
+                    params![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now, plans()?],
                 )?;
                 ChangeKind::Created
             }
