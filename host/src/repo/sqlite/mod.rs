@@ -1,5 +1,5 @@
 //! The SQLite repository: one file (`HOME/repository.db`) in WAL mode, its versioned schema
-//! ([`migrations`]), the writes of a deploy ([`Writer`]), a full logical [`dump()`], and the
+//! ([`migrations`]), the writes of a deploy (`writer::Writer`), a full logical [`dump()`], and the
 //! store traits of [`super::store`] over it.
 //!
 //! Every connection gets `synchronous=NORMAL`, a busy timeout and foreign keys. Writes go
