@@ -1014,17 +1014,25 @@ fn expand(
 ) -> repo::Result<Result<Vec<ActionPlan>, StartError>> {
     let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
     let mut parsed: HashMap<i64, Vec<ActionPlan>> = HashMap::new();
+    // A sheet's plans, read once per run; false when the sheet does not exist.
+    let load = |parsed: &mut HashMap<i64, Vec<ActionPlan>>, sheet: i64| -> repo::Result<bool> {
+        if parsed.contains_key(&sheet) {
+            return Ok(true);
+        }
+        let Some(stored) = sheets_store.plans(sheet)? else {
+            return Ok(false);
+        };
+        parsed.insert(sheet, stored.iter().map(|p| p.to_plan(dialect)).collect());
+        Ok(true)
+    };
     for e in elements {
         match e.kind {
             'S' => {
-                if let std::collections::hash_map::Entry::Vacant(slot) = parsed.entry(e.id) {
-                    let Some(stored) = sheets_store.plans(e.id)? else {
-                        return Ok(Err(StartError::NotFound(format!(
-                            "element S {}: sheet {} does not exist",
-                            e.id, e.id
-                        ))));
-                    };
-                    slot.insert(stored.iter().map(|p| p.to_plan(dialect)).collect());
+                if !load(&mut parsed, e.id)? {
+                    return Ok(Err(StartError::NotFound(format!(
+                        "element S {}: sheet {} does not exist",
+                        e.id, e.id
+                    ))));
                 }
                 sheets.push((e.id, None));
             }
@@ -1062,11 +1070,8 @@ fn expand(
     let mut plans: Vec<ActionPlan> = Vec::new();
     let mut seen: HashSet<i64> = HashSet::new();
     for (sheet, only) in sheets {
-        if let std::collections::hash_map::Entry::Vacant(e) = parsed.entry(sheet) {
-            let Some(stored) = sheets_store.plans(sheet)? else {
-                continue;
-            };
-            e.insert(stored.iter().map(|p| p.to_plan(dialect)).collect());
+        if !load(&mut parsed, sheet)? {
+            continue;
         }
         for p in &parsed[&sheet] {
             if only.is_none_or(|a| a == p.id) && seen.insert(p.id) {
