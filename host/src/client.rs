@@ -4,8 +4,15 @@
 //! Exit codes ([`Exit`]): 0 deployed, 1 content invalid, 2 usage, 3 service unreachable,
 //! 4 request refused for another reason, 5 service failure.
 
-use crate::dsr::Detail;
+use crate::api::protocol::{
+    Answer, BatchExecution, DeployRepository, ErrorBody, NextRuns, Request, RunElements, Variable,
+    WaitBatchInstance, read,
+};
+use crate::deploy;
+use crate::dsr::{Detail, LineIndex};
 use crate::keys::{self, KeyFile};
+use crate::plan::Element;
+use crate::repo::model::{ActionState, InstanceState};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -133,21 +140,19 @@ impl Service {
         })
     }
 
-    /// Sends one command envelope; the status and the JSON answer.
+    /// Sends one command; its answer, or the service's refusal.
     ///
     /// # Errors
     ///
-    /// [`Exit::Unreachable`] or [`Exit::ServerError`], after printing why.
-    pub fn call(
-        &self,
-        body: &serde_json::Value,
-    ) -> Result<(reqwest::StatusCode, serde_json::Value), Exit> {
+    /// [`Exit::Unreachable`] or [`Exit::ServerError`] (no answer in weft's shape), after
+    /// printing why.
+    pub fn call<R: Request>(&self, request: R) -> Result<Result<R::Answer, Refusal>, Exit> {
         let (who, url) = (self.who, &self.url);
-        let mut request = self.http.post(url).json(body);
+        let mut http = self.http.post(url).json(&request.into());
         if let Some(t) = &self.token {
-            request = request.bearer_auth(t);
+            http = http.bearer_auth(t);
         }
-        let response = request.send().map_err(|e| {
+        let response = http.send().map_err(|e| {
             let what = if e.is_connect() {
                 "cannot connect"
             } else if e.is_timeout() {
@@ -164,12 +169,70 @@ impl Service {
             Exit::Unreachable
         })?;
         let status = response.status();
-        let answer: serde_json::Value = response.json().map_err(|e| {
-            eprintln!("{who}: the service at {url} answered {status} with a body that is not weft's JSON: {e}");
+        let answer: Answer<R::Answer> = response.json().map_err(|e| {
+            eprintln!(
+                "{who}: the service at {url} answered {status} with a body that is not weft's answer to {}: {}",
+                R::NAME,
+                error_chain(&e)
+            );
             Exit::ServerError
         })?;
-        Ok((status, answer))
+        match (answer.payload, answer.error) {
+            (Some(payload), None) if status.is_success() => Ok(Ok(payload)),
+            (_, Some(error)) if !status.is_success() => Ok(Err(Refusal { status, error })),
+            _ => {
+                eprintln!(
+                    "{who}: the service at {url} answered {status} to {} without weft's payload or error",
+                    R::NAME
+                );
+                Err(Exit::ServerError)
+            }
+        }
     }
+}
+
+/// A command the service refused: the status and weft's error.
+#[derive(Debug)]
+pub struct Refusal {
+    /// The HTTP status.
+    pub status: reqwest::StatusCode,
+    /// Code, message and details.
+    pub error: ErrorBody,
+}
+
+impl Refusal {
+    /// The exit code: a fault of the service, or a refusal of the request.
+    pub fn exit(&self) -> Exit {
+        if self.status.is_server_error() {
+            Exit::ServerError
+        } else {
+            Exit::Refused
+        }
+    }
+}
+
+/// Reads `--option`, a JSON object of deploy options, with the server's own reader: each
+/// problem with its line and column in the option's text.
+fn deploy_options(text: &str) -> Result<deploy::Options, String> {
+    let root = crate::dsr::json::parse(text).map_err(|e| {
+        let pos = LineIndex::new(text).position(e.offset as u32);
+        format!("--option is not valid JSON: {} at {pos}", e.message)
+    })?;
+    let mut problems = crate::dsr::Problems::default();
+    read::duplicates(&root, &mut problems);
+    let options = read::deploy_options(&root, &crate::dsr::Path::root(), &mut problems);
+    if problems.has_errors() {
+        let lines: Vec<String> = problems
+            .into_details(&LineIndex::new(text))
+            .iter()
+            .map(|d| format_detail("--option", d, ""))
+            .collect();
+        return Err(format!(
+            "--option must be a JSON object such as {{\"validate\": \"true\"}}:\n{}",
+            lines.join("\n")
+        ));
+    }
+    Ok(options)
 }
 
 /// Runs `weft deploy`, printing to standard output and error; returns the exit code.
@@ -184,24 +247,16 @@ pub fn deploy(args: &DeployArgs) -> Exit {
         Err(code) => return code,
     };
     let url = service.url.clone();
-    let mut options = match &args.option {
-        None => serde_json::Map::new(),
-        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(serde_json::Value::Object(m)) => m,
-            Ok(other) => {
-                eprintln!(
-                    "deploySheet: --option must be a JSON object such as {{\"validate\": \"true\"}}, got {other}"
-                );
-                return Exit::Usage;
-            }
-            Err(e) => {
-                eprintln!("deploySheet: --option is not valid JSON: {e}");
-                return Exit::Usage;
-            }
-        },
+    let mut options = match args.option.as_deref().map(deploy_options) {
+        None => deploy::Options::default(),
+        Some(Ok(o)) => o,
+        Some(Err(message)) => {
+            eprintln!("deploySheet: {message}");
+            return Exit::Usage;
+        }
     };
     if args.test {
-        options.insert("dryRun".to_owned(), serde_json::Value::Bool(true));
+        options.dry_run = true;
     }
     let (name, content) = match read_content(args.file.as_deref()) {
         Ok(x) => x,
@@ -210,61 +265,54 @@ pub fn deploy(args: &DeployArgs) -> Exit {
             return Exit::Usage;
         }
     };
+    let request = DeployRepository {
+        content,
+        deploy_options: options,
+    };
     if args.verbose {
-        // The options in force, defaults included.
-        let mut effective = serde_json::Map::new();
-        effective.insert("validate".to_owned(), serde_json::Value::Bool(true));
-        effective.insert("dryRun".to_owned(), serde_json::Value::Bool(false));
-        effective.insert("intoFolder".to_owned(), serde_json::Value::Null);
-        effective.extend(options.clone());
+        // The options in force, defaults included, as they are sent.
+        let sent = serde_json::to_value(&request).unwrap_or_default();
         eprintln!("url: {url} (from {})", service.url_from);
         eprintln!("token: {}", service.token_from);
-        eprintln!("options: {}", serde_json::Value::Object(effective));
-        eprintln!("file: {name} ({} bytes)", content.len());
+        eprintln!("options: {}", sent["deployOptions"]);
+        eprintln!("file: {name} ({} bytes)", request.content.len());
     }
-    let body = serde_json::json!({
-        "command": "DeployRepository",
-        "payload": { "content": content, "deployOptions": options },
-    });
-    let (status, answer) = match service.call(&body) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    if status.is_success() {
-        let payload = &answer["payload"];
-        for w in details(&payload["warnings"]) {
-            eprintln!("{}", format_detail(&name, &w, "warning: "));
-        }
-        println!("Deployment without errors");
-        if payload["dryRun"] == serde_json::Value::Bool(true) {
-            println!("(test only: the repository was not changed)");
-        }
-        if args.verbose {
-            for kind in ["created", "updated", "unchanged", "deleted"] {
-                let list: Vec<String> = payload[kind]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .map(|c| format!("{} {}", c["kind"].as_str().unwrap_or("?"), c["id"]))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                if !list.is_empty() {
-                    println!("{kind}: {}", list.join(", "));
+    let refusal = match service.call(request) {
+        Ok(Ok(report)) => {
+            for w in &report.warnings {
+                eprintln!("{}", format_detail(&name, w, "warning: "));
+            }
+            println!("Deployment without errors");
+            if report.dry_run {
+                println!("(test only: the repository was not changed)");
+            }
+            if args.verbose {
+                for (kind, list) in [
+                    ("created", &report.created),
+                    ("updated", &report.updated),
+                    ("unchanged", &report.unchanged),
+                    ("deleted", &report.deleted),
+                ] {
+                    if !list.is_empty() {
+                        let list: Vec<String> = list
+                            .iter()
+                            .map(|c| format!("{} {}", c.kind, c.id))
+                            .collect();
+                        println!("{kind}: {}", list.join(", "));
+                    }
+                }
+                if let Some(map) = &report.id_map {
+                    println!("idMap: {}", serde_json::to_string(map).unwrap_or_default());
                 }
             }
-            if let Some(map) = payload.get("idMap") {
-                println!("idMap: {map}");
-            }
+            return Exit::Ok;
         }
-        return Exit::Ok;
-    }
-    let error = &answer["error"];
-    let code = error["code"].as_str().unwrap_or("");
-    let message = error["message"].as_str().unwrap_or("no message");
-    let list = details(&error["details"]);
-    if code == "deploy.invalid" {
-        for d in &list {
+        Ok(Err(refusal)) => refusal,
+        Err(code) => return code,
+    };
+    let Refusal { status, error } = &refusal;
+    if error.code == "deploy.invalid" {
+        for d in &error.details {
             let prefix = if d.severity == crate::dsr::Severity::Warning {
                 "warning: "
             } else {
@@ -272,18 +320,17 @@ pub fn deploy(args: &DeployArgs) -> Exit {
             };
             eprintln!("{}", format_detail(&name, d, prefix));
         }
-        eprintln!("deploySheet: {name} was not deployed: {message}");
+        eprintln!("deploySheet: {name} was not deployed: {}", error.message);
         return Exit::Invalid;
     }
-    eprintln!("deploySheet: the service refused the request ({status}, {code}): {message}");
-    for d in &list {
+    eprintln!(
+        "deploySheet: the service refused the request ({status}, {}): {}",
+        error.code, error.message
+    );
+    for d in &error.details {
         eprintln!("{}", format_detail("request", d, ""));
     }
-    if status.is_server_error() {
-        Exit::ServerError
-    } else {
-        Exit::Refused
-    }
+    refusal.exit()
 }
 
 fn read_content(file: Option<&Path>) -> Result<(String, String), String> {
@@ -308,10 +355,6 @@ fn read_content(file: Option<&Path>) -> Result<(String, String), String> {
             Ok(("<stdin>".to_owned(), text))
         }
     }
-}
-
-fn details(v: &serde_json::Value) -> Vec<Detail> {
-    serde_json::from_value(v.clone()).unwrap_or_default()
 }
 
 /// `FILE:LINE:COLUMN: message`, or `FILE: message` without a position.
@@ -385,14 +428,11 @@ pub fn run(args: &RunArgs) -> Exit {
     };
     let mut elements = Vec::new();
     for (kind, ids) in [
-        ("S", &args.sheets),
-        ("A", &args.actions),
-        ("F", &args.folders),
+        ('S', &args.sheets),
+        ('A', &args.actions),
+        ('F', &args.folders),
     ] {
-        elements.extend(
-            ids.iter()
-                .map(|id| serde_json::json!({"elementType": kind, "elementId": id})),
-        );
+        elements.extend(ids.iter().map(|&id| Element { kind, id }));
     }
     if elements.is_empty() {
         eprintln!(
@@ -400,33 +440,32 @@ pub fn run(args: &RunArgs) -> Exit {
         );
         return Exit::Usage;
     }
-    let mut body = serde_json::json!({"command": "RunElements", "payload": {"batchExecution": {
-        "batchName": args.batch_name, "user": args.user, "elementList": elements}}});
-    if !args.vars.is_empty() {
-        body["variableList"] = args
+    let request = RunElements {
+        batch_execution: BatchExecution {
+            batch_name: args.batch_name.clone(),
+            user: args.user.clone(),
+            element_list: elements,
+        },
+        variables: args
             .vars
             .iter()
-            .map(|(n, v)| serde_json::json!({"variableName": n, "variableType": "String", "variableValue": v}))
-            .collect();
-    }
-    let (status, answer) = match service.call(&body) {
-        Ok(x) => x,
-        Err(code) => return code,
+            .map(|(name, value)| Variable {
+                name: name.clone(),
+                kind: Some("String".to_owned()),
+                value: value.clone(),
+            })
+            .collect(),
     };
-    let Some(id) = answer["payload"]["batchInstanceId"]
-        .as_i64()
-        .filter(|_| status.is_success())
-    else {
-        eprintln!(
-            "weft run: the service refused the run ({status}, {}): {}",
-            answer["error"]["code"].as_str().unwrap_or(""),
-            answer["error"]["message"].as_str().unwrap_or("no message")
-        );
-        return if status.is_server_error() {
-            Exit::ServerError
-        } else {
-            Exit::Refused
-        };
+    let id = match service.call(request) {
+        Ok(Ok(started)) => started.batch_instance_id,
+        Ok(Err(refusal)) => {
+            eprintln!(
+                "weft run: the service refused the run ({}, {}): {}",
+                refusal.status, refusal.error.code, refusal.error.message
+            );
+            return refusal.exit();
+        }
+        Err(code) => return code,
     };
     println!("batch instance {id} started");
     if !args.wait {
@@ -434,35 +473,34 @@ pub fn run(args: &RunArgs) -> Exit {
     }
     let mut last = String::new();
     loop {
-        let body = serde_json::json!({"command": "WaitBatchInstance", "payload": {"batchInstanceId": id, "timeoutSeconds": 1}});
-        let (status, answer) = match service.call(&body) {
-            Ok(x) => x,
+        let wait = WaitBatchInstance {
+            batch_instance_id: id,
+            timeout_seconds: Some(1.0),
+        };
+        let instance = match service.call(wait) {
+            Ok(Ok(waited)) => waited.instance,
+            Ok(Err(refusal)) => {
+                eprintln!(
+                    "weft run: cannot follow instance {id}: {}",
+                    refusal.error.message
+                );
+                return Exit::Refused;
+            }
             Err(code) => return code,
         };
-        if !status.is_success() {
-            eprintln!(
-                "weft run: cannot follow instance {id}: {}",
-                answer["error"]["message"].as_str().unwrap_or("")
-            );
-            return Exit::Refused;
+        let state = instance.summary.state;
+        let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+        for a in &instance.actions {
+            *counts.entry(a.state.code()).or_default() += 1;
         }
-        let p = &answer["payload"];
-        let actions = p["actions"].as_array().cloned().unwrap_or_default();
-        let mut counts: std::collections::BTreeMap<String, usize> =
-            std::collections::BTreeMap::new();
-        for a in &actions {
-            *counts
-                .entry(a["state"].as_str().unwrap_or("?").to_owned())
-                .or_default() += 1;
-        }
-        let running: Vec<String> = actions
+        let running: Vec<String> = instance
+            .actions
             .iter()
-            .filter(|a| a["state"] == "R")
-            .map(|a| format!("{} {}", a["actionId"], a["name"].as_str().unwrap_or("")))
+            .filter(|a| a.state == ActionState::Running)
+            .map(|a| format!("{} {}", a.action_id, a.name))
             .collect();
         let line = format!(
-            "instance {id} {}: {}{}",
-            p["state"].as_str().unwrap_or("?"),
+            "instance {id} {state}: {}{}",
             counts
                 .iter()
                 .map(|(k, v)| format!("{k} {v}"))
@@ -479,24 +517,24 @@ pub fn run(args: &RunArgs) -> Exit {
             let _ = std::io::stderr().flush();
             last = line;
         }
-        if p["state"] != "running" && p["state"] != "waiting" {
-            for a in &actions {
+        if !state.is_ongoing() {
+            for a in &instance.actions {
                 let mut l = format!(
                     "  {} {:<24} {}  read {} written {} updated {}",
-                    a["state"].as_str().unwrap_or("?"),
-                    format!("{} {}", a["actionId"], a["name"].as_str().unwrap_or("")),
-                    a["module"].as_str().unwrap_or(""),
-                    a["rowsRead"],
-                    a["rowsWritten"],
-                    a["rowsUpdated"]
+                    a.state,
+                    format!("{} {}", a.action_id, a.name),
+                    a.module,
+                    a.rows_read,
+                    a.rows_written,
+                    a.rows_updated
                 );
-                if let Some(e) = a["error"].as_str() {
+                if let Some(e) = &a.error {
                     l.push_str(&format!("\n      error: {e}"));
                 }
                 println!("{l}");
             }
-            println!("batch instance {id} {}", p["state"].as_str().unwrap_or("?"));
-            return if p["state"] == "finished" {
+            println!("batch instance {id} {state}");
+            return if state == InstanceState::Finished {
                 Exit::Ok
             } else {
                 Exit::Invalid
@@ -518,55 +556,46 @@ pub fn next_runs(
         Ok(s) => s,
         Err(code) => return code,
     };
-    let body =
-        serde_json::json!({"command": "NextRuns", "payload": {"batchId": batch, "count": count}});
-    let (status, answer) = match service.call(&body) {
-        Ok(x) => x,
+    let p = match service.call(NextRuns {
+        batch_id: batch,
+        count,
+    }) {
+        Ok(Ok(p)) => p,
+        Ok(Err(refusal)) => {
+            eprintln!(
+                "weft next-runs: {} ({})",
+                refusal.error.message, refusal.status
+            );
+            return refusal.exit();
+        }
         Err(code) => return code,
     };
-    if !status.is_success() {
-        eprintln!(
-            "weft next-runs: {} ({status})",
-            answer["error"]["message"].as_str().unwrap_or("no message")
-        );
-        return if status.is_server_error() {
-            Exit::ServerError
-        } else {
-            Exit::Refused
-        };
-    }
-    let p = &answer["payload"];
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_owned();
     println!(
         "batch {} `{}`: {} in {}, springGap {}, autumnOverlap {}{}",
-        p["batchId"],
-        text(&p["name"]),
-        text(&p["schedule"]),
-        text(&p["timeZone"]),
-        text(&p["springGap"]),
-        text(&p["autumnOverlap"]),
-        if p["enabled"] == false {
-            " (disabled)"
-        } else {
-            ""
-        }
+        p.batch_id,
+        p.name,
+        p.schedule,
+        p.time_zone,
+        p.spring_gap,
+        p.autumn_overlap,
+        if p.enabled { "" } else { " (disabled)" }
     );
-    let starts = p["starts"].as_array().cloned().unwrap_or_default();
-    if let Some(problem) = p["problem"].as_str() {
+    if let Some(problem) = &p.problem {
         println!("  {problem}");
-    } else if starts.is_empty() {
+    } else if p.starts.is_empty() {
         println!("  no planned start");
     }
-    for s in starts {
-        let note = s["clockChange"]
-            .as_str()
+    for s in &p.starts {
+        let note = s
+            .clock_change
+            .as_deref()
             .map(|n| format!("  {n}"))
             .unwrap_or_default();
         println!(
             "  {}  UTC{}  {}{}",
-            text(&s["local"]),
-            text(&s["utcOffset"]),
-            text(&s["utc"]),
+            s.local,
+            s.utc_offset.as_deref().unwrap_or(""),
+            s.utc,
             note
         );
     }

@@ -7,7 +7,7 @@ use crate::dsr::{self, Detail, LineIndex, Path, Problem, Problems, Severity};
 use crate::repo::{self, Change, ChangeKind, DeployWriter, IdTable, Repository};
 use crate::settings::Environment;
 use crate::validate;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
 /// The deploy options of SPEC 4.2.
@@ -32,7 +32,7 @@ impl Default for Options {
 }
 
 /// Old-to-new ids of an `intoFolder` copy.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IdMap {
     /// Sheet ids.
     pub sheets: BTreeMap<String, i64>,
@@ -43,7 +43,7 @@ pub struct IdMap {
 }
 
 /// What a successful deploy did (or, in a dry run, would do).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     /// Whether this was a dry run (nothing was written).

@@ -97,6 +97,34 @@ fn deploy_sheet_test_and_verbose() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("--option is not valid JSON"));
+    // Options the server would refuse are refused before sending, each with its place in
+    // the option's text, by the server's own reader.
+    let o = w.script(
+        "deploySheet.sh",
+        &[
+            "--option",
+            "{\"dryRun\": \"yes\",\n \"intoFoldr\": 3}",
+            "--file",
+            folder.to_str().expect("utf8"),
+        ],
+        None,
+    );
+    let err = text(&o).1;
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--option:1:12: option `dryRun` must be true or false"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--option:2:2: unknown deploy option `intoFoldr`")
+            && err.contains("did you mean `intoFolder`?"),
+        "{err}"
+    );
+    assert_eq!(
+        before,
+        w.dump(),
+        "a refused --option changed the repository"
+    );
 }
 
 #[test]

@@ -277,9 +277,8 @@ fn the_dsr_reader_takes_any_text() {
 #[test]
 fn the_envelope_reader_takes_any_bytes() {
     fuzz("envelope", envelope_seeds(), |b| {
-        if let Ok(req) = weft::api::envelope::read(b)
-            && req.command == "DeployRepository"
-            && let Ok(deploy) = weft::api::envelope::deploy_request(&req)
+        if let Ok(weft::api::protocol::Command::DeployRepository(deploy)) =
+            weft::api::envelope::read(b)
         {
             let _ = weft::dsr::parse(&deploy.content);
         }

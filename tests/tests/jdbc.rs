@@ -28,13 +28,20 @@ fn pg() -> &'static Postgres {
     PG.get_or_init(|| Postgres::start().expect("start PostgreSQL"))
 }
 
-/// A drivers folder (as INSTALL/drivers) holding links to the Debian jars.
+/// A drivers folder (as INSTALL/drivers) holding links to the Debian jars. The test
+/// processes of this binary run at once, so the folder is made under a name of this process
+/// and renamed into place; one made by another process is used as it is.
 fn drivers() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jdbc-drivers");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("drivers dir");
+        let complete = |d: &std::path::Path| JARS.iter().all(|(jar, _)| d.join(jar).is_file());
+        if complete(&dir) {
+            return dir;
+        }
+        let mine = dir.with_extension(std::process::id().to_string());
+        let _ = std::fs::remove_dir_all(&mine);
+        std::fs::create_dir_all(&mine).expect("drivers dir");
         for (jar, package) in JARS {
             let from = PathBuf::from("/usr/share/java").join(jar);
             assert!(
@@ -42,7 +49,16 @@ fn drivers() -> PathBuf {
                 "{} is missing: apt-get install {package} (.ci/run does)",
                 from.display()
             );
-            std::os::unix::fs::symlink(&from, dir.join(jar)).expect("link jar");
+            std::os::unix::fs::symlink(&from, mine.join(jar)).expect("link jar");
+        }
+        if std::fs::rename(&mine, &dir).is_err() {
+            // Another process was first; an incomplete leftover is replaced.
+            if !complete(&dir) {
+                let _ = std::fs::remove_dir_all(&dir);
+                std::fs::rename(&mine, &dir).expect("drivers dir in place");
+            } else {
+                let _ = std::fs::remove_dir_all(&mine);
+            }
         }
         dir
     })

@@ -14,7 +14,7 @@
 //!   `multipart/form-data`) are refused.
 
 use super::error::ApiError;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use std::net::{IpAddr, SocketAddr};
 
 /// Where the server listens and which further host names it answers to.
@@ -80,7 +80,7 @@ fn strip_port(host: &str) -> &str {
 }
 
 fn refused(code: &'static str, message: String) -> ApiError {
-    ApiError::client(StatusCode::FORBIDDEN, code, message)
+    ApiError::Forbidden { code, message }
 }
 
 /// Checks `Host`, `Origin` and `Sec-Fetch-Site`.
@@ -164,24 +164,19 @@ pub fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     if json {
         return Ok(());
     }
-    Err(ApiError::client(
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "request.content_type",
-        match given {
-            Some(v) => format!(
-                "the body is declared `{}`; send it as `Content-Type: application/json`",
-                v.chars().take(100).collect::<String>()
-            ),
-            None => {
-                "the request has no Content-Type; send `Content-Type: application/json`".to_owned()
-            }
-        },
-    ))
+    Err(ApiError::ContentType(match given {
+        Some(v) => format!(
+            "the body is declared `{}`; send it as `Content-Type: application/json`",
+            v.chars().take(100).collect::<String>()
+        ),
+        None => "the request has no Content-Type; send `Content-Type: application/json`".to_owned(),
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::StatusCode;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -216,7 +211,10 @@ mod tests {
             "",
         ] {
             let e = check_origin(&r, &headers(&[("host", bad)])).expect_err(bad);
-            assert_eq!((e.status, e.code), (StatusCode::FORBIDDEN, "request.host"));
+            assert_eq!(
+                (e.status(), e.code()),
+                (StatusCode::FORBIDDEN, "request.host")
+            );
         }
         let proxied = HostRules::new(
             Some("127.0.0.1:1".parse().expect("addr")),
@@ -252,7 +250,7 @@ mod tests {
             let got = check_origin(&r, &headers(&pairs));
             assert_eq!(got.is_ok(), ok, "{pairs:?}");
             if let Err(e) = got {
-                assert_eq!(e.code, "request.cross_site");
+                assert_eq!(e.code(), "request.cross_site");
             }
         }
         // Beyond loopback the page must come from the host it talks to.
@@ -283,7 +281,7 @@ mod tests {
         ] {
             let e = check_content_type(&headers(&[("content-type", bad)])).expect_err(bad);
             assert_eq!(
-                (e.status, e.code),
+                (e.status(), e.code()),
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "request.content_type")
             );
         }

@@ -7,43 +7,34 @@
 //! `{requestId, error: {code, message, details: [{code, message, line, column, path}]}}`,
 //! with a 4xx status for a client mistake and a 5xx status only for a fault of the server,
 //! whose details go to the log, not to the client. This module never touches SQL: commands
-//! call the services (`deploy`) on blocking threads.
+//! call the services (`deploy`, `exec`, the repository's stores) on blocking threads.
+//!
+//! The way of a request: [`guard`] checks its headers, [`envelope`] reads its body into a
+//! typed [`protocol::Command`] (every problem at once, with line and column), `commands`
+//! answers it with a typed answer, and [`Reply`] writes the one response shape of success
+//! and refusal ([`ApiError`]).
 
 mod commands;
 pub mod envelope;
 mod error;
 pub mod guard;
+pub mod protocol;
 
-pub use error::ApiError;
+pub use error::{ApiError, Reply};
+pub use protocol::{COMMANDS, SERVICE_PATH};
 
-use crate::deploy;
 use crate::keys::KeyStore;
 use crate::repo::Repository;
 use crate::settings::Settings;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use protocol::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The one service path.
-pub const SERVICE_PATH: &str = "/weft/service";
-
-/// The commands this server answers.
-pub const COMMANDS: &[&str] = &[
-    "DeployRepository",
-    "RunElements",
-    "GetBatchInstance",
-    "WaitBatchInstance",
-    "ListBatchInstances",
-    "HaltBatchInstance",
-    "RestartBatchInstance",
-    "NextRuns",
-    "AdvanceClock",
-];
 
 /// What every request handler shares.
 #[derive(Debug)]
@@ -103,6 +94,15 @@ impl AppState {
     fn request_id(&self) -> u64 {
         self.next_request.fetch_add(1, Ordering::Relaxed)
     }
+
+    /// The answer to a request refused before it was read.
+    fn refuse(&self, e: ApiError) -> Response {
+        Reply {
+            request_id: self.request_id(),
+            result: Err(e),
+        }
+        .into_response()
+    }
 }
 
 /// The router: one POST route; everything else gets a 404 or 405 in the error shape.
@@ -111,12 +111,12 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(
             SERVICE_PATH,
             post(service).fallback(|State(state): State<Arc<AppState>>| async move {
-                ApiError::method_not_allowed().into_response_with(state.request_id())
+                state.refuse(ApiError::Method)
             }),
         )
-        .fallback(|State(state): State<Arc<AppState>>| async move {
-            ApiError::not_found().into_response_with(state.request_id())
-        })
+        .fallback(
+            |State(state): State<Arc<AppState>>| async move { state.refuse(ApiError::NoSuchPath) },
+        )
         // The body limit is applied while reading (read_body), so that a too large body
         // is drained and answered 413 instead of cutting the connection.
         .layer(axum::extract::DefaultBodyLimit::disable())
@@ -129,7 +129,13 @@ pub fn app(state: Arc<AppState>) -> Router {
 fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
     let what = weft_sdk::panic_message(panic.as_ref());
     tracing::error!(message = "Request handler panicked.", error = %what);
-    ApiError::internal(format!("a request handler panicked: {what}")).into_response_with(0)
+    Reply {
+        request_id: 0,
+        result: Err(ApiError::internal(format!(
+            "a request handler panicked: {what}"
+        ))),
+    }
+    .into_response()
 }
 
 async fn service(
@@ -138,20 +144,19 @@ async fn service(
     body: axum::body::Body,
 ) -> Response {
     let id = state.request_id();
-    match handle(&state, &headers, body, id).await {
-        Ok(payload) => {
-            let body = serde_json::json!({ "requestId": id, "payload": payload });
-            (StatusCode::OK, axum::Json(body)).into_response()
-        }
-        Err(e) => {
-            if e.status.is_server_error() {
-                tracing::error!(message = "Request failed.", request_id = id, error = %e.internal.as_deref().unwrap_or(&e.message));
-            } else {
-                tracing::info!(message = "Request rejected.", request_id = id, code = e.code, error = %e.message);
-            }
-            e.into_response_with(id)
+    let result = handle(&state, &headers, body, id).await;
+    if let Err(e) = &result {
+        if let Some(cause) = e.internal_cause() {
+            tracing::error!(message = "Request failed.", request_id = id, code = e.code(), error = %cause);
+        } else {
+            tracing::info!(message = "Request rejected.", request_id = id, code = e.code(), error = %e.message());
         }
     }
+    Reply {
+        request_id: id,
+        result,
+    }
+    .into_response()
 }
 
 async fn handle(
@@ -165,84 +170,32 @@ async fn handle(
         check_token(state, headers)?;
     }
     guard::check_content_type(headers)?;
+    let seconds = state.settings.body_timeout_seconds;
     let body = tokio::time::timeout(
-        std::time::Duration::from_secs(state.settings.body_timeout_seconds),
+        std::time::Duration::from_secs(seconds),
         read_body(body, state.settings.max_body_bytes),
     )
     .await
-    .map_err(|_| {
-        ApiError::client(
-            StatusCode::REQUEST_TIMEOUT,
-            "request.timeout",
-            format!(
-                "the request body did not arrive within {} seconds (setting body_timeout_seconds)",
-                state.settings.body_timeout_seconds
-            ),
-        )
-    })??;
+    .map_err(|_| ApiError::BodyTimeout(seconds))??;
     // Reading a large body takes a while: not on the async workers.
-    let request = tokio::task::spawn_blocking(move || envelope::read(&body))
-        .await
-        .map_err(|e| ApiError::internal(format!("the request reader failed: {e}")))??;
-    match request.command.as_str() {
-        "DeployRepository" => {
-            let deploy_request = envelope::deploy_request(&request)?;
-            let state = Arc::clone(state);
-            let result = tokio::task::spawn_blocking(move || {
-                let catalog = crate::validate::PluginCatalog {
-                    registry: &state.registry,
-                    keys: state.keys.as_ref().and_then(|k| k.current().ok()),
-                };
-                deploy::deploy(
-                    &state.repo,
-                    &catalog,
-                    &deploy_request.content,
-                    deploy_request.options,
-                    state.settings.environment,
-                )
-            })
-            .await
-            .map_err(|e| ApiError::internal(format!("the deploy task failed: {e}")))?;
-            match result {
-                Ok(report) => {
-                    tracing::info!(
-                        message = "Deployed.",
-                        request_id = id,
-                        created = report.created.len(),
-                        updated = report.updated.len(),
-                        unchanged = report.unchanged.len(),
-                        dry_run = report.dry_run
-                    );
-                    serde_json::to_value(report).map_err(|e| ApiError::internal(e.to_string()))
-                }
-                Err(e) => Err(ApiError::from_deploy(e)),
-            }
-        }
-        "RunElements" => {
-            commands::run_elements(
-                state,
-                request.payload.value.to_json(),
-                request.variable_list.map(|v| v.value.to_json()),
-            )
-            .await
-        }
-        "GetBatchInstance" => commands::get_instance(state, request.payload.value.to_json()).await,
-        "WaitBatchInstance" => {
-            commands::wait_instance(state, request.payload.value.to_json()).await
-        }
-        "ListBatchInstances" => {
-            commands::list_instances(state, request.payload.value.to_json()).await
-        }
-        "HaltBatchInstance" => {
-            commands::halt_instance(state, request.payload.value.to_json()).await
-        }
-        "RestartBatchInstance" => {
-            commands::restart_instance(state, request.payload.value.to_json()).await
-        }
-        "NextRuns" => commands::next_runs(state, request.payload.value.to_json()).await,
-        "AdvanceClock" => commands::advance_clock(state, request.payload.value.to_json()).await,
-        _ => Err(ApiError::unknown_command(&request.command)),
+    let command = tokio::task::spawn_blocking(move || envelope::read(&body)).await??;
+    match command {
+        Command::DeployRepository(r) => answer(commands::deploy_repository(state, r, id).await),
+        Command::RunElements(r) => answer(commands::run_elements(state, r).await),
+        Command::GetBatchInstance(r) => answer(commands::get_instance(state, r).await),
+        Command::WaitBatchInstance(r) => answer(commands::wait_instance(state, r).await),
+        Command::ListBatchInstances(r) => answer(commands::list_instances(state, r).await),
+        Command::HaltBatchInstance(r) => answer(commands::halt_instance(state, r).await),
+        Command::RestartBatchInstance(r) => answer(commands::restart_instance(state, r).await),
+        Command::NextRuns(r) => answer(commands::next_runs(state, r).await),
+        Command::AdvanceClock(r) => answer(commands::advance_clock(state, r).await),
     }
+}
+
+/// A command's typed answer as the payload of the reply.
+fn answer<T: serde::Serialize>(result: Result<T, ApiError>) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(result?)
+        .map_err(|e| ApiError::internal(format!("an answer could not be written: {e}")))
 }
 
 /// Reads the body up to `limit` bytes. A larger one is read on (and dropped) up to four
@@ -253,13 +206,7 @@ async fn read_body(mut body: axum::body::Body, limit: usize) -> Result<Bytes, Ap
     let mut buf = Vec::new();
     let mut total = 0usize;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| {
-            ApiError::client(
-                StatusCode::BAD_REQUEST,
-                "request.body",
-                format!("the request body could not be read: {e}"),
-            )
-        })?;
+        let frame = frame.map_err(|e| ApiError::Body(e.to_string()))?;
         if let Some(data) = frame.data_ref() {
             total += data.len();
             if total <= limit {
@@ -270,13 +217,7 @@ async fn read_body(mut body: axum::body::Body, limit: usize) -> Result<Bytes, Ap
         }
     }
     if total > limit {
-        return Err(ApiError::client(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "request.too_large",
-            format!(
-                "the request body is larger than the limit of {limit} bytes (setting max_body_bytes)"
-            ),
-        ));
+        return Err(ApiError::TooLarge(limit));
     }
     Ok(Bytes::from(buf))
 }
@@ -308,7 +249,7 @@ fn check_token(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     if constant_time_eq(given.as_bytes(), expected.as_bytes()) {
         Ok(())
     } else {
-        Err(ApiError::unauthorized())
+        Err(ApiError::Unauthorized)
     }
 }
 

@@ -5,6 +5,7 @@ use super::*;
 use crate::keys::{KeyFile, KeyStore};
 use axum::body::Body;
 use axum::http::Request;
+use axum::http::StatusCode;
 use http_body_util::BodyExt as _;
 use tower::ServiceExt as _;
 
@@ -380,14 +381,14 @@ fn repository_faults_have_their_own_codes() {
             None,
         ),
     ] {
-        let e = ApiError::from_repo(&fault(code));
+        let e = ApiError::from(fault(code));
         assert_eq!(
-            (e.status, e.code, e.retry_after),
+            (e.status(), e.code(), e.retry_after()),
             (status, name, retry),
             "{code}"
         );
         // What SQLite said goes to the log, not to the client.
-        assert!(!e.message.contains("INSERT"), "{}", e.message);
-        assert!(e.internal.is_some());
+        assert!(!e.message().contains("INSERT"), "{}", e.message());
+        assert!(e.internal_cause().is_some_and(|c| c.contains("INSERT")));
     }
 }

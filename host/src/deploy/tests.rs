@@ -102,7 +102,10 @@ fn deploys_the_quickstart_and_reports_created_then_unchanged() {
     let f = Fixture::with_base();
     let r = f.ok(SHEET);
     assert_eq!(
-        r.created.iter().map(|c| (c.kind, c.id)).collect::<Vec<_>>(),
+        r.created
+            .iter()
+            .map(|c| (c.kind.word(), c.id))
+            .collect::<Vec<_>>(),
         vec![("sheet", 100)]
     );
     assert!(r.updated.is_empty() && r.unchanged.is_empty());
@@ -185,7 +188,7 @@ fn a_redeploy_replaces_nodes_and_says_what_it_deleted() {
         r.updated.iter().map(|c| c.id).collect::<Vec<_>>(),
         vec![100]
     );
-    let deleted: Vec<(&str, i64)> = r.deleted.iter().map(|c| (c.kind, c.id)).collect();
+    let deleted: Vec<(&str, i64)> = r.deleted.iter().map(|c| (c.kind.word(), c.id)).collect();
     assert_eq!(deleted, vec![("node", 103), ("edge", 105)]);
     let dump = f.dump();
     assert!(dump.contains("upsert all customers"));
@@ -684,7 +687,10 @@ fn a_batch_deploys_with_its_first_planned_start_and_keeps_a_shift_across_redeplo
     f.ok(SHEET);
     let r = f.ok(&batch_doc("daily 22:00", ""));
     assert_eq!(
-        r.created.iter().map(|c| (c.kind, c.id)).collect::<Vec<_>>(),
+        r.created
+            .iter()
+            .map(|c| (c.kind.word(), c.id))
+            .collect::<Vec<_>>(),
         vec![("batch", 7)]
     );
     let first = next_run(&f, 7).expect("a planned start");

@@ -699,7 +699,7 @@ impl<'a> Obj<'a> {
 
 /// The allowed field that `key` almost certainly means: equal but for case, or at most one
 /// edit away (two for names of six letters or more).
-fn typo_of<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn typo_of<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
     let lower = key.to_lowercase();
     allowed.iter().copied().find(|a| {
         let a_lower = a.to_lowercase();

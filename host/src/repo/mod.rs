@@ -10,7 +10,7 @@ pub mod sqlite;
 pub mod store;
 
 pub use facts::Facts;
-pub use model::{Change, ChangeKind, IdTable};
+pub use model::{Change, ChangeKind, IdTable, ObjectKind};
 pub use sqlite::{Repository, connect, dump, migrations, schema_version, upgrade};
 pub use store::{DeployWriter, InstanceStore, SheetStore};
 

@@ -1,13 +1,13 @@
 //! The repository's domain types: what every backend stores and answers, with no SQL and
 //! no answer shapes of the API in them (the API serialises some of them as they are).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A scheduled start this much later than planned is recorded as late.
 pub use crate::scheduling::scheduler::LATE_AFTER_SECONDS;
 
 /// The state of a batch instance; stored and answered as its word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InstanceState {
     /// `running`: actions are running or waiting for each other or a slot.
@@ -127,6 +127,17 @@ impl Serialize for ActionState {
     }
 }
 
+impl<'de> Deserialize<'de> for ActionState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let code = String::deserialize(d)?;
+        ActionState::from_code(&code).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "`{code}` is not an action state (one of D W R F E S H)"
+            ))
+        })
+    }
+}
+
 impl std::fmt::Display for ActionState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.code())
@@ -168,7 +179,7 @@ pub struct NewInstance {
 }
 
 /// An action as monitoring shows it (the shape of DESIGN.md section 1).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionRow {
     /// Action id.
@@ -210,7 +221,7 @@ pub struct ActionRow {
 }
 
 /// An instance as `ListBatchInstances` shows it (without its actions).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceSummary {
     /// Id.
@@ -240,7 +251,7 @@ pub struct InstanceSummary {
 }
 
 /// An instance as monitoring shows it: its summary and its actions.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceRow {
     /// What `ListBatchInstances` shows of it.
@@ -285,24 +296,64 @@ pub enum Restarted {
 }
 
 /// What happened to one object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeKind {
     /// It did not exist.
     Created,
     /// It existed and differed.
     Updated,
-    /// It existed and was identical.
+    /// It existed and was identical. (An answer does not carry the kind, the list an
+    /// object stands in says it; a change read back from an answer has this one.)
+    #[default]
     Unchanged,
     /// A redeploy of its sheet no longer holds it.
     Deleted,
 }
 
+/// The kinds of object a deploy writes, answered as their lowercase names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ObjectKind {
+    /// A folder.
+    Folder,
+    /// A connection.
+    Connection,
+    /// A sheet.
+    Sheet,
+    /// A node of a sheet.
+    Node,
+    /// An edge of a sheet.
+    Edge,
+    /// A batch.
+    Batch,
+}
+
+impl ObjectKind {
+    /// Its name, as answered.
+    pub fn word(self) -> &'static str {
+        match self {
+            ObjectKind::Folder => "folder",
+            ObjectKind::Connection => "connection",
+            ObjectKind::Sheet => "sheet",
+            ObjectKind::Node => "node",
+            ObjectKind::Edge => "edge",
+            ObjectKind::Batch => "batch",
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
 /// One object a deploy touched.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
-    /// `folder`, `connection`, `sheet`, `node`, `edge`, `batch`.
-    pub kind: &'static str,
+    /// What it is.
+    pub kind: ObjectKind,
     /// Its id.
     pub id: i64,
     /// What happened.

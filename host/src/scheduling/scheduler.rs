@@ -19,7 +19,7 @@ use crate::scheduling::clock::{self, wall};
 use crate::scheduling::schedule::{GapPolicy, OverlapPolicy, Planned, Schedule};
 use chrono::{DateTime, Duration, NaiveDateTime, Utc};
 use chrono_tz::Tz;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -436,7 +436,7 @@ pub fn spawn(
 }
 
 /// A batch's next planned starts, as `NextRuns` answers them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NextRuns {
     /// The batch.
@@ -461,7 +461,7 @@ pub struct NextRuns {
 }
 
 /// One planned start of [`NextRuns`].
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NextStart {
     /// The planned wall-clock time.

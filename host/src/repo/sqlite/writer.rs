@@ -5,7 +5,7 @@
 
 use crate::dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 use crate::repo::Facts;
-use crate::repo::model::{Change, ChangeKind, IdTable};
+use crate::repo::model::{Change, ChangeKind, IdTable, ObjectKind};
 use crate::repo::{Error, Result, now_utc};
 use rusqlite::{Connection as Db, OptionalExtension, params};
 
@@ -123,7 +123,7 @@ impl<'t> Writer<'t> {
         };
         self.history("folder", f.id.v, change, Some(&definition))?;
         Ok(Change {
-            kind: "folder",
+            kind: ObjectKind::Folder,
             id: f.id.v,
             change,
             sheet_id: None,
@@ -168,7 +168,7 @@ impl<'t> Writer<'t> {
         };
         self.history("connection", c.id.v, change, Some(&definition))?;
         Ok(Change {
-            kind: "connection",
+            kind: ObjectKind::Connection,
             id: c.id.v,
             change,
             sheet_id: None,
@@ -296,7 +296,7 @@ impl<'t> Writer<'t> {
         }
         self.history("batch", b.id.v, change, Some(&definition))?;
         Ok(Change {
-            kind: "batch",
+            kind: ObjectKind::Batch,
             id: b.id.v,
             change,
             sheet_id: None,
@@ -346,7 +346,7 @@ impl<'t> Writer<'t> {
         changes.insert(
             0,
             Change {
-                kind: "sheet",
+                kind: ObjectKind::Sheet,
                 id: s.id.v,
                 change,
                 sheet_id: None,
@@ -360,12 +360,12 @@ impl<'t> Writer<'t> {
         for (table, kind, ids) in [
             (
                 "nodes",
-                "node",
+                ObjectKind::Node,
                 s.nodes.iter().map(|n| n.id.v).collect::<Vec<_>>(),
             ),
             (
                 "edges",
-                "edge",
+                ObjectKind::Edge,
                 s.edges.iter().map(|e| e.id.v).collect::<Vec<_>>(),
             ),
         ] {

@@ -1,0 +1,389 @@
+//! The service's commands and answers as types, shared by the server (`api`) and the client
+//! (`client.rs`), so that both sides speak one shape and a change to it is a change to a type.
+//!
+//! A request is `{command, payload, variableList?}` (SPEC 4.1); [`Command`] is one of them,
+//! each payload a struct named for its command. The server reads a command with [`read`],
+//! the positional reader that collects every problem of the body at once with its line,
+//! column and path; the client writes one with serde ([`Command`] serialises to the
+//! envelope). An answer is `{requestId, payload}` or `{requestId, error}` ([`Answer`]); each
+//! command names its payload type through [`Request::Answer`]. Nothing here knows HTTP.
+
+pub mod read;
+
+use crate::deploy;
+use crate::dsr::Detail;
+use crate::plan::Element;
+use crate::repo::model::{InstanceRow, InstanceSummary};
+use crate::scheduling::scheduler;
+use serde::ser::SerializeMap as _;
+use serde::{Deserialize, Serialize};
+
+/// The one service path: commands are sent as POST to it.
+pub const SERVICE_PATH: &str = "/weft/service";
+
+/// The commands the server answers, by name.
+pub const COMMANDS: &[&str] = &[
+    "DeployRepository",
+    "RunElements",
+    "GetBatchInstance",
+    "WaitBatchInstance",
+    "ListBatchInstances",
+    "HaltBatchInstance",
+    "RestartBatchInstance",
+    "NextRuns",
+    "AdvanceClock",
+];
+
+/// A command with its payload.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Deploy `.dsr` content (SPEC 4.2).
+    DeployRepository(DeployRepository),
+    /// Start a batch instance (SPEC 4.3).
+    RunElements(RunElements),
+    /// An instance with its actions.
+    GetBatchInstance(GetBatchInstance),
+    /// An instance once it has ended, or when the time is up.
+    WaitBatchInstance(WaitBatchInstance),
+    /// The most recent instances.
+    ListBatchInstances(ListBatchInstances),
+    /// Halt an instance.
+    HaltBatchInstance(HaltBatchInstance),
+    /// Rerun what failed, was skipped or halted in an instance.
+    RestartBatchInstance(RestartBatchInstance),
+    /// A scheduled batch's next planned starts.
+    NextRuns(NextRuns),
+    /// Move a development server's stepped clock (`weft serve --stepped-clock`).
+    AdvanceClock(AdvanceClock),
+}
+
+impl Command {
+    /// The command's name, as the envelope's `command` says it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::DeployRepository(_) => DeployRepository::NAME,
+            Command::RunElements(_) => RunElements::NAME,
+            Command::GetBatchInstance(_) => GetBatchInstance::NAME,
+            Command::WaitBatchInstance(_) => WaitBatchInstance::NAME,
+            Command::ListBatchInstances(_) => ListBatchInstances::NAME,
+            Command::HaltBatchInstance(_) => HaltBatchInstance::NAME,
+            Command::RestartBatchInstance(_) => RestartBatchInstance::NAME,
+            Command::NextRuns(_) => NextRuns::NAME,
+            Command::AdvanceClock(_) => AdvanceClock::NAME,
+        }
+    }
+}
+
+/// The envelope `{command, payload, variableList?}`.
+impl Serialize for Command {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let variables = match self {
+            Command::RunElements(r) if !r.variables.is_empty() => Some(&r.variables),
+            _ => None,
+        };
+        let mut map = s.serialize_map(Some(2 + usize::from(variables.is_some())))?;
+        map.serialize_entry("command", self.name())?;
+        match self {
+            Command::DeployRepository(p) => map.serialize_entry("payload", p)?,
+            Command::RunElements(p) => map.serialize_entry("payload", p)?,
+            Command::GetBatchInstance(p) => map.serialize_entry("payload", p)?,
+            Command::WaitBatchInstance(p) => map.serialize_entry("payload", p)?,
+            Command::ListBatchInstances(p) => map.serialize_entry("payload", p)?,
+            Command::HaltBatchInstance(p) => map.serialize_entry("payload", p)?,
+            Command::RestartBatchInstance(p) => map.serialize_entry("payload", p)?,
+            Command::NextRuns(p) => map.serialize_entry("payload", p)?,
+            Command::AdvanceClock(p) => map.serialize_entry("payload", p)?,
+        }
+        if let Some(v) = variables {
+            map.serialize_entry("variableList", v)?;
+        }
+        map.end()
+    }
+}
+
+/// A command's payload: its name and the type of its answer.
+pub trait Request: Into<Command> {
+    /// The command's name.
+    const NAME: &'static str;
+    /// The answer's payload.
+    type Answer: serde::de::DeserializeOwned + Serialize;
+}
+
+macro_rules! request {
+    ($($name:ident => $answer:ty),* $(,)?) => {$(
+        impl Request for $name {
+            const NAME: &'static str = stringify!($name);
+            type Answer = $answer;
+        }
+        impl From<$name> for Command {
+            fn from(p: $name) -> Command {
+                Command::$name(p)
+            }
+        }
+    )*};
+}
+
+request! {
+    DeployRepository => deploy::Report,
+    RunElements => Started,
+    GetBatchInstance => InstanceRow,
+    WaitBatchInstance => Waited,
+    ListBatchInstances => InstanceList,
+    HaltBatchInstance => HaltRequested,
+    RestartBatchInstance => Restarting,
+    NextRuns => scheduler::NextRuns,
+    AdvanceClock => ClockAdvanced,
+}
+
+/// `DeployRepository {content, deployOptions?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeployRepository {
+    /// The `.dsr` text.
+    pub content: String,
+    /// The deploy options.
+    #[serde(with = "options_wire")]
+    pub deploy_options: deploy::Options,
+}
+
+/// `deployOptions` as sent: `{validate, dryRun, intoFolder}`.
+mod options_wire {
+    use crate::deploy::Options;
+    use serde::ser::SerializeMap as _;
+
+    pub fn serialize<S: serde::Serializer>(o: &Options, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("validate", &o.validate)?;
+        map.serialize_entry("dryRun", &o.dry_run)?;
+        map.serialize_entry("intoFolder", &o.into_folder)?;
+        map.end()
+    }
+}
+
+/// `RunElements {batchExecution: {batchName, user, elementList}}`, with the envelope's
+/// `variableList`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunElements {
+    /// What to run and for whom.
+    pub batch_execution: BatchExecution,
+    /// `variableList`: sent in the envelope, beside the payload.
+    #[serde(skip)]
+    pub variables: Vec<Variable>,
+}
+
+/// `batchExecution`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchExecution {
+    /// The instance's name.
+    pub batch_name: String,
+    /// Who started it.
+    pub user: String,
+    /// The sheets, actions and folders to run.
+    pub element_list: Vec<Element>,
+}
+
+/// One entry of `variableList`: `{variableName, variableType?, variableValue}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Variable {
+    /// The name, `${name}` in action text.
+    #[serde(rename = "variableName")]
+    pub name: String,
+    /// The declared type (SPEC 4.3 sends `String`; weft substitutes text whatever it says).
+    #[serde(rename = "variableType", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The value as text (a number or boolean sent is taken as written).
+    #[serde(rename = "variableValue")]
+    pub value: String,
+}
+
+/// `GetBatchInstance {batchInstanceId}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetBatchInstance {
+    /// The instance.
+    pub batch_instance_id: i64,
+}
+
+/// `WaitBatchInstance {batchInstanceId, timeoutSeconds?}`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitBatchInstance {
+    /// The instance.
+    pub batch_instance_id: i64,
+    /// How long to wait at most (default [`WaitBatchInstance::DEFAULT_SECONDS`], at most
+    /// [`WaitBatchInstance::MAX_SECONDS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+}
+
+impl WaitBatchInstance {
+    /// The wait when none is given.
+    pub const DEFAULT_SECONDS: f64 = 30.0;
+    /// The longest wait one request holds.
+    pub const MAX_SECONDS: f64 = 3600.0;
+}
+
+/// `ListBatchInstances {limit?}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListBatchInstances {
+    /// How many, newest first (1 to 1,000; default 20).
+    pub limit: i64,
+}
+
+impl Default for ListBatchInstances {
+    fn default() -> Self {
+        ListBatchInstances { limit: 20 }
+    }
+}
+
+/// `HaltBatchInstance {batchInstanceId}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HaltBatchInstance {
+    /// The instance.
+    pub batch_instance_id: i64,
+}
+
+/// `RestartBatchInstance {batchInstanceId}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestartBatchInstance {
+    /// The instance.
+    pub batch_instance_id: i64,
+}
+
+/// `NextRuns {batchId, count?}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NextRuns {
+    /// The scheduled batch.
+    pub batch_id: i64,
+    /// How many starts (1 to 1,000; default 10).
+    pub count: usize,
+}
+
+/// `AdvanceClock {seconds}` or `{to}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum AdvanceClock {
+    /// Forward by this many seconds (0 to a year).
+    By {
+        /// The seconds.
+        seconds: i64,
+    },
+    /// Forward to this instant: RFC 3339, or `YYYY-MM-DD HH:MM[:SS]` in the service zone.
+    To {
+        /// The instant as written.
+        to: String,
+    },
+}
+
+impl AdvanceClock {
+    /// The most one step moves: a year of seconds.
+    pub const MAX_SECONDS: i64 = 366 * 86_400;
+}
+
+/// The answer envelope: `{requestId, payload}` or `{requestId, error}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer<P> {
+    /// The server's id of the request, as its log names it.
+    pub request_id: u64,
+    /// The command's answer, when it succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<P>,
+    /// Why it did not, otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+/// A refusal: a stable code, a message and each problem with its place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// Stable code such as `request.envelope` or `deploy.invalid`.
+    pub code: String,
+    /// What is wrong.
+    pub message: String,
+    /// Each problem, with line, column and path where it has them.
+    #[serde(default)]
+    pub details: Vec<Detail>,
+}
+
+/// `RunElements`' answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Started {
+    /// The new instance.
+    pub batch_instance_id: i64,
+}
+
+/// `WaitBatchInstance`'s answer: the instance, and whether the time ran out first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Waited {
+    /// The instance as `GetBatchInstance` answers it.
+    #[serde(flatten)]
+    pub instance: InstanceRow,
+    /// Whether it was still running when the wait ended.
+    pub timed_out: bool,
+}
+
+/// `ListBatchInstances`' answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceList {
+    /// The instances, newest first, without their actions.
+    pub instances: Vec<InstanceSummary>,
+}
+
+/// `HaltBatchInstance`'s answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HaltRequested {
+    /// The instance.
+    pub batch_instance_id: i64,
+    /// Always true: running actions stop at their next check, the others do not start.
+    pub halt_requested: bool,
+}
+
+/// `RestartBatchInstance`'s answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Restarting {
+    /// The instance.
+    pub batch_instance_id: i64,
+    /// How many actions run again.
+    pub actions_to_run: usize,
+}
+
+/// `AdvanceClock`'s answer: the clock's new time and what the tick there did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClockAdvanced {
+    /// The new time, UTC (`YYYY-MM-DDTHH:MM:SSZ`).
+    pub now: String,
+    /// The new time on the service zone's wall clock.
+    pub local: String,
+    /// The scheduled starts the tick made.
+    pub started: Vec<ScheduledRun>,
+    /// Batches whose planned start passed without a run.
+    pub passed: Vec<i64>,
+    /// Batches waiting for their previous run to end.
+    pub waiting: Vec<i64>,
+}
+
+/// One start of [`ClockAdvanced`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduledRun {
+    /// The batch.
+    pub batch_id: i64,
+    /// The instance it started.
+    pub batch_instance_id: i64,
+}
+
+#[cfg(test)]
+mod tests;

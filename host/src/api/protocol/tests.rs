@@ -1,0 +1,392 @@
+//! The typed commands against their reader: what the client writes, the server reads back as
+//! the same command; what is wrong in a body is named all at once, each with its place.
+
+use super::read;
+use super::*;
+use crate::dsr::{LineIndex, Problems, json};
+use proptest::prelude::*;
+
+/// Reads `text` as the server does: the command, or every problem as `(line, column, path,
+/// message)`.
+fn read_text(text: &str) -> Result<Command, Vec<(u32, u32, String, String)>> {
+    let root = json::parse(text).expect("JSON");
+    let mut problems = Problems::default();
+    match read::request(&root, &mut problems) {
+        Some(c) if !problems.has_errors() => Ok(c),
+        _ => Err(problems
+            .into_details(&LineIndex::new(text))
+            .into_iter()
+            .map(|d| {
+                (
+                    d.line.unwrap_or(0),
+                    d.column.unwrap_or(0),
+                    d.path,
+                    d.message,
+                )
+            })
+            .collect()),
+    }
+}
+
+fn round_trip(command: Command) {
+    let text = serde_json::to_string_pretty(&command).expect("serialise");
+    assert_eq!(read_text(&text), Ok(command), "{text}");
+}
+
+#[test]
+fn every_command_the_client_writes_reads_back_as_itself() {
+    round_trip(Command::DeployRepository(DeployRepository {
+        content: "{ version: 1 }\n\t\"quoted\"".to_owned(),
+        deploy_options: deploy::Options {
+            validate: false,
+            dry_run: true,
+            into_folder: Some(10),
+        },
+    }));
+    round_trip(Command::RunElements(RunElements {
+        batch_execution: BatchExecution {
+            batch_name: "nightly".to_owned(),
+            user: "ci".to_owned(),
+            element_list: vec![
+                Element { kind: 'S', id: 100 },
+                Element { kind: 'A', id: -3 },
+                Element { kind: 'F', id: 7 },
+            ],
+        },
+        variables: vec![Variable {
+            name: "day".to_owned(),
+            kind: Some("String".to_owned()),
+            value: "2026-11-23".to_owned(),
+        }],
+    }));
+    round_trip(
+        GetBatchInstance {
+            batch_instance_id: 4,
+        }
+        .into(),
+    );
+    round_trip(
+        WaitBatchInstance {
+            batch_instance_id: 4,
+            timeout_seconds: Some(1.5),
+        }
+        .into(),
+    );
+    round_trip(
+        WaitBatchInstance {
+            batch_instance_id: 4,
+            timeout_seconds: None,
+        }
+        .into(),
+    );
+    round_trip(ListBatchInstances { limit: 1000 }.into());
+    round_trip(
+        HaltBatchInstance {
+            batch_instance_id: 9,
+        }
+        .into(),
+    );
+    round_trip(
+        RestartBatchInstance {
+            batch_instance_id: 9,
+        }
+        .into(),
+    );
+    round_trip(
+        NextRuns {
+            batch_id: 2,
+            count: 1,
+        }
+        .into(),
+    );
+    round_trip(AdvanceClock::By { seconds: 3600 }.into());
+    round_trip(
+        AdvanceClock::To {
+            to: "2026-10-25 02:30".to_owned(),
+        }
+        .into(),
+    );
+}
+
+#[test]
+fn the_lenient_forms_of_the_scripts_read_as_their_values() {
+    let c = read_text(
+        r#"{"command": "DeployRepository", "payload": {"content": "x",
+            "deployOptions": {"validate": "FALSE", "dryRun": null, "intoFolder": "12"}}}"#,
+    );
+    assert_eq!(
+        c,
+        Ok(Command::DeployRepository(DeployRepository {
+            content: "x".to_owned(),
+            deploy_options: deploy::Options {
+                validate: false,
+                dry_run: false,
+                into_folder: Some(12),
+            },
+        }))
+    );
+    let c = read_text(
+        r#"{"command": "RunElements", "variableList": [{"variableName": "n", "variableValue": 5}],
+            "payload": {"batchExecution": {"batchName": "b", "user": "u",
+            "elementList": [{"elementType": "S", "elementId": "100"}]}}}"#,
+    );
+    let Ok(Command::RunElements(run)) = c else {
+        panic!("{c:?}")
+    };
+    assert_eq!(
+        run.batch_execution.element_list,
+        [Element { kind: 'S', id: 100 }]
+    );
+    assert_eq!(
+        run.variables,
+        [Variable {
+            name: "n".to_owned(),
+            kind: None,
+            value: "5".to_owned()
+        }]
+    );
+    assert_eq!(
+        read_text(r#"{"command": "ListBatchInstances", "payload": {"limit": null}}"#),
+        Ok(ListBatchInstances::default().into())
+    );
+    assert_eq!(
+        read_text(r#"{"command": "NextRuns", "payload": {"batchId": "2"}}"#),
+        Ok(NextRuns {
+            batch_id: 2,
+            count: 10
+        }
+        .into())
+    );
+}
+
+#[test]
+fn every_problem_of_a_payload_is_named_at_once_with_its_place() {
+    let text = r#"{"command": "RunElements",
+ "payload": {"batchExecution": {"batchName": 7, "usr": "u",
+   "elementList": [{"elementType": "X", "elementId": 1},
+                   {"elementType": "S", "elementId": "ten"}]}},
+ "variableList": [{"variableName": "", "variableValue": [1]}]}"#;
+    let problems = read_text(text).expect_err("refused");
+    let found: Vec<(u32, u32, &str)> = problems
+        .iter()
+        .map(|(l, c, p, _)| (*l, *c, p.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (2, 32, "payload.batchExecution.user"),
+            (2, 46, "payload.batchExecution.batchName"),
+            (2, 49, "payload.batchExecution.usr"),
+            (3, 36, "payload.batchExecution.elementList[0].elementType"),
+            (4, 54, "payload.batchExecution.elementList[1].elementId"),
+            (5, 36, "variableList[0].variableName"),
+            (5, 57, "variableList[0].variableValue"),
+        ],
+        "{problems:#?}"
+    );
+    let messages: Vec<&str> = problems.iter().map(|(_, _, _, m)| m.as_str()).collect();
+    assert!(
+        messages[0].starts_with("missing field `user`"),
+        "{}",
+        messages[0]
+    );
+    assert_eq!(messages[1], "`batchName` must be a string, found 7");
+    assert!(
+        messages[2].ends_with("did you mean `user`?"),
+        "{}",
+        messages[2]
+    );
+    assert!(messages[3].contains("S (sheet), A (action) or F (folder), found \"X\""));
+    assert_eq!(
+        messages[4],
+        "`elementId` must be a whole number, found \"ten\""
+    );
+    assert_eq!(messages[5], "`variableName` is empty");
+    assert!(messages[6].contains("found an array"), "{}", messages[6]);
+}
+
+#[test]
+fn each_command_names_its_missing_and_mistyped_fields() {
+    for (text, path, message) in [
+        (
+            r#"{"command": "GetBatchInstance", "payload": {}}"#,
+            "payload.batchInstanceId",
+            "missing field `batchInstanceId` in the GetBatchInstance payload {batchInstanceId}",
+        ),
+        (
+            r#"{"command": "HaltBatchInstance", "payload": {"batchInstanceId": 1.5}}"#,
+            "payload.batchInstanceId",
+            "`batchInstanceId` must be a whole number, found 1.5",
+        ),
+        (
+            r#"{"command": "WaitBatchInstance", "payload": {"batchInstanceId": 1, "timeoutSeconds": -1}}"#,
+            "payload.timeoutSeconds",
+            "`timeoutSeconds` must be a number of seconds (0 or more), found -1",
+        ),
+        (
+            r#"{"command": "ListBatchInstances", "payload": {"limit": 0}}"#,
+            "payload.limit",
+            "`limit` must be a whole number from 1 to 1000, found 0",
+        ),
+        (
+            r#"{"command": "NextRuns", "payload": {"batchId": 1, "count": "many"}}"#,
+            "payload.count",
+            "`count` must be a whole number from 1 to 1000, found \"many\"",
+        ),
+        (
+            r#"{"command": "AdvanceClock", "payload": {"seconds": 1, "to": "2026-01-01"}}"#,
+            "payload",
+            "the AdvanceClock payload is {seconds} or {to}",
+        ),
+        (
+            r#"{"command": "AdvanceClock", "payload": {"to": "tomorrow"}}"#,
+            "payload.to",
+            "`to`: ",
+        ),
+        (
+            r#"{"command": "RestartBatchInstance", "payload": []}"#,
+            "payload",
+            "the RestartBatchInstance payload {batchInstanceId} must be an object, found an array",
+        ),
+        (
+            r#"{"command": "DeployRepository", "payload": {"content": "x", "deployOptions": {"dryrun": true}}}"#,
+            "payload.deployOptions.dryrun",
+            "unknown deploy option `dryrun`; the options are validate, dryRun, intoFolder; did you mean `dryRun`?",
+        ),
+        (
+            r#"{"command": "DeployRepository", "payload": {"content": "x"}, "variableList": 3}"#,
+            "variableList",
+            "`variableList` must be an array",
+        ),
+    ] {
+        let problems = read_text(text).expect_err(text);
+        assert_eq!(problems.len(), 1, "{text}: {problems:?}");
+        let (line, column, p, m) = &problems[0];
+        assert_eq!((*line, p.as_str()), (1, path), "{text}");
+        assert!(*column > 1, "{text}: {column}");
+        assert!(m.starts_with(message), "{text}: {m}");
+    }
+}
+
+#[test]
+fn an_unknown_command_is_named_at_its_place_and_its_payload_is_not_read() {
+    let problems = read_text("{\"payload\": {\"x\": 1},\n \"command\": \"DeploySheet\"}")
+        .expect_err("unknown");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let (line, column, path, message) = &problems[0];
+    assert_eq!((*line, *column, path.as_str()), (2, 13, "command"));
+    assert!(message.starts_with("unknown command `DeploySheet`; known commands: DeployRepository"));
+    // An envelope with everything wrong: each problem once.
+    let problems = read_text(r#"{"command": 1, "extra": true, "extra": false}"#).expect_err("bad");
+    let paths: Vec<&str> = problems.iter().map(|(_, _, p, _)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["payload", "command", "extra", "extra"],
+        "{problems:?}"
+    );
+    assert!(problems[3].3.contains("given twice"), "{problems:?}");
+}
+
+#[test]
+fn the_answers_read_back_as_the_server_wrote_them() {
+    use crate::repo::model::{ActionRow, ActionState, InstanceState, InstanceSummary};
+    let instance = InstanceRow {
+        summary: InstanceSummary {
+            batch_instance_id: 3,
+            batch_name: "b".to_owned(),
+            user: "u".to_owned(),
+            state: InstanceState::Failed,
+            start: "2026-11-23T10:00:00Z".to_owned(),
+            end: None,
+            batch_id: Some(2),
+            planned_start: Some("2026-11-23 11:00".to_owned()),
+            late_seconds: Some(1),
+            late: Some(false),
+        },
+        elements: serde_json::json!([{"elementType": "S", "elementId": 100}]),
+        actions: vec![ActionRow {
+            action_id: 1,
+            sheet_id: 100,
+            name: "load".to_owned(),
+            module: "Sql".to_owned(),
+            state: ActionState::Error,
+            start: Some("2026-11-23T10:00:00Z".to_owned()),
+            end: None,
+            rows_read: 1,
+            rows_written: 2,
+            rows_updated: 3,
+            error: Some("no such table".to_owned()),
+            log: vec!["one".to_owned()],
+            depends_on: Vec::new(),
+            plan: String::new(),
+            attempt: 0,
+            unmarked: Vec::new(),
+        }],
+        halt_requested: false,
+        variables: String::new(),
+    };
+    let waited = Waited {
+        instance,
+        timed_out: true,
+    };
+    let text = serde_json::to_string(&Answer {
+        request_id: 8,
+        payload: Some(&waited),
+        error: None,
+    })
+    .expect("write");
+    assert!(text.contains(r#""state":"E""#) && text.contains(r#""timedOut":true"#));
+    let back: Answer<Waited> = serde_json::from_str(&text).expect("read");
+    assert_eq!(back.payload, Some(waited));
+    let refused: Answer<Waited> = serde_json::from_str(
+        r#"{"requestId": 9, "error": {"code": "run.not_found", "message": "no"}}"#,
+    )
+    .expect("read");
+    assert_eq!(
+        refused.error.map(|e| e.code),
+        Some("run.not_found".to_owned())
+    );
+}
+
+fn element() -> impl Strategy<Value = Element> {
+    (prop_oneof![Just('S'), Just('A'), Just('F')], any::<i64>())
+        .prop_map(|(kind, id)| Element { kind, id })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Any text in any field, any ids: what the client sends is what the server reads.
+    #[test]
+    fn any_run_request_reads_back_as_itself(
+        name in ".*",
+        user in ".*",
+        elements in proptest::collection::vec(element(), 1..5),
+        variables in proptest::collection::vec(("[^\\s]\\PC*", ".*"), 0..4),
+    ) {
+        let command = Command::RunElements(RunElements {
+            batch_execution: BatchExecution { batch_name: name, user, element_list: elements },
+            variables: variables
+                .into_iter()
+                .map(|(name, value)| Variable { name, kind: None, value })
+                .collect(),
+        });
+        let text = serde_json::to_string(&command).expect("serialise");
+        prop_assert_eq!(read_text(&text), Ok(command));
+    }
+
+    #[test]
+    fn any_deploy_request_reads_back_as_itself(
+        content in ".*",
+        validate in any::<bool>(),
+        dry_run in any::<bool>(),
+        into_folder in proptest::option::of(1..i64::MAX),
+    ) {
+        let command = Command::DeployRepository(DeployRepository {
+            content,
+            deploy_options: deploy::Options { validate, dry_run, into_folder },
+        });
+        let text = serde_json::to_string(&command).expect("serialise");
+        prop_assert_eq!(read_text(&text), Ok(command));
+    }
+}
