@@ -147,9 +147,9 @@ pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Action
 fn attribute_value(v: &crate::dsr::value::Value) -> Option<AttributeValue> {
     use crate::dsr::value::Value;
     match v {
-        Value::Bool(b) => Some(AttributeValue::Bool(*b)),
-        Value::Int(i) => Some(AttributeValue::Integer(*i)),
-        Value::String(s) => Some(AttributeValue::String(s.as_str().into())),
+        Value::Bool(b) => Some(AttributeValue::bool(*b)),
+        Value::Int(i) => Some(AttributeValue::integer(*i)),
+        Value::String(s) => Some(AttributeValue::string(s.as_str())),
         _ => None,
     }
 }
@@ -326,10 +326,11 @@ impl StoredPlan {
                 .attributes
                 .iter()
                 .map(|(k, v)| {
-                    let a = match v {
-                        AttributeValue::Bool(b) => Attr::Bool(*b),
-                        AttributeValue::String(s) => Attr::String(s.to_string()),
-                        AttributeValue::Integer(i) => Attr::Integer(*i),
+                    // The host makes every attribute value, so each is of a kind it knows.
+                    let a = match (v.as_bool(), v.as_integer()) {
+                        (Some(b), _) => Attr::Bool(b),
+                        (_, Some(i)) => Attr::Integer(i),
+                        _ => Attr::String(v.as_str().unwrap_or_default().to_owned()),
                     };
                     (k.clone(), a)
                 })
@@ -352,9 +353,9 @@ impl StoredPlan {
                 .iter()
                 .map(|(k, a)| {
                     let v = match a {
-                        Attr::Bool(b) => AttributeValue::Bool(*b),
-                        Attr::String(s) => AttributeValue::String(s.as_str().into()),
-                        Attr::Integer(i) => AttributeValue::Integer(*i),
+                        Attr::Bool(b) => AttributeValue::bool(*b),
+                        Attr::String(s) => AttributeValue::string(s.as_str()),
+                        Attr::Integer(i) => AttributeValue::integer(*i),
                     };
                     (k.clone(), v)
                 })

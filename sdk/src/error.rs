@@ -16,18 +16,18 @@ pub struct PluginError {
     pub message: RString,
 }
 
-/// Kinds of [`PluginError`].
-#[repr(u8)]
-#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// The plugin or the database said no (bad SQL, a constraint, a missing table).
-    Failed,
-    /// The plugin panicked; the panic was caught at the boundary.
-    Panicked,
-    /// A connection could not be opened or was lost.
-    Connection,
-    /// The input is not what the plugin accepts (attributes, sources, targets).
-    Invalid,
+open_enum! {
+    /// Kinds of [`PluginError`]. Later sdk versions may add kinds.
+    pub struct ErrorKind {
+        /// The plugin or the database said no (bad SQL, a constraint, a missing table).
+        Failed = 0,
+        /// The plugin panicked; the panic was caught at the boundary.
+        Panicked = 1,
+        /// A connection could not be opened or was lost.
+        Connection = 2,
+        /// The input is not what the plugin accepts (attributes, sources, targets).
+        Invalid = 3,
+    }
 }
 
 impl PluginError {

@@ -37,6 +37,9 @@
 // no unsafe code of its own.
 #![allow(unsafe_code)]
 
+#[macro_use]
+mod open_enum;
+
 mod connection;
 mod error;
 mod guard;

@@ -7,16 +7,16 @@ use abi_stable::StableAbi;
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec, Tuple2};
 
-/// The type of an attribute beyond table A.
-#[repr(u8)]
-#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttributeKind {
-    /// `true` or `false`.
-    Bool,
-    /// Text.
-    String,
-    /// A whole number.
-    Integer,
+open_enum! {
+    /// The type of an attribute beyond table A. Later sdk versions may add types.
+    pub struct AttributeKind {
+        /// `true` or `false`.
+        Bool = 0,
+        /// Text.
+        String = 1,
+        /// A whole number.
+        Integer = 2,
+    }
 }
 
 /// An attribute a module takes beyond table A.
@@ -83,26 +83,75 @@ pub struct ObjectRef {
     pub dialect: Dialect,
 }
 
-/// An attribute value as deployed.
-#[repr(C, u8)]
+/// An attribute value as deployed: its kind (a boolean, text or a whole number; later sdk
+/// versions may add kinds) and the value. Read it with [`AttributeValue::as_bool`],
+/// [`AttributeValue::as_str`] or [`AttributeValue::as_integer`].
+#[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
-pub enum AttributeValue {
-    /// A boolean.
-    Bool(bool),
-    /// Text.
-    String(RString),
-    /// A whole number.
-    Integer(i64),
+pub struct AttributeValue {
+    kind: AttributeKind,
+    integer: i64,
+    text: RString,
 }
 
-/// How bad a problem found by `validate` is.
-#[repr(u8)]
-#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
-    /// Rejects the deploy.
-    Error,
-    /// Reported; the deploy goes on.
-    Warning,
+impl AttributeValue {
+    /// A boolean.
+    pub fn bool(b: bool) -> Self {
+        AttributeValue {
+            kind: AttributeKind::Bool,
+            integer: i64::from(b),
+            text: RString::new(),
+        }
+    }
+
+    /// Text.
+    pub fn string(text: impl Into<String>) -> Self {
+        AttributeValue {
+            kind: AttributeKind::String,
+            integer: 0,
+            text: RString::from(text.into()),
+        }
+    }
+
+    /// A whole number.
+    pub fn integer(i: i64) -> Self {
+        AttributeValue {
+            kind: AttributeKind::Integer,
+            integer: i,
+            text: RString::new(),
+        }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> AttributeKind {
+        self.kind
+    }
+
+    /// The boolean, if it is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        (self.kind == AttributeKind::Bool).then_some(self.integer != 0)
+    }
+
+    /// The text, if it is text.
+    pub fn as_str(&self) -> Option<&str> {
+        (self.kind == AttributeKind::String).then_some(self.text.as_str())
+    }
+
+    /// The whole number, if it is one.
+    pub fn as_integer(&self) -> Option<i64> {
+        (self.kind == AttributeKind::Integer).then_some(self.integer)
+    }
+}
+
+open_enum! {
+    /// How bad a problem found by `validate` is. A host meeting a severity it does not know
+    /// takes it as an error.
+    pub struct Severity {
+        /// Rejects the deploy.
+        Error = 0,
+        /// Reported; the deploy goes on.
+        Warning = 1,
+    }
 }
 
 /// A problem found by `validate`.
@@ -290,10 +339,9 @@ impl RunContext {
 
     /// A boolean attribute, with a default.
     pub fn flag(&self, name: &str, default: bool) -> bool {
-        match self.attribute(name) {
-            Some(AttributeValue::Bool(b)) => *b,
-            _ => default,
-        }
+        self.attribute(name)
+            .and_then(AttributeValue::as_bool)
+            .unwrap_or(default)
     }
 
     /// Logs a line.

@@ -3,13 +3,57 @@
 use abi_stable::StableAbi;
 use abi_stable::std_types::{ROption, RString, RVec};
 
-/// One value of a row or a statement parameter.
+open_enum! {
+    /// What kind of value a [`Value`] holds. Later sdk versions may add kinds; a plugin meets
+    /// one it does not know as [`Datum::Other`].
+    pub struct ValueKind {
+        /// SQL NULL.
+        Null = 0,
+        /// A boolean.
+        Bool = 1,
+        /// A 64-bit integer.
+        Int = 2,
+        /// A double.
+        Float = 3,
+        /// An exact decimal, as text.
+        Decimal = 4,
+        /// Text.
+        Text = 5,
+        /// Bytes.
+        Bytes = 6,
+        /// A date, `YYYY-MM-DD`.
+        Date = 7,
+        /// A time of day, `HH:MM:SS[.fff]`.
+        Time = 8,
+        /// A timestamp without zone, `YYYY-MM-DD HH:MM:SS[.fff]`.
+        Timestamp = 9,
+        /// A timestamp with zone, RFC 3339.
+        TimestampTz = 10,
+    }
+}
+
+/// One value of a row or a statement parameter, as it crosses the boundary: a kind, a number
+/// (booleans, integers, the bits of a double) and bytes (the UTF-8 of the text kinds, or the
+/// bytes). Read it with [`Value::get`]; make one with the constructors ([`Value::int`],
+/// [`Value::text`], ...).
 ///
 /// Decimals travel as text so that no digit is lost; dates and times as ISO 8601 text
-/// (`2026-11-22`, `22:00:00`, `2026-11-22 22:00:00`, `2026-11-22T22:00:00+01:00`).
-#[repr(C, u8)]
-#[derive(StableAbi, Debug, Clone, PartialEq)]
-pub enum Value {
+/// (`2026-11-22`, `22:00:00`, `2026-11-22 22:00:00`, `2026-11-22T22:00:00+01:00`). Being a
+/// struct rather than an enum, a value of a kind added in a later sdk still crosses to a
+/// plugin built before it, which can pass it on untouched. Two values are equal when kind,
+/// number and bytes are (so a NaN equals itself).
+#[repr(C)]
+#[derive(StableAbi, Clone, PartialEq)]
+pub struct Value {
+    kind: ValueKind,
+    number: i64,
+    data: RVec<u8>,
+}
+
+/// What a [`Value`] holds, borrowed: the view plugin code matches on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum Datum<'a> {
     /// SQL NULL.
     Null,
     /// A boolean.
@@ -19,25 +63,165 @@ pub enum Value {
     /// A double.
     Float(f64),
     /// An exact decimal, as text.
-    Decimal(RString),
+    Decimal(&'a str),
     /// Text.
-    Text(RString),
+    Text(&'a str),
     /// Bytes.
-    Bytes(RVec<u8>),
+    Bytes(&'a [u8]),
     /// A date, `YYYY-MM-DD`.
-    Date(RString),
-    /// A time of day, `HH:MM:SS[.fff]`.
-    Time(RString),
-    /// A timestamp without zone, `YYYY-MM-DD HH:MM:SS[.fff]`.
-    Timestamp(RString),
-    /// A timestamp with zone, RFC 3339.
-    TimestampTz(RString),
+    Date(&'a str),
+    /// A time of day.
+    Time(&'a str),
+    /// A timestamp without zone.
+    Timestamp(&'a str),
+    /// A timestamp with zone.
+    TimestampTz(&'a str),
+    /// A kind this sdk does not know (from a newer host or plugin): its kind, number and
+    /// bytes as they came.
+    Other(ValueKind, i64, &'a [u8]),
 }
 
 impl Value {
-    /// Text for a `&str`.
-    pub fn text(s: impl Into<String>) -> Self {
-        Value::Text(RString::from(s.into()))
+    /// SQL NULL.
+    pub const NULL: Value = Value {
+        kind: ValueKind::Null,
+        number: 0,
+        data: RVec::new(),
+    };
+
+    fn with_number(kind: ValueKind, number: i64) -> Self {
+        Value {
+            kind,
+            number,
+            data: RVec::new(),
+        }
+    }
+
+    fn with_text(kind: ValueKind, text: impl Into<String>) -> Self {
+        Value {
+            kind,
+            number: 0,
+            data: RVec::from(text.into().into_bytes()),
+        }
+    }
+
+    /// SQL NULL.
+    pub fn null() -> Self {
+        Value::NULL
+    }
+
+    /// A boolean.
+    pub fn bool(b: bool) -> Self {
+        Value::with_number(ValueKind::Bool, i64::from(b))
+    }
+
+    /// An integer.
+    pub fn int(i: i64) -> Self {
+        Value::with_number(ValueKind::Int, i)
+    }
+
+    /// A double.
+    pub fn float(f: f64) -> Self {
+        Value::with_number(ValueKind::Float, f.to_bits() as i64)
+    }
+
+    /// An exact decimal, as text.
+    pub fn decimal(text: impl Into<String>) -> Self {
+        Value::with_text(ValueKind::Decimal, text)
+    }
+
+    /// Text.
+    pub fn text(text: impl Into<String>) -> Self {
+        Value::with_text(ValueKind::Text, text)
+    }
+
+    /// Bytes.
+    pub fn bytes(bytes: impl Into<Vec<u8>>) -> Self {
+        Value {
+            kind: ValueKind::Bytes,
+            number: 0,
+            data: RVec::from(bytes.into()),
+        }
+    }
+
+    /// A date, `YYYY-MM-DD`.
+    pub fn date(text: impl Into<String>) -> Self {
+        Value::with_text(ValueKind::Date, text)
+    }
+
+    /// A time of day, `HH:MM:SS[.fff]`.
+    pub fn time(text: impl Into<String>) -> Self {
+        Value::with_text(ValueKind::Time, text)
+    }
+
+    /// A timestamp without zone, `YYYY-MM-DD HH:MM:SS[.fff]`.
+    pub fn timestamp(text: impl Into<String>) -> Self {
+        Value::with_text(ValueKind::Timestamp, text)
+    }
+
+    /// A timestamp with zone, RFC 3339.
+    pub fn timestamp_tz(text: impl Into<String>) -> Self {
+        Value::with_text(ValueKind::TimestampTz, text)
+    }
+
+    /// A value from its parts as they cross the boundary: for passing on a value of a kind
+    /// this sdk does not know (see [`Datum::Other`]), and for tests. Text kinds whose bytes
+    /// are not UTF-8 read as [`Datum::Other`].
+    pub fn from_parts(kind: ValueKind, number: i64, data: Vec<u8>) -> Self {
+        Value {
+            kind,
+            number,
+            data: RVec::from(data),
+        }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> ValueKind {
+        self.kind
+    }
+
+    /// Whether it is SQL NULL.
+    pub fn is_null(&self) -> bool {
+        self.kind == ValueKind::Null
+    }
+
+    /// What it holds.
+    pub fn get(&self) -> Datum<'_> {
+        let text = || std::str::from_utf8(&self.data).ok();
+        let datum = match self.kind {
+            ValueKind::Null => Some(Datum::Null),
+            ValueKind::Bool => Some(Datum::Bool(self.number != 0)),
+            ValueKind::Int => Some(Datum::Int(self.number)),
+            ValueKind::Float => Some(Datum::Float(f64::from_bits(self.number as u64))),
+            ValueKind::Decimal => text().map(Datum::Decimal),
+            ValueKind::Text => text().map(Datum::Text),
+            ValueKind::Bytes => Some(Datum::Bytes(&self.data)),
+            ValueKind::Date => text().map(Datum::Date),
+            ValueKind::Time => text().map(Datum::Time),
+            ValueKind::Timestamp => text().map(Datum::Timestamp),
+            ValueKind::TimestampTz => text().map(Datum::TimestampTz),
+            _ => None,
+        };
+        datum.unwrap_or(Datum::Other(self.kind, self.number, &self.data))
+    }
+
+    /// The text of a text kind (text, decimal, date, time, timestamps), else `None`.
+    pub fn as_str(&self) -> Option<&str> {
+        match self.get() {
+            Datum::Decimal(s)
+            | Datum::Text(s)
+            | Datum::Date(s)
+            | Datum::Time(s)
+            | Datum::Timestamp(s)
+            | Datum::TimestampTz(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.get(), f)
     }
 }
 
@@ -79,24 +263,25 @@ impl TableInfo {
     }
 }
 
-/// The SQL dialect of a connection, as `sqlparser` names the families.
-#[repr(u8)]
-#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    /// SQLite.
-    Sqlite,
-    /// PostgreSQL.
-    Postgres,
-    /// MySQL and MariaDB.
-    MySql,
-    /// Microsoft SQL Server.
-    MsSql,
-    /// H2.
-    H2,
-    /// HSQLDB.
-    Hsqldb,
-    /// Anything else: parse errors are only warnings.
-    Generic,
+open_enum! {
+    /// The SQL dialect of a connection, as `sqlparser` names the families. Later sdk versions
+    /// may add dialects; code matching on one has a `_` arm for those it does not know.
+    pub struct Dialect {
+        /// SQLite.
+        Sqlite = 0,
+        /// PostgreSQL.
+        Postgres = 1,
+        /// MySQL and MariaDB.
+        MySql = 2,
+        /// Microsoft SQL Server.
+        MsSql = 3,
+        /// H2.
+        H2 = 4,
+        /// HSQLDB.
+        Hsqldb = 5,
+        /// Anything else: parse errors are only warnings.
+        Generic = 6,
+    }
 }
 
 impl Dialect {
@@ -142,6 +327,72 @@ impl Dialect {
             Dialect::H2 => "H2",
             Dialect::Hsqldb => "HSQLDB",
             Dialect::Generic => "generic SQL",
+            _ => "a dialect this plugin does not know",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_reads_back_as_made() {
+        let cases = [
+            (Value::NULL, Datum::Null),
+            (Value::bool(true), Datum::Bool(true)),
+            (Value::int(i64::MIN), Datum::Int(i64::MIN)),
+            (Value::float(-0.5), Datum::Float(-0.5)),
+            (Value::decimal("1.10"), Datum::Decimal("1.10")),
+            (Value::text("ä"), Datum::Text("ä")),
+            (Value::bytes(vec![0, 255]), Datum::Bytes(&[0, 255])),
+            (Value::date("2026-11-23"), Datum::Date("2026-11-23")),
+            (Value::time("02:30:00"), Datum::Time("02:30:00")),
+            (
+                Value::timestamp("2026-11-23 02:30"),
+                Datum::Timestamp("2026-11-23 02:30"),
+            ),
+            (
+                Value::timestamp_tz("2026-11-23T02:30:00Z"),
+                Datum::TimestampTz("2026-11-23T02:30:00Z"),
+            ),
+        ];
+        for (value, datum) in &cases {
+            assert_eq!(value.get(), *datum);
+            assert!(value.kind().is_known());
+        }
+        assert_eq!(
+            cases.iter().map(|(v, _)| v.kind()).collect::<Vec<_>>(),
+            ValueKind::KNOWN
+        );
+        assert_eq!(Value::decimal("1.10").as_str(), Some("1.10"));
+        assert_eq!(Value::int(1).as_str(), None);
+        assert!(Value::null().is_null());
+        assert_eq!(format!("{:?}", Value::text("x")), r#"Text("x")"#);
+    }
+
+    #[test]
+    fn a_kind_this_sdk_does_not_know_is_kept_as_it_came() {
+        let kind = ValueKind::from_code(200);
+        assert!(!kind.is_known());
+        assert_eq!(format!("{kind:?}"), "ValueKind(200)");
+        let v = Value::from_parts(kind, 9, b"raw".to_vec());
+        assert_eq!(v.get(), Datum::Other(kind, 9, b"raw"));
+        assert_eq!(v.clone(), v);
+        // Text that is not UTF-8 is not handed out as text.
+        let bad = Value::from_parts(ValueKind::Text, 0, vec![0xff]);
+        assert_eq!(bad.get(), Datum::Other(ValueKind::Text, 0, &[0xff]));
+        assert_eq!(bad.as_str(), None);
+    }
+
+    #[test]
+    fn a_dialect_this_sdk_does_not_know_has_a_name_and_no_special_rules() {
+        let newer = Dialect::from_code(99);
+        assert_eq!(newer.known_name(), None);
+        assert_eq!(newer.name(), "a dialect this plugin does not know");
+        assert!(!newer.parse_errors_are_errors() && !newer.has_on_conflict());
+        assert_eq!(Dialect::of_jdbc_url("jdbc:h2:mem:x"), Dialect::H2);
+        assert_eq!(format!("{:?}", Dialect::MsSql), "MsSql");
+        assert_eq!(Dialect::KNOWN.len(), 7);
     }
 }

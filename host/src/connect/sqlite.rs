@@ -6,8 +6,8 @@ use weft_sdk::abi_stable::sabi_trait::TD_Opaque;
 use weft_sdk::abi_stable::sabi_types::RMut;
 use weft_sdk::abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
 use weft_sdk::{
-    ColumnInfo, Connection, Connection_TO, ConnectionBox, Dialect, ErrorKind, PluginError, Row,
-    RowSink_TO, TableInfo, Value,
+    ColumnInfo, Connection, Connection_TO, ConnectionBox, Datum, Dialect, ErrorKind, PluginError,
+    Row, RowSink_TO, TableInfo, Value,
 };
 
 /// Bound parameters per statement, well below SQLite's limit of 32766.
@@ -324,29 +324,34 @@ struct Param<'a>(&'a Value);
 
 impl rusqlite::ToSql for Param<'_> {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(match self.0 {
-            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
-            Value::Bool(b) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*b))),
-            Value::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
-            Value::Float(f) => ToSqlOutput::Borrowed(ValueRef::Real(*f)),
-            Value::Bytes(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b.as_slice())),
-            Value::Decimal(s)
-            | Value::Text(s)
-            | Value::Date(s)
-            | Value::Time(s)
-            | Value::Timestamp(s)
-            | Value::TimestampTz(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+        Ok(match self.0.get() {
+            Datum::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Datum::Bool(b) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(b))),
+            Datum::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(i)),
+            Datum::Float(f) => ToSqlOutput::Borrowed(ValueRef::Real(f)),
+            Datum::Bytes(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
+            Datum::Decimal(s)
+            | Datum::Text(s)
+            | Datum::Date(s)
+            | Datum::Time(s)
+            | Datum::Timestamp(s)
+            | Datum::TimestampTz(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            other => {
+                return Err(rusqlite::Error::ToSqlConversionFailure(
+                    format!("SQLite cannot store a value of kind {other:?}").into(),
+                ));
+            }
         })
     }
 }
 
 fn value(v: ValueRef<'_>) -> Value {
     match v {
-        ValueRef::Null => Value::Null,
-        ValueRef::Integer(i) => Value::Int(i),
-        ValueRef::Real(f) => Value::Float(f),
-        ValueRef::Text(t) => Value::Text(RString::from(String::from_utf8_lossy(t).into_owned())),
-        ValueRef::Blob(b) => Value::Bytes(RVec::from(b.to_vec())),
+        ValueRef::Null => Value::NULL,
+        ValueRef::Integer(i) => Value::int(i),
+        ValueRef::Real(f) => Value::float(f),
+        ValueRef::Text(t) => Value::text(String::from_utf8_lossy(t)),
+        ValueRef::Blob(b) => Value::bytes(b),
     }
 }
 

@@ -15,9 +15,10 @@ mod severity_word {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(s: &Severity, ser: S) -> Result<S::Ok, S::Error> {
-        ser.serialize_str(match s {
-            Severity::Error => "error",
+        ser.serialize_str(match *s {
             Severity::Warning => "warning",
+            // A severity this host does not know (from a newer plugin) counts as an error.
+            _ => "error",
         })
     }
 

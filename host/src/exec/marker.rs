@@ -18,7 +18,7 @@
 //! then, by every hundredth instance.
 
 use weft_sdk::abi_stable::std_types::RSlice;
-use weft_sdk::{ConnectionBox, Value};
+use weft_sdk::{ConnectionBox, Datum, Value};
 
 /// The marker table in every target database.
 pub const TABLE: &str = "weft_commit_marker";
@@ -100,7 +100,7 @@ pub fn write(conn: &mut ConnectionBox, run: &Run) -> Result<(), String> {
             format!("DELETE FROM {TABLE} WHERE committed_at < ?")
                 .as_str()
                 .into(),
-            RSlice::from_slice(&[Value::Text(before.into())]),
+            RSlice::from_slice(&[Value::text(before)]),
         )
         .into_result()
         .map_err(|e| e.to_string())?;
@@ -110,8 +110,8 @@ pub fn write(conn: &mut ConnectionBox, run: &Run) -> Result<(), String> {
             .as_str()
             .into(),
         RSlice::from_slice(&[
-            Value::Text(run.token().into()),
-            Value::Text(now.format("%Y-%m-%d %H:%M:%S").to_string().into()),
+            Value::text(run.token()),
+            Value::text(now.format("%Y-%m-%d %H:%M:%S").to_string()),
         ]),
     )
     .into_result()
@@ -131,16 +131,16 @@ pub fn committed(conn: &mut ConnectionBox, run: &Run) -> Result<bool, String> {
     let (_, rows) = weft_sdk::query_all(
         conn,
         &format!("SELECT COUNT(*) FROM {TABLE} WHERE token = ?"),
-        &[Value::Text(run.token().into())],
+        &[Value::text(run.token())],
     )
     .map_err(|e| e.to_string())?;
     let n = rows
         .first()
         .and_then(|r| r.first())
-        .map(|v| match v {
-            Value::Int(i) => *i,
-            Value::Text(t) | Value::Decimal(t) => t.parse().unwrap_or(0),
-            Value::Float(f) => *f as i64,
+        .map(|v| match v.get() {
+            Datum::Int(i) => i,
+            Datum::Text(t) | Datum::Decimal(t) => t.parse().unwrap_or(0),
+            Datum::Float(f) => f as i64,
             _ => 0,
         })
         .unwrap_or(0);

@@ -53,6 +53,8 @@ pub(super) fn action(
             AttributeKind::Bool => (matches!(value.value, Value::Bool(_)), "true or false"),
             AttributeKind::String => (matches!(value.value, Value::String(_)), "a string"),
             AttributeKind::Integer => (matches!(value.value, Value::Int(_)), "a whole number"),
+            // Declared by a plugin built against a newer sdk: this host cannot make one.
+            _ => (false, "of a type this weft does not know (update weft)"),
         };
         if !fits {
             problems.error(
@@ -146,9 +148,11 @@ pub(super) fn plugin_checks(
                 "module.attribute" => "module.attribute",
                 _ => "module.problem",
             };
-            match p.severity {
-                crate::dsr::Severity::Error => problems.error(code, message, span, &ppath),
-                crate::dsr::Severity::Warning => problems.warning(code, message, span, &ppath),
+            // A severity this host does not know (from a newer plugin) counts as an error.
+            if p.severity == crate::dsr::Severity::Warning {
+                problems.warning(code, message, span, &ppath);
+            } else {
+                problems.error(code, message, span, &ppath);
             }
         }
         // The host enforces what the module declares.

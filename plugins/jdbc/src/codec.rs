@@ -5,9 +5,9 @@
 //! boolean, eight for an integer or a double (its bits), and for everything else a 4-byte
 //! length and UTF-8 text (or raw bytes). Both sides must change together.
 
-use weft_sdk::Value;
 use weft_sdk::abi_stable::std_types::{ROption, RString, RVec};
 use weft_sdk::{ColumnInfo, Row, TableInfo};
+use weft_sdk::{Datum, Value};
 
 const NULL: u8 = 0;
 const BOOL: u8 = 1;
@@ -21,56 +21,74 @@ const TIME: u8 = 8;
 const TIMESTAMP: u8 = 9;
 const TIMESTAMPTZ: u8 = 10;
 
-/// Appends `v` to `out`.
-pub fn put_value(out: &mut Vec<u8>, v: &Value) {
+/// Appends `v` to `out`. The tags are the sdk's value kind codes.
+///
+/// # Errors
+///
+/// A value of a kind this bridge does not know (from a newer host).
+pub fn put_value(out: &mut Vec<u8>, v: &Value) -> Result<()> {
     let text = |out: &mut Vec<u8>, tag: u8, s: &[u8]| {
         out.push(tag);
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());
         out.extend_from_slice(s);
     };
-    match v {
-        Value::Null => out.push(NULL),
-        Value::Bool(b) => {
+    match v.get() {
+        Datum::Null => out.push(NULL),
+        Datum::Bool(b) => {
             out.push(BOOL);
-            out.push(u8::from(*b));
+            out.push(u8::from(b));
         }
-        Value::Int(i) => {
+        Datum::Int(i) => {
             out.push(INT);
             out.extend_from_slice(&i.to_le_bytes());
         }
-        Value::Float(f) => {
+        Datum::Float(f) => {
             out.push(FLOAT);
             out.extend_from_slice(&f.to_bits().to_le_bytes());
         }
-        Value::Decimal(s) => text(out, DECIMAL, s.as_bytes()),
-        Value::Text(s) => text(out, TEXT, s.as_bytes()),
-        Value::Bytes(b) => text(out, BYTES, b.as_slice()),
-        Value::Date(s) => text(out, DATE, s.as_bytes()),
-        Value::Time(s) => text(out, TIME, s.as_bytes()),
-        Value::Timestamp(s) => text(out, TIMESTAMP, s.as_bytes()),
-        Value::TimestampTz(s) => text(out, TIMESTAMPTZ, s.as_bytes()),
+        Datum::Decimal(s) => text(out, DECIMAL, s.as_bytes()),
+        Datum::Text(s) => text(out, TEXT, s.as_bytes()),
+        Datum::Bytes(b) => text(out, BYTES, b),
+        Datum::Date(s) => text(out, DATE, s.as_bytes()),
+        Datum::Time(s) => text(out, TIME, s.as_bytes()),
+        Datum::Timestamp(s) => text(out, TIMESTAMP, s.as_bytes()),
+        Datum::TimestampTz(s) => text(out, TIMESTAMPTZ, s.as_bytes()),
+        other => {
+            return Err(format!(
+                "the JDBC bridge cannot pass a value of kind {other:?} (a kind newer than the bridge)"
+            ));
+        }
     }
+    Ok(())
 }
 
 /// Statement parameters: a count, then the values.
-pub fn params(values: &[Value]) -> Vec<u8> {
+///
+/// # Errors
+///
+/// See [`put_value`].
+pub fn params(values: &[Value]) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(4 + values.len() * 9);
     out.extend_from_slice(&(values.len() as u32).to_le_bytes());
     for v in values {
-        put_value(&mut out, v);
+        put_value(&mut out, v)?;
     }
-    out
+    Ok(out)
 }
 
 /// Rows to insert: the values one after another (the count travels beside them).
-pub fn rows(rows: &[Row]) -> Vec<u8> {
+///
+/// # Errors
+///
+/// See [`put_value`].
+pub fn rows(rows: &[Row]) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(rows.len() * rows.first().map_or(0, |r| r.len()) * 12);
     for r in rows {
         for v in r.iter() {
-            put_value(&mut out, v);
+            put_value(&mut out, v)?;
         }
     }
-    out
+    Ok(out)
 }
 
 /// A reader over a byte array from Java; every read checks its bounds, so that a format
@@ -127,28 +145,28 @@ impl<'a> Reader<'a> {
 
     /// A length-prefixed UTF-8 string.
     pub fn string(&mut self) -> Result<RString> {
-        let b = self.bytes()?;
-        Ok(RString::from(match std::str::from_utf8(b) {
-            Ok(s) => s.to_owned(),
-            Err(_) => String::from_utf8_lossy(b).into_owned(),
-        }))
+        Ok(RString::from(self.text()?))
+    }
+
+    fn text(&mut self) -> Result<String> {
+        Ok(String::from_utf8_lossy(self.bytes()?).into_owned())
     }
 
     /// One tagged value.
     pub fn value(&mut self) -> Result<Value> {
         let tag = self.u8()?;
         Ok(match tag {
-            NULL => Value::Null,
-            BOOL => Value::Bool(self.u8()? != 0),
-            INT => Value::Int(self.i64()?),
-            FLOAT => Value::Float(f64::from_bits(self.i64()? as u64)),
-            DECIMAL => Value::Decimal(self.string()?),
-            TEXT => Value::Text(self.string()?),
-            BYTES => Value::Bytes(RVec::from(self.bytes()?)),
-            DATE => Value::Date(self.string()?),
-            TIME => Value::Time(self.string()?),
-            TIMESTAMP => Value::Timestamp(self.string()?),
-            TIMESTAMPTZ => Value::TimestampTz(self.string()?),
+            NULL => Value::NULL,
+            BOOL => Value::bool(self.u8()? != 0),
+            INT => Value::int(self.i64()?),
+            FLOAT => Value::float(f64::from_bits(self.i64()? as u64)),
+            DECIMAL => Value::decimal(self.text()?),
+            TEXT => Value::text(self.text()?),
+            BYTES => Value::bytes(self.bytes()?),
+            DATE => Value::date(self.text()?),
+            TIME => Value::time(self.text()?),
+            TIMESTAMP => Value::timestamp(self.text()?),
+            TIMESTAMPTZ => Value::timestamp_tz(self.text()?),
             other => return Err(format!("unknown value tag {other} from the Java side")),
         })
     }
@@ -225,17 +243,17 @@ mod tests {
 
     fn all_kinds() -> Vec<Value> {
         vec![
-            Value::Null,
-            Value::Bool(true),
-            Value::Int(i64::MIN),
-            Value::Float(-0.1),
-            Value::Decimal("12345678901234567890.000000001".into()),
+            Value::NULL,
+            Value::bool(true),
+            Value::int(i64::MIN),
+            Value::float(-0.1),
+            Value::decimal("12345678901234567890.000000001"),
             Value::text("ä; 'x'"),
-            Value::Bytes(RVec::from(vec![0u8, 255, 7])),
-            Value::Date("2026-10-25".into()),
-            Value::Time("02:30:00.5".into()),
-            Value::Timestamp("2026-03-29 02:30:00".into()),
-            Value::TimestampTz("2026-10-25T02:30:00+01:00".into()),
+            Value::bytes(vec![0u8, 255, 7]),
+            Value::date("2026-10-25"),
+            Value::time("02:30:00.5"),
+            Value::timestamp("2026-03-29 02:30:00"),
+            Value::timestamp_tz("2026-10-25T02:30:00+01:00"),
         ]
     }
 
@@ -243,14 +261,13 @@ mod tests {
     fn values_read_back_as_written() {
         let values = all_kinds();
         let mut buf = (2u32).to_le_bytes().to_vec();
-        buf.extend(rows(&[
-            RVec::from(values.clone()),
-            RVec::from(values.clone()),
-        ]));
+        buf.extend(
+            rows(&[RVec::from(values.clone()), RVec::from(values.clone())]).expect("known kinds"),
+        );
         let back = batch(&buf, values.len()).expect("decodes");
         assert_eq!(back.len(), 2);
         assert_eq!(back[1].as_slice(), values.as_slice());
-        let p = params(&values);
+        let p = params(&values).expect("known kinds");
         let mut r = Reader::new(&p);
         assert_eq!(r.u32().expect("decodes") as usize, values.len());
         for v in &values {
@@ -263,12 +280,19 @@ mod tests {
     fn a_cut_or_foreign_answer_is_an_error_not_a_panic() {
         let values = all_kinds();
         let mut buf = (1u32).to_le_bytes().to_vec();
-        buf.extend(rows(&[RVec::from(values.clone())]));
+        buf.extend(rows(&[RVec::from(values.clone())]).expect("known kinds"));
         for cut in 0..buf.len() {
             assert!(batch(&buf[..cut], values.len()).is_err(), "cut at {cut}");
         }
         let e = batch(&[1, 0, 0, 0, 99], 1).expect_err("an error");
         assert!(e.contains("unknown value tag 99"), "{e}");
         assert!(header(&[5, 0, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn a_value_of_a_kind_newer_than_the_bridge_is_refused_by_name() {
+        let newer = Value::from_parts(weft_sdk::ValueKind::from_code(42), 7, b"x".to_vec());
+        let e = params(&[Value::int(1), newer]).expect_err("refused");
+        assert!(e.contains("ValueKind(42)"), "{e}");
     }
 }

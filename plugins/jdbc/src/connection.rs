@@ -225,7 +225,7 @@ impl JdbcConnection {
         sink: &mut RowSink_TO<'_, RMut<'_, ()>>,
     ) -> Result<u64, PluginError> {
         let batch_rows = batch_rows.clamp(1, i32::MAX as u32) as i32;
-        let encoded = codec::params(params);
+        let encoded = codec::params(params).map_err(|m| self.format_error("query", &m))?;
         let header = self.call("query failed", |env, b| {
             let s = env.new_string(sql)?;
             let p = env.byte_array_from_slice(&encoded)?;
@@ -365,7 +365,7 @@ impl JdbcConnection {
                 ),
             ));
         }
-        let data = codec::rows(rows);
+        let data = codec::rows(rows).map_err(|m| self.format_error("insert", &m))?;
         let count = i32::try_from(rows.len())
             .map_err(|_| self.format_error("insert", "more than 2^31 rows in one batch"))?;
         let width = cols.len() as i32;
@@ -447,7 +447,10 @@ impl Connection for JdbcConnection {
     }
 
     fn execute(&mut self, sql: RStr<'_>, params: RSlice<'_, Value>) -> RResult<u64, PluginError> {
-        let encoded = codec::params(params.as_slice());
+        let encoded = match codec::params(params.as_slice()) {
+            Ok(e) => e,
+            Err(m) => return RResult::RErr(self.format_error("statement", &m)),
+        };
         let sql = sql.as_str();
         self.call("statement failed", |env, b| {
             let s = env.new_string(sql)?;

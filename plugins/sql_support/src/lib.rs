@@ -265,10 +265,11 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
         ));
         return out;
     };
-    if matches!(
-        input.attribute("validateSql"),
-        Some(AttributeValue::Bool(false))
-    ) {
+    if input
+        .attribute("validateSql")
+        .and_then(AttributeValue::as_bool)
+        == Some(false)
+    {
         return out;
     }
     match parse(sql, dialect) {

@@ -97,18 +97,19 @@ mod tests {
 
     #[test]
     fn identity_ignores_case_and_sqlite_main() {
-        use weft_sdk::Dialect::{Postgres, Sqlite};
+        const SQLITE: weft_sdk::Dialect = weft_sdk::Dialect::Sqlite;
+        const POSTGRES: weft_sdk::Dialect = weft_sdk::Dialect::Postgres;
         assert_eq!(
-            TABLE.identity(&obj(Some("MAIN"), "Orders", Sqlite)),
-            TABLE.identity(&obj(None, "orders", Sqlite))
+            TABLE.identity(&obj(Some("MAIN"), "Orders", SQLITE)),
+            TABLE.identity(&obj(None, "orders", SQLITE))
         );
         assert_ne!(
-            TABLE.identity(&obj(Some("main"), "orders", Postgres)),
-            TABLE.identity(&obj(None, "orders", Postgres))
+            TABLE.identity(&obj(Some("main"), "orders", POSTGRES)),
+            TABLE.identity(&obj(None, "orders", POSTGRES))
         );
         assert_eq!(
             TABLE
-                .identity(&obj(Some("Sales"), "T", Postgres))
+                .identity(&obj(Some("Sales"), "T", POSTGRES))
                 .schema
                 .as_str(),
             "sales"

@@ -53,8 +53,10 @@ impl ActionModule for Transfer {
             .extend(weft_sql_support::sources_on_one_connection(
                 input, "Transfer",
             ));
-        if let Some(AttributeValue::Integer(n)) = input.attribute("batchRows")
-            && !(1..=MAX_BATCH_ROWS).contains(n)
+        if let Some(n) = input
+            .attribute("batchRows")
+            .and_then(AttributeValue::as_integer)
+            && !(1..=MAX_BATCH_ROWS).contains(&n)
         {
             out.problems.push(Problem::error(
                 "module.attribute",
@@ -76,9 +78,12 @@ impl ActionModule for Transfer {
             .first()
             .cloned()
             .ok_or_else(|| PluginError::new("Transfer needs at least one source"))?;
-        let batch_rows = match ctx.attribute("batchRows") {
-            Some(AttributeValue::Integer(n)) if *n > 0 => {
-                u32::try_from((*n).min(MAX_BATCH_ROWS)).unwrap_or(DEFAULT_BATCH_ROWS as u32)
+        let batch_rows = match ctx
+            .attribute("batchRows")
+            .and_then(AttributeValue::as_integer)
+        {
+            Some(n) if n > 0 => {
+                u32::try_from(n.min(MAX_BATCH_ROWS)).unwrap_or(DEFAULT_BATCH_ROWS as u32)
             }
             _ => DEFAULT_BATCH_ROWS as u32,
         };

@@ -13,9 +13,9 @@
 
 use weft_sdk::abi_stable::std_types::{RString, RVec};
 use weft_sdk::{
-    ActionModule, AttributeKind, AttributeSpec, AttributeValue, ConnectionBox, FnSink, ModuleInfo,
-    PluginError, PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput, ValidateOutput,
-    Value, export_plugin, query_all,
+    ActionModule, AttributeKind, AttributeSpec, AttributeValue, ConnectionBox, Datum, FnSink,
+    ModuleInfo, PluginError, PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput,
+    ValidateOutput, Value, export_plugin, query_all,
 };
 use weft_sql_support::{column_probe, describe_object, described_table, match_columns, quote};
 
@@ -24,22 +24,22 @@ use weft_sql_support::{column_probe, describe_object, described_table, match_col
 pub struct Upsert;
 
 fn keys_attribute(a: Option<&AttributeValue>) -> Vec<String> {
-    match a {
-        Some(AttributeValue::String(s)) => s
-            .split(',')
-            .map(|k| k.trim().to_owned())
-            .filter(|k| !k.is_empty())
-            .collect(),
-        _ => Vec::new(),
-    }
+    a.and_then(AttributeValue::as_str)
+        .map(|s| {
+            s.split(',')
+                .map(|k| k.trim().to_owned())
+                .filter(|k| !k.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A whole number as a database answers a count: an integer, or (Oracle's `NUMBER`, some
 /// drivers' `DECIMAL`) a decimal or double without a fraction.
 fn count_of(v: Option<&Value>) -> Option<u64> {
-    match v? {
-        Value::Int(n) => u64::try_from(*n).ok(),
-        Value::Decimal(d) | Value::Text(d) => {
+    match v?.get() {
+        Datum::Int(n) => u64::try_from(n).ok(),
+        Datum::Decimal(d) | Datum::Text(d) => {
             let d = d.trim();
             let whole =
                 d.split_once('.').map_or(
@@ -50,7 +50,7 @@ fn count_of(v: Option<&Value>) -> Option<u64> {
                 );
             whole.parse().ok()
         }
-        Value::Float(f) if f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19 => Some(*f as u64),
+        Datum::Float(f) if f.fract() == 0.0 && (0.0..1.8e19).contains(&f) => Some(f as u64),
         _ => None,
     }
 }
@@ -87,8 +87,9 @@ impl ActionModule for Upsert {
         let mut out = weft_sql_support::check(input, dialect);
         out.problems
             .extend(weft_sql_support::sources_on_one_connection(input, "Upsert"));
-        if let Some(AttributeValue::String(k)) = input.attribute("keys")
-            && keys_attribute(Some(&AttributeValue::String(k.clone()))).is_empty()
+        if let Some(keys) = input.attribute("keys")
+            && keys.as_str().is_some()
+            && keys_attribute(Some(keys)).is_empty()
         {
             out.problems.push(Problem::error(
                 "module.attribute",
@@ -386,12 +387,12 @@ mod tests {
 
     #[test]
     fn counts_come_as_integers_decimals_or_doubles() {
-        assert_eq!(count_of(Some(&Value::Int(3))), Some(3));
-        assert_eq!(count_of(Some(&Value::Decimal("12".into()))), Some(12));
-        assert_eq!(count_of(Some(&Value::Decimal("12.000".into()))), Some(12));
-        assert_eq!(count_of(Some(&Value::Decimal("1.5".into()))), None);
-        assert_eq!(count_of(Some(&Value::Float(4.0))), Some(4));
-        assert_eq!(count_of(Some(&Value::Null)), None);
+        assert_eq!(count_of(Some(&Value::int(3))), Some(3));
+        assert_eq!(count_of(Some(&Value::decimal("12"))), Some(12));
+        assert_eq!(count_of(Some(&Value::decimal("12.000"))), Some(12));
+        assert_eq!(count_of(Some(&Value::decimal("1.5"))), None);
+        assert_eq!(count_of(Some(&Value::float(4.0))), Some(4));
+        assert_eq!(count_of(Some(&Value::NULL)), None);
         assert_eq!(count_of(None), None);
     }
 }
