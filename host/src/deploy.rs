@@ -177,7 +177,7 @@ pub fn deploy(
             changes.extend(w.sheet(s)?);
         }
         if !doc.batches.is_empty() {
-            let time = crate::scheduling::clock::current();
+            let time = crate::sched::clock::current();
             let now = time.clock.now();
             let td = crate::dsr::Path::root().key("transformationData");
             for (i, b) in doc.batches.iter().enumerate() {

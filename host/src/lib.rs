@@ -21,7 +21,7 @@ pub mod keys;
 pub mod plan;
 pub mod plugins;
 pub mod repo;
-pub mod scheduling;
+pub mod sched;
 pub mod server;
 pub mod settings;
 pub mod validate;

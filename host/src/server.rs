@@ -83,9 +83,9 @@ pub fn service_time(
     settings: &Settings,
     fake_now: Option<&str>,
     stepped: bool,
-) -> Result<crate::scheduling::clock::ServiceTime, Error> {
-    let (zone, zone_source) = crate::scheduling::clock::resolve_zone(settings.timezone.as_deref())
-        .map_err(Error::Time)?;
+) -> Result<crate::sched::clock::ServiceTime, Error> {
+    let (zone, zone_source) =
+        crate::sched::clock::resolve_zone(settings.timezone.as_deref()).map_err(Error::Time)?;
     if (fake_now.is_some() || stepped) && settings.environment != Environment::Development {
         let flag = if stepped {
             "--stepped-clock"
@@ -99,18 +99,18 @@ pub fn service_time(
     }
     let start = fake_now
         .map(|text| {
-            crate::scheduling::clock::parse_timestamp(text, zone)
+            crate::sched::clock::parse_timestamp(text, zone)
                 .map_err(|e| Error::Time(format!("--fake-now: {e}")))
         })
         .transpose()?;
     let clock = match (start, stepped) {
-        (None, false) => crate::scheduling::clock::ServiceClock::system(),
-        (Some(at), false) => crate::scheduling::clock::ServiceClock::starting_at(at),
+        (None, false) => crate::sched::clock::ServiceClock::system(),
+        (Some(at), false) => crate::sched::clock::ServiceClock::starting_at(at),
         (at, true) => {
-            crate::scheduling::clock::ServiceClock::stepped_at(at.unwrap_or_else(chrono::Utc::now))
+            crate::sched::clock::ServiceClock::stepped_at(at.unwrap_or_else(chrono::Utc::now))
         }
     };
-    Ok(crate::scheduling::clock::ServiceTime {
+    Ok(crate::sched::clock::ServiceTime {
         clock,
         zone,
         zone_source,
@@ -163,7 +163,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         fake = time.clock.is_fake(),
         stepped = time.clock.is_stepped()
     );
-    crate::scheduling::clock::install(time);
+    crate::sched::clock::install(time);
     // Refuse a loose or broken key file before anything is opened or upgraded.
     let keyfile_path = KeyFile::path_in(&opts.home);
     if keyfile_path.exists() {
@@ -259,11 +259,11 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     }
     // Stopped (and joined) when the server returns. A stepped clock's ticks are made by
     // `AdvanceClock` alone, so that each answer names every start its move caused.
-    let _scheduler = if crate::scheduling::clock::current().clock.is_stepped() {
+    let _scheduler = if crate::sched::clock::current().clock.is_stepped() {
         None
     } else {
         Some(
-            crate::scheduling::scheduler::spawn(
+            crate::sched::scheduler::spawn(
                 Arc::clone(&executor),
                 std::time::Duration::from_secs(1),
             )

@@ -15,7 +15,7 @@ use crate::deploy;
 use crate::exec::batch::RunRequest;
 use crate::repo::InstanceStore;
 use crate::repo::model::InstanceRow;
-use crate::scheduling::{clock, scheduler};
+use crate::sched::{clock, scheduler};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -576,13 +576,13 @@ impl Connection for SqliteConnection {
 
 /// Registers `current_local_timestamp()` and `is_dst_change_tonight([local_now])` on a
 /// connection (the repository's and native data connections); both read the service
-/// time ([`crate::scheduling::clock`]) when called.
+/// time ([`crate::sched::clock`]) when called.
 ///
 /// # Errors
 ///
 /// SQLite's, when a function cannot be registered.
 pub fn register_clock_functions(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-    use crate::scheduling::clock;
+    use crate::sched::clock;
     use rusqlite::functions::FunctionFlags;
     let flags = FunctionFlags::SQLITE_UTF8;
     conn.create_scalar_function("current_local_timestamp", 0, flags, |_| {

@@ -20,7 +20,7 @@ use crate::repo::model::{
     ActionEnd, ActionState, InstanceRow, InstanceState, NewAction, NewInstance, Restarted,
 };
 use crate::repo::{self, InstanceStore, Repository, SheetStore};
-use crate::scheduling::scheduler::ScheduledStart;
+use crate::sched::scheduler::ScheduledStart;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -698,7 +698,7 @@ impl Executor {
             Some(p) => p.get(..10).unwrap_or_default().to_owned(),
             None => chrono::DateTime::parse_from_rfc3339(&row.summary.start)
                 .map(|t| {
-                    t.with_timezone(&crate::scheduling::clock::current().zone)
+                    t.with_timezone(&crate::sched::clock::current().zone)
                         .format("%Y-%m-%d")
                         .to_string()
                 })
@@ -854,7 +854,7 @@ impl Executor {
             ),
             (
                 "action_start_local".to_owned(),
-                now.with_timezone(&crate::scheduling::clock::current().zone)
+                now.with_timezone(&crate::sched::clock::current().zone)
                     .format("%Y-%m-%d %H:%M:%S")
                     .to_string(),
             ),
@@ -974,7 +974,7 @@ impl Executor {
 }
 
 /// The scheduler starts its batches through the executor.
-impl crate::scheduling::scheduler::Starter for Arc<Executor> {
+impl crate::sched::scheduler::Starter for Arc<Executor> {
     type Store = Repository;
 
     fn store(&self) -> &Repository {
@@ -983,10 +983,10 @@ impl crate::scheduling::scheduler::Starter for Arc<Executor> {
 
     fn start_scheduled(
         &self,
-        due: &crate::scheduling::scheduler::Due,
+        due: &crate::sched::scheduler::Due,
         scheduled: &ScheduledStart,
-    ) -> Result<i64, crate::scheduling::scheduler::NotStarted> {
-        use crate::scheduling::scheduler::{NotStarted, USER};
+    ) -> Result<i64, crate::sched::scheduler::NotStarted> {
+        use crate::sched::scheduler::{NotStarted, USER};
         let req = RunRequest {
             batch_name: due.name.clone(),
             user: USER.to_owned(),

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A scheduled start this much later than planned is recorded as late.
-pub use crate::scheduling::scheduler::LATE_AFTER_SECONDS;
+pub use crate::sched::scheduler::LATE_AFTER_SECONDS;
 
 /// The state of a batch instance; stored and answered as its word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -5,7 +5,7 @@
 //! connection, SQL or a storage format. Every method is one transaction of its own: what
 //! must happen together (a new instance and its batch's next planned start; an action's end
 //! and what follows from it) is one method. What the scheduler needs of the repository is
-//! its own trait, `scheduling::scheduler::PlannedStarts`, implemented beside these. Ids are allocated by the backend; times are the
+//! its own trait, `sched::scheduler::PlannedStarts`, implemented beside these. Ids are allocated by the backend; times are the
 //! backend's "now" in UTC, or wall-clock text the caller computed (the repository does no
 //! time arithmetic).
 
@@ -17,8 +17,8 @@ use super::model::{
 };
 use crate::dsr::model::{Batch, Connection, Folder, Sheet};
 use crate::plan::StoredPlan;
-use crate::scheduling::schedule::{Planned, Schedule};
-use crate::scheduling::scheduler::ScheduledStart;
+use crate::sched::schedule::{Planned, Schedule};
+use crate::sched::scheduler::ScheduledStart;
 
 /// A deploy's writes, inside its one transaction (`Repository::write`), with the
 /// [`Facts`] validation asks in the same transaction. Each write reports what it changed.

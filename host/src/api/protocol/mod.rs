@@ -14,7 +14,7 @@ use crate::deploy;
 use crate::dsr::Detail;
 use crate::plan::Element;
 use crate::repo::model::{InstanceRow, InstanceSummary};
-use crate::scheduling::scheduler;
+use crate::sched::scheduler;
 use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Serialize};
 

@@ -413,7 +413,7 @@ fn advance_clock(payload: &Spanned, path: Path, problems: &mut Problems) -> Opti
         (None, Some((v, p))) => {
             let to = text(v, &p, "to", problems)?;
             // The zone matters only for the wall-clock form, not for its syntax.
-            if let Err(e) = crate::scheduling::clock::parse_timestamp(&to, chrono_tz::UTC) {
+            if let Err(e) = crate::sched::clock::parse_timestamp(&to, chrono_tz::UTC) {
                 problems.error(ENVELOPE, format!("`to`: {e}"), v.span, &p);
                 return None;
             }

@@ -3,8 +3,8 @@
 
 type Result<T, E = crate::repo::Error> = std::result::Result<T, E>;
 
-use crate::scheduling::schedule::Planned;
-use crate::scheduling::scheduler::StoredStart;
+use crate::sched::schedule::Planned;
+use crate::sched::scheduler::StoredStart;
 use rusqlite::{Connection, OptionalExtension, params};
 
 const COLUMNS: &str = "b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT)";
@@ -80,7 +80,7 @@ pub fn advance(
 ) -> Result<bool> {
     let changed = match next {
         Some(n) => {
-            let text = crate::scheduling::clock::wall(n.local);
+            let text = crate::sched::clock::wall(n.local);
             let changed = conn.execute(
                 "UPDATE service_batch_next_run SET start_dt = ?3 WHERE batch_id = ?1 AND start_dt = ?2",
                 params![batch_id, from, text],

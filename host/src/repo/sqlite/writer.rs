@@ -186,8 +186,8 @@ impl<'t> Writer<'t> {
     pub fn batch(
         &self,
         b: &Batch,
-        schedule: &crate::scheduling::schedule::Schedule,
-        first: Option<crate::scheduling::schedule::Planned>,
+        schedule: &crate::sched::schedule::Schedule,
+        first: Option<crate::sched::schedule::Planned>,
     ) -> Result<Change> {
         let definition = serde_json::to_string(b).map_err(|e| Error::Corrupt(e.to_string()))?;
         let elements =
@@ -276,7 +276,7 @@ impl<'t> Writer<'t> {
         if reschedule || restore {
             match first {
                 Some(first) => {
-                    let start = crate::scheduling::clock::wall(first.local);
+                    let start = crate::sched::clock::wall(first.local);
                     self.exec(
                         "INSERT INTO service_batch_next_run (batch_id, start_dt) VALUES (?1, ?2) ON CONFLICT (batch_id) DO UPDATE SET start_dt = excluded.start_dt",
                         params![b.id.v, start],
@@ -519,8 +519,8 @@ impl crate::repo::store::DeployWriter for Writer<'_> {
     fn batch(
         &self,
         b: &Batch,
-        schedule: &crate::scheduling::schedule::Schedule,
-        first: Option<crate::scheduling::schedule::Planned>,
+        schedule: &crate::sched::schedule::Schedule,
+        first: Option<crate::sched::schedule::Planned>,
     ) -> Result<Change> {
         Writer::batch(self, b, schedule, first)
     }

@@ -15,8 +15,8 @@
 //! `ifRunning` is `skip` (with `wait` it starts, late, when that run ends).
 
 use crate::plan::Element;
-use crate::scheduling::clock::{self, wall};
-use crate::scheduling::schedule::{GapPolicy, OverlapPolicy, Planned, Schedule};
+use crate::sched::clock::{self, wall};
+use crate::sched::schedule::{GapPolicy, OverlapPolicy, Planned, Schedule};
 use chrono::{DateTime, Duration, NaiveDateTime, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
@@ -203,7 +203,7 @@ pub fn candidates<S: PlannedStarts>(
 /// The schedule of a stored planned start, or why it cannot be read.
 fn schedule_of(s: &StoredStart) -> Result<Schedule, String> {
     Ok(Schedule {
-        repeat: crate::scheduling::schedule::parse(&s.schedule).map_err(|e| e.message)?,
+        repeat: crate::sched::schedule::parse(&s.schedule).map_err(|e| e.message)?,
         gap: GapPolicy::parse(&s.spring_gap).unwrap_or_default(),
         overlap: OverlapPolicy::parse(&s.autumn_overlap).unwrap_or_default(),
     })

@@ -1,5 +1,5 @@
 use super::*;
-use crate::scheduling::clock::parse_wall;
+use crate::sched::clock::parse_wall;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 

@@ -18,7 +18,7 @@
 //! actually ran (no drift), and passes over starts already missed: after a downtime a batch
 //! runs once, late, not once for every missed day.
 
-use crate::scheduling::clock::{gap_end, wall};
+use crate::sched::clock::{gap_end, wall};
 use chrono::{
     DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, Offset,
     TimeZone, Utc, Weekday,
