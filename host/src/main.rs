@@ -119,8 +119,12 @@ enum Command {
         #[command(subcommand)]
         action: Option<JdbcAction>,
     },
-    /// List the plugin libraries found (next to the binary and in HOME/plugins) and what they provide; refused ones with the reason.
-    Plugins,
+    /// List the plugin libraries found (next to the binary, in INSTALL/plugins and in HOME/plugins) and what they provide, refused ones with the reason; or install one.
+    Plugins {
+        /// Without an action: the list.
+        #[command(subcommand)]
+        action: Option<PluginsAction>,
+    },
     /// List the next planned starts of a scheduled batch, in local time and UTC, with clock
     /// changes marked (the NextRuns command).
     NextRuns {
@@ -164,6 +168,16 @@ enum KeysAction {
         /// the server rely on.
         #[arg(long)]
         force: bool,
+    },
+}
+
+/// What `weft plugins` does besides listing.
+#[derive(Debug, Subcommand)]
+enum PluginsAction {
+    /// Check that FILE is a weft plugin this weft loads, and install it into HOME/plugins (atomically, by rename); a running server uses it from its next start.
+    Install {
+        /// The plugin library (a .so file).
+        file: PathBuf,
     },
 }
 
@@ -270,7 +284,10 @@ fn main() -> ExitCode {
             batch,
             usize::from(count),
         ) as u8),
-        Command::Plugins => plugins(&home),
+        Command::Plugins { action: None } => plugins(&home),
+        Command::Plugins {
+            action: Some(PluginsAction::Install { file }),
+        } => plugins_install(&home, &file),
         Command::Jdbc { install, action } => jdbc(install, action),
         Command::Run {
             url,
@@ -541,6 +558,70 @@ fn plugins(home: &std::path::Path) -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
+    ExitCode::SUCCESS
+}
+
+/// `weft plugins install FILE`: checks that FILE is a plugin this weft loads, then puts it into
+/// HOME/plugins under its own name by an atomic rename, so that a server starting at any
+/// moment sees the old file or the new one, never half of one.
+fn plugins_install(home: &std::path::Path, file: &std::path::Path) -> ExitCode {
+    let Some(name) = file.file_name() else {
+        eprintln!("weft plugins install: {} names no file", file.display());
+        return ExitCode::from(2);
+    };
+    if !file.is_file() {
+        eprintln!("weft plugins install: {} is not a file", file.display());
+        return ExitCode::from(2);
+    }
+    let mut checked = weft::plugins::Registry::default();
+    checked.load_library(file);
+    if let Some(r) = checked.refused.first() {
+        eprintln!("weft plugins install: not installed: {}", r.reason);
+        return ExitCode::FAILURE;
+    }
+    let Some(lib) = checked.libraries.first() else {
+        eprintln!(
+            "weft plugins install: not installed: {} provides nothing",
+            file.display()
+        );
+        return ExitCode::FAILURE;
+    };
+    let dir = home.join("plugins");
+    let target = dir.join(name);
+    let partial = dir.join(format!(".{}.installing", name.to_string_lossy()));
+    let copied = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::copy(file, &partial))
+        .and_then(|_| std::fs::File::open(&partial).and_then(|f| f.sync_all()))
+        .and_then(|()| std::fs::rename(&partial, &target));
+    if let Err(e) = copied {
+        let _ = std::fs::remove_file(&partial);
+        eprintln!(
+            "weft plugins install: cannot install {} as {}: {e}",
+            file.display(),
+            target.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let mut provides = Vec::new();
+    for (what, list) in [
+        ("modules", &lib.modules),
+        ("object types", &lib.object_types),
+        ("connection types", &lib.connection_types),
+    ] {
+        if !list.is_empty() {
+            provides.push(format!("{what} {}", list.join(", ")));
+        }
+    }
+    println!(
+        "installed {} {} as {} ({})",
+        lib.name,
+        lib.version,
+        target.display(),
+        provides.join("; ")
+    );
+    println!(
+        "a running server goes on with the libraries it loaded at its start; restart it to use this one"
+    );
     ExitCode::SUCCESS
 }
 

@@ -219,9 +219,16 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     }
     let keys = Arc::new(KeyStore::new(KeyFile::path_in(&opts.home), keyfile));
     let dirs = crate::plugins::search_path(&opts.home);
-    let mut registry = tokio::task::spawn_blocking(move || crate::plugins::Registry::load(&dirs))
-        .await
-        .map_err(|e| Error::Serve(std::io::Error::other(e)))?;
+    // Private copies: an installed library replaced while the server runs changes nothing
+    // until the next start.
+    let copies = opts
+        .home
+        .join("plugins")
+        .join(crate::plugins::copies::LOADED);
+    let mut registry =
+        tokio::task::spawn_blocking(move || crate::plugins::Registry::load_private(&dirs, &copies))
+            .await
+            .map_err(|e| Error::Serve(std::io::Error::other(e)))?;
     registry.set_bridge_options(crate::plugins::bridge_options(&settings));
     tracing::info!(
         message = "Plugins loaded.",

@@ -36,6 +36,9 @@ pub struct PluginMod {
     pub modules: extern "C" fn() -> RResult<RVec<ActionModuleBox>, PluginError>,
     /// The object types it provides.
     pub object_types: extern "C" fn() -> RResult<RVec<ObjectTypeBox>, PluginError>,
+    /// Whether the library was built with `panic = "unwind"`: the host refuses one built
+    /// with `panic = "abort"`, where a panic would end the host instead of failing a call.
+    pub panic_unwind: bool,
     /// The connection bridges it provides.
     #[sabi(last_prefix_field)]
     pub bridges: extern "C" fn() -> RResult<RVec<ConnectionBridgeBox>, PluginError>,
@@ -65,6 +68,12 @@ macro_rules! export_plugin {
         object_types: [$($object_type:expr),* $(,)?],
         bridges: [$($bridge:expr),* $(,)?] $(,)?
     ) => {
+        // A panic in a plugin must unwind to the guard at the boundary; under
+        // `panic = "abort"` it would end the host instead of failing one call.
+        #[cfg(panic = "abort")]
+        compile_error!(
+            "a weft plugin must be built with panic = \"unwind\" (Cargo's default): under panic = \"abort\" a panic in the plugin would end the whole weft server instead of failing one action; remove `panic = \"abort\"` from the profile"
+        );
         #[doc(hidden)]
         mod __weft_plugin_root {
         #[allow(unused_imports)]
@@ -88,7 +97,14 @@ macro_rules! export_plugin {
             extern "C" fn bridges() -> ::abi_stable::std_types::RResult<::abi_stable::std_types::RVec<$crate::ConnectionBridgeBox>, $crate::PluginError> {
                 $crate::catch(|| Ok(::abi_stable::std_types::RVec::from(vec![$($crate::bridge_box($bridge)),*])))
             }
-            $crate::PluginMod { info, modules, object_types, bridges }.leak_into_prefix()
+            $crate::PluginMod {
+                info,
+                modules,
+                object_types,
+                panic_unwind: cfg!(panic = "unwind"),
+                bridges,
+            }
+            .leak_into_prefix()
         }
         }
     };

@@ -12,7 +12,6 @@ mod common;
 use common::actions::plan_in;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use weft::keys::KeyFile;
 use weft::plugins::Registry;
 use weft_sdk::{Dialect, ValidateInput};
@@ -68,35 +67,23 @@ fn build_old_plugin() -> PathBuf {
     let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compat");
     sdk_copy_without_one_dialect(&work.join("sdk"));
     let plugin = work.join("plugin");
-    std::fs::create_dir_all(&plugin).expect("plugin dir");
     let source = root().join("tests/fixtures/compat_plugin/src/lib.rs");
-    std::fs::write(
-        plugin.join("Cargo.toml"),
-        format!(
+    let o = weft_tests::outside::build(
+        &plugin,
+        &format!(
             "[package]\nname = \"weft_fixture_compat\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
              [lib]\ncrate-type = [\"cdylib\"]\npath = \"{}\"\n\n\
              [dependencies]\nweft_sdk = {{ path = \"../sdk\" }}\nabi_stable = \"0.11\"\n\n[workspace]\n",
             source.display()
         ),
-    )
-    .expect("plugin manifest");
-    // The workspace's versions of every crate, so that nothing is fetched.
-    std::fs::copy(root().join("Cargo.lock"), plugin.join("Cargo.lock")).expect("lock file");
-    let target = work.join("target");
-    let o = Command::new(option_env!("CARGO").unwrap_or("cargo"))
-        .args(["build", "--offline", "--quiet", "--manifest-path"])
-        .arg(plugin.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target)
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .expect("cargo");
+        &[],
+    );
     let (out, err) = text(&o);
     assert!(
         o.status.success(),
         "the old plugin did not build:\n{out}{err}"
     );
-    target.join("debug/libweft_fixture_compat.so")
+    plugin.join("target/debug/libweft_fixture_compat.so")
 }
 
 #[test]

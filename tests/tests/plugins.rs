@@ -132,3 +132,145 @@ fn a_panic_in_run_fails_the_action_only() {
             .is_err()
     );
 }
+
+/// The abort fixture's manifest: built with `panic = "abort"`.
+fn abort_manifest() -> String {
+    format!(
+        "[package]\nname = \"weft_fixture_abort\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
+         [lib]\ncrate-type = [\"cdylib\"]\npath = \"{}\"\n\n\
+         [features]\nmacro = []\n\n\
+         [dependencies]\nweft_sdk = {{ path = \"{}\" }}\nabi_stable = \"0.11\"\n\n\
+         [profile.dev]\npanic = \"abort\"\n\n[workspace]\n",
+        root()
+            .join("tests/fixtures/abort_plugin/src/lib.rs")
+            .display(),
+        root().join("sdk").display()
+    )
+}
+
+#[test]
+fn a_plugin_built_with_panic_abort_does_not_compile_with_the_macro_and_is_refused_at_load() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("abort");
+    let o = weft_tests::outside::build(&dir, &abort_manifest(), &["--features", "macro"]);
+    let (out, err) = text(&o);
+    assert!(
+        !o.status.success(),
+        "export_plugin! compiled under panic = \"abort\""
+    );
+    assert!(
+        err.contains("a weft plugin must be built with panic = \"unwind\""),
+        "{out}{err}"
+    );
+    // Written by hand, the library builds; the host refuses it before calling into it.
+    let o = weft_tests::outside::build(&dir, &abort_manifest(), &[]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let home = tempfile::tempdir().expect("home");
+    let plugins = home.path().join("plugins");
+    std::fs::create_dir_all(&plugins).expect("plugins");
+    std::fs::copy(
+        dir.join("target/debug/libweft_fixture_abort.so"),
+        plugins.join("libweft_fixture_abort.so"),
+    )
+    .expect("install");
+    let o = std::process::Command::new(weft_bin())
+        .args(["plugins", "--home"])
+        .arg(home.path())
+        .output()
+        .expect("weft plugins");
+    let (out, err) = text(&o);
+    let refused: Vec<&str> = out.lines().filter(|l| l.starts_with("refused: ")).collect();
+    assert_eq!(refused.len(), 1, "{out}{err}");
+    assert!(
+        refused[0].contains("libweft_fixture_abort.so is built with panic = \"abort\""),
+        "{}",
+        refused[0]
+    );
+}
+
+#[test]
+fn replacing_an_installed_library_while_the_server_runs_changes_nothing_until_it_restarts() {
+    let home = tempfile::tempdir().expect("home");
+    let plugins = home.path().join("plugins");
+    std::fs::create_dir_all(&plugins).expect("plugins");
+    let installed = plugins.join("libweft_fixture_panics.so");
+    std::fs::copy(fixture("panics"), &installed).expect("install");
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let (st, v) = post(&w.url, deploy_body(&panicky_sheet("calm")));
+    assert_eq!(st, 200, "{v}");
+    // What `cp other.so installed.so` does: the same file, rewritten in place. Loaded from
+    // the file itself, the next call into the module jumped into the new bytes and the
+    // server died with a segfault.
+    let other = std::fs::read(fixture("not_a_plugin")).expect("other library");
+    std::fs::write(&installed, other).expect("overwrite in place");
+    let (st, v) = post(&w.url, deploy_body(&panicky_sheet("calm")));
+    assert_eq!(st, 200, "the server went on with its copy: {v}");
+    let copies: Vec<String> = std::fs::read_dir(w.home.path().join("plugins/.loaded"))
+        .expect("private copies")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        copies
+            .iter()
+            .any(|n| n.starts_with("libweft_fixture_panics-")),
+        "{copies:?}"
+    );
+    // The next start loads what is installed now, which is not a plugin.
+    let home = w.stop();
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let (st, v) = post(&w.url, deploy_body(&panicky_sheet("calm")));
+    assert_eq!(st, 422, "Panicky is gone after the restart: {v}");
+}
+
+#[test]
+fn weft_plugins_install_checks_the_library_and_installs_it_whole() {
+    let home = tempfile::tempdir().expect("home");
+    let install = |file: &std::path::Path| {
+        std::process::Command::new(weft_bin())
+            .args(["plugins", "install"])
+            .arg(file)
+            .arg("--home")
+            .arg(home.path())
+            .output()
+            .expect("weft plugins install")
+    };
+    let o = install(&fixture("not_a_plugin"));
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        err.contains("not installed") && err.contains("is not a weft plugin"),
+        "{err}"
+    );
+    assert!(
+        !home
+            .path()
+            .join("plugins/libweft_fixture_not_a_plugin.so")
+            .exists()
+    );
+    let o = install(&fixture("old_sdk"));
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(err.contains("sdk 0.0.9"), "{err}");
+    let o = install(&fixture("panics"));
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains("installed weft_fixture_panics") && out.contains("modules Panicky"),
+        "{out}"
+    );
+    assert!(out.contains("restart it"), "{out}");
+    let installed = home.path().join("plugins/libweft_fixture_panics.so");
+    assert_eq!(
+        std::fs::read(&installed).expect("installed"),
+        std::fs::read(fixture("panics")).expect("fixture")
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(home.path().join("plugins"))
+        .expect("plugins")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let o = install(std::path::Path::new("/no/such/file.so"));
+    assert_eq!(o.status.code(), Some(2));
+}

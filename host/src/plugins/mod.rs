@@ -6,6 +6,12 @@
 //! the sdk version it was built against (semver). A library that is refused gets one line,
 //! naming the file, its sdk version and the host's, in the log and in `weft plugins`; the
 //! server starts anyway, and a sheet that needs a module that did not load is invalid.
+//!
+//! A server loads private copies ([`copies`]): replacing an installed file while it runs
+//! changes nothing until the next start. A library built with `panic = "abort"` is refused,
+//! since a panic in it would end the server instead of failing an action.
+
+pub mod copies;
 
 use abi_stable::library::{LibraryError, RootModule, lib_header_from_path};
 use std::collections::BTreeMap;
@@ -18,8 +24,10 @@ use weft_sdk::{
 /// A library that loaded.
 #[derive(Debug, Clone)]
 pub struct Library {
-    /// The file.
+    /// The file, as installed.
     pub path: PathBuf,
+    /// The file loaded: the private copy of `path`, or `path` itself.
+    pub loaded: PathBuf,
     /// Its crate name.
     pub name: String,
     /// Its crate version.
@@ -132,37 +140,83 @@ fn is_shared_library(p: &Path) -> bool {
     )
 }
 
+/// The library files in `dirs`, each folder's in name order: every shared library, or only
+/// `libweft_plugin_*` ones where the folder says so.
+fn library_files(dirs: &[(PathBuf, bool)]) -> Vec<PathBuf> {
+    let mut all_files = Vec::new();
+    for (dir, all) in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && is_shared_library(p))
+            .filter(|p| {
+                *all || p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                    n.starts_with("libweft_plugin_") || n.starts_with("weft_plugin_")
+                })
+            })
+            .collect();
+        files.sort();
+        all_files.extend(files);
+    }
+    all_files
+}
+
 impl Registry {
-    /// Loads every plugin library found in `dirs` (see [`search_path`]).
+    /// Loads every plugin library found in `dirs` (see [`search_path`]) from the files
+    /// themselves; tests and one-off commands use this.
     pub fn load(dirs: &[(PathBuf, bool)]) -> Self {
         let mut r = Registry::default();
-        for (dir, all) in dirs {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                continue;
-            };
-            let mut files: Vec<PathBuf> = entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| is_shared_library(p))
-                .filter(|p| {
-                    *all || p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                        n.starts_with("libweft_plugin_") || n.starts_with("weft_plugin_")
-                    })
-                })
-                .collect();
-            files.sort();
-            for f in files {
-                r.load_library(&f);
+        for f in library_files(dirs) {
+            r.load_library(&f);
+        }
+        r
+    }
+
+    /// Loads every plugin library found in `dirs` from a private copy in `copies` (see
+    /// [`copies`]), and removes the copies no library uses any more. A library that cannot
+    /// be copied (a full disk, a folder that cannot be written) is loaded from its file, with
+    /// a warning that replacing that file while the server runs will crash it.
+    pub fn load_private(dirs: &[(PathBuf, bool)], copies_dir: &Path) -> Self {
+        let mut r = Registry::default();
+        let mut kept = Vec::new();
+        for f in library_files(dirs) {
+            match copies::private_copy(&f, copies_dir) {
+                Ok(copy) => {
+                    r.load_library_as(&f, &copy);
+                    kept.push(copy);
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        message = "No private copy of a plugin library; loading the installed file, which must not be replaced while the server runs.",
+                        file = %f.display(),
+                        folder = %copies_dir.display(),
+                        error = %e
+                    );
+                    r.load_library(&f);
+                }
             }
         }
+        copies::remove_stale(copies_dir, &kept);
         r
     }
 
     /// Loads one library; a refusal is recorded and logged, never fatal.
     pub fn load_library(&mut self, path: &Path) {
-        match load_root(path) {
-            Ok(root) => self.add_root(path, root),
-            Err(reason) => self.refuse(path, reason),
+        self.load_library_as(path, path);
+    }
+
+    /// Loads the library installed as `path` from the file `loaded` (its private copy).
+    pub fn load_library_as(&mut self, path: &Path, loaded: &Path) {
+        match load_root(loaded) {
+            Ok(root) => self.add_root(path, loaded, root),
+            // The line names the installed file, not the copy.
+            Err(reason) => self.refuse(
+                path,
+                reason.replace(&loaded.display().to_string(), &path.display().to_string()),
+            ),
         }
     }
 
@@ -181,10 +235,21 @@ impl Registry {
         });
     }
 
-    fn add_root(&mut self, path: &Path, root: PluginMod_Ref) {
+    fn add_root(&mut self, path: &Path, loaded: &Path, root: PluginMod_Ref) {
+        if !root.panic_unwind() {
+            self.refuse(
+                path,
+                format!(
+                    "plugin {} is built with panic = \"abort\": a panic in it would end the whole server instead of failing one action; build it with panic = \"unwind\" (Cargo's default)",
+                    path.display()
+                ),
+            );
+            return;
+        }
         let info = (root.info())();
         let mut lib = Library {
             path: path.to_owned(),
+            loaded: loaded.to_owned(),
             name: info.name.to_string(),
             version: info.version.to_string(),
             modules: Vec::new(),
@@ -196,7 +261,9 @@ impl Registry {
                 for m in modules {
                     match m.info().into_result() {
                         Ok(mi) if self.modules.contains_key(mi.name.as_str()) => {
-                            self.refuse(path, format!("module `{}` is already provided by another library; this one is ignored", mi.name));
+                            let first =
+                                self.modules[mi.name.as_str()].library.display().to_string();
+                            self.refuse(path, format!("module `{}` is already provided by {first}, which was loaded first (built-in plugins first, then INSTALL/plugins, then HOME/plugins, each in name order); this library's is ignored", mi.name));
                         }
                         Ok(mi) => {
                             lib.modules.push(mi.name.to_string());
