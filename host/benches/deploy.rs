@@ -204,7 +204,7 @@ fn bench_http() {
         let url = format!("http://{addr}/weft/service");
         let base = "{version: 1, transformationData: {folders: [{id: 1, path: \"/bench\"}], connections: [{id: 1, name: \"bench\", type: \"sqlite\"}]}}";
         let body = serde_json::json!({"command": "DeployRepository", "payload": {"content": base}}).to_string();
-        let r = reqwest::Client::new().post(&url).body(body).send().await.expect("setup deploy");
+        let r = reqwest::Client::new().post(&url).header("content-type", "application/json").body(body).send().await.expect("setup deploy");
         assert!(r.status().is_success(), "setup deploy failed: {}", r.text().await.unwrap_or_default());
         // Warm up.
         deploy_run(&url, 1_000_000, 200, 1).await;

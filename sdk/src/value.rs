@@ -43,11 +43,13 @@ open_enum! {
 /// plugin built before it, which can pass it on untouched. Two values are equal when kind,
 /// number and bytes are (so a NaN equals itself).
 #[repr(C)]
-#[derive(StableAbi, Clone, PartialEq)]
+#[derive(StableAbi, Clone)]
 pub struct Value {
     kind: ValueKind,
     number: i64,
-    data: RVec<u8>,
+    /// `RNone` for the kinds without bytes: an `RVec` is freed through its vtable even when
+    /// empty, which a million numbers would pay for.
+    data: ROption<RVec<u8>>,
 }
 
 /// What a [`Value`] holds, borrowed: the view plugin code matches on.
@@ -86,14 +88,14 @@ impl Value {
     pub const NULL: Value = Value {
         kind: ValueKind::Null,
         number: 0,
-        data: RVec::new(),
+        data: ROption::RNone,
     };
 
     fn with_number(kind: ValueKind, number: i64) -> Self {
         Value {
             kind,
             number,
-            data: RVec::new(),
+            data: ROption::RNone,
         }
     }
 
@@ -101,7 +103,7 @@ impl Value {
         Value {
             kind,
             number: 0,
-            data: RVec::from(text.into().into_bytes()),
+            data: ROption::RSome(RVec::from(text.into().into_bytes())),
         }
     }
 
@@ -140,7 +142,7 @@ impl Value {
         Value {
             kind: ValueKind::Bytes,
             number: 0,
-            data: RVec::from(bytes.into()),
+            data: ROption::RSome(RVec::from(bytes.into())),
         }
     }
 
@@ -171,7 +173,23 @@ impl Value {
         Value {
             kind,
             number,
-            data: RVec::from(data),
+            data: ROption::RSome(RVec::from(data)),
+        }
+    }
+
+    /// Its parts as they cross the boundary, without checking anything: the kind; the
+    /// number (a boolean as 0 or 1, an integer, a double's bits); the bytes (the UTF-8 of a
+    /// text kind, not checked here, or the bytes). For code that moves many values and only
+    /// passes the bytes on, such as a connection binding parameters; [`Value::get`] is the
+    /// checked view.
+    pub fn parts(&self) -> (ValueKind, i64, &[u8]) {
+        (self.kind, self.number, self.data())
+    }
+
+    fn data(&self) -> &[u8] {
+        match &self.data {
+            ROption::RSome(d) => d.as_slice(),
+            ROption::RNone => &[],
         }
     }
 
@@ -187,7 +205,8 @@ impl Value {
 
     /// What it holds.
     pub fn get(&self) -> Datum<'_> {
-        let text = || std::str::from_utf8(&self.data).ok();
+        let data = self.data();
+        let text = || std::str::from_utf8(data).ok();
         let datum = match self.kind {
             ValueKind::Null => Some(Datum::Null),
             ValueKind::Bool => Some(Datum::Bool(self.number != 0)),
@@ -195,14 +214,14 @@ impl Value {
             ValueKind::Float => Some(Datum::Float(f64::from_bits(self.number as u64))),
             ValueKind::Decimal => text().map(Datum::Decimal),
             ValueKind::Text => text().map(Datum::Text),
-            ValueKind::Bytes => Some(Datum::Bytes(&self.data)),
+            ValueKind::Bytes => Some(Datum::Bytes(data)),
             ValueKind::Date => text().map(Datum::Date),
             ValueKind::Time => text().map(Datum::Time),
             ValueKind::Timestamp => text().map(Datum::Timestamp),
             ValueKind::TimestampTz => text().map(Datum::TimestampTz),
             _ => None,
         };
-        datum.unwrap_or(Datum::Other(self.kind, self.number, &self.data))
+        datum.unwrap_or(Datum::Other(self.kind, self.number, data))
     }
 
     /// The text of a text kind (text, decimal, date, time, timestamps), else `None`.
@@ -216,6 +235,13 @@ impl Value {
             | Datum::TimestampTz(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+/// Equal when kind, number and bytes are.
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
     }
 }
 
