@@ -233,7 +233,7 @@ fn move_into(
     let Some(path) = w.folder_path(folder)? else {
         return Ok(Err(Problem {
             severity: Severity::Error,
-            code: "deploy.into_folder_missing",
+            code: "deploy.into_folder_missing".into(),
             message: format!(
                 "intoFolder names folder {folder}, which does not exist in the repository"
             ),
@@ -262,7 +262,7 @@ fn renumber(doc: &mut Document, w: &dyn DeployWriter) -> repo::Result<Result<IdM
     };
     let overflow = || Problem {
         severity: Severity::Error,
-        code: "deploy.ids_exhausted",
+        code: "deploy.ids_exhausted".into(),
         message: "the repository holds an id so large that a copy cannot get fresh ids after it"
             .to_owned(),
         span: None,

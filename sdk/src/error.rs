@@ -68,13 +68,43 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
-/// Runs `f`, turning a panic into a `Panicked` error.
+std::thread_local! {
+    /// Where the last panic on this thread happened, as `file:line`.
+    static PANICKED_AT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Records where each panic happens (for [`catch`]'s message), then does what the hook
+/// before did. Each plugin library has its own copy of the standard library and so its own
+/// hook: this sees the panics of the library it is compiled into.
+fn record_panic_places() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some(at) = info.location() {
+                let place = format!("{}:{}", at.file(), at.line());
+                PANICKED_AT.with(|p| *p.borrow_mut() = Some(place));
+            }
+            before(info);
+        }));
+    });
+}
+
+/// Runs `f`, turning a panic into a `Panicked` error that names where it happened.
 pub fn catch<T>(f: impl FnOnce() -> Result<T, PluginError>) -> RResult<T, PluginError> {
+    record_panic_places();
+    PANICKED_AT.with(|p| p.borrow_mut().take());
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r.into(),
-        Err(panic) => RResult::RErr(PluginError::of(
-            ErrorKind::Panicked,
-            format!("the plugin panicked: {}", panic_message(panic.as_ref())),
-        )),
+        Err(panic) => {
+            let at = PANICKED_AT
+                .with(|p| p.borrow_mut().take())
+                .map(|place| format!(" at {place}"))
+                .unwrap_or_default();
+            RResult::RErr(PluginError::of(
+                ErrorKind::Panicked,
+                format!("the plugin panicked{at}: {}", panic_message(panic.as_ref())),
+            ))
+        }
     }
 }

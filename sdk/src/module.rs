@@ -154,19 +154,27 @@ open_enum! {
     }
 }
 
-/// A problem found by `validate`.
+/// A problem found by `validate`: where it is, a code and a message.
+///
+/// It points into the action text (`offset`), or, with [`Problem::on_attribute`], at an
+/// attribute (`offset` is then in the attribute's value, for a string), and the host places
+/// it at that line and column of the `.dsr` file. Codes are the module's own: the host
+/// answers `Module.code` (`Upsert.keys`) for a code that is not already namespaced; the
+/// shared ones, `sql.*` and `module.*`, stay as they are.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
     /// Error or warning.
     pub severity: Severity,
-    /// A stable code such as `sql.syntax`.
+    /// A stable code such as `sql.syntax` or `keys`.
     pub code: RString,
     /// What is wrong.
     pub message: RString,
-    /// Byte offset in the action text, where the problem is there; the host turns it into a
-    /// line and column of the `.dsr` file.
+    /// Byte offset in the action text (or in the attribute's value, with `attribute`), where
+    /// the problem is there.
     pub offset: ROption<u32>,
+    /// The attribute the problem is about, by name.
+    pub attribute: ROption<RString>,
 }
 
 impl Problem {
@@ -177,6 +185,7 @@ impl Problem {
             code: code.into(),
             message: RString::from(message.into()),
             offset: offset.into(),
+            attribute: ROption::RNone,
         }
     }
 
@@ -186,6 +195,14 @@ impl Problem {
             severity: Severity::Warning,
             ..Problem::error(code, message, offset)
         }
+    }
+
+    /// The same problem about attribute `name`: its offset is then one in the attribute's
+    /// value (for a string), and the host places it there.
+    #[must_use]
+    pub fn on_attribute(mut self, name: &str) -> Self {
+        self.attribute = ROption::RSome(name.into());
+        self
     }
 }
 

@@ -91,7 +91,14 @@ fn a_panic_in_validate_rejects_the_deploy_and_the_server_goes_on() {
         d["message"]
             .as_str()
             .unwrap_or("")
-            .contains("panicked: Panicky was asked to panic in validate"),
+            .contains("panicked at tests/fixtures/plugins/panics/src/lib.rs:"),
+        "{v}"
+    );
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains(": Panicky was asked to panic in validate"),
         "{v}"
     );
     assert_eq!(before, w.dump());
@@ -124,7 +131,11 @@ fn a_panic_in_run_fails_the_action_only() {
     let keys = weft::keys::KeyFile::load(&kf).expect("keys");
     let ran = weft::exec::run_action(&reg, &keys, &plan, &[]);
     let e = ran.outcome.expect_err("panicked");
-    assert!(e.contains("panicked: Panicky panics in run"), "{e}");
+    assert!(
+        e.contains("panicked at tests/fixtures/plugins/panics/src/lib.rs:")
+            && e.contains(": Panicky panics in run"),
+        "{e}"
+    );
     // The process is alive and the module can be called again.
     assert!(
         weft::exec::run_action(&reg, &keys, &plan, &[])

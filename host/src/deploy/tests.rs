@@ -1104,3 +1104,36 @@ fn a_lone_sql_action_is_told_what_to_add() {
         "{e:?}"
     );
 }
+
+#[test]
+fn an_upsert_key_the_query_does_not_return_is_named_at_its_place_in_keys() {
+    let f = Fixture::with_base();
+    let text = SHEET.replace("keys: id", "keys: id, emial");
+    let d = f.invalid(&text);
+    let p = find(&d, "Upsert.keys");
+    assert!(
+        p.message
+            .contains("key `emial` is not a column of the query, which returns id, name, email"),
+        "{p:#?}"
+    );
+    let line = text
+        .lines()
+        .position(|l| l.contains("keys: id, emial"))
+        .expect("keys line");
+    let column = text
+        .lines()
+        .nth(line)
+        .expect("line")
+        .find("emial")
+        .expect("emial")
+        + 1;
+    assert_eq!(
+        (p.line, p.column),
+        (Some(line as u32 + 1), Some(column as u32)),
+        "{p:#?}"
+    );
+    assert!(p.path.ends_with("attributes.keys"), "{p:#?}");
+    // A query that does not name its columns cannot be judged: no problem.
+    let star = text.replace("SELECT id, name, email", "SELECT *");
+    f.ok(&star);
+}

@@ -4,6 +4,7 @@
 use super::value::{LineIndex, Path, Span};
 use serde::Serialize;
 
+use std::borrow::Cow;
 /// How bad a problem is: an error rejects the deploy, a warning is only reported. One enum
 /// for the host's problems and those a plugin reports (the sdk's); answered as `error` or
 /// `warning`.
@@ -39,8 +40,9 @@ mod severity_word {
 pub struct Problem {
     /// Error or warning.
     pub severity: Severity,
-    /// A stable code such as `edge.unknown_node`; see `docs/dsr-format.md`.
-    pub code: &'static str,
+    /// A stable code such as `edge.unknown_node` (see `docs/dsr-format.md`), or a module's
+    /// own (`Upsert.keys`).
+    pub code: Cow<'static, str>,
     /// What is wrong, naming the thing.
     pub message: String,
     /// Where in the text, when known.
@@ -51,10 +53,15 @@ pub struct Problem {
 
 impl Problem {
     /// An error at `span`.
-    pub fn error(code: &'static str, message: impl Into<String>, span: Span, path: &Path) -> Self {
+    pub fn error(
+        code: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+        span: Span,
+        path: &Path,
+    ) -> Self {
         Problem {
             severity: Severity::Error,
-            code,
+            code: code.into(),
             message: message.into(),
             span: Some(span),
             path: path.as_str().to_owned(),
@@ -63,7 +70,7 @@ impl Problem {
 
     /// A warning at `span`.
     pub fn warning(
-        code: &'static str,
+        code: impl Into<Cow<'static, str>>,
         message: impl Into<String>,
         span: Span,
         path: &Path,
@@ -79,7 +86,7 @@ impl Problem {
         let pos = self.span.map(|s| index.position(s.start));
         Detail {
             severity: self.severity,
-            code: self.code.to_owned(),
+            code: self.code.to_string(),
             message: self.message.clone(),
             line: pos.map(|p| p.line),
             column: pos.map(|p| p.column),
@@ -123,7 +130,7 @@ pub const MAX_KEPT: usize = 1_000;
 pub struct Problems {
     list: Vec<Problem>,
     /// Problems past [`MAX_KEPT`]: code, the worst severity, how many.
-    counted: Vec<(&'static str, Severity, usize)>,
+    counted: Vec<(Cow<'static, str>, Severity, usize)>,
 }
 
 impl Problems {
@@ -143,7 +150,8 @@ impl Problems {
     }
 
     /// Counts a problem that is not kept.
-    pub fn count(&mut self, code: &'static str, severity: Severity) {
+    pub fn count(&mut self, code: impl Into<Cow<'static, str>>, severity: Severity) {
+        let code = code.into();
         match self.counted.iter_mut().find(|(c, _, _)| *c == code) {
             Some((_, s, n)) => {
                 *n += 1;
@@ -165,7 +173,7 @@ impl Problems {
     /// Adds an error.
     pub fn error(
         &mut self,
-        code: &'static str,
+        code: impl Into<Cow<'static, str>>,
         message: impl Into<String>,
         span: Span,
         path: &Path,
@@ -176,7 +184,7 @@ impl Problems {
     /// Adds a warning.
     pub fn warning(
         &mut self,
-        code: &'static str,
+        code: impl Into<Cow<'static, str>>,
         message: impl Into<String>,
         span: Span,
         path: &Path,
@@ -202,7 +210,7 @@ impl Problems {
             .map(|p| p.detail(index))
             .collect();
         // Codes of what was left out, in the order they first appear.
-        let mut more: Vec<(&'static str, Severity, usize)> = Vec::new();
+        let mut more: Vec<(Cow<'static, str>, Severity, usize)> = Vec::new();
         for p in sorted.iter().skip(MAX_DETAILS) {
             match more.iter_mut().find(|(c, _, _)| *c == p.code) {
                 Some((_, severity, n)) => {
@@ -211,7 +219,7 @@ impl Problems {
                         *severity = Severity::Error;
                     }
                 }
-                None => more.push((p.code, p.severity, 1)),
+                None => more.push((p.code.clone(), p.severity, 1)),
             }
         }
         for (code, severity, n) in counted {
@@ -227,7 +235,7 @@ impl Problems {
         }
         details.extend(more.into_iter().map(|(code, severity, n)| Detail {
             severity,
-            code: code.to_owned(),
+            code: code.to_string(),
             message: format!(
                 "and {n} more problem{} of code {code}, not listed",
                 if n == 1 { "" } else { "s" }

@@ -15,8 +15,6 @@ pub(super) fn action(
     catalog: &dyn Catalog,
     problems: &mut Problems,
 ) {
-    use crate::dsr::value::Value;
-    use weft_sdk::AttributeKind;
     let Some(m) = catalog.module(&a.module.v) else {
         if module_required {
             problems.error(
@@ -49,14 +47,7 @@ pub(super) fn action(
             );
             continue;
         };
-        let (fits, expected) = match spec.kind {
-            AttributeKind::Bool => (matches!(value.value, Value::Bool(_)), "true or false"),
-            AttributeKind::String => (matches!(value.value, Value::String(_)), "a string"),
-            AttributeKind::Integer => (matches!(value.value, Value::Int(_)), "a whole number"),
-            // Declared by a plugin built against a newer sdk: this host cannot make one.
-            _ => (false, "of a type this weft does not know (update weft)"),
-        };
-        if !fits {
+        if let Some(expected) = wrong_kind(spec.kind, &value.value) {
             problems.error(
                 "dsr.wrong_type",
                 format!(
@@ -69,6 +60,76 @@ pub(super) fn action(
                 &apath.key(&key.v),
             );
         }
+    }
+}
+
+/// What an attribute's value should be, when it is not of the declared `kind`.
+fn wrong_kind(
+    kind: weft_sdk::AttributeKind,
+    value: &crate::dsr::value::Value,
+) -> Option<&'static str> {
+    use crate::dsr::value::Value;
+    use weft_sdk::AttributeKind;
+    let (fits, expected) = match kind {
+        AttributeKind::Bool => (matches!(value, Value::Bool(_)), "true or false"),
+        AttributeKind::String => (matches!(value, Value::String(_)), "a string"),
+        AttributeKind::Integer => (matches!(value, Value::Int(_)), "a whole number"),
+        // Declared by a plugin built against a newer sdk: this host cannot make one.
+        _ => (false, "of a type this weft does not know (update weft)"),
+    };
+    (!fits).then_some(expected)
+}
+
+/// Whether every attribute of `a` is one `m` takes, of its kind ([`action`] reports those
+/// that are not; the module is not asked about an action whose attributes it would not get).
+fn attributes_fit(a: &ActionAttributes, m: &weft_sdk::ModuleInfo) -> bool {
+    a.extra.iter().all(|(key, value)| {
+        m.attributes
+            .iter()
+            .find(|s| s.name == key.v.as_str())
+            .is_some_and(|spec| wrong_kind(spec.kind, &value.value).is_none())
+    })
+}
+
+/// The code a module's problem is answered with: the shared `sql.*` and `module.*` codes
+/// as they are, a code already namespaced by the module as it is, any other as
+/// `Module.code`. At most 80 characters of letters, digits, `.`, `_` and `-`.
+pub(super) fn module_code(module: &str, code: &str) -> std::borrow::Cow<'static, str> {
+    let clean: String = code
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect();
+    let shared = clean.starts_with("sql.") || clean.starts_with("module.");
+    let own = clean
+        .split_once('.')
+        .is_some_and(|(first, _)| first == module);
+    if clean.is_empty() {
+        format!("{module}.problem").into()
+    } else if shared || own {
+        clean.into()
+    } else {
+        format!("{module}.{clean}").into()
+    }
+}
+
+/// The place of byte `offset` of the string literal that starts at `start` in `text`; the
+/// end of the string is just after its last character (the literal's closing quotes may
+/// stand on a later line).
+fn place_in_string(text: &str, start: usize, offset: u32) -> usize {
+    let map = crate::dsr::hjson::string_source_map(text, start);
+    let o = offset as usize;
+    if o + 1 >= map.len() && map.len() >= 2 {
+        let last = map[map.len() - 2];
+        last + text[last..].chars().next().map_or(1, char::len_utf8)
+    } else {
+        map.get(o).copied().unwrap_or(start)
     }
 }
 
@@ -89,7 +150,12 @@ pub(super) fn plugin_checks(
             continue;
         };
         let apath = path.key("nodes").index(plan.index).key("attributes");
-        if catalog.module(&plan.module).is_none() {
+        let Some(info) = catalog.module(&plan.module) else {
+            continue;
+        };
+        // Attributes the host refused are reported once, by `action`; the module is asked
+        // about the action once they are right.
+        if !attributes_fit(a, &info) {
             continue;
         }
         let input = weft_sdk::ValidateInput {
@@ -114,40 +180,38 @@ pub(super) fn plugin_checks(
                 continue;
             }
         };
-        // Offsets in the action text become places in the document.
-        let map = a
-            .action
-            .as_ref()
-            .map(|t| crate::dsr::hjson::string_source_map(text, t.span.start as usize));
-        let place = |offset: Option<u32>| -> (Span, Path) {
-            match (offset, &map) {
-                (Some(o), Some(map)) => {
-                    // The end of the text is just after its last character (the literal's
-                    // closing quotes may stand on a later line).
-                    let o = o as usize;
-                    let at = if o + 1 >= map.len() && map.len() >= 2 {
-                        let last = map[map.len() - 2];
-                        last + text[last..].chars().next().map_or(1, char::len_utf8)
-                    } else {
-                        map.get(o).copied().unwrap_or(0)
-                    };
+        // Offsets in the action text, or in an attribute's value, become places in the
+        // document.
+        let place = |offset: Option<u32>, attribute: Option<&str>| -> (Span, Path) {
+            if let Some(name) = attribute {
+                return match a.extra.iter().find(|(k, _)| k.v == name) {
+                    Some((_, value)) => {
+                        let at = match (&value.value, offset) {
+                            (crate::dsr::value::Value::String(_), Some(o)) => {
+                                let at = place_in_string(text, value.span.start as usize, o);
+                                Span::new(at, at)
+                            }
+                            _ => value.span,
+                        };
+                        (at, apath.key(name))
+                    }
+                    // Not written: the module's default; the problem is the module's.
+                    None => (a.module.span, apath.key("module")),
+                };
+            }
+            match (offset, &a.action) {
+                (Some(o), Some(t)) => {
+                    let at = place_in_string(text, t.span.start as usize, o);
                     (Span::new(at, at), apath.key("action"))
                 }
                 _ => (a.module.span, apath.key("module")),
             }
         };
         for p in out.problems.iter() {
-            let (span, ppath) = place(p.offset.into_option());
+            let attribute = p.attribute.as_ref().into_option().map(|n| n.as_str());
+            let (span, ppath) = place(p.offset.into_option(), attribute);
             let message = format!("action {}: {}", plan.id, p.message);
-            let code = match p.code.as_str() {
-                "sql.syntax" => "sql.syntax",
-                "sql.missing" => "sql.missing",
-                "sql.not_a_query" => "sql.not_a_query",
-                "module.sources" => "module.sources",
-                "module.targets" => "module.targets",
-                "module.attribute" => "module.attribute",
-                _ => "module.problem",
-            };
+            let code = module_code(&plan.module, &p.code);
             // A severity this host does not know (from a newer plugin) counts as an error.
             if p.severity == crate::dsr::Severity::Warning {
                 problems.warning(code, message, span, &ppath);
@@ -156,8 +220,7 @@ pub(super) fn plugin_checks(
             }
         }
         // The host enforces what the module declares.
-        let info = catalog.module(&plan.module);
-        if let Some(info) = &info {
+        {
             let range = |min: u32, max: u32| match (min, max) {
                 (a, b) if a == b => format!("exactly {a}"),
                 (a, u32::MAX) => format!("at least {a}"),
@@ -216,7 +279,7 @@ pub(super) fn plugin_checks(
                     Some(sc) => format!("{sc}.{}", read.name),
                     None => read.name.to_string(),
                 };
-                let (span, ppath) = place(read.offset.into_option());
+                let (span, ppath) = place(read.offset.into_option(), None);
                 problems.error(
                     "sql.unknown_table",
                     format!(

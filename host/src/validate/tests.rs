@@ -46,9 +46,11 @@ impl Facts for FakeFacts {
     }
 }
 
-/// Plugins as validation sees them: module `Copy` (one source, one target), which reports
-/// `sql.syntax` at the word `bad` of its action text, and `Boom`, whose validation fails;
-/// the table object type; the native connection type.
+/// Plugins as validation sees them: module `Copy` (one source, one target, a string
+/// attribute `keys`), which reports `sql.syntax` at the word `bad` of its action text, its
+/// own `keys` at the word `nope` of its `keys`, and a warning `seen` whenever it is asked
+/// about an action with `keys`; `Boom`, whose validation fails; the table object type; the
+/// native connection type.
 struct FakeCatalog;
 
 impl Catalog for FakeCatalog {
@@ -58,7 +60,13 @@ impl Catalog for FakeCatalog {
             .then(|| weft_sdk::ModuleInfo {
                 name: name.into(),
                 description: "copies".into(),
-                attributes: Default::default(),
+                attributes: vec![weft_sdk::AttributeSpec::new(
+                    "keys",
+                    weft_sdk::AttributeKind::String,
+                    None,
+                    "key columns",
+                )]
+                .into(),
                 min_sources: 1,
                 max_sources: 1,
                 min_targets: 1,
@@ -89,6 +97,16 @@ impl Catalog for FakeCatalog {
                 Some(at as u32),
             ));
         }
+        if let Some(keys) = input.attribute("keys") {
+            out.problems
+                .push(weft_sdk::Problem::warning("seen", "asked", None));
+            if let Some(at) = keys.as_str().and_then(|k| k.find("nope")) {
+                out.problems.push(
+                    weft_sdk::Problem::error("keys", "`nope` is no column", Some(at as u32))
+                        .on_attribute("keys"),
+                );
+            }
+        }
         Ok(out)
     }
     fn object_type(&self, id: i64) -> bool {
@@ -113,8 +131,12 @@ const FULL: Options = Options {
     check_ids: true,
 };
 
-fn codes(problems: &Problems) -> Vec<&'static str> {
-    let mut c: Vec<&'static str> = problems.as_slice().iter().map(|p| p.code).collect();
+fn codes(problems: &Problems) -> Vec<&str> {
+    let mut c: Vec<&str> = problems
+        .as_slice()
+        .iter()
+        .map(|p| p.code.as_ref())
+        .collect();
     c.sort_unstable();
     c
 }
@@ -192,7 +214,8 @@ fn the_graph_rules_judge_modules_cycles_and_edges() {
         &format!("{{id: 50, type: 0, attributes: {{module: \"Copy\", name: \"c\"}}}}, {OBJECTS}"),
         "{id: 1, from: 51, to: 52}, {id: 2, from: 50, to: 77}",
     );
-    let c = codes(&judge(&text, &etl()));
+    let judged = judge(&text, &etl());
+    let c = codes(&judged);
     assert!(
         c.contains(&"edge.object_to_object") && c.contains(&"edge.unknown_node"),
         "{c:?}"
@@ -277,6 +300,50 @@ fn a_module_problem_is_placed_in_the_action_text_and_a_failing_module_is_named()
         codes(&judge(&text, &etl())),
         vec!["module.sources", "node.unconnected"]
     );
+}
+
+#[test]
+fn a_module_problem_about_an_attribute_is_placed_in_its_value_with_the_module_code() {
+    // `nope` inside the value of `keys`, on the line after the action's.
+    let text = sheet(
+        &format!(
+            "{{id: 50, type: 0, attributes: {{module: \"Copy\", name: \"c\",\n keys: \"id, nope\"}}}}, {OBJECTS}"
+        ),
+        "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}",
+    );
+    let p = judge(&text, &etl());
+    assert_eq!(codes(&p), vec!["Copy.keys", "Copy.seen"]);
+    let keys = p
+        .as_slice()
+        .iter()
+        .find(|x| x.code == "Copy.keys")
+        .expect("keys problem");
+    let at = text.find("nope").expect("nope") as u32;
+    assert_eq!(keys.span.map(|s| s.start), Some(at), "{keys:?}");
+    assert!(keys.path.ends_with("attributes.keys"), "{keys:?}");
+    // An attribute the host refuses is reported once, by the host: the module is not asked.
+    let text = sheet(
+        &format!(
+            "{{id: 50, type: 0, attributes: {{module: \"Copy\", name: \"c\", keys: 5}}}}, {OBJECTS}"
+        ),
+        "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}",
+    );
+    assert_eq!(codes(&judge(&text, &etl())), vec!["dsr.wrong_type"]);
+}
+
+#[test]
+fn a_module_code_is_namespaced_unless_it_is_shared_or_already_the_modules() {
+    use super::actions::module_code;
+    assert_eq!(module_code("Upsert", "keys"), "Upsert.keys");
+    assert_eq!(module_code("Upsert", "Upsert.keys"), "Upsert.keys");
+    assert_eq!(module_code("Upsert", "sql.syntax"), "sql.syntax");
+    assert_eq!(
+        module_code("Upsert", "module.attribute"),
+        "module.attribute"
+    );
+    assert_eq!(module_code("Upsert", ""), "Upsert.problem");
+    assert_eq!(module_code("Upsert", "a b\n<c>"), "Upsert.a_b__c_");
+    assert_eq!(module_code("M", &"x".repeat(500)).len(), 2 + 80);
 }
 
 #[test]

@@ -289,6 +289,36 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
     out
 }
 
+/// The names of the columns a single query returns, when its outermost `SELECT` names every
+/// one (a column, `t.column` or `AS alias`); `None` for a `*`, an unnamed expression, or
+/// anything but one query.
+pub fn output_columns(statements: &[Statement]) -> Option<Vec<String>> {
+    use sqlparser::ast::{Expr, SelectItem, SetExpr};
+    let [Statement::Query(query)] = statements else {
+        return None;
+    };
+    let mut body = query.body.as_ref();
+    // A UNION's columns are named by its first query.
+    while let SetExpr::SetOperation { left, .. } = body {
+        body = left.as_ref();
+    }
+    let SetExpr::Select(select) = body else {
+        return None;
+    };
+    select
+        .projection
+        .iter()
+        .map(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+            SelectItem::UnnamedExpr(Expr::Identifier(i)) => Some(i.value.clone()),
+            SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
+                parts.last().map(|i| i.value.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The attribute every SQL module takes: `validateSql` (default true; false skips the parse
 /// at deploy).
 pub fn validate_sql_attribute() -> weft_sdk::AttributeSpec {

@@ -58,11 +58,14 @@ impl ActionModule for Transfer {
             .and_then(AttributeValue::as_integer)
             && !(1..=MAX_BATCH_ROWS).contains(&n)
         {
-            out.problems.push(Problem::error(
-                "module.attribute",
-                format!("`batchRows` must be from 1 to {MAX_BATCH_ROWS}, found {n}"),
-                None,
-            ));
+            out.problems.push(
+                Problem::error(
+                    "module.attribute",
+                    format!("`batchRows` must be from 1 to {MAX_BATCH_ROWS}, found {n}"),
+                    None,
+                )
+                .on_attribute("batchRows"),
+            );
         }
         out
     }

@@ -87,15 +87,47 @@ impl ActionModule for Upsert {
         let mut out = weft_sql_support::check(input, dialect);
         out.problems
             .extend(weft_sql_support::sources_on_one_connection(input, "Upsert"));
-        if let Some(keys) = input.attribute("keys")
-            && keys.as_str().is_some()
-            && keys_attribute(Some(keys)).is_empty()
-        {
-            out.problems.push(Problem::error(
-                "module.attribute",
-                "`keys` names no column; write them comma-separated, e.g. `id, day`",
-                None,
-            ));
+        let Some(keys) = input.attribute("keys").and_then(AttributeValue::as_str) else {
+            return out;
+        };
+        if keys_attribute(input.attribute("keys")).is_empty() {
+            out.problems.push(
+                Problem::error(
+                    "module.attribute",
+                    "`keys` names no column; write them comma-separated, e.g. `id, day`",
+                    None,
+                )
+                .on_attribute("keys"),
+            );
+            return out;
+        }
+        // Each key must be a column the query returns, when the query names them all.
+        let columns = input
+            .action
+            .as_ref()
+            .into_option()
+            .and_then(|sql| weft_sql_support::parse(sql, dialect).ok())
+            .and_then(|statements| weft_sql_support::output_columns(&statements));
+        if let Some(columns) = columns {
+            let mut at = 0;
+            for part in keys.split(',') {
+                let key = part.trim();
+                let offset = at + (part.len() - part.trim_start().len());
+                at += part.len() + 1;
+                if !key.is_empty() && !columns.iter().any(|c| c.eq_ignore_ascii_case(key)) {
+                    out.problems.push(
+                        Problem::error(
+                            "keys",
+                            format!(
+                                "key `{key}` is not a column of the query, which returns {}",
+                                columns.join(", ")
+                            ),
+                            Some(offset as u32),
+                        )
+                        .on_attribute("keys"),
+                    );
+                }
+            }
         }
         out
     }
