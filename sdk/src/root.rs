@@ -44,6 +44,10 @@ pub struct PluginMod {
     pub bridges: extern "C" fn() -> RResult<RVec<ConnectionBridgeBox>, PluginError>,
 }
 
+/// The name of the library header's symbol that [`export_plugin!`] writes.
+#[doc(hidden)]
+pub const LIBRARY_HEADER_SYMBOL: &str = "_1as_0lib_1header_0root_bmodule_bloader";
+
 impl RootModule for PluginMod_Ref {
     declare_root_module_statics! {PluginMod_Ref}
     const BASE_NAME: &'static str = "weft_plugin";
@@ -78,24 +82,24 @@ macro_rules! export_plugin {
         mod __weft_plugin_root {
         #[allow(unused_imports)]
         use super::*;
+        use $crate::abi_stable::std_types::{RResult, RVec};
         /// The library's root module, found by the host at load.
-        #[::abi_stable::export_root_module]
         pub fn weft_plugin_root_module() -> $crate::PluginMod_Ref {
-            use ::abi_stable::prefix_type::PrefixTypeTrait as _;
+            use $crate::abi_stable::prefix_type::PrefixTypeTrait as _;
             extern "C" fn info() -> $crate::PluginInfo {
                 $crate::PluginInfo {
                     name: env!("CARGO_PKG_NAME").into(),
                     version: env!("CARGO_PKG_VERSION").into(),
                 }
             }
-            extern "C" fn modules() -> ::abi_stable::std_types::RResult<::abi_stable::std_types::RVec<$crate::ActionModuleBox>, $crate::PluginError> {
-                $crate::catch(|| Ok(::abi_stable::std_types::RVec::from(vec![$($crate::module_box($module)),*])))
+            extern "C" fn modules() -> RResult<RVec<$crate::ActionModuleBox>, $crate::PluginError> {
+                $crate::catch(|| Ok(RVec::from(vec![$($crate::module_box($module)),*])))
             }
-            extern "C" fn object_types() -> ::abi_stable::std_types::RResult<::abi_stable::std_types::RVec<$crate::ObjectTypeBox>, $crate::PluginError> {
-                $crate::catch(|| Ok(::abi_stable::std_types::RVec::from(vec![$($crate::object_type_box($object_type)),*])))
+            extern "C" fn object_types() -> RResult<RVec<$crate::ObjectTypeBox>, $crate::PluginError> {
+                $crate::catch(|| Ok(RVec::from(vec![$($crate::object_type_box($object_type)),*])))
             }
-            extern "C" fn bridges() -> ::abi_stable::std_types::RResult<::abi_stable::std_types::RVec<$crate::ConnectionBridgeBox>, $crate::PluginError> {
-                $crate::catch(|| Ok(::abi_stable::std_types::RVec::from(vec![$($crate::bridge_box($bridge)),*])))
+            extern "C" fn bridges() -> RResult<RVec<$crate::ConnectionBridgeBox>, $crate::PluginError> {
+                $crate::catch(|| Ok(RVec::from(vec![$($crate::bridge_box($bridge)),*])))
             }
             $crate::PluginMod {
                 info,
@@ -106,6 +110,38 @@ macro_rules! export_plugin {
             }
             .leak_into_prefix()
         }
+        /// The library header the host looks up, as abi_stable's `#[export_root_module]`
+        /// writes it, through the sdk's re-export of abi_stable so that a plugin needs no
+        /// dependency of its own on abi_stable. The name is abi_stable 0.11's
+        /// (`mangled_root_module_loader_name`; the sdk's tests check it).
+        #[allow(non_upper_case_globals, unsafe_code)]
+        #[unsafe(no_mangle)]
+        pub static _1as_0lib_1header_0root_bmodule_bloader: $crate::abi_stable::library::LibHeader = {
+            extern "C" fn erased_root_module() -> $crate::abi_stable::library::RootModuleResult {
+                $crate::abi_stable::library::__call_root_module_loader(weft_plugin_root_module)
+            }
+            // SAFETY: what `#[export_root_module]` writes: the constructor returns the root
+            // module of the type the header is made for, and its layout is checked at load.
+            unsafe {
+                $crate::abi_stable::library::LibHeader::from_constructor::<$crate::PluginMod_Ref>(
+                    erased_root_module,
+                    $crate::abi_stable::library::CheckTypeLayout::Yes,
+                )
+            }
+        };
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    /// `export_plugin!` writes abi_stable's library header by hand (so that plugins need no
+    /// abi_stable of their own): its symbol must be the one abi_stable looks up.
+    #[test]
+    fn the_header_symbol_is_abi_stables() {
+        assert_eq!(
+            super::LIBRARY_HEADER_SYMBOL,
+            abi_stable_shared::mangled_root_module_loader_name()
+        );
+    }
 }

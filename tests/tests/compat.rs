@@ -3,7 +3,8 @@
 //! been added since) loads into this host, meets the member it does not know as unknown
 //! without failing, and runs with values of every kind crossing the boundary.
 //!
-//! The copy and the plugin are built outside the workspace, the way a plugin author builds
+//! The copy (with the sdk's own manifest) and the plugin (depending on nothing but the sdk,
+//! not even abi_stable) are built outside the workspace, the way a plugin author builds
 //! against a path dependency; the build is cached under the target directory, so only the
 //! first run pays for it (about a minute in debug).
 
@@ -51,15 +52,9 @@ fn sdk_copy_without_one_dialect(to: &Path) {
         removed, 4,
         "the sdk names Dialect::{REMOVED} in other places than this test expects"
     );
-    std::fs::write(
-        to.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"weft_sdk\"\nversion = \"{}\"\nedition = \"2024\"\npublish = false\n\n\
-             [dependencies]\nabi_stable = \"0.11\"\n",
-            weft_sdk::SDK_VERSION
-        ),
-    )
-    .expect("sdk manifest");
+    // The sdk's own manifest: it inherits nothing from the workspace, so the copy builds
+    // on its own.
+    std::fs::copy(root().join("sdk/Cargo.toml"), to.join("Cargo.toml")).expect("sdk manifest");
 }
 
 /// Builds the fixture plugin against the copy; the path of its library.
@@ -73,7 +68,7 @@ fn build_old_plugin() -> PathBuf {
         &format!(
             "[package]\nname = \"weft_fixture_compat\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
              [lib]\ncrate-type = [\"cdylib\"]\npath = \"{}\"\n\n\
-             [dependencies]\nweft_sdk = {{ path = \"../sdk\" }}\nabi_stable = \"0.11\"\n\n[workspace]\n",
+             [dependencies]\nweft_sdk = {{ path = \"../sdk\" }}\n\n[workspace]\n",
             source.display()
         ),
         &[],
