@@ -9,6 +9,11 @@ use std::process::{Command, Output};
 /// the workspace's lock file beside it, so that every crate has the version the workspace
 /// uses and nothing is fetched, and runs `cargo build` there with `args`.
 pub fn build(dir: &Path, manifest: &str, args: &[&str]) -> Output {
+    cargo(dir, manifest, "build", args)
+}
+
+/// As [`build`], with another cargo command (`test`).
+pub fn cargo(dir: &Path, manifest: &str, command: &str, args: &[&str]) -> Output {
     std::fs::create_dir_all(dir).expect("crate folder");
     std::fs::write(dir.join("Cargo.toml"), manifest).expect("manifest");
     std::fs::copy(
@@ -17,7 +22,7 @@ pub fn build(dir: &Path, manifest: &str, args: &[&str]) -> Output {
     )
     .expect("lock file");
     Command::new(option_env!("CARGO").unwrap_or("cargo"))
-        .args(["build", "--offline", "--quiet", "--manifest-path"])
+        .args([command, "--offline", "--quiet", "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(dir.join("target"))

@@ -285,3 +285,93 @@ fn weft_plugins_install_checks_the_library_and_installs_it_whole() {
     let o = install(std::path::Path::new("/no/such/file.so"));
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Builds `examples/plugin-rowcount` as its author would (its own crate, the sdk by path);
+/// the library's path.
+fn build_example() -> std::path::PathBuf {
+    let example = root().join("examples/plugin-rowcount");
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("example-rowcount");
+    std::fs::create_dir_all(dir.join("src")).expect("example folder");
+    std::fs::copy(example.join("src/lib.rs"), dir.join("src/lib.rs")).expect("example source");
+    let manifest = std::fs::read_to_string(example.join("Cargo.toml")).expect("manifest");
+    let sdk = format!("path = \"{}\"", root().join("sdk").display());
+    assert!(manifest.contains("path = \"../../sdk\""), "{manifest}");
+    let manifest = manifest.replace("path = \"../../sdk\"", &sdk);
+    let o = weft_tests::outside::build(&dir, &manifest, &[]);
+    let (out, err) = text(&o);
+    assert!(
+        o.status.success(),
+        "the example plugin did not build:\n{out}{err}"
+    );
+    dir.join("target/debug/libweft_plugin_rowcount.so")
+}
+
+#[test]
+fn the_example_plugin_builds_installs_and_runs() {
+    let library = build_example();
+    let home = tempfile::tempdir().expect("home");
+    let o = std::process::Command::new(weft_bin())
+        .args(["plugins", "install"])
+        .arg(&library)
+        .arg("--home")
+        .arg(home.path())
+        .output()
+        .expect("weft plugins install");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("modules Rowcount"), "{out}");
+    let data = home.path().join("data.db");
+    {
+        let c = rusqlite::Connection::open(&data).expect("data");
+        c.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3);")
+            .expect("table");
+    }
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    w.add_keys(&format!("5|sqlite|{}|||\n", data.display()));
+    let sheet = |min_rows: i64| {
+        format!(
+            "{{ version: 1, transformationData: {{\n folders: [ {{ id: 1, path: \"/ex\" }} ]\n connections: [ {{ id: 5, name: \"data\", type: \"sqlite\" }} ]\n sheets: [ {{ id: 40, attributes: {{ name: \"count\", folder_id: 1, folder: \"/ex\" }}\n nodes: [\n  {{ id: 41, type: 1, attributes: {{ field1: \"t\", objectTypeId: 1, connectionId: 5 }} }}\n  {{ id: 42, type: 0, attributes: {{ module: \"Rowcount\", name: \"count t\",\n   minRows: {min_rows} }} }}\n ]\n edges: [ {{ id: 43, from: 41, to: 42 }} ] }} ] }} }}"
+        )
+    };
+    // Its problem about `minRows` is placed at `minRows`, under its own code.
+    let text_bad = sheet(-1);
+    let (st, v) = post(&w.url, deploy_body(&text_bad));
+    assert_eq!(st, 422, "{v}");
+    let d = &v["error"]["details"][0];
+    assert_eq!(d["code"], "Rowcount.minRows", "{v}");
+    let line = text_bad
+        .lines()
+        .position(|l| l.contains("minRows: -1"))
+        .expect("line");
+    let column = text_bad
+        .lines()
+        .nth(line)
+        .expect("line")
+        .find("-1")
+        .expect("-1")
+        + 1;
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(line as u64 + 1), Some(column as u64)),
+        "{v}"
+    );
+    // Deployed and run: it counts through the host's connection.
+    let (st, v) = post(&w.url, deploy_body(&sheet(2)));
+    assert_eq!(st, 200, "{v}");
+    let run = serde_json::json!({"command": "RunElements", "payload": {"batchExecution": {"batchName": "ex", "user": "t", "elementList": [{"elementType": "S", "elementId": 40}]}}});
+    let (st, v) = post(&w.url, run.to_string().into_bytes());
+    assert_eq!(st, 200, "{v}");
+    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    let wait = serde_json::json!({"command": "WaitBatchInstance", "payload": {"batchInstanceId": id, "timeoutSeconds": 60}});
+    let (st, v) = post(&w.url, wait.to_string().into_bytes());
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["state"], "finished", "{v}");
+    let action = &v["payload"]["actions"][0];
+    assert_eq!(action["rowsRead"], 3, "{v}");
+    assert!(
+        action["log"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|x| x == "t: 3 rows")),
+        "{v}"
+    );
+}
