@@ -46,12 +46,25 @@ pub struct ActionPlan {
 }
 
 impl ActionPlan {
-    /// The attributes as they cross the plugin boundary.
-    pub fn sdk_attributes(&self) -> RVec<Tuple2<RString, AttributeValue>> {
-        self.attributes
+    /// The attributes as they cross the plugin boundary: those the action writes, and the
+    /// default of each one `module` declares that it does not write.
+    pub fn sdk_attributes(
+        &self,
+        module: Option<&weft_sdk::ModuleInfo>,
+    ) -> RVec<Tuple2<RString, AttributeValue>> {
+        let mut all: RVec<Tuple2<RString, AttributeValue>> = self
+            .attributes
             .iter()
             .map(|(k, v)| Tuple2(RString::from(k.as_str()), v.clone()))
-            .collect()
+            .collect();
+        for spec in module.map_or(&[][..], |m| m.attributes.as_slice()) {
+            if !self.attributes.iter().any(|(k, _)| k == spec.name.as_str())
+                && let Some(v) = spec.default_value()
+            {
+                all.push(Tuple2(spec.name.clone(), v));
+            }
+        }
+        all
     }
 
     /// The source objects as they cross the plugin boundary.

@@ -27,10 +27,13 @@ pub struct AttributeSpec {
     pub name: RString,
     /// Its type.
     pub kind: AttributeKind,
-    /// The default, as it would be written, if any.
+    /// The default, as it would be written, if any: the host gives it to `validate` and
+    /// `run` when the action does not write the attribute.
     pub default: ROption<RString>,
     /// What it does.
     pub description: RString,
+    /// Whether an action must write it (the host refuses the deploy otherwise).
+    pub required: bool,
 }
 
 impl AttributeSpec {
@@ -41,6 +44,26 @@ impl AttributeSpec {
             kind,
             default: default.map(RString::from).into(),
             description: description.into(),
+            required: false,
+        }
+    }
+
+    /// The same attribute, which every action must write.
+    #[must_use]
+    pub fn required(mut self) -> Self {
+        self.required = true;
+        self
+    }
+
+    /// The default as a value of the attribute's kind (`None` without one, or for one that
+    /// does not read as its kind).
+    pub fn default_value(&self) -> Option<AttributeValue> {
+        let text = self.default.as_ref().into_option()?.as_str();
+        match self.kind {
+            AttributeKind::Bool => text.trim().parse().ok().map(AttributeValue::bool),
+            AttributeKind::Integer => text.trim().parse().ok().map(AttributeValue::integer),
+            AttributeKind::String => Some(AttributeValue::string(text)),
+            _ => None,
         }
     }
 }
@@ -235,9 +258,19 @@ pub struct ValidateInput {
 }
 
 impl ValidateInput {
-    /// The value of attribute `name`, if given.
+    /// The value of attribute `name`, if given (or declared with a default).
     pub fn attribute(&self, name: &str) -> Option<&AttributeValue> {
         self.attributes.iter().find(|t| t.0 == name).map(|t| &t.1)
+    }
+
+    /// Text attribute `name`.
+    pub fn text(&self, name: &str) -> Option<&str> {
+        self.attribute(name).and_then(AttributeValue::as_str)
+    }
+
+    /// Whole-number attribute `name`.
+    pub fn integer(&self, name: &str) -> Option<i64> {
+        self.attribute(name).and_then(AttributeValue::as_integer)
     }
 }
 
@@ -349,9 +382,27 @@ impl RunContext {
         }
     }
 
-    /// The value of attribute `name`, if given.
+    /// The value of attribute `name`, if given (or declared with a default).
     pub fn attribute(&self, name: &str) -> Option<&AttributeValue> {
         self.attributes.iter().find(|t| t.0 == name).map(|t| &t.1)
+    }
+
+    /// Text attribute `name`.
+    pub fn text(&self, name: &str) -> Option<&str> {
+        self.attribute(name).and_then(AttributeValue::as_str)
+    }
+
+    /// Whole-number attribute `name`.
+    pub fn integer(&self, name: &str) -> Option<i64> {
+        self.attribute(name).and_then(AttributeValue::as_integer)
+    }
+
+    /// The value of variable `name` (from `variableList`, or a built-in one).
+    pub fn variable(&self, name: &str) -> Option<&str> {
+        self.variables
+            .iter()
+            .find(|t| t.0 == name)
+            .map(|t| t.1.as_str())
     }
 
     /// A boolean attribute, with a default.
@@ -413,3 +464,31 @@ pub trait ActionModuleFfi: Send + Sync {
 
 /// An action module as it crosses the boundary.
 pub type ActionModuleBox = ActionModuleFfi_TO<'static, RBox<()>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_default_reads_as_its_kind() {
+        let spec = |kind, default| AttributeSpec::new("a", kind, default, "");
+        assert_eq!(
+            spec(AttributeKind::Bool, Some("true")).default_value(),
+            Some(AttributeValue::bool(true))
+        );
+        assert_eq!(
+            spec(AttributeKind::Integer, Some(" 42")).default_value(),
+            Some(AttributeValue::integer(42))
+        );
+        assert_eq!(
+            spec(AttributeKind::String, Some("id")).default_value(),
+            Some(AttributeValue::string("id"))
+        );
+        assert_eq!(
+            spec(AttributeKind::Integer, Some("many")).default_value(),
+            None
+        );
+        assert_eq!(spec(AttributeKind::Bool, None).default_value(), None);
+        assert!(spec(AttributeKind::Bool, None).required().required);
+    }
+}

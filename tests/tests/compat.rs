@@ -122,7 +122,7 @@ fn a_plugin_built_before_a_dialect_was_added_loads_and_meets_it_as_unknown() {
     let input = ValidateInput {
         action_id: plan.id,
         action: Some(plan.text.as_deref().unwrap_or_default().into()).into(),
-        attributes: plan.sdk_attributes(),
+        attributes: plan.sdk_attributes(None),
         sources: plan.source_refs(),
         targets: plan.target_refs(),
     };

@@ -192,7 +192,7 @@ fn run_inner(
         action_id: plan.id,
         action_name: plan.name.as_str().into(),
         action: text.into(),
-        attributes: plan.sdk_attributes(),
+        attributes: plan.sdk_attributes(registry.module(&plan.module).map(|m| &m.info)),
         sources: plan.source_refs(),
         targets: plan.target_refs(),
         connections,

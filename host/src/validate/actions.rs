@@ -30,6 +30,19 @@ pub(super) fn action(
         }
         return;
     };
+    for spec in m.attributes.iter().filter(|s| s.required) {
+        if !a.extra.iter().any(|(k, _)| k.v == spec.name.as_str()) {
+            problems.error(
+                "node.module_attribute",
+                format!(
+                    "module {} needs attribute `{}` ({})",
+                    m.name, spec.name, spec.description
+                ),
+                a.module.span,
+                &apath.key(spec.name.as_str()),
+            );
+        }
+    }
     for (key, value) in &a.extra {
         let Some(spec) = m.attributes.iter().find(|s| s.name == key.v.as_str()) else {
             let mut names: Vec<&str> = m.attributes.iter().map(|s| s.name.as_str()).collect();
@@ -83,12 +96,16 @@ fn wrong_kind(
 /// Whether every attribute of `a` is one `m` takes, of its kind ([`action`] reports those
 /// that are not; the module is not asked about an action whose attributes it would not get).
 fn attributes_fit(a: &ActionAttributes, m: &weft_sdk::ModuleInfo) -> bool {
-    a.extra.iter().all(|(key, value)| {
-        m.attributes
-            .iter()
-            .find(|s| s.name == key.v.as_str())
-            .is_some_and(|spec| wrong_kind(spec.kind, &value.value).is_none())
-    })
+    let written = |name: &str| a.extra.iter().any(|(k, _)| k.v == name);
+    m.attributes
+        .iter()
+        .all(|s| !s.required || written(s.name.as_str()))
+        && a.extra.iter().all(|(key, value)| {
+            m.attributes
+                .iter()
+                .find(|s| s.name == key.v.as_str())
+                .is_some_and(|spec| wrong_kind(spec.kind, &value.value).is_none())
+        })
 }
 
 /// The code a module's problem is answered with: the shared `sql.*` and `module.*` codes
@@ -161,7 +178,7 @@ pub(super) fn plugin_checks(
         let input = weft_sdk::ValidateInput {
             action_id: plan.id,
             action: plan.text.as_deref().map(RString::from).into(),
-            attributes: plan.sdk_attributes(),
+            attributes: plan.sdk_attributes(Some(&info)),
             sources: plan.source_refs(),
             targets: plan.target_refs(),
         };

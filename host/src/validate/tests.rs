@@ -55,18 +55,29 @@ struct FakeCatalog;
 
 impl Catalog for FakeCatalog {
     fn module(&self, name: &str) -> Option<weft_sdk::ModuleInfo> {
-        ["Copy", "Boom"]
+        let keys = weft_sdk::AttributeSpec::new(
+            "keys",
+            weft_sdk::AttributeKind::String,
+            None,
+            "key columns",
+        );
+        let mode = weft_sdk::AttributeSpec::new(
+            "mode",
+            weft_sdk::AttributeKind::String,
+            Some("fast"),
+            "how to copy",
+        );
+        let keys = if name == "Strict" {
+            keys.required()
+        } else {
+            keys
+        };
+        ["Copy", "Boom", "Strict"]
             .contains(&name)
             .then(|| weft_sdk::ModuleInfo {
                 name: name.into(),
                 description: "copies".into(),
-                attributes: vec![weft_sdk::AttributeSpec::new(
-                    "keys",
-                    weft_sdk::AttributeKind::String,
-                    None,
-                    "key columns",
-                )]
-                .into(),
+                attributes: vec![keys, mode].into(),
                 min_sources: 1,
                 max_sources: 1,
                 min_targets: 1,
@@ -74,7 +85,7 @@ impl Catalog for FakeCatalog {
             })
     }
     fn module_names(&self) -> Vec<String> {
-        vec!["Boom".to_owned(), "Copy".to_owned()]
+        vec!["Boom".to_owned(), "Copy".to_owned(), "Strict".to_owned()]
     }
     fn validate_action(
         &self,
@@ -85,6 +96,11 @@ impl Catalog for FakeCatalog {
             return Err("it panicked: index out of bounds".to_owned());
         }
         let mut out = weft_sdk::ValidateOutput::default();
+        // The host gives the declared default of an attribute the action does not write.
+        if input.text("mode").is_none() {
+            out.problems
+                .push(weft_sdk::Problem::error("mode", "no mode", None));
+        }
         if let Some(at) = input
             .action
             .as_ref()
@@ -329,6 +345,32 @@ fn a_module_problem_about_an_attribute_is_placed_in_its_value_with_the_module_co
         "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}",
     );
     assert_eq!(codes(&judge(&text, &etl())), vec!["dsr.wrong_type"]);
+}
+
+#[test]
+fn a_required_attribute_is_asked_for_and_a_default_is_given_to_the_module() {
+    // `Strict` needs `keys`: the host says so at the module, and does not ask the module.
+    let text = sheet(
+        &format!("{{id: 50, type: 0, attributes: {{module: \"Strict\", name: \"c\"}}}}, {OBJECTS}"),
+        "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}",
+    );
+    let p = judge(&text, &etl());
+    assert_eq!(codes(&p), vec!["node.module_attribute"]);
+    assert!(
+        p.as_slice()[0]
+            .message
+            .contains("module Strict needs attribute `keys` (key columns)"),
+        "{:?}",
+        p.as_slice()
+    );
+    // `mode` is not written: the module gets its default (else it reports `no mode`).
+    let text = sheet(
+        &format!(
+            "{{id: 50, type: 0, attributes: {{module: \"Strict\", name: \"c\", keys: \"id\"}}}}, {OBJECTS}"
+        ),
+        "{id: 1, from: 51, to: 50}, {id: 2, from: 50, to: 52}",
+    );
+    assert_eq!(codes(&judge(&text, &etl())), vec!["Strict.seen"]);
 }
 
 #[test]
