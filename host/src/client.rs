@@ -5,8 +5,8 @@
 //! 4 request refused for another reason, 5 service failure.
 
 use crate::api::protocol::{
-    Answer, BatchExecution, DeployRepository, ErrorBody, NextRuns, Request, RunElements, Variable,
-    WaitBatchInstance, read,
+    Answer, BatchExecution, DeployRepository, ErrorBody, ListPlugins, NextRuns, PluginList,
+    Request, RunElements, Variable, WaitBatchInstance, read,
 };
 use crate::deploy;
 use crate::dsr::{Detail, LineIndex};
@@ -600,6 +600,67 @@ pub fn next_runs(
         );
     }
     Exit::Ok
+}
+
+/// Runs `weft plugins --url`: what the running server loaded, as `weft plugins` prints it.
+pub fn plugins(url: &str, token: Option<&str>, home: &Path) -> Exit {
+    let service = match Service::locate(Some(url), token, home, "weft plugins") {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    match service.call(ListPlugins {}) {
+        Ok(Ok(list)) => {
+            print_plugins(&list);
+            Exit::Ok
+        }
+        Ok(Err(refusal)) => {
+            eprintln!(
+                "weft plugins: {} ({})",
+                refusal.error.message, refusal.status
+            );
+            refusal.exit()
+        }
+        Err(code) => code,
+    }
+}
+
+/// Prints what a plugin list holds: each library with its modules (their attributes
+/// below them), object types and connection types, then the refusals.
+pub fn print_plugins(list: &PluginList) {
+    println!("weft sdk {}", list.sdk_version);
+    for lib in &list.libraries {
+        println!("{} {} ({})", lib.name, lib.version, lib.path);
+        if !lib.modules.is_empty() {
+            let names: Vec<&str> = lib.modules.iter().map(|m| m.name.as_str()).collect();
+            println!("  modules: {}", names.join(", "));
+            for m in &lib.modules {
+                println!("    {}: {} ({})", m.name, m.description, m.objects);
+                for a in &m.attributes {
+                    let mut what = a.kind.clone();
+                    if let Some(d) = &a.default {
+                        what.push_str(&format!(", default {d}"));
+                    }
+                    if a.required {
+                        what.push_str(", required");
+                    }
+                    println!("      {} ({what}): {}", a.name, a.description);
+                }
+            }
+        }
+        if !lib.object_types.is_empty() {
+            println!("  object types: {}", lib.object_types.join(", "));
+        }
+        if !lib.connection_types.is_empty() {
+            println!("  connection types: {}", lib.connection_types.join(", "));
+        }
+    }
+    println!(
+        "native connection types: {}",
+        list.native_connection_types.join(", ")
+    );
+    for r in &list.refused {
+        println!("refused: {}", r.reason);
+    }
 }
 
 #[cfg(test)]

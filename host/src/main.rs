@@ -121,6 +121,12 @@ enum Command {
     },
     /// List the plugin libraries found (next to the binary, in INSTALL/plugins and in HOME/plugins) and what they provide, refused ones with the reason; or install one.
     Plugins {
+        /// Ask the running server at this endpoint what it loaded, instead of looking into HOME.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// The bearer token of a server listening beyond loopback; default option token of key file entry weft_server.
+        #[arg(long, env = "WEFT_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+        token: Option<String>,
         /// Without an action: the list.
         #[command(subcommand)]
         action: Option<PluginsAction>,
@@ -284,9 +290,15 @@ fn main() -> ExitCode {
             batch,
             usize::from(count),
         ) as u8),
-        Command::Plugins { action: None } => plugins(&home),
+        Command::Plugins {
+            url: Some(url),
+            token,
+            action: None,
+        } => ExitCode::from(client::plugins(&url, token.as_deref(), &home) as u8),
+        Command::Plugins { action: None, .. } => plugins(&home),
         Command::Plugins {
             action: Some(PluginsAction::Install { file }),
+            ..
         } => plugins_install(&home, &file),
         Command::Jdbc { install, action } => jdbc(install, action),
         Command::Run {
@@ -533,23 +545,7 @@ fn getkey(
 fn plugins(home: &std::path::Path) -> ExitCode {
     let dirs = weft::plugins::search_path(home);
     let registry = weft::plugins::Registry::load(&dirs);
-    println!("weft sdk {}", weft_sdk::SDK_VERSION);
-    for lib in &registry.libraries {
-        println!("{} {} ({})", lib.name, lib.version, lib.path.display());
-        if !lib.modules.is_empty() {
-            println!("  modules: {}", lib.modules.join(", "));
-        }
-        if !lib.object_types.is_empty() {
-            println!("  object types: {}", lib.object_types.join(", "));
-        }
-        if !lib.connection_types.is_empty() {
-            println!("  connection types: {}", lib.connection_types.join(", "));
-        }
-    }
-    println!("native connection types: {}", weft::connect::SQLITE);
-    for r in &registry.refused {
-        println!("refused: {}", r.reason);
-    }
+    client::print_plugins(&weft::api::protocol::PluginList::of(&registry));
     if registry.libraries.is_empty() {
         let searched: Vec<String> = dirs.iter().map(|(d, _)| d.display().to_string()).collect();
         eprintln!(

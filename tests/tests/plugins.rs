@@ -375,3 +375,43 @@ fn the_example_plugin_builds_installs_and_runs() {
         "{v}"
     );
 }
+
+#[test]
+fn weft_plugins_url_asks_the_running_server_what_it_loaded() {
+    let home = tempfile::tempdir().expect("home");
+    with_fixtures(home.path());
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let o = std::process::Command::new(weft_bin())
+        .args(["plugins", "--url", &w.url])
+        .output()
+        .expect("weft plugins --url");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    for line in [
+        "  modules: Upsert",
+        "    Upsert: ",
+        "      keys (String): ",
+        "  modules: Panicky",
+        "native connection types: sqlite",
+    ] {
+        assert!(out.contains(line), "{line:?} missing from:\n{out}");
+    }
+    let refused: Vec<&str> = out.lines().filter(|l| l.starts_with("refused: ")).collect();
+    assert_eq!(refused.len(), 2, "{out}");
+    assert!(refused.iter().any(|l| l.contains("sdk 0.0.9")), "{out}");
+    // Installed afterwards: not what the server loaded.
+    std::fs::copy(
+        fixture("panics"),
+        w.home.path().join("plugins/libweft_fixture_later.so"),
+    )
+    .expect("install later");
+    let o = std::process::Command::new(weft_bin())
+        .args(["plugins", "--url", &w.url])
+        .output()
+        .expect("weft plugins --url");
+    assert!(
+        !text(&o).0.contains("libweft_fixture_later"),
+        "{}",
+        text(&o).0
+    );
+}

@@ -8,8 +8,9 @@ use super::AppState;
 use super::error::ApiError;
 use super::protocol::{
     AdvanceClock, ClockAdvanced, DeployRepository, GetBatchInstance, HaltBatchInstance,
-    HaltRequested, InstanceList, ListBatchInstances, NextRuns, RestartBatchInstance, Restarting,
-    RunElements, ScheduledRun, Started, WaitBatchInstance, Waited,
+    HaltRequested, InstanceList, ListBatchInstances, ListPlugins, NextRuns, PluginList,
+    RestartBatchInstance, Restarting, RunElements, ScheduledRun, Started, WaitBatchInstance,
+    Waited,
 };
 use crate::deploy;
 use crate::exec::batch::RunRequest;
@@ -142,6 +143,11 @@ pub async fn next_runs(
     tokio::task::spawn_blocking(move || scheduler::next_runs(&*repo, id, request.count, zone))
         .await??
         .ok_or(ApiError::NoBatch(id))
+}
+
+/// `ListPlugins`: what this server loaded at its start.
+pub fn list_plugins(state: &Arc<AppState>, _request: ListPlugins) -> PluginList {
+    PluginList::of(&state.registry)
 }
 
 /// `HaltBatchInstance`.

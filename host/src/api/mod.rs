@@ -188,6 +188,7 @@ async fn handle(
         Command::HaltBatchInstance(r) => answer(commands::halt_instance(state, r).await),
         Command::RestartBatchInstance(r) => answer(commands::restart_instance(state, r).await),
         Command::NextRuns(r) => answer(commands::next_runs(state, r).await),
+        Command::ListPlugins(r) => answer(Ok(commands::list_plugins(state, r))),
         Command::AdvanceClock(r) => answer(commands::advance_clock(state, r).await),
     }
 }

@@ -31,6 +31,7 @@ pub const COMMANDS: &[&str] = &[
     "HaltBatchInstance",
     "RestartBatchInstance",
     "NextRuns",
+    "ListPlugins",
     "AdvanceClock",
 ];
 
@@ -53,6 +54,8 @@ pub enum Command {
     RestartBatchInstance(RestartBatchInstance),
     /// A scheduled batch's next planned starts.
     NextRuns(NextRuns),
+    /// What the running server loaded: libraries, modules, refusals.
+    ListPlugins(ListPlugins),
     /// Move a development server's stepped clock (`weft serve --stepped-clock`).
     AdvanceClock(AdvanceClock),
 }
@@ -69,6 +72,7 @@ impl Command {
             Command::HaltBatchInstance(_) => HaltBatchInstance::NAME,
             Command::RestartBatchInstance(_) => RestartBatchInstance::NAME,
             Command::NextRuns(_) => NextRuns::NAME,
+            Command::ListPlugins(_) => ListPlugins::NAME,
             Command::AdvanceClock(_) => AdvanceClock::NAME,
         }
     }
@@ -92,6 +96,7 @@ impl Serialize for Command {
             Command::HaltBatchInstance(p) => map.serialize_entry("payload", p)?,
             Command::RestartBatchInstance(p) => map.serialize_entry("payload", p)?,
             Command::NextRuns(p) => map.serialize_entry("payload", p)?,
+            Command::ListPlugins(p) => map.serialize_entry("payload", p)?,
             Command::AdvanceClock(p) => map.serialize_entry("payload", p)?,
         }
         if let Some(v) = variables {
@@ -132,6 +137,7 @@ request! {
     HaltBatchInstance => HaltRequested,
     RestartBatchInstance => Restarting,
     NextRuns => scheduler::NextRuns,
+    ListPlugins => PluginList,
     AdvanceClock => ClockAdvanced,
 }
 
@@ -266,6 +272,10 @@ pub struct NextRuns {
     pub count: usize,
 }
 
+/// `ListPlugins {}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct ListPlugins {}
+
 /// `AdvanceClock {seconds}` or `{to}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
@@ -373,6 +383,138 @@ pub struct ClockAdvanced {
     pub passed: Vec<i64>,
     /// Batches waiting for their previous run to end.
     pub waiting: Vec<i64>,
+}
+
+/// `ListPlugins`' answer: what a server loaded at its start (or `weft plugins` finds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginList {
+    /// The sdk (plugin ABI) version of this weft.
+    pub sdk_version: String,
+    /// The libraries that loaded, in load order.
+    pub libraries: Vec<LibraryView>,
+    /// The libraries (or plugins in them) refused, with why.
+    pub refused: Vec<RefusedView>,
+    /// The connection types weft serves itself.
+    pub native_connection_types: Vec<String>,
+}
+
+/// A loaded library.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LibraryView {
+    /// Its crate name.
+    pub name: String,
+    /// Its crate version.
+    pub version: String,
+    /// The installed file.
+    pub path: String,
+    /// Its action modules.
+    pub modules: Vec<ModuleView>,
+    /// Its object types, as `id name`.
+    pub object_types: Vec<String>,
+    /// Its connection types.
+    pub connection_types: Vec<String>,
+}
+
+/// An action module as it declares itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModuleView {
+    /// The name written in `module`.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Its attributes beyond table A.
+    pub attributes: Vec<AttributeView>,
+    /// How many sources and targets it takes, in words (`1 source, 1 target`).
+    pub objects: String,
+}
+
+/// An attribute a module takes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttributeView {
+    /// Its name.
+    pub name: String,
+    /// `Bool`, `String`, `Integer` (or a type this weft does not know, by code).
+    pub kind: String,
+    /// The default, as written.
+    pub default: Option<String>,
+    /// Whether an action must write it.
+    pub required: bool,
+    /// What it does.
+    pub description: String,
+}
+
+/// A refused library.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedView {
+    /// The file.
+    pub path: String,
+    /// Why, in one line.
+    pub reason: String,
+}
+
+impl PluginList {
+    /// What `registry` holds.
+    pub fn of(registry: &crate::plugins::Registry) -> Self {
+        let count = |min: u32, max: u32, what: &str| match (min, max) {
+            (a, b) if a == b => format!("{a} {what}"),
+            (a, u32::MAX) => format!("{a} or more {what}"),
+            (a, b) => format!("{a} to {b} {what}"),
+        };
+        let libraries = registry
+            .libraries
+            .iter()
+            .map(|lib| LibraryView {
+                name: lib.name.clone(),
+                version: lib.version.clone(),
+                path: lib.path.display().to_string(),
+                modules: lib
+                    .modules
+                    .iter()
+                    .filter_map(|name| registry.module(name))
+                    .map(|m| ModuleView {
+                        name: m.info.name.to_string(),
+                        description: m.info.description.to_string(),
+                        attributes: m
+                            .info
+                            .attributes
+                            .iter()
+                            .map(|a| AttributeView {
+                                name: a.name.to_string(),
+                                kind: format!("{:?}", a.kind),
+                                default: a.default.as_ref().into_option().map(|d| d.to_string()),
+                                required: a.required,
+                                description: a.description.to_string(),
+                            })
+                            .collect(),
+                        objects: format!(
+                            "{}, {}",
+                            count(m.info.min_sources, m.info.max_sources, "source(s)"),
+                            count(m.info.min_targets, m.info.max_targets, "target(s)")
+                        ),
+                    })
+                    .collect(),
+                object_types: lib.object_types.clone(),
+                connection_types: lib.connection_types.clone(),
+            })
+            .collect();
+        PluginList {
+            sdk_version: weft_sdk::SDK_VERSION.to_owned(),
+            libraries,
+            refused: registry
+                .refused
+                .iter()
+                .map(|r| RefusedView {
+                    path: r.path.display().to_string(),
+                    reason: r.reason.clone(),
+                })
+                .collect(),
+            native_connection_types: vec![crate::connect::SQLITE.to_owned()],
+        }
+    }
 }
 
 /// One start of [`ClockAdvanced`].

@@ -8,7 +8,8 @@
 
 use super::{
     AdvanceClock, BatchExecution, Command, DeployRepository, GetBatchInstance, HaltBatchInstance,
-    ListBatchInstances, NextRuns, RestartBatchInstance, RunElements, Variable, WaitBatchInstance,
+    ListBatchInstances, ListPlugins, NextRuns, RestartBatchInstance, RunElements, Variable,
+    WaitBatchInstance,
 };
 use crate::deploy;
 use crate::dsr::value::{Member, Spanned, Value};
@@ -88,6 +89,16 @@ pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
             Command::ListBatchInstances(list_instances(payload, payload_path, problems)?)
         }
         "NextRuns" => Command::NextRuns(next_runs(payload, payload_path, problems)?),
+        "ListPlugins" => {
+            Fields::of(
+                payload,
+                payload_path,
+                "the ListPlugins payload {}",
+                problems,
+            )?
+            .finish(&[], problems);
+            Command::ListPlugins(ListPlugins {})
+        }
         _ => Command::AdvanceClock(advance_clock(payload, payload_path, problems)?),
     };
     (!problems.has_errors()).then_some(command)
