@@ -326,13 +326,21 @@ fn halt_lets_running_actions_finish_and_restart_runs_the_rest() {
     let id = run(&w, &[("S", 600), ("S", 500)], None);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
+        // Running, and its first log line (the statement as run) already stored while it
+        // waits: a running action's log is seen before it ends.
         let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
-        if action(&v["payload"], 5000)["state"] == "R" {
+        let a = action(&v["payload"], 5000);
+        let logged = a["log"].as_array().is_some_and(|l| {
+            l.first()
+                .and_then(|x| x.as_str())
+                .is_some_and(|x| x.starts_with("Sql action 5000"))
+        });
+        if a["state"] == "R" && logged {
             break;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "the action never started: {v}"
+            "the action never started, or its log was not seen while it ran: {v}"
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
@@ -346,6 +354,16 @@ fn halt_lets_running_actions_finish_and_restart_runs_the_rest() {
     gate.execute_batch("COMMIT").expect("let the action go");
     let inst = wait(&w, id);
     assert_eq!(inst["state"], "halted", "{inst}");
+    // Each line once: those stored while it ran, then the rest with its end.
+    let log: Vec<&str> = action(&inst, 5000)["log"]
+        .as_array()
+        .map(|l| l.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert!(
+        log[0].starts_with("Sql action 5000") && log[1].starts_with("Ran the action's SQL"),
+        "{log:?}"
+    );
     assert_eq!(
         action(&inst, 5000)["state"],
         "F",

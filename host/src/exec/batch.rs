@@ -942,9 +942,23 @@ impl Executor {
                             .set_unmarked(run.instance, action, ids)
                             .map_err(|e| e.to_string())
                     };
+                    // Log lines reach the repository while the action runs; lines that
+                    // cannot be stored now are stored later, at the latest with its end.
+                    let repo = Arc::clone(&self.repo);
+                    let (instance, action_id) = (run.instance, action);
+                    let live: super::LiveLog = Arc::new(move |lines: &[String]| {
+                        match repo.append_log(instance, action_id, lines) {
+                            Ok(stored) => stored,
+                            Err(e) => {
+                                tracing::warn!(message = "A running action's log lines could not be stored now.", batch_instance_id = instance, action_id, error = %e);
+                                false
+                            }
+                        }
+                    });
                     let marking = super::Marking {
                         run,
                         unmarked: &unmarked,
+                        live_log: Some(live),
                     };
                     run_marked(
                         &self.registry,

@@ -65,16 +65,66 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
     out
 }
 
-/// A logger that keeps the lines for the caller.
+/// Where a batch run's log lines go while its action runs (the repository, so that
+/// `GetBatchInstance` shows them): called with lines already redacted; `false` when they
+/// could not be stored now (they are tried again with the next line, or come back at the
+/// end).
+pub type LiveLog = Arc<dyn Fn(&[String]) -> bool + Send + Sync>;
+
+/// How often at most a running action's new lines are handed to its [`LiveLog`].
+const LIVE_LOG_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// A logger that keeps the lines for the caller, and hands them to a [`LiveLog`] as they
+/// come (the first at once, then at most every 250 ms); the lines not handed on
+/// are the caller's at the end.
 #[derive(Clone, Default)]
-pub struct Lines(pub Arc<Mutex<Vec<String>>>);
+pub struct Lines(Arc<Mutex<LinesState>>);
+
+#[derive(Default)]
+struct LinesState {
+    lines: Vec<String>,
+    handed: usize,
+    last: Option<std::time::Instant>,
+    live: Option<(LiveLog, Vec<String>)>,
+}
+
+impl Lines {
+    /// A logger whose lines also go to `live`, each redacted of `secrets`.
+    pub fn live(live: LiveLog, secrets: Vec<String>) -> Self {
+        Lines(Arc::new(Mutex::new(LinesState {
+            live: Some((live, secrets)),
+            ..LinesState::default()
+        })))
+    }
+
+    /// The lines not yet handed to the live log (all of them without one).
+    pub fn rest(&self) -> Vec<String> {
+        let state = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.lines[state.handed..].to_vec()
+    }
+}
 
 impl Logger for Lines {
     fn log(&mut self, line: RStr<'_>) {
-        self.0
+        let mut state = self
+            .0
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(line.to_string());
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.lines.push(line.to_string());
+        let due = state.last.is_none_or(|t| t.elapsed() >= LIVE_LOG_EVERY);
+        if due && let Some((live, secrets)) = &state.live {
+            let new: Vec<String> = state.lines[state.handed..]
+                .iter()
+                .map(|l| redact(l, secrets))
+                .collect();
+            if live(&new) {
+                state.handed = state.lines.len();
+            }
+            state.last = Some(std::time::Instant::now());
+        }
     }
 }
 
@@ -83,7 +133,7 @@ impl Logger for Lines {
 pub struct Ran {
     /// Rows read, written, updated; `Err` with the message when it failed.
     pub outcome: Result<RunOutcome, String>,
-    /// The log lines of the plugin.
+    /// The log lines of the plugin (with a live log, those it was not handed).
     pub log: Vec<String>,
 }
 
@@ -107,6 +157,9 @@ pub struct Marking<'a> {
     /// Records the connections written without a marker; an error keeps the action from
     /// running.
     pub unmarked: &'a dyn Fn(&[i64]) -> Result<(), String>,
+    /// Where the action's log lines go while it runs; those not handed there come back in
+    /// [`Ran::log`].
+    pub live_log: Option<LiveLog>,
 }
 
 /// [`run_action`] where, with `marking`, each target's transaction also carries the run's
@@ -118,15 +171,14 @@ pub fn run_marked(
     variables: &[(String, String)],
     marking: Option<&Marking<'_>>,
 ) -> Ran {
-    let lines = Lines::default();
-    let outcome = run_inner(registry, keys, plan, variables, marking, &lines);
-    let log = lines
-        .0
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
     // Secrets from the key file never reach a log or an error.
     let secrets = keys.secrets();
+    let lines = match marking.and_then(|m| m.live_log.clone()) {
+        Some(live) => Lines::live(live, secrets.clone()),
+        None => Lines::default(),
+    };
+    let outcome = run_inner(registry, keys, plan, variables, marking, &lines);
+    let log = lines.rest();
     let log = log.iter().map(|l| redact(l, &secrets)).collect();
     let outcome = outcome.map_err(|e| redact(&e, &secrets));
     Ran { outcome, log }

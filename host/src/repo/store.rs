@@ -81,6 +81,9 @@ pub trait InstanceStore {
     ) -> Result<()>;
     /// Records the connections an action's attempt writes without a commit marker.
     fn set_unmarked(&self, id: i64, action: i64, connections: &[i64]) -> Result<()>;
+    /// Adds log lines to a running action (its end adds the rest); `false` when the action
+    /// is not running (nothing was added).
+    fn append_log(&self, id: i64, action: i64, lines: &[String]) -> Result<bool>;
 }
 
 /// The deployed sheets, as a run reads them when it starts.

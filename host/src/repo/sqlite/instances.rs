@@ -327,6 +327,21 @@ pub fn set_unmarked(
     Ok(())
 }
 
+/// Adds `lines` to the log of a running action; `false` when it is not running.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn append_log(conn: &Connection, instance: i64, action: i64, lines: &[String]) -> Result<bool> {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let changed = conn
+        .prepare_cached(
+            "UPDATE instance_actions SET log = log || ?3 WHERE instance_id = ?1 AND action_id = ?2 AND state = 'R'",
+        )?
+        .execute(params![instance, action, text])?;
+    Ok(changed > 0)
+}
+
 /// The instances the repository calls running or waiting.
 ///
 /// # Errors

@@ -402,6 +402,10 @@ impl InstanceStore for Repository {
     fn set_unmarked(&self, id: i64, action: i64, connections: &[i64]) -> Result<()> {
         self.with(|c| instances::set_unmarked(c, id, action, connections))
     }
+
+    fn append_log(&self, id: i64, action: i64, lines: &[String]) -> Result<bool> {
+        self.with(|c| instances::append_log(c, id, action, lines))
+    }
 }
 
 impl SheetStore for Repository {
