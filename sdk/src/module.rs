@@ -348,6 +348,32 @@ impl RunContext {
             })
     }
 
+    /// The open connection with number `id` together with the logger, so that a module can
+    /// log while it holds the connection (`log.log("...".into())`).
+    ///
+    /// # Errors
+    ///
+    /// When the host did not open it (no object of the action uses it).
+    pub fn connection_and_log(
+        &mut self,
+        id: i64,
+    ) -> PluginResult<(&mut ConnectionBox, &mut LoggerBox)> {
+        let RunContext {
+            connections, log, ..
+        } = self;
+        let connection = connections
+            .iter_mut()
+            .find(|s| s.id == id)
+            .map(|s| &mut s.connection)
+            .ok_or_else(|| {
+                PluginError::of(
+                    ErrorKind::Invalid,
+                    format!("connection {id} is not open for this action"),
+                )
+            })?;
+        Ok((connection, log))
+    }
+
     /// Two different open connections at once (source and target of a transfer).
     ///
     /// # Errors

@@ -132,9 +132,9 @@ fn insert_matches_columns_by_name_with_and_without_truncate() {
             "3|z|3.25|none"
         ]
     );
-    let o = run(
+    let ran = run_action(
         &reg,
-        &dbs,
+        &dbs.keys,
         &plan(
             "Insert",
             q,
@@ -142,8 +142,17 @@ fn insert_matches_columns_by_name_with_and_without_truncate() {
             &[(1, "src")],
             Some((1, "dst")),
         ),
+        &[],
     );
-    assert_eq!(o.rows_written, 3);
+    assert_eq!(ran.outcome.map(|o| o.rows_written), Ok(3), "{:?}", ran.log);
+    // Logged while it held the connection, in order, after the host's line.
+    assert_eq!(ran.log.len(), 3, "{:?}", ran.log);
+    assert!(
+        ran.log[1].starts_with("Emptied \"dst\": 4 row(s) deleted"),
+        "{:?}",
+        ran.log
+    );
+    assert!(ran.log[2].starts_with("Inserted 3 row(s)"), "{:?}", ran.log);
     assert_eq!(
         dbs.rows(1, "SELECT id, name FROM dst ORDER BY id"),
         vec!["1|x", "2|y", "3|z"]

@@ -78,20 +78,21 @@ impl ActionModule for Insert {
             .ok_or_else(|| PluginError::new("Insert needs one target table"))?;
         let truncate = ctx.flag("truncateBefore", false);
         let query = ctx.action.trim().trim_end_matches(';').to_owned();
-        let conn = ctx.connection(target.connection_id)?;
+        let (conn, log) = ctx.connection_and_log(target.connection_id)?;
         let dialect = conn.dialect();
         let info = describe_object(conn, &target)?;
         let table = described_table(dialect, &info);
         let (names, _) = query_all(conn, &column_probe(dialect, &query), &[])?;
         let columns = match_columns(&names, &info)?;
-        let mut lines = Vec::new();
         if truncate {
             let removed = conn
                 .execute_batch(format!("DELETE FROM {table}").as_str().into())
                 .into_result()?;
-            lines.push(format!(
-                "Emptied {table}: {removed} row(s) deleted (truncateBefore)."
-            ));
+            log.log(
+                format!("Emptied {table}: {removed} row(s) deleted (truncateBefore).")
+                    .as_str()
+                    .into(),
+            );
         }
         let target_cols: Vec<String> = columns.iter().map(|c| quote(dialect, c)).collect();
         let source_cols: Vec<String> = names
@@ -106,10 +107,7 @@ impl ActionModule for Insert {
         let n = conn
             .execute(sql.as_str().into(), (&[][..]).into())
             .into_result()?;
-        lines.push(format!("Inserted {n} row(s) into {table}."));
-        for l in lines {
-            ctx.log(&l);
-        }
+        log.log(format!("Inserted {n} row(s) into {table}.").as_str().into());
         Ok(RunOutcome {
             rows_read: n,
             rows_written: n,
