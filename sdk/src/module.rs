@@ -336,16 +336,8 @@ impl RunContext {
     ///
     /// When the host did not open it (no object of the action uses it).
     pub fn connection(&mut self, id: i64) -> PluginResult<&mut ConnectionBox> {
-        self.connections
-            .iter_mut()
-            .find(|s| s.id == id)
-            .map(|s| &mut s.connection)
-            .ok_or_else(|| {
-                PluginError::of(
-                    ErrorKind::Invalid,
-                    format!("connection {id} is not open for this action"),
-                )
-            })
+        self.connection_and_log(id)
+            .map(|(connection, _)| connection)
     }
 
     /// The open connection with number `id` together with the logger, so that a module can
