@@ -528,6 +528,9 @@ pub fn run(args: &RunArgs) -> Exit {
                     a.rows_written,
                     a.rows_updated
                 );
+                if a.rows_deleted > 0 {
+                    l.push_str(&format!(" deleted {}", a.rows_deleted));
+                }
                 if let Some(e) = &a.error {
                     l.push_str(&format!("\n      error: {e}"));
                 }

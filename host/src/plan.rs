@@ -396,7 +396,7 @@ impl StoredPlan {
 
 /// The stored plans of a sheet's actions, in node order.
 pub fn stored_plans(sheet: &Sheet) -> Vec<StoredPlan> {
-    actions_of(sheet, &|_| Dialect::Generic)
+    actions_of(sheet, &|_| Dialect::Unknown)
         .iter()
         .map(StoredPlan::from_plan)
         .collect()

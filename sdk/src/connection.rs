@@ -1,6 +1,7 @@
 //! The Connection interface the host gives to plugins, and the sink a query streams into.
 
 use crate::error::PluginError;
+use crate::halt::InterruptBox;
 use crate::value::{Dialect, Row, TableInfo, Value};
 use abi_stable::sabi_trait;
 use abi_stable::sabi_trait::TD_Opaque;
@@ -57,8 +58,15 @@ pub trait Connection: Send {
     fn commit(&mut self) -> RResult<(), PluginError>;
 
     /// Rolls the innermost transaction back.
-    #[sabi(last_prefix_field)]
     fn rollback(&mut self) -> RResult<(), PluginError>;
+
+    /// What interrupts this connection's running statement from another thread, when a
+    /// batch instance is halted; `RNone` (the default) for a connection that cannot be
+    /// interrupted, whose statements then run to their end.
+    #[sabi(last_prefix_field)]
+    fn interrupter(&self) -> ROption<InterruptBox> {
+        ROption::RNone
+    }
 }
 
 /// An owned connection, as it crosses the boundary.

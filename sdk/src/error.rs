@@ -27,6 +27,8 @@ open_enum! {
         Connection = 2,
         /// The input is not what the plugin accepts (attributes, sources, targets).
         Invalid = 3,
+        /// The action was halted on request (see [`HaltSignal`](crate::HaltSignal)).
+        Halted = 4,
     }
 }
 

@@ -88,7 +88,7 @@ impl<T: crate::connection::Connection> crate::connection::Connection for Guarded
     fn dialect(&self) -> crate::value::Dialect {
         catch(|| Ok(self.0.dialect()))
             .into_result()
-            .unwrap_or(crate::value::Dialect::Generic)
+            .unwrap_or(crate::value::Dialect::Unknown)
     }
 
     fn execute_batch(&mut self, sql: abi_stable::std_types::RStr<'_>) -> RResult<u64, PluginError> {

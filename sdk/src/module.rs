@@ -2,6 +2,7 @@
 
 use crate::connection::ConnectionBox;
 use crate::error::{ErrorKind, PluginError, PluginResult};
+use crate::halt::HaltSignal;
 use crate::value::Dialect;
 use abi_stable::StableAbi;
 use abi_stable::sabi_trait;
@@ -327,6 +328,8 @@ pub struct RunContext {
     pub variables: RVec<Tuple2<RString, RString>>,
     /// Where log lines go.
     pub log: LoggerBox,
+    /// Raised when the action is asked to halt.
+    pub halt: HaltSignal,
 }
 
 impl RunContext {
@@ -434,6 +437,23 @@ impl RunContext {
     pub fn log(&mut self, line: &str) {
         self.log.log(line.into());
     }
+
+    /// Whether the action was asked to halt (`HaltBatchInstance`): a module that works
+    /// between statements stops soon after, with an error. Statements running on the
+    /// action's connections are interrupted by the host.
+    pub fn halted(&self) -> bool {
+        self.halt.is_raised()
+    }
+
+    /// `Err` (of kind [`ErrorKind::Halted`]) once the action was asked to halt, for `?`
+    /// between steps of work.
+    ///
+    /// # Errors
+    ///
+    /// When the action was asked to halt.
+    pub fn stop_if_halted(&self) -> PluginResult<()> {
+        self.halt.check()
+    }
 }
 
 /// What `run` gives.
@@ -446,6 +466,8 @@ pub struct RunOutcome {
     pub rows_written: u64,
     /// Rows updated in targets.
     pub rows_updated: u64,
+    /// Rows deleted from targets.
+    pub rows_deleted: u64,
 }
 
 /// An action module, as its author writes it. The [`export_plugin!`](crate::export_plugin)

@@ -305,8 +305,14 @@ open_enum! {
         H2 = 4,
         /// HSQLDB.
         Hsqldb = 5,
-        /// Anything else: parse errors are only warnings.
+        /// Another database, one weft has no dialect for (a JDBC URL it does not know):
+        /// parse errors are only warnings.
         Generic = 6,
+        /// Not known where the SQL is looked at: the key file of the deploying server has no
+        /// entry for the connection, whose type does not say its database (a `jdbc`
+        /// connection). Parse errors are only warnings, and the deploy warns once per
+        /// connection; a run needs the entry.
+        Unknown = 7,
     }
 }
 
@@ -353,6 +359,7 @@ impl Dialect {
             Dialect::H2 => "H2",
             Dialect::Hsqldb => "HSQLDB",
             Dialect::Generic => "generic SQL",
+            Dialect::Unknown => "SQL of an unknown database",
             _ => "a dialect this plugin does not know",
         }
     }
@@ -419,6 +426,8 @@ mod tests {
         assert!(!newer.parse_errors_are_errors() && !newer.has_on_conflict());
         assert_eq!(Dialect::of_jdbc_url("jdbc:h2:mem:x"), Dialect::H2);
         assert_eq!(format!("{:?}", Dialect::MsSql), "MsSql");
-        assert_eq!(Dialect::KNOWN.len(), 7);
+        assert_eq!(Dialect::KNOWN.len(), 8);
+        assert_eq!(Dialect::Unknown.name(), "SQL of an unknown database");
+        assert!(!Dialect::Unknown.parse_errors_are_errors());
     }
 }

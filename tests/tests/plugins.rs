@@ -415,3 +415,86 @@ fn weft_plugins_url_asks_the_running_server_what_it_loaded() {
         text(&o).0
     );
 }
+
+#[test]
+fn a_halt_reaches_a_running_module_which_stops_and_is_rolled_back() {
+    let home = tempfile::tempdir().expect("home");
+    with_fixtures(home.path());
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE t (x INTEGER);")
+        .expect("table");
+    w.add_keys(&format!("1|sqlite|{}|||\n", data.display()));
+    let doc = serde_json::json!({"version": 1, "transformationData": {
+        "folders": [{"id": 1, "path": "/p"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [{"id": 1, "attributes": {"name": "p", "folder_id": 1, "folder": "/p"},
+            "nodes": [
+                {"id": 1, "type": 0, "attributes": {"module": "Patient", "name": "wait", "action": "INSERT INTO t VALUES (1)"}},
+                {"id": 2, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+            "edges": [{"id": 1, "from": 1, "to": 2}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let call = |command: &str, payload: serde_json::Value| {
+        post(
+            &w.url,
+            serde_json::json!({"command": command, "payload": payload})
+                .to_string()
+                .into_bytes(),
+        )
+    };
+    let (st, v) = call(
+        "RunElements",
+        serde_json::json!({"batchExecution": {"batchName": "b", "user": "u", "elementList": [{"elementType": "S", "elementId": 1}]}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    // Its line says it works (it wrote its row and waits, for up to a minute).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, v) = call(
+            "GetBatchInstance",
+            serde_json::json!({"batchInstanceId": id}),
+        );
+        let log = v["payload"]["actions"][0]["log"].to_string();
+        if log.contains("Patient waits for the halt.") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "it never ran: {v}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let asked = std::time::Instant::now();
+    let (st, v) = call(
+        "HaltBatchInstance",
+        serde_json::json!({"batchInstanceId": id}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = call(
+        "WaitBatchInstance",
+        serde_json::json!({"batchInstanceId": id, "timeoutSeconds": 60}),
+    );
+    let took = asked.elapsed();
+    eprintln!("the module stopped {took:?} after the halt");
+    assert_eq!(st, 200, "{v}");
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "the halt took {took:?}"
+    );
+    let inst = &v["payload"];
+    assert_eq!(inst["state"], "halted", "{inst}");
+    let a = &inst["actions"][0];
+    assert_eq!(a["state"], "H", "{inst}");
+    assert!(
+        a["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("halted on request: ") && e.contains("Patient")),
+        "{inst}"
+    );
+    let n: i64 = rusqlite::Connection::open(&data)
+        .expect("data")
+        .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(n, 0, "its row was rolled back");
+}

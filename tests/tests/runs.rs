@@ -1,7 +1,8 @@
 //! End to end: batch runs against the real server and real SQLite data connections. Sheets
 //! chained through their tables run in data order whatever order they were deployed and
 //! named in; a folder runs everything below it; variables reach the SQL; an error skips
-//! exactly its dependants; halt and restart; unknown elements and cycles are refused.
+//! exactly its dependants; halt (which stops running actions) and restart; unknown elements
+//! and cycles are refused.
 
 mod common;
 
@@ -292,8 +293,42 @@ fn an_error_skips_exactly_its_dependants() {
     assert_eq!(other, 1);
 }
 
+/// Waits until action `action` of instance `id` runs and its first log line (the statement
+/// as run) is stored: a running action's log is seen before it ends.
+fn wait_until_running(w: &Weft, id: i64, action_id: i64, first_line: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, v) = command(w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
+        let a = action(&v["payload"], action_id);
+        let logged = a["log"].as_array().is_some_and(|l| {
+            l.iter()
+                .filter_map(|x| x.as_str())
+                .any(|x| x.starts_with(first_line))
+        });
+        if a["state"] == "R" && logged {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the action never started, or its log was not seen while it ran: {v}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Halts instance `id` and waits for its end; how long that took.
+fn halt_and_wait(w: &Weft, id: i64) -> (Value, std::time::Duration) {
+    let asked = std::time::Instant::now();
+    let (st, v) = command(w, "HaltBatchInstance", json!({"batchInstanceId": id}), None);
+    assert_eq!(st, 200, "{v}");
+    let inst = wait(w, id);
+    let took = asked.elapsed();
+    eprintln!("instance {id} halted in {took:?}");
+    (inst, took)
+}
+
 #[test]
-fn halt_lets_running_actions_finish_and_restart_runs_the_rest() {
+fn halt_stops_an_action_waiting_for_a_lock_and_restart_runs_it_again() {
     let (w, data) = setup();
     deploy(
         &w,
@@ -318,58 +353,44 @@ fn halt_lets_running_actions_finish_and_restart_runs_the_rest() {
         ),
     );
     // The test holds the data file's write lock: action 5000 starts and then waits on it
-    // (a data connection waits up to 30 s for a lock) until the test lets it go, so the halt
-    // surely meets it running, however fast or slow the machine.
+    // (a data connection waits up to 30 s for a lock), so the halt surely meets it running,
+    // however fast or slow the machine.
     let gate = rusqlite::Connection::open(&data).expect("gate");
     gate.execute_batch("BEGIN IMMEDIATE")
         .expect("the write lock");
     let id = run(&w, &[("S", 600), ("S", 500)], None);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        // Running, and its first log line (the statement as run) already stored while it
-        // waits: a running action's log is seen before it ends.
-        let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
-        let a = action(&v["payload"], 5000);
-        let logged = a["log"].as_array().is_some_and(|l| {
-            l.first()
-                .and_then(|x| x.as_str())
-                .is_some_and(|x| x.starts_with("Sql action 5000"))
-        });
-        if a["state"] == "R" && logged {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the action never started, or its log was not seen while it ran: {v}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    let (st, v) = command(
-        &w,
-        "HaltBatchInstance",
-        json!({"batchInstanceId": id}),
-        None,
+    wait_until_running(&w, id, 5000, "Sql action 5000");
+    // The halt ends its wait for the lock at once, not after 30 s.
+    let (inst, took) = halt_and_wait(&w, id);
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "the halt took {took:?}"
     );
-    assert_eq!(st, 200, "{v}");
-    gate.execute_batch("COMMIT").expect("let the action go");
-    let inst = wait(&w, id);
+    gate.execute_batch("COMMIT").expect("let the lock go");
     assert_eq!(inst["state"], "halted", "{inst}");
-    // Each line once: those stored while it ran, then the rest with its end.
-    let log: Vec<&str> = action(&inst, 5000)["log"]
+    let a = action(&inst, 5000);
+    assert_eq!(a["state"], "H", "the running action was halted: {inst}");
+    assert!(
+        a["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("halted on request: ") && e.contains("locked")),
+        "{inst}"
+    );
+    // Each line once: the one stored while it ran, none twice at its end.
+    let log: Vec<&str> = a["log"]
         .as_array()
         .map(|l| l.iter().filter_map(|x| x.as_str()).collect())
         .unwrap_or_default();
-    assert_eq!(log.len(), 2, "{log:?}");
-    assert!(
-        log[0].starts_with("Sql action 5000") && log[1].starts_with("Ran the action's SQL"),
-        "{log:?}"
-    );
-    assert_eq!(
-        action(&inst, 5000)["state"],
-        "F",
-        "the running action finished"
-    );
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert!(log[0].starts_with("Sql action 5000"), "{log:?}");
     assert_eq!(action(&inst, 6000)["state"], "H", "nothing new started");
+    let count_big = || -> i64 {
+        rusqlite::Connection::open(&data)
+            .expect("data")
+            .query_row("SELECT COUNT(*) FROM big", [], |r| r.get(0))
+            .expect("big")
+    };
+    assert_eq!(count_big(), 0, "the halted action wrote nothing");
     // Halting again is refused; restarting runs what was halted, never what finished.
     let (st, _) = command(
         &w,
@@ -385,15 +406,12 @@ fn halt_lets_running_actions_finish_and_restart_runs_the_rest() {
         None,
     );
     assert_eq!(st, 200, "{v}");
-    assert_eq!(v["payload"]["actionsToRun"], 1);
+    assert_eq!(v["payload"]["actionsToRun"], 2);
     let inst = wait(&w, id);
     assert_eq!(inst["state"], "finished", "{inst}");
-    let c = rusqlite::Connection::open(&data).expect("data");
-    let big: i64 = c
-        .query_row("SELECT COUNT(*) FROM big", [], |r| r.get(0))
-        .expect("big");
-    assert_eq!(big, 1, "the halted run's action ran once");
-    let n: i64 = c
+    assert_eq!(count_big(), 1, "the halted action ran once in all");
+    let n: i64 = rusqlite::Connection::open(&data)
+        .expect("data")
         .query_row("SELECT n FROM after_big", [], |r| r.get(0))
         .expect("after");
     assert_eq!(n, 1);
@@ -404,6 +422,45 @@ fn halt_lets_running_actions_finish_and_restart_runs_the_rest() {
         None,
     );
     assert_eq!(st, 409, "a finished instance has nothing to run again");
+}
+
+#[test]
+fn halt_interrupts_a_running_statement_and_rolls_its_transaction_back() {
+    let (w, data) = setup();
+    // A statement that writes a row and then counts to ten billion: hours of work, so the
+    // halt surely meets it running.
+    deploy(
+        &w,
+        &sheet(
+            500,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO big SELECT 1; INSERT INTO big SELECT COUNT(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10000000000) SELECT x FROM c)",
+            &[],
+            "big",
+        ),
+    );
+    let id = run(&w, &[("S", 500)], None);
+    wait_until_running(&w, id, 5000, "Sql action 5000");
+    let (inst, took) = halt_and_wait(&w, id);
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "the halt took {took:?}"
+    );
+    assert_eq!(inst["state"], "halted", "{inst}");
+    let a = action(&inst, 5000);
+    assert_eq!(a["state"], "H", "{inst}");
+    assert!(
+        a["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("halted on request: ") && e.contains("interrupted")),
+        "{inst}"
+    );
+    let n: i64 = rusqlite::Connection::open(&data)
+        .expect("data")
+        .query_row("SELECT COUNT(*) FROM big", [], |r| r.get(0))
+        .expect("big");
+    assert_eq!(n, 0, "the row its first statement wrote was rolled back");
 }
 
 #[test]

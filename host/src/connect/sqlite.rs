@@ -2,12 +2,14 @@
 //! the host's own rusqlite: one SQLite in the process, so no plugin links SQLite.
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
+use std::cell::RefCell;
 use weft_sdk::abi_stable::sabi_trait::TD_Opaque;
 use weft_sdk::abi_stable::sabi_types::RMut;
 use weft_sdk::abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
 use weft_sdk::{
-    ColumnInfo, Connection, Connection_TO, ConnectionBox, Dialect, ErrorKind, PluginError, Row,
-    RowSink_TO, TableInfo, Value, ValueKind,
+    ColumnInfo, Connection, Connection_TO, ConnectionBox, Dialect, ErrorKind, HaltSignal,
+    Interrupt, Interrupt_TO, InterruptBox, PluginError, Row, RowSink_TO, TableInfo, Value,
+    ValueKind,
 };
 
 /// Bound parameters per statement, well below SQLite's limit of 32766.
@@ -210,9 +212,12 @@ impl std::fmt::Debug for SqliteConnection {
 /// often waits far longer than the commit takes (deploys that check their objects waited up
 /// to 1.4 s under load). This handler looks again every millisecond for the first 200 ms,
 /// then every 10 ms, and gives up after about 30 s (`SQLITE_BUSY`).
+/// A thread's halt signal stops its lock waits ([`halt_on_this_thread`]).
 fn wait_while_busy(attempts: i32) -> bool {
     let (fine, coarse) = (200, 2_980);
-    if attempts < fine {
+    if halted_on_this_thread() {
+        false
+    } else if attempts < fine {
         std::thread::sleep(std::time::Duration::from_millis(1));
         true
     } else if attempts < fine + coarse {
@@ -220,6 +225,44 @@ fn wait_while_busy(attempts: i32) -> bool {
         true
     } else {
         false
+    }
+}
+
+thread_local! {
+    /// The halt signal of the action this thread runs, if any.
+    static HALT_OF_THIS_THREAD: RefCell<Option<HaltSignal>> = const { RefCell::new(None) };
+}
+
+/// Whether the action this thread runs was asked to halt.
+fn halted_on_this_thread() -> bool {
+    HALT_OF_THIS_THREAD.with(|h| h.borrow().as_ref().is_some_and(HaltSignal::is_raised))
+}
+
+/// How many SQLite virtual machine steps run between two looks at the halt signal (a look
+/// costs a few nanoseconds; 10,000 steps take tens of microseconds or more).
+const STEPS_BETWEEN_LOOKS: i32 = 10_000;
+
+/// While the guard lives, the SQLite data connections used on this thread stop once
+/// `signal` is raised: a statement running or started then fails (`SQLITE_INTERRUPT`, through
+/// the progress handler every data connection has), and a wait for another connection's lock
+/// gives up (`SQLITE_BUSY`) instead of waiting out its 30 s. This closes what
+/// [`Connection::interrupter`] leaves open: `sqlite3_interrupt` reaches only the statement
+/// running at that moment, not the next one.
+pub fn halt_on_this_thread(signal: HaltSignal) -> HaltOnThisThread {
+    let before = HALT_OF_THIS_THREAD.with(|h| h.replace(Some(signal)));
+    HaltOnThisThread { before }
+}
+
+/// See [`halt_on_this_thread`]; dropping it restores what the thread had before.
+#[must_use = "the connections stop on the signal only while the guard lives"]
+pub struct HaltOnThisThread {
+    before: Option<HaltSignal>,
+}
+
+impl Drop for HaltOnThisThread {
+    fn drop(&mut self) {
+        let before = self.before.take();
+        HALT_OF_THIS_THREAD.with(|h| *h.borrow_mut() = before);
     }
 }
 
@@ -288,6 +331,8 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
     })?;
     conn.busy_handler(Some(wait_while_busy))
         .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
+    conn.progress_handler(STEPS_BETWEEN_LOOKS, Some(halted_on_this_thread))
+        .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
     register_clock_functions(&conn)
         .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
     Ok(SqliteConnection {
@@ -313,10 +358,15 @@ impl SqliteConnection {
 
     fn fail(&self, e: rusqlite::Error, sql: &str) -> PluginError {
         let shown: String = sql.chars().take(300).collect();
-        PluginError::new(format!(
-            "SQLite (connection {}): {e}; in `{shown}`",
-            self.name
-        ))
+        let kind = if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) {
+            ErrorKind::Halted
+        } else {
+            ErrorKind::Failed
+        };
+        PluginError::of(
+            kind,
+            format!("SQLite (connection {}): {e}; in `{shown}`", self.name),
+        )
     }
 }
 
@@ -576,6 +626,23 @@ impl Connection for SqliteConnection {
             Err(e) => RResult::RErr(self.fail(e, &sql)),
         }
     }
+
+    fn interrupter(&self) -> ROption<InterruptBox> {
+        self.conn
+            .as_ref()
+            .map(|c| Interrupt_TO::from_value(SqliteInterrupt(c.get_interrupt_handle()), TD_Opaque))
+            .into()
+    }
+}
+
+/// Interrupts a SQLite connection's running statement (`sqlite3_interrupt`); harmless once
+/// the connection is closed.
+struct SqliteInterrupt(rusqlite::InterruptHandle);
+
+impl Interrupt for SqliteInterrupt {
+    fn interrupt(&self) {
+        self.0.interrupt();
+    }
 }
 
 /// Registers `current_local_timestamp()` and `is_dst_change_tonight([local_now])` on a
@@ -666,5 +733,60 @@ pub mod testing {
         fn drop(&mut self) {
             let _ = self.0.execute_batch("ROLLBACK");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENDLESS: &str = "SELECT COUNT(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10000000000) SELECT x FROM c)";
+
+    #[test]
+    fn a_statement_started_after_the_halt_stops_at_once() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("d.db");
+        let mut conn = open("1", &path.to_string_lossy()).expect("open");
+        let signal = HaltSignal::new();
+        let guard = halt_on_this_thread(signal.clone());
+        // Raised while no statement runs: `sqlite3_interrupt` would not reach the next one;
+        // the progress handler does.
+        signal.raise();
+        let e = conn
+            .execute_batch(ENDLESS.into())
+            .into_result()
+            .expect_err("stopped");
+        assert_eq!(e.kind, ErrorKind::Halted, "{e}");
+        // Without the guard the thread's statements run again.
+        drop(guard);
+        assert_eq!(
+            conn.execute_batch("SELECT 1".into())
+                .into_result()
+                .expect("runs"),
+            0
+        );
+    }
+
+    #[test]
+    fn the_interrupter_stops_a_running_statement_from_another_thread() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("d.db");
+        let mut conn = open("1", &path.to_string_lossy()).expect("open");
+        let interrupter = conn.interrupter().into_option().expect("an interrupter");
+        let (started_tx, started) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            let runner = s.spawn(move || {
+                started_tx.send(()).expect("started");
+                conn.execute_batch(ENDLESS.into()).into_result()
+            });
+            started.recv().expect("the runner started");
+            // Until the statement runs, an interrupt is lost: interrupt until it ends.
+            while !runner.is_finished() {
+                interrupter.interrupt();
+                std::thread::yield_now();
+            }
+            let e = runner.join().expect("runner").expect_err("interrupted");
+            assert_eq!(e.kind, ErrorKind::Halted, "{e}");
+        });
     }
 }

@@ -1037,7 +1037,22 @@ fn on_a_connection_of_unknown_dialect_a_parse_error_is_a_warning() {
     let r = f.ok(&text);
     let w = find(&r.warnings, "sql.syntax");
     assert_eq!(w.severity, Severity::Warning);
-    assert!(w.message.contains("generic SQL"), "{}", w.message);
+    assert!(w.message.contains("unknown database"), "{}", w.message);
+    // The key file has no entry for connection 2: said once, at its first object.
+    let w = find(&r.warnings, "node.connection_unknown");
+    assert!(
+        w.message
+            .contains("connection 2 (type `jdbc`) has no entry"),
+        "{}",
+        w.message
+    );
+    assert_eq!(
+        r.warnings
+            .iter()
+            .filter(|p| p.code == "node.connection_unknown")
+            .count(),
+        1
+    );
 }
 
 #[test]

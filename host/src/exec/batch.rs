@@ -10,6 +10,7 @@
 //! that depend on it are skipped and the independent ones go on.
 
 use super::coordinator::{Change, Coordinator, Outcome};
+use super::halt::Halt;
 use super::slots::{Permit, Slots};
 use super::{ActionPlan, run_marked};
 use crate::keys::KeyStore;
@@ -22,7 +23,7 @@ use crate::repo::model::{
 use crate::repo::{self, InstanceStore, Repository, SheetStore};
 use crate::sched::scheduler::ScheduledStart;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use weft_sdk::Dialect;
 
@@ -77,7 +78,7 @@ pub struct Executor {
     /// flags. An instance the repository calls running or waiting that is not here has
     /// lost its coordinator (a repository write failed for good): halt and restart settle
     /// it.
-    halts: Mutex<HashMap<i64, Arc<AtomicBool>>>,
+    halts: Mutex<HashMap<i64, Arc<Halt>>>,
     /// Instances waiting for a coordinator, and how many coordinator threads there are (at
     /// most `limit`).
     queue: Mutex<Queue>,
@@ -225,7 +226,7 @@ impl Executor {
         let keys = self.keys.as_ref().and_then(|k| k.current().ok());
         move |id| match keys.as_ref().and_then(|k| k.get(&id.to_string())) {
             Some(e) => crate::connect::dialect_of(&e.kind, &e.url),
-            None => Dialect::Generic,
+            None => Dialect::Unknown,
         }
     }
 
@@ -321,8 +322,8 @@ impl Executor {
 
     /// Registers the instance's halt flag (under the `halts` lock held by the caller) and
     /// queues it for a coordinator.
-    fn enqueue_locked(self: &Arc<Self>, id: i64, halts: &mut HashMap<i64, Arc<AtomicBool>>) {
-        halts.insert(id, Arc::new(AtomicBool::new(false)));
+    fn enqueue_locked(self: &Arc<Self>, id: i64, halts: &mut HashMap<i64, Arc<Halt>>) {
+        halts.insert(id, Halt::new());
         self.queue
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -397,7 +398,7 @@ impl Executor {
 
     /// Coordinates one instance to its end; when the repository cannot record its states
     /// for good, marks it failed if it still can, and else leaves it to halt or restart.
-    fn run_instance(self: &Arc<Self>, id: i64, halt: &AtomicBool) {
+    fn run_instance(self: &Arc<Self>, id: i64, halt: &Arc<Halt>) {
         if let Err(e) = self.record(id, |r| r.mark_running(id)) {
             tracing::error!(message = "A waiting batch instance cannot be recorded as running; it is left to halt or restart.", batch_instance_id = id, error = %e);
             return;
@@ -421,7 +422,10 @@ impl Executor {
         }
     }
 
-    /// Asks a running instance to halt: running actions finish, nothing new starts. A
+    /// Asks a running instance to halt: nothing new starts, and its running actions stop (their
+    /// running statements interrupted where the connection allows it, their modules told
+    /// through the halt signal), are rolled back and recorded halted; one that commits first
+    /// is recorded finished. A
     /// waiting instance is halted at once; one that lost its coordinator is settled (its
     /// running actions by their commit markers) and halted.
     ///
@@ -445,7 +449,7 @@ impl Executor {
         let Some(flag) = halts.get(&id).cloned() else {
             // No coordinator has it: claim it, settle it without the lock (that opens its
             // connections), and halt it.
-            halts.insert(id, Arc::new(AtomicBool::new(true)));
+            halts.insert(id, Halt::raised());
             drop(halts);
             let settled = self
                 .settle(id, NOT_RECORDED)
@@ -483,7 +487,7 @@ impl Executor {
             return Ok(());
         }
         self.repo.request_halt(id)?;
-        flag.store(true, Ordering::SeqCst);
+        flag.raise();
         // A coordinator waiting for a slot wakes and sees the flag.
         self.slots.wake();
         Ok(())
@@ -540,9 +544,11 @@ impl Executor {
             tracing::warn!(message = "An action whose end was not recorded was settled.", batch_instance_id = id, action_id = a.action_id, committed = error.is_none(), note = %note);
             let end = ActionEnd {
                 error: error.as_deref(),
+                halted: false,
                 rows_read: 0,
                 rows_written: 0,
                 rows_updated: 0,
+                rows_deleted: 0,
                 log: &[format!("-- {note}")],
             };
             self.repo.end_action(id, a.action_id, &end, &[])?;
@@ -587,7 +593,7 @@ impl Executor {
                     "batch instance {id} is still running"
                 )));
             }
-            halts.insert(id, Arc::new(AtomicBool::new(false)));
+            halts.insert(id, Halt::new());
         }
         let prepared = self
             .repo
@@ -650,13 +656,13 @@ impl Executor {
     /// The loop of one instance: start what is ready, record what ended, until nothing is
     /// left; then the instance's final state. When a repository write fails, it waits for
     /// every action it started before it gives up, so that none keeps running unrecorded.
-    fn coordinate(self: &Arc<Self>, id: i64, halt: &AtomicBool) -> Result<(), StartError> {
+    fn coordinate(self: &Arc<Self>, id: i64, halt: &Arc<Halt>) -> Result<(), StartError> {
         let row = self
             .repo
             .instance(id)?
             .ok_or_else(|| StartError::NotFound(format!("batch instance {id} vanished")))?;
         if row.halt_requested {
-            halt.store(true, Ordering::SeqCst);
+            halt.raise();
         }
         let (tx, rx) = std::sync::mpsc::channel::<(i64, super::Ran)>();
         let mut running: HashSet<i64> = HashSet::new();
@@ -685,7 +691,7 @@ impl Executor {
         self: &Arc<Self>,
         id: i64,
         row: &InstanceRow,
-        halt: &AtomicBool,
+        halt: &Arc<Halt>,
         tx: &std::sync::mpsc::Sender<(i64, super::Ran)>,
         rx: &std::sync::mpsc::Receiver<(i64, super::Ran)>,
         running: &mut HashSet<i64>,
@@ -711,9 +717,11 @@ impl Executor {
                 ActionState::Running => {
                     let end = ActionEnd {
                         error: Some("interrupted"),
+                        halted: false,
                         rows_read: 0,
                         rows_written: 0,
                         rows_updated: 0,
+                        rows_deleted: 0,
                         log: &[],
                     };
                     self.record(id, |r| r.end_action(id, a.action_id, &end, &[]))?;
@@ -739,7 +747,7 @@ impl Executor {
         let settled = coordinator.settle();
         self.record_changes(id, &settled)?;
         loop {
-            if halt.load(Ordering::SeqCst) {
+            if halt.is_raised() {
                 let halted = coordinator.halt();
                 self.record_changes(id, &halted)?;
             }
@@ -748,12 +756,12 @@ impl Executor {
                 // With nothing of its own running, the coordinator waits for a slot; else it
                 // takes a free one or goes back to waiting for its actions.
                 let permit = if coordinator.running() == 0 {
-                    self.slots.acquire(halt)
+                    self.slots.acquire(|| halt.is_raised())
                 } else {
                     self.slots.try_acquire()
                 };
                 let Some(permit) = permit else { break };
-                if halt.load(Ordering::SeqCst) {
+                if halt.is_raised() {
                     break;
                 }
                 self.record(id, |r| r.set_actions(id, &[(a, ActionState::Running)]))?;
@@ -762,6 +770,7 @@ impl Executor {
                 let attempt = attempts.get(&a).copied().unwrap_or(0) + 1;
                 self.launch(
                     permit,
+                    Arc::clone(halt),
                     id,
                     a,
                     attempt,
@@ -773,7 +782,7 @@ impl Executor {
                 );
             }
             if coordinator.running() == 0 {
-                if halt.load(Ordering::SeqCst) && !coordinator.is_halted() {
+                if halt.is_raised() && !coordinator.is_halted() {
                     continue;
                 }
                 if coordinator.is_over() {
@@ -791,14 +800,20 @@ impl Executor {
                 Ok(o) => (None, *o),
                 Err(e) => (Some(e.as_str()), weft_sdk::RunOutcome::default()),
             };
-            let follows = coordinator.ended(a, error.is_none());
+            let follows = if ran.halted {
+                coordinator.stopped(a)
+            } else {
+                coordinator.ended(a, error.is_none())
+            };
             // The action's own end (first of `follows`) is recorded with its counts and log;
             // what follows from it in the same transaction.
             let end = ActionEnd {
                 error,
+                halted: ran.halted,
                 rows_read: o.rows_read,
                 rows_written: o.rows_written,
                 rows_updated: o.rows_updated,
+                rows_deleted: o.rows_deleted,
                 log: &ran.log,
             };
             let then: Vec<(i64, ActionState)> = follows
@@ -828,6 +843,7 @@ impl Executor {
     fn launch(
         self: &Arc<Self>,
         permit: Permit,
+        halt: Arc<Halt>,
         id: i64,
         action: i64,
         attempt: i64,
@@ -871,14 +887,13 @@ impl Executor {
             .name(format!("weft-action-{action}"))
             .spawn(move || {
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    me.run_one(action, &plan, &vars, &run)
+                    me.run_one(action, &plan, &vars, &run, &halt)
                 }))
-                .unwrap_or_else(|p| super::Ran {
-                    outcome: Err(format!(
+                .unwrap_or_else(|p| {
+                    super::Ran::failed(format!(
                         "action {action}: the host failed while running it: {}",
                         weft_sdk::panic_message(p.as_ref())
-                    )),
-                    log: Vec::new(),
+                    ))
                 });
                 // The slot is free before the coordinator hears of the end.
                 drop(permit);
@@ -889,12 +904,9 @@ impl Executor {
             tracing::error!(message = "Cannot start the action's thread.", action_id = action, error = %e);
             let _ = done_on_failure.send((
                 action,
-                super::Ran {
-                    outcome: Err(format!(
-                        "action {action}: cannot start a thread for it: {e}"
-                    )),
-                    log: Vec::new(),
-                },
+                super::Ran::failed(format!(
+                    "action {action}: cannot start a thread for it: {e}"
+                )),
             ));
         }
     }
@@ -905,6 +917,7 @@ impl Executor {
         plan: &str,
         vars: &[(String, String)],
         run: &super::marker::Run,
+        halt: &Halt,
     ) -> super::Ran {
         let dialect = self.dialect_fn();
         match serde_json::from_str::<StoredPlan>(plan) {
@@ -959,6 +972,7 @@ impl Executor {
                         run,
                         unmarked: &unmarked,
                         live_log: Some(live),
+                        halt: Some(halt),
                     };
                     run_marked(
                         &self.registry,
@@ -968,21 +982,14 @@ impl Executor {
                         Some(&marking),
                     )
                 }
-                Some(Err(e)) => super::Ran {
-                    outcome: Err(format!("action {action}: the key file cannot be read: {e}")),
-                    log: Vec::new(),
-                },
-                None => super::Ran {
-                    outcome: Err(format!("action {action}: no key file")),
-                    log: Vec::new(),
-                },
+                Some(Err(e)) => {
+                    super::Ran::failed(format!("action {action}: the key file cannot be read: {e}"))
+                }
+                None => super::Ran::failed(format!("action {action}: no key file")),
             },
-            Err(e) => super::Ran {
-                outcome: Err(format!(
-                    "action {action}: its stored plan cannot be read: {e}"
-                )),
-                log: Vec::new(),
-            },
+            Err(e) => super::Ran::failed(format!(
+                "action {action}: its stored plan cannot be read: {e}"
+            )),
         }
     }
 }

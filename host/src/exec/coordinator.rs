@@ -182,6 +182,22 @@ impl Coordinator {
         out
     }
 
+    /// A running action stopped by a halt (rolled back): it is halted, and so is the
+    /// instance (what has not started is halted, as by [`Coordinator::halt`]). An action that
+    /// was not running changes nothing.
+    pub fn stopped(&mut self, action: i64) -> Vec<Change> {
+        let mut out = Vec::new();
+        let Some(i) = self.index_of(action) else {
+            return out;
+        };
+        if self.state[i] != ActionState::Running {
+            return out;
+        }
+        self.set(i, ActionState::Halted, &mut out);
+        out.extend(self.halt());
+        out
+    }
+
     /// How many actions run.
     pub fn running(&self) -> usize {
         self.running
@@ -288,6 +304,20 @@ mod tests {
             started.push(a);
         }
         started
+    }
+
+    #[test]
+    fn an_action_stopped_by_the_halt_is_halted_and_so_is_what_waits() {
+        let mut c = Coordinator::new(&[(1, W, vec![]), (2, W, vec![]), (3, D, vec![1])]);
+        c.settle();
+        assert_eq!(c.next_ready(), Some(1));
+        c.start(1);
+        assert_eq!(changes(&c.stopped(1)), vec![(1, H), (2, H), (3, H)]);
+        assert!(c.is_halted());
+        assert_eq!(c.running(), 0);
+        assert!(c.is_over());
+        assert_eq!(c.outcome(), Outcome::Halted);
+        assert!(c.stopped(1).is_empty(), "it is not running any more");
     }
 
     #[test]

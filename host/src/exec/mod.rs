@@ -5,6 +5,7 @@
 
 pub mod batch;
 pub mod coordinator;
+pub mod halt;
 pub mod marker;
 pub mod slots;
 #[cfg(test)]
@@ -75,8 +76,9 @@ pub type LiveLog = Arc<dyn Fn(&[String]) -> bool + Send + Sync>;
 const LIVE_LOG_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// A logger that keeps the lines for the caller, and hands them to a [`LiveLog`] as they
-/// come (the first at once, then at most every 250 ms); the lines not handed on
-/// are the caller's at the end.
+/// come: the first at once, then at most every 250 ms, and a line held back is handed on at
+/// the latest 250 ms after the last hand-over even when no line follows it (the log
+/// flusher's thread does that). The lines not handed on are the caller's at the end.
 #[derive(Clone, Default)]
 pub struct Lines(Arc<Mutex<LinesState>>);
 
@@ -86,6 +88,26 @@ struct LinesState {
     handed: usize,
     last: Option<std::time::Instant>,
     live: Option<(LiveLog, Vec<String>)>,
+    /// Whether the flusher holds a hand-over for it.
+    deferred: bool,
+}
+
+impl LinesState {
+    /// Hands the lines not yet handed to the live log.
+    fn hand_over(&mut self) {
+        if let Some((live, secrets)) = &self.live
+            && self.handed < self.lines.len()
+        {
+            let new: Vec<String> = self.lines[self.handed..]
+                .iter()
+                .map(|l| redact(l, secrets))
+                .collect();
+            if live(&new) {
+                self.handed = self.lines.len();
+            }
+        }
+        self.last = Some(std::time::Instant::now());
+    }
 }
 
 impl Lines {
@@ -97,33 +119,103 @@ impl Lines {
         })))
     }
 
-    /// The lines not yet handed to the live log (all of them without one).
-    pub fn rest(&self) -> Vec<String> {
-        let state = self
-            .0
+    fn state(&self) -> std::sync::MutexGuard<'_, LinesState> {
+        self.0
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The lines not yet handed to the live log (all of them without one); nothing is
+    /// handed to it afterwards.
+    pub fn rest(&self) -> Vec<String> {
+        let mut state = self.state();
+        state.live = None;
         state.lines[state.handed..].to_vec()
     }
 }
 
 impl Logger for Lines {
     fn log(&mut self, line: RStr<'_>) {
-        let mut state = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = self.state();
         state.lines.push(line.to_string());
-        let due = state.last.is_none_or(|t| t.elapsed() >= LIVE_LOG_EVERY);
-        if due && let Some((live, secrets)) = &state.live {
-            let new: Vec<String> = state.lines[state.handed..]
-                .iter()
-                .map(|l| redact(l, secrets))
-                .collect();
-            if live(&new) {
-                state.handed = state.lines.len();
+        if state.live.is_none() {
+            return;
+        }
+        match state.last {
+            Some(t) if t.elapsed() < LIVE_LOG_EVERY => {
+                if !state.deferred {
+                    state.deferred = true;
+                    flusher::defer(Arc::downgrade(&self.0), t + LIVE_LOG_EVERY);
+                }
             }
-            state.last = Some(std::time::Instant::now());
+            _ => state.hand_over(),
+        }
+    }
+}
+
+/// The one thread that hands on the log lines held back by [`Lines`] when their time comes.
+mod flusher {
+    use super::LinesState;
+    use std::sync::{Condvar, Mutex, Once, OnceLock, PoisonError, Weak};
+    use std::time::Instant;
+
+    struct Flusher {
+        due: Mutex<Vec<(Instant, Weak<Mutex<LinesState>>)>>,
+        wake: Condvar,
+    }
+
+    static FLUSHER: OnceLock<Flusher> = OnceLock::new();
+    static STARTED: Once = Once::new();
+
+    /// Hands on the lines of `lines` at `at` (nothing when the action ended before).
+    pub(super) fn defer(lines: Weak<Mutex<LinesState>>, at: Instant) {
+        let f = FLUSHER.get_or_init(|| Flusher {
+            due: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+        });
+        STARTED.call_once(|| {
+            let spawned = std::thread::Builder::new()
+                .name("weft-log-flush".to_owned())
+                .spawn(move || run(f));
+            if let Err(e) = spawned {
+                // Held-back lines then come with the next line or the action's end.
+                tracing::warn!(message = "Cannot start the log flusher's thread.", error = %e);
+            }
+        });
+        f.due
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((at, lines));
+        f.wake.notify_one();
+    }
+
+    fn run(f: &Flusher) {
+        let mut due = f.due.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            let now = Instant::now();
+            let (ready, later): (Vec<_>, Vec<_>) = due.drain(..).partition(|(at, _)| *at <= now);
+            *due = later;
+            if !ready.is_empty() {
+                drop(due);
+                for (_, lines) in ready {
+                    if let Some(lines) = lines.upgrade() {
+                        let mut state = lines.lock().unwrap_or_else(PoisonError::into_inner);
+                        state.deferred = false;
+                        state.hand_over();
+                    }
+                }
+                due = f.due.lock().unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            due = match due.iter().map(|(at, _)| *at).min() {
+                Some(next) => {
+                    f.wake
+                        .wait_timeout(due, next.saturating_duration_since(now))
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+                None => f.wake.wait(due).unwrap_or_else(PoisonError::into_inner),
+            };
         }
     }
 }
@@ -135,6 +227,20 @@ pub struct Ran {
     pub outcome: Result<RunOutcome, String>,
     /// The log lines of the plugin (with a live log, those it was not handed).
     pub log: Vec<String>,
+    /// Whether it stopped because its instance was halted (then `outcome` is `Err`, and its
+    /// transactions were rolled back).
+    pub halted: bool,
+}
+
+impl Ran {
+    /// An action that failed before it ran, with `message`.
+    pub fn failed(message: String) -> Self {
+        Ran {
+            outcome: Err(message),
+            log: Vec::new(),
+            halted: false,
+        }
+    }
 }
 
 /// Runs one action: opens a connection for every connection number its objects use (from
@@ -160,6 +266,9 @@ pub struct Marking<'a> {
     /// Where the action's log lines go while it runs; those not handed there come back in
     /// [`Ran::log`].
     pub live_log: Option<LiveLog>,
+    /// The halt of the action's instance: its signal reaches the module, and raising it
+    /// interrupts the action's connections.
+    pub halt: Option<&'a halt::Halt>,
 }
 
 /// [`run_action`] where, with `marking`, each target's transaction also carries the run's
@@ -181,7 +290,22 @@ pub fn run_marked(
     let log = lines.rest();
     let log = log.iter().map(|l| redact(l, &secrets)).collect();
     let outcome = outcome.map_err(|e| redact(&e, &secrets));
-    Ran { outcome, log }
+    // Whatever ended it, an action that did not commit after its instance was asked to halt
+    // counts as halted.
+    let halted = outcome.is_err()
+        && marking
+            .and_then(|m| m.halt)
+            .is_some_and(halt::Halt::is_raised);
+    let outcome = if halted {
+        outcome.map_err(|e| format!("halted on request: {e}"))
+    } else {
+        outcome
+    };
+    Ran {
+        outcome,
+        log,
+        halted,
+    }
 }
 
 fn run_inner(
@@ -253,7 +377,23 @@ fn run_inner(
             .map(|(k, v)| Tuple2(RString::from(k.as_str()), RString::from(v.as_str())))
             .collect(),
         log: Logger_TO::from_value(lines.clone(), TD_Opaque),
+        halt: marking
+            .and_then(|m| m.halt)
+            .map(halt::Halt::signal)
+            .unwrap_or_default(),
     };
+    // A halt interrupts what runs on the action's connections, until the action ends (the
+    // registration goes before the connections do), and stops the SQLite statements and
+    // lock waits of this thread.
+    let _on_this_thread = connect::sqlite::halt_on_this_thread(ctx.halt.clone());
+    let _interrupts = marking.and_then(|m| m.halt).map(|h| {
+        h.register(
+            ctx.connections
+                .iter()
+                .filter_map(|slot| slot.connection.interrupter().into_option())
+                .collect(),
+        )
+    });
     // The connections whose transaction carries the run's commit marker.
     let mut marked: Vec<i64> = Vec::new();
     if let Some(marking) = marking {
@@ -278,6 +418,12 @@ fn run_inner(
             };
             match prepared {
                 Ok(()) => marked.push(*id),
+                Err(e) if ctx.halt.is_raised() => {
+                    return Err(format!(
+                        "action {}: stopped before it began: {e}",
+                        plan.id
+                    ));
+                }
                 Err(e) => Logger::log(
                     &mut logger,
                     format!(
@@ -308,7 +454,21 @@ fn run_inner(
             .and_then(|c| c.begin().into_result())
             .map_err(|e| format!("action {}: {e}", plan.id))?;
     }
-    let mut result = module.module.run(&mut ctx).into_result();
+    // A halt asked before this point finds no statement running to interrupt.
+    let mut result = if ctx.halt.is_raised() {
+        Err(weft_sdk::PluginError::of(
+            weft_sdk::ErrorKind::Halted,
+            "the halt was asked before it began",
+        ))
+    } else {
+        module.module.run(&mut ctx).into_result()
+    };
+    if result.is_ok() && ctx.halt.is_raised() {
+        result = Err(weft_sdk::PluginError::of(
+            weft_sdk::ErrorKind::Halted,
+            "it ended after the halt was asked, so it was not committed",
+        ));
+    }
     if let (Ok(_), Some(marking)) = (&result, marking) {
         for id in &marked {
             let written = ctx
@@ -423,6 +583,34 @@ mod tests {
             substitute("x = ${missing}", &vars),
             Err("missing".to_owned())
         );
+    }
+
+    #[test]
+    fn a_held_back_line_is_handed_on_without_a_line_after_it() {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<String>>();
+        let tx = Mutex::new(tx);
+        let live: LiveLog = Arc::new(move |lines: &[String]| {
+            let _ = tx
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .send(lines.to_vec());
+            true
+        });
+        let mut lines = Lines::live(live, vec!["s3cret".to_owned()]);
+        Logger::log(&mut lines, "first".into());
+        Logger::log(&mut lines, "second, with s3cret".into());
+        let wait = std::time::Duration::from_secs(30);
+        assert_eq!(rx.recv_timeout(wait).expect("the first"), vec!["first"]);
+        // Held back (it came within 250 ms), then handed on by the flusher, redacted.
+        assert_eq!(
+            rx.recv_timeout(wait)
+                .expect("the second, with no line after it"),
+            vec!["second, with ***"]
+        );
+        assert!(lines.rest().is_empty(), "each line once");
+        // After the end nothing more goes to the live log.
+        Logger::log(&mut lines, "late".into());
+        assert_eq!(lines.rest(), vec!["late"]);
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! a thread that cannot start) can forget to release it. A waiter sleeps until a permit is
 //! dropped or [`Slots::wake`] is called (a halt), without polling.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// The slots of one executor.
@@ -45,12 +44,12 @@ impl Slots {
         })
     }
 
-    /// A slot, waiting until one is free; `None` once `give_up` is set (checked whenever
+    /// A slot, waiting until one is free; `None` once `give_up` says so (asked whenever
     /// the waiter wakes: a permit dropped, or [`Slots::wake`]).
-    pub fn acquire(self: &Arc<Self>, give_up: &AtomicBool) -> Option<Permit> {
+    pub fn acquire(self: &Arc<Self>, give_up: impl Fn() -> bool) -> Option<Permit> {
         let mut used = self.used();
         loop {
-            if give_up.load(Ordering::SeqCst) {
+            if give_up() {
                 return None;
             }
             if *used < self.limit {
@@ -92,6 +91,7 @@ impl Drop for Permit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     #[test]
     fn permits_are_bounded_and_free_their_slot_when_dropped() {
@@ -118,7 +118,7 @@ mod tests {
         let held = slots.try_acquire().expect("the slot");
         let never = AtomicBool::new(false);
         std::thread::scope(|s| {
-            let waiter = s.spawn(|| slots.acquire(&never).map(|_| ()));
+            let waiter = s.spawn(|| slots.acquire(|| never.load(Ordering::SeqCst)).map(|_| ()));
             // The waiter sleeps on the condvar until the permit goes.
             drop(held);
             assert_eq!(waiter.join().expect("waiter"), Some(()));
@@ -132,7 +132,7 @@ mod tests {
         let _held = slots.try_acquire().expect("the slot");
         let halt = AtomicBool::new(false);
         std::thread::scope(|s| {
-            let waiter = s.spawn(|| slots.acquire(&halt).map(|_| ()));
+            let waiter = s.spawn(|| slots.acquire(|| halt.load(Ordering::SeqCst)).map(|_| ()));
             halt.store(true, Ordering::SeqCst);
             slots.wake();
             assert_eq!(waiter.join().expect("waiter"), None);

@@ -202,6 +202,8 @@ pub struct ActionRow {
     pub rows_written: i64,
     /// Rows updated.
     pub rows_updated: i64,
+    /// Rows deleted.
+    pub rows_deleted: i64,
     /// Error message.
     pub error: Option<String>,
     /// Log lines.
@@ -272,14 +274,18 @@ pub struct InstanceRow {
 /// How an action ended: finished with its counts, or failed with the error; its log lines.
 #[derive(Debug, Clone, Copy)]
 pub struct ActionEnd<'a> {
-    /// The error, when it failed.
+    /// The error, when it failed or was halted.
     pub error: Option<&'a str>,
+    /// Whether a halt stopped it (state `H`, not `E`); it did not commit.
+    pub halted: bool,
     /// Rows read.
     pub rows_read: u64,
     /// Rows written.
     pub rows_written: u64,
     /// Rows updated.
     pub rows_updated: u64,
+    /// Rows deleted.
+    pub rows_deleted: u64,
     /// Log lines to append.
     pub log: &'a [String],
 }

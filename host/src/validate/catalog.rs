@@ -88,9 +88,10 @@ impl Catalog for PluginCatalog<'_> {
     fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect {
         match self.keys.as_ref().and_then(|k| k.get(&id.to_string())) {
             Some(e) => crate::connect::dialect_of(&e.kind, &e.url),
+            // Without the entry only a type that names its database says the dialect.
             None => match kind {
-                Some(k) => crate::connect::dialect_of(k, ""),
-                None => weft_sdk::Dialect::Generic,
+                Some(crate::connect::SQLITE) => weft_sdk::Dialect::Sqlite,
+                _ => weft_sdk::Dialect::Unknown,
             },
         }
     }

@@ -118,6 +118,8 @@ pub(super) fn nodes(
     catalog: &dyn Catalog,
     problems: &mut Problems,
 ) {
+    // Connections whose database is not known here, warned of once per sheet.
+    let mut unknown_warned = std::collections::HashSet::new();
     for (j, n) in s.nodes.iter().enumerate() {
         let apath = path.key("nodes").index(j).key("attributes");
         match &n.attributes {
@@ -147,13 +149,25 @@ pub(super) fn nodes(
                     );
                 }
                 let c = o.connection_id.v;
-                if kinds.get(&c).is_none_or(Option::is_none) {
-                    problems.error(
+                match kinds.get(&c) {
+                    Some(Some(kind)) => {
+                        if catalog.dialect(c, Some(kind)) == weft_sdk::Dialect::Unknown
+                            && unknown_warned.insert(c)
+                        {
+                            problems.warning(
+                                "node.connection_unknown",
+                                format!("node {}: connection {c} (type `{kind}`) has no entry in this server's key file, so its database is not known here: SQL on it is checked leniently (a parse error is a warning) and its objects are not looked at; a run needs the entry", n.id.v),
+                                o.connection_id.span,
+                                &apath.key("connectionId"),
+                            );
+                        }
+                    }
+                    _ => problems.error(
                         "node.connection_missing",
                         format!("node {}: connection {c} is not defined, neither in the repository nor in this document", n.id.v),
                         o.connection_id.span,
                         &apath.key("connectionId"),
-                    );
+                    ),
                 }
             }
             NodeAttributes::Invalid => {}

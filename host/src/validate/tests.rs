@@ -132,10 +132,14 @@ impl Catalog for FakeCatalog {
         vec!["1 (table)".to_owned()]
     }
     fn connection_types(&self) -> Vec<String> {
-        vec!["sqlite".to_owned()]
+        vec!["sqlite".to_owned(), "bridge".to_owned()]
     }
-    fn dialect(&self, _id: i64, _kind: Option<&str>) -> weft_sdk::Dialect {
-        weft_sdk::Dialect::Sqlite
+    /// A `bridge` connection has no key file entry: its database is not known.
+    fn dialect(&self, _id: i64, kind: Option<&str>) -> weft_sdk::Dialect {
+        match kind {
+            Some("bridge") => weft_sdk::Dialect::Unknown,
+            _ => weft_sdk::Dialect::Sqlite,
+        }
     }
     fn check_objects(&self, _objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
         Vec::new()
@@ -270,6 +274,31 @@ fn folder_rules_ask_the_repository() {
     );
     // A child of a known folder is fine.
     assert!(codes(&judge(&folder(13, "/etl/marts"), &facts)).is_empty());
+}
+
+#[test]
+fn a_connection_whose_database_is_not_known_here_is_warned_of_once_per_sheet() {
+    let objects = OBJECTS.replace("connectionId: 1", "connectionId: 3");
+    let text = format!(
+        "{{version: 1, transformationData: {{connections: [{{id: 3, name: \"w\", type: \"bridge\"}}], sheets: [{{id: 5, attributes: {{name: \"s\", folder_id: 10, folder: \"/etl\"}},\n nodes: [{{id: 50, type: 0, attributes: {{module: \"Copy\", name: \"c\"}}}},\n {objects}], edges: [{{id: 1, from: 51, to: 50}}, {{id: 2, from: 50, to: 52}}]}}]}}}}"
+    );
+    let p = judge(&text, &etl());
+    assert_eq!(
+        codes(&p),
+        vec!["node.connection_unknown"],
+        "{:?}",
+        p.as_slice()
+    );
+    let w = &p.as_slice()[0];
+    assert_eq!(w.severity, crate::dsr::Severity::Warning);
+    assert!(
+        w.message
+            .contains("node 51: connection 3 (type `bridge`) has no entry"),
+        "{}",
+        w.message
+    );
+    let at = text.find("connectionId: 3").expect("first object") + "connectionId: ".len();
+    assert_eq!(w.span.map(|s| s.start as usize), Some(at), "{w:?}");
 }
 
 #[test]

@@ -38,7 +38,7 @@ impl ActionModule for Insert {
         let dialect = input
             .targets
             .first()
-            .map_or(weft_sdk::Dialect::Generic, |t| t.dialect);
+            .map_or(weft_sdk::Dialect::Unknown, |t| t.dialect);
         let mut out = weft_sql_support::check(input, dialect);
         if let Some(t) = input.targets.first() {
             for src in input
@@ -84,8 +84,9 @@ impl ActionModule for Insert {
         let table = described_table(dialect, &info);
         let (names, _) = query_all(conn, &column_probe(dialect, &query), &[])?;
         let columns = match_columns(&names, &info)?;
+        let mut removed = 0;
         if truncate {
-            let removed = conn
+            removed = conn
                 .execute_batch(format!("DELETE FROM {table}").as_str().into())
                 .into_result()?;
             log.log(
@@ -112,6 +113,7 @@ impl ActionModule for Insert {
             rows_read: n,
             rows_written: n,
             rows_updated: 0,
+            rows_deleted: removed,
         })
     }
 }

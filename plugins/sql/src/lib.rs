@@ -33,7 +33,7 @@ impl ActionModule for Sql {
 
     fn validate(&self, input: &ValidateInput) -> ValidateOutput {
         let object = input.targets.first().or_else(|| input.sources.first());
-        let dialect = object.map_or(Dialect::Generic, |o| o.dialect);
+        let dialect = object.map_or(Dialect::Unknown, |o| o.dialect);
         let mut out = weft_sql_support::check(input, dialect);
         if let Some(o) = object {
             for src in input
@@ -82,6 +82,7 @@ impl ActionModule for Sql {
             rows_read: 0,
             rows_written: changed,
             rows_updated: 0,
+            rows_deleted: 0,
         })
     }
 }

@@ -47,7 +47,7 @@ impl ActionModule for Transfer {
         let dialect = input
             .sources
             .first()
-            .map_or(weft_sdk::Dialect::Generic, |s| s.dialect);
+            .map_or(weft_sdk::Dialect::Unknown, |s| s.dialect);
         let mut out = weft_sql_support::check(input, dialect);
         out.problems
             .extend(weft_sql_support::sources_on_one_connection(
@@ -119,6 +119,7 @@ impl ActionModule for Transfer {
                 rows_read: n,
                 rows_written: n,
                 rows_updated: 0,
+                rows_deleted: 0,
             }
         } else {
             let (src, dst) = ctx.two_connections(source.connection_id, target.connection_id)?;
@@ -186,6 +187,7 @@ impl ActionModule for Transfer {
                 rows_read: read,
                 rows_written: written,
                 rows_updated: 0,
+                rows_deleted: 0,
             })?
         };
         ctx.log(&format!(

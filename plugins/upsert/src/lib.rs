@@ -83,7 +83,7 @@ impl ActionModule for Upsert {
             .sources
             .first()
             .or_else(|| input.targets.first())
-            .map_or(weft_sdk::Dialect::Generic, |o| o.dialect);
+            .map_or(weft_sdk::Dialect::Unknown, |o| o.dialect);
         let mut out = weft_sql_support::check(input, dialect);
         out.problems
             .extend(weft_sql_support::sources_on_one_connection(input, "Upsert"));
@@ -264,6 +264,7 @@ fn same_connection(
             rows_read: total,
             rows_written: inserted,
             rows_updated: changed.saturating_sub(inserted),
+            rows_deleted: 0,
         });
     }
     let mut updated = 0;
@@ -307,6 +308,7 @@ fn same_connection(
             rows_read: total,
             rows_written: inserted,
             rows_updated: updated,
+            rows_deleted: 0,
         })
     }
 }

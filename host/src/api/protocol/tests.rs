@@ -315,6 +315,7 @@ fn the_answers_read_back_as_the_server_wrote_them() {
             rows_read: 1,
             rows_written: 2,
             rows_updated: 3,
+            rows_deleted: 0,
             error: Some("no such table".to_owned()),
             log: vec!["one".to_owned()],
             depends_on: Vec::new(),

@@ -136,18 +136,22 @@ pub fn end_action(
         rows_read: read,
         rows_written: written,
         rows_updated: updated,
+        rows_deleted: deleted,
         log,
+        halted,
     } = *end;
-    let state = if error.is_some() {
+    let state = if halted {
+        ActionState::Halted
+    } else if error.is_some() {
         ActionState::Error
     } else {
         ActionState::Finished
     }
     .code();
     conn.prepare_cached(
-        "UPDATE instance_actions SET state = ?3, ended_at = ?4, rows_read = ?5, rows_written = ?6, rows_updated = ?7, error = ?8, log = log || ?9 WHERE instance_id = ?1 AND action_id = ?2",
+        "UPDATE instance_actions SET state = ?3, ended_at = ?4, rows_read = ?5, rows_written = ?6, rows_updated = ?7, error = ?8, log = log || ?9, rows_deleted = ?10 WHERE instance_id = ?1 AND action_id = ?2",
     )?
-    .execute(params![instance, action, state, now_utc(), read as i64, written as i64, updated as i64, error, log.iter().map(|l| format!("{l}\n")).collect::<String>()],
+    .execute(params![instance, action, state, now_utc(), read as i64, written as i64, updated as i64, error, log.iter().map(|l| format!("{l}\n")).collect::<String>(), deleted as i64],
     )?;
     Ok(())
 }
@@ -216,7 +220,7 @@ pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
         variables,
     };
     let mut st = conn.prepare_cached(
-        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan, attempt, unmarked
+        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan, attempt, unmarked, rows_deleted
          FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
     )?;
     let actions = st
@@ -234,6 +238,7 @@ pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
                     rows_read: r.get(7)?,
                     rows_written: r.get(8)?,
                     rows_updated: r.get(9)?,
+                    rows_deleted: r.get(16)?,
                     error: r.get(10)?,
                     log: r.get::<_, String>(11)?.lines().map(str::to_owned).collect(),
                     depends_on: serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or_default(),

@@ -184,6 +184,13 @@ ALTER TABLE sheets ADD COLUMN plans TEXT;
 ",
         then: Some(fill_plans),
     },
+    Migration {
+        summary: "the rows each action deleted from its targets",
+        sql: "
+ALTER TABLE instance_actions ADD COLUMN rows_deleted INTEGER NOT NULL DEFAULT 0;
+",
+        then: None,
+    },
 ];
 
 /// Version 6: the plans of every stored sheet, read from its definition once. A sheet whose
