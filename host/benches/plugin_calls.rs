@@ -9,7 +9,6 @@
 //! first: `cargo build --release --workspace`.
 
 use std::time::Instant;
-use weft_sdk::abi_stable::std_types::RString;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -54,20 +53,17 @@ fn main() {
             dir.display()
         );
     };
-    let object = |node_id: i64, name: &str| weft_sdk::ObjectRef {
-        node_id,
-        object_type_id: 1,
-        connection_id: 1,
-        name: name.into(),
-        schema: None.into(),
-        dialect: weft_sdk::Dialect::Sqlite,
+    let object = |node_id: i64, name: &str| {
+        weft_sdk::ObjectRef::new(node_id, 1, 1, name, None, weft_sdk::Dialect::Sqlite)
     };
-    let input = |action: Option<&str>| weft_sdk::ValidateInput {
-        action_id: 1,
-        action: action.map(RString::from).into(),
-        attributes: Default::default(),
-        sources: vec![object(2, "a")].into(),
-        targets: vec![object(3, "b")].into(),
+    let input = |action: Option<&str>| {
+        weft_sdk::ValidateInput::new(
+            1,
+            action,
+            Vec::new(),
+            vec![object(2, "a")],
+            vec![object(3, "b")],
+        )
     };
     let n = 200_000;
     let info = per_call(n, || {

@@ -9,7 +9,6 @@ use crate::dsr::model::{Node, NodeAttributes, Sheet};
 use crate::plugins::Registry;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use weft_sdk::abi_stable::std_types::{RString, RVec, Tuple2};
 use weft_sdk::{AttributeValue, Dialect, ObjectRef};
 
 /// One element of `elementList` (a run's or a scheduled batch's): a sheet, an action or a
@@ -51,29 +50,25 @@ impl ActionPlan {
     pub fn sdk_attributes(
         &self,
         module: Option<&weft_sdk::ModuleInfo>,
-    ) -> RVec<Tuple2<RString, AttributeValue>> {
-        let mut all: RVec<Tuple2<RString, AttributeValue>> = self
-            .attributes
-            .iter()
-            .map(|(k, v)| Tuple2(RString::from(k.as_str()), v.clone()))
-            .collect();
-        for spec in module.map_or(&[][..], |m| m.attributes.as_slice()) {
-            if !self.attributes.iter().any(|(k, _)| k == spec.name.as_str())
+    ) -> Vec<(String, AttributeValue)> {
+        let mut all = self.attributes.clone();
+        for spec in module.map_or(&[][..], |m| m.attributes()) {
+            if !self.attributes.iter().any(|(k, _)| k == spec.name())
                 && let Some(v) = spec.default_value()
             {
-                all.push(Tuple2(spec.name.clone(), v));
+                all.push((spec.name().to_owned(), v));
             }
         }
         all
     }
 
     /// The source objects as they cross the plugin boundary.
-    pub fn source_refs(&self) -> RVec<ObjectRef> {
+    pub fn source_refs(&self) -> Vec<ObjectRef> {
         self.sources.iter().map(|(o, _)| o.clone()).collect()
     }
 
     /// The target objects as they cross the plugin boundary.
-    pub fn target_refs(&self) -> RVec<ObjectRef> {
+    pub fn target_refs(&self) -> Vec<ObjectRef> {
         self.targets.iter().map(|(o, _)| o.clone()).collect()
     }
 }
@@ -90,14 +85,14 @@ pub fn objects_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Object
 /// Object node `n` as plugins see it; `None` for an action node.
 fn object_ref(n: &Node, dialect: &dyn Fn(i64) -> Dialect) -> Option<ObjectRef> {
     let o = n.object()?;
-    Some(ObjectRef {
-        node_id: n.id.v,
-        object_type_id: o.object_type_id.v,
-        connection_id: o.connection_id.v,
-        name: o.field1.v.as_str().into(),
-        schema: o.field2.as_deref().map(RString::from).into(),
-        dialect: dialect(o.connection_id.v),
-    })
+    Some(ObjectRef::new(
+        n.id.v,
+        o.object_type_id.v,
+        o.connection_id.v,
+        &o.field1.v,
+        o.field2.as_deref(),
+        dialect(o.connection_id.v),
+    ))
 }
 
 /// The actions of `sheet` with their sources and targets; `dialect` names the dialect of a
@@ -170,18 +165,21 @@ fn attribute_value(v: &crate::dsr::value::Value) -> Option<AttributeValue> {
 /// The identity of an object as its object type sees it (connection, schema, name): two
 /// references with one identity are the same object.
 pub fn identity(registry: &Registry, o: &ObjectRef) -> (i64, String, String) {
-    if let Some(t) = registry.object_type(o.object_type_id)
+    if let Some(t) = registry.object_type(o.object_type_id())
         && let Ok(id) = t.object_type.identity(o).into_result()
     {
-        return (id.connection_id, id.schema.to_string(), id.name.to_string());
+        return (
+            id.connection_id(),
+            id.schema().to_string(),
+            id.name().to_string(),
+        );
     }
     let schema = o
-        .schema
+        .schema()
         .as_ref()
-        .into_option()
         .map(|s| s.to_lowercase())
         .unwrap_or_default();
-    (o.connection_id, schema, o.name.to_lowercase())
+    (o.connection_id(), schema, o.name().to_lowercase())
 }
 
 /// For each action, the actions it waits for: X waits for Y when a `Y`-dependency source of
@@ -304,25 +302,25 @@ pub struct StoredPlan {
 
 fn obj_out(o: &ObjectRef, dep: &str) -> Obj {
     Obj {
-        node: o.node_id,
-        object_type: o.object_type_id,
-        connection: o.connection_id,
-        name: o.name.to_string(),
-        schema: o.schema.as_ref().into_option().map(|s| s.to_string()),
+        node: o.node_id(),
+        object_type: o.object_type_id(),
+        connection: o.connection_id(),
+        name: o.name().to_owned(),
+        schema: o.schema().map(str::to_owned),
         dependency: dep.to_owned(),
     }
 }
 
 fn obj_in(o: &Obj, dialect: &dyn Fn(i64) -> Dialect) -> (ObjectRef, String) {
     (
-        ObjectRef {
-            node_id: o.node,
-            object_type_id: o.object_type,
-            connection_id: o.connection,
-            name: o.name.as_str().into(),
-            schema: o.schema.as_deref().map(RString::from).into(),
-            dialect: dialect(o.connection),
-        },
+        ObjectRef::new(
+            o.node,
+            o.object_type,
+            o.connection,
+            &o.name,
+            o.schema.as_deref(),
+            dialect(o.connection),
+        ),
         o.dependency.clone(),
     )
 }

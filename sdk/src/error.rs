@@ -10,10 +10,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct PluginError {
-    /// What kind of failure.
-    pub kind: ErrorKind,
-    /// The message, for people.
-    pub message: RString,
+    kind: ErrorKind,
+    message: RString,
 }
 
 open_enum! {
@@ -47,6 +45,18 @@ impl PluginError {
             kind,
             message: RString::from(message.into()),
         }
+    }
+}
+
+impl PluginError {
+    /// What kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The message, for people.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 }
 

@@ -1,11 +1,16 @@
 //! Action modules: what they declare, what `validate` gets and gives, what `run` gets.
+//!
+//! The types here cross the boundary (they are `#[repr(C)]` with abi_stable fields), but an
+//! author meets plain Rust: constructors and builders that take `&str` and `Option`, and
+//! accessors that give `&str`, slices, `Option` and iterators.
 
-use crate::connection::ConnectionBox;
+use crate::connection::Connection;
 use crate::error::{ErrorKind, PluginError, PluginResult};
 use crate::halt::HaltSignal;
 use crate::value::Dialect;
 use abi_stable::StableAbi;
 use abi_stable::sabi_trait;
+use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec, Tuple2};
 
 open_enum! {
@@ -24,21 +29,17 @@ open_enum! {
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct AttributeSpec {
-    /// Name as written in the `.dsr` file, e.g. `truncateBefore`.
-    pub name: RString,
-    /// Its type.
-    pub kind: AttributeKind,
-    /// The default, as it would be written, if any: the host gives it to `validate` and
-    /// `run` when the action does not write the attribute.
-    pub default: ROption<RString>,
-    /// What it does.
-    pub description: RString,
-    /// Whether an action must write it (the host refuses the deploy otherwise).
-    pub required: bool,
+    name: RString,
+    kind: AttributeKind,
+    default: ROption<RString>,
+    description: RString,
+    required: bool,
 }
 
 impl AttributeSpec {
-    /// An attribute.
+    /// An attribute: its name as written in the `.dsr` file (`truncateBefore`), its type, the
+    /// default as it would be written (the host gives it to `validate` and `run` when the
+    /// action does not write the attribute), and what it does.
     pub fn new(name: &str, kind: AttributeKind, default: Option<&str>, description: &str) -> Self {
         AttributeSpec {
             name: name.into(),
@@ -49,17 +50,43 @@ impl AttributeSpec {
         }
     }
 
-    /// The same attribute, which every action must write.
+    /// The same attribute, which every action must write (the host refuses the deploy
+    /// otherwise).
     #[must_use]
     pub fn required(mut self) -> Self {
         self.required = true;
         self
     }
 
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its type.
+    pub fn kind(&self) -> AttributeKind {
+        self.kind
+    }
+
+    /// The default as written, if any.
+    pub fn default(&self) -> Option<&str> {
+        self.default.as_ref().into_option().map(RString::as_str)
+    }
+
+    /// What it does.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// Whether every action must write it.
+    pub fn is_required(&self) -> bool {
+        self.required
+    }
+
     /// The default as a value of the attribute's kind (`None` without one, or for one that
     /// does not read as its kind).
     pub fn default_value(&self) -> Option<AttributeValue> {
-        let text = self.default.as_ref().into_option()?.as_str();
+        let text = self.default()?;
         match self.kind {
             AttributeKind::Bool => text.trim().parse().ok().map(AttributeValue::bool),
             AttributeKind::Integer => text.trim().parse().ok().map(AttributeValue::integer),
@@ -69,42 +96,160 @@ impl AttributeSpec {
     }
 }
 
-/// What a module declares of itself.
+/// What a module declares of itself: its name, a description, its attributes, and how many
+/// sources and targets it takes.
+///
+/// ```
+/// use weft_sdk::{AttributeKind, AttributeSpec, ModuleInfo};
+/// let info = ModuleInfo::new("Rowcount", "Fails when a table has too few rows.")
+///     .sources(1, 1)
+///     .targets(0, 0)
+///     .attribute(AttributeSpec::new("minRows", AttributeKind::Integer, Some("1"), "fewest rows"));
+/// assert_eq!(info.name(), "Rowcount");
+/// ```
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct ModuleInfo {
-    /// The name written in `module`, e.g. `Upsert`.
-    pub name: RString,
-    /// One line on what it does.
-    pub description: RString,
-    /// Attributes beyond table A.
-    pub attributes: RVec<AttributeSpec>,
-    /// Fewest source objects.
-    pub min_sources: u32,
-    /// Most source objects (`u32::MAX`: any number).
-    pub max_sources: u32,
-    /// Fewest target objects.
-    pub min_targets: u32,
-    /// Most target objects.
-    pub max_targets: u32,
+    name: RString,
+    description: RString,
+    attributes: RVec<AttributeSpec>,
+    min_sources: u32,
+    max_sources: u32,
+    min_targets: u32,
+    max_targets: u32,
+}
+
+impl ModuleInfo {
+    /// A module named `name` (what actions write in `module`), with any number of sources
+    /// and targets and no attributes beyond table A.
+    pub fn new(name: &str, description: &str) -> Self {
+        ModuleInfo {
+            name: name.into(),
+            description: description.into(),
+            attributes: RVec::new(),
+            min_sources: 0,
+            max_sources: u32::MAX,
+            min_targets: 0,
+            max_targets: u32::MAX,
+        }
+    }
+
+    /// Takes from `min` to `max` source objects (`u32::MAX`: any number).
+    #[must_use]
+    pub fn sources(mut self, min: u32, max: u32) -> Self {
+        self.min_sources = min;
+        self.max_sources = max;
+        self
+    }
+
+    /// Takes from `min` to `max` target objects (`u32::MAX`: any number).
+    #[must_use]
+    pub fn targets(mut self, min: u32, max: u32) -> Self {
+        self.min_targets = min;
+        self.max_targets = max;
+        self
+    }
+
+    /// Takes attribute `spec` too.
+    #[must_use]
+    pub fn attribute(mut self, spec: AttributeSpec) -> Self {
+        self.attributes.push(spec);
+        self
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What it does.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The attributes it takes beyond table A.
+    pub fn attributes(&self) -> &[AttributeSpec] {
+        &self.attributes
+    }
+
+    /// The declaration of attribute `name`, if it takes one.
+    pub fn attribute_spec(&self, name: &str) -> Option<&AttributeSpec> {
+        self.attributes.iter().find(|a| a.name() == name)
+    }
+
+    /// Fewest and most source objects.
+    pub fn source_range(&self) -> (u32, u32) {
+        (self.min_sources, self.max_sources)
+    }
+
+    /// Fewest and most target objects.
+    pub fn target_range(&self) -> (u32, u32) {
+        (self.min_targets, self.max_targets)
+    }
 }
 
 /// A source or target object of an action, with its connection's dialect.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct ObjectRef {
+    node_id: i64,
+    object_type_id: i64,
+    connection_id: i64,
+    name: RString,
+    schema: ROption<RString>,
+    dialect: Dialect,
+}
+
+impl ObjectRef {
+    /// An object: its node, object type (`1` table, `2` view), connection number, name
+    /// (`field1`), schema (`field2`, for tables) and its connection's dialect.
+    pub fn new(
+        node_id: i64,
+        object_type_id: i64,
+        connection_id: i64,
+        name: &str,
+        schema: Option<&str>,
+        dialect: Dialect,
+    ) -> Self {
+        ObjectRef {
+            node_id,
+            object_type_id,
+            connection_id,
+            name: name.into(),
+            schema: schema.map(RString::from).into(),
+            dialect,
+        }
+    }
+
     /// The node id.
-    pub node_id: i64,
-    /// Object type (`1` table, `2` view).
-    pub object_type_id: i64,
-    /// Connection number.
-    pub connection_id: i64,
-    /// `field1`: the object name.
-    pub name: RString,
-    /// `field2`: the schema, for tables.
-    pub schema: ROption<RString>,
-    /// The dialect of the object's connection.
-    pub dialect: Dialect,
+    pub fn node_id(&self) -> i64 {
+        self.node_id
+    }
+
+    /// The object type (`1` table, `2` view).
+    pub fn object_type_id(&self) -> i64 {
+        self.object_type_id
+    }
+
+    /// The connection number.
+    pub fn connection_id(&self) -> i64 {
+        self.connection_id
+    }
+
+    /// The object's name (`field1`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its schema (`field2`), if written.
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_ref().into_option().map(RString::as_str)
+    }
+
+    /// The dialect of its connection.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
 }
 
 /// An attribute value as deployed: its kind (a boolean, text or a whole number; later sdk
@@ -188,21 +333,15 @@ open_enum! {
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
-    /// Error or warning.
-    pub severity: Severity,
-    /// A stable code such as `sql.syntax` or `keys`.
-    pub code: RString,
-    /// What is wrong.
-    pub message: RString,
-    /// Byte offset in the action text (or in the attribute's value, with `attribute`), where
-    /// the problem is there.
-    pub offset: ROption<u32>,
-    /// The attribute the problem is about, by name.
-    pub attribute: ROption<RString>,
+    severity: Severity,
+    code: RString,
+    message: RString,
+    offset: ROption<u32>,
+    attribute: ROption<RString>,
 }
 
 impl Problem {
-    /// An error at `offset` of the action text.
+    /// An error at byte `offset` of the action text (`None`: the action as a whole).
     pub fn error(code: &str, message: impl Into<String>, offset: Option<u32>) -> Self {
         Problem {
             severity: Severity::Error,
@@ -213,7 +352,7 @@ impl Problem {
         }
     }
 
-    /// A warning at `offset` of the action text.
+    /// A warning at byte `offset` of the action text.
     pub fn warning(code: &str, message: impl Into<String>, offset: Option<u32>) -> Self {
         Problem {
             severity: Severity::Warning,
@@ -228,40 +367,134 @@ impl Problem {
         self.attribute = ROption::RSome(name.into());
         self
     }
+
+    /// Error or warning.
+    pub fn severity(&self) -> Severity {
+        self.severity
+    }
+
+    /// Its code, as the module wrote it (`keys`, `sql.syntax`).
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    /// What is wrong.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The byte offset it points at: in the action text, or in the attribute's value.
+    pub fn offset(&self) -> Option<u32> {
+        self.offset.into_option()
+    }
+
+    /// The attribute it is about, if any.
+    pub fn attribute(&self) -> Option<&str> {
+        self.attribute.as_ref().into_option().map(RString::as_str)
+    }
 }
 
 /// A table named in SQL.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct TableName {
-    /// Schema, if written.
-    pub schema: ROption<RString>,
-    /// Name.
-    pub name: RString,
-    /// Byte offset of the name in the action text.
-    pub offset: ROption<u32>,
+    schema: ROption<RString>,
+    name: RString,
+    offset: ROption<u32>,
 }
 
-/// What `validate` gets.
+impl TableName {
+    /// A table `schema.name` named at byte `offset` of the action text.
+    pub fn new(schema: Option<&str>, name: &str, offset: Option<u32>) -> Self {
+        TableName {
+            schema: schema.map(RString::from).into(),
+            name: name.into(),
+            offset: offset.into(),
+        }
+    }
+
+    /// The schema, if written.
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_ref().into_option().map(RString::as_str)
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Where the name is in the action text.
+    pub fn offset(&self) -> Option<u32> {
+        self.offset.into_option()
+    }
+}
+
+/// Attribute values by name, as `validate` and `run` get them.
+fn find_attribute<'a>(
+    attributes: &'a [Tuple2<RString, AttributeValue>],
+    name: &str,
+) -> Option<&'a AttributeValue> {
+    attributes.iter().find(|t| t.0 == name).map(|t| &t.1)
+}
+
+fn attribute_list(
+    attributes: Vec<(String, AttributeValue)>,
+) -> RVec<Tuple2<RString, AttributeValue>> {
+    attributes
+        .into_iter()
+        .map(|(k, v)| Tuple2(RString::from(k), v))
+        .collect()
+}
+
+/// What `validate` gets: the action's id and text (variables not substituted), its
+/// attributes beyond table A (with the declared defaults of those it does not write), and its
+/// source and target objects.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct ValidateInput {
-    /// The action node's id.
-    pub action_id: i64,
-    /// The action text, variables not substituted.
-    pub action: ROption<RString>,
-    /// Attributes beyond table A, as deployed.
-    pub attributes: RVec<Tuple2<RString, AttributeValue>>,
-    /// Source objects (edges object -> action).
-    pub sources: RVec<ObjectRef>,
-    /// Target objects (edges action -> object).
-    pub targets: RVec<ObjectRef>,
+    action_id: i64,
+    action: ROption<RString>,
+    attributes: RVec<Tuple2<RString, AttributeValue>>,
+    sources: RVec<ObjectRef>,
+    targets: RVec<ObjectRef>,
 }
 
 impl ValidateInput {
+    /// What the host gives `validate` (and what a test gives it).
+    pub fn new(
+        action_id: i64,
+        action: Option<&str>,
+        attributes: Vec<(String, AttributeValue)>,
+        sources: Vec<ObjectRef>,
+        targets: Vec<ObjectRef>,
+    ) -> Self {
+        ValidateInput {
+            action_id,
+            action: action.map(RString::from).into(),
+            attributes: attribute_list(attributes),
+            sources: sources.into(),
+            targets: targets.into(),
+        }
+    }
+
+    /// The action node's id.
+    pub fn action_id(&self) -> i64 {
+        self.action_id
+    }
+
+    /// The action text, variables not substituted, if the action has one.
+    pub fn action(&self) -> Option<&str> {
+        self.action.as_ref().into_option().map(RString::as_str)
+    }
+
+    /// Its attributes beyond table A, by name.
+    pub fn attributes(&self) -> impl Iterator<Item = (&str, &AttributeValue)> {
+        self.attributes.iter().map(|t| (t.0.as_str(), &t.1))
+    }
+
     /// The value of attribute `name`, if given (or declared with a default).
     pub fn attribute(&self, name: &str) -> Option<&AttributeValue> {
-        self.attributes.iter().find(|t| t.0 == name).map(|t| &t.1)
+        find_attribute(&self.attributes, name)
     }
 
     /// Text attribute `name`.
@@ -273,86 +506,238 @@ impl ValidateInput {
     pub fn integer(&self, name: &str) -> Option<i64> {
         self.attribute(name).and_then(AttributeValue::as_integer)
     }
+
+    /// A boolean attribute, with a default.
+    pub fn flag(&self, name: &str, default: bool) -> bool {
+        self.attribute(name)
+            .and_then(AttributeValue::as_bool)
+            .unwrap_or(default)
+    }
+
+    /// Source objects (edges object -> action).
+    pub fn sources(&self) -> &[ObjectRef] {
+        &self.sources
+    }
+
+    /// Target objects (edges action -> object).
+    pub fn targets(&self) -> &[ObjectRef] {
+        &self.targets
+    }
 }
 
-/// What `validate` gives.
+/// What `validate` gives: every problem found, and the tables the action text reads (each
+/// must be a source, or a target, of the action).
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, Default)]
 pub struct ValidateOutput {
-    /// Every problem found.
-    pub problems: RVec<Problem>,
-    /// The tables the action text reads; each must be a source (or a target) of the action.
-    pub reads: RVec<TableName>,
+    problems: RVec<Problem>,
+    reads: RVec<TableName>,
 }
 
-/// Where a plugin's log lines go (the host stores them with the action).
+impl ValidateOutput {
+    /// Nothing found, nothing read.
+    pub fn new() -> Self {
+        ValidateOutput::default()
+    }
+
+    /// Adds a problem.
+    pub fn push(&mut self, problem: Problem) {
+        self.problems.push(problem);
+    }
+
+    /// Adds a table the action text reads.
+    pub fn read(&mut self, table: TableName) {
+        self.reads.push(table);
+    }
+
+    /// Adds what `other` found and read.
+    pub fn append(&mut self, other: ValidateOutput) {
+        self.problems.extend(other.problems);
+        self.reads.extend(other.reads);
+    }
+
+    /// Keeps only the problems `keep` says yes to.
+    pub fn retain_problems(&mut self, keep: impl FnMut(&Problem) -> bool) {
+        self.problems.retain(keep);
+    }
+
+    /// The problems found.
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// The tables read.
+    pub fn reads(&self) -> &[TableName] {
+        &self.reads
+    }
+
+    /// Whether an error (not only warnings) was found.
+    pub fn has_errors(&self) -> bool {
+        self.problems
+            .iter()
+            .any(|p| p.severity() != Severity::Warning)
+    }
+}
+
+/// Where a module's log lines go (the host stores them with the action, while it runs).
+#[repr(transparent)]
+#[derive(StableAbi)]
+pub struct Log {
+    inner: LoggerBox,
+}
+
+impl Log {
+    /// A log that hands each line to `sink` (for hosts and tests); a panic in it is caught.
+    pub fn new(sink: impl FnMut(&str) + Send + 'static) -> Self {
+        Log {
+            inner: LoggerFfi_TO::from_value(FnLogger(sink), TD_Opaque),
+        }
+    }
+
+    /// Logs one line.
+    pub fn log(&mut self, line: &str) {
+        self.inner.log(line.into());
+    }
+}
+
+struct FnLogger<F>(F);
+
+impl<F: FnMut(&str) + Send> LoggerFfi for FnLogger<F> {
+    fn log(&mut self, line: RStr<'_>) {
+        let _ = crate::error::catch(|| {
+            (self.0)(line.as_str());
+            Ok(())
+        });
+    }
+}
+
+/// The boundary form of a [`Log`].
 #[sabi_trait]
-pub trait Logger: Send {
-    /// One line.
+pub trait LoggerFfi: Send {
+    /// See [`Log::log`].
     #[sabi(last_prefix_field)]
     fn log(&mut self, line: RStr<'_>);
 }
 
-/// An owned logger.
-pub type LoggerBox = Logger_TO<'static, RBox<()>>;
+/// An owned logger in its boundary form.
+pub type LoggerBox = LoggerFfi_TO<'static, RBox<()>>;
 
 /// A connection the host opened for a run.
 #[repr(C)]
 #[derive(StableAbi)]
-pub struct ConnectionSlot {
-    /// Connection number.
-    pub id: i64,
-    /// The connection.
-    pub connection: ConnectionBox,
+struct ConnectionSlot {
+    id: i64,
+    connection: Connection,
 }
 
-/// What `run` gets: the action, its objects, the open connections, the variables, a logger.
-#[repr(C)]
-#[derive(StableAbi)]
-pub struct RunContext {
+/// What the host gives `run` (see [`RunContext::new`]).
+pub struct RunParts {
     /// The action node's id.
     pub action_id: i64,
     /// The action's name.
-    pub action_name: RString,
+    pub action_name: String,
     /// The action text with variables substituted.
-    pub action: RString,
-    /// Attributes beyond table A.
-    pub attributes: RVec<Tuple2<RString, AttributeValue>>,
+    pub action: String,
+    /// Attributes beyond table A (with the declared defaults of those it does not write).
+    pub attributes: Vec<(String, AttributeValue)>,
     /// Source objects.
-    pub sources: RVec<ObjectRef>,
+    pub sources: Vec<ObjectRef>,
     /// Target objects.
-    pub targets: RVec<ObjectRef>,
+    pub targets: Vec<ObjectRef>,
     /// One open connection for every connection number the objects use.
-    pub connections: RVec<ConnectionSlot>,
+    pub connections: Vec<(i64, Connection)>,
     /// Variables (`variableList` and built-ins), name and value.
-    pub variables: RVec<Tuple2<RString, RString>>,
+    pub variables: Vec<(String, String)>,
     /// Where log lines go.
-    pub log: LoggerBox,
+    pub log: Log,
     /// Raised when the action is asked to halt.
     pub halt: HaltSignal,
 }
 
+/// What `run` gets: the action, its objects, the open connections, the variables, a log and
+/// the halt signal.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct RunContext {
+    action_id: i64,
+    action_name: RString,
+    action: RString,
+    attributes: RVec<Tuple2<RString, AttributeValue>>,
+    sources: RVec<ObjectRef>,
+    targets: RVec<ObjectRef>,
+    connections: RVec<ConnectionSlot>,
+    variables: RVec<Tuple2<RString, RString>>,
+    log: Log,
+    halt: HaltSignal,
+}
+
 impl RunContext {
+    /// What the host gives `run` (and what a test gives it).
+    pub fn new(parts: RunParts) -> Self {
+        RunContext {
+            action_id: parts.action_id,
+            action_name: parts.action_name.into(),
+            action: parts.action.into(),
+            attributes: attribute_list(parts.attributes),
+            sources: parts.sources.into(),
+            targets: parts.targets.into(),
+            connections: parts
+                .connections
+                .into_iter()
+                .map(|(id, connection)| ConnectionSlot { id, connection })
+                .collect(),
+            variables: parts
+                .variables
+                .into_iter()
+                .map(|(k, v)| Tuple2(RString::from(k), RString::from(v)))
+                .collect(),
+            log: parts.log,
+            halt: parts.halt,
+        }
+    }
+
+    /// The action node's id.
+    pub fn action_id(&self) -> i64 {
+        self.action_id
+    }
+
+    /// The action's name.
+    pub fn action_name(&self) -> &str {
+        &self.action_name
+    }
+
+    /// The action text with variables substituted.
+    pub fn action(&self) -> &str {
+        &self.action
+    }
+
+    /// Source objects.
+    pub fn sources(&self) -> &[ObjectRef] {
+        &self.sources
+    }
+
+    /// Target objects.
+    pub fn targets(&self) -> &[ObjectRef] {
+        &self.targets
+    }
+
     /// The open connection with number `id`.
     ///
     /// # Errors
     ///
     /// When the host did not open it (no object of the action uses it).
-    pub fn connection(&mut self, id: i64) -> PluginResult<&mut ConnectionBox> {
+    pub fn connection(&mut self, id: i64) -> PluginResult<&mut Connection> {
         self.connection_and_log(id)
             .map(|(connection, _)| connection)
     }
 
-    /// The open connection with number `id` together with the logger, so that a module can
-    /// log while it holds the connection (`log.log("...".into())`).
+    /// The open connection with number `id` together with the log, so that a module can
+    /// log while it holds the connection (`log.log("...")`).
     ///
     /// # Errors
     ///
     /// When the host did not open it (no object of the action uses it).
-    pub fn connection_and_log(
-        &mut self,
-        id: i64,
-    ) -> PluginResult<(&mut ConnectionBox, &mut LoggerBox)> {
+    pub fn connection_and_log(&mut self, id: i64) -> PluginResult<(&mut Connection, &mut Log)> {
         let RunContext {
             connections, log, ..
         } = self;
@@ -378,7 +763,7 @@ impl RunContext {
         &mut self,
         a: i64,
         b: i64,
-    ) -> PluginResult<(&mut ConnectionBox, &mut ConnectionBox)> {
+    ) -> PluginResult<(&mut Connection, &mut Connection)> {
         if a == b {
             return Err(PluginError::of(
                 ErrorKind::Invalid,
@@ -403,9 +788,19 @@ impl RunContext {
         }
     }
 
+    /// The open connections, by number.
+    pub fn connections(&self) -> impl Iterator<Item = (i64, &Connection)> {
+        self.connections.iter().map(|s| (s.id, &s.connection))
+    }
+
+    /// Its attributes beyond table A, by name.
+    pub fn attributes(&self) -> impl Iterator<Item = (&str, &AttributeValue)> {
+        self.attributes.iter().map(|t| (t.0.as_str(), &t.1))
+    }
+
     /// The value of attribute `name`, if given (or declared with a default).
     pub fn attribute(&self, name: &str) -> Option<&AttributeValue> {
-        self.attributes.iter().find(|t| t.0 == name).map(|t| &t.1)
+        find_attribute(&self.attributes, name)
     }
 
     /// Text attribute `name`.
@@ -418,14 +813,6 @@ impl RunContext {
         self.attribute(name).and_then(AttributeValue::as_integer)
     }
 
-    /// The value of variable `name` (from `variableList`, or a built-in one).
-    pub fn variable(&self, name: &str) -> Option<&str> {
-        self.variables
-            .iter()
-            .find(|t| t.0 == name)
-            .map(|t| t.1.as_str())
-    }
-
     /// A boolean attribute, with a default.
     pub fn flag(&self, name: &str, default: bool) -> bool {
         self.attribute(name)
@@ -433,9 +820,19 @@ impl RunContext {
             .unwrap_or(default)
     }
 
+    /// The variables (`variableList` and the built-ins), by name.
+    pub fn variables(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.variables.iter().map(|t| (t.0.as_str(), t.1.as_str()))
+    }
+
+    /// The value of variable `name` (from `variableList`, or a built-in one).
+    pub fn variable(&self, name: &str) -> Option<&str> {
+        self.variables().find(|(k, _)| *k == name).map(|(_, v)| v)
+    }
+
     /// Logs a line.
     pub fn log(&mut self, line: &str) {
-        self.log.log(line.into());
+        self.log.log(line);
     }
 
     /// Whether the action was asked to halt (`HaltBatchInstance`): a module that works
@@ -456,7 +853,8 @@ impl RunContext {
     }
 }
 
-/// What `run` gives.
+/// What `run` gives: rows read from the sources, and written (inserted), updated and deleted
+/// in the targets.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunOutcome {
@@ -529,6 +927,42 @@ mod tests {
             None
         );
         assert_eq!(spec(AttributeKind::Bool, None).default_value(), None);
-        assert!(spec(AttributeKind::Bool, None).required().required);
+        assert!(spec(AttributeKind::Bool, None).required().is_required());
+    }
+
+    #[test]
+    fn the_context_lends_what_it_was_given_in_plain_types() {
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = std::sync::Arc::clone(&lines);
+        let mut ctx = RunContext::new(RunParts {
+            action_id: 7,
+            action_name: "load".to_owned(),
+            action: "SELECT 1".to_owned(),
+            attributes: vec![("keys".to_owned(), AttributeValue::string("id"))],
+            sources: vec![ObjectRef::new(
+                1,
+                1,
+                2,
+                "raw",
+                Some("main"),
+                Dialect::Sqlite,
+            )],
+            targets: Vec::new(),
+            connections: Vec::new(),
+            variables: vec![("day".to_owned(), "2026-11-24".to_owned())],
+            log: Log::new(move |l| {
+                seen.lock().expect("lines").push(l.to_owned());
+            }),
+            halt: HaltSignal::new(),
+        });
+        assert_eq!((ctx.action_id(), ctx.action()), (7, "SELECT 1"));
+        assert_eq!(ctx.text("keys"), Some("id"));
+        assert_eq!(ctx.variable("day"), Some("2026-11-24"));
+        assert_eq!(ctx.sources()[0].schema(), Some("main"));
+        let e = ctx.connection(2).expect_err("none open");
+        assert_eq!(e.kind(), ErrorKind::Invalid);
+        ctx.log("one");
+        assert_eq!(*lines.lock().expect("lines"), vec!["one"]);
+        assert!(!ctx.halted() && ctx.stop_if_halted().is_ok());
     }
 }

@@ -1,6 +1,6 @@
 //! Object types and connection bridges.
 
-use crate::connection::ConnectionBox;
+use crate::connection::Connection;
 use crate::error::{PluginError, PluginResult};
 use crate::module::ObjectRef;
 use abi_stable::StableAbi;
@@ -11,23 +11,65 @@ use abi_stable::std_types::{RBox, ROption, RResult, RString, RVec, Tuple2};
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct ObjectTypeInfo {
+    id: i64,
+    name: RString,
+}
+
+impl ObjectTypeInfo {
+    /// The type serving `objectTypeId` `id`, named `name` (`table`).
+    pub fn new(id: i64, name: &str) -> Self {
+        ObjectTypeInfo {
+            id,
+            name: name.into(),
+        }
+    }
+
     /// The `objectTypeId` it serves.
-    pub id: i64,
-    /// Its name, e.g. `table`.
-    pub name: RString,
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// The identity of an object for dependency matching: two nodes name the same object when
 /// their identities are equal.
 #[repr(C)]
-#[derive(StableAbi, Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectIdentity {
-    /// Connection number.
-    pub connection_id: i64,
-    /// Schema, folded as the type decides (tables: lower case), empty when none.
-    pub schema: RString,
-    /// Name, folded likewise.
-    pub name: RString,
+    connection_id: i64,
+    schema: RString,
+    name: RString,
+}
+
+impl ObjectIdentity {
+    /// The identity: connection number, schema and name, folded as the type decides
+    /// (tables: lower case), the schema empty when there is none.
+    pub fn new(connection_id: i64, schema: &str, name: &str) -> Self {
+        ObjectIdentity {
+            connection_id,
+            schema: schema.into(),
+            name: name.into(),
+        }
+    }
+
+    /// The connection number.
+    pub fn connection_id(&self) -> i64 {
+        self.connection_id
+    }
+
+    /// The schema, folded; empty when none.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// The name, folded.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// An object type, as its author writes it.
@@ -47,7 +89,7 @@ pub trait ObjectType: Send + Sync + 'static {
     fn check(
         &self,
         object: &ObjectRef,
-        connection: &mut ConnectionBox,
+        connection: &mut Connection,
     ) -> PluginResult<Option<String>>;
 }
 
@@ -65,29 +107,82 @@ pub trait ObjectTypeFfi: Send + Sync {
     fn check(
         &self,
         object: &ObjectRef,
-        connection: &mut ConnectionBox,
+        connection: &mut Connection,
     ) -> RResult<ROption<RString>, PluginError>;
 }
 
 /// An object type as it crosses the boundary.
 pub type ObjectTypeBox = ObjectTypeFfi_TO<'static, RBox<()>>;
 
-/// A key file entry, as a bridge gets it.
+/// A key file entry, as a bridge gets it: `key|type|url|user|password|options`.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct KeyEntry {
-    /// Connection number or name.
-    pub key: RString,
-    /// Connection type.
-    pub kind: RString,
-    /// URL.
-    pub url: RString,
-    /// User.
-    pub user: RString,
-    /// Password.
-    pub password: RString,
-    /// `k=v` options.
-    pub options: RVec<Tuple2<RString, RString>>,
+    key: RString,
+    kind: RString,
+    url: RString,
+    user: RString,
+    password: RString,
+    options: RVec<Tuple2<RString, RString>>,
+}
+
+impl KeyEntry {
+    /// An entry (for hosts and tests).
+    pub fn new(
+        key: &str,
+        kind: &str,
+        url: &str,
+        user: &str,
+        password: &str,
+        options: Vec<(String, String)>,
+    ) -> Self {
+        KeyEntry {
+            key: key.into(),
+            kind: kind.into(),
+            url: url.into(),
+            user: user.into(),
+            password: password.into(),
+            options: options
+                .into_iter()
+                .map(|(k, v)| Tuple2(RString::from(k), RString::from(v)))
+                .collect(),
+        }
+    }
+
+    /// The connection number or name.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The connection type.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// The URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The user.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// The password: never put it into a message.
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
+    /// The `k=v` options, in order.
+    pub fn options(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.options.iter().map(|t| (t.0.as_str(), t.1.as_str()))
+    }
+
+    /// The value of option `name`, if set.
+    pub fn option(&self, name: &str) -> Option<&str> {
+        self.options().find(|(k, _)| *k == name).map(|(_, v)| v)
+    }
 }
 
 /// A connection bridge, as its author writes it.
@@ -95,12 +190,13 @@ pub trait ConnectionBridge: Send + Sync + 'static {
     /// The connection type it serves, e.g. `jdbc`.
     fn connection_type(&self) -> String;
 
-    /// Opens a connection.
+    /// Opens a connection ([`Connection::new`] of a
+    /// [`DatabaseConnection`](crate::DatabaseConnection)).
     ///
     /// # Errors
     ///
     /// When the connection cannot be opened; the message names the entry, never its password.
-    fn open(&self, entry: &KeyEntry) -> PluginResult<ConnectionBox>;
+    fn open(&self, entry: &KeyEntry) -> PluginResult<Connection>;
 }
 
 /// The boundary form of a [`ConnectionBridge`].
@@ -111,7 +207,7 @@ pub trait ConnectionBridgeFfi: Send + Sync {
 
     /// See [`ConnectionBridge::open`].
     #[sabi(last_prefix_field)]
-    fn open(&self, entry: &KeyEntry) -> RResult<ConnectionBox, PluginError>;
+    fn open(&self, entry: &KeyEntry) -> RResult<Connection, PluginError>;
 }
 
 /// A bridge as it crosses the boundary.

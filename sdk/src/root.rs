@@ -82,26 +82,26 @@ macro_rules! export_plugin {
         mod __weft_plugin_root {
         #[allow(unused_imports)]
         use super::*;
-        use $crate::abi_stable::std_types::{RResult, RVec};
+        use $crate::ffi::abi_stable::std_types::{RResult, RVec};
         /// The library's root module, found by the host at load.
-        pub fn weft_plugin_root_module() -> $crate::PluginMod_Ref {
-            use $crate::abi_stable::prefix_type::PrefixTypeTrait as _;
-            extern "C" fn info() -> $crate::PluginInfo {
-                $crate::PluginInfo {
+        pub fn weft_plugin_root_module() -> $crate::ffi::PluginMod_Ref {
+            use $crate::ffi::abi_stable::prefix_type::PrefixTypeTrait as _;
+            extern "C" fn info() -> $crate::ffi::PluginInfo {
+                $crate::ffi::PluginInfo {
                     name: env!("CARGO_PKG_NAME").into(),
                     version: env!("CARGO_PKG_VERSION").into(),
                 }
             }
-            extern "C" fn modules() -> RResult<RVec<$crate::ActionModuleBox>, $crate::PluginError> {
-                $crate::catch(|| Ok(RVec::from(vec![$($crate::module_box($module)),*])))
+            extern "C" fn modules() -> RResult<RVec<$crate::ffi::ActionModuleBox>, $crate::PluginError> {
+                $crate::ffi::catch(|| Ok(RVec::from(vec![$($crate::ffi::module_box($module)),*])))
             }
-            extern "C" fn object_types() -> RResult<RVec<$crate::ObjectTypeBox>, $crate::PluginError> {
-                $crate::catch(|| Ok(RVec::from(vec![$($crate::object_type_box($object_type)),*])))
+            extern "C" fn object_types() -> RResult<RVec<$crate::ffi::ObjectTypeBox>, $crate::PluginError> {
+                $crate::ffi::catch(|| Ok(RVec::from(vec![$($crate::ffi::object_type_box($object_type)),*])))
             }
-            extern "C" fn bridges() -> RResult<RVec<$crate::ConnectionBridgeBox>, $crate::PluginError> {
-                $crate::catch(|| Ok(RVec::from(vec![$($crate::bridge_box($bridge)),*])))
+            extern "C" fn bridges() -> RResult<RVec<$crate::ffi::ConnectionBridgeBox>, $crate::PluginError> {
+                $crate::ffi::catch(|| Ok(RVec::from(vec![$($crate::ffi::bridge_box($bridge)),*])))
             }
-            $crate::PluginMod {
+            $crate::ffi::PluginMod {
                 info,
                 modules,
                 object_types,
@@ -116,16 +116,16 @@ macro_rules! export_plugin {
         /// (`mangled_root_module_loader_name`; the sdk's tests check it).
         #[allow(non_upper_case_globals, unsafe_code)]
         #[unsafe(no_mangle)]
-        pub static _1as_0lib_1header_0root_bmodule_bloader: $crate::abi_stable::library::LibHeader = {
-            extern "C" fn erased_root_module() -> $crate::abi_stable::library::RootModuleResult {
-                $crate::abi_stable::library::__call_root_module_loader(weft_plugin_root_module)
+        pub static _1as_0lib_1header_0root_bmodule_bloader: $crate::ffi::abi_stable::library::LibHeader = {
+            extern "C" fn erased_root_module() -> $crate::ffi::abi_stable::library::RootModuleResult {
+                $crate::ffi::abi_stable::library::__call_root_module_loader(weft_plugin_root_module)
             }
             // SAFETY: what `#[export_root_module]` writes: the constructor returns the root
             // module of the type the header is made for, and its layout is checked at load.
             unsafe {
-                $crate::abi_stable::library::LibHeader::from_constructor::<$crate::PluginMod_Ref>(
+                $crate::ffi::abi_stable::library::LibHeader::from_constructor::<$crate::ffi::PluginMod_Ref>(
                     erased_root_module,
-                    $crate::abi_stable::library::CheckTypeLayout::Yes,
+                    $crate::ffi::abi_stable::library::CheckTypeLayout::Yes,
                 )
             }
         };

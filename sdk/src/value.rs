@@ -258,29 +258,80 @@ pub type Row = RVec<Value>;
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct ColumnInfo {
-    /// Column name as the database spells it.
-    pub name: RString,
-    /// Declared type as the database spells it.
-    pub type_name: RString,
+    name: RString,
+    type_name: RString,
+    nullable: bool,
+    primary_key: u32,
+}
+
+impl ColumnInfo {
+    /// A column: its name and declared type as the database spells them, whether NULL is
+    /// allowed, and its position in the primary key from 1 (0 when not part of it).
+    pub fn new(name: &str, type_name: &str, nullable: bool, primary_key: u32) -> Self {
+        ColumnInfo {
+            name: name.into(),
+            type_name: type_name.into(),
+            nullable,
+            primary_key,
+        }
+    }
+
+    /// Its name as the database spells it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its declared type as the database spells it.
+    pub fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
     /// Whether NULL is allowed.
-    pub nullable: bool,
-    /// Position in the primary key, from 1; 0 when not part of it.
-    pub primary_key: u32,
+    pub fn nullable(&self) -> bool {
+        self.nullable
+    }
+
+    /// Its position in the primary key, from 1; 0 when not part of it.
+    pub fn primary_key(&self) -> u32 {
+        self.primary_key
+    }
 }
 
 /// What `describe` tells of a table.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct TableInfo {
-    /// Schema, where the database has schemas.
-    pub schema: ROption<RString>,
-    /// Table name.
-    pub name: RString,
-    /// Columns in table order.
-    pub columns: RVec<ColumnInfo>,
+    schema: ROption<RString>,
+    name: RString,
+    columns: RVec<ColumnInfo>,
 }
 
 impl TableInfo {
+    /// A table: its schema (where the database has schemas), name, and columns in table
+    /// order.
+    pub fn new(schema: Option<&str>, name: &str, columns: Vec<ColumnInfo>) -> Self {
+        TableInfo {
+            schema: schema.map(RString::from).into(),
+            name: name.into(),
+            columns: columns.into(),
+        }
+    }
+
+    /// Its schema, where the database has schemas.
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_ref().into_option().map(RString::as_str)
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its columns in table order.
+    pub fn columns(&self) -> &[ColumnInfo] {
+        &self.columns
+    }
+
     /// The primary key's columns, in key order.
     pub fn primary_key(&self) -> Vec<&str> {
         let mut key: Vec<&ColumnInfo> = self.columns.iter().filter(|c| c.primary_key > 0).collect();

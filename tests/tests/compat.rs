@@ -119,15 +119,15 @@ fn a_plugin_built_before_a_dialect_was_added_loads_and_meets_it_as_unknown() {
         Some((1, "here")),
         &dialect,
     );
-    let input = ValidateInput {
-        action_id: plan.id,
-        action: Some(plan.text.as_deref().unwrap_or_default().into()).into(),
-        attributes: plan.sdk_attributes(None),
-        sources: plan.source_refs(),
-        targets: plan.target_refs(),
-    };
+    let input = ValidateInput::new(
+        plan.id,
+        Some(plan.text.as_deref().unwrap_or_default()),
+        plan.sdk_attributes(None),
+        plan.source_refs(),
+        plan.target_refs(),
+    );
     let out = module.validate(&input).into_result().expect("validated");
-    let messages: Vec<&str> = out.problems.iter().map(|p| p.message.as_str()).collect();
+    let messages: Vec<&str> = out.problems().iter().map(|p| p.message()).collect();
     assert_eq!(
         messages,
         [

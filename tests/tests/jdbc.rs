@@ -179,7 +179,7 @@ impl Env {
     fn query(&self, key: &str, sql: &str) -> Vec<String> {
         let entry = self.keys.get(key).expect("key");
         let mut c = weft::connect::open(entry, &self.reg).expect("open");
-        let (_, rows) = weft_sdk::query_all(&mut c, sql, &[]).expect("query");
+        let (_, rows) = c.query_all(sql, &[]).expect("query");
         rows.iter()
             .map(|r| {
                 r.iter()

@@ -303,7 +303,21 @@ fn build_example() -> std::path::PathBuf {
         o.status.success(),
         "the example plugin did not build:\n{out}{err}"
     );
-    dir.join("target/debug/libweft_plugin_rowcount.so")
+    // Its unit tests, on the sdk's fakes (an in-memory SQLite, a recorded log).
+    let o = weft_tests::outside::cargo(&dir, &manifest, "test", &[]);
+    let (out, err) = text(&o);
+    assert!(
+        o.status.success(),
+        "the example plugin's tests failed:\n{out}{err}"
+    );
+    let library = dir.join("target/debug/libweft_plugin_rowcount.so");
+    // The fakes are a dev-dependency: the library itself links no SQLite.
+    let bytes = std::fs::read(&library).expect("library");
+    assert!(
+        !bytes.windows(13).any(|w| w == b"sqlite3_open_"),
+        "the plugin library links SQLite"
+    );
+    library
 }
 
 #[test]

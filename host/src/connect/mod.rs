@@ -5,8 +5,7 @@ pub mod sqlite;
 
 use crate::keys::Entry;
 use crate::plugins::Registry;
-use weft_sdk::abi_stable::std_types::{RString, RVec, Tuple2};
-use weft_sdk::{ConnectionBox, ErrorKind, KeyEntry, PluginError};
+use weft_sdk::{Connection, ErrorKind, KeyEntry, PluginError};
 
 /// The native connection type.
 pub const SQLITE: &str = crate::plugins::NATIVE_SQLITE;
@@ -16,7 +15,7 @@ pub const SQLITE: &str = crate::plugins::NATIVE_SQLITE;
 /// # Errors
 ///
 /// When its type has no bridge, or the connection cannot be opened.
-pub fn open(entry: &Entry, registry: &Registry) -> Result<ConnectionBox, PluginError> {
+pub fn open(entry: &Entry, registry: &Registry) -> Result<Connection, PluginError> {
     if entry.kind == SQLITE {
         return Ok(sqlite::open(&entry.key, &entry.url)?.boxed());
     }
@@ -33,20 +32,20 @@ pub fn open(entry: &Entry, registry: &Registry) -> Result<ConnectionBox, PluginE
             ),
         ));
     };
-    let key = KeyEntry {
-        key: entry.key.as_str().into(),
-        kind: entry.kind.as_str().into(),
-        url: entry.url.as_str().into(),
-        user: entry.user.as_str().into(),
-        password: entry.password.as_str().into(),
-        options: entry
+    let key = KeyEntry::new(
+        &entry.key,
+        &entry.kind,
+        &entry.url,
+        &entry.user,
+        &entry.password,
+        entry
             .options
             .iter()
             .filter(|(k, _)| !k.starts_with("weft."))
             .chain(registry.bridge_options())
-            .map(|(k, v)| Tuple2(RString::from(k.as_str()), RString::from(v.as_str())))
-            .collect::<RVec<_>>(),
-    };
+            .cloned()
+            .collect(),
+    );
     bridge.open(&key).into_result()
 }
 
@@ -56,7 +55,7 @@ pub fn open(entry: &Entry, registry: &Registry) -> Result<ConnectionBox, PluginE
 /// # Errors
 ///
 /// As [`open`].
-pub fn open_briefly(entry: &Entry, registry: &Registry) -> Result<ConnectionBox, PluginError> {
+pub fn open_briefly(entry: &Entry, registry: &Registry) -> Result<Connection, PluginError> {
     if entry.kind == SQLITE {
         return Ok(sqlite::open(&entry.key, &entry.url)?.briefly().boxed());
     }

@@ -3,13 +3,9 @@
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use std::cell::RefCell;
-use weft_sdk::abi_stable::sabi_trait::TD_Opaque;
-use weft_sdk::abi_stable::sabi_types::RMut;
-use weft_sdk::abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
 use weft_sdk::{
-    ColumnInfo, Connection, Connection_TO, ConnectionBox, Dialect, ErrorKind, HaltSignal,
-    Interrupt, Interrupt_TO, InterruptBox, PluginError, Row, RowSink_TO, TableInfo, Value,
-    ValueKind,
+    ColumnInfo, Connection, DatabaseConnection, Dialect, ErrorKind, HaltSignal, Interrupter,
+    PluginError, PluginResult, Row, RowSink, Rows, TableInfo, Value, ValueKind,
 };
 
 /// Bound parameters per statement, well below SQLite's limit of 32766.
@@ -344,9 +340,9 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
 }
 
 impl SqliteConnection {
-    /// The connection as the boundary type plugins get.
-    pub fn boxed(self) -> ConnectionBox {
-        Connection_TO::from_value(self, TD_Opaque)
+    /// The connection as plugins get it.
+    pub fn boxed(self) -> Connection {
+        Connection::new(self)
     }
 
     fn c(&self) -> &rusqlite::Connection {
@@ -417,85 +413,76 @@ fn qualified(schema: Option<&str>, table: &str) -> String {
     }
 }
 
-impl Connection for SqliteConnection {
+impl DatabaseConnection for SqliteConnection {
     fn dialect(&self) -> Dialect {
         Dialect::Sqlite
     }
 
-    fn execute_batch(&mut self, sql: RStr<'_>) -> RResult<u64, PluginError> {
+    fn execute_batch(&mut self, sql: &str) -> PluginResult<u64> {
         let before = self.c().total_changes();
-        match self.c().execute_batch(sql.as_str()) {
-            Ok(()) => RResult::ROk(self.c().total_changes().saturating_sub(before)),
-            Err(e) => RResult::RErr(self.fail(e, sql.as_str())),
-        }
+        self.c()
+            .execute_batch(sql)
+            .map(|()| self.c().total_changes().saturating_sub(before))
+            .map_err(|e| self.fail(e, sql))
     }
 
-    fn execute(&mut self, sql: RStr<'_>, params: RSlice<'_, Value>) -> RResult<u64, PluginError> {
-        let result = self.c().prepare_cached(sql.as_str()).and_then(|mut st| {
-            let params: Vec<Param<'_>> = params.iter().map(Param).collect();
-            st.execute(rusqlite::params_from_iter(params.iter()))
-        });
-        match result {
-            Ok(n) => RResult::ROk(n as u64),
-            Err(e) => RResult::RErr(self.fail(e, sql.as_str())),
-        }
+    fn execute(&mut self, sql: &str, params: &[Value]) -> PluginResult<u64> {
+        self.c()
+            .prepare_cached(sql)
+            .and_then(|mut st| {
+                let params: Vec<Param<'_>> = params.iter().map(Param).collect();
+                st.execute(rusqlite::params_from_iter(params.iter()))
+            })
+            .map(|n| n as u64)
+            .map_err(|e| self.fail(e, sql))
     }
 
     fn query(
         &mut self,
-        sql: RStr<'_>,
-        params: RSlice<'_, Value>,
+        sql: &str,
+        params: &[Value],
         batch_rows: u32,
-        mut sink: RowSink_TO<'_, RMut<'_, ()>>,
-    ) -> RResult<u64, PluginError> {
+        sink: &mut RowSink<'_>,
+    ) -> PluginResult<u64> {
         let batch_rows = batch_rows.max(1) as usize;
-        let mut run = || -> Result<u64, PluginError> {
-            let mut st = self
-                .c()
-                .prepare(sql.as_str())
-                .map_err(|e| self.fail(e, sql.as_str()))?;
-            let names: Vec<RString> = st.column_names().map(RString::from).collect();
-            sink.columns(names.as_slice().into()).into_result()?;
-            let n = names.len();
-            let ps: Vec<Param<'_>> = params.iter().map(Param).collect();
-            let mut rows = st
-                .query(rusqlite::params_from_iter(ps.iter()))
-                .map_err(|e| self.fail(e, sql.as_str()))?;
-            // Room for at most 10,000 rows up front; a larger batch grows as rows come.
-            let mut batch: Vec<Row> = Vec::with_capacity(batch_rows.min(10_000));
-            let mut count = 0u64;
-            while let Some(row) = rows.next().map_err(|e| self.fail(e, sql.as_str()))? {
-                let mut r = RVec::with_capacity(n);
-                for i in 0..n {
-                    r.push(value(
-                        row.get_ref(i).map_err(|e| self.fail(e, sql.as_str()))?,
-                    ));
-                }
-                batch.push(r);
-                count += 1;
-                if batch.len() == batch_rows {
-                    sink.rows(RVec::from(std::mem::replace(
-                        &mut batch,
-                        Vec::with_capacity(batch_rows.min(10_000)),
-                    )))
-                    .into_result()?;
-                }
+        let mut st = self.c().prepare(sql).map_err(|e| self.fail(e, sql))?;
+        let names: Vec<String> = st.column_names().map(str::to_owned).collect();
+        sink.columns(&names)?;
+        let n = names.len();
+        let ps: Vec<Param<'_>> = params.iter().map(Param).collect();
+        let mut rows = st
+            .query(rusqlite::params_from_iter(ps.iter()))
+            .map_err(|e| self.fail(e, sql))?;
+        // Room for at most 10,000 rows up front; a larger batch grows as rows come.
+        let mut batch = Rows::with_capacity(batch_rows.min(10_000));
+        let mut count = 0u64;
+        while let Some(row) = rows.next().map_err(|e| self.fail(e, sql))? {
+            let mut r = Row::with_capacity(n);
+            for i in 0..n {
+                r.push(value(row.get_ref(i).map_err(|e| self.fail(e, sql))?));
             }
-            if !batch.is_empty() {
-                sink.rows(RVec::from(batch)).into_result()?;
+            batch.push(r);
+            count += 1;
+            if batch.len() == batch_rows {
+                sink.rows(std::mem::replace(
+                    &mut batch,
+                    Rows::with_capacity(batch_rows.min(10_000)),
+                ))?;
             }
-            Ok(count)
-        };
-        run().into()
+        }
+        if !batch.is_empty() {
+            sink.rows(batch)?;
+        }
+        Ok(count)
     }
 
     fn insert_batch(
         &mut self,
-        schema: ROption<RStr<'_>>,
-        table: RStr<'_>,
-        columns: RSlice<'_, RString>,
-        rows: RSlice<'_, Row>,
-    ) -> RResult<u64, PluginError> {
+        schema: Option<&str>,
+        table: &str,
+        columns: &[&str],
+        rows: &[Row],
+    ) -> PluginResult<u64> {
         let ncols = columns.len().max(1);
         let cols: Vec<String> = columns
             .iter()
@@ -503,7 +490,7 @@ impl Connection for SqliteConnection {
             .collect();
         let head = format!(
             "INSERT INTO {} ({}) VALUES ",
-            qualified(schema.into_option().map(|s| s.as_str()), table.as_str()),
+            qualified(schema, table),
             cols.join(", ")
         );
         let one = format!("({})", vec!["?"; ncols].join(", "));
@@ -511,7 +498,7 @@ impl Connection for SqliteConnection {
         let per = (MAX_VARIABLES / ncols).clamp(1, 256);
         let statement = |n: usize| format!("{head}{}", vec![one.as_str(); n].join(", "));
         let mut inserted = 0u64;
-        for chunk in rows.as_slice().chunks(per) {
+        for chunk in rows.chunks(per) {
             let sql = statement(chunk.len());
             let result = (|| {
                 let mut st = self.c().prepare_cached(&sql)?;
@@ -530,118 +517,81 @@ impl Connection for SqliteConnection {
                 }
                 st.raw_execute()
             })();
-            match result {
-                Ok(n) => inserted += n as u64,
-                Err(e) => return RResult::RErr(self.fail(e, &sql)),
-            }
+            inserted += result.map_err(|e| self.fail(e, &sql))? as u64;
         }
-        RResult::ROk(inserted)
+        Ok(inserted)
     }
 
-    fn describe(
-        &mut self,
-        schema: ROption<RStr<'_>>,
-        table: RStr<'_>,
-    ) -> RResult<TableInfo, PluginError> {
-        let schema = schema
-            .into_option()
-            .map(|s| s.as_str().to_owned())
-            .filter(|s| !s.is_empty());
+    fn describe(&mut self, schema: Option<&str>, table: &str) -> PluginResult<TableInfo> {
+        let schema = schema.filter(|s| !s.is_empty());
         let sql = "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?1, ?2) ORDER BY cid";
-        let result = (|| {
+        let cols = (|| {
             let mut st = self.c().prepare(sql)?;
-            let cols = st
-                .query_map(
-                    rusqlite::params![table.as_str(), schema.as_deref().unwrap_or("main")],
-                    |r| {
-                        Ok(ColumnInfo {
-                            name: RString::from(r.get::<_, String>(0)?),
-                            type_name: RString::from(r.get::<_, String>(1)?),
-                            nullable: r.get::<_, i64>(2)? == 0,
-                            primary_key: r.get::<_, u32>(3)?,
-                        })
-                    },
-                )?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok::<_, rusqlite::Error>(cols)
-        })();
-        match result {
-            Ok(cols) if cols.is_empty() => RResult::RErr(PluginError::new(format!(
+            st.query_map(rusqlite::params![table, schema.unwrap_or("main")], |r| {
+                Ok(ColumnInfo::new(
+                    &r.get::<_, String>(0)?,
+                    &r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)? == 0,
+                    r.get::<_, u32>(3)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()
+        })()
+        .map_err(|e| self.fail(e, sql))?;
+        if cols.is_empty() {
+            return Err(PluginError::new(format!(
                 "SQLite (connection {}): table {} does not exist",
                 self.name,
-                qualified(schema.as_deref(), table.as_str())
-            ))),
-            Ok(cols) => RResult::ROk(TableInfo {
-                schema: schema.map(RString::from).into(),
-                name: table.as_str().into(),
-                columns: RVec::from(cols),
-            }),
-            Err(e) => RResult::RErr(self.fail(e, sql)),
+                qualified(schema, table)
+            )));
         }
+        Ok(TableInfo::new(schema, table, cols))
     }
 
     /// The outermost transaction is `BEGIN IMMEDIATE` (it takes the write lock at once, so a
     /// busy database is waited for instead of failing on the first write); nested ones are
     /// savepoints.
-    fn begin(&mut self) -> RResult<(), PluginError> {
+    fn begin(&mut self) -> PluginResult<()> {
         let sql = if self.depth == 0 {
             "BEGIN IMMEDIATE".to_owned()
         } else {
             format!("SAVEPOINT weft_{}", self.depth)
         };
-        match self.c().execute_batch(&sql) {
-            Ok(()) => {
-                self.depth += 1;
-                RResult::ROk(())
-            }
-            Err(e) => RResult::RErr(self.fail(e, &sql)),
-        }
+        self.c()
+            .execute_batch(&sql)
+            .map_err(|e| self.fail(e, &sql))?;
+        self.depth += 1;
+        Ok(())
     }
 
-    fn commit(&mut self) -> RResult<(), PluginError> {
+    fn commit(&mut self) -> PluginResult<()> {
         let sql = match self.depth {
-            0 => return RResult::RErr(PluginError::new("commit without a transaction")),
+            0 => return Err(PluginError::new("commit without a transaction")),
             1 => "COMMIT".to_owned(),
             d => format!("RELEASE weft_{}", d - 1),
         };
-        match self.c().execute_batch(&sql) {
-            Ok(()) => {
-                self.depth -= 1;
-                RResult::ROk(())
-            }
-            Err(e) => RResult::RErr(self.fail(e, &sql)),
-        }
+        self.c()
+            .execute_batch(&sql)
+            .map_err(|e| self.fail(e, &sql))?;
+        self.depth -= 1;
+        Ok(())
     }
 
-    fn rollback(&mut self) -> RResult<(), PluginError> {
+    fn rollback(&mut self) -> PluginResult<()> {
         let sql = match self.depth {
-            0 => return RResult::RErr(PluginError::new("rollback without a transaction")),
+            0 => return Err(PluginError::new("rollback without a transaction")),
             1 => "ROLLBACK".to_owned(),
             d => format!("ROLLBACK TO weft_{n}; RELEASE weft_{n}", n = d - 1),
         };
         let r = self.c().execute_batch(&sql);
         self.depth -= 1;
-        match r {
-            Ok(()) => RResult::ROk(()),
-            Err(e) => RResult::RErr(self.fail(e, &sql)),
-        }
+        r.map_err(|e| self.fail(e, &sql))
     }
 
-    fn interrupter(&self) -> ROption<InterruptBox> {
-        self.conn
-            .as_ref()
-            .map(|c| Interrupt_TO::from_value(SqliteInterrupt(c.get_interrupt_handle()), TD_Opaque))
-            .into()
-    }
-}
-
-/// Interrupts a SQLite connection's running statement (`sqlite3_interrupt`); harmless once
-/// the connection is closed.
-struct SqliteInterrupt(rusqlite::InterruptHandle);
-
-impl Interrupt for SqliteInterrupt {
-    fn interrupt(&self) {
-        self.0.interrupt();
+    /// `sqlite3_interrupt`; harmless once the connection is closed.
+    fn interrupter(&self) -> Option<Interrupter> {
+        let handle = self.conn.as_ref()?.get_interrupt_handle();
+        Some(Interrupter::new(move || handle.interrupt()))
     }
 }
 
@@ -752,19 +702,11 @@ mod tests {
         // Raised while no statement runs: `sqlite3_interrupt` would not reach the next one;
         // the progress handler does.
         signal.raise();
-        let e = conn
-            .execute_batch(ENDLESS.into())
-            .into_result()
-            .expect_err("stopped");
-        assert_eq!(e.kind, ErrorKind::Halted, "{e}");
+        let e = conn.execute_batch(ENDLESS).expect_err("stopped");
+        assert_eq!(e.kind(), ErrorKind::Halted, "{e}");
         // Without the guard the thread's statements run again.
         drop(guard);
-        assert_eq!(
-            conn.execute_batch("SELECT 1".into())
-                .into_result()
-                .expect("runs"),
-            0
-        );
+        assert_eq!(conn.execute_batch("SELECT 1").expect("runs"), 0);
     }
 
     #[test]
@@ -772,12 +714,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("d.db");
         let mut conn = open("1", &path.to_string_lossy()).expect("open");
-        let interrupter = conn.interrupter().into_option().expect("an interrupter");
+        let interrupter = conn.interrupter().expect("an interrupter");
         let (started_tx, started) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
             let runner = s.spawn(move || {
                 started_tx.send(()).expect("started");
-                conn.execute_batch(ENDLESS.into()).into_result()
+                conn.execute_batch(ENDLESS)
             });
             started.recv().expect("the runner started");
             // Until the statement runs, an interrupt is lost: interrupt until it ends.
@@ -786,7 +728,7 @@ mod tests {
                 std::thread::yield_now();
             }
             let e = runner.join().expect("runner").expect_err("interrupted");
-            assert_eq!(e.kind, ErrorKind::Halted, "{e}");
+            assert_eq!(e.kind(), ErrorKind::Halted, "{e}");
         });
     }
 }

@@ -1117,7 +1117,7 @@ fn describe_cycle(registry: &Registry, plans: &[ActionPlan], c: &[i64]) -> Strin
                         .iter()
                         .any(|(t, _)| identity(registry, t) == identity(registry, o))
                 })
-                .map(|(o, _)| format!("{} (connection {})", o.name, o.connection_id))
+                .map(|(o, _)| format!("{} (connection {})", o.name(), o.connection_id()))
                 .collect(),
             _ => Vec::new(),
         };

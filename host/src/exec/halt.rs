@@ -4,14 +4,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use weft_sdk::{HaltSignal, InterruptBox};
+use weft_sdk::{HaltSignal, Interrupter};
 
 /// One instance's halt.
 #[derive(Default)]
 pub struct Halt {
     signal: HaltSignal,
     /// The interrupters of the running actions' connections, by registration.
-    interrupters: Mutex<Vec<(u64, Vec<InterruptBox>)>>,
+    interrupters: Mutex<Vec<(u64, Vec<Interrupter>)>>,
     next: AtomicU64,
 }
 
@@ -67,7 +67,7 @@ impl Halt {
 
     /// Registers the interrupters of an action's connections until the registration is
     /// dropped; interrupts them at once when the halt was asked for already.
-    pub fn register(&self, interrupters: Vec<InterruptBox>) -> Registration<'_> {
+    pub fn register(&self, interrupters: Vec<Interrupter>) -> Registration<'_> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let mut all = self.lock();
         if self.signal.is_raised() {
@@ -79,7 +79,7 @@ impl Halt {
         Registration { halt: self, id }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Vec<InterruptBox>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Vec<Interrupter>)>> {
         self.interrupters
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -96,19 +96,12 @@ impl Drop for Registration<'_> {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
-    use weft_sdk::abi_stable::sabi_trait::TD_Opaque;
-    use weft_sdk::{Interrupt, Interrupt_TO};
 
-    struct Counting(Arc<AtomicUsize>);
-
-    impl Interrupt for Counting {
-        fn interrupt(&self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    fn counting(n: &Arc<AtomicUsize>) -> InterruptBox {
-        Interrupt_TO::from_value(Counting(Arc::clone(n)), TD_Opaque)
+    fn counting(n: &Arc<AtomicUsize>) -> Interrupter {
+        let n = Arc::clone(n);
+        Interrupter::new(move || {
+            n.fetch_add(1, Ordering::SeqCst);
+        })
     }
 
     #[test]

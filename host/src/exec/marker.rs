@@ -17,8 +17,7 @@
 //! connection is at-least-once. Markers older than 30 days are deleted now and
 //! then, by every hundredth instance.
 
-use weft_sdk::abi_stable::std_types::RSlice;
-use weft_sdk::{ConnectionBox, Datum, Value};
+use weft_sdk::{Connection, Datum, Value};
 
 /// The marker table in every target database.
 pub const TABLE: &str = "weft_commit_marker";
@@ -71,15 +70,12 @@ pub fn enabled(entry: &crate::keys::Entry) -> bool {
 /// # Errors
 ///
 /// What the database said: the action then runs without a marker on this connection.
-pub fn prepare(conn: &mut ConnectionBox) -> Result<(), String> {
+pub fn prepare(conn: &mut Connection) -> Result<(), String> {
     conn.execute_batch(
-        format!(
+        &format!(
             "CREATE TABLE IF NOT EXISTS {TABLE} (token VARCHAR(120) NOT NULL PRIMARY KEY, committed_at VARCHAR(20) NOT NULL)"
-        )
-        .as_str()
-        .into(),
+        ),
     )
-    .into_result()
     .map(|_| ())
     .map_err(|e| e.to_string())
 }
@@ -90,31 +86,25 @@ pub fn prepare(conn: &mut ConnectionBox) -> Result<(), String> {
 /// # Errors
 ///
 /// What the database said (the action then fails and rolls back).
-pub fn write(conn: &mut ConnectionBox, run: &Run) -> Result<(), String> {
+pub fn write(conn: &mut Connection, run: &Run) -> Result<(), String> {
     let now = chrono::Utc::now();
     if run.instance % 100 == 0 {
         let before = (now - chrono::Duration::days(KEEP_DAYS))
             .format("%Y-%m-%d %H:%M:%S")
             .to_string();
         conn.execute(
-            format!("DELETE FROM {TABLE} WHERE committed_at < ?")
-                .as_str()
-                .into(),
-            RSlice::from_slice(&[Value::text(before)]),
+            &format!("DELETE FROM {TABLE} WHERE committed_at < ?"),
+            &[Value::text(before)],
         )
-        .into_result()
         .map_err(|e| e.to_string())?;
     }
     conn.execute(
-        format!("INSERT INTO {TABLE} (token, committed_at) VALUES (?, ?)")
-            .as_str()
-            .into(),
-        RSlice::from_slice(&[
+        &format!("INSERT INTO {TABLE} (token, committed_at) VALUES (?, ?)"),
+        &[
             Value::text(run.token()),
             Value::text(now.format("%Y-%m-%d %H:%M:%S").to_string()),
-        ]),
+        ],
     )
-    .into_result()
     .map(|_| ())
     .map_err(|e| {
         format!("{e} (a login that may not write {TABLE} needs the key file option {OPTION}=off)")
@@ -127,13 +117,13 @@ pub fn write(conn: &mut ConnectionBox, run: &Run) -> Result<(), String> {
 ///
 /// What the database said, a missing table included: the caller cannot tell then, and
 /// reports that the action may have committed.
-pub fn committed(conn: &mut ConnectionBox, run: &Run) -> Result<bool, String> {
-    let (_, rows) = weft_sdk::query_all(
-        conn,
-        &format!("SELECT COUNT(*) FROM {TABLE} WHERE token = ?"),
-        &[Value::text(run.token())],
-    )
-    .map_err(|e| e.to_string())?;
+pub fn committed(conn: &mut Connection, run: &Run) -> Result<bool, String> {
+    let (_, rows) = conn
+        .query_all(
+            &format!("SELECT COUNT(*) FROM {TABLE} WHERE token = ?"),
+            &[Value::text(run.token())],
+        )
+        .map_err(|e| e.to_string())?;
     let n = rows
         .first()
         .and_then(|r| r.first())

@@ -17,9 +17,7 @@ use crate::connect;
 use crate::keys::KeyFile;
 use crate::plugins::Registry;
 use std::sync::{Arc, Mutex};
-use weft_sdk::abi_stable::sabi_trait::TD_Opaque;
-use weft_sdk::abi_stable::std_types::{RStr, RString, RVec, Tuple2};
-use weft_sdk::{ConnectionSlot, Logger, Logger_TO, RunContext, RunOutcome};
+use weft_sdk::{Log, RunContext, RunOutcome, RunParts};
 
 /// Substitutes `${name}` in `text` with the variables' values, as text; `$${` writes a
 /// literal `${`.
@@ -134,8 +132,9 @@ impl Lines {
     }
 }
 
-impl Logger for Lines {
-    fn log(&mut self, line: RStr<'_>) {
+impl Lines {
+    /// Keeps a line, and hands it on when its time comes.
+    pub fn push(&self, line: &str) {
         let mut state = self.state();
         state.lines.push(line.to_string());
         if state.live.is_none() {
@@ -325,28 +324,22 @@ fn run_inner(
         None => String::new(),
     };
     // The statement as run, first in the action's log.
-    let mut logger = lines.clone();
-    Logger::log(
-        &mut logger,
-        format!(
-            "{} action {} `{}`: {}",
-            plan.module,
-            plan.id,
-            plan.name,
-            text.trim()
-        )
-        .as_str()
-        .into(),
-    );
+    lines.push(&format!(
+        "{} action {} `{}`: {}",
+        plan.module,
+        plan.id,
+        plan.name,
+        text.trim()
+    ));
     let mut ids: Vec<i64> = plan
         .sources
         .iter()
         .chain(&plan.targets)
-        .map(|(o, _)| o.connection_id)
+        .map(|(o, _)| o.connection_id())
         .collect();
     ids.sort_unstable();
     ids.dedup();
-    let mut connections = RVec::new();
+    let mut connections = Vec::with_capacity(ids.len());
     for id in &ids {
         let entry = keys.get(&id.to_string()).ok_or_else(|| {
             format!(
@@ -356,41 +349,39 @@ fn run_inner(
         })?;
         let connection =
             connect::open(entry, registry).map_err(|e| format!("action {}: {e}", plan.id))?;
-        connections.push(ConnectionSlot {
-            id: *id,
-            connection,
-        });
+        connections.push((*id, connection));
     }
     // One transaction on each connection the action writes: its targets', or, for an action
     // without targets (a Sql action on its source's connection), the connection it runs on.
     let target_ids = written_connections(plan);
-    let mut ctx = RunContext {
+    let halt_signal = marking
+        .and_then(|m| m.halt)
+        .map(halt::Halt::signal)
+        .unwrap_or_default();
+    let log = {
+        let lines = lines.clone();
+        Log::new(move |line| lines.push(line))
+    };
+    let mut ctx = RunContext::new(RunParts {
         action_id: plan.id,
-        action_name: plan.name.as_str().into(),
-        action: text.into(),
+        action_name: plan.name.clone(),
+        action: text,
         attributes: plan.sdk_attributes(registry.module(&plan.module).map(|m| &m.info)),
         sources: plan.source_refs(),
         targets: plan.target_refs(),
         connections,
-        variables: variables
-            .iter()
-            .map(|(k, v)| Tuple2(RString::from(k.as_str()), RString::from(v.as_str())))
-            .collect(),
-        log: Logger_TO::from_value(lines.clone(), TD_Opaque),
-        halt: marking
-            .and_then(|m| m.halt)
-            .map(halt::Halt::signal)
-            .unwrap_or_default(),
-    };
+        variables: variables.to_vec(),
+        log,
+        halt: halt_signal.clone(),
+    });
     // A halt interrupts what runs on the action's connections, until the action ends (the
     // registration goes before the connections do), and stops the SQLite statements and
     // lock waits of this thread.
-    let _on_this_thread = connect::sqlite::halt_on_this_thread(ctx.halt.clone());
+    let _on_this_thread = connect::sqlite::halt_on_this_thread(halt_signal.clone());
     let _interrupts = marking.and_then(|m| m.halt).map(|h| {
         h.register(
-            ctx.connections
-                .iter()
-                .filter_map(|slot| slot.connection.interrupter().into_option())
+            ctx.connections()
+                .filter_map(|(_, c)| c.interrupter())
                 .collect(),
         )
     });
@@ -418,21 +409,16 @@ fn run_inner(
             };
             match prepared {
                 Ok(()) => marked.push(*id),
-                Err(e) if ctx.halt.is_raised() => {
+                Err(e) if halt_signal.is_raised() => {
                     return Err(format!(
                         "action {}: stopped before it began: {e}",
                         plan.id
                     ));
                 }
-                Err(e) => Logger::log(
-                    &mut logger,
-                    format!(
-                        "connection {id}: no commit marker ({e}); if the server stops between this action's commit and its record, a restart runs it again (at-least-once; run {})",
-                        run.token()
-                    )
-                    .as_str()
-                    .into(),
-                ),
+                Err(e) => lines.push(&format!(
+                    "connection {id}: no commit marker ({e}); if the server stops between this action's commit and its record, a restart runs it again (at-least-once; run {})",
+                    run.token()
+                )),
             }
         }
         let unmarked: Vec<i64> = target_ids
@@ -451,11 +437,11 @@ fn run_inner(
     }
     for id in &target_ids {
         ctx.connection(*id)
-            .and_then(|c| c.begin().into_result())
+            .and_then(|c| c.begin())
             .map_err(|e| format!("action {}: {e}", plan.id))?;
     }
     // A halt asked before this point finds no statement running to interrupt.
-    let mut result = if ctx.halt.is_raised() {
+    let mut result = if halt_signal.is_raised() {
         Err(weft_sdk::PluginError::of(
             weft_sdk::ErrorKind::Halted,
             "the halt was asked before it began",
@@ -463,7 +449,7 @@ fn run_inner(
     } else {
         module.module.run(&mut ctx).into_result()
     };
-    if result.is_ok() && ctx.halt.is_raised() {
+    if result.is_ok() && halt_signal.is_raised() {
         result = Err(weft_sdk::PluginError::of(
             weft_sdk::ErrorKind::Halted,
             "it ended after the halt was asked, so it was not committed",
@@ -493,7 +479,7 @@ fn run_inner(
         } else {
             c.rollback()
         };
-        if let (Ok(_), Err(e)) = (&result, end.into_result()) {
+        if let (Ok(_), Err(e)) = (&result, end) {
             return Err(format!("action {}: commit failed: {e}", plan.id));
         }
         if result.is_ok() {
@@ -506,9 +492,13 @@ fn run_inner(
 /// The connections an action writes, each in one transaction: its targets', or, for an
 /// action without targets (a Sql action on its source's connection), the one it runs on.
 pub fn written_connections(plan: &ActionPlan) -> Vec<i64> {
-    let mut ids: Vec<i64> = plan.targets.iter().map(|(o, _)| o.connection_id).collect();
+    let mut ids: Vec<i64> = plan
+        .targets
+        .iter()
+        .map(|(o, _)| o.connection_id())
+        .collect();
     if ids.is_empty() {
-        ids.extend(plan.sources.first().map(|(o, _)| o.connection_id));
+        ids.extend(plan.sources.first().map(|(o, _)| o.connection_id()));
     }
     ids.sort_unstable();
     ids.dedup();
@@ -596,9 +586,9 @@ mod tests {
                 .send(lines.to_vec());
             true
         });
-        let mut lines = Lines::live(live, vec!["s3cret".to_owned()]);
-        Logger::log(&mut lines, "first".into());
-        Logger::log(&mut lines, "second, with s3cret".into());
+        let lines = Lines::live(live, vec!["s3cret".to_owned()]);
+        lines.push("first");
+        lines.push("second, with s3cret");
         let wait = std::time::Duration::from_secs(30);
         assert_eq!(rx.recv_timeout(wait).expect("the first"), vec!["first"]);
         // Held back (it came within 250 ms), then handed on by the flusher, redacted.
@@ -609,7 +599,7 @@ mod tests {
         );
         assert!(lines.rest().is_empty(), "each line once");
         // After the end nothing more goes to the live log.
-        Logger::log(&mut lines, "late".into());
+        lines.push("late");
         assert_eq!(lines.rest(), vec!["late"]);
     }
 

@@ -16,10 +16,8 @@ pub mod copies;
 use abi_stable::library::{LibraryError, RootModule, lib_header_from_path};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use weft_sdk::{
-    ActionModuleBox, ConnectionBridgeBox, ModuleInfo, ObjectTypeBox, ObjectTypeInfo, PluginMod_Ref,
-    SDK_VERSION,
-};
+use weft_sdk::ffi::{ActionModuleBox, ConnectionBridgeBox, ObjectTypeBox, PluginMod_Ref};
+use weft_sdk::{ModuleInfo, ObjectTypeInfo, SDK_VERSION};
 
 /// A library that loaded.
 #[derive(Debug, Clone)]
@@ -260,15 +258,14 @@ impl Registry {
             Ok(modules) => {
                 for m in modules {
                     match m.info().into_result() {
-                        Ok(mi) if self.modules.contains_key(mi.name.as_str()) => {
-                            let first =
-                                self.modules[mi.name.as_str()].library.display().to_string();
-                            self.refuse(path, format!("module `{}` is already provided by {first}, which was loaded first (built-in plugins first, then INSTALL/plugins, then HOME/plugins, each in name order); this library's is ignored", mi.name));
+                        Ok(mi) if self.modules.contains_key(mi.name()) => {
+                            let first = self.modules[mi.name()].library.display().to_string();
+                            self.refuse(path, format!("module `{}` is already provided by {first}, which was loaded first (built-in plugins first, then INSTALL/plugins, then HOME/plugins, each in name order); this library's is ignored", mi.name()));
                         }
                         Ok(mi) => {
-                            lib.modules.push(mi.name.to_string());
+                            lib.modules.push(mi.name().to_string());
                             self.modules.insert(
-                                mi.name.to_string(),
+                                mi.name().to_string(),
                                 LoadedModule {
                                     info: mi,
                                     module: m,
@@ -288,13 +285,13 @@ impl Registry {
             Ok(types) => {
                 for t in types {
                     match t.info().into_result() {
-                        Ok(ti) if self.object_types.contains_key(&ti.id) => {
-                            self.refuse(path, format!("object type {} is already provided by another library; this one is ignored", ti.id));
+                        Ok(ti) if self.object_types.contains_key(&ti.id()) => {
+                            self.refuse(path, format!("object type {} is already provided by another library; this one is ignored", ti.id()));
                         }
                         Ok(ti) => {
-                            lib.object_types.push(format!("{} {}", ti.id, ti.name));
+                            lib.object_types.push(format!("{} {}", ti.id(), ti.name()));
                             self.object_types.insert(
-                                ti.id,
+                                ti.id(),
                                 LoadedObjectType {
                                     info: ti,
                                     object_type: t,
@@ -358,7 +355,7 @@ impl Registry {
     pub fn object_type_names(&self) -> Vec<String> {
         self.object_types
             .values()
-            .map(|t| format!("{} ({})", t.info.id, t.info.name))
+            .map(|t| format!("{} ({})", t.info.id(), t.info.name()))
             .collect()
     }
 

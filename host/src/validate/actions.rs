@@ -30,22 +30,24 @@ pub(super) fn action(
         }
         return;
     };
-    for spec in m.attributes.iter().filter(|s| s.required) {
-        if !a.extra.iter().any(|(k, _)| k.v == spec.name.as_str()) {
+    for spec in m.attributes().iter().filter(|s| s.is_required()) {
+        if !a.extra.iter().any(|(k, _)| k.v == spec.name()) {
             problems.error(
                 "node.module_attribute",
                 format!(
                     "module {} needs attribute `{}` ({})",
-                    m.name, spec.name, spec.description
+                    m.name(),
+                    spec.name(),
+                    spec.description()
                 ),
                 a.module.span,
-                &apath.key(spec.name.as_str()),
+                &apath.key(spec.name()),
             );
         }
     }
     for (key, value) in &a.extra {
-        let Some(spec) = m.attributes.iter().find(|s| s.name == key.v.as_str()) else {
-            let mut names: Vec<&str> = m.attributes.iter().map(|s| s.name.as_str()).collect();
+        let Some(spec) = m.attributes().iter().find(|s| s.name() == key.v.as_str()) else {
+            let mut names: Vec<&str> = m.attributes().iter().map(|s| s.name()).collect();
             names.sort_unstable();
             let takes = if names.is_empty() {
                 String::new()
@@ -54,19 +56,19 @@ pub(super) fn action(
             };
             problems.error(
                 "node.module_attribute",
-                format!("unknown attribute `{}` for module {}; it takes module, documentation, name, action{takes}", key.v, m.name),
+                format!("unknown attribute `{}` for module {}; it takes module, documentation, name, action{takes}", key.v, m.name()),
                 key.span,
                 &apath.key(&key.v),
             );
             continue;
         };
-        if let Some(expected) = wrong_kind(spec.kind, &value.value) {
+        if let Some(expected) = wrong_kind(spec.kind(), &value.value) {
             problems.error(
                 "dsr.wrong_type",
                 format!(
                     "`{}` of module {} must be {expected}, found {}",
                     key.v,
-                    m.name,
+                    m.name(),
                     value.value.kind()
                 ),
                 value.span,
@@ -97,14 +99,14 @@ fn wrong_kind(
 /// that are not; the module is not asked about an action whose attributes it would not get).
 fn attributes_fit(a: &ActionAttributes, m: &weft_sdk::ModuleInfo) -> bool {
     let written = |name: &str| a.extra.iter().any(|(k, _)| k.v == name);
-    m.attributes
+    m.attributes()
         .iter()
-        .all(|s| !s.required || written(s.name.as_str()))
+        .all(|s| !s.is_required() || written(s.name()))
         && a.extra.iter().all(|(key, value)| {
-            m.attributes
+            m.attributes()
                 .iter()
-                .find(|s| s.name == key.v.as_str())
-                .is_some_and(|spec| wrong_kind(spec.kind, &value.value).is_none())
+                .find(|s| s.name() == key.v.as_str())
+                .is_some_and(|spec| wrong_kind(spec.kind(), &value.value).is_none())
         })
 }
 
@@ -160,7 +162,6 @@ pub(super) fn plugin_checks(
     text: &str,
     problems: &mut Problems,
 ) {
-    use weft_sdk::abi_stable::std_types::RString;
     for plan in crate::plan::actions_of(s, dialect) {
         let node = &s.nodes[plan.index];
         let NodeAttributes::Action(a) = &node.attributes else {
@@ -175,13 +176,13 @@ pub(super) fn plugin_checks(
         if !attributes_fit(a, &info) {
             continue;
         }
-        let input = weft_sdk::ValidateInput {
-            action_id: plan.id,
-            action: plan.text.as_deref().map(RString::from).into(),
-            attributes: plan.sdk_attributes(Some(&info)),
-            sources: plan.source_refs(),
-            targets: plan.target_refs(),
-        };
+        let input = weft_sdk::ValidateInput::new(
+            plan.id,
+            plan.text.as_deref(),
+            plan.sdk_attributes(Some(&info)),
+            plan.source_refs(),
+            plan.target_refs(),
+        );
         let out = match catalog.validate_action(&plan.module, &input) {
             Ok(out) => out,
             Err(e) => {
@@ -224,13 +225,13 @@ pub(super) fn plugin_checks(
                 _ => (a.module.span, apath.key("module")),
             }
         };
-        for p in out.problems.iter() {
-            let attribute = p.attribute.as_ref().into_option().map(|n| n.as_str());
-            let (span, ppath) = place(p.offset.into_option(), attribute);
-            let message = format!("action {}: {}", plan.id, p.message);
-            let code = module_code(&plan.module, &p.code);
+        for p in out.problems().iter() {
+            let attribute = p.attribute();
+            let (span, ppath) = place(p.offset(), attribute);
+            let message = format!("action {}: {}", plan.id, p.message());
+            let code = module_code(&plan.module, p.code());
             // A severity this host does not know (from a newer plugin) counts as an error.
-            if p.severity == crate::dsr::Severity::Warning {
+            if p.severity() == crate::dsr::Severity::Warning {
                 problems.warning(code, message, span, &ppath);
             } else {
                 problems.error(code, message, span, &ppath);
@@ -244,27 +245,29 @@ pub(super) fn plugin_checks(
                 (a, b) => format!("{a} to {b}"),
             };
             let (ns, nt) = (plan.sources.len() as u32, plan.targets.len() as u32);
-            if ns < info.min_sources || ns > info.max_sources {
+            let (min_sources, max_sources) = info.source_range();
+            let (min_targets, max_targets) = info.target_range();
+            if ns < min_sources || ns > max_sources {
                 problems.error(
                     "module.sources",
                     format!(
                         "action {}: {} takes {} source object(s); this action has {ns}",
                         plan.id,
                         plan.module,
-                        range(info.min_sources, info.max_sources)
+                        range(min_sources, max_sources)
                     ),
                     a.module.span,
                     &apath.key("module"),
                 );
             }
-            if nt < info.min_targets || nt > info.max_targets {
+            if nt < min_targets || nt > max_targets {
                 problems.error(
                     "module.targets",
                     format!(
                         "action {}: {} takes {} target object(s); this action has {nt}",
                         plan.id,
                         plan.module,
-                        range(info.min_targets, info.max_targets)
+                        range(min_targets, max_targets)
                     ),
                     a.module.span,
                     &apath.key("module"),
@@ -273,30 +276,33 @@ pub(super) fn plugin_checks(
         }
         // A read matches a source, or a target on a connection the sources are on (an action
         // may read what it writes), or any object when the action has no sources.
-        let source_connections: Vec<i64> =
-            plan.sources.iter().map(|(o, _)| o.connection_id).collect();
+        let source_connections: Vec<i64> = plan
+            .sources
+            .iter()
+            .map(|(o, _)| o.connection_id())
+            .collect();
         let readable = plan
             .sources
             .iter()
             .chain(plan.targets.iter().filter(|(o, _)| {
-                source_connections.is_empty() || source_connections.contains(&o.connection_id)
+                source_connections.is_empty() || source_connections.contains(&o.connection_id())
             }));
         let readable: Vec<&(weft_sdk::ObjectRef, String)> = readable.collect();
-        for read in out.reads.iter() {
-            let schema = read.schema.as_ref().into_option().map(|s| s.as_str());
+        for read in out.reads().iter() {
+            let schema = read.schema();
             let known = readable.iter().any(|(o, _)| {
-                o.name.eq_ignore_ascii_case(&read.name)
-                    && match (schema, o.schema.as_ref().into_option()) {
+                o.name().eq_ignore_ascii_case(read.name())
+                    && match (schema, o.schema()) {
                         (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
                         _ => true,
                     }
             });
             if !known {
                 let shown = match schema {
-                    Some(sc) => format!("{sc}.{}", read.name),
-                    None => read.name.to_string(),
+                    Some(sc) => format!("{sc}.{}", read.name()),
+                    None => read.name().to_string(),
                 };
-                let (span, ppath) = place(read.offset.into_option(), None);
+                let (span, ppath) = place(read.offset(), None);
                 problems.error(
                     "sql.unknown_table",
                     format!(

@@ -111,7 +111,7 @@ impl PluginCatalog<'_> {
         let Some(keys) = &self.keys else { return out };
         let mut by_connection: BTreeMap<i64, Vec<&weft_sdk::ObjectRef>> = BTreeMap::new();
         for o in objects {
-            by_connection.entry(o.connection_id).or_default().push(o);
+            by_connection.entry(o.connection_id()).or_default().push(o);
         }
         for (id, objs) in by_connection {
             let Some(entry) = keys.get(&id.to_string()) else {
@@ -122,10 +122,10 @@ impl PluginCatalog<'_> {
                 Err(e) => {
                     for o in objs {
                         out.push((
-                            o.node_id,
+                            o.node_id(),
                             format!(
                                 "connection {id} cannot be reached, so `{}` was not checked: {e}",
-                                o.name
+                                o.name()
                             ),
                         ));
                     }
@@ -134,28 +134,29 @@ impl PluginCatalog<'_> {
             };
             let started = std::time::Instant::now();
             for o in objs {
-                let Some(t) = self.registry.object_type(o.object_type_id) else {
+                let Some(t) = self.registry.object_type(o.object_type_id()) else {
                     continue;
                 };
                 if entry.kind == crate::connect::SQLITE && started.elapsed() > CHECK_BUDGET {
                     out.push((
-                        o.node_id,
+                        o.node_id(),
                         format!(
                             "connection {id} was busy (it did not answer within {} ms), so `{}` was not checked",
                             CHECK_BUDGET.as_millis(),
-                            o.name
+                            o.name()
                         ),
                     ));
                     continue;
                 }
                 match t.object_type.check(o, &mut conn).into_result() {
-                    Ok(weft_sdk::abi_stable::std_types::ROption::RSome(msg)) => {
-                        out.push((o.node_id, msg.to_string()))
+                    Ok(weft_sdk::ffi::abi_stable::std_types::ROption::RSome(msg)) => {
+                        out.push((o.node_id(), msg.to_string()))
                     }
                     Ok(_) => {}
-                    Err(e) => {
-                        out.push((o.node_id, format!("`{}` could not be checked: {e}", o.name)))
-                    }
+                    Err(e) => out.push((
+                        o.node_id(),
+                        format!("`{}` could not be checked: {e}", o.name()),
+                    )),
                 }
             }
         }

@@ -72,17 +72,13 @@ impl Catalog for FakeCatalog {
         } else {
             keys
         };
-        ["Copy", "Boom", "Strict"]
-            .contains(&name)
-            .then(|| weft_sdk::ModuleInfo {
-                name: name.into(),
-                description: "copies".into(),
-                attributes: vec![keys, mode].into(),
-                min_sources: 1,
-                max_sources: 1,
-                min_targets: 1,
-                max_targets: 1,
-            })
+        ["Copy", "Boom", "Strict"].contains(&name).then(|| {
+            weft_sdk::ModuleInfo::new(name, "copies")
+                .sources(1, 1)
+                .targets(1, 1)
+                .attribute(keys)
+                .attribute(mode)
+        })
     }
     fn module_names(&self) -> Vec<String> {
         vec!["Boom".to_owned(), "Copy".to_owned(), "Strict".to_owned()]
@@ -98,26 +94,19 @@ impl Catalog for FakeCatalog {
         let mut out = weft_sdk::ValidateOutput::default();
         // The host gives the declared default of an attribute the action does not write.
         if input.text("mode").is_none() {
-            out.problems
-                .push(weft_sdk::Problem::error("mode", "no mode", None));
+            out.push(weft_sdk::Problem::error("mode", "no mode", None));
         }
-        if let Some(at) = input
-            .action
-            .as_ref()
-            .into_option()
-            .and_then(|t| t.find("bad"))
-        {
-            out.problems.push(weft_sdk::Problem::error(
+        if let Some(at) = input.action().as_ref().and_then(|t| t.find("bad")) {
+            out.push(weft_sdk::Problem::error(
                 "sql.syntax",
                 "syntax error near `bad`",
                 Some(at as u32),
             ));
         }
         if let Some(keys) = input.attribute("keys") {
-            out.problems
-                .push(weft_sdk::Problem::warning("seen", "asked", None));
+            out.push(weft_sdk::Problem::warning("seen", "asked", None));
             if let Some(at) = keys.as_str().and_then(|k| k.find("nope")) {
-                out.problems.push(
+                out.push(
                     weft_sdk::Problem::error("keys", "`nope` is no column", Some(at as u32))
                         .on_attribute("keys"),
                 );

@@ -7,10 +7,9 @@
 // no unsafe code of its own.
 #![allow(unsafe_code)]
 
-use weft_sdk::abi_stable::std_types::{RString, RVec};
 use weft_sdk::{
     ActionModule, AttributeKind, AttributeSpec, ModuleInfo, PluginError, PluginResult, Problem,
-    RunContext, RunOutcome, ValidateInput, ValidateOutput, export_plugin, query_all,
+    RunContext, RunOutcome, ValidateInput, ValidateOutput, export_plugin,
 };
 use weft_sql_support::{column_probe, describe_object, described_table, match_columns, quote};
 
@@ -20,48 +19,40 @@ pub struct Insert;
 
 impl ActionModule for Insert {
     fn info(&self) -> ModuleInfo {
-        ModuleInfo {
-            name: "Insert".into(),
-            description: "Inserts the rows of the action's query into the target table, columns matched by name.".into(),
-            attributes: RVec::from(vec![
-                AttributeSpec::new("truncateBefore", AttributeKind::Bool, Some("false"), "empty the target before inserting"),
-                weft_sql_support::validate_sql_attribute(),
-            ]),
-            min_sources: 0,
-            max_sources: u32::MAX,
-            min_targets: 1,
-            max_targets: 1,
-        }
+        ModuleInfo::new("Insert", "Inserts the rows of the action's query into the target table, columns matched by name.")
+            .targets(1, 1)
+            .attribute(AttributeSpec::new("truncateBefore", AttributeKind::Bool, Some("false"), "empty the target before inserting"))
+            .attribute(weft_sql_support::validate_sql_attribute())
     }
 
     fn validate(&self, input: &ValidateInput) -> ValidateOutput {
         let dialect = input
-            .targets
+            .targets()
             .first()
-            .map_or(weft_sdk::Dialect::Unknown, |t| t.dialect);
+            .map_or(weft_sdk::Dialect::Unknown, |t| t.dialect());
         let mut out = weft_sql_support::check(input, dialect);
-        if let Some(t) = input.targets.first() {
+        if let Some(t) = input.targets().first() {
             for src in input
-                .sources
+                .sources()
                 .iter()
-                .filter(|s| s.connection_id != t.connection_id)
+                .filter(|s| s.connection_id() != t.connection_id())
             {
-                out.problems.push(Problem::error(
+                out.push(Problem::error(
                     "module.sources",
                     format!(
                         "Insert runs its query on the target's connection {}, but source `{}` is on connection {}; use Transfer to move rows between connections",
-                        t.connection_id, src.name, src.connection_id
+                        t.connection_id(), src.name(), src.connection_id()
                     ),
                     None,
                 ));
             }
         }
-        if let Some(sql) = input.action.as_ref().into_option()
+        if let Some(sql) = input.action()
             && let Ok(statements) = weft_sql_support::parse(sql, dialect)
             && (statements.len() != 1
                 || !matches!(statements[0], weft_sql_support::Statement::Query(_)))
         {
-            out.problems.push(Problem::error(
+            out.push(Problem::error(
                         "sql.not_a_query",
                         "Insert's action text is one query (SELECT ...) whose rows are inserted into the target",
                         Some(0),
@@ -72,43 +63,37 @@ impl ActionModule for Insert {
 
     fn run(&self, ctx: &mut RunContext) -> PluginResult<RunOutcome> {
         let target = ctx
-            .targets
+            .targets()
             .first()
             .cloned()
             .ok_or_else(|| PluginError::new("Insert needs one target table"))?;
         let truncate = ctx.flag("truncateBefore", false);
-        let query = ctx.action.trim().trim_end_matches(';').to_owned();
-        let (conn, log) = ctx.connection_and_log(target.connection_id)?;
+        let query = ctx.action().trim().trim_end_matches(';').to_owned();
+        let (conn, log) = ctx.connection_and_log(target.connection_id())?;
         let dialect = conn.dialect();
         let info = describe_object(conn, &target)?;
         let table = described_table(dialect, &info);
-        let (names, _) = query_all(conn, &column_probe(dialect, &query), &[])?;
+        let (names, _) = conn.query_all(&column_probe(dialect, &query), &[])?;
         let columns = match_columns(&names, &info)?;
         let mut removed = 0;
         if truncate {
-            removed = conn
-                .execute_batch(format!("DELETE FROM {table}").as_str().into())
-                .into_result()?;
+            removed = conn.execute_batch(format!("DELETE FROM {table}").as_str())?;
             log.log(
-                format!("Emptied {table}: {removed} row(s) deleted (truncateBefore).")
-                    .as_str()
-                    .into(),
+                format!("Emptied {table}: {removed} row(s) deleted (truncateBefore).").as_str(),
             );
         }
         let target_cols: Vec<String> = columns.iter().map(|c| quote(dialect, c)).collect();
         let source_cols: Vec<String> = names
             .iter()
-            .map(|c: &RString| format!("weft_q.{}", quote(dialect, c)))
+            .map(|c: &String| format!("weft_q.{}", quote(dialect, c)))
             .collect();
         let sql = format!(
             "INSERT INTO {table} ({}) SELECT {} FROM ({query}\n) AS weft_q",
             target_cols.join(", "),
             source_cols.join(", ")
         );
-        let n = conn
-            .execute(sql.as_str().into(), (&[][..]).into())
-            .into_result()?;
-        log.log(format!("Inserted {n} row(s) into {table}.").as_str().into());
+        let n = conn.execute(&sql, &[])?;
+        log.log(format!("Inserted {n} row(s) into {table}.").as_str());
         Ok(RunOutcome {
             rows_read: n,
             rows_written: n,

@@ -5,8 +5,7 @@
 //! boolean, eight for an integer or a double (its bits), and for everything else a 4-byte
 //! length and UTF-8 text (or raw bytes). Both sides must change together.
 
-use weft_sdk::abi_stable::std_types::{ROption, RString, RVec};
-use weft_sdk::{ColumnInfo, Row, TableInfo};
+use weft_sdk::{ColumnInfo, Row, Rows, TableInfo};
 use weft_sdk::{Datum, Value};
 
 const NULL: u8 = 0;
@@ -144,8 +143,8 @@ impl<'a> Reader<'a> {
     }
 
     /// A length-prefixed UTF-8 string.
-    pub fn string(&mut self) -> Result<RString> {
-        Ok(RString::from(self.text()?))
+    pub fn string(&mut self) -> Result<String> {
+        self.text()
     }
 
     fn text(&mut self) -> Result<String> {
@@ -178,7 +177,7 @@ impl<'a> Reader<'a> {
 }
 
 /// A query's header: the column names.
-pub fn header(buf: &[u8]) -> Result<Vec<RString>> {
+pub fn header(buf: &[u8]) -> Result<Vec<String>> {
     let mut r = Reader::new(buf);
     let n = r.u32()? as usize;
     let mut names = Vec::with_capacity(n.min(4096));
@@ -190,12 +189,12 @@ pub fn header(buf: &[u8]) -> Result<Vec<RString>> {
 }
 
 /// A batch of rows of `columns` values each.
-pub fn batch(buf: &[u8], columns: usize) -> Result<Vec<Row>> {
+pub fn batch(buf: &[u8], columns: usize) -> Result<Rows> {
     let mut r = Reader::new(buf);
     let n = r.u32()? as usize;
-    let mut rows = Vec::with_capacity(n.min(1 << 20));
+    let mut rows = Rows::with_capacity(n.min(1 << 20));
     for _ in 0..n {
-        let mut row = RVec::with_capacity(columns);
+        let mut row = Row::with_capacity(columns);
         for _ in 0..columns {
             row.push(r.value()?);
         }
@@ -213,28 +212,19 @@ pub fn table(buf: &[u8]) -> Result<TableInfo> {
     let schema = r.string()?;
     let name = r.string()?;
     let n = r.u32()? as usize;
-    let mut columns = RVec::with_capacity(n.min(4096));
+    let mut columns = Vec::with_capacity(n.min(4096));
     for _ in 0..n {
         let name = r.string()?;
         let type_name = r.string()?;
         let nullable = r.u8()? != 0;
         let primary_key = r.u32()?;
-        columns.push(ColumnInfo {
-            name,
-            type_name,
-            nullable,
-            primary_key,
-        });
+        columns.push(ColumnInfo::new(&name, &type_name, nullable, primary_key));
     }
-    Ok(TableInfo {
-        schema: if schema.is_empty() {
-            ROption::RNone
-        } else {
-            ROption::RSome(schema)
-        },
-        name,
+    Ok(TableInfo::new(
+        Some(schema.as_str()).filter(|s| !s.is_empty()),
+        &name,
         columns,
-    })
+    ))
 }
 
 #[cfg(test)]
@@ -262,7 +252,7 @@ mod tests {
         let values = all_kinds();
         let mut buf = (2u32).to_le_bytes().to_vec();
         buf.extend(
-            rows(&[RVec::from(values.clone()), RVec::from(values.clone())]).expect("known kinds"),
+            rows(&[Row::from(values.clone()), Row::from(values.clone())]).expect("known kinds"),
         );
         let back = batch(&buf, values.len()).expect("decodes");
         assert_eq!(back.len(), 2);
@@ -280,7 +270,7 @@ mod tests {
     fn a_cut_or_foreign_answer_is_an_error_not_a_panic() {
         let values = all_kinds();
         let mut buf = (1u32).to_le_bytes().to_vec();
-        buf.extend(rows(&[RVec::from(values.clone())]).expect("known kinds"));
+        buf.extend(rows(&[Row::from(values.clone())]).expect("known kinds"));
         for cut in 0..buf.len() {
             assert!(batch(&buf[..cut], values.len()).is_err(), "cut at {cut}");
         }

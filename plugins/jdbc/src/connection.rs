@@ -1,4 +1,4 @@
-//! A JDBC connection as a weft [`Connection`]: every call is one JNI call into the helper
+//! A JDBC connection as a weft [`DatabaseConnection`]: every call is one JNI call into the helper
 //! class (`weft.jdbc.Bridge`), which holds the `java.sql.Connection`.
 
 use crate::codec;
@@ -7,9 +7,10 @@ use jni::objects::{JByteArray, JObject, JObjectArray, JString};
 use jni::refs::Global;
 use jni::{Env, JValue, jni_sig, jni_str};
 use std::collections::HashMap;
-use weft_sdk::abi_stable::sabi_types::RMut;
-use weft_sdk::abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
-use weft_sdk::{Connection, Dialect, ErrorKind, PluginError, Row, RowSink_TO, TableInfo, Value};
+use weft_sdk::{
+    DatabaseConnection, Dialect, ErrorKind, PluginError, PluginResult, Row, RowSink, TableInfo,
+    Value,
+};
 use weft_sql_support::{qualified, quote, split_statements};
 
 /// What a connection is opened from.
@@ -222,7 +223,7 @@ impl JdbcConnection {
         sql: &str,
         params: &[Value],
         batch_rows: u32,
-        sink: &mut RowSink_TO<'_, RMut<'_, ()>>,
+        sink: &mut RowSink<'_>,
     ) -> Result<u64, PluginError> {
         let batch_rows = batch_rows.clamp(1, i32::MAX as u32) as i32;
         let encoded = codec::params(params).map_err(|m| self.format_error("query", &m))?;
@@ -251,7 +252,7 @@ impl JdbcConnection {
             }
         };
         let columns = names.len();
-        if let Err(e) = sink.columns(RSlice::from(names.as_slice())).into_result() {
+        if let Err(e) = sink.columns(&names) {
             let _ = self.void("closing the query", jni_str!("closeQuery"));
             return Err(e);
         }
@@ -278,7 +279,7 @@ impl JdbcConnection {
             let n = rows.len();
             total += n as u64;
             if n > 0
-                && let Err(e) = sink.rows(RVec::from(rows)).into_result()
+                && let Err(e) = sink.rows(rows)
             {
                 let _ = self.void("closing the query", jni_str!("closeQuery"));
                 return Err(e);
@@ -319,7 +320,7 @@ impl JdbcConnection {
         &mut self,
         schema: Option<&str>,
         table: &str,
-        columns: &[RString],
+        columns: &[&str],
         rows: &[Row],
     ) -> Result<u64, PluginError> {
         if rows.is_empty() {
@@ -332,25 +333,21 @@ impl JdbcConnection {
             .iter()
             .map(|c| {
                 let real = info
-                    .columns
+                    .columns()
                     .iter()
-                    .find(|i| i.name.as_str() == c.as_str())
+                    .find(|i| i.name() == *c)
                     .or_else(|| {
-                        info.columns
+                        info.columns()
                             .iter()
-                            .find(|i| i.name.as_str().eq_ignore_ascii_case(c.as_str()))
+                            .find(|i| i.name().eq_ignore_ascii_case(c))
                     })
-                    .map_or(c.as_str(), |i| i.name.as_str());
+                    .map_or(*c, |i| i.name());
                 quote(d, real)
             })
             .collect();
         let sql = format!(
             "INSERT INTO {} ({}) VALUES ({})",
-            qualified(
-                d,
-                info.schema.as_ref().map(RString::as_str).into_option(),
-                &info.name
-            ),
+            qualified(d, info.schema(), info.name()),
             cols.join(", "),
             vec!["?"; cols.len()].join(", ")
         );
@@ -369,7 +366,7 @@ impl JdbcConnection {
         let count = i32::try_from(rows.len())
             .map_err(|_| self.format_error("insert", "more than 2^31 rows in one batch"))?;
         let width = cols.len() as i32;
-        let n = self.call(&format!("inserting into {}", info.name), |env, b| {
+        let n = self.call(&format!("inserting into {}", info.name()), |env, b| {
             let s = env.new_string(&sql)?;
             let a = env.byte_array_from_slice(&data)?;
             env.call_method(
@@ -437,21 +434,17 @@ impl Drop for JdbcConnection {
     }
 }
 
-impl Connection for JdbcConnection {
+impl DatabaseConnection for JdbcConnection {
     fn dialect(&self) -> Dialect {
         self.dialect
     }
 
-    fn execute_batch(&mut self, sql: RStr<'_>) -> RResult<u64, PluginError> {
-        self.script(sql.as_str()).into()
+    fn execute_batch(&mut self, sql: &str) -> PluginResult<u64> {
+        self.script(sql)
     }
 
-    fn execute(&mut self, sql: RStr<'_>, params: RSlice<'_, Value>) -> RResult<u64, PluginError> {
-        let encoded = match codec::params(params.as_slice()) {
-            Ok(e) => e,
-            Err(m) => return RResult::RErr(self.format_error("statement", &m)),
-        };
-        let sql = sql.as_str();
+    fn execute(&mut self, sql: &str, params: &[Value]) -> PluginResult<u64> {
+        let encoded = codec::params(params).map_err(|m| self.format_error("statement", &m))?;
         self.call("statement failed", |env, b| {
             let s = env.new_string(sql)?;
             let p = env.byte_array_from_slice(&encoded)?;
@@ -464,58 +457,45 @@ impl Connection for JdbcConnection {
             .j()
         })
         .map(|n| n.max(0) as u64)
-        .into()
     }
 
     fn query(
         &mut self,
-        sql: RStr<'_>,
-        params: RSlice<'_, Value>,
+        sql: &str,
+        params: &[Value],
         batch_rows: u32,
-        mut sink: RowSink_TO<'_, RMut<'_, ()>>,
-    ) -> RResult<u64, PluginError> {
-        self.run_query(sql.as_str(), params.as_slice(), batch_rows, &mut sink)
-            .into()
+        sink: &mut RowSink<'_>,
+    ) -> PluginResult<u64> {
+        self.run_query(sql, params, batch_rows, sink)
     }
 
     fn insert_batch(
         &mut self,
-        schema: ROption<RStr<'_>>,
-        table: RStr<'_>,
-        columns: RSlice<'_, RString>,
-        rows: RSlice<'_, Row>,
-    ) -> RResult<u64, PluginError> {
-        self.insert(
-            schema.map(|s| s.as_str()).into_option(),
-            table.as_str(),
-            columns.as_slice(),
-            rows.as_slice(),
-        )
-        .into()
+        schema: Option<&str>,
+        table: &str,
+        columns: &[&str],
+        rows: &[Row],
+    ) -> PluginResult<u64> {
+        self.insert(schema, table, columns, rows)
     }
 
-    fn describe(
-        &mut self,
-        schema: ROption<RStr<'_>>,
-        table: RStr<'_>,
-    ) -> RResult<TableInfo, PluginError> {
-        let schema = schema.map(|s| s.as_str()).into_option();
+    fn describe(&mut self, schema: Option<&str>, table: &str) -> PluginResult<TableInfo> {
         // Asked fresh: the table may have changed since an insert looked it up.
         self.tables
-            .remove(&(schema.map(str::to_owned), table.as_str().to_owned()));
-        self.table(schema, table.as_str()).into()
+            .remove(&(schema.map(str::to_owned), table.to_owned()));
+        self.table(schema, table)
     }
 
-    fn begin(&mut self) -> RResult<(), PluginError> {
-        self.void("begin", jni_str!("begin")).into()
+    fn begin(&mut self) -> PluginResult<()> {
+        self.void("begin", jni_str!("begin"))
     }
 
-    fn commit(&mut self) -> RResult<(), PluginError> {
-        self.void("commit", jni_str!("commit")).into()
+    fn commit(&mut self) -> PluginResult<()> {
+        self.void("commit", jni_str!("commit"))
     }
 
-    fn rollback(&mut self) -> RResult<(), PluginError> {
-        self.void("rollback", jni_str!("rollback")).into()
+    fn rollback(&mut self) -> PluginResult<()> {
+        self.void("rollback", jni_str!("rollback"))
     }
 }
 

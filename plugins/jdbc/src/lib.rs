@@ -7,7 +7,7 @@
 //! the other options become connection properties.
 //!
 //! - [`jvm`]: the one JVM of the process, started on the first JDBC connection only.
-//! - [`connection`]: the [`weft_sdk::Connection`] over a `java.sql.Connection`.
+//! - [`connection`]: the [`weft_sdk::DatabaseConnection`] over a `java.sql.Connection`.
 //! - [`codec`]: the byte format in which rows and parameters cross JNI, a batch per call.
 //!
 //! This is the only crate that uses jni. JNI calls block; the host calls connections on its
@@ -18,7 +18,7 @@ pub mod connection;
 pub mod jvm;
 
 use std::path::{Path, PathBuf};
-use weft_sdk::{ConnectionBox, ConnectionBridge, ErrorKind, KeyEntry, PluginError, PluginResult};
+use weft_sdk::{Connection, ConnectionBridge, ErrorKind, KeyEntry, PluginError, PluginResult};
 
 /// The bridge for the connection type `jdbc`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -51,9 +51,9 @@ impl ConnectionBridge for JdbcBridge {
         "jdbc".to_owned()
     }
 
-    fn open(&self, entry: &KeyEntry) -> PluginResult<ConnectionBox> {
-        let key = entry.key.as_str();
-        let url = entry.url.as_str().trim();
+    fn open(&self, entry: &KeyEntry) -> PluginResult<Connection> {
+        let key = entry.key();
+        let url = entry.url().trim();
         let refuse = |m: String| Err(PluginError::of(ErrorKind::Connection, m));
         if !url.to_ascii_lowercase().starts_with("jdbc:") {
             return refuse(format!(
@@ -72,8 +72,7 @@ impl ConnectionBridge for JdbcBridge {
         let mut drivers_dir = None;
         let mut java_home = None;
         let mut properties = Vec::new();
-        for o in entry.options.iter() {
-            let (k, v) = (o.0.as_str(), o.1.as_str());
+        for (k, v) in entry.options() {
             match k {
                 DRIVER_OPTION => driver = v.trim().to_owned(),
                 DRIVERS_OPTION => drivers_dir = Some(PathBuf::from(v)),
@@ -103,14 +102,14 @@ impl ConnectionBridge for JdbcBridge {
         let target = connection::Target {
             key,
             url,
-            user: entry.user.as_str(),
-            password: entry.password.as_str(),
+            user: entry.user(),
+            password: entry.password(),
             driver: &driver,
             jars,
             properties,
         };
         let c = connection::JdbcConnection::open(jvm, &target)?;
-        Ok(weft_sdk::connection_box(c))
+        Ok(Connection::new(c))
     }
 }
 

@@ -7,7 +7,6 @@
 // no unsafe code of its own.
 #![allow(unsafe_code)]
 
-use weft_sdk::abi_stable::std_types::RVec;
 use weft_sdk::{
     ActionModule, Dialect, ModuleInfo, PluginError, PluginResult, Problem, RunContext, RunOutcome,
     ValidateInput, ValidateOutput, export_plugin,
@@ -19,40 +18,37 @@ pub struct Sql;
 
 impl ActionModule for Sql {
     fn info(&self) -> ModuleInfo {
-        ModuleInfo {
-            name: "Sql".into(),
-            description:
-                "Runs the action text (one or several statements) on the target connection.".into(),
-            attributes: RVec::from(vec![weft_sql_support::validate_sql_attribute()]),
-            min_sources: 0,
-            max_sources: u32::MAX,
-            min_targets: 0,
-            max_targets: u32::MAX,
-        }
+        ModuleInfo::new(
+            "Sql",
+            "Runs the action text (one or several statements) on the target connection.",
+        )
+        .attribute(weft_sql_support::validate_sql_attribute())
     }
 
     fn validate(&self, input: &ValidateInput) -> ValidateOutput {
-        let object = input.targets.first().or_else(|| input.sources.first());
-        let dialect = object.map_or(Dialect::Unknown, |o| o.dialect);
+        let object = input.targets().first().or_else(|| input.sources().first());
+        let dialect = object.map_or(Dialect::Unknown, |o| o.dialect());
         let mut out = weft_sql_support::check(input, dialect);
         if let Some(o) = object {
             for src in input
-                .sources
+                .sources()
                 .iter()
-                .filter(|s| s.connection_id != o.connection_id)
+                .filter(|s| s.connection_id() != o.connection_id())
             {
-                out.problems.push(Problem::error(
+                out.push(Problem::error(
                     "module.sources",
                     format!(
                         "Sql runs on connection {}, but source `{}` is on connection {}",
-                        o.connection_id, src.name, src.connection_id
+                        o.connection_id(),
+                        src.name(),
+                        src.connection_id()
                     ),
                     None,
                 ));
             }
         }
         if object.is_none() {
-            out.problems.push(Problem::error(
+            out.push(Problem::error(
                 "module.targets",
                 "Sql runs on the connection of its target (or source) object, and this action has none: add a node of type 1 for the table it writes (field1: the table, objectTypeId: 1, connectionId: the connection) and an edge from the action to it",
                 None,
@@ -63,18 +59,15 @@ impl ActionModule for Sql {
 
     fn run(&self, ctx: &mut RunContext) -> PluginResult<RunOutcome> {
         let connection_id = ctx
-            .targets
+            .targets()
             .first()
-            .or_else(|| ctx.sources.first())
-            .map(|o| o.connection_id)
+            .or_else(|| ctx.sources().first())
+            .map(|o| o.connection_id())
             .ok_or_else(|| {
                 PluginError::new("Sql needs a target (or source) object to know its connection: add a node of type 1 for the table it writes and an edge from the action to it")
             })?;
-        let sql = ctx.action.to_string();
-        let changed = ctx
-            .connection(connection_id)?
-            .execute_batch(sql.as_str().into())
-            .into_result()?;
+        let sql = ctx.action().to_string();
+        let changed = ctx.connection(connection_id)?.execute_batch(&sql)?;
         ctx.log(&format!(
             "Ran the action's SQL on connection {connection_id}: {changed} row(s) changed."
         ));

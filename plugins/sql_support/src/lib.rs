@@ -16,7 +16,6 @@ use sqlparser::dialect::{self as sp, Dialect as SpDialect};
 use sqlparser::parser::Parser;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
-use weft_sdk::abi_stable::std_types::{ROption, RString, RVec};
 use weft_sdk::{
     AttributeValue, Dialect, PluginError, Problem, TableName, ValidateInput, ValidateOutput,
 };
@@ -207,11 +206,11 @@ pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
             continue;
         };
         let schema = (parts.len() >= 2).then(|| parts[parts.len() - 2].0.clone());
-        out.push(TableName {
-            schema: schema.map(RString::from).into(),
-            name: name.into(),
-            offset: pos.map(|(l, c)| offset_of(&masked, l, c) as u32).into(),
-        });
+        out.push(TableName::new(
+            schema.as_deref(),
+            &name,
+            pos.map(|(l, c)| offset_of(&masked, l, c) as u32),
+        ));
     }
     out
 }
@@ -251,14 +250,8 @@ fn key(parts: &[(String, Option<(u64, u64)>)]) -> String {
 /// The validation every SQL module does on its action text, in `dialect`.
 pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
     let mut out = ValidateOutput::default();
-    let Some(sql) = input
-        .action
-        .as_ref()
-        .into_option()
-        .map(|s| s.as_str())
-        .filter(|s| !s.trim().is_empty())
-    else {
-        out.problems.push(Problem::error(
+    let Some(sql) = input.action().filter(|s| !s.trim().is_empty()) else {
+        out.push(Problem::error(
             "sql.missing",
             "the action has no SQL text (`action`)",
             None,
@@ -274,7 +267,9 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
     }
     match parse(sql, dialect) {
         Ok(statements) => {
-            out.reads = RVec::from(reads(&statements, sql));
+            for table in reads(&statements, sql) {
+                out.read(table);
+            }
         }
         Err((message, offset)) => {
             let text = format!("the SQL does not parse as {}: {message}", dialect.name());
@@ -283,7 +278,7 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
             } else {
                 Problem::warning("sql.syntax", text, offset)
             };
-            out.problems.push(p);
+            out.push(p);
         }
     }
     out
@@ -333,7 +328,7 @@ pub fn validate_sql_attribute() -> weft_sdk::AttributeSpec {
 /// A problem when the sources of `module`'s action are not all on one connection (the query
 /// runs on theirs).
 pub fn sources_on_one_connection(input: &ValidateInput, module: &str) -> Option<Problem> {
-    let mut ids = input.sources.iter().map(|s| s.connection_id);
+    let mut ids = input.sources().iter().map(|s| s.connection_id());
     let first = ids.next()?;
     ids.any(|c| c != first).then(|| {
         Problem::error(
@@ -376,24 +371,16 @@ pub fn qualified(dialect: Dialect, schema: Option<&str>, table: &str) -> String 
 ///
 /// The connection's, e.g. when the table does not exist.
 pub fn describe_object(
-    conn: &mut weft_sdk::ConnectionBox,
+    conn: &mut weft_sdk::Connection,
     object: &weft_sdk::ObjectRef,
 ) -> weft_sdk::PluginResult<weft_sdk::TableInfo> {
-    conn.describe(
-        schema_of(object).map(Into::into).into(),
-        object.name.as_str().into(),
-    )
-    .into_result()
+    conn.describe(schema_of(object), object.name())
 }
 
 /// A described table's name as the database spells it (unquoted names fold to upper case in
 /// H2 and HSQLDB, to lower case in PostgreSQL), quoted and qualified for `dialect`.
 pub fn described_table(dialect: Dialect, info: &weft_sdk::TableInfo) -> String {
-    qualified(
-        dialect,
-        info.schema.as_ref().map(RString::as_str).into_option(),
-        &info.name,
-    )
+    qualified(dialect, info.schema(), info.name())
 }
 
 /// Matches `names` (a query's columns) to `target` columns by name, ignoring case; returns the
@@ -403,27 +390,27 @@ pub fn described_table(dialect: Dialect, info: &weft_sdk::TableInfo) -> String {
 ///
 /// When a name has no column in the target, naming it and the target.
 pub fn match_columns(
-    names: &[RString],
+    names: &[String],
     target: &weft_sdk::TableInfo,
 ) -> Result<Vec<String>, PluginError> {
     let mut out = Vec::with_capacity(names.len());
     let mut missing = Vec::new();
     for n in names {
         match target
-            .columns
+            .columns()
             .iter()
-            .find(|c| c.name.eq_ignore_ascii_case(n))
+            .find(|c| c.name().eq_ignore_ascii_case(n))
         {
-            Some(c) => out.push(c.name.to_string()),
+            Some(c) => out.push(c.name().to_owned()),
             None => missing.push(n.to_string()),
         }
     }
     if !missing.is_empty() {
-        let have: Vec<&str> = target.columns.iter().map(|c| c.name.as_str()).collect();
+        let have: Vec<&str> = target.columns().iter().map(|c| c.name()).collect();
         return Err(PluginError::new(format!(
             "the query's column(s) {} have no column of the same name in table {} (its columns: {}); name them with aliases",
             missing.join(", "),
-            target.name,
+            target.name(),
             have.join(", ")
         )));
     }
@@ -432,10 +419,7 @@ pub fn match_columns(
 
 /// The schema of an object, as the connection calls it.
 pub fn schema_of(o: &weft_sdk::ObjectRef) -> Option<&str> {
-    match &o.schema {
-        ROption::RSome(s) if !s.is_empty() => Some(s.as_str()),
-        _ => None,
-    }
+    o.schema().filter(|s| !s.is_empty())
 }
 
 #[cfg(test)]
@@ -462,7 +446,10 @@ mod tests {
 
     fn names(sql: &str) -> Vec<String> {
         let st = parse(sql, Dialect::Sqlite).expect("parses");
-        reads(&st, sql).iter().map(|t| t.name.to_string()).collect()
+        reads(&st, sql)
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect()
     }
 
     #[test]
@@ -513,17 +500,17 @@ mod tests {
             .map(|t| {
                 format!(
                     "{}{}",
-                    t.schema
+                    t.schema()
                         .as_ref()
                         .map(|s| format!("{s}."))
                         .unwrap_or_default(),
-                    t.name
+                    t.name()
                 )
             })
             .collect();
         assert_eq!(r, vec!["s1", "main.s2", "dst"]);
         let t = &reads(&st, sql)[0];
-        assert_eq!(&sql[t.offset.unwrap_or_default() as usize..][..2], "s1");
+        assert_eq!(&sql[t.offset().unwrap_or_default() as usize..][..2], "s1");
     }
 }
 

@@ -6,10 +6,8 @@
 // no unsafe code of its own.
 #![allow(unsafe_code)]
 
-use weft_sdk::abi_stable::std_types::ROption;
 use weft_sdk::{
-    ConnectionBox, ObjectIdentity, ObjectRef, ObjectType, ObjectTypeInfo, PluginResult,
-    export_plugin,
+    Connection, ObjectIdentity, ObjectRef, ObjectType, ObjectTypeInfo, PluginResult, export_plugin,
 };
 
 /// A table or a view.
@@ -32,42 +30,34 @@ pub const VIEW: Relation = Relation {
 
 impl ObjectType for Relation {
     fn info(&self) -> ObjectTypeInfo {
-        ObjectTypeInfo {
-            id: self.id,
-            name: self.name.into(),
-        }
+        ObjectTypeInfo::new(self.id, self.name)
     }
 
     fn identity(&self, object: &ObjectRef) -> ObjectIdentity {
-        let mut schema = match &object.schema {
-            ROption::RSome(s) => s.to_lowercase(),
-            ROption::RNone => String::new(),
-        };
+        let mut schema = object.schema().unwrap_or_default().to_lowercase();
         // SQLite's `main` is its default schema: `main.t` and `t` are one table.
-        if object.dialect == weft_sdk::Dialect::Sqlite && schema == "main" {
+        if object.dialect() == weft_sdk::Dialect::Sqlite && schema == "main" {
             schema.clear();
         }
-        ObjectIdentity {
-            connection_id: object.connection_id,
-            schema: schema.into(),
-            name: object.name.to_lowercase().into(),
-        }
+        ObjectIdentity::new(
+            object.connection_id(),
+            &schema,
+            &object.name().to_lowercase(),
+        )
     }
 
     fn check(
         &self,
         object: &ObjectRef,
-        connection: &mut ConnectionBox,
+        connection: &mut Connection,
     ) -> PluginResult<Option<String>> {
-        let schema = object.schema.as_ref().map(|s| s.as_str().into());
-        match connection
-            .describe(schema, object.name.as_str().into())
-            .into_result()
-        {
-            Ok(info) if !info.columns.is_empty() => Ok(None),
+        match connection.describe(object.schema(), object.name()) {
+            Ok(info) if !info.columns().is_empty() => Ok(None),
             Ok(_) | Err(_) => Ok(Some(format!(
                 "{} `{}` does not exist on connection {} (yet: another action may create it)",
-                self.name, object.name, object.connection_id
+                self.name,
+                object.name(),
+                object.connection_id()
             ))),
         }
     }
@@ -82,17 +72,9 @@ export_plugin! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weft_sdk::abi_stable::std_types::RString;
 
     fn obj(schema: Option<&str>, name: &str, dialect: weft_sdk::Dialect) -> ObjectRef {
-        ObjectRef {
-            node_id: 1,
-            object_type_id: 1,
-            connection_id: 3,
-            name: name.into(),
-            schema: schema.map(RString::from).into(),
-            dialect,
-        }
+        ObjectRef::new(1, 1, 3, name, schema, dialect)
     }
 
     #[test]
@@ -108,10 +90,7 @@ mod tests {
             TABLE.identity(&obj(None, "orders", POSTGRES))
         );
         assert_eq!(
-            TABLE
-                .identity(&obj(Some("Sales"), "T", POSTGRES))
-                .schema
-                .as_str(),
+            TABLE.identity(&obj(Some("Sales"), "T", POSTGRES)).schema(),
             "sales"
         );
     }

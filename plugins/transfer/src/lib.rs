@@ -7,11 +7,10 @@
 // no unsafe code of its own.
 #![allow(unsafe_code)]
 
-use weft_sdk::abi_stable::std_types::{RString, RVec};
 use weft_sdk::{
-    ActionModule, AttributeKind, AttributeSpec, AttributeValue, FnSink, ModuleInfo, PluginError,
-    PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput, ValidateOutput,
-    export_plugin, query_all,
+    ActionModule, AttributeKind, AttributeSpec, AttributeValue, ModuleInfo, PluginError,
+    PluginResult, Problem, Rows, RunContext, RunOutcome, ValidateInput, ValidateOutput,
+    export_plugin,
 };
 use weft_sql_support::{
     column_probe, describe_object, described_table, match_columns, quote, schema_of,
@@ -29,36 +28,28 @@ pub const DEFAULT_BATCH_ROWS: i64 = 10_000;
 
 impl ActionModule for Transfer {
     fn info(&self) -> ModuleInfo {
-        ModuleInfo {
-            name: "Transfer".into(),
-            description: "Streams the rows of a query on the sources' connection into the target table on another connection.".into(),
-            attributes: RVec::from(vec![
-                AttributeSpec::new("batchRows", AttributeKind::Integer, Some("10000"), "rows per batch"),
-                weft_sql_support::validate_sql_attribute(),
-            ]),
-            min_sources: 1,
-            max_sources: u32::MAX,
-            min_targets: 1,
-            max_targets: 1,
-        }
+        ModuleInfo::new("Transfer", "Streams the rows of a query on the sources' connection into the target table on another connection.")
+            .sources(1, u32::MAX)
+            .targets(1, 1)
+            .attribute(AttributeSpec::new("batchRows", AttributeKind::Integer, Some("10000"), "rows per batch"))
+            .attribute(weft_sql_support::validate_sql_attribute())
     }
 
     fn validate(&self, input: &ValidateInput) -> ValidateOutput {
         let dialect = input
-            .sources
+            .sources()
             .first()
-            .map_or(weft_sdk::Dialect::Unknown, |s| s.dialect);
+            .map_or(weft_sdk::Dialect::Unknown, |s| s.dialect());
         let mut out = weft_sql_support::check(input, dialect);
-        out.problems
-            .extend(weft_sql_support::sources_on_one_connection(
-                input, "Transfer",
-            ));
+        if let Some(p) = weft_sql_support::sources_on_one_connection(input, "Transfer") {
+            out.push(p);
+        }
         if let Some(n) = input
             .attribute("batchRows")
             .and_then(AttributeValue::as_integer)
             && !(1..=MAX_BATCH_ROWS).contains(&n)
         {
-            out.problems.push(
+            out.push(
                 Problem::error(
                     "module.attribute",
                     format!("`batchRows` must be from 1 to {MAX_BATCH_ROWS}, found {n}"),
@@ -72,12 +63,12 @@ impl ActionModule for Transfer {
 
     fn run(&self, ctx: &mut RunContext) -> PluginResult<RunOutcome> {
         let target = ctx
-            .targets
+            .targets()
             .first()
             .cloned()
             .ok_or_else(|| PluginError::new("Transfer needs one target table"))?;
         let source = ctx
-            .sources
+            .sources()
             .first()
             .cloned()
             .ok_or_else(|| PluginError::new("Transfer needs at least one source"))?;
@@ -90,13 +81,13 @@ impl ActionModule for Transfer {
             }
             _ => DEFAULT_BATCH_ROWS as u32,
         };
-        let query = ctx.action.trim().trim_end_matches(';').to_owned();
-        let outcome = if source.connection_id == target.connection_id {
+        let query = ctx.action().trim().trim_end_matches(';').to_owned();
+        let outcome = if source.connection_id() == target.connection_id() {
             // One connection: the database copies the rows itself.
-            let conn = ctx.connection(target.connection_id)?;
+            let conn = ctx.connection(target.connection_id())?;
             let dialect = conn.dialect();
             let info = describe_object(conn, &target)?;
-            let (names, _) = query_all(conn, &column_probe(dialect, &query), &[])?;
+            let (names, _) = conn.query_all(&column_probe(dialect, &query), &[])?;
             let columns = match_columns(&names, &info)?;
             let sql = format!(
                 "INSERT INTO {} ({}) SELECT {} FROM ({query}\n) AS weft_q",
@@ -112,9 +103,7 @@ impl ActionModule for Transfer {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            let n = conn
-                .execute(sql.as_str().into(), (&[][..]).into())
-                .into_result()?;
+            let n = conn.execute(&sql, &[])?;
             RunOutcome {
                 rows_read: n,
                 rows_written: n,
@@ -122,38 +111,32 @@ impl ActionModule for Transfer {
                 rows_deleted: 0,
             }
         } else {
-            let (src, dst) = ctx.two_connections(source.connection_id, target.connection_id)?;
+            let (src, dst) = ctx.two_connections(source.connection_id(), target.connection_id())?;
             let info = describe_object(dst, &target)?;
             let schema = schema_of(&target).map(str::to_owned);
-            let table = target.name.to_string();
+            let table = target.name().to_owned();
             // Reading and writing overlap: the query streams batches into a queue of four, and
             // a second thread inserts them on the target connection.
-            let (tx, rx) = std::sync::mpsc::sync_channel::<(Vec<RString>, RVec<Row>)>(4);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(Vec<String>, Rows)>(4);
             std::thread::scope(|scope| {
                 let writer = scope.spawn(move || -> PluginResult<u64> {
                     let mut written = 0u64;
                     for (columns, batch) in rx {
-                        written += dst
-                            .insert_batch(
-                                schema.as_deref().map(Into::into).into(),
-                                table.as_str().into(),
-                                columns.as_slice().into(),
-                                batch.as_slice().into(),
-                            )
-                            .into_result()?;
+                        written += dst.insert_batch(schema.as_deref(), &table, &columns, &batch)?;
                     }
                     Ok(written)
                 });
-                let columns: std::cell::RefCell<Vec<RString>> = std::cell::RefCell::new(Vec::new());
-                let mut sink = FnSink::new(
-                    |names: &[RString]| {
-                        *columns.borrow_mut() = match_columns(names, &info)?
-                            .into_iter()
-                            .map(RString::from)
-                            .collect();
+                // Both closures see the columns: the first sets them, the second sends them.
+                let columns: std::cell::RefCell<Vec<String>> = std::cell::RefCell::new(Vec::new());
+                let read = src.query(
+                    &query,
+                    &[],
+                    batch_rows,
+                    |names| {
+                        *columns.borrow_mut() = match_columns(names, &info)?;
                         Ok(())
                     },
-                    |batch: RVec<Row>| {
+                    |batch| {
                         if batch.is_empty() {
                             return Ok(());
                         }
@@ -162,14 +145,6 @@ impl ActionModule for Transfer {
                             .map_err(|_| PluginError::new("the target stopped taking rows"))
                     },
                 );
-                let read = src
-                    .query(
-                        query.as_str().into(),
-                        (&[][..]).into(),
-                        batch_rows,
-                        sink.as_sink(),
-                    )
-                    .into_result();
                 drop(tx);
                 let written = writer.join().map_err(|p| {
                     PluginError::new(format!(
@@ -192,7 +167,10 @@ impl ActionModule for Transfer {
         };
         ctx.log(&format!(
             "Transferred {} row(s) from connection {} into {} on connection {}.",
-            outcome.rows_written, source.connection_id, target.name, target.connection_id
+            outcome.rows_written,
+            source.connection_id(),
+            target.name(),
+            target.connection_id()
         ));
         Ok(outcome)
     }

@@ -11,11 +11,10 @@
 // no unsafe code of its own.
 #![allow(unsafe_code)]
 
-use weft_sdk::abi_stable::std_types::{RString, RVec};
 use weft_sdk::{
-    ActionModule, AttributeKind, AttributeSpec, AttributeValue, ConnectionBox, Datum, FnSink,
-    ModuleInfo, PluginError, PluginResult, Problem, Row, RunContext, RunOutcome, ValidateInput,
-    ValidateOutput, Value, export_plugin, query_all,
+    ActionModule, AttributeKind, AttributeSpec, AttributeValue, Connection, Datum, ModuleInfo,
+    PluginError, PluginResult, Problem, RunContext, RunOutcome, ValidateInput, ValidateOutput,
+    Value, export_plugin,
 };
 use weft_sql_support::{column_probe, describe_object, described_table, match_columns, quote};
 
@@ -55,43 +54,36 @@ fn count_of(v: Option<&Value>) -> Option<u64> {
     }
 }
 
-fn scalar(conn: &mut ConnectionBox, sql: &str) -> PluginResult<u64> {
-    let (_, rows) = query_all(conn, sql, &[])?;
+fn scalar(conn: &mut Connection, sql: &str) -> PluginResult<u64> {
+    let (_, rows) = conn.query_all(sql, &[])?;
     let first = rows.first().and_then(|r| r.first());
     count_of(first).ok_or_else(|| PluginError::new(format!("expected a count, got {first:?}")))
 }
 
 impl ActionModule for Upsert {
     fn info(&self) -> ModuleInfo {
-        ModuleInfo {
-            name: "Upsert".into(),
-            description: "Updates the target's rows that match the query's by key and inserts the others; deletes nothing.".into(),
-            attributes: RVec::from(vec![
-                AttributeSpec::new("keys", AttributeKind::String, None, "key columns, comma-separated; default: the target's primary key"),
-                weft_sql_support::validate_sql_attribute(),
-            ]),
-            min_sources: 0,
-            max_sources: u32::MAX,
-            min_targets: 1,
-            max_targets: 1,
-        }
+        ModuleInfo::new("Upsert", "Updates the target's rows that match the query's by key and inserts the others; deletes nothing.")
+            .targets(1, 1)
+            .attribute(AttributeSpec::new("keys", AttributeKind::String, None, "key columns, comma-separated; default: the target's primary key"))
+            .attribute(weft_sql_support::validate_sql_attribute())
     }
 
     fn validate(&self, input: &ValidateInput) -> ValidateOutput {
         // The query runs where the sources are; on the target's connection without sources.
         let dialect = input
-            .sources
+            .sources()
             .first()
-            .or_else(|| input.targets.first())
-            .map_or(weft_sdk::Dialect::Unknown, |o| o.dialect);
+            .or_else(|| input.targets().first())
+            .map_or(weft_sdk::Dialect::Unknown, |o| o.dialect());
         let mut out = weft_sql_support::check(input, dialect);
-        out.problems
-            .extend(weft_sql_support::sources_on_one_connection(input, "Upsert"));
+        if let Some(p) = weft_sql_support::sources_on_one_connection(input, "Upsert") {
+            out.push(p);
+        }
         let Some(keys) = input.attribute("keys").and_then(AttributeValue::as_str) else {
             return out;
         };
         if keys_attribute(input.attribute("keys")).is_empty() {
-            out.problems.push(
+            out.push(
                 Problem::error(
                     "module.attribute",
                     "`keys` names no column; write them comma-separated, e.g. `id, day`",
@@ -103,9 +95,7 @@ impl ActionModule for Upsert {
         }
         // Each key must be a column the query returns, when the query names them all.
         let columns = input
-            .action
-            .as_ref()
-            .into_option()
+            .action()
             .and_then(|sql| weft_sql_support::parse(sql, dialect).ok())
             .and_then(|statements| weft_sql_support::output_columns(&statements));
         if let Some(columns) = columns {
@@ -115,7 +105,7 @@ impl ActionModule for Upsert {
                 let offset = at + (part.len() - part.trim_start().len());
                 at += part.len() + 1;
                 if !key.is_empty() && !columns.iter().any(|c| c.eq_ignore_ascii_case(key)) {
-                    out.problems.push(
+                    out.push(
                         Problem::error(
                             "keys",
                             format!(
@@ -134,18 +124,18 @@ impl ActionModule for Upsert {
 
     fn run(&self, ctx: &mut RunContext) -> PluginResult<RunOutcome> {
         let target = ctx
-            .targets
+            .targets()
             .first()
             .cloned()
             .ok_or_else(|| PluginError::new("Upsert needs one target table"))?;
         let source_conn = ctx
-            .sources
+            .sources()
             .first()
-            .map_or(target.connection_id, |s| s.connection_id);
-        let query = ctx.action.trim().trim_end_matches(';').to_owned();
+            .map_or(target.connection_id(), |s| s.connection_id());
+        let query = ctx.action().trim().trim_end_matches(';').to_owned();
         let wanted_keys = keys_attribute(ctx.attribute("keys"));
         let (info, dialect) = {
-            let conn = ctx.connection(target.connection_id)?;
+            let conn = ctx.connection(target.connection_id())?;
             let info = describe_object(conn, &target)?;
             (info, conn.dialect())
         };
@@ -158,15 +148,15 @@ impl ActionModule for Upsert {
         if keys.is_empty() {
             return Err(PluginError::new(format!(
                 "Upsert into {} needs a key: the table has no primary key; give attribute `keys`",
-                target.name
+                target.name()
             )));
         }
         let table = described_table(dialect, &info);
-        let outcome = if source_conn == target.connection_id {
-            let conn = ctx.connection(target.connection_id)?;
+        let outcome = if source_conn == target.connection_id() {
+            let conn = ctx.connection(target.connection_id())?;
             same_connection(conn, &table, &info, &keys, &primary, &query)?
         } else {
-            let (src, dst) = ctx.two_connections(source_conn, target.connection_id)?;
+            let (src, dst) = ctx.two_connections(source_conn, target.connection_id())?;
             across(src, dst, &table, &info, &keys, &query)?
         };
         ctx.log(&format!(
@@ -198,7 +188,7 @@ fn key_check<'a>(keys: &'a [String], columns: &[String]) -> PluginResult<Vec<&'a
 }
 
 fn same_connection(
-    conn: &mut ConnectionBox,
+    conn: &mut Connection,
     table: &str,
     info: &weft_sdk::TableInfo,
     keys: &[String],
@@ -206,7 +196,7 @@ fn same_connection(
     query: &str,
 ) -> PluginResult<RunOutcome> {
     let dialect = conn.dialect();
-    let (names, _) = query_all(conn, &column_probe(dialect, query), &[])?;
+    let (names, _) = conn.query_all(&column_probe(dialect, query), &[])?;
     let columns = match_columns(&names, info)?;
     let keys = key_check(keys, &columns)?;
     let q = |c: &str| quote(dialect, c);
@@ -221,7 +211,7 @@ fn same_connection(
     let cols: Vec<String> = columns.iter().map(|c| q(c)).collect();
     let src_cols: Vec<String> = names
         .iter()
-        .map(|c: &RString| format!("weft_q.{}", q(c)))
+        .map(|c: &String| format!("weft_q.{}", q(c)))
         .collect();
     let non_keys: Vec<&String> = columns
         .iter()
@@ -255,9 +245,7 @@ fn same_connection(
         // Upsert deletes nothing: what the table gained was inserted; the rest of the rows
         // the statement changed were updated.
         let before = scalar(conn, &format!("SELECT COUNT(*) FROM {table}"))?;
-        let changed = conn
-            .execute(sql.as_str().into(), (&[][..]).into())
-            .into_result()?;
+        let changed = conn.execute(&sql, &[])?;
         let inserted =
             scalar(conn, &format!("SELECT COUNT(*) FROM {table}"))?.saturating_sub(before);
         return Ok(RunOutcome {
@@ -291,9 +279,7 @@ fn same_connection(
                 sets.join(", "),
                 key_match("weft_q", table)
             );
-            updated = conn
-                .execute(sql.as_str().into(), (&[][..]).into())
-                .into_result()?;
+            updated = conn.execute(&sql, &[])?;
         }
         let sql = format!(
             "INSERT INTO {table} ({}) SELECT {} FROM ({query}\n) AS weft_q WHERE NOT EXISTS (SELECT 1 FROM {table} AS weft_t WHERE {})",
@@ -301,9 +287,7 @@ fn same_connection(
             src_cols.join(", "),
             key_match("weft_t", "weft_q")
         );
-        let inserted = conn
-            .execute(sql.as_str().into(), (&[][..]).into())
-            .into_result()?;
+        let inserted = conn.execute(&sql, &[])?;
         Ok(RunOutcome {
             rows_read: total,
             rows_written: inserted,
@@ -323,8 +307,8 @@ struct Plan {
 }
 
 fn across(
-    src: &mut ConnectionBox,
-    dst: &mut ConnectionBox,
+    src: &mut Connection,
+    dst: &mut Connection,
     table: &str,
     info: &weft_sdk::TableInfo,
     keys: &[String],
@@ -334,8 +318,11 @@ fn across(
     let q = |c: &str| quote(dialect, c);
     let mut outcome = RunOutcome::default();
     let plan: std::cell::RefCell<Option<Plan>> = std::cell::RefCell::new(None);
-    let mut sink = FnSink::new(
-        |names: &[RString]| {
+    src.query(
+        query,
+        &[],
+        1000,
+        |names| {
             let columns = match_columns(names, info)?;
             let keys = key_check(keys, &columns)?;
             let key_idx: Vec<usize> = keys
@@ -370,7 +357,7 @@ fn across(
             });
             Ok(())
         },
-        |batch: RVec<Row>| {
+        |batch| {
             let plan = plan.borrow();
             let Some(p) = plan.as_ref() else {
                 return Err(PluginError::new("rows came before their columns"));
@@ -380,7 +367,7 @@ fn across(
                 let key_params: Vec<Value> = p.key_idx.iter().map(|&i| row[i].clone()).collect();
                 let exists = if p.other_idx.is_empty() {
                     // Only key columns: nothing to update; insert when absent.
-                    let (_, rows) = query_all(dst, &p.exists, &key_params)?;
+                    let (_, rows) = dst.query_all(&p.exists, &key_params)?;
                     count_of(rows.first().and_then(|r| r.first())).is_some_and(|n| n > 0)
                 } else {
                     let params: Vec<Value> = p
@@ -389,23 +376,17 @@ fn across(
                         .map(|&i| row[i].clone())
                         .chain(key_params)
                         .collect();
-                    dst.execute(p.update.as_str().into(), params.as_slice().into())
-                        .into_result()?
-                        > 0
+                    dst.execute(&p.update, &params)? > 0
                 };
                 if exists {
                     outcome.rows_updated += u64::from(!p.other_idx.is_empty());
                 } else {
-                    outcome.rows_written += dst
-                        .execute(p.insert.as_str().into(), row.as_slice().into())
-                        .into_result()?;
+                    outcome.rows_written += dst.execute(&p.insert, &row)?;
                 }
             }
             Ok(())
         },
-    );
-    src.query(query.into(), (&[][..]).into(), 1000, sink.as_sink())
-        .into_result()?;
+    )?;
     Ok(outcome)
 }
 

@@ -476,24 +476,30 @@ impl PluginList {
                     .iter()
                     .filter_map(|name| registry.module(name))
                     .map(|m| ModuleView {
-                        name: m.info.name.to_string(),
-                        description: m.info.description.to_string(),
+                        name: m.info.name().to_string(),
+                        description: m.info.description().to_string(),
                         attributes: m
                             .info
-                            .attributes
+                            .attributes()
                             .iter()
                             .map(|a| AttributeView {
-                                name: a.name.to_string(),
-                                kind: format!("{:?}", a.kind),
-                                default: a.default.as_ref().into_option().map(|d| d.to_string()),
-                                required: a.required,
-                                description: a.description.to_string(),
+                                name: a.name().to_string(),
+                                kind: format!("{:?}", a.kind()),
+                                default: a.default().map(|d| d.to_string()),
+                                required: a.is_required(),
+                                description: a.description().to_string(),
                             })
                             .collect(),
                         objects: format!(
                             "{}, {}",
-                            count(m.info.min_sources, m.info.max_sources, "source(s)"),
-                            count(m.info.min_targets, m.info.max_targets, "target(s)")
+                            {
+                                let (min, max) = m.info.source_range();
+                                count(min, max, "source(s)")
+                            },
+                            {
+                                let (min, max) = m.info.target_range();
+                                count(min, max, "target(s)")
+                            }
                         ),
                     })
                     .collect(),
