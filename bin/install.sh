@@ -6,6 +6,7 @@
 #                        jdbcList beside jdbcManager (SPEC 4.6)
 #   PREFIX/plugins/      the plugin libraries, which the installed weft loads
 #   PREFIX/drivers/      the JDBC driver jars jdbcManager installs (kept on a reinstall)
+#   PREFIX/sdk/          the plugin sdk's sources, for `weft plugins new`
 #   PREFIX/default-home  the installation's default HOME: --home DIR, else PREFIX/home
 #   PREFIX/lib/systemd/system/weft.service   a systemd unit: `weft serve` as USER
 #
@@ -150,6 +151,9 @@ UNIT
 chmod 644 "$tmp" && mv -f "$tmp" "$unit"
 put "$root/README.md" "$prefix/README.md" 644
 mkdir -p "$prefix/docs" && for doc in "$root"/docs/*; do [ -f "$doc" ] || continue; put "$doc" "$prefix/docs/${doc##*/}" 644; done
+# The sdk's sources: `weft plugins new` writes plugin crates that build against PREFIX/sdk.
+mkdir -p "$prefix/sdk/src" && put "$root/sdk/Cargo.toml" "$prefix/sdk/Cargo.toml" 644
+for f in "$root"/sdk/src/*.rs; do put "$f" "$prefix/sdk/src/${f##*/}" 644; done
 
 version=$("$prefix/bin/weft" --version) || die "the installed $prefix/bin/weft does not start"
 echo "installed $version into $prefix"

@@ -185,6 +185,17 @@ enum PluginsAction {
         /// The plugin library (a .so file).
         file: PathBuf,
     },
+    /// Write a new plugin crate NAME (a module that runs its action text, with unit tests on the sdk's fakes) that builds and passes its tests, as a start.
+    New {
+        /// The plugin's name: lower-case letters, digits and `_` (the crate is weft_plugin_NAME, the module NAME in CamelCase).
+        name: String,
+        /// The folder to write (default: ./NAME); it must not exist or be empty.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The weft sdk's folder (default: INSTALL/sdk, which a checkout and an installed tree have).
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -300,6 +311,10 @@ fn main() -> ExitCode {
             action: Some(PluginsAction::Install { file }),
             ..
         } => plugins_install(&home, &file),
+        Command::Plugins {
+            action: Some(PluginsAction::New { name, dir, sdk }),
+            ..
+        } => plugins_new(&name, dir, sdk),
         Command::Jdbc { install, action } => jdbc(install, action),
         Command::Run {
             url,
@@ -555,6 +570,40 @@ fn plugins(home: &std::path::Path) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// `weft plugins new NAME`: writes a plugin crate to start from (exit 1 when it cannot, 2 for
+/// a name that cannot be a plugin's).
+fn plugins_new(name: &str, dir: Option<PathBuf>, sdk: Option<PathBuf>) -> ExitCode {
+    use weft::plugins::template::{TemplateError, write_crate};
+    let dir = dir.unwrap_or_else(|| PathBuf::from(name));
+    let Some(sdk) = sdk.or_else(|| weft::settings::install_dir().map(|i| i.join("sdk"))) else {
+        eprintln!(
+            "weft plugins new: INSTALL is unknown, so the sdk cannot be found; give its folder with --sdk"
+        );
+        return ExitCode::FAILURE;
+    };
+    match write_crate(&dir, name, &sdk) {
+        Ok(files) => {
+            for f in &files {
+                println!("wrote {}", f.display());
+            }
+            let lib = format!("libweft_plugin_{name}.so");
+            println!(
+                "next: cd {} && cargo test && cargo build --release && weft plugins install target/release/{lib}",
+                dir.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e @ TemplateError::Name(_)) => {
+            eprintln!("weft plugins new: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("weft plugins new: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `weft plugins install FILE`: checks that FILE is a plugin this weft loads, then puts it into

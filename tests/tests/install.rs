@@ -99,9 +99,21 @@ fn the_installed_tree_works_from_any_directory_with_its_own_home_plugins_and_dri
         "plugins/libweft_plugin_upsert.so",
         "default-home",
         "lib/systemd/system/weft.service",
+        "sdk/Cargo.toml",
+        "sdk/src/lib.rs",
     ] {
         assert!(prefix.join(file).is_file(), "{file} is installed");
     }
+    // A new plugin crate depends on the installed sdk.
+    let o = t.run("weft", &["plugins", "new", "demo"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let manifest = std::fs::read_to_string(t.cwd.path().join("demo/Cargo.toml")).expect("crate");
+    let sdk = std::fs::canonicalize(prefix.join("sdk")).expect("sdk");
+    assert!(
+        manifest.contains(&format!("path = \"{}\"", sdk.display())),
+        "{manifest}"
+    );
     assert!(prefix.join("drivers").is_dir());
     let unit =
         std::fs::read_to_string(prefix.join("lib/systemd/system/weft.service")).expect("the unit");

@@ -295,8 +295,14 @@ fn build_example() -> std::path::PathBuf {
     std::fs::copy(example.join("src/lib.rs"), dir.join("src/lib.rs")).expect("example source");
     let manifest = std::fs::read_to_string(example.join("Cargo.toml")).expect("manifest");
     let sdk = format!("path = \"{}\"", root().join("sdk").display());
+    let sql = format!(
+        "path = \"{}\"",
+        root().join("plugins/sql_support").display()
+    );
     assert!(manifest.contains("path = \"../../sdk\""), "{manifest}");
-    let manifest = manifest.replace("path = \"../../sdk\"", &sdk);
+    let manifest = manifest
+        .replace("path = \"../../sdk\"", &sdk)
+        .replace("path = \"../../plugins/sql_support\"", &sql);
     let o = weft_tests::outside::build(&dir, &manifest, &[]);
     let (out, err) = text(&o);
     assert!(
@@ -511,4 +517,76 @@ fn a_halt_reaches_a_running_module_which_stops_and_is_rolled_back() {
         .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
         .expect("count");
     assert_eq!(n, 0, "its row was rolled back");
+}
+
+#[test]
+fn weft_plugins_new_writes_a_crate_that_builds_passes_its_tests_and_loads() {
+    let work = tempfile::tempdir().expect("work");
+    let sdk = root().join("sdk");
+    let new = |args: &[&str]| {
+        let o = std::process::Command::new(weft_bin())
+            .args(["plugins", "new"])
+            .args(args)
+            .current_dir(work.path())
+            .output()
+            .expect("weft plugins new");
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let dir = work.path().join("dedupe");
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let sdk_arg = sdk.to_string_lossy().into_owned();
+    // A name that cannot be a crate's is a usage error; nothing is written.
+    let (code, _, err) = new(&["Dedupe-1", "--dir", &dir_arg, "--sdk", &sdk_arg]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`Dedupe-1` is not a plugin name"), "{err}");
+    assert!(!dir.exists());
+    // A folder that is no sdk is refused.
+    let (code, _, err) = new(&["dedupe", "--dir", &dir_arg, "--sdk", &dir_arg]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("holds no weft sdk"), "{err}");
+    let (code, out, err) = new(&["dedupe", "--dir", &dir_arg, "--sdk", &sdk_arg]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("wrote") && out.contains("cargo test"), "{out}");
+    // Never over what is there.
+    let (code, _, err) = new(&["dedupe", "--dir", &dir_arg, "--sdk", &sdk_arg]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("exists and is not empty"), "{err}");
+    // Without --sdk, the sdk of INSTALL (this checkout) and the folder ./NAME.
+    let (code, out, err) = new(&["other"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(work.path().join("other/src/lib.rs").is_file());
+    // It builds and its tests pass, offline with the workspace's versions, as an author's
+    // crate (the target folder is the example's, which holds the same dependencies).
+    std::fs::copy(root().join("Cargo.lock"), dir.join("Cargo.lock")).expect("lock file");
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("example-rowcount")
+        .join("target");
+    let cargo = |command: &str| {
+        std::process::Command::new(option_env!("CARGO").unwrap_or("cargo"))
+            .args([command, "--offline", "--quiet", "--manifest-path"])
+            .arg(dir.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target)
+            .env_remove("CARGO_TARGET_DIR")
+            .output()
+            .expect("cargo")
+    };
+    let o = cargo("test");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "its tests failed:\n{out}{err}");
+    let o = cargo("build");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "it did not build:\n{out}{err}");
+    let home = tempfile::tempdir().expect("home");
+    let o = std::process::Command::new(weft_bin())
+        .args(["plugins", "install"])
+        .arg(target.join("debug/libweft_plugin_dedupe.so"))
+        .arg("--home")
+        .arg(home.path())
+        .output()
+        .expect("weft plugins install");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("modules Dedupe"), "{out}");
 }

@@ -48,10 +48,9 @@ impl ActionModule for Rowcount {
         for source in ctx.sources().to_vec() {
             // Between tables, a halt of the batch stops the module.
             ctx.stop_if_halted()?;
-            let sql = format!(
-                "SELECT COUNT(*) FROM \"{}\"",
-                source.name().replace('"', "\"\"")
-            );
+            let table =
+                weft_sql_support::qualified(source.dialect(), source.schema(), source.name());
+            let sql = format!("SELECT COUNT(*) FROM {table}");
             let (_, rows) = ctx
                 .connection(source.connection_id())?
                 .query_all(&sql, &[])?;

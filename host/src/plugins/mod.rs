@@ -12,6 +12,7 @@
 //! since a panic in it would end the server instead of failing an action.
 
 pub mod copies;
+pub mod template;
 
 use abi_stable::library::{LibraryError, RootModule, lib_header_from_path};
 use std::collections::BTreeMap;

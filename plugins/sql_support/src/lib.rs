@@ -8,7 +8,13 @@
 //!   parse.
 //! - Identifier quoting and the column matching the modules use at run time.
 //!
-//! This is a plain library linked into each module's plugin; it is not a plugin itself.
+//! - [`describe_object`], [`described_table`], [`match_columns`], [`column_probe`]: what a
+//!   module that loads a table does at run time.
+//!
+//! A companion of the sdk for plugin authors who write SQL modules, as weft's own do: a plain
+//! library linked into each module's plugin, not a plugin itself. Its manifest inherits
+//! nothing from weft's workspace, so a plugin outside the repository depends on it by path
+//! (or, once published, by version) beside the sdk; `examples/plugin-rowcount` does.
 
 use sqlparser::ast::ObjectName;
 pub use sqlparser::ast::Statement;
