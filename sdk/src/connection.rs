@@ -323,7 +323,7 @@ impl SinkTarget for RowSinkFfi_TO<'_, RMut<'_, ()>> {
     }
 }
 
-impl RowSink<'_> {
+impl<'a> RowSink<'a> {
     /// The result's column names, once, before any row.
     ///
     /// # Errors
@@ -341,6 +341,55 @@ impl RowSink<'_> {
     /// The receiver's: stop the query and return it.
     pub fn rows(&mut self, batch: Rows) -> PluginResult<()> {
         self.inner.rows(batch).into_result()
+    }
+
+    /// Hands rows on in batches of `batch_rows` (at least 1) as they are pushed; `finish`
+    /// hands on the last, shorter one.
+    pub fn batched(&mut self, batch_rows: u32) -> Batcher<'_, 'a> {
+        let size = batch_rows.max(1) as usize;
+        Batcher {
+            sink: self,
+            // Room for at most 10,000 rows up front; a larger batch grows as rows come.
+            batch: Rows::with_capacity(size.min(10_000)),
+            size,
+        }
+    }
+}
+
+/// Rows on their way to a [`RowSink`], a batch at a time (see [`RowSink::batched`]).
+pub struct Batcher<'s, 'a> {
+    sink: &'s mut RowSink<'a>,
+    batch: Rows,
+    size: usize,
+}
+
+impl Batcher<'_, '_> {
+    /// Adds a row; hands the batch on when it is full.
+    ///
+    /// # Errors
+    ///
+    /// The receiver's: stop the query and return it.
+    pub fn push(&mut self, row: Row) -> PluginResult<()> {
+        self.batch.push(row);
+        if self.batch.len() >= self.size {
+            let full =
+                std::mem::replace(&mut self.batch, Rows::with_capacity(self.size.min(10_000)));
+            self.sink.rows(full)?;
+        }
+        Ok(())
+    }
+
+    /// Hands on what is left.
+    ///
+    /// # Errors
+    ///
+    /// The receiver's.
+    pub fn finish(self) -> PluginResult<()> {
+        if self.batch.is_empty() {
+            Ok(())
+        } else {
+            self.sink.rows(self.batch)
+        }
     }
 }
 

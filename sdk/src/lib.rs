@@ -52,7 +52,7 @@ mod root;
 pub mod testing;
 mod value;
 
-pub use connection::{Connection, DatabaseConnection, RowSink, Rows};
+pub use connection::{Batcher, Connection, DatabaseConnection, RowSink, Rows};
 pub use error::{ErrorKind, PluginError, PluginResult, panic_message};
 pub use halt::{HaltSignal, Interrupter};
 pub use module::{

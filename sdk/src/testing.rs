@@ -21,7 +21,7 @@
 //! assert_eq!(ctx.integer("minRows"), Some(3));
 //! ```
 
-use crate::connection::{Connection, DatabaseConnection, RowSink, Rows};
+use crate::connection::{Connection, DatabaseConnection, RowSink};
 use crate::error::{ErrorKind, PluginError, PluginResult};
 use crate::halt::{HaltSignal, Interrupter};
 use crate::module::{AttributeValue, Log, ObjectRef, RunContext, RunParts, ValidateInput};
@@ -303,21 +303,16 @@ impl DatabaseConnection for Sqlite {
         let mut rows = st
             .query(rusqlite::params_from_iter(params.iter()))
             .map_err(fail)?;
-        let (mut batch, mut count) = (Rows::new(), 0u64);
+        let (mut batch, mut count) = (sink.batched(batch_rows), 0u64);
         while let Some(row) = rows.next().map_err(fail)? {
             let mut r = Row::new();
             for i in 0..names.len() {
                 r.push(value_of(row.get_ref(i).map_err(fail)?));
             }
-            batch.push(r);
+            batch.push(r)?;
             count += 1;
-            if batch.len() >= batch_rows.max(1) as usize {
-                sink.rows(std::mem::take(&mut batch))?;
-            }
         }
-        if !batch.is_empty() {
-            sink.rows(batch)?;
-        }
+        batch.finish()?;
         Ok(count)
     }
 
@@ -442,6 +437,26 @@ mod tests {
         assert_eq!(info.primary_key(), ["id"]);
         let e = db.describe(None, "nope").expect_err("no table");
         assert!(e.message().contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn rows_come_in_batches_of_the_size_asked_for() {
+        let mut db = sqlite("CREATE TABLE t (x); INSERT INTO t VALUES (1), (2), (3), (4), (5);")
+            .expect("db");
+        let mut sizes = Vec::new();
+        let read = db
+            .query(
+                "SELECT x FROM t",
+                &[],
+                2,
+                |_| Ok(()),
+                |batch| {
+                    sizes.push(batch.len());
+                    Ok(())
+                },
+            )
+            .expect("query");
+        assert_eq!((read, sizes), (5, vec![2, 2, 1]));
     }
 
     #[test]

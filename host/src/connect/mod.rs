@@ -62,11 +62,24 @@ pub fn open_briefly(entry: &Entry, registry: &Registry) -> Result<Connection, Pl
     open(entry, registry)
 }
 
+/// The native PostgreSQL connection type (the bridge plugin `plugins/postgres`).
+pub const POSTGRESQL: &str = "postgresql";
+
 /// The SQL dialect of a connection type and URL, for validation before anything is opened.
 pub fn dialect_of(kind: &str, url: &str) -> weft_sdk::Dialect {
-    if kind == SQLITE {
-        weft_sdk::Dialect::Sqlite
-    } else {
-        weft_sdk::Dialect::of_jdbc_url(url)
+    match kind {
+        SQLITE => weft_sdk::Dialect::Sqlite,
+        POSTGRESQL => weft_sdk::Dialect::Postgres,
+        _ => weft_sdk::Dialect::of_jdbc_url(url),
+    }
+}
+
+/// The dialect a connection type names without its URL (a type that serves one database),
+/// if it names one.
+pub fn dialect_of_type(kind: &str) -> Option<weft_sdk::Dialect> {
+    match kind {
+        SQLITE => Some(weft_sdk::Dialect::Sqlite),
+        POSTGRESQL => Some(weft_sdk::Dialect::Postgres),
+        _ => None,
     }
 }

@@ -5,7 +5,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use std::cell::RefCell;
 use weft_sdk::{
     ColumnInfo, Connection, DatabaseConnection, Dialect, ErrorKind, HaltSignal, Interrupter,
-    PluginError, PluginResult, Row, RowSink, Rows, TableInfo, Value, ValueKind,
+    PluginError, PluginResult, Row, RowSink, TableInfo, Value, ValueKind,
 };
 
 /// Bound parameters per statement, well below SQLite's limit of 32766.
@@ -444,7 +444,6 @@ impl DatabaseConnection for SqliteConnection {
         batch_rows: u32,
         sink: &mut RowSink<'_>,
     ) -> PluginResult<u64> {
-        let batch_rows = batch_rows.max(1) as usize;
         let mut st = self.c().prepare(sql).map_err(|e| self.fail(e, sql))?;
         let names: Vec<String> = st.column_names().map(str::to_owned).collect();
         sink.columns(&names)?;
@@ -453,26 +452,17 @@ impl DatabaseConnection for SqliteConnection {
         let mut rows = st
             .query(rusqlite::params_from_iter(ps.iter()))
             .map_err(|e| self.fail(e, sql))?;
-        // Room for at most 10,000 rows up front; a larger batch grows as rows come.
-        let mut batch = Rows::with_capacity(batch_rows.min(10_000));
+        let mut batch = sink.batched(batch_rows);
         let mut count = 0u64;
         while let Some(row) = rows.next().map_err(|e| self.fail(e, sql))? {
             let mut r = Row::with_capacity(n);
             for i in 0..n {
                 r.push(value(row.get_ref(i).map_err(|e| self.fail(e, sql))?));
             }
-            batch.push(r);
+            batch.push(r)?;
             count += 1;
-            if batch.len() == batch_rows {
-                sink.rows(std::mem::replace(
-                    &mut batch,
-                    Rows::with_capacity(batch_rows.min(10_000)),
-                ))?;
-            }
         }
-        if !batch.is_empty() {
-            sink.rows(batch)?;
-        }
+        batch.finish()?;
         Ok(count)
     }
 

@@ -89,10 +89,9 @@ impl Catalog for PluginCatalog<'_> {
         match self.keys.as_ref().and_then(|k| k.get(&id.to_string())) {
             Some(e) => crate::connect::dialect_of(&e.kind, &e.url),
             // Without the entry only a type that names its database says the dialect.
-            None => match kind {
-                Some(crate::connect::SQLITE) => weft_sdk::Dialect::Sqlite,
-                _ => weft_sdk::Dialect::Unknown,
-            },
+            None => kind
+                .and_then(crate::connect::dialect_of_type)
+                .unwrap_or(weft_sdk::Dialect::Unknown),
         }
     }
 }

@@ -129,6 +129,27 @@ impl sqlparser::ast::Visitor for Ctes {
     }
 }
 
+/// Collects the table functions in FROM (`generate_series(1, 3)`, `unnest(...)`,
+/// `pg_sleep(1)`, `json_each(...)`): the parser gives them as relations with arguments, but
+/// they are no tables.
+struct TableFunctions(Vec<String>);
+
+impl sqlparser::ast::Visitor for TableFunctions {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, t: &sqlparser::ast::TableFactor) -> ControlFlow<()> {
+        if let sqlparser::ast::TableFactor::Table {
+            name,
+            args: Some(_),
+            ..
+        } = t
+        {
+            self.0.push(key(&name_parts(name)));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
 /// The relation written by an UPDATE or DELETE, from its table clause.
 fn table_of(t: &sqlparser::ast::TableWithJoins) -> Option<&ObjectName> {
     match &t.relation {
@@ -139,8 +160,9 @@ fn table_of(t: &sqlparser::ast::TableWithJoins) -> Option<&ObjectName> {
 
 /// The tables `statements` read: every relation they name, less the targets of INSERT,
 /// UPDATE, DELETE, CREATE and DROP (each counted once: a target also read elsewhere in the
-/// statement is still a read), less the names of CTEs, and less names made of a `${name}`
-/// variable (they are known only at run time).
+/// statement is still a read), less table functions in FROM (`generate_series(...)`), less the
+/// names of CTEs, and less names made of a `${name}` variable (they are known only at run
+/// time).
 pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
     use sqlparser::ast::Visit as _;
     let masked = mask_variables(sql);
@@ -154,8 +176,10 @@ pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
     }
     let mut written: HashMap<String, usize> = HashMap::new();
     let mut ctes = Ctes(Vec::new());
+    let mut functions = TableFunctions(Vec::new());
     for s in statements {
         let _ = s.visit(&mut ctes);
+        let _ = s.visit(&mut functions);
         let mut targets: Vec<&ObjectName> = Vec::new();
         match s {
             Statement::Insert(i) => {
@@ -180,6 +204,10 @@ pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
         for n in targets {
             *written.entry(key(&name_parts(n))).or_default() += 1;
         }
+    }
+    // A table function is skipped as a target is: once for each time it is called.
+    for f in functions.0 {
+        *written.entry(f).or_default() += 1;
     }
     let mut out = Vec::new();
     let mut emitted: Vec<String> = Vec::new();
@@ -517,6 +545,41 @@ mod tests {
         assert_eq!(r, vec!["s1", "main.s2", "dst"]);
         let t = &reads(&st, sql)[0];
         assert_eq!(&sql[t.offset().unwrap_or_default() as usize..][..2], "s1");
+    }
+
+    #[test]
+    fn table_functions_in_from_are_no_tables() {
+        for (dialect, sql, read) in [
+            (Dialect::Postgres, "SELECT 1 FROM pg_sleep(1)", vec![]),
+            (
+                Dialect::Postgres,
+                "SELECT g, t.x FROM generate_series(1, 3) AS g JOIN t ON t.x = g",
+                vec!["t"],
+            ),
+            (
+                Dialect::Postgres,
+                "SELECT * FROM unnest(ARRAY[1, 2]) u, json_each('{}') j",
+                vec![],
+            ),
+            (
+                Dialect::Sqlite,
+                "SELECT value FROM json_each('[1]')",
+                vec![],
+            ),
+            // A table of the same name read as a table still counts.
+            (
+                Dialect::Postgres,
+                "SELECT * FROM generate_series(1, 2), generate_series",
+                vec!["generate_series"],
+            ),
+        ] {
+            let st = parse(sql, dialect).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+            let r: Vec<String> = reads(&st, sql)
+                .iter()
+                .map(|t| t.name().to_owned())
+                .collect();
+            assert_eq!(r, read, "{sql}");
+        }
     }
 }
 

@@ -1,0 +1,424 @@
+//! End to end with the native `postgresql` connection type (plugins/postgres) on a real
+//! PostgreSQL server started by the test: Insert and Upsert on PostgreSQL, Transfer both ways
+//! with SQLite and the values of every basic type, a halt that cancels a running statement,
+//! connection errors that name the place and never the password, and deploy checks in
+//! PostgreSQL's dialect (positions; table functions are no tables).
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use weft_tests::postgres::Postgres;
+
+/// A server whose key file has connection 1 (SQLite `data.db`) and 7 (the PostgreSQL server),
+/// deployed with folder 10.
+fn setup(pg: &Postgres) -> (Weft, std::path::PathBuf) {
+    let w = Weft::start_with(&["--listen", "127.0.0.1:0"], &[]);
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(
+            "CREATE TABLE lite_in (id INTEGER, name TEXT, amount TEXT, day TEXT, ok INTEGER);
+             INSERT INTO lite_in VALUES (1, 'Ünïcode ✓', '12.50', '2026-11-24', 1), (2, NULL, '-0.01', '1999-12-31', 0);
+             CREATE TABLE lite_out (id INTEGER, name TEXT, amount TEXT, day TEXT, ok INTEGER,
+                 at TEXT, at_tz TEXT, raw BLOB, u TEXT, j TEXT, f REAL, big INTEGER);",
+        )
+        .expect("tables");
+    w.add_keys(&format!(
+        "1|sqlite|{}|||\n7|postgresql|postgresql://127.0.0.1:{}/weft|weft|secret|sslmode=disable;application_name=weft-test\n",
+        data.display(),
+        pg.port
+    ));
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {
+            "folders": [{"id": 10, "path": "/pg"}],
+            "connections": [{"id": 1, "name": "data", "type": "sqlite"},
+                            {"id": 7, "name": "warehouse", "type": "postgresql"}]}}),
+    );
+    (w, data)
+}
+
+fn deploy(w: &Weft, doc: &Value) {
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "deploy failed: {v}");
+}
+
+/// Sheet `id` with one action (`module`, `text`, extra attributes) from `sources` to `target`,
+/// each object `(table, connection)`.
+fn sheet(
+    id: i64,
+    module: &str,
+    text: &str,
+    extra: Value,
+    sources: &[(&str, i64)],
+    target: (&str, i64),
+) -> Value {
+    let action = id * 10;
+    let mut attributes = json!({"module": module, "name": format!("step {id}"), "action": text});
+    if let (Some(a), Some(e)) = (attributes.as_object_mut(), extra.as_object()) {
+        a.extend(e.clone());
+    }
+    let mut nodes = vec![json!({"id": action, "type": 0, "attributes": attributes})];
+    let mut edges = Vec::new();
+    for (i, (table, conn)) in sources.iter().enumerate() {
+        let n = action + 1 + i as i64;
+        nodes.push(json!({"id": n, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": conn}}));
+        edges.push(json!({"id": n, "from": n, "to": action}));
+    }
+    let t = action + 9;
+    nodes.push(json!({"id": t, "type": 1, "attributes": {"field1": target.0, "objectTypeId": 1, "connectionId": target.1}}));
+    edges.push(json!({"id": t, "from": action, "to": t}));
+    json!({"version": 1, "transformationData": {"sheets": [{"id": id,
+        "attributes": {"name": format!("sheet {id}"), "folder_id": 10, "folder": "/pg"},
+        "nodes": nodes, "edges": edges}]}})
+}
+
+fn command(w: &Weft, command: &str, payload: Value) -> (u16, Value) {
+    post(
+        &w.url,
+        json!({"command": command, "payload": payload})
+            .to_string()
+            .into_bytes(),
+    )
+}
+
+fn run(w: &Weft, sheet: i64) -> i64 {
+    let (st, v) = command(
+        w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "pg", "user": "t", "elementList": [{"elementType": "S", "elementId": sheet}]}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    v["payload"]["batchInstanceId"].as_i64().expect("id")
+}
+
+fn wait(w: &Weft, id: i64) -> Value {
+    let (st, v) = command(
+        w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "timeoutSeconds": 120}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["timedOut"], false, "{v}");
+    v["payload"].clone()
+}
+
+/// Runs sheet `id` and waits for its end; the instance.
+fn run_and_wait(w: &Weft, id: i64) -> Value {
+    let instance = run(w, id);
+    wait(w, instance)
+}
+
+#[test]
+fn sql_insert_upsert_and_transfers_both_ways_on_a_native_postgresql_connection() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "CREATE TABLE src (id int PRIMARY KEY, name text, amount numeric(14,2), day date, ok boolean);
+         INSERT INTO src VALUES (1, 'one', 10.00, '2026-01-01', true), (2, 'two', 20.50, '2026-01-02', false);
+         CREATE TABLE copy_dst (id int, name text, amount numeric(14,2), day date, ok boolean);
+         CREATE TABLE up_dst (id int PRIMARY KEY, name text, amount numeric(14,2));
+         CREATE TABLE from_lite (id bigint, name varchar(40), amount numeric(14,2), day date, ok boolean);
+         CREATE TABLE typed (id int, name text, amount numeric(20,4), day date, ok boolean,
+             at timestamp, at_tz timestamptz, raw bytea, u uuid, j jsonb, f double precision, big bigint);
+         INSERT INTO typed VALUES
+           (1, 'Ünïcode ✓ \"q\"', 123456789012.3456, '2026-03-29', true, '2026-03-29 02:30:00.25',
+            '2026-10-25 01:30:00+00', '\\x00ff10', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{\"k\": [1, 2]}',
+            -1.5e300, 9223372036854775807),
+           (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, -9223372036854775808);",
+    )
+    .expect("tables");
+    let (w, data) = setup(&pg);
+    deploy(
+        &w,
+        &sheet(
+            1,
+            "Insert",
+            "SELECT * FROM src",
+            json!({}),
+            &[("src", 7)],
+            ("copy_dst", 7),
+        ),
+    );
+    deploy(
+        &w,
+        &sheet(
+            2,
+            "Upsert",
+            "SELECT id, name, amount FROM src",
+            json!({"keys": "id"}),
+            &[("src", 7)],
+            ("up_dst", 7),
+        ),
+    );
+    deploy(
+        &w,
+        &sheet(
+            3,
+            "Transfer",
+            "SELECT * FROM lite_in",
+            json!({}),
+            &[("lite_in", 1)],
+            ("from_lite", 7),
+        ),
+    );
+    deploy(
+        &w,
+        &sheet(
+            4,
+            "Transfer",
+            "SELECT * FROM typed ORDER BY id",
+            json!({}),
+            &[("typed", 7)],
+            ("lite_out", 1),
+        ),
+    );
+    // Insert: INSERT ... SELECT on the server.
+    let inst = run_and_wait(&w, 1);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        pg.psql("SELECT id, name, amount, day, ok FROM copy_dst ORDER BY id")
+            .expect("copy"),
+        "1|one|10.00|2026-01-01|t\n2|two|20.50|2026-01-02|f"
+    );
+    // Upsert: inserts, then updates on the key.
+    let inst = run_and_wait(&w, 2);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(inst["actions"][0]["rowsWritten"], 2, "{inst}");
+    pg.psql("UPDATE src SET name = 'ONE' WHERE id = 1; INSERT INTO src VALUES (3, 'three', 3, NULL, NULL);")
+        .expect("change");
+    let inst = run_and_wait(&w, 2);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        pg.psql("SELECT id, name FROM up_dst ORDER BY id")
+            .expect("up"),
+        "1|ONE\n2|two\n3|three"
+    );
+    // SQLite -> PostgreSQL: text values land in typed columns.
+    let inst = run_and_wait(&w, 3);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        pg.psql("SELECT id, coalesce(name, 'NULL'), amount, day, ok FROM from_lite ORDER BY id")
+            .expect("from lite"),
+        "1|Ünïcode ✓|12.50|2026-11-24|t\n2|NULL|-0.01|1999-12-31|f"
+    );
+    // A value a column cannot take fails the action with its row and column, and the
+    // target keeps what it had.
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("INSERT INTO lite_in VALUES (3, 'three', 'not a number', '2026-01-03', 1);")
+        .expect("bad row");
+    let inst = run_and_wait(&w, 3);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+    assert!(e.contains("row 3, column amount"), "{e}");
+    assert!(e.contains("invalid input syntax for type numeric"), "{e}");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM from_lite").expect("count"),
+        "2"
+    );
+    // PostgreSQL -> SQLite: every basic type and NULLs read as weft values.
+    let inst = run_and_wait(&w, 4);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    let c = rusqlite::Connection::open(&data).expect("data");
+    let row: Vec<String> = c
+        .query_row("SELECT * FROM lite_out WHERE id = 1", [], |r| {
+            (0..12)
+                .map(|i| {
+                    Ok(match r.get_ref(i)? {
+                        rusqlite::types::ValueRef::Null => "NULL".to_owned(),
+                        rusqlite::types::ValueRef::Integer(n) => n.to_string(),
+                        rusqlite::types::ValueRef::Real(f) => format!("{f:e}"),
+                        rusqlite::types::ValueRef::Text(t) => {
+                            String::from_utf8_lossy(t).into_owned()
+                        }
+                        rusqlite::types::ValueRef::Blob(b) => format!("blob {b:?}"),
+                    })
+                })
+                .collect()
+        })
+        .expect("row 1");
+    assert_eq!(
+        row,
+        [
+            "1",
+            "Ünïcode ✓ \"q\"",
+            "123456789012.3456",
+            "2026-03-29",
+            "1",
+            "2026-03-29 02:30:00.25",
+            "2026-10-25T01:30:00+00:00",
+            "blob [0, 255, 16]",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "{\"k\": [1, 2]}",
+            "-1.5e300",
+            "9223372036854775807",
+        ]
+    );
+    let nulls: i64 = c
+        .query_row(
+            "SELECT (name IS NULL) + (amount IS NULL) + (day IS NULL) + (ok IS NULL) + (at IS NULL) + (at_tz IS NULL) + (raw IS NULL) + (u IS NULL) + (j IS NULL) + (f IS NULL) FROM lite_out WHERE id = 2 AND big = -9223372036854775808",
+            [],
+            |r| r.get(0),
+        )
+        .expect("row 2");
+    assert_eq!(nulls, 10, "every NULL arrives as NULL");
+}
+
+#[test]
+fn halt_cancels_a_running_postgresql_statement_and_rolls_it_back() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql("CREATE TABLE waited (n int);").expect("table");
+    let (w, _) = setup(&pg);
+    deploy(
+        &w,
+        &sheet(
+            5,
+            "Sql",
+            "INSERT INTO waited VALUES (1); SELECT pg_sleep(60);",
+            json!({}),
+            &[],
+            ("waited", 7),
+        ),
+    );
+    let id = run(&w, 5);
+    // Running: the server shows the sleeping statement of the weft-test session.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pg
+        .psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weft-test' AND query LIKE '%pg_sleep%' AND state = 'active'")
+        .expect("activity")
+        != "1"
+    {
+        assert!(std::time::Instant::now() < deadline, "it never ran");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let asked = std::time::Instant::now();
+    let (st, v) = command(&w, "HaltBatchInstance", json!({"batchInstanceId": id}));
+    assert_eq!(st, 200, "{v}");
+    let inst = wait(&w, id);
+    let took = asked.elapsed();
+    eprintln!("the PostgreSQL statement was cancelled {took:?} after the halt");
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "the halt took {took:?}"
+    );
+    assert_eq!(inst["state"], "halted", "{inst}");
+    let a = &inst["actions"][0];
+    assert_eq!(a["state"], "H", "{inst}");
+    let e = a["error"].as_str().unwrap_or_default();
+    assert!(
+        e.starts_with("halted on request: ") && e.contains("canceling statement"),
+        "{e}"
+    );
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM waited").expect("count"),
+        "0",
+        "its transaction was rolled back"
+    );
+}
+
+#[test]
+fn connection_errors_name_the_server_and_never_the_password() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql("CREATE TABLE t (n int);").expect("table");
+    let (w, _) = setup(&pg);
+    // Nothing listens on this port (it was free a moment ago).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    w.add_keys(&format!(
+        "8|postgresql|postgresql://127.0.0.1:{closed}/weft|weft|s3cret-8|sslmode=disable\n9|postgresql|host=127.0.0.1 port={} dbname=weft|weft|wr0ng-9|sslmode=disable\n",
+        pg.port
+    ));
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {
+            "connections": [{"id": 8, "name": "down", "type": "postgresql"},
+                            {"id": 9, "name": "badpw", "type": "postgresql"}]}}),
+    );
+    for (sheet_id, conn, expect) in [
+        (6, 8, format!("127.0.0.1:{closed}")),
+        (7, 9, "password authentication failed".to_owned()),
+    ] {
+        deploy(
+            &w,
+            &sheet(
+                sheet_id,
+                "Sql",
+                "INSERT INTO t VALUES (1)",
+                json!({}),
+                &[],
+                ("t", conn),
+            ),
+        );
+        let inst = run_and_wait(&w, sheet_id);
+        assert_eq!(inst["state"], "failed", "{inst}");
+        let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+        assert!(e.contains(&expect), "{e}");
+        assert!(
+            e.contains("cannot connect to PostgreSQL at 127.0.0.1:"),
+            "{e}"
+        );
+        assert!(!e.contains("s3cret") && !e.contains("wr0ng"), "{e}");
+    }
+}
+
+#[test]
+fn deploys_check_sql_in_postgresqls_dialect_and_table_functions_are_no_tables() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql("CREATE TABLE t (n int);").expect("table");
+    let (w, _) = setup(&pg);
+    // A table function in FROM needs no source node.
+    deploy(
+        &w,
+        &sheet(
+            8,
+            "Sql",
+            "INSERT INTO t SELECT g FROM generate_series(1, 3) AS g WHERE 1 = (SELECT 1 FROM pg_sleep(0))",
+            json!({}),
+            &[],
+            ("t", 7),
+        ),
+    );
+    let inst = run_and_wait(&w, 8);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(pg.psql("SELECT count(*) FROM t").expect("count"), "3");
+    // A syntax error is placed at its line and column in the document.
+    let doc = sheet(
+        9,
+        "Sql",
+        "INSERT INTO t VALUES (1,, 2)",
+        json!({}),
+        &[],
+        ("t", 7),
+    );
+    let text = serde_json::to_string_pretty(&doc).expect("text");
+    let (st, v) = post(&w.url, deploy_body(&text));
+    assert_eq!(st, 422, "{v}");
+    let d = &v["error"]["details"][0];
+    assert_eq!(d["code"], "sql.syntax", "{v}");
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("PostgreSQL")),
+        "{v}"
+    );
+    let line = text
+        .lines()
+        .position(|l| l.contains("INSERT INTO t"))
+        .expect("line");
+    // At the second comma of `(1,, 2)`.
+    let column = text
+        .lines()
+        .nth(line)
+        .and_then(|l| l.find(",,"))
+        .expect("column")
+        + 2;
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(line as u64 + 1), Some(column as u64)),
+        "{v}"
+    );
+}
