@@ -212,7 +212,7 @@ fn sql_insert_upsert_and_transfers_both_ways_on_a_native_postgresql_connection()
     assert_eq!(inst["state"], "failed", "{inst}");
     let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
     assert!(e.contains("row 3, column amount"), "{e}");
-    assert!(e.contains("invalid input syntax for type numeric"), "{e}");
+    assert!(e.contains("`not a number` is no number"), "{e}");
     assert_eq!(
         pg.psql("SELECT count(*) FROM from_lite").expect("count"),
         "2"
@@ -420,5 +420,92 @@ fn deploys_check_sql_in_postgresqls_dialect_and_table_functions_are_no_tables() 
         (d["line"].as_u64(), d["column"].as_u64()),
         (Some(line as u64 + 1), Some(column as u64)),
         "{v}"
+    );
+}
+
+#[test]
+fn a_million_rows_copy_in_and_a_bad_row_500001_leaves_the_target_as_it_was() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "CREATE TABLE big (id bigint, name text, amount numeric(14,2), day date, ok boolean);
+         CREATE TABLE big_copy (id bigint, name text, amount numeric(14,2), day date, ok boolean);
+         INSERT INTO big_copy VALUES (0, 'kept', 0, '2026-01-01', true);",
+    )
+    .expect("tables");
+    let (w, data) = setup(&pg);
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(
+            "CREATE TABLE million (id INTEGER, name TEXT, amount TEXT, day TEXT, ok INTEGER);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+             INSERT INTO million SELECT i, 'name ' || i, printf('%d.%02d', i, i % 100), '2026-11-24', i % 2 FROM n;",
+        )
+        .expect("a million rows");
+    deploy(
+        &w,
+        &sheet(
+            11,
+            "Transfer",
+            "SELECT * FROM million",
+            json!({}),
+            &[("million", 1)],
+            ("big", 7),
+        ),
+    );
+    let inst = run_and_wait(&w, 11);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(inst["actions"][0]["rowsWritten"], 1_000_000, "{inst}");
+    assert_eq!(
+        pg.psql("SELECT count(*), sum(id), min(name), max(amount) FROM big")
+            .expect("big"),
+        "1000000|500000500000|name 1|1000000.00"
+    );
+    // PostgreSQL -> PostgreSQL through COPY out and in.
+    deploy(
+        &w,
+        &sheet(
+            12,
+            "Transfer",
+            "SELECT * FROM big",
+            json!({}),
+            &[("big", 7)],
+            ("big_copy", 7),
+        ),
+    );
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("UPDATE million SET amount = 'oops' WHERE id = 500001;")
+        .expect("a bad row");
+    pg.psql("UPDATE big SET day = NULL WHERE id = 3;")
+        .expect("a NULL");
+    let inst = run_and_wait(&w, 12);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        pg.psql("SELECT count(*), count(day) FROM big_copy")
+            .expect("copy"),
+        "1000001|1000000"
+    );
+    // The bad row fails the Transfer at its row and column; the target keeps what it had.
+    pg.psql("TRUNCATE big_copy; INSERT INTO big_copy VALUES (0, 'kept', 0, '2026-01-01', true);")
+        .expect("reset");
+    deploy(
+        &w,
+        &sheet(
+            13,
+            "Transfer",
+            "SELECT * FROM million ORDER BY id",
+            json!({}),
+            &[("million", 1)],
+            ("big_copy", 7),
+        ),
+    );
+    let inst = run_and_wait(&w, 13);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+    assert!(e.contains("row 500001, column amount"), "{e}");
+    assert_eq!(
+        pg.psql("SELECT count(*), min(name) FROM big_copy")
+            .expect("kept"),
+        "1|kept"
     );
 }

@@ -5,7 +5,10 @@
 
 use crate::placeholders::numbered;
 use crate::values::{Param, Raw, decode};
+use crate::values::{copyable, encode};
+use postgres::binary_copy::BinaryCopyOutIter;
 use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::Type;
 use postgres::{CancelToken, SimpleQueryMessage};
 use tokio_postgres_rustls::MakeRustlsConnect;
 use weft_sdk::{
@@ -26,6 +29,11 @@ pub struct PgConnection {
     /// How a cancel request reaches the server.
     pub(crate) tls: MakeRustlsConnect,
     depth: u32,
+    /// Rows inserted into each table since the outermost transaction began: the row numbers
+    /// an error names count from there (a Transfer's rows, across its batches).
+    inserted: std::collections::HashMap<String, u64>,
+    /// The column types of each `table (columns)` an insert named, asked once.
+    column_types: std::collections::HashMap<String, Vec<Type>>,
 }
 
 impl PgConnection {
@@ -42,6 +50,8 @@ impl PgConnection {
             key: key.to_owned(),
             tls,
             depth: 0,
+            inserted: std::collections::HashMap::new(),
+            column_types: std::collections::HashMap::new(),
         }
     }
 
@@ -52,13 +62,228 @@ impl PgConnection {
             .expect("a PostgreSQL connection is present until it is dropped")
     }
 
+    /// Multi-row INSERTs of at most 1,000 rows and 60,000 parameters.
+    fn insert_rows(
+        &mut self,
+        target: &str,
+        columns: &[&str],
+        rows: &[Row],
+        before: u64,
+    ) -> PluginResult<u64> {
+        let ncols = columns.len().max(1);
+        let q = |s: &str| weft_sql_support::quote(Dialect::Postgres, s);
+        let cols: Vec<String> = columns.iter().map(|c| q(c)).collect();
+        let per = (MAX_PARAMETERS / ncols).clamp(1, 1000);
+        let mut inserted = 0u64;
+        for (c, chunk) in rows.chunks(per).enumerate() {
+            let mut sql = format!("INSERT INTO {target} ({}) VALUES ", cols.join(", "));
+            let mut n = 0;
+            for (r, row) in chunk.iter().enumerate() {
+                if row.len() != columns.len() {
+                    return Err(PluginError::new(format!(
+                        "row {}: {} values for {} columns",
+                        before as usize + c * per + r + 1,
+                        row.len(),
+                        columns.len()
+                    )));
+                }
+                sql.push_str(if r == 0 { "(" } else { ", (" });
+                for i in 0..row.len() {
+                    n += 1;
+                    sql.push_str(&format!("{}${n}", if i == 0 { "" } else { ", " }));
+                }
+                sql.push(')');
+            }
+            let values: Vec<Param<'_>> = chunk.iter().flat_map(|r| r.iter().map(Param)).collect();
+            let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = values
+                .iter()
+                .map(|p| p as &(dyn postgres::types::ToSql + Sync))
+                .collect();
+            inserted += self.c().execute(sql.as_str(), &refs).map_err(|e| {
+                let first = before as usize + c * per + 1;
+                // A value the column cannot take: the server names the parameter ($n).
+                let place = parameter_of(&e).map_or_else(
+                    || format!("rows {first} to {}", first + chunk.len() - 1),
+                    |n| {
+                        format!(
+                            "row {}, column {}",
+                            first + (n - 1) / ncols,
+                            columns.get((n - 1) % ncols).copied().unwrap_or("?")
+                        )
+                    },
+                );
+                PluginError::of(
+                    ErrorKind::Failed,
+                    format!(
+                        "PostgreSQL (connection {}): {place} of {target}: {}",
+                        self.key,
+                        crate::describe_error(&e)
+                    ),
+                )
+            })?;
+        }
+        Ok(inserted)
+    }
+
+    /// The types of `columns` of `target`, as the server sees them.
+    fn types_of(&mut self, target: &str, columns: &[&str]) -> PluginResult<Vec<Type>> {
+        let cols: Vec<String> = columns
+            .iter()
+            .map(|c| weft_sql_support::quote(Dialect::Postgres, c))
+            .collect();
+        let key = format!("{target} ({})", cols.join(", "));
+        if let Some(t) = self.column_types.get(&key) {
+            return Ok(t.clone());
+        }
+        let sql = format!("SELECT {} FROM {target} LIMIT 0", cols.join(", "));
+        let types: Vec<Type> = self
+            .c()
+            .prepare(&sql)
+            .map_err(|e| self.fail(&e, &sql))?
+            .columns()
+            .iter()
+            .map(|c| c.type_().clone())
+            .collect();
+        self.column_types.insert(key, types.clone());
+        Ok(types)
+    }
+
+    /// `COPY target (columns) FROM STDIN (FORMAT binary)`, each value encoded for its
+    /// column's type here; a value that does not fit stops the COPY (nothing of it lands)
+    /// with its row and column.
+    fn copy_in(
+        &mut self,
+        target: &str,
+        columns: &[&str],
+        types: &[Type],
+        rows: &[Row],
+        before: u64,
+    ) -> PluginResult<u64> {
+        let cols: Vec<String> = columns
+            .iter()
+            .map(|c| weft_sql_support::quote(Dialect::Postgres, c))
+            .collect();
+        let sql = format!(
+            "COPY {target} ({}) FROM STDIN (FORMAT binary)",
+            cols.join(", ")
+        );
+        let key = self.key.clone();
+        let place = |row: usize, column: &str| {
+            format!(
+                "PostgreSQL (connection {key}): row {}, column {column} of {target}",
+                before as usize + row
+            )
+        };
+        let writer = self.c().copy_in(&sql).map_err(|e| {
+            PluginError::new(format!(
+                "PostgreSQL (connection {key}): {}; in `{sql}`",
+                crate::describe_error(&e)
+            ))
+        })?;
+        let mut writer = writer;
+        // PostgreSQL's binary COPY format: a header, then each row as its field count and
+        // each field as its length (-1 for NULL) and bytes, then -1. Written in pieces of
+        // about 1 MiB; dropping the writer before `finish` aborts the COPY, so nothing of a
+        // batch with a bad value lands.
+        let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
+        buf.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
+        buf.extend_from_slice(&0i32.to_be_bytes());
+        buf.extend_from_slice(&0i32.to_be_bytes());
+        let fields = i16::try_from(columns.len())
+            .map_err(|_| PluginError::new(format!("{target}: too many columns")))?;
+        let lost = |e: std::io::Error| {
+            PluginError::of(
+                ErrorKind::Connection,
+                format!("PostgreSQL (connection {key}): the COPY into {target} broke off: {e}"),
+            )
+        };
+        for (r, row) in rows.iter().enumerate() {
+            if row.len() != columns.len() {
+                return Err(PluginError::new(format!(
+                    "{}: {} values for {} columns",
+                    place(r + 1, "-"),
+                    row.len(),
+                    columns.len()
+                )));
+            }
+            buf.extend_from_slice(&fields.to_be_bytes());
+            for (i, (v, ty)) in row.iter().zip(types).enumerate() {
+                if v.is_null() {
+                    buf.extend_from_slice(&(-1i32).to_be_bytes());
+                    continue;
+                }
+                let at = buf.len();
+                buf.extend_from_slice(&0i32.to_be_bytes());
+                encode(v, ty, &mut buf)
+                    .map_err(|m| PluginError::new(format!("{}: {m}", place(r + 1, columns[i]))))?;
+                let len = i32::try_from(buf.len() - at - 4).map_err(|_| {
+                    PluginError::new(format!("{}: a value over 2 GiB", place(r + 1, columns[i])))
+                })?;
+                buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
+            }
+            if buf.len() >= 1 << 20 {
+                std::io::Write::write_all(&mut writer, &buf).map_err(lost)?;
+                buf.clear();
+            }
+        }
+        buf.extend_from_slice(&(-1i16).to_be_bytes());
+        std::io::Write::write_all(&mut writer, &buf).map_err(lost)?;
+        writer.finish().map_err(|e| {
+            // The server names the line (the row of this COPY) and the column.
+            let at = e
+                .as_db_error()
+                .and_then(|d| d.where_())
+                .and_then(copy_line)
+                .map(|(line, column)| place(line, &column))
+                .unwrap_or_else(|| {
+                    format!(
+                        "PostgreSQL (connection {key}): rows {} to {} of {target}",
+                        before + 1,
+                        before + rows.len() as u64
+                    )
+                });
+            PluginError::new(format!("{at}: {}", crate::describe_error(&e)))
+        })
+    }
+
+    /// The rows of `sql` through `COPY (sql) TO STDOUT (FORMAT binary)`: the server's fastest
+    /// way out, read in the binary format of each column's type.
+    fn copy_out(
+        &mut self,
+        sql: &str,
+        columns: &[(String, Type)],
+        batch_rows: u32,
+        sink: &mut RowSink<'_>,
+    ) -> PluginResult<u64> {
+        let query = sql.trim().trim_end_matches(';');
+        let copy = format!("COPY ({query}\n) TO STDOUT (FORMAT binary)");
+        let key = self.key.clone();
+        let failed = |e: &postgres::Error| {
+            let kind = kind_of(e);
+            PluginError::of(
+                kind,
+                format!(
+                    "PostgreSQL (connection {key}): {}",
+                    crate::describe_error(e)
+                ),
+            )
+        };
+        let types: Vec<Type> = columns.iter().map(|(_, t)| t.clone()).collect();
+        let reader = self.c().copy_out(copy.as_str()).map_err(|e| failed(&e))?;
+        let mut rows = BinaryCopyOutIter::new(reader, &types);
+        let mut batch = sink.batched(batch_rows);
+        let mut count = 0u64;
+        while let Some(row) = rows.next().map_err(|e| failed(&e))? {
+            count += 1;
+            batch.push(row_of(columns, &key, count, |i| row.try_get(i))?)?;
+        }
+        batch.finish()?;
+        Ok(count)
+    }
+
     fn fail(&self, e: &postgres::Error, sql: &str) -> PluginError {
         let shown: String = sql.chars().take(300).collect();
-        let kind = match e.code() {
-            Some(c) if *c == postgres::error::SqlState::QUERY_CANCELED => ErrorKind::Halted,
-            _ if e.is_closed() => ErrorKind::Connection,
-            _ => ErrorKind::Failed,
-        };
+        let kind = kind_of(e);
         PluginError::of(
             kind,
             format!(
@@ -93,6 +318,79 @@ fn parameter_of(e: &postgres::Error) -> Option<usize> {
         .take_while(char::is_ascii_digit)
         .collect();
     digits.parse().ok().filter(|n| *n > 0)
+}
+
+/// What kind of failure a PostgreSQL error is: a cancelled statement is a halt, a closed
+/// connection a lost connection.
+fn kind_of(e: &postgres::Error) -> ErrorKind {
+    match e.code() {
+        Some(c) if *c == postgres::error::SqlState::QUERY_CANCELED => ErrorKind::Halted,
+        _ if e.is_closed() => ErrorKind::Connection,
+        _ => ErrorKind::Failed,
+    }
+}
+
+/// Row number `count` of a result as weft values, its column `i` got with `get`.
+fn row_of<'r>(
+    columns: &[(String, Type)],
+    key: &str,
+    count: u64,
+    get: impl Fn(usize) -> Result<Option<Raw<'r>>, postgres::Error>,
+) -> PluginResult<Row> {
+    let mut r = Row::with_capacity(columns.len());
+    for (i, (name, ty)) in columns.iter().enumerate() {
+        let at = || format!("PostgreSQL (connection {key}): row {count}, column {name}");
+        let raw = get(i)
+            .map_err(|e| PluginError::new(format!("{}: {}", at(), crate::describe_error(&e))))?;
+        r.push(match raw {
+            None => Value::NULL,
+            Some(Raw(bytes)) => {
+                decode(ty, bytes).map_err(|m| PluginError::new(format!("{}: {m}", at())))?
+            }
+        });
+    }
+    Ok(r)
+}
+
+/// Whether `sql` is one query that `COPY (...) TO STDOUT` takes: it starts with SELECT,
+/// WITH, VALUES or TABLE (after white space and comments) and holds no `;` but at its end.
+fn copies_out(sql: &str) -> bool {
+    let mut rest = sql.trim_start();
+    loop {
+        if let Some(r) = rest.strip_prefix("--") {
+            rest = r.split_once('\n').map_or("", |(_, r)| r).trim_start();
+        } else if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.split_once("*/").map_or("", |(_, r)| r).trim_start();
+        } else {
+            break;
+        }
+    }
+    let first: String = rest
+        .chars()
+        .take_while(char::is_ascii_alphabetic)
+        .collect::<String>()
+        .to_ascii_uppercase();
+    matches!(first.as_str(), "SELECT" | "WITH" | "VALUES" | "TABLE")
+        && !rest.trim_end().trim_end_matches(';').contains(';')
+}
+
+/// The line and column a COPY error's context names ("COPY t, line 3, column amount: ...").
+fn copy_line(context: &str) -> Option<(usize, String)> {
+    let at = context.find(", line ")? + ", line ".len();
+    let rest = &context[at..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let line = digits.parse().ok()?;
+    let column = rest
+        .find(", column ")
+        .map(|c| {
+            rest[c + ", column ".len()..]
+                .split(':')
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .unwrap_or_else(|| "-".to_owned());
+    Some((line, column))
 }
 
 fn params(values: &[Value]) -> Vec<Param<'_>> {
@@ -152,6 +450,9 @@ impl DatabaseConnection for PgConnection {
             .collect();
         let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
         sink.columns(&names)?;
+        if values.is_empty() && copies_out(sql) {
+            return self.copy_out(sql, &columns, batch_rows, sink);
+        }
         let ps = params(values);
         let mut rows = self.c().query_raw(&statement, ps.iter()).map_err(|e| {
             PluginError::new(format!(
@@ -163,10 +464,7 @@ impl DatabaseConnection for PgConnection {
         let mut count = 0u64;
         loop {
             let next = rows.next().map_err(|e| {
-                let kind = match e.code() {
-                    Some(c) if *c == postgres::error::SqlState::QUERY_CANCELED => ErrorKind::Halted,
-                    _ => ErrorKind::Failed,
-                };
+                let kind = kind_of(&e);
                 PluginError::of(
                     kind,
                     format!(
@@ -177,29 +475,15 @@ impl DatabaseConnection for PgConnection {
             })?;
             let Some(row) = next else { break };
             count += 1;
-            let mut r = Row::with_capacity(columns.len());
-            for (i, (name, ty)) in columns.iter().enumerate() {
-                let raw: Option<Raw<'_>> = row.try_get(i).map_err(|e| {
-                    PluginError::new(format!(
-                        "row {count}, column {name}: {}",
-                        crate::describe_error(&e)
-                    ))
-                })?;
-                r.push(match raw {
-                    None => Value::NULL,
-                    Some(Raw(bytes)) => decode(ty, bytes).map_err(|m| {
-                        PluginError::new(format!(
-                            "PostgreSQL (connection {key}): row {count}, column {name}: {m}"
-                        ))
-                    })?,
-                });
-            }
-            batch.push(r)?;
+            batch.push(row_of(&columns, &key, count, |i| row.try_get(i))?)?;
         }
         batch.finish()?;
         Ok(count)
     }
 
+    /// Binary `COPY ... FROM STDIN` when every column's type can be written in binary, else
+    /// multi-row INSERTs; either way, an error names the row (counted from the first row
+    /// inserted into the table in this transaction) and, where it can, the column.
     fn insert_batch(
         &mut self,
         schema: Option<&str>,
@@ -210,60 +494,16 @@ impl DatabaseConnection for PgConnection {
         if rows.is_empty() {
             return Ok(0);
         }
-        let ncols = columns.len().max(1);
-        let q = |s: &str| weft_sql_support::quote(Dialect::Postgres, s);
         let target = weft_sql_support::qualified(Dialect::Postgres, schema, table);
-        let cols: Vec<String> = columns.iter().map(|c| q(c)).collect();
-        let per = (MAX_PARAMETERS / ncols).clamp(1, 1000);
-        let mut inserted = 0u64;
-        for (c, chunk) in rows.chunks(per).enumerate() {
-            let mut sql = format!("INSERT INTO {target} ({}) VALUES ", cols.join(", "));
-            let mut n = 0;
-            for (r, row) in chunk.iter().enumerate() {
-                if row.len() != columns.len() {
-                    return Err(PluginError::new(format!(
-                        "row {}: {} values for {} columns",
-                        c * per + r + 1,
-                        row.len(),
-                        columns.len()
-                    )));
-                }
-                sql.push_str(if r == 0 { "(" } else { ", (" });
-                for i in 0..row.len() {
-                    n += 1;
-                    sql.push_str(&format!("{}${n}", if i == 0 { "" } else { ", " }));
-                }
-                sql.push(')');
-            }
-            let values: Vec<Param<'_>> = chunk.iter().flat_map(|r| r.iter().map(Param)).collect();
-            let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = values
-                .iter()
-                .map(|p| p as &(dyn postgres::types::ToSql + Sync))
-                .collect();
-            inserted += self.c().execute(sql.as_str(), &refs).map_err(|e| {
-                let first = c * per + 1;
-                // A value the column cannot take: the server names the parameter ($n).
-                let place = parameter_of(&e).map_or_else(
-                    || format!("rows {first} to {}", first + chunk.len() - 1),
-                    |n| {
-                        format!(
-                            "row {}, column {}",
-                            first + (n - 1) / ncols,
-                            columns.get((n - 1) % ncols).copied().unwrap_or("?")
-                        )
-                    },
-                );
-                PluginError::of(
-                    ErrorKind::Failed,
-                    format!(
-                        "PostgreSQL (connection {}): {place} of {target}: {}",
-                        self.key,
-                        crate::describe_error(&e)
-                    ),
-                )
-            })?;
-        }
-        Ok(inserted)
+        let types = self.types_of(&target, columns)?;
+        let before = self.inserted.get(&target).copied().unwrap_or(0);
+        let n = if types.iter().all(copyable) {
+            self.copy_in(&target, columns, &types, rows, before)?
+        } else {
+            self.insert_rows(&target, columns, rows, before)?
+        };
+        *self.inserted.entry(target).or_default() += rows.len() as u64;
+        Ok(n)
     }
 
     fn describe(&mut self, schema: Option<&str>, table: &str) -> PluginResult<TableInfo> {
@@ -324,6 +564,9 @@ impl DatabaseConnection for PgConnection {
         self.c()
             .batch_execute(&sql)
             .map_err(|e| self.fail(&e, &sql))?;
+        if self.depth == 0 {
+            self.inserted.clear();
+        }
         self.depth += 1;
         Ok(())
     }
@@ -366,5 +609,41 @@ impl DatabaseConnection for PgConnection {
                 .name("weft-pg-cancel".to_owned())
                 .spawn(move || token.cancel_query(tls));
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{copies_out, copy_line};
+
+    #[test]
+    fn one_query_goes_out_through_copy_and_anything_else_not() {
+        for sql in [
+            "SELECT * FROM t",
+            "  -- the rows\n/* all */ select 1;",
+            "WITH x AS (SELECT 1) SELECT * FROM x",
+            "VALUES (1), (2)",
+            "TABLE t",
+        ] {
+            assert!(copies_out(sql), "{sql}");
+        }
+        for sql in [
+            "INSERT INTO t VALUES (1)",
+            "SELECT 1; SELECT 2",
+            "SHOW search_path",
+            "",
+        ] {
+            assert!(!copies_out(sql), "{sql}");
+        }
+    }
+
+    #[test]
+    fn a_copy_errors_context_names_line_and_column() {
+        assert_eq!(
+            copy_line("COPY t, line 3, column amount: \"x\""),
+            Some((3, "amount".to_owned()))
+        );
+        assert_eq!(copy_line("COPY t, line 12"), Some((12, "-".to_owned())));
+        assert_eq!(copy_line("SQL function"), None);
     }
 }

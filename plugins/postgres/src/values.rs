@@ -301,3 +301,354 @@ mod tests {
         );
     }
 }
+
+/// Whether values of type `ty` can be written in binary COPY ([`encode`]); a table with a
+/// column of another type is loaded with INSERT instead.
+pub fn copyable(ty: &Type) -> bool {
+    matches!(
+        *ty,
+        Type::BOOL
+            | Type::INT2
+            | Type::INT4
+            | Type::INT8
+            | Type::FLOAT4
+            | Type::FLOAT8
+            | Type::NUMERIC
+            | Type::TEXT
+            | Type::VARCHAR
+            | Type::BPCHAR
+            | Type::NAME
+            | Type::JSON
+            | Type::XML
+            | Type::JSONB
+            | Type::BYTEA
+            | Type::UUID
+            | Type::DATE
+            | Type::TIME
+            | Type::TIMESTAMP
+            | Type::TIMESTAMPTZ
+    )
+}
+
+/// The text of a value for a text column: text kinds as they are, numbers and booleans as
+/// they print.
+fn as_text(v: &Value) -> Option<String> {
+    Some(match v.get() {
+        Datum::Bool(b) => b.to_string(),
+        Datum::Int(i) => i.to_string(),
+        Datum::Float(f) => f.to_string(),
+        Datum::Decimal(s)
+        | Datum::Text(s)
+        | Datum::Date(s)
+        | Datum::Time(s)
+        | Datum::Timestamp(s)
+        | Datum::TimestampTz(s) => s.to_owned(),
+        _ => return None,
+    })
+}
+
+fn parse<T: std::str::FromStr>(v: &Value, what: &str) -> Result<T, String> {
+    let text = as_text(v).ok_or_else(|| format!("{v:?} is no {what}"))?;
+    text.trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is no {what}"))
+}
+
+/// Writes `v` in the binary form of `ty` (one of [`copyable`]), without its length; `Err` says
+/// why it does not fit (the caller adds the row and column).
+pub fn encode(v: &Value, ty: &Type, out: &mut Vec<u8>) -> Result<(), String> {
+    match *ty {
+        Type::BOOL => {
+            let b = match v.get() {
+                Datum::Bool(b) => b,
+                Datum::Int(i) => i != 0,
+                _ => match as_text(v).as_deref().map(str::trim) {
+                    Some("t" | "true" | "TRUE" | "True" | "1" | "yes" | "on") => true,
+                    Some("f" | "false" | "FALSE" | "False" | "0" | "no" | "off") => false,
+                    _ => return Err(format!("{v:?} is no boolean")),
+                },
+            };
+            out.push(u8::from(b));
+        }
+        Type::INT2 | Type::INT4 | Type::INT8 => {
+            let i: i64 = match v.get() {
+                Datum::Int(i) => i,
+                Datum::Bool(b) => i64::from(b),
+                Datum::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => f as i64,
+                _ => parse(v, "whole number")?,
+            };
+            let range = || format!("{i} is out of range for {}", ty.name());
+            match *ty {
+                Type::INT2 => out.extend(i16::try_from(i).map_err(|_| range())?.to_be_bytes()),
+                Type::INT4 => out.extend(i32::try_from(i).map_err(|_| range())?.to_be_bytes()),
+                _ => out.extend(i.to_be_bytes()),
+            }
+        }
+        Type::FLOAT4 | Type::FLOAT8 => {
+            let f: f64 = match v.get() {
+                Datum::Float(f) => f,
+                Datum::Int(i) => i as f64,
+                _ => parse(v, "number")?,
+            };
+            if *ty == Type::FLOAT4 {
+                out.extend((f as f32).to_be_bytes());
+            } else {
+                out.extend(f.to_be_bytes());
+            }
+        }
+        Type::NUMERIC => {
+            let text = match v.get() {
+                Datum::Float(f) if f.is_nan() => "NaN".to_owned(),
+                _ => as_text(v).ok_or_else(|| format!("{v:?} is no number"))?,
+            };
+            numeric_binary(text.trim(), out)?;
+        }
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::JSON | Type::XML => {
+            match v.get() {
+                Datum::Bytes(b) => out.extend_from_slice(utf8(b)?.as_bytes()),
+                _ => out.extend_from_slice(
+                    as_text(v)
+                        .ok_or_else(|| format!("{v:?} is no text"))?
+                        .as_bytes(),
+                ),
+            }
+        }
+        Type::JSONB => {
+            out.push(1);
+            out.extend_from_slice(
+                as_text(v)
+                    .ok_or_else(|| format!("{v:?} is no JSON text"))?
+                    .as_bytes(),
+            );
+        }
+        Type::BYTEA => match v.get() {
+            Datum::Bytes(b) => out.extend_from_slice(b),
+            _ => out.extend_from_slice(
+                as_text(v)
+                    .ok_or_else(|| format!("{v:?} is no bytes"))?
+                    .as_bytes(),
+            ),
+        },
+        Type::UUID => {
+            let text = as_text(v).ok_or_else(|| format!("{v:?} is no uuid"))?;
+            let hex: String = text.chars().filter(|c| *c != '-').collect();
+            if hex.len() != 32 {
+                return Err(format!("`{text}` is no uuid"));
+            }
+            for i in 0..16 {
+                let b = u8::from_str_radix(&hex[i * 2..i * 2 + 2], 16)
+                    .map_err(|_| format!("`{text}` is no uuid"))?;
+                out.push(b);
+            }
+        }
+        Type::DATE => {
+            let text = as_text(v).ok_or_else(|| format!("{v:?} is no date"))?;
+            let days = match text.trim() {
+                "infinity" => i32::MAX,
+                "-infinity" => i32::MIN,
+                t => {
+                    let d = NaiveDate::parse_from_str(t.get(..10).unwrap_or(t), "%Y-%m-%d")
+                        .map_err(|_| format!("`{text}` is no date (YYYY-MM-DD)"))?;
+                    (d - epoch()).num_days() as i32
+                }
+            };
+            out.extend(days.to_be_bytes());
+        }
+        Type::TIME => {
+            let text = as_text(v).ok_or_else(|| format!("{v:?} is no time"))?;
+            let t = NaiveTime::parse_from_str(text.trim(), "%H:%M:%S%.f")
+                .map_err(|_| format!("`{text}` is no time (HH:MM:SS)"))?;
+            let micros = (t - NaiveTime::MIN).num_microseconds().unwrap_or(0);
+            out.extend(micros.to_be_bytes());
+        }
+        Type::TIMESTAMP | Type::TIMESTAMPTZ => {
+            let text = as_text(v).ok_or_else(|| format!("{v:?} is no timestamp"))?;
+            let micros = match text.trim() {
+                "infinity" => i64::MAX,
+                "-infinity" => i64::MIN,
+                t => timestamp_micros(t, *ty == Type::TIMESTAMPTZ)
+                    .ok_or_else(|| format!("`{text}` is no timestamp (YYYY-MM-DD HH:MM:SS)"))?,
+            };
+            out.extend(micros.to_be_bytes());
+        }
+        _ => return Err(format!("weft does not write {} in binary", ty.name())),
+    }
+    Ok(())
+}
+
+/// Microseconds since 2000-01-01 of a timestamp's text; with `zoned`, an offset in the text
+/// is taken into account (a text without one is UTC).
+fn timestamp_micros(text: &str, zoned: bool) -> Option<i64> {
+    let start = epoch().and_time(NaiveTime::MIN);
+    if zoned && let Ok(t) = chrono::DateTime::parse_from_rfc3339(&text.replacen(' ', "T", 1)) {
+        return (t.naive_utc() - start).num_microseconds();
+    }
+    let naive = ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d"]
+        .iter()
+        .find_map(|f| {
+            chrono::NaiveDateTime::parse_from_str(text, f)
+                .ok()
+                .or_else(|| {
+                    NaiveDate::parse_from_str(text, f)
+                        .ok()
+                        .map(|d| d.and_time(NaiveTime::MIN))
+                })
+        })?;
+    (naive - start).num_microseconds()
+}
+
+/// A decimal's text (`-12.50`, `NaN`, `Infinity`) in `numeric`'s binary form.
+pub fn numeric_binary(text: &str, out: &mut Vec<u8>) -> Result<(), String> {
+    let word = |out: &mut Vec<u8>, w: u16| out.extend(w.to_be_bytes());
+    let special = match text {
+        "NaN" | "nan" => Some(0xC000),
+        "Infinity" | "inf" | "+Infinity" => Some(0xD000),
+        "-Infinity" | "-inf" => Some(0xF000),
+        _ => None,
+    };
+    if let Some(sign) = special {
+        for w in [0, 0, sign, 0] {
+            word(out, w);
+        }
+        return Ok(());
+    }
+    let bad = || format!("`{text}` is no number");
+    let (negative, body) = match text.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    if (int.is_empty() && frac.is_empty())
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let int = int.trim_start_matches('0');
+    // Base-10,000 groups: the integer part padded on the left, the fraction on the right.
+    let int_pad = (4 - int.len() % 4) % 4;
+    let frac_pad = (4 - frac.len() % 4) % 4;
+    let digits_text = format!("{}{int}{frac}{}", "0".repeat(int_pad), "0".repeat(frac_pad));
+    let mut groups: Vec<u16> = digits_text
+        .as_bytes()
+        .chunks(4)
+        .map(|c| c.iter().fold(0u16, |acc, d| acc * 10 + u16::from(d - b'0')))
+        .collect();
+    let mut weight = ((int.len() + int_pad) / 4) as i32 - 1;
+    // Leading and trailing zero groups are not sent.
+    while groups.first() == Some(&0) {
+        groups.remove(0);
+        weight -= 1;
+    }
+    while groups.last() == Some(&0) {
+        groups.pop();
+    }
+    if groups.is_empty() {
+        weight = 0;
+    }
+    let ndigits = u16::try_from(groups.len()).map_err(|_| bad())?;
+    let weight = i16::try_from(weight).map_err(|_| bad())?;
+    let dscale = u16::try_from(frac.len()).map_err(|_| bad())?;
+    let sign = if negative && !groups.is_empty() {
+        0x4000
+    } else {
+        0
+    };
+    for w in [ndigits, weight as u16, sign, dscale] {
+        word(out, w);
+    }
+    for g in groups {
+        word(out, g);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod encode_tests {
+    use super::*;
+
+    #[test]
+    fn numerics_go_to_binary_and_back() {
+        for text in [
+            "12345.67",
+            "-0.0050",
+            "0",
+            "700000000",
+            "0.5",
+            "-12.50",
+            "1",
+            "99999999.9999",
+            "0.0001",
+            "123456789012.3456",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "10000",
+            "0.00",
+        ] {
+            let mut raw = Vec::new();
+            numeric_binary(text, &mut raw).expect(text);
+            assert_eq!(numeric_text(&raw).expect(text), text, "{text}");
+        }
+        assert_eq!(
+            {
+                let mut raw = Vec::new();
+                numeric_binary("+007.10", &mut raw).expect("n");
+                numeric_text(&raw).expect("n")
+            },
+            "7.10"
+        );
+        for bad in ["", ".", "1e5", "abc", "1.2.3", "--1"] {
+            assert!(numeric_binary(bad, &mut Vec::new()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn values_go_to_binary_by_the_column_type_or_say_why_not() {
+        let enc = |v: Value, ty: Type| {
+            let mut out = Vec::new();
+            encode(&v, &ty, &mut out).map(|()| out)
+        };
+        assert_eq!(
+            enc(Value::text("42"), Type::INT4),
+            Ok(42i32.to_be_bytes().to_vec())
+        );
+        assert!(
+            enc(Value::int(1 << 40), Type::INT4)
+                .expect_err("range")
+                .contains("out of range")
+        );
+        assert!(
+            enc(Value::text("x"), Type::INT8)
+                .expect_err("no")
+                .contains("`x`")
+        );
+        assert_eq!(enc(Value::int(1), Type::BOOL), Ok(vec![1]));
+        let d = enc(Value::date("2000-01-02"), Type::DATE).expect("date");
+        assert_eq!(decode(&Type::DATE, &d), Ok(Value::date("2000-01-02")));
+        let t = enc(Value::timestamp("2026-03-29 02:30:00.25"), Type::TIMESTAMP).expect("ts");
+        assert_eq!(
+            decode(&Type::TIMESTAMP, &t),
+            Ok(Value::timestamp("2026-03-29 02:30:00.25"))
+        );
+        let tz = enc(
+            Value::timestamp_tz("2026-10-25T02:30:00+01:00"),
+            Type::TIMESTAMPTZ,
+        )
+        .expect("tz");
+        assert_eq!(
+            decode(&Type::TIMESTAMPTZ, &tz),
+            Ok(Value::timestamp_tz("2026-10-25T01:30:00+00:00"))
+        );
+        let u = enc(
+            Value::text("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+            Type::UUID,
+        )
+        .expect("uuid");
+        assert_eq!(
+            decode(&Type::UUID, &u),
+            Ok(Value::text("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"))
+        );
+        assert_eq!(enc(Value::text("{}"), Type::JSONB), Ok(b"\x01{}".to_vec()));
+    }
+}
