@@ -87,13 +87,23 @@ fn uuid_text(b: &[u8; 16]) -> String {
     )
 }
 
+/// `YYYY-MM-DD` of `d` (written directly: chrono's `format` reads its pattern every call,
+/// which a million dates pay for).
+fn ymd(d: NaiveDate, out: &mut String) {
+    use chrono::Datelike as _;
+    use std::fmt::Write as _;
+    let _ = write!(out, "{:04}-{:02}-{:02}", d.year(), d.month(), d.day());
+}
+
 fn date_text(days: i32) -> String {
     match days {
         i32::MAX => "infinity".to_owned(),
         i32::MIN => "-infinity".to_owned(),
-        d => (epoch() + Duration::days(i64::from(d)))
-            .format("%Y-%m-%d")
-            .to_string(),
+        d => {
+            let mut s = String::with_capacity(10);
+            ymd(epoch() + Duration::days(i64::from(d)), &mut s);
+            s
+        }
     }
 }
 
@@ -104,10 +114,24 @@ fn fraction(micros: i64) -> String {
     }
 }
 
+/// `HH:MM:SS[.ffffff]` of a time of day in microseconds.
+fn hms(micros: i64, out: &mut String) {
+    use std::fmt::Write as _;
+    let secs = micros.div_euclid(1_000_000).rem_euclid(86_400);
+    let _ = write!(
+        out,
+        "{:02}:{:02}:{:02}{}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        fraction(micros)
+    );
+}
+
 fn time_text(micros: i64) -> String {
-    let secs = micros.div_euclid(1_000_000);
-    let t = NaiveTime::from_num_seconds_from_midnight_opt(secs as u32, 0).unwrap_or_default();
-    format!("{}{}", t.format("%H:%M:%S"), fraction(micros))
+    let mut s = String::with_capacity(15);
+    hms(micros, &mut s);
+    s
 }
 
 /// Microseconds since 2000-01-01 as `YYYY-MM-DD{sep}HH:MM:SS[.ffffff]`.
@@ -117,14 +141,19 @@ fn timestamp_text(micros: i64, sep: &str) -> String {
         i64::MIN => return "-infinity".to_owned(),
         _ => {}
     }
-    let t = epoch().and_time(NaiveTime::MIN)
-        + Duration::microseconds(micros.div_euclid(1_000_000) * 1_000_000);
-    format!(
-        "{}{sep}{}{}",
-        t.format("%Y-%m-%d"),
-        t.format("%H:%M:%S"),
-        fraction(micros)
-    )
+    let day = micros.div_euclid(86_400_000_000);
+    let mut s = String::with_capacity(26);
+    ymd(epoch() + Duration::days(day), &mut s);
+    s.push_str(sep);
+    hms(micros.rem_euclid(86_400_000_000), &mut s);
+    s
+}
+
+/// Four decimal digits of `d` (0 to 9,999), with leading zeros.
+fn push4(s: &mut String, d: u16) {
+    for div in [1000, 100, 10, 1] {
+        s.push(char::from(b'0' + (d / div % 10) as u8));
+    }
 }
 
 /// The text of a `numeric` in PostgreSQL's binary form: `ndigits`, `weight`, `sign` and
@@ -158,7 +187,7 @@ pub fn numeric_text(raw: &[u8]) -> Result<String, String> {
                 int = d.to_string();
             }
         } else {
-            int.push_str(&format!("{d:04}"));
+            push4(&mut int, d);
         }
     }
     if int.is_empty() {
@@ -173,7 +202,7 @@ pub fn numeric_text(raw: &[u8]) -> Result<String, String> {
         } else {
             0
         };
-        frac.push_str(&format!("{d:04}"));
+        push4(&mut frac, d);
         w -= 1;
     }
     frac.truncate(dscale);
@@ -447,8 +476,8 @@ pub fn encode(v: &Value, ty: &Type, out: &mut Vec<u8>) -> Result<(), String> {
                 "infinity" => i32::MAX,
                 "-infinity" => i32::MIN,
                 t => {
-                    let d = NaiveDate::parse_from_str(t.get(..10).unwrap_or(t), "%Y-%m-%d")
-                        .map_err(|_| format!("`{text}` is no date (YYYY-MM-DD)"))?;
+                    let d = parse_ymd(t.get(..10).unwrap_or(t))
+                        .ok_or_else(|| format!("`{text}` is no date (YYYY-MM-DD)"))?;
                     (d - epoch()).num_days() as i32
                 }
             };
@@ -474,6 +503,16 @@ pub fn encode(v: &Value, ty: &Type, out: &mut Vec<u8>) -> Result<(), String> {
         _ => return Err(format!("weft does not write {} in binary", ty.name())),
     }
     Ok(())
+}
+
+/// `YYYY-MM-DD` read directly (chrono's `parse_from_str` reads its pattern every call).
+fn parse_ymd(t: &str) -> Option<NaiveDate> {
+    let b = t.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| t.get(r)?.parse::<u32>().ok();
+    NaiveDate::from_ymd_opt(num(0..4)? as i32, num(5..7)?, num(8..10)?)
 }
 
 /// Microseconds since 2000-01-01 of a timestamp's text; with `zoned`, an offset in the text
