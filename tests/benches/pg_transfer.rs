@@ -45,32 +45,9 @@ fn fmt(v: &[f64]) -> String {
         .join(", ")
 }
 
-/// `psql` on database `db` of `pg`, with `args`.
+/// `sql` in database `db` of `pg`, through psql.
 fn psql(pg: &Postgres, db: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .args([
-            "-X",
-            "-q",
-            "-At",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "weft",
-        ])
-        .arg("-p")
-        .arg(pg.port.to_string())
-        .args(["-d", db, "-c", sql])
-        .env("PGPASSWORD", "secret")
-        .output()
-        .expect("psql");
-    assert!(
-        out.status.success(),
-        "psql: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    pg.psql_in(db, sql).unwrap_or_else(|e| panic!("psql: {e}"))
 }
 
 /// A Transfer from `(table, connection)` to `(table, connection)`, with the dialects of the

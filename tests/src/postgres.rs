@@ -189,7 +189,12 @@ impl Postgres {
         self.psql_in("weft", sql)
     }
 
-    fn psql_in(&self, db: &str, sql: &str) -> Result<String, String> {
+    /// [`Postgres::psql`] in database `db`.
+    ///
+    /// # Errors
+    ///
+    /// psql's message.
+    pub fn psql_in(&self, db: &str, sql: &str) -> Result<String, String> {
         let psql = if self.bin.join("psql").is_file() {
             self.bin.join("psql")
         } else {
