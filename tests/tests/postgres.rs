@@ -509,3 +509,102 @@ fn a_million_rows_copy_in_and_a_bad_row_500001_leaves_the_target_as_it_was() {
         "1|kept"
     );
 }
+
+#[test]
+fn a_10_mb_text_goes_both_ways_and_a_connection_dropped_mid_transfer_fails_cleanly() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "CREATE TABLE big_text (id int, body text);
+         INSERT INTO big_text SELECT 1, repeat('é€𝄞x', 10 * 1024 * 1024 / 10);
+         CREATE TABLE big_text_back (id int, body text);
+         CREATE TABLE slow_dst (g int, s text);",
+    )
+    .expect("tables");
+    let (w, data) = setup(&pg);
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(
+            "CREATE TABLE lite_text (id INTEGER, body TEXT); CREATE TABLE slow_lite (g INTEGER, s TEXT);",
+        )
+        .expect("tables");
+    // 10 MB of multi-byte text out of PostgreSQL and back in, unchanged.
+    deploy(
+        &w,
+        &sheet(
+            21,
+            "Transfer",
+            "SELECT id, body FROM big_text",
+            json!({}),
+            &[("big_text", 7)],
+            ("lite_text", 1),
+        ),
+    );
+    deploy(
+        &w,
+        &sheet(
+            22,
+            "Transfer",
+            "SELECT id, body FROM lite_text",
+            json!({}),
+            &[("lite_text", 1)],
+            ("big_text_back", 7),
+        ),
+    );
+    for id in [21, 22] {
+        let inst = run_and_wait(&w, id);
+        assert_eq!(inst["state"], "finished", "{inst}");
+    }
+    assert_eq!(
+        pg.psql("SELECT octet_length(b.body), a.body = b.body FROM big_text a JOIN big_text_back b USING (id)")
+            .expect("compare"),
+        format!("{}|t", "é€𝄞x".len() * 10 * 1024 * 1024 / 10)
+    );
+    // A source connection that the server drops while the rows stream: the action fails
+    // saying so, and the target has nothing of it.
+    deploy(
+        &w,
+        &sheet(
+            23,
+            "Transfer",
+            "SELECT g, pg_sleep(0.01)::text AS s FROM generate_series(1, 6000) AS g",
+            json!({"batchRows": 10}),
+            &[("big_text", 7)],
+            ("slow_lite", 1),
+        ),
+    );
+    let id = run(&w, 23);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pg
+        .psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weft-test' AND query LIKE '%pg_sleep%' AND state = 'active'")
+        .expect("activity")
+        != "1"
+    {
+        assert!(std::time::Instant::now() < deadline, "it never ran");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    pg.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'weft-test' AND query LIKE '%pg_sleep%' AND state = 'active'")
+        .expect("terminate");
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+    assert!(e.contains("PostgreSQL (connection 7)"), "{e}");
+    let rows: i64 = rusqlite::Connection::open(&data)
+        .expect("data")
+        .query_row("SELECT count(*) FROM slow_lite", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(rows, 0, "the target's transaction was rolled back");
+    // The pool does not hand the dropped connection out again.
+    deploy(
+        &w,
+        &sheet(
+            24,
+            "Sql",
+            "INSERT INTO slow_dst VALUES (1, 'after')",
+            json!({}),
+            &[],
+            ("slow_dst", 7),
+        ),
+    );
+    let inst = run_and_wait(&w, 24);
+    assert_eq!(inst["state"], "finished", "{inst}");
+}
