@@ -110,6 +110,19 @@ fn run_and_wait(w: &Weft, id: i64) -> Value {
     wait(w, instance)
 }
 
+/// Waits until the server shows a running `pg_sleep` statement of weft's session.
+fn until_sleeping(pg: &Postgres) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pg
+        .psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weft-test' AND query LIKE '%pg_sleep%' AND state = 'active'")
+        .expect("activity")
+        != "1"
+    {
+        assert!(std::time::Instant::now() < deadline, "it never ran");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn sql_insert_upsert_and_transfers_both_ways_on_a_native_postgresql_connection() {
     let pg = Postgres::start().expect("PostgreSQL");
@@ -282,16 +295,7 @@ fn halt_cancels_a_running_postgresql_statement_and_rolls_it_back() {
         ),
     );
     let id = run(&w, 5);
-    // Running: the server shows the sleeping statement of the weft-test session.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while pg
-        .psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weft-test' AND query LIKE '%pg_sleep%' AND state = 'active'")
-        .expect("activity")
-        != "1"
-    {
-        assert!(std::time::Instant::now() < deadline, "it never ran");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    until_sleeping(&pg);
     let asked = std::time::Instant::now();
     let (st, v) = command(&w, "HaltBatchInstance", json!({"batchInstanceId": id}));
     assert_eq!(st, 200, "{v}");
@@ -573,15 +577,7 @@ fn a_10_mb_text_goes_both_ways_and_a_connection_dropped_mid_transfer_fails_clean
         ),
     );
     let id = run(&w, 23);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while pg
-        .psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weft-test' AND query LIKE '%pg_sleep%' AND state = 'active'")
-        .expect("activity")
-        != "1"
-    {
-        assert!(std::time::Instant::now() < deadline, "it never ran");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    until_sleeping(&pg);
     pg.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'weft-test' AND query LIKE '%pg_sleep%' AND state = 'active'")
         .expect("terminate");
     let inst = wait(&w, id);
