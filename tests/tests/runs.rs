@@ -425,7 +425,7 @@ fn halt_stops_an_action_waiting_for_a_lock_and_restart_runs_it_again() {
 }
 
 #[test]
-fn halt_interrupts_a_running_statement_and_rolls_its_transaction_back() {
+fn halt_stops_an_endless_statement_within_a_second_and_rolls_its_transaction_back() {
     let (w, data) = setup();
     // A statement that writes a row and then counts to ten billion: hours of work, so the
     // halt surely meets it running.
@@ -450,10 +450,15 @@ fn halt_interrupts_a_running_statement_and_rolls_its_transaction_back() {
     assert_eq!(inst["state"], "halted", "{inst}");
     let a = action(&inst, 5000);
     assert_eq!(a["state"], "H", "{inst}");
+    // The test sees the action running from its first log line, which comes before its
+    // statement starts: the halt may reach it before the statement (then it never starts) or
+    // during it (then SQLite interrupts it). Both mechanisms have deterministic unit tests in
+    // connect::sqlite.
     assert!(
         a["error"]
             .as_str()
-            .is_some_and(|e| e.starts_with("halted on request: ") && e.contains("interrupted")),
+            .is_some_and(|e| e.starts_with("halted on request: ")
+                && (e.contains("interrupted") || e.contains("before it began"))),
         "{inst}"
     );
     let n: i64 = rusqlite::Connection::open(&data)
