@@ -569,6 +569,7 @@ fn weft_plugins_new_writes_a_crate_that_builds_passes_its_tests_and_loads() {
             .arg("--target-dir")
             .arg(&target)
             .env_remove("CARGO_TARGET_DIR")
+            .env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only")
             .output()
             .expect("cargo")
     };
