@@ -127,6 +127,19 @@ pub struct KeyEntry {
 }
 
 impl KeyEntry {
+    /// The option through which the host tells every bridge the service time zone (an IANA
+    /// name, `Europe/Berlin`): the zone of the clock functions `current_local_timestamp()`
+    /// and `is_dst_change_tonight()`. Options starting with `weft.` come from the host, never
+    /// from the key file.
+    pub const SERVICE_ZONE: &'static str = "weft.zone";
+    /// The option with the service clock's instant when the connection was opened, in RFC
+    /// 3339 (`--fake-now` moves it).
+    pub const SERVICE_NOW: &'static str = "weft.now";
+    /// The option that says how the service clock moves from [`Self::SERVICE_NOW`] on:
+    /// `running` (with real time) or `stepped` (it stands still; development servers with
+    /// `--stepped-clock`).
+    pub const SERVICE_CLOCK: &'static str = "weft.clock";
+
     /// An entry (for hosts and tests).
     pub fn new(
         key: &str,

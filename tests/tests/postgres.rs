@@ -1,8 +1,9 @@
 //! End to end with the native `postgresql` connection type (plugins/postgres) on a real
 //! PostgreSQL server started by the test: Insert and Upsert on PostgreSQL, Transfer both ways
 //! with SQLite and the values of every basic type, a halt that cancels a running statement,
-//! connection errors that name the place and never the password, and deploy checks in
-//! PostgreSQL's dialect (positions; table functions are no tables).
+//! connection errors that name the place and never the password, deploy checks in
+//! PostgreSQL's dialect (positions; table functions are no tables), and the clock functions
+//! (`current_local_timestamp()`, `is_dst_change_tonight()`) as on SQLite.
 
 mod common;
 
@@ -13,7 +14,14 @@ use weft_tests::postgres::Postgres;
 /// A server whose key file has connection 1 (SQLite `data.db`) and 7 (the PostgreSQL server),
 /// deployed with folder 10.
 fn setup(pg: &Postgres) -> (Weft, std::path::PathBuf) {
-    let w = Weft::start_with(&["--listen", "127.0.0.1:0"], &[]);
+    setup_with(pg, &[], &[])
+}
+
+/// [`setup`] with more arguments and environment for `weft serve`.
+fn setup_with(pg: &Postgres, args: &[&str], env: &[(&str, &str)]) -> (Weft, std::path::PathBuf) {
+    let mut all = vec!["--listen", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let w = Weft::start_with(&all, env);
     let data = w.home.path().join("data.db");
     rusqlite::Connection::open(&data)
         .expect("data")
@@ -603,4 +611,235 @@ fn a_10_mb_text_goes_both_ways_and_a_connection_dropped_mid_transfer_fails_clean
     );
     let inst = run_and_wait(&w, 24);
     assert_eq!(inst["state"], "finished", "{inst}");
+}
+
+/// Moves the stepped clock of `w` (`to` or `seconds`) and checks where it went.
+fn advance(w: &Weft, payload: Value, local: &str) {
+    let (st, v) = command(w, "AdvanceClock", payload);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["local"], local, "{v}");
+}
+
+#[test]
+fn clock_functions_read_the_service_clock_and_zone_as_on_sqlite_and_the_dst_procedure_shifts_once()
+{
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "CREATE TABLE seen (now_local text, tonight boolean, second boolean, first boolean, instant boolean);
+         CREATE TABLE service_batch_next_run (batch_id int PRIMARY KEY, start_dt timestamp);
+         INSERT INTO service_batch_next_run VALUES (1, '2026-10-24 22:00'), (2, '2026-10-24 22:00');",
+    )
+    .expect("tables");
+    let (w, data) = setup_with(
+        &pg,
+        &["--fake-now", "2026-10-24 19:00", "--stepped-clock"],
+        &[("WEFT_TIMEZONE", "Europe/Berlin")],
+    );
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE seen (now_local TEXT, tonight INT, second INT, first INT);")
+        .expect("table");
+    // The same question on both connections; the second and first 02:30 of the autumn night
+    // given as instants and as wall-clock text.
+    let ask = "SELECT current_local_timestamp(), is_dst_change_tonight(), \
+        is_dst_change_tonight('2026-10-25T01:30:00Z'), is_dst_change_tonight('2026-10-25 02:30')";
+    deploy(
+        &w,
+        &sheet(
+            20,
+            "Sql",
+            &format!(
+                "INSERT INTO seen {ask}, is_dst_change_tonight(timestamptz '2026-10-25 00:30+00')"
+            ),
+            json!({}),
+            &[],
+            ("seen", 7),
+        ),
+    );
+    deploy(
+        &w,
+        &sheet(
+            21,
+            "Sql",
+            &format!("INSERT INTO seen {ask}"),
+            json!({}),
+            &[],
+            ("seen", 1),
+        ),
+    );
+    // SPEC 4.7 on a PostgreSQL connection: batch 1 moves by one day on the eve, once.
+    deploy(
+        &w,
+        &sheet(
+            22,
+            "Upsert",
+            "SELECT batch_id, start_dt + interval '1 day' AS start_dt FROM service_batch_next_run
+             WHERE batch_id IN (1) AND is_dst_change_tonight()
+               AND start_dt <= current_local_timestamp() + interval '14 hours'",
+            json!({"keys": "batch_id"}),
+            &[("service_batch_next_run", 7)],
+            ("service_batch_next_run", 7),
+        ),
+    );
+    let round = |expected_pg: &str, expected_lite: &str| {
+        for sheet in [20, 21] {
+            let inst = run_and_wait(&w, sheet);
+            assert_eq!(inst["state"], "finished", "{inst}");
+        }
+        assert_eq!(
+            pg.psql("SELECT * FROM seen; DELETE FROM seen;")
+                .expect("seen"),
+            expected_pg
+        );
+        let lite = common::actions::rows(&data, "SELECT * FROM seen");
+        rusqlite::Connection::open(&data)
+            .expect("data")
+            .execute("DELETE FROM seen", [])
+            .expect("delete");
+        assert_eq!(lite, vec![expected_lite.to_owned()]);
+    };
+    // The eve, 19:00: the change comes tonight.
+    round("2026-10-24 19:00:00|t|f|t|t", "2026-10-24 19:00:00|1|0|1");
+    let inst = run_and_wait(&w, 22);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(inst["actions"][0]["rowsUpdated"], 1, "{inst}");
+    let again = run_and_wait(&w, 22);
+    assert_eq!(again["actions"][0]["rowsRead"], 0, "shifted once: {again}");
+    assert_eq!(
+        again["actions"][0]["rowsUpdated"], 0,
+        "shifted once: {again}"
+    );
+    assert_eq!(
+        pg.psql("SELECT batch_id, start_dt FROM service_batch_next_run ORDER BY 1")
+            .expect("starts"),
+        "1|2026-10-25 22:00:00\n2|2026-10-24 22:00:00"
+    );
+    // 02:30 before the change (00:30 UTC) and, an hour later, 02:30 again after it.
+    advance(&w, json!({"to": "2026-10-25 02:30"}), "2026-10-25 02:30:00");
+    round("2026-10-25 02:30:00|t|f|t|t", "2026-10-25 02:30:00|1|0|1");
+    advance(&w, json!({"seconds": 3600}), "2026-10-25 02:30:00");
+    round("2026-10-25 02:30:00|f|f|t|t", "2026-10-25 02:30:00|0|0|1");
+    // The evening after: nothing comes tonight.
+    advance(&w, json!({"to": "2026-10-25 19:00"}), "2026-10-25 19:00:00");
+    round("2026-10-25 19:00:00|f|f|t|t", "2026-10-25 19:00:00|0|0|1");
+
+    // A user who may not create the functions in its database is told who can, and how.
+    pg.psql("CREATE ROLE plain LOGIN PASSWORD 'plain'; CREATE DATABASE locked;")
+        .expect("role");
+    pg.psql_in(
+        "locked",
+        "CREATE TABLE t (n int); GRANT INSERT ON t TO plain;",
+    )
+    .expect("table");
+    w.add_keys(&format!(
+        "8|postgresql|postgresql://127.0.0.1:{}/locked|plain|plain|sslmode=disable\n",
+        pg.port
+    ));
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {
+            "connections": [{"id": 8, "name": "locked", "type": "postgresql"}]}}),
+    );
+    deploy(
+        &w,
+        &sheet(
+            23,
+            "Sql",
+            "INSERT INTO t SELECT 1 WHERE is_dst_change_tonight()",
+            json!({}),
+            &[],
+            ("t", 8),
+        ),
+    );
+    let inst = run_and_wait(&w, 23);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        e.contains("may not create them") && e.contains("docs/sql/postgresql-clock.sql"),
+        "{e}"
+    );
+    // An owner runs the script once; then the user's statement runs (tonight is past).
+    let script =
+        std::fs::read_to_string(root().join("docs/sql/postgresql-clock.sql")).expect("the script");
+    pg.psql_in("locked", &script)
+        .expect("the script as the owner");
+    advance(&w, json!({"to": "2026-10-26 19:00"}), "2026-10-26 19:00:00");
+    let inst = run_and_wait(&w, 23);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(inst["actions"][0]["rowsWritten"], 0, "{inst}");
+}
+
+#[test]
+fn the_postgresql_clock_functions_agree_with_weft_s_own_around_every_clock_change() {
+    use chrono::{NaiveDate, NaiveDateTime};
+    let pg = Postgres::start().expect("PostgreSQL");
+    // The functions, as the bridge creates them.
+    let script =
+        std::fs::read_to_string(root().join("docs/sql/postgresql-clock.sql")).expect("the script");
+    pg.psql(&script).expect("the clock functions");
+    // Two days around each change of 2026 (and a window in zones without one), every ten
+    // minutes: the gap and the repeated hour are hit at :00 and :30.
+    let zones: [(&str, &[&str]); 8] = [
+        ("Europe/Berlin", &["2026-03-29", "2026-10-25"]),
+        ("Europe/London", &["2026-03-29", "2026-10-25"]),
+        ("America/New_York", &["2026-03-08", "2026-11-01"]),
+        ("Australia/Sydney", &["2026-04-05", "2026-10-04"]),
+        ("Australia/Lord_Howe", &["2026-04-05", "2026-10-04"]),
+        ("Pacific/Chatham", &["2026-04-05", "2026-09-27"]),
+        ("Asia/Kolkata", &["2026-10-25"]),
+        ("America/Sao_Paulo", &["2026-11-01"]),
+    ];
+    let mut compared = 0;
+    for (zone, days) in zones {
+        let tz: chrono_tz::Tz = zone.parse().expect("zone");
+        for day in days {
+            let d = NaiveDate::parse_from_str(day, "%Y-%m-%d").expect("day");
+            let from = d.pred_opt().expect("day before");
+            let to = d.succ_opt().expect("day after");
+            let out = pg
+                .psql(&format!(
+                    "SET weft.zone = '{zone}';
+                     SELECT to_char(t, 'YYYY-MM-DD HH24:MI:SS'), weft_clock.is_dst_change_tonight(t),
+                            weft_clock.is_dst_change_tonight(to_char(t, 'YYYY-MM-DD HH24:MI'))
+                     FROM generate_series(timestamp '{from} 00:00', timestamp '{to} 00:00',
+                                          interval '10 minutes') t;"
+                ))
+                .expect("rows");
+            for line in out.lines() {
+                let f: Vec<&str> = line.split('|').collect();
+                let local =
+                    NaiveDateTime::parse_from_str(f[0], "%Y-%m-%d %H:%M:%S").expect("local time");
+                let want = weft::sched::clock::is_dst_change_tonight(tz, local);
+                let want = if want { "t" } else { "f" };
+                assert_eq!(f[1], want, "{zone} {local}: PostgreSQL says {}", f[1]);
+                assert_eq!(f[2], want, "{zone} {local} as text");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 14 * 289, "every instant compared");
+    // Instants: every 20 minutes of the Berlin autumn night, as RFC 3339 text and as
+    // timestamptz, against the text form of weft's own.
+    let tz: chrono_tz::Tz = "Europe/Berlin".parse().expect("zone");
+    let out = pg
+        .psql(
+            "SET weft.zone = 'Europe/Berlin';
+             SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),
+                    weft_clock.is_dst_change_tonight(t),
+                    weft_clock.is_dst_change_tonight(to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'))
+             FROM generate_series(timestamptz '2026-10-24 00:00+00', timestamptz '2026-10-26 00:00+00',
+                                  interval '20 minutes') t;",
+        )
+        .expect("rows");
+    for line in out.lines() {
+        let f: Vec<&str> = line.split('|').collect();
+        let want = weft::sched::clock::is_dst_change_tonight_at(tz, f[0]).expect("instant");
+        let want = if want { "t" } else { "f" };
+        assert_eq!((f[1], f[2]), (want, want), "{}", f[0]);
+    }
+    // Text that is no timestamp: an error that says what to write.
+    let e = pg
+        .psql("SELECT weft_clock.is_dst_change_tonight('tonight');")
+        .expect_err("no timestamp");
+    assert!(e.contains("`tonight` is not a timestamp"), "{e}");
 }

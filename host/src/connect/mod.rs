@@ -44,9 +44,34 @@ pub fn open(entry: &Entry, registry: &Registry) -> Result<Connection, PluginErro
             .filter(|(k, _)| !k.starts_with("weft."))
             .chain(registry.bridge_options())
             .cloned()
+            .chain(clock_options())
             .collect(),
     );
     bridge.open(&key).into_result()
+}
+
+/// The service clock and zone as a bridge gets them ([`KeyEntry::SERVICE_ZONE`] and the
+/// options beside it), for the clock functions of its connections.
+fn clock_options() -> [(String, String); 3] {
+    let t = crate::sched::clock::current();
+    [
+        (KeyEntry::SERVICE_ZONE.to_owned(), t.zone.name().to_owned()),
+        (
+            KeyEntry::SERVICE_NOW.to_owned(),
+            t.clock
+                .now()
+                .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        ),
+        (
+            KeyEntry::SERVICE_CLOCK.to_owned(),
+            if t.clock.is_stepped() {
+                "stepped"
+            } else {
+                "running"
+            }
+            .to_owned(),
+        ),
+    ]
 }
 
 /// [`open`] for a short look (a deploy checking its objects): a native SQLite connection

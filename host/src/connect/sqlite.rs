@@ -601,18 +601,14 @@ pub fn register_clock_functions(conn: &rusqlite::Connection) -> rusqlite::Result
     })?;
     conn.create_scalar_function("is_dst_change_tonight", 0, flags, |_| {
         let t = clock::current();
-        Ok(clock::is_dst_change_tonight(t.zone, t.local_now()))
+        Ok(clock::dst_change_before_morning(t.zone, t.clock.now()))
     })?;
     conn.create_scalar_function("is_dst_change_tonight", 1, flags, |ctx| {
         let t = clock::current();
         let text: String = ctx.get(0)?;
-        let local = clock::parse_timestamp(&text, t.zone)
-            .map(|u| u.with_timezone(&t.zone).naive_local())
-            .or_else(|e| clock::parse_wall(&text).ok_or(e))
-            .map_err(|e| {
-                rusqlite::Error::UserFunctionError(format!("is_dst_change_tonight: {e}").into())
-            })?;
-        Ok(clock::is_dst_change_tonight(t.zone, local))
+        clock::is_dst_change_tonight_at(t.zone, &text).map_err(|e| {
+            rusqlite::Error::UserFunctionError(format!("is_dst_change_tonight: {e}").into())
+        })
     })?;
     Ok(())
 }

@@ -330,6 +330,27 @@ pub fn is_dst_change_tonight(zone: Tz, local_now: NaiveDateTime) -> bool {
     dst_change_before_morning(zone, instant_of(zone, local_now))
 }
 
+/// `is_dst_change_tonight(text)` of the SQL functions: from an instant in RFC 3339, or from a
+/// wall-clock time `YYYY-MM-DD HH:MM[:SS]` in `zone` (its first occurrence; a skipped time is
+/// read as the end of the gap).
+///
+/// # Errors
+///
+/// When the text is neither.
+pub fn is_dst_change_tonight_at(zone: Tz, text: &str) -> Result<bool, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text.trim()) {
+        return Ok(dst_change_before_morning(zone, t.with_timezone(&Utc)));
+    }
+    parse_wall(text)
+        .map(|local| is_dst_change_tonight(zone, local))
+        .ok_or_else(|| {
+            format!(
+                "`{text}` is not a timestamp: use RFC 3339 (2026-10-24T19:00:00+02:00) or \
+                 YYYY-MM-DD HH:MM[:SS] in the service time zone"
+            )
+        })
+}
+
 /// Whether the zone's UTC offset changes between the instant `now` and 06:00 local time of
 /// the day after `now`'s local day.
 pub fn dst_change_before_morning(zone: Tz, now: DateTime<Utc>) -> bool {
@@ -395,6 +416,24 @@ mod tests {
         ] {
             assert_eq!(is_dst_change_tonight(z, at(now)), expected, "spring {now}");
         }
+    }
+
+    #[test]
+    fn the_text_form_reads_an_instant_as_that_instant_and_wall_clock_text_as_its_first_occurrence()
+    {
+        let z: Tz = "Europe/Berlin".parse().expect("zone");
+        for (text, expected) in [
+            ("2026-10-25 02:30", true),           // the first 02:30 (CEST)
+            ("2026-10-25T00:30:00Z", true),       // that same instant
+            ("2026-10-25T01:30:00Z", false),      // the second 02:30 (CET): after the change
+            ("2026-10-25T02:30:00+01:00", false), // the same, with its offset
+            ("2026-10-24T19:00:00+02:00", true),
+            ("2027-03-28 02:30:00", false), // skipped: the end of the gap
+        ] {
+            assert_eq!(is_dst_change_tonight_at(z, text), Ok(expected), "{text}");
+        }
+        let e = is_dst_change_tonight_at(z, "tonight").expect_err("no timestamp");
+        assert!(e.contains("`tonight` is not a timestamp"), "{e}");
     }
 
     #[test]

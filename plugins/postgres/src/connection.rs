@@ -3,6 +3,7 @@
 //! streamed in batches, multi-row inserts, `describe` from the catalog, transactions as
 //! `BEGIN`/savepoints, and a halt that sends the server a cancel request.
 
+use crate::clock::{self, ServiceClock};
 use crate::placeholders::numbered;
 use crate::values::{Param, Raw, decode};
 use crate::values::{copyable, encode};
@@ -28,6 +29,11 @@ pub struct PgConnection {
     pub(crate) key: String,
     /// How a cancel request reaches the server.
     pub(crate) tls: MakeRustlsConnect,
+    /// How to open another connection to the same database (the clock functions are created
+    /// on one of their own).
+    config: postgres::Config,
+    /// The service clock, for the clock functions.
+    clock: Option<ServiceClock>,
     depth: u32,
     /// Rows inserted into each table since the outermost transaction began: the row numbers
     /// an error names count from there (a Transfer's rows, across its batches).
@@ -43,12 +49,16 @@ impl PgConnection {
         pool: crate::pool::Slot,
         key: &str,
         tls: MakeRustlsConnect,
+        config: postgres::Config,
+        clock: Option<ServiceClock>,
     ) -> Self {
         PgConnection {
             client: Some(client),
             pool,
             key: key.to_owned(),
             tls,
+            config,
+            clock,
             depth: 0,
             inserted: std::collections::HashMap::new(),
             column_types: std::collections::HashMap::new(),
@@ -281,6 +291,65 @@ impl PgConnection {
         Ok(count)
     }
 
+    /// Before a statement that names a clock function: makes sure the database has the
+    /// current functions (created once, on a connection of their own), and hands this
+    /// session the service clock and zone.
+    fn prepare_clock(&mut self, sql: &str) -> PluginResult<()> {
+        if !clock::names_clock_function(sql) {
+            return Ok(());
+        }
+        let Some(service) = self.clock.clone() else {
+            return Ok(());
+        };
+        if !clock::known_current(&self.pool) {
+            let installed = self
+                .c()
+                .query(clock::INSTALLED_VERSION, &[])
+                .map_err(|e| self.fail(&e, clock::INSTALLED_VERSION))?
+                .first()
+                .and_then(|r| r.try_get::<_, String>(0).ok())
+                .and_then(|src| clock::version_of(&src));
+            if installed.is_none_or(|v| v < clock::VERSION) {
+                self.create_clock_functions()?;
+            }
+            clock::mark_current(&self.pool);
+        }
+        let stepped = if service.stepped() { "on" } else { "off" };
+        self.c()
+            .execute(
+                clock::SESSION,
+                &[&service.zone(), &service.now_text(), &stepped],
+            )
+            .map_err(|e| self.fail(&e, clock::SESSION))?;
+        Ok(())
+    }
+
+    /// Runs the clock functions' script on a connection of its own (committed at once, so
+    /// that this connection's transaction sees them and does not hold them back).
+    fn create_clock_functions(&mut self) -> PluginResult<()> {
+        let key = self.key.clone();
+        let mut other = self.config.connect(self.tls.clone()).map_err(|e| {
+            PluginError::new(format!(
+                "PostgreSQL (connection {key}): cannot connect to create the clock functions: {}",
+                crate::describe_error(&e)
+            ))
+        })?;
+        other.batch_execute(clock::SQL).map_err(|e| {
+            let denied = e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE);
+            PluginError::new(format!(
+                "PostgreSQL (connection {key}): the clock functions (current_local_timestamp, \
+                 is_dst_change_tonight) are not in schema weft_clock of this database{}: {}",
+                if denied {
+                    ", and this user may not create them: let an owner of the database run \
+                     docs/sql/postgresql-clock.sql once (docs/postgresql.md)"
+                } else {
+                    ", and creating them failed"
+                },
+                crate::describe_error(&e)
+            ))
+        })
+    }
+
     fn fail(&self, e: &postgres::Error, sql: &str) -> PluginError {
         let shown: String = sql.chars().take(300).collect();
         let kind = kind_of(e);
@@ -403,6 +472,7 @@ impl DatabaseConnection for PgConnection {
     }
 
     fn execute_batch(&mut self, sql: &str) -> PluginResult<u64> {
+        self.prepare_clock(sql)?;
         let messages = self.c().simple_query(sql).map_err(|e| self.fail(&e, sql))?;
         Ok(messages
             .iter()
@@ -414,6 +484,7 @@ impl DatabaseConnection for PgConnection {
     }
 
     fn execute(&mut self, sql: &str, values: &[Value]) -> PluginResult<u64> {
+        self.prepare_clock(sql)?;
         let text = if values.is_empty() {
             sql.to_owned()
         } else {
@@ -436,6 +507,7 @@ impl DatabaseConnection for PgConnection {
         batch_rows: u32,
         sink: &mut RowSink<'_>,
     ) -> PluginResult<u64> {
+        self.prepare_clock(sql)?;
         let text = if values.is_empty() {
             sql.to_owned()
         } else {

@@ -9,6 +9,8 @@
 //! 10) and `search_path`. docs/postgresql.md has the whole page: the type table, halting, the
 //! limits.
 //!
+//! - [`clock`]: the clock functions `current_local_timestamp()` and
+//!   `is_dst_change_tonight()` on PostgreSQL connections;
 //! - [`connection`]: the [`weft_sdk::DatabaseConnection`] over a `postgres::Client`;
 //! - [`values`]: values between PostgreSQL's binary format and weft's;
 //! - [`placeholders`]: `?` parameters numbered `$1`, `$2`, ...;
@@ -19,6 +21,7 @@
 // no unsafe code of its own.
 #![allow(unsafe_code)]
 
+pub mod clock;
 pub mod connection;
 pub mod placeholders;
 pub mod pool;
@@ -151,7 +154,12 @@ impl ConnectionBridge for PostgresBridge {
         let t = target(entry)?;
         // Connections are pooled by everything that makes them: URL, user, password, options.
         let slot: pool::Slot = {
-            let options: Vec<String> = entry.options().map(|(k, v)| format!("{k}={v}")).collect();
+            // Not the host's `weft.` options: the clock's instant changes at every open.
+            let options: Vec<String> = entry
+                .options()
+                .filter(|(k, _)| !k.starts_with("weft."))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
             format!(
                 "{}\u{1}{}\u{1}{}\u{1}{}",
                 entry.url(),
@@ -175,7 +183,12 @@ impl ConnectionBridge for PostgresBridge {
             })?,
         };
         Ok(Connection::new(connection::PgConnection::new(
-            client, slot, key, t.tls,
+            client,
+            slot,
+            key,
+            t.tls,
+            t.config,
+            clock::ServiceClock::of(entry),
         )))
     }
 }
