@@ -215,6 +215,60 @@ fn sql_insert_upsert_and_transfers_both_ways_on_a_native_postgresql_connection()
             .expect("up"),
         "1|ONE\n2|two\n3|three"
     );
+    let a = &inst["actions"][0];
+    assert_eq!(
+        (&a["rowsRead"], &a["rowsWritten"], &a["rowsUpdated"]),
+        (&json!(3), &json!(1), &json!(2)),
+        "{inst}"
+    );
+    // ON CONFLICT on a unique constraint that is not the primary key; and a clear error,
+    // with nothing written, where the key columns have none.
+    pg.psql(
+        "CREATE TABLE uq_dst (n serial PRIMARY KEY, id int UNIQUE, name text);
+         INSERT INTO uq_dst (id, name) VALUES (2, 'old');
+         CREATE TABLE nokey_dst (id int, name text);",
+    )
+    .expect("tables");
+    for (sheet_id, table) in [(6, "uq_dst"), (7, "nokey_dst")] {
+        deploy(
+            &w,
+            &sheet(
+                sheet_id,
+                "Upsert",
+                "SELECT id, name FROM src",
+                json!({"keys": "id"}),
+                &[("src", 7)],
+                (table, 7),
+            ),
+        );
+    }
+    let inst = run_and_wait(&w, 6);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        (
+            &inst["actions"][0]["rowsWritten"],
+            &inst["actions"][0]["rowsUpdated"]
+        ),
+        (&json!(2), &json!(1)),
+        "{inst}"
+    );
+    assert_eq!(
+        pg.psql("SELECT id, name FROM uq_dst ORDER BY id")
+            .expect("uq"),
+        "1|ONE\n2|two\n3|three"
+    );
+    let inst = run_and_wait(&w, 7);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        e.contains("no primary key or unique constraint on exactly (id)")
+            && e.contains("ADD UNIQUE (id)"),
+        "{e}"
+    );
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM nokey_dst").expect("count"),
+        "0"
+    );
     // SQLite -> PostgreSQL: text values land in typed columns.
     let inst = run_and_wait(&w, 3);
     assert_eq!(inst["state"], "finished", "{inst}");

@@ -2,9 +2,9 @@
 //! key (attribute `keys`, comma-separated, else the target's primary key). Rows missing from
 //! the source are not deleted.
 //!
-//! On one connection it is set-based SQL: `INSERT ... ON CONFLICT DO UPDATE` where the dialect
-//! has it and the key is the primary key, `UPDATE` then `INSERT ... WHERE NOT EXISTS`
-//! elsewhere. When the source's connection differs from the target's, the rows are streamed
+//! On one connection it is set-based SQL: `INSERT ... ON CONFLICT DO UPDATE` on PostgreSQL
+//! (whose key columns need a unique constraint), and where the dialect has it and the key is
+//! the primary key; `UPDATE` then `INSERT ... WHERE NOT EXISTS` elsewhere. When the source's connection differs from the target's, the rows are streamed
 //! across and each is updated, else inserted.
 
 // `export_plugin!` expands to abi_stable's export code, which is unsafe; this crate writes
@@ -187,6 +187,20 @@ fn key_check<'a>(keys: &'a [String], columns: &[String]) -> PluginResult<Vec<&'a
         .collect()
 }
 
+/// The error of an `ON CONFLICT` whose key columns have no unique constraint (SQLSTATE
+/// 42P10), said so that the user knows what to add.
+fn no_unique_key(e: &PluginError, table: &str, keys: &[&str]) -> Option<PluginError> {
+    let m = e.message();
+    (m.contains("42P10") || m.contains("no unique or exclusion constraint matching")).then(|| {
+        PluginError::new(format!(
+            "Upsert into {table} by ({keys}): the table has no primary key or unique constraint \
+             on exactly ({keys}), which ON CONFLICT needs: add one (ALTER TABLE {table} ADD \
+             UNIQUE ({keys})) or name the key columns it has in `keys`",
+            keys = keys.join(", ")
+        ))
+    })
+}
+
 fn same_connection(
     conn: &mut Connection,
     table: &str,
@@ -221,7 +235,10 @@ fn same_connection(
         && keys
             .iter()
             .all(|k| primary.iter().any(|p| p.eq_ignore_ascii_case(k)));
-    if dialect.has_on_conflict() && is_primary {
+    // PostgreSQL: ON CONFLICT on the key columns always (the server needs a primary key or
+    // unique constraint on exactly them); elsewhere only on the primary key.
+    let postgres = dialect == weft_sdk::Dialect::Postgres;
+    if dialect.has_on_conflict() && (is_primary || postgres) {
         let action = if non_keys.is_empty() {
             "DO NOTHING".to_owned()
         } else {
@@ -242,6 +259,25 @@ fn same_connection(
             src_cols.join(", "),
             key_cols.join(", ")
         );
+        if postgres {
+            // A row the statement inserted has no deleting transaction (xmax 0); an updated
+            // one has: counted from what it returns, not by counting the table twice.
+            let counted = format!(
+                "WITH weft_w AS ({sql} RETURNING (xmax = 0) AS weft_inserted)
+                 SELECT count(*) FILTER (WHERE weft_inserted), count(*) FILTER (WHERE NOT weft_inserted) FROM weft_w"
+            );
+            let (_, rows) = conn
+                .query_all(&counted, &[])
+                .map_err(|e| no_unique_key(&e, table, &keys).unwrap_or(e))?;
+            let row = rows.first();
+            let count = |i: usize| count_of(row.and_then(|r| r.get(i))).unwrap_or(0);
+            return Ok(RunOutcome {
+                rows_read: total,
+                rows_written: count(0),
+                rows_updated: count(1),
+                rows_deleted: 0,
+            });
+        }
         // Upsert deletes nothing: what the table gained was inserted; the rest of the rows
         // the statement changed were updated.
         let before = scalar(conn, &format!("SELECT COUNT(*) FROM {table}"))?;
