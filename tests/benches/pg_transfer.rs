@@ -13,9 +13,15 @@
 //! - SQLite -> PostgreSQL and PostgreSQL -> SQLite through the native type, against the same
 //!   Transfers through the JDBC bridge. Goal: at least 3x the JDBC path.
 //!
+//! Two floors are measured beside them, to say how far a goal can be reached at all: the
+//! server's own `COPY ... FROM` of the same rows in binary (psql `\copy` from a file, no
+//! reading at all), under every Transfer into PostgreSQL; and weft's Transfer SQLite ->
+//! SQLite of the same rows, the cost of writing SQLite under every Transfer into SQLite.
+//!
 //! Needs `cargo build --release --workspace` first, PostgreSQL and its client, a JDK and the
 //! Debian package libpostgresql-jdbc-java (`.ci/run` installs them). `WEFT_BENCH_ROWS`
-//! changes the row count.
+//! changes the row count; `WEFT_BENCH_NATIVE_ONLY=1` leaves out the JDBC and psql rounds
+//! (for a profiler's view of the native paths alone).
 
 // The same allocator as the `weft` binary: values cross threads by the million.
 #[global_allocator]
@@ -166,15 +172,42 @@ fn main() {
             .execute_batch(&format!("DROP TABLE IF EXISTS t; {LITE_TABLE}"))
             .expect("create");
     };
+    let native_only = std::env::var_os("WEFT_BENCH_NATIVE_ONLY").is_some();
     // Warm-up: the JVM starts, connections open.
     empty_other();
-    transfer(4, 5);
+    if !native_only {
+        transfer(4, 5);
+    }
+    let binary = dir.path().join("t.bin");
+    psql(
+        &pg,
+        "weft",
+        &format!("\\copy t TO '{}' (FORMAT binary)", binary.display()),
+    );
     let (mut pg_weft, mut pg_psql) = (Vec::new(), Vec::new());
+    let (mut floor_pg, mut floor_lite) = (Vec::new(), Vec::new());
     let (mut in_native, mut in_jdbc, mut out_native, mut out_jdbc) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..3 {
         empty_other();
         pg_weft.push(transfer(2, 3));
+        empty_other();
+        in_native.push(transfer(1, 3));
+        empty_lite();
+        out_native.push(transfer(2, 6));
+        empty_lite();
+        floor_lite.push(transfer(1, 6));
+        empty_other();
+        let t = Instant::now();
+        psql(
+            &pg,
+            "other",
+            &format!("\\copy t FROM '{}' (FORMAT binary)", binary.display()),
+        );
+        floor_pg.push(t.elapsed().as_secs_f64());
+        if native_only {
+            continue;
+        }
         empty_other();
         let t = Instant::now();
         let pipe = Command::new("sh")
@@ -193,13 +226,14 @@ fn main() {
             rows.to_string()
         );
         empty_other();
-        in_native.push(transfer(1, 3));
-        empty_other();
         in_jdbc.push(transfer(1, 5));
         empty_lite();
-        out_native.push(transfer(2, 6));
-        empty_lite();
         out_jdbc.push(transfer(4, 6));
+    }
+    if native_only {
+        pg_psql.push(f64::NAN);
+        in_jdbc.push(f64::NAN);
+        out_jdbc.push(f64::NAN);
     }
     println!(
         "pg: {rows} rows of 5 columns (bigint, text, numeric(14,2), date, boolean), median of 3 alternating rounds"
@@ -213,6 +247,8 @@ fn main() {
         );
         m
     };
+    line("floor: COPY FROM a binary file (server only)", &floor_pg);
+    line("floor: SQLite -> SQLite, weft", &floor_lite);
     let w = line("PostgreSQL -> PostgreSQL, weft (native)", &pg_weft);
     let p = line("PostgreSQL -> PostgreSQL, psql \\copy pipe", &pg_psql);
     println!(

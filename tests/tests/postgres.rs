@@ -574,6 +574,23 @@ fn a_million_rows_copy_in_and_a_bad_row_500001_leaves_the_target_as_it_was() {
             .expect("kept"),
         "1|kept"
     );
+    // A row the server refuses (a check constraint) while the batches stream into one COPY:
+    // found when the COPY ends, named by its row over the whole Transfer; nothing lands.
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("UPDATE million SET amount = '1.00' WHERE id = 500001;")
+        .expect("mended");
+    pg.psql("ALTER TABLE big_copy ADD CONSTRAINT not_700001 CHECK (id <> 700001);")
+        .expect("constraint");
+    let inst = run_and_wait(&w, 13);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+    assert!(e.contains("row 700001") && e.contains("not_700001"), "{e}");
+    assert_eq!(
+        pg.psql("SELECT count(*), min(name) FROM big_copy")
+            .expect("kept"),
+        "1|kept"
+    );
 }
 
 #[test]

@@ -5,12 +5,14 @@
 
 use crate::clock::{self, ServiceClock};
 use crate::placeholders::numbered;
+use crate::session::Session;
 use crate::values::{Param, Raw, decode};
 use crate::values::{copyable, encode};
-use postgres::binary_copy::BinaryCopyOutIter;
-use postgres::fallible_iterator::FallibleIterator;
-use postgres::types::Type;
-use postgres::{CancelToken, SimpleQueryMessage};
+use futures_util::{SinkExt, StreamExt};
+use std::pin::pin;
+use tokio_postgres::SimpleQueryMessage;
+use tokio_postgres::binary_copy::BinaryCopyOutStream;
+use tokio_postgres::types::Type;
 use tokio_postgres_rustls::MakeRustlsConnect;
 use weft_sdk::{
     ColumnInfo, DatabaseConnection, Dialect, ErrorKind, Interrupter, PluginError, PluginResult,
@@ -20,9 +22,20 @@ use weft_sdk::{
 /// Parameters a statement may bind (PostgreSQL's limit is 65,535).
 const MAX_PARAMETERS: usize = 60_000;
 
+/// A `COPY ... FROM STDIN` kept open across the batches of one table.
+struct OpenCopy {
+    /// Its statement: a batch for another table or other columns ends it.
+    sql: String,
+    /// The table, for messages.
+    target: String,
+    /// Rows inserted into the table in this transaction before it began.
+    first: u64,
+    sink: std::pin::Pin<Box<tokio_postgres::CopyInSink<bytes::Bytes>>>,
+}
+
 /// A connection as an action uses it.
 pub struct PgConnection {
-    pub(crate) client: Option<postgres::Client>,
+    pub(crate) session: Option<Session>,
     /// Where it goes back when the action is done.
     pub(crate) pool: crate::pool::Slot,
     /// The connection's key, for messages.
@@ -31,7 +44,7 @@ pub struct PgConnection {
     pub(crate) tls: MakeRustlsConnect,
     /// How to open another connection to the same database (the clock functions are created
     /// on one of their own).
-    config: postgres::Config,
+    config: tokio_postgres::Config,
     /// The service clock, for the clock functions.
     clock: Option<ServiceClock>,
     depth: u32,
@@ -40,20 +53,22 @@ pub struct PgConnection {
     inserted: std::collections::HashMap<String, u64>,
     /// The column types of each `table (columns)` an insert named, asked once.
     column_types: std::collections::HashMap<String, Vec<Type>>,
+    /// The COPY the last batches went into, still open.
+    open_copy: Option<OpenCopy>,
 }
 
 impl PgConnection {
     /// A connection of entry `key`, which goes back to `pool` when dropped.
     pub fn new(
-        client: postgres::Client,
+        session: Session,
         pool: crate::pool::Slot,
         key: &str,
         tls: MakeRustlsConnect,
-        config: postgres::Config,
+        config: tokio_postgres::Config,
         clock: Option<ServiceClock>,
     ) -> Self {
         PgConnection {
-            client: Some(client),
+            session: Some(session),
             pool,
             key: key.to_owned(),
             tls,
@@ -62,12 +77,13 @@ impl PgConnection {
             depth: 0,
             inserted: std::collections::HashMap::new(),
             column_types: std::collections::HashMap::new(),
+            open_copy: None,
         }
     }
 
-    fn c(&mut self) -> &mut postgres::Client {
-        // `client` is only taken by `drop`.
-        self.client
+    fn c(&mut self) -> &mut Session {
+        // `session` is only taken by `drop`.
+        self.session
             .as_mut()
             .expect("a PostgreSQL connection is present until it is dropped")
     }
@@ -105,9 +121,9 @@ impl PgConnection {
                 sql.push(')');
             }
             let values: Vec<Param<'_>> = chunk.iter().flat_map(|r| r.iter().map(Param)).collect();
-            let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = values
+            let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = values
                 .iter()
-                .map(|p| p as &(dyn postgres::types::ToSql + Sync))
+                .map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync))
                 .collect();
             inserted += self.c().execute(sql.as_str(), &refs).map_err(|e| {
                 let first = before as usize + c * per + 1;
@@ -145,6 +161,7 @@ impl PgConnection {
         if let Some(t) = self.column_types.get(&key) {
             return Ok(t.clone());
         }
+        self.finish_copy()?;
         let sql = format!("SELECT {} FROM {target} LIMIT 0", cols.join(", "));
         let types: Vec<Type> = self
             .c()
@@ -158,9 +175,12 @@ impl PgConnection {
         Ok(types)
     }
 
-    /// `COPY target (columns) FROM STDIN (FORMAT binary)`, each value encoded for its
-    /// column's type here; a value that does not fit stops the COPY (nothing of it lands)
-    /// with its row and column.
+    /// Rows into `COPY target (columns) FROM STDIN (FORMAT binary)`, each value encoded for
+    /// its column's type here. The COPY stays open for the next batch of the same table and
+    /// columns, so that the server loads one batch while the next is read and encoded (a
+    /// COPY per batch made the two take turns); it ends before any other statement, at
+    /// commit ([`Self::finish_copy`]), and is abandoned (nothing of it lands) when a value
+    /// does not fit, at rollback and when the connection is dropped.
     fn copy_in(
         &mut self,
         target: &str,
@@ -177,6 +197,9 @@ impl PgConnection {
             "COPY {target} ({}) FROM STDIN (FORMAT binary)",
             cols.join(", ")
         );
+        if self.open_copy.as_ref().is_some_and(|o| o.sql != sql) {
+            self.finish_copy()?;
+        }
         let key = self.key.clone();
         let place = |row: usize, column: &str| {
             format!(
@@ -184,76 +207,129 @@ impl PgConnection {
                 before as usize + row
             )
         };
-        let writer = self.c().copy_in(&sql).map_err(|e| {
-            PluginError::new(format!(
-                "PostgreSQL (connection {key}): {}; in `{sql}`",
-                crate::describe_error(&e)
-            ))
-        })?;
-        let mut writer = writer;
         // PostgreSQL's binary COPY format: a header, then each row as its field count and
-        // each field as its length (-1 for NULL) and bytes, then -1. Written in pieces of
-        // about 1 MiB; dropping the writer before `finish` aborts the COPY, so nothing of a
-        // batch with a bad value lands.
+        // each field as its length (-1 for NULL) and bytes, then -1 at the end. Sent in
+        // pieces of about 1 MiB.
         let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
-        buf.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
-        buf.extend_from_slice(&0i32.to_be_bytes());
-        buf.extend_from_slice(&0i32.to_be_bytes());
+        if self.open_copy.is_none() {
+            let (client, mut driver) = self.c().parts();
+            let sink = driver
+                .block_on(client.copy_in::<_, bytes::Bytes>(sql.as_str()))
+                .map_err(|e| {
+                    PluginError::new(format!(
+                        "PostgreSQL (connection {key}): {}; in `{sql}`",
+                        crate::describe_error(&e)
+                    ))
+                })?;
+            self.open_copy = Some(OpenCopy {
+                sql: sql.clone(),
+                target: target.to_owned(),
+                first: before,
+                sink: Box::pin(sink),
+            });
+            buf.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
+            buf.extend_from_slice(&0i32.to_be_bytes());
+            buf.extend_from_slice(&0i32.to_be_bytes());
+        }
         let fields = i16::try_from(columns.len())
             .map_err(|_| PluginError::new(format!("{target}: too many columns")))?;
-        let lost = |e: std::io::Error| {
+        let lost = |e: tokio_postgres::Error| {
             PluginError::of(
                 ErrorKind::Connection,
-                format!("PostgreSQL (connection {key}): the COPY into {target} broke off: {e}"),
+                format!(
+                    "PostgreSQL (connection {key}): the COPY into {target} broke off: {}",
+                    crate::describe_error(&e)
+                ),
             )
         };
-        for (r, row) in rows.iter().enumerate() {
-            if row.len() != columns.len() {
-                return Err(PluginError::new(format!(
-                    "{}: {} values for {} columns",
-                    place(r + 1, "-"),
-                    row.len(),
-                    columns.len()
-                )));
-            }
-            buf.extend_from_slice(&fields.to_be_bytes());
-            for (i, (v, ty)) in row.iter().zip(types).enumerate() {
-                if v.is_null() {
-                    buf.extend_from_slice(&(-1i32).to_be_bytes());
-                    continue;
+        let Some(open) = self.open_copy.as_mut() else {
+            return Err(PluginError::new("the COPY was not opened"));
+        };
+        let session = self
+            .session
+            .as_mut()
+            .expect("a PostgreSQL connection is present until it is dropped");
+        let (_, mut driver) = session.parts();
+        let mut send = |buf: &mut Vec<u8>| {
+            let piece = bytes::Bytes::from(std::mem::replace(buf, Vec::with_capacity(1 << 20)));
+            driver.block_on(open.sink.send(piece)).map_err(lost)
+        };
+        let written = (|| {
+            for (r, row) in rows.iter().enumerate() {
+                if row.len() != columns.len() {
+                    return Err(PluginError::new(format!(
+                        "{}: {} values for {} columns",
+                        place(r + 1, "-"),
+                        row.len(),
+                        columns.len()
+                    )));
                 }
-                let at = buf.len();
-                buf.extend_from_slice(&0i32.to_be_bytes());
-                encode(v, ty, &mut buf)
-                    .map_err(|m| PluginError::new(format!("{}: {m}", place(r + 1, columns[i]))))?;
-                let len = i32::try_from(buf.len() - at - 4).map_err(|_| {
-                    PluginError::new(format!("{}: a value over 2 GiB", place(r + 1, columns[i])))
-                })?;
-                buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
+                buf.extend_from_slice(&fields.to_be_bytes());
+                for (i, (v, ty)) in row.iter().zip(types).enumerate() {
+                    if v.is_null() {
+                        buf.extend_from_slice(&(-1i32).to_be_bytes());
+                        continue;
+                    }
+                    let at = buf.len();
+                    buf.extend_from_slice(&0i32.to_be_bytes());
+                    encode(v, ty, &mut buf).map_err(|m| {
+                        PluginError::new(format!("{}: {m}", place(r + 1, columns[i])))
+                    })?;
+                    let len = i32::try_from(buf.len() - at - 4).map_err(|_| {
+                        PluginError::new(format!(
+                            "{}: a value over 2 GiB",
+                            place(r + 1, columns[i])
+                        ))
+                    })?;
+                    buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
+                }
+                if buf.len() >= 1 << 20 {
+                    send(&mut buf)?;
+                }
             }
-            if buf.len() >= 1 << 20 {
-                std::io::Write::write_all(&mut writer, &buf).map_err(lost)?;
-                buf.clear();
+            if !buf.is_empty() {
+                send(&mut buf)?;
             }
+            Ok(rows.len() as u64)
+        })();
+        if written.is_err() {
+            // Dropping the sink aborts the COPY: nothing of it lands.
+            self.open_copy = None;
         }
-        buf.extend_from_slice(&(-1i16).to_be_bytes());
-        std::io::Write::write_all(&mut writer, &buf).map_err(lost)?;
-        writer.finish().map_err(|e| {
-            // The server names the line (the row of this COPY) and the column.
-            let at = e
-                .as_db_error()
-                .and_then(|d| d.where_())
-                .and_then(copy_line)
-                .map(|(line, column)| place(line, &column))
-                .unwrap_or_else(|| {
-                    format!(
-                        "PostgreSQL (connection {key}): rows {} to {} of {target}",
-                        before + 1,
-                        before + rows.len() as u64
-                    )
-                });
-            PluginError::new(format!("{at}: {}", crate::describe_error(&e)))
-        })
+        written
+    }
+
+    /// Ends the open COPY, if any: its rows land (in the transaction), or the server's error
+    /// names the row (counted over the whole Transfer) and the column.
+    fn finish_copy(&mut self) -> PluginResult<()> {
+        let Some(mut open) = self.open_copy.take() else {
+            return Ok(());
+        };
+        let key = self.key.clone();
+        let (_, mut driver) = self.c().parts();
+        let end = bytes::Bytes::from_static(&[0xff, 0xff]); // -1 as i16: no more rows
+        driver
+            .block_on(async {
+                open.sink.send(end).await?;
+                open.sink.as_mut().finish().await
+            })
+            .map(|_| ())
+            .map_err(|e| {
+                // The server names the line (the row of this COPY) and the column.
+                let target = &open.target;
+                let at = e
+                    .as_db_error()
+                    .and_then(|d| d.where_())
+                    .and_then(copy_line)
+                    .map(|(line, column)| {
+                        format!(
+                            "PostgreSQL (connection {key}): row {}, column {column} of {target}",
+                            open.first as usize + line
+                        )
+                    })
+                    .unwrap_or_else(|| format!("PostgreSQL (connection {key}): {target}"));
+                PluginError::of(kind_of(&e), format!("{at}: {}", crate::describe_error(&e)))
+            })
     }
 
     /// The rows of `sql` through `COPY (sql) TO STDOUT (FORMAT binary)`: the server's fastest
@@ -268,7 +344,7 @@ impl PgConnection {
         let query = sql.trim().trim_end_matches(';');
         let copy = format!("COPY ({query}\n) TO STDOUT (FORMAT binary)");
         let key = self.key.clone();
-        let failed = |e: &postgres::Error| {
+        let failed = |e: &tokio_postgres::Error| {
             let kind = kind_of(e);
             PluginError::of(
                 kind,
@@ -279,16 +355,14 @@ impl PgConnection {
             )
         };
         let types: Vec<Type> = columns.iter().map(|(_, t)| t.clone()).collect();
-        let reader = self.c().copy_out(copy.as_str()).map_err(|e| failed(&e))?;
-        let mut rows = BinaryCopyOutIter::new(reader, &types);
-        let mut batch = sink.batched(batch_rows);
-        let mut count = 0u64;
-        while let Some(row) = rows.next().map_err(|e| failed(&e))? {
-            count += 1;
-            batch.push(row_of(columns, &key, count, |i| row.try_get(i))?)?;
-        }
-        batch.finish()?;
-        Ok(count)
+        let (client, mut driver) = self.c().parts();
+        // One wait for all the rows: the socket is read whenever the rows at hand are used up.
+        driver
+            .block_on(async {
+                let rows = BinaryCopyOutStream::new(client.copy_out(copy.as_str()).await?, &types);
+                drain(rows, columns, &key, batch_rows, sink, |r, i| r.try_get(i)).await
+            })
+            .map_err(|e| failed(&e))?
     }
 
     /// Before a statement that names a clock function: makes sure the database has the
@@ -328,14 +402,14 @@ impl PgConnection {
     /// that this connection's transaction sees them and does not hold them back).
     fn create_clock_functions(&mut self) -> PluginResult<()> {
         let key = self.key.clone();
-        let mut other = self.config.connect(self.tls.clone()).map_err(|e| {
+        let mut other = Session::connect(&self.config, self.tls.clone()).map_err(|e| {
             PluginError::new(format!(
                 "PostgreSQL (connection {key}): cannot connect to create the clock functions: {}",
-                crate::describe_error(&e)
+                e.map_or_else(|m| m, |e| crate::describe_error(&e))
             ))
         })?;
         other.batch_execute(clock::SQL).map_err(|e| {
-            let denied = e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE);
+            let denied = e.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE);
             PluginError::new(format!(
                 "PostgreSQL (connection {key}): the clock functions (current_local_timestamp, \
                  is_dst_change_tonight) are not in schema weft_clock of this database{}: {}",
@@ -350,7 +424,7 @@ impl PgConnection {
         })
     }
 
-    fn fail(&self, e: &postgres::Error, sql: &str) -> PluginError {
+    fn fail(&self, e: &tokio_postgres::Error, sql: &str) -> PluginError {
         let shown: String = sql.chars().take(300).collect();
         let kind = kind_of(e);
         PluginError::of(
@@ -366,7 +440,9 @@ impl PgConnection {
 
 impl Drop for PgConnection {
     fn drop(&mut self) {
-        let Some(mut client) = self.client.take() else {
+        // An open COPY is abandoned: its rows never land.
+        self.open_copy = None;
+        let Some(mut client) = self.session.take() else {
             return;
         };
         // A connection goes back to the pool outside any transaction.
@@ -379,7 +455,7 @@ impl Drop for PgConnection {
 
 /// The parameter (`$n`, from 1) a server error is about, from its context ("unnamed portal
 /// parameter $3 = '...'").
-fn parameter_of(e: &postgres::Error) -> Option<usize> {
+fn parameter_of(e: &tokio_postgres::Error) -> Option<usize> {
     let context = e.as_db_error()?.where_()?;
     let at = context.find("parameter $")? + "parameter $".len();
     let digits: String = context[at..]
@@ -391,12 +467,37 @@ fn parameter_of(e: &postgres::Error) -> Option<usize> {
 
 /// What kind of failure a PostgreSQL error is: a cancelled statement is a halt, a closed
 /// connection a lost connection.
-fn kind_of(e: &postgres::Error) -> ErrorKind {
+fn kind_of(e: &tokio_postgres::Error) -> ErrorKind {
     match e.code() {
-        Some(c) if *c == postgres::error::SqlState::QUERY_CANCELED => ErrorKind::Halted,
+        Some(c) if *c == tokio_postgres::error::SqlState::QUERY_CANCELED => ErrorKind::Halted,
         _ if e.is_closed() => ErrorKind::Connection,
         _ => ErrorKind::Failed,
     }
+}
+
+/// Hands the rows of a result to `sink` in batches of `batch_rows`, in one wait: the socket
+/// is read whenever the rows at hand are used up. The count, or (inside `Ok`) the first error
+/// of a row or of the sink.
+async fn drain<R>(
+    rows: impl futures_util::Stream<Item = Result<R, tokio_postgres::Error>>,
+    columns: &[(String, Type)],
+    key: &str,
+    batch_rows: u32,
+    sink: &mut RowSink<'_>,
+    get: impl for<'r> Fn(&'r R, usize) -> Result<Option<Raw<'r>>, tokio_postgres::Error>,
+) -> Result<PluginResult<u64>, tokio_postgres::Error> {
+    let mut rows = pin!(rows);
+    let mut batch = sink.batched(batch_rows);
+    let mut count = 0u64;
+    while let Some(row) = rows.next().await {
+        let row = row?;
+        count += 1;
+        let pushed = row_of(columns, key, count, |i| get(&row, i)).and_then(|r| batch.push(r));
+        if let Err(e) = pushed {
+            return Ok(Err(e));
+        }
+    }
+    Ok(batch.finish().map(|()| count))
 }
 
 /// Row number `count` of a result as weft values, its column `i` got with `get`.
@@ -404,7 +505,7 @@ fn row_of<'r>(
     columns: &[(String, Type)],
     key: &str,
     count: u64,
-    get: impl Fn(usize) -> Result<Option<Raw<'r>>, postgres::Error>,
+    get: impl Fn(usize) -> Result<Option<Raw<'r>>, tokio_postgres::Error>,
 ) -> PluginResult<Row> {
     let mut r = Row::with_capacity(columns.len());
     for (i, (name, ty)) in columns.iter().enumerate() {
@@ -472,6 +573,7 @@ impl DatabaseConnection for PgConnection {
     }
 
     fn execute_batch(&mut self, sql: &str) -> PluginResult<u64> {
+        self.finish_copy()?;
         self.prepare_clock(sql)?;
         let messages = self.c().simple_query(sql).map_err(|e| self.fail(&e, sql))?;
         Ok(messages
@@ -484,6 +586,7 @@ impl DatabaseConnection for PgConnection {
     }
 
     fn execute(&mut self, sql: &str, values: &[Value]) -> PluginResult<u64> {
+        self.finish_copy()?;
         self.prepare_clock(sql)?;
         let text = if values.is_empty() {
             sql.to_owned()
@@ -491,9 +594,9 @@ impl DatabaseConnection for PgConnection {
             numbered(sql)
         };
         let ps = params(values);
-        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = ps
+        let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = ps
             .iter()
-            .map(|p| p as &(dyn postgres::types::ToSql + Sync))
+            .map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync))
             .collect();
         self.c()
             .execute(text.as_str(), &refs)
@@ -507,6 +610,7 @@ impl DatabaseConnection for PgConnection {
         batch_rows: u32,
         sink: &mut RowSink<'_>,
     ) -> PluginResult<u64> {
+        self.finish_copy()?;
         self.prepare_clock(sql)?;
         let text = if values.is_empty() {
             sql.to_owned()
@@ -515,7 +619,7 @@ impl DatabaseConnection for PgConnection {
         };
         let key = self.key.clone();
         let statement = self.c().prepare(&text).map_err(|e| self.fail(&e, sql))?;
-        let columns: Vec<(String, postgres::types::Type)> = statement
+        let columns: Vec<(String, tokio_postgres::types::Type)> = statement
             .columns()
             .iter()
             .map(|c| (c.name().to_owned(), c.type_().clone()))
@@ -526,31 +630,21 @@ impl DatabaseConnection for PgConnection {
             return self.copy_out(sql, &columns, batch_rows, sink);
         }
         let ps = params(values);
-        let mut rows = self.c().query_raw(&statement, ps.iter()).map_err(|e| {
-            PluginError::new(format!(
-                "PostgreSQL (connection {key}): {}",
-                crate::describe_error(&e)
-            ))
-        })?;
-        let mut batch = sink.batched(batch_rows);
-        let mut count = 0u64;
-        loop {
-            let next = rows.next().map_err(|e| {
-                let kind = kind_of(&e);
+        let (client, mut driver) = self.c().parts();
+        driver
+            .block_on(async {
+                let rows = client.query_raw(&statement, ps.iter()).await?;
+                drain(rows, &columns, &key, batch_rows, sink, |r, i| r.try_get(i)).await
+            })
+            .map_err(|e| {
                 PluginError::of(
-                    kind,
+                    kind_of(&e),
                     format!(
                         "PostgreSQL (connection {key}): {}",
                         crate::describe_error(&e)
                     ),
                 )
-            })?;
-            let Some(row) = next else { break };
-            count += 1;
-            batch.push(row_of(&columns, &key, count, |i| row.try_get(i))?)?;
-        }
-        batch.finish()?;
-        Ok(count)
+            })?
     }
 
     /// Binary `COPY ... FROM STDIN` when every column's type can be written in binary, else
@@ -572,6 +666,7 @@ impl DatabaseConnection for PgConnection {
         let n = if types.iter().all(copyable) {
             self.copy_in(&target, columns, &types, rows, before)?
         } else {
+            self.finish_copy()?;
             self.insert_rows(&target, columns, rows, before)?
         };
         *self.inserted.entry(target).or_default() += rows.len() as u64;
@@ -579,6 +674,7 @@ impl DatabaseConnection for PgConnection {
     }
 
     fn describe(&mut self, schema: Option<&str>, table: &str) -> PluginResult<TableInfo> {
+        self.finish_copy()?;
         let sql = "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
                 COALESCE(array_position(i.indkey::int2[], a.attnum), 0)::int4, n.nspname::text
             FROM pg_attribute a
@@ -628,6 +724,7 @@ impl DatabaseConnection for PgConnection {
     }
 
     fn begin(&mut self) -> PluginResult<()> {
+        self.finish_copy()?;
         let sql = if self.depth == 0 {
             "BEGIN".to_owned()
         } else {
@@ -644,6 +741,7 @@ impl DatabaseConnection for PgConnection {
     }
 
     fn commit(&mut self) -> PluginResult<()> {
+        self.finish_copy()?;
         let sql = match self.depth {
             0 => return Err(PluginError::new("commit without a transaction")),
             1 => "COMMIT".to_owned(),
@@ -657,6 +755,8 @@ impl DatabaseConnection for PgConnection {
     }
 
     fn rollback(&mut self) -> PluginResult<()> {
+        // What the open COPY holds is abandoned with the transaction.
+        self.open_copy = None;
         let sql = match self.depth {
             0 => return Err(PluginError::new("rollback without a transaction")),
             1 => "ROLLBACK".to_owned(),
@@ -673,13 +773,21 @@ impl DatabaseConnection for PgConnection {
     /// A cancel request on a connection of its own (sent from a thread of its own, so that a
     /// halt never waits on the network).
     fn interrupter(&self) -> Option<Interrupter> {
-        let token: CancelToken = self.client.as_ref()?.cancel_token();
+        let token = self.session.as_ref()?.cancel_token()?;
         let tls = self.tls.clone();
         Some(Interrupter::new(move || {
             let (token, tls) = (token.clone(), tls.clone());
             let _ = std::thread::Builder::new()
                 .name("weft-pg-cancel".to_owned())
-                .spawn(move || token.cancel_query(tls));
+                .spawn(move || {
+                    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    else {
+                        return;
+                    };
+                    let _ = runtime.block_on(token.cancel_query(tls));
+                });
         }))
     }
 }

@@ -1,5 +1,6 @@
-//! The native `postgresql` connection type: a bridge plugin on the synchronous `postgres`
-//! client of the rust-postgres family, with its own pool and rustls for TLS.
+//! The native `postgresql` connection type: a bridge plugin on `tokio-postgres` (the
+//! rust-postgres family's client), driven from plain threads, with its own pool and rustls
+//! for TLS.
 //!
 //! A key file entry is `N|postgresql|URL|USER|PASSWORD|OPTIONS`: the URL is
 //! `postgresql://HOST:PORT/DATABASE` or a `host=... dbname=...` string (both as libpq reads
@@ -11,10 +12,11 @@
 //!
 //! - [`clock`]: the clock functions `current_local_timestamp()` and
 //!   `is_dst_change_tonight()` on PostgreSQL connections;
-//! - [`connection`]: the [`weft_sdk::DatabaseConnection`] over a `postgres::Client`;
+//! - [`connection`]: the [`weft_sdk::DatabaseConnection`] over a [`session::Session`];
 //! - [`values`]: values between PostgreSQL's binary format and weft's;
 //! - [`placeholders`]: `?` parameters numbered `$1`, `$2`, ...;
 //! - [`pool`]: idle connections kept for reuse;
+//! - [`session`]: a tokio-postgres client and its connection driven from a plain thread;
 //! - [`tls`]: the rustls configurations of the `sslmode`s.
 
 // `export_plugin!` expands to abi_stable's export code, which is unsafe; this crate writes
@@ -25,20 +27,22 @@ pub mod clock;
 pub mod connection;
 pub mod placeholders;
 pub mod pool;
+pub mod session;
 pub mod tls;
 pub mod values;
 
-use postgres::config::{Host, SslMode};
 use std::str::FromStr;
 use std::time::Duration;
+use tokio_postgres::config::{Host, SslMode};
 use weft_sdk::{Connection, ConnectionBridge, ErrorKind, KeyEntry, PluginError, PluginResult};
 
 /// The connection type this bridge serves.
 pub const CONNECTION_TYPE: &str = "postgresql";
 
-/// What an error says, with its causes: `postgres::Error` shows only its kind ("db error"),
+/// What an error says, with its causes: `tokio_postgres::Error` shows only its kind
+/// ("db error"),
 /// so the server's message, detail, hint and position, or the I/O cause, are added here.
-pub fn describe_error(e: &postgres::Error) -> String {
+pub fn describe_error(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         let mut m = format!("{} ({})", db.message(), db.code().code());
         if let Some(d) = db.detail() {
@@ -47,7 +51,7 @@ pub fn describe_error(e: &postgres::Error) -> String {
         if let Some(h) = db.hint() {
             m.push_str(&format!("; hint: {h}"));
         }
-        if let Some(postgres::error::ErrorPosition::Original(p)) = db.position() {
+        if let Some(tokio_postgres::error::ErrorPosition::Original(p)) = db.position() {
             m.push_str(&format!("; at character {p}"));
         }
         return m;
@@ -67,7 +71,7 @@ pub struct PostgresBridge;
 
 /// What an entry asks for, read from its URL and options.
 struct Target {
-    config: postgres::Config,
+    config: tokio_postgres::Config,
     tls: tokio_postgres_rustls::MakeRustlsConnect,
     /// host:port, for messages.
     place: String,
@@ -80,7 +84,7 @@ fn refuse(key: &str, m: impl std::fmt::Display) -> PluginError {
 fn target(entry: &KeyEntry) -> PluginResult<Target> {
     let key = entry.key();
     let url = entry.url().trim();
-    let mut config = postgres::Config::from_str(url).map_err(|e| {
+    let mut config = tokio_postgres::Config::from_str(url).map_err(|e| {
         refuse(
             key,
             format!(
@@ -116,7 +120,7 @@ fn target(entry: &KeyEntry) -> PluginResult<Target> {
                 config.connect_timeout(Duration::from_secs(secs.max(1)));
             }
             "search_path" => {
-                config.options(&format!("-c search_path={}", v.trim()));
+                config.options(format!("-c search_path={}", v.trim()));
             }
             k if k.starts_with("weft.") => {}
             other => {
@@ -170,14 +174,14 @@ impl ConnectionBridge for PostgresBridge {
         };
         let client = match pool::take(&slot) {
             Some(c) => c,
-            None => t.config.connect(t.tls.clone()).map_err(|e| {
+            None => session::Session::connect(&t.config, t.tls.clone()).map_err(|e| {
                 refuse(
                     key,
                     format!(
                         "cannot connect to PostgreSQL at {} as `{}`: {}",
                         t.place,
                         entry.user(),
-                        describe_error(&e)
+                        e.map_or_else(|m| m, |e| describe_error(&e))
                     ),
                 )
             })?,

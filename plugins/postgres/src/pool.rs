@@ -4,6 +4,7 @@
 //! (the oldest closed first). A connection goes back only outside a transaction, with its
 //! session reset (`DISCARD ALL`), and only while it is open.
 
+use crate::session::Session;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -17,7 +18,7 @@ pub type Slot = String;
 
 #[derive(Default)]
 struct Idle {
-    by_entry: HashMap<Slot, VecDeque<postgres::Client>>,
+    by_entry: HashMap<Slot, VecDeque<Session>>,
     count: usize,
 }
 
@@ -29,7 +30,7 @@ fn idle() -> std::sync::MutexGuard<'static, Idle> {
 }
 
 /// An idle connection of `slot` that is still open, if any.
-pub fn take(slot: &Slot) -> Option<postgres::Client> {
+pub fn take(slot: &Slot) -> Option<Session> {
     let mut idle = idle();
     loop {
         let client = idle.by_entry.get_mut(slot)?.pop_back()?;
@@ -42,7 +43,7 @@ pub fn take(slot: &Slot) -> Option<postgres::Client> {
 
 /// Gives `client` back to `slot` (reset first); closes it when it cannot be reset or the pool
 /// is full.
-pub fn give_back(slot: Slot, mut client: postgres::Client) {
+pub fn give_back(slot: Slot, mut client: Session) {
     if client.is_closed() || client.batch_execute("DISCARD ALL").is_err() {
         return;
     }

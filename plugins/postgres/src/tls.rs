@@ -7,12 +7,12 @@
 //! - `verify-full`: TLS, the certificate checked against `sslrootcert` (a PEM file) or, without
 //!   it, Mozilla's roots, and the host name against the certificate.
 
-use postgres::config::SslMode;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::sync::Arc;
+use tokio_postgres::config::SslMode;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {

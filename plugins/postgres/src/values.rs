@@ -4,8 +4,8 @@
 //! and `12.50` to a `numeric` without the client knowing either), bytes as bytes.
 
 use chrono::{Duration, NaiveDate, NaiveTime};
-use postgres::types::{Format, FromSql, IsNull, ToSql, Type};
 use std::error::Error;
+use tokio_postgres::types::{Format, FromSql, IsNull, ToSql, Type};
 use weft_sdk::{Datum, Value};
 
 type BoxError = Box<dyn Error + Sync + Send>;
@@ -91,8 +91,23 @@ fn uuid_text(b: &[u8; 16]) -> String {
 /// which a million dates pay for).
 fn ymd(d: NaiveDate, out: &mut String) {
     use chrono::Datelike as _;
-    use std::fmt::Write as _;
-    let _ = write!(out, "{:04}-{:02}-{:02}", d.year(), d.month(), d.day());
+    let year = d.year();
+    if (0..=9999).contains(&year) {
+        push4(out, year as u16);
+        out.push('-');
+        push2(out, d.month());
+        out.push('-');
+        push2(out, d.day());
+    } else {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{year:04}-{:02}-{:02}", d.month(), d.day());
+    }
+}
+
+/// Two decimal digits of `d` (0 to 99).
+fn push2(s: &mut String, d: u32) {
+    s.push(char::from(b'0' + (d / 10 % 10) as u8));
+    s.push(char::from(b'0' + (d % 10) as u8));
 }
 
 fn date_text(days: i32) -> String {
@@ -116,16 +131,15 @@ fn fraction(micros: i64) -> String {
 
 /// `HH:MM:SS[.ffffff]` of a time of day in microseconds.
 fn hms(micros: i64, out: &mut String) {
-    use std::fmt::Write as _;
-    let secs = micros.div_euclid(1_000_000).rem_euclid(86_400);
-    let _ = write!(
-        out,
-        "{:02}:{:02}:{:02}{}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        fraction(micros)
-    );
+    let secs = micros.div_euclid(1_000_000).rem_euclid(86_400) as u32;
+    push2(out, secs / 3600);
+    out.push(':');
+    push2(out, secs / 60 % 60);
+    out.push(':');
+    push2(out, secs % 60);
+    if micros.rem_euclid(1_000_000) != 0 {
+        out.push_str(&fraction(micros));
+    }
 }
 
 fn time_text(micros: i64) -> String {
@@ -174,44 +188,55 @@ pub fn numeric_text(raw: &[u8]) -> Result<String, String> {
         0xF000 => return Ok("-Infinity".to_owned()),
         _ => {}
     }
-    let digits: Vec<u16> = (0..ndigits)
-        .map(|i| word(4 + i))
-        .collect::<Result<_, _>>()?;
-    // The integer part: the digit groups of weight >= 0.
-    let mut int = String::new();
-    for w in (0..=weight.max(-1)).rev() {
-        let idx = (weight - w) as usize;
-        let d = digits.get(idx).copied().unwrap_or(0);
-        if int.is_empty() {
-            if d != 0 || w == 0 {
-                int = d.to_string();
-            }
-        } else {
-            push4(&mut int, d);
-        }
+    if raw.len() < 8 + ndigits * 2 {
+        return Err("a numeric cut short".to_owned());
     }
-    if int.is_empty() {
-        int.push('0');
-    }
-    let mut frac = String::new();
-    let mut w = -1;
-    while frac.len() < dscale {
+    // The digit group of weight `w` (0 beyond the groups sent).
+    let group = |w: i32| -> u16 {
         let idx = weight - w;
-        let d = if idx >= 0 {
-            digits.get(idx as usize).copied().unwrap_or(0)
+        if idx >= 0 && (idx as usize) < ndigits {
+            word(4 + idx as usize).unwrap_or(0)
         } else {
             0
-        };
-        push4(&mut frac, d);
-        w -= 1;
+        }
+    };
+    let mut out = String::with_capacity(4 * (weight.max(0) as usize + 1) + dscale + 2);
+    if sign == 0x4000 {
+        out.push('-');
     }
-    frac.truncate(dscale);
-    let sign = if sign == 0x4000 { "-" } else { "" };
-    Ok(if dscale > 0 {
-        format!("{sign}{int}.{frac}")
-    } else {
-        format!("{sign}{int}")
-    })
+    // The integer part: the groups of weight >= 0, the first without leading zeros.
+    let mut started = false;
+    for w in (0..=weight.max(0)).rev() {
+        let d = group(w);
+        if started {
+            push4(&mut out, d);
+        } else if d != 0 || w == 0 {
+            started = true;
+            let mut digits = [0u8; 4];
+            let mut n = 0;
+            let mut v = d;
+            loop {
+                digits[n] = b'0' + (v % 10) as u8;
+                n += 1;
+                v /= 10;
+                if v == 0 {
+                    break;
+                }
+            }
+            out.extend(digits[..n].iter().rev().map(|b| char::from(*b)));
+        }
+    }
+    if dscale > 0 {
+        out.push('.');
+        let start = out.len();
+        let mut w = -1;
+        while out.len() - start < dscale {
+            push4(&mut out, group(w));
+            w -= 1;
+        }
+        out.truncate(start + dscale);
+    }
+    Ok(out)
 }
 
 /// A parameter: sent as text (the server reads it as the type the statement needs), bytes
@@ -223,7 +248,7 @@ impl ToSql for Param<'_> {
     fn to_sql(
         &self,
         ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
+        out: &mut tokio_postgres::types::private::BytesMut,
     ) -> Result<IsNull, BoxError> {
         let text = match self.0.get() {
             Datum::Null => return Ok(IsNull::Yes),
@@ -272,7 +297,7 @@ impl ToSql for Param<'_> {
         }
     }
 
-    postgres::types::to_sql_checked!();
+    tokio_postgres::types::to_sql_checked!();
 }
 
 #[cfg(test)]
@@ -361,17 +386,19 @@ pub fn copyable(ty: &Type) -> bool {
 
 /// The text of a value for a text column: text kinds as they are, numbers and booleans as
 /// they print.
-fn as_text(v: &Value) -> Option<String> {
+/// A value's text: borrowed for the kinds that are text, written for numbers and booleans.
+fn as_text(v: &Value) -> Option<std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
     Some(match v.get() {
-        Datum::Bool(b) => b.to_string(),
-        Datum::Int(i) => i.to_string(),
-        Datum::Float(f) => f.to_string(),
+        Datum::Bool(b) => Cow::Owned(b.to_string()),
+        Datum::Int(i) => Cow::Owned(i.to_string()),
+        Datum::Float(f) => Cow::Owned(f.to_string()),
         Datum::Decimal(s)
         | Datum::Text(s)
         | Datum::Date(s)
         | Datum::Time(s)
         | Datum::Timestamp(s)
-        | Datum::TimestampTz(s) => s.to_owned(),
+        | Datum::TimestampTz(s) => Cow::Borrowed(s),
         _ => return None,
     })
 }
@@ -427,7 +454,7 @@ pub fn encode(v: &Value, ty: &Type, out: &mut Vec<u8>) -> Result<(), String> {
         }
         Type::NUMERIC => {
             let text = match v.get() {
-                Datum::Float(f) if f.is_nan() => "NaN".to_owned(),
+                Datum::Float(f) if f.is_nan() => std::borrow::Cow::Borrowed("NaN"),
                 _ => as_text(v).ok_or_else(|| format!("{v:?} is no number"))?,
             };
             numeric_binary(text.trim(), out)?;
@@ -563,41 +590,52 @@ pub fn numeric_binary(text: &str, out: &mut Vec<u8>) -> Result<(), String> {
     {
         return Err(bad());
     }
-    let int = int.trim_start_matches('0');
-    // Base-10,000 groups: the integer part padded on the left, the fraction on the right.
+    let int = int.trim_start_matches('0').as_bytes();
+    let frac = frac.as_bytes();
+    let dscale = u16::try_from(frac.len()).map_err(|_| bad())?;
+    // Base-10,000 groups of the digits, the integer part padded on the left to a multiple of
+    // four and the fraction on the right; leading and trailing zero groups are not sent.
     let int_pad = (4 - int.len() % 4) % 4;
-    let frac_pad = (4 - frac.len() % 4) % 4;
-    let digits_text = format!("{}{int}{frac}{}", "0".repeat(int_pad), "0".repeat(frac_pad));
-    let mut groups: Vec<u16> = digits_text
-        .as_bytes()
-        .chunks(4)
-        .map(|c| c.iter().fold(0u16, |acc, d| acc * 10 + u16::from(d - b'0')))
-        .collect();
-    let mut weight = ((int.len() + int_pad) / 4) as i32 - 1;
-    // Leading and trailing zero groups are not sent.
-    while groups.first() == Some(&0) {
-        groups.remove(0);
-        weight -= 1;
+    let int_width = int.len() + int_pad;
+    let groups = (int_width + frac.len()).div_ceil(4);
+    let digit = |at: usize| -> u16 {
+        let b = if at < int_pad {
+            b'0'
+        } else if at < int_width {
+            int[at - int_pad]
+        } else {
+            frac.get(at - int_width).copied().unwrap_or(b'0')
+        };
+        u16::from(b - b'0')
+    };
+    let header = out.len();
+    out.extend_from_slice(&[0; 8]);
+    let mut weight = (int_width / 4) as i32 - 1;
+    let (mut sent, mut kept, mut kept_len) = (0usize, 0usize, out.len());
+    for g in 0..groups {
+        let value = (0..4).fold(0u16, |acc, k| acc * 10 + digit(g * 4 + k));
+        if sent == 0 && value == 0 {
+            weight -= 1;
+            continue;
+        }
+        out.extend_from_slice(&value.to_be_bytes());
+        sent += 1;
+        if value != 0 {
+            (kept, kept_len) = (sent, out.len());
+        }
     }
-    while groups.last() == Some(&0) {
-        groups.pop();
-    }
-    if groups.is_empty() {
+    out.truncate(kept_len);
+    if kept == 0 {
         weight = 0;
     }
-    let ndigits = u16::try_from(groups.len()).map_err(|_| bad())?;
+    let ndigits = u16::try_from(kept).map_err(|_| bad())?;
     let weight = i16::try_from(weight).map_err(|_| bad())?;
-    let dscale = u16::try_from(frac.len()).map_err(|_| bad())?;
-    let sign = if negative && !groups.is_empty() {
-        0x4000
-    } else {
-        0
-    };
-    for w in [ndigits, weight as u16, sign, dscale] {
-        word(out, w);
-    }
-    for g in groups {
-        word(out, g);
+    let sign: u16 = if negative && kept > 0 { 0x4000 } else { 0 };
+    for (i, w) in [ndigits, weight as u16, sign, dscale]
+        .into_iter()
+        .enumerate()
+    {
+        out[header + 2 * i..header + 2 * i + 2].copy_from_slice(&w.to_be_bytes());
     }
     Ok(())
 }
@@ -689,5 +727,36 @@ mod encode_tests {
             Ok(Value::text("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"))
         );
         assert_eq!(enc(Value::text("{}"), Type::JSONB), Ok(b"\x01{}".to_vec()));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_decimal_goes_to_binary_and_back_in_its_plain_form(
+            negative in proptest::bool::ANY,
+            int in "[0-9]{0,40}",
+            frac in "[0-9]{0,30}",
+        ) {
+            proptest::prop_assume!(!(int.is_empty() && frac.is_empty()));
+            let text = format!("{}{int}{}{frac}", if negative { "-" } else { "" }, if frac.is_empty() { "" } else { "." });
+            let mut raw = Vec::new();
+            numeric_binary(&text, &mut raw).expect("a number");
+            let whole = int.trim_start_matches('0');
+            let zero = whole.is_empty() && frac.bytes().all(|b| b == b'0');
+            let plain = format!(
+                "{}{}{}{frac}",
+                if negative && !zero { "-" } else { "" },
+                if whole.is_empty() { "0" } else { whole },
+                if frac.is_empty() { "" } else { "." },
+            );
+            proptest::prop_assert_eq!(numeric_text(&raw), Ok(plain));
+        }
+
+        #[test]
+        fn any_date_goes_to_days_and_back(days in -700_000i32..2_900_000) {
+            let text = date_text(days);
+            let mut raw = Vec::new();
+            encode(&Value::date(text.as_str()), &Type::DATE, &mut raw).expect(&text);
+            proptest::prop_assert_eq!(i32::from_be_bytes(be(&raw).expect("4 bytes")), days, "{}", text);
+        }
     }
 }
