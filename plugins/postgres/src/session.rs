@@ -1,6 +1,6 @@
 //! One PostgreSQL session used from a plain thread: tokio-postgres's client and the future
 //! that drives its socket, on a current-thread runtime of the session's own, polled together
-//! whenever the thread waits for the server ([`Session::block_on`]).
+//! whenever the thread waits for the server ([`Driver::block_on`]).
 //!
 //! This is what the synchronous `postgres` crate does, with one difference that matters for
 //! speed: a caller may wait for many rows in one `block_on` (a whole batch of a `COPY ... TO
