@@ -914,3 +914,91 @@ fn the_postgresql_clock_functions_agree_with_weft_s_own_around_every_clock_chang
         .expect_err("no timestamp");
     assert!(e.contains("`tonight` is not a timestamp"), "{e}");
 }
+
+/// The sessions of `application_name` `name` the server has.
+fn sessions(pg: &Postgres, name: &str) -> usize {
+    pg.psql(&format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}'"
+    ))
+    .expect("activity")
+    .parse()
+    .expect("a count")
+}
+
+#[test]
+fn idle_connections_are_kept_for_their_entry_s_idle_timeout_and_then_closed() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql("CREATE TABLE t (n int);").expect("table");
+    let (w, _) = setup(&pg);
+    w.add_keys(&format!(
+        "8|postgresql|postgresql://127.0.0.1:{port}/weft|weft|secret|sslmode=disable;application_name=weft-kept;idle_timeout=1\n\
+         9|postgresql|postgresql://127.0.0.1:{port}/weft|weft|secret|sslmode=disable;application_name=weft-unkept;idle_timeout=0\n",
+        port = pg.port
+    ));
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"connections": [
+            {"id": 8, "name": "kept", "type": "postgresql"},
+            {"id": 9, "name": "unkept", "type": "postgresql"}]}}),
+    );
+    for (id, conn) in [(30, 8), (31, 9)] {
+        deploy(
+            &w,
+            &sheet(
+                id,
+                "Sql",
+                "INSERT INTO t VALUES (1)",
+                json!({}),
+                &[],
+                ("t", conn),
+            ),
+        );
+        let inst = run_and_wait(&w, id);
+        assert_eq!(inst["state"], "finished", "{inst}");
+    }
+    // Kept for reuse after its action (idle_timeout=1), not kept at all with 0.
+    assert_eq!(sessions(&pg, "weft-kept"), 1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sessions(&pg, "weft-unkept") != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "an unkept session stayed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Closed once its idle time is up.
+    while sessions(&pg, "weft-kept") != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "an idle session outlived its idle_timeout"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // A bad value is refused by name.
+    w.add_keys(&format!(
+        "10|postgresql|postgresql://127.0.0.1:{}/weft|weft|secret|idle_timeout=soon\n",
+        pg.port
+    ));
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"connections": [
+            {"id": 10, "name": "bad", "type": "postgresql"}]}}),
+    );
+    deploy(
+        &w,
+        &sheet(
+            32,
+            "Sql",
+            "INSERT INTO t VALUES (1)",
+            json!({}),
+            &[],
+            ("t", 10),
+        ),
+    );
+    let inst = run_and_wait(&w, 32);
+    let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        e.contains("idle_timeout is a number of seconds, not `soon`"),
+        "{e}"
+    );
+}

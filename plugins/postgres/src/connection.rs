@@ -47,6 +47,8 @@ pub struct PgConnection {
     config: tokio_postgres::Config,
     /// The service clock, for the clock functions.
     clock: Option<ServiceClock>,
+    /// How long it is kept idle in the pool after the action.
+    idle: std::time::Duration,
     depth: u32,
     /// Rows inserted into each table since the outermost transaction began: the row numbers
     /// an error names count from there (a Transfer's rows, across its batches).
@@ -66,6 +68,7 @@ impl PgConnection {
         tls: MakeRustlsConnect,
         config: tokio_postgres::Config,
         clock: Option<ServiceClock>,
+        idle: std::time::Duration,
     ) -> Self {
         PgConnection {
             session: Some(session),
@@ -74,6 +77,7 @@ impl PgConnection {
             tls,
             config,
             clock,
+            idle,
             depth: 0,
             inserted: std::collections::HashMap::new(),
             column_types: std::collections::HashMap::new(),
@@ -449,7 +453,7 @@ impl Drop for PgConnection {
         if self.depth > 0 && client.batch_execute("ROLLBACK").is_err() {
             return;
         }
-        crate::pool::give_back(std::mem::take(&mut self.pool), client);
+        crate::pool::give_back(std::mem::take(&mut self.pool), client, self.idle);
     }
 }
 

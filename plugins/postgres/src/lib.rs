@@ -7,7 +7,8 @@
 //! them); OPTIONS are `sslmode` (`disable`, `prefer` (the default), `require`,
 //! `verify-full`), `sslrootcert` (a PEM file of the certificates `verify-full` trusts; else
 //! Mozilla's roots), `application_name` (default `weft`), `connect_timeout` (seconds, default
-//! 10) and `search_path`. docs/postgresql.md has the whole page: the type table, halting, the
+//! 10), `idle_timeout` (seconds a connection is kept for reuse, default 30; 0: not kept) and
+//! `search_path`. docs/postgresql.md has the whole page: the type table, halting, the
 //! limits.
 //!
 //! - [`clock`]: the clock functions `current_local_timestamp()` and
@@ -75,6 +76,8 @@ struct Target {
     tls: tokio_postgres_rustls::MakeRustlsConnect,
     /// host:port, for messages.
     place: String,
+    /// How long a connection of the entry is kept idle for reuse.
+    idle: Duration,
 }
 
 fn refuse(key: &str, m: impl std::fmt::Display) -> PluginError {
@@ -103,6 +106,7 @@ fn target(entry: &KeyEntry) -> PluginResult<Target> {
     config.connect_timeout(Duration::from_secs(10));
     let mut mode = "prefer".to_owned();
     let mut root_cert = None;
+    let mut idle = pool::DEFAULT_IDLE;
     for (k, v) in entry.options() {
         match k {
             "sslmode" => mode = v.trim().to_owned(),
@@ -119,6 +123,15 @@ fn target(entry: &KeyEntry) -> PluginResult<Target> {
                 })?;
                 config.connect_timeout(Duration::from_secs(secs.max(1)));
             }
+            "idle_timeout" => {
+                let secs: u64 = v.trim().parse().map_err(|_| {
+                    refuse(
+                        key,
+                        format!("idle_timeout is a number of seconds, not `{v}`"),
+                    )
+                })?;
+                idle = Duration::from_secs(secs);
+            }
             "search_path" => {
                 config.options(format!("-c search_path={}", v.trim()));
             }
@@ -127,7 +140,7 @@ fn target(entry: &KeyEntry) -> PluginResult<Target> {
                 return Err(refuse(
                     key,
                     format!(
-                        "unknown option `{other}` (known: sslmode, sslrootcert, application_name, connect_timeout, search_path)"
+                        "unknown option `{other}` (known: sslmode, sslrootcert, application_name, connect_timeout, idle_timeout, search_path)"
                     ),
                 ));
             }
@@ -145,6 +158,7 @@ fn target(entry: &KeyEntry) -> PluginResult<Target> {
         config,
         tls,
         place: format!("{host}:{port}"),
+        idle,
     })
 }
 
@@ -193,6 +207,7 @@ impl ConnectionBridge for PostgresBridge {
             t.tls,
             t.config,
             clock::ServiceClock::of(entry),
+            t.idle,
         )))
     }
 }
