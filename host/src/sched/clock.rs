@@ -266,10 +266,7 @@ pub fn parse_timestamp(text: &str, zone: Tz) -> Result<DateTime<Utc>, String> {
         return Ok(t.with_timezone(&Utc));
     }
     let Some(local) = parse_wall(text) else {
-        return Err(format!(
-            "`{text}` is not a timestamp: use RFC 3339 (2026-10-24T19:00:00+02:00) or \
-             YYYY-MM-DD HH:MM[:SS] in the service time zone"
-        ));
+        return Err(not_a_timestamp(text));
     };
     match zone.from_local_datetime(&local) {
         LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Ok(t.with_timezone(&Utc)),
@@ -343,12 +340,15 @@ pub fn is_dst_change_tonight_at(zone: Tz, text: &str) -> Result<bool, String> {
     }
     parse_wall(text)
         .map(|local| is_dst_change_tonight(zone, local))
-        .ok_or_else(|| {
-            format!(
-                "`{text}` is not a timestamp: use RFC 3339 (2026-10-24T19:00:00+02:00) or \
-                 YYYY-MM-DD HH:MM[:SS] in the service time zone"
-            )
-        })
+        .ok_or_else(|| not_a_timestamp(text))
+}
+
+/// What is said of text that is no timestamp, and what to write instead.
+fn not_a_timestamp(text: &str) -> String {
+    format!(
+        "`{text}` is not a timestamp: use RFC 3339 (2026-10-24T19:00:00+02:00) or \
+         YYYY-MM-DD HH:MM[:SS] in the service time zone"
+    )
 }
 
 /// Whether the zone's UTC offset changes between the instant `now` and 06:00 local time of

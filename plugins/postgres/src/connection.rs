@@ -409,7 +409,7 @@ impl PgConnection {
         let mut other = Session::connect(&self.config, self.tls.clone()).map_err(|e| {
             PluginError::new(format!(
                 "PostgreSQL (connection {key}): cannot connect to create the clock functions: {}",
-                e.map_or_else(|m| m, |e| crate::describe_error(&e))
+                e
             ))
         })?;
         other.batch_execute(clock::SQL).map_err(|e| {

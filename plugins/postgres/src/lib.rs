@@ -195,7 +195,7 @@ impl ConnectionBridge for PostgresBridge {
                         "cannot connect to PostgreSQL at {} as `{}`: {}",
                         t.place,
                         entry.user(),
-                        e.map_or_else(|m| m, |e| describe_error(&e))
+                        e
                     ),
                 )
             })?,

@@ -38,17 +38,19 @@ impl Session {
     ///
     /// # Errors
     ///
-    /// When no runtime can be made (a message), or the server cannot be reached or refuses
-    /// (PostgreSQL's error).
+    /// What went wrong, said: no runtime could be made, or the server cannot be reached or
+    /// refuses (PostgreSQL's error with its causes).
     pub fn connect(
         config: &tokio_postgres::Config,
         tls: MakeRustlsConnect,
-    ) -> Result<Session, Result<Error, String>> {
+    ) -> Result<Session, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| Err(format!("no runtime for the connection: {e}")))?;
-        let (client, connection) = runtime.block_on(config.connect(tls)).map_err(Ok)?;
+            .map_err(|e| format!("no runtime for the connection: {e}"))?;
+        let (client, connection) = runtime
+            .block_on(config.connect(tls))
+            .map_err(|e| crate::describe_error(&e))?;
         Ok(Session {
             client: Some(client),
             runtime,
