@@ -129,7 +129,15 @@ pub fn deploy(
     };
     validate::sheets(&doc, content, catalog, &kinds, vopts, &mut problems);
     if opts.validate && doc.complete && !problems.has_errors() {
-        object_warnings(&doc, catalog, &mut problems);
+        // Each connection's default schema: as the document deploys it, else as deployed.
+        let mut schemas = crate::repo::SheetStore::connection_schemas(repo)?;
+        for c in &doc.connections {
+            match c.schema.as_ref().filter(|s| !s.v.is_empty()) {
+                Some(s) => schemas.insert(c.id.v, s.v.clone()),
+                None => schemas.remove(&c.id.v),
+            };
+        }
+        object_warnings(&doc, catalog, &schemas, &mut problems);
     }
     repo.write(|w| {
         let invalid = |problems: &mut Problems| {
@@ -206,12 +214,17 @@ pub fn deploy(
     })?
 }
 
-fn object_warnings(doc: &Document, catalog: &dyn validate::Catalog, problems: &mut Problems) {
+fn object_warnings(
+    doc: &Document,
+    catalog: &dyn validate::Catalog,
+    schemas: &BTreeMap<i64, String>,
+    problems: &mut Problems,
+) {
     let td = Path::root().key("transformationData");
     for (i, s) in doc.sheets.iter().enumerate() {
         let objects: Vec<weft_sdk::ObjectRef> =
             crate::plan::objects_of(s, &|id| catalog.dialect(id, None));
-        for (node_id, message) in catalog.check_objects(&objects) {
+        for (node_id, message) in catalog.check_objects(&objects, schemas) {
             if let Some((j, n)) = s.nodes.iter().enumerate().find(|(_, n)| n.id.v == node_id) {
                 problems.warning(
                     "object.missing",

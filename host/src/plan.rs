@@ -42,6 +42,9 @@ pub struct ActionPlan {
     pub sources: Vec<(ObjectRef, String)>,
     /// Target objects (edges action -> object).
     pub targets: Vec<(ObjectRef, String)>,
+    /// The default schema of each of its connections that names one (the connection's
+    /// `schema`), set by whoever runs it from the repository; empty in a fresh plan.
+    pub schemas: BTreeMap<i64, String>,
 }
 
 impl ActionPlan {
@@ -147,6 +150,7 @@ pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Action
                     .collect(),
                 sources,
                 targets,
+                schemas: BTreeMap::new(),
             })
         })
         .collect()
@@ -373,6 +377,7 @@ impl StoredPlan {
                 .collect(),
             sources: self.sources.iter().map(|o| obj_in(o, dialect)).collect(),
             targets: self.targets.iter().map(|o| obj_in(o, dialect)).collect(),
+            schemas: BTreeMap::new(),
         }
     }
 

@@ -139,6 +139,11 @@ impl KeyEntry {
     /// `running` (with real time) or `stepped` (it stands still; development servers with
     /// `--stepped-clock`).
     pub const SERVICE_CLOCK: &'static str = "weft.clock";
+    /// The option with the default schema of the action's connection: the `schema` of the
+    /// connection in the repository (its `.dsr` object), present only when it names one. A
+    /// bridge whose database has schemas makes it where unqualified names are looked up
+    /// and created (PostgreSQL: first in the `search_path`).
+    pub const DEFAULT_SCHEMA: &'static str = "weft.schema";
 
     /// An entry (for hosts and tests).
     pub fn new(

@@ -267,3 +267,16 @@ pub fn deploy_body(content: &str) -> Vec<u8> {
         .to_string()
         .into_bytes()
 }
+
+/// The messages of a deploy answer's warnings with `code`, in order.
+pub fn warnings(answer: &serde_json::Value, code: &str) -> Vec<String> {
+    answer["payload"]["warnings"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .filter(|p| p["code"] == code)
+                .map(|p| p["message"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}

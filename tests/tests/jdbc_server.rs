@@ -305,13 +305,7 @@ fn a_csv_table_through_csvjdbc_is_no_false_missing_object_and_loads() {
                      {"id": 9, "from": 40, "to": 49}]}]}});
     let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
     assert_eq!(st, 200, "deploy failed: {v}");
-    let missing: Vec<String> = v["payload"]["warnings"]
-        .as_array()
-        .expect("warnings")
-        .iter()
-        .filter(|p| p["code"] == "object.missing")
-        .map(|p| p["message"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let missing = warnings(&v, "object.missing");
     assert_eq!(missing.len(), 1, "{v}");
     assert!(missing[0].contains("stg_nobody"), "{missing:?}");
     let inst = run_and_wait(&w, 4);

@@ -432,6 +432,77 @@ fn connection_errors_name_the_server_and_never_the_password() {
 }
 
 #[test]
+fn the_connection_s_schema_is_where_its_actions_find_and_create_unqualified_tables() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "CREATE SCHEMA mart; CREATE SCHEMA \"Other One\";
+         CREATE TABLE mart.src (n int); INSERT INTO mart.src VALUES (1), (2), (3);
+         CREATE TABLE public.src (n int); INSERT INTO public.src VALUES (100);
+         CREATE TABLE mart.only_in_mart (n int);",
+    )
+    .expect("schemas");
+    let (w, _) = setup(&pg);
+    w.add_keys(&format!(
+        "11|postgresql|postgresql://127.0.0.1:{}/weft|weft|secret|sslmode=disable;application_name=weft-test\n",
+        pg.port
+    ));
+    let connection = |schema: &str| {
+        json!({"version": 1, "transformationData": {
+            "connections": [{"id": 11, "name": "mart", "type": "postgresql", "schema": schema}]}})
+    };
+    deploy(&w, &connection("mart"));
+    // The deploy's object check looks where the actions will: `only_in_mart` is found, a
+    // table in no schema of the path is not.
+    let doc = sheet(
+        12,
+        "Sql",
+        "CREATE TABLE copied AS SELECT n FROM src",
+        json!({}),
+        &[("src", 11), ("only_in_mart", 11), ("nowhere", 11)],
+        ("copied", 11),
+    );
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "deploy failed: {v}");
+    let missing = warnings(&v, "object.missing");
+    assert_eq!(missing.len(), 2, "{missing:?}");
+    assert!(
+        missing.iter().any(|m| m.contains("nowhere"))
+            && missing.iter().any(|m| m.contains("copied")),
+        "{missing:?}"
+    );
+    let inst = run_and_wait(&w, 12);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(pg.psql("SELECT sum(n) FROM mart.copied").expect("sum"), "6");
+    assert_eq!(
+        pg.psql("SELECT to_regclass('public.copied') IS NULL")
+            .expect("public"),
+        "t"
+    );
+    // Deployed again with another schema (a quoted name), the next run uses it: a pooled
+    // session of the old schema is not reused.
+    deploy(&w, &connection("Other One"));
+    deploy(
+        &w,
+        &sheet(
+            13,
+            "Sql",
+            "CREATE TABLE copied AS SELECT n FROM src",
+            json!({}),
+            &[("src", 11)],
+            ("copied", 11),
+        ),
+    );
+    let inst = run_and_wait(&w, 13);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    // `src` is found in `public`, after the schema, as PostgreSQL's default path has it.
+    assert_eq!(
+        pg.psql("SELECT sum(n) FROM \"Other One\".copied")
+            .expect("sum"),
+        "100"
+    );
+}
+
+#[test]
 fn deploys_check_sql_in_postgresqls_dialect_and_table_functions_are_no_tables() {
     let pg = Postgres::start().expect("PostgreSQL");
     pg.psql("CREATE TABLE t (n int);").expect("table");

@@ -16,6 +16,21 @@ pub const SQLITE: &str = crate::plugins::NATIVE_SQLITE;
 ///
 /// When its type has no bridge, or the connection cannot be opened.
 pub fn open(entry: &Entry, registry: &Registry) -> Result<Connection, PluginError> {
+    open_in(entry, registry, None)
+}
+
+/// [`open`] with the connection's default schema (its `schema` in the repository), which a
+/// bridge gets as the option [`KeyEntry::DEFAULT_SCHEMA`]. The native SQLite type has no
+/// schemas to choose from (an attached database is named in the object), so it ignores it.
+///
+/// # Errors
+///
+/// As [`open`].
+pub fn open_in(
+    entry: &Entry,
+    registry: &Registry,
+    schema: Option<&str>,
+) -> Result<Connection, PluginError> {
     if entry.kind == SQLITE {
         return Ok(sqlite::open(&entry.key, &entry.url)?.boxed());
     }
@@ -45,6 +60,11 @@ pub fn open(entry: &Entry, registry: &Registry) -> Result<Connection, PluginErro
             .chain(registry.bridge_options())
             .cloned()
             .chain(clock_options())
+            .chain(
+                schema
+                    .filter(|s| !s.is_empty())
+                    .map(|s| (KeyEntry::DEFAULT_SCHEMA.to_owned(), s.to_owned())),
+            )
             .collect(),
     );
     bridge.open(&key).into_result()
@@ -80,11 +100,15 @@ fn clock_options() -> [(String, String); 3] {
 /// # Errors
 ///
 /// As [`open`].
-pub fn open_briefly(entry: &Entry, registry: &Registry) -> Result<Connection, PluginError> {
+pub fn open_briefly(
+    entry: &Entry,
+    registry: &Registry,
+    schema: Option<&str>,
+) -> Result<Connection, PluginError> {
     if entry.kind == SQLITE {
         return Ok(sqlite::open(&entry.key, &entry.url)?.briefly().boxed());
     }
-    open(entry, registry)
+    open_in(entry, registry, schema)
 }
 
 /// The native PostgreSQL connection type (the bridge plugin `plugins/postgres`).

@@ -222,6 +222,21 @@ impl Executor {
         &self.repo
     }
 
+    /// A stored plan as it runs: each object with the dialect of its connection (from the
+    /// key file), each connection with its default schema (from the repository, as deployed
+    /// now).
+    fn runnable(
+        &self,
+        p: &StoredPlan,
+        dialect: &dyn Fn(i64) -> Dialect,
+    ) -> Result<ActionPlan, String> {
+        let mut plan = p.to_plan(dialect);
+        plan.schemas = self.repo.connection_schemas().map_err(|e| {
+            format!("the schemas of its connections cannot be read from the repository: {e}")
+        })?;
+        Ok(plan)
+    }
+
     fn dialect_fn(&self) -> impl Fn(i64) -> Dialect + use<> {
         let keys = self.keys.as_ref().and_then(|k| k.current().ok());
         move |id| match keys.as_ref().and_then(|k| k.get(&id.to_string())) {
@@ -529,9 +544,9 @@ impl Executor {
                     "it wrote connection(s) {:?} without a commit marker",
                     a.unmarked
                 )),
-                (Some(Ok(keys)), Ok(plan)) => {
-                    super::committed(&self.registry, keys, &plan.to_plan(&dialect), &run)
-                }
+                (Some(Ok(keys)), Ok(plan)) => self
+                    .runnable(&plan, &dialect)
+                    .and_then(|plan| super::committed(&self.registry, keys, &plan, &run)),
                 (Some(Err(e)), _) => Err(format!("the key file cannot be read: {e}")),
                 (None, _) => Err("there is no key file".to_owned()),
                 (_, Err(e)) => Err(format!("its stored plan cannot be read: {e}")),
@@ -974,13 +989,10 @@ impl Executor {
                         live_log: Some(live),
                         halt: Some(halt),
                     };
-                    run_marked(
-                        &self.registry,
-                        &keys,
-                        &p.to_plan(&dialect),
-                        vars,
-                        Some(&marking),
-                    )
+                    match self.runnable(&p, &dialect) {
+                        Ok(plan) => run_marked(&self.registry, &keys, &plan, vars, Some(&marking)),
+                        Err(e) => super::Ran::failed(format!("action {action}: {e}")),
+                    }
                 }
                 Some(Err(e)) => {
                     super::Ran::failed(format!("action {action}: the key file cannot be read: {e}"))

@@ -348,7 +348,8 @@ fn run_inner(
             )
         })?;
         let connection =
-            connect::open(entry, registry).map_err(|e| format!("action {}: {e}", plan.id))?;
+            connect::open_in(entry, registry, plan.schemas.get(id).map(String::as_str))
+                .map_err(|e| format!("action {}: {e}", plan.id))?;
         connections.push((*id, connection));
     }
     // One transaction on each connection the action writes: its targets', or, for an action
@@ -530,7 +531,8 @@ pub fn committed(
                 marker::OPTION
             ));
         }
-        let mut conn = connect::open(entry, registry).map_err(|e| {
+        let schema = plan.schemas.get(&id).map(String::as_str);
+        let mut conn = connect::open_in(entry, registry, schema).map_err(|e| {
             format!("connection {id} cannot be opened to look for the commit marker: {e}")
         })?;
         match marker::committed(&mut conn, run) {

@@ -96,4 +96,6 @@ pub trait SheetStore {
     /// The sheets of a folder and every folder below it, in order; `None` when the folder
     /// does not exist.
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;
+    /// The default schema of each connection that names one (its `schema` as deployed).
+    fn connection_schemas(&self) -> Result<std::collections::BTreeMap<i64, String>>;
 }

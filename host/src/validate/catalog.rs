@@ -32,7 +32,12 @@ pub trait Catalog {
     fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect;
     /// Checks objects against their connections: `(node id, warning)` for each that is off.
     /// Validation judges the document: what the data holds is only ever a warning.
-    fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)>;
+    /// `schemas` holds the default schema of each connection that names one.
+    fn check_objects(
+        &self,
+        objects: &[weft_sdk::ObjectRef],
+        schemas: &BTreeMap<i64, String>,
+    ) -> Vec<(i64, String)>;
 }
 
 /// The validator's view of the loaded plugins, with the key file for connection dialects.
@@ -81,8 +86,12 @@ impl Catalog for PluginCatalog<'_> {
         v
     }
 
-    fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
-        PluginCatalog::check_objects(self, objects)
+    fn check_objects(
+        &self,
+        objects: &[weft_sdk::ObjectRef],
+        schemas: &BTreeMap<i64, String>,
+    ) -> Vec<(i64, String)> {
+        PluginCatalog::check_objects(self, objects, schemas)
     }
 
     fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect {
@@ -105,7 +114,11 @@ impl PluginCatalog<'_> {
     /// native SQLite connection gets [`CHECK_BUDGET`] in all: what is left when it is spent
     /// (a file busy with writes) is reported as not checked, so a deploy never waits on the
     /// data's writers.
-    pub fn check_objects(&self, objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
+    pub fn check_objects(
+        &self,
+        objects: &[weft_sdk::ObjectRef],
+        schemas: &BTreeMap<i64, String>,
+    ) -> Vec<(i64, String)> {
         let mut out = Vec::new();
         let Some(keys) = &self.keys else { return out };
         let mut by_connection: BTreeMap<i64, Vec<&weft_sdk::ObjectRef>> = BTreeMap::new();
@@ -116,7 +129,8 @@ impl PluginCatalog<'_> {
             let Some(entry) = keys.get(&id.to_string()) else {
                 continue;
             };
-            let mut conn = match crate::connect::open_briefly(entry, self.registry) {
+            let schema = schemas.get(&id).map(String::as_str);
+            let mut conn = match crate::connect::open_briefly(entry, self.registry, schema) {
                 Ok(c) => c,
                 Err(e) => {
                     for o in objs {

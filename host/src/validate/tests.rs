@@ -130,7 +130,11 @@ impl Catalog for FakeCatalog {
             _ => weft_sdk::Dialect::Sqlite,
         }
     }
-    fn check_objects(&self, _objects: &[weft_sdk::ObjectRef]) -> Vec<(i64, String)> {
+    fn check_objects(
+        &self,
+        _objects: &[weft_sdk::ObjectRef],
+        _schemas: &std::collections::BTreeMap<i64, String>,
+    ) -> Vec<(i64, String)> {
         Vec::new()
     }
 }

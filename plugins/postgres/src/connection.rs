@@ -685,7 +685,8 @@ impl DatabaseConnection for PgConnection {
             JOIN pg_class c ON c.oid = a.attrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace
             LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
-            WHERE c.relname = $1 AND n.nspname = COALESCE($2::text, current_schema())
+            WHERE c.relname = $1
+              AND (n.nspname = $2::text OR ($2::text IS NULL AND pg_table_is_visible(c.oid)))
               AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
               AND a.attnum > 0 AND NOT a.attisdropped
             ORDER BY a.attnum";

@@ -107,6 +107,8 @@ fn target(entry: &KeyEntry) -> PluginResult<Target> {
     let mut mode = "prefer".to_owned();
     let mut root_cert = None;
     let mut idle = pool::DEFAULT_IDLE;
+    let mut configured_path = None;
+    let mut schema = None;
     for (k, v) in entry.options() {
         match k {
             "sslmode" => mode = v.trim().to_owned(),
@@ -132,9 +134,8 @@ fn target(entry: &KeyEntry) -> PluginResult<Target> {
                 })?;
                 idle = Duration::from_secs(secs);
             }
-            "search_path" => {
-                config.options(format!("-c search_path={}", v.trim()));
-            }
+            "search_path" => configured_path = Some(v.trim().to_owned()),
+            KeyEntry::DEFAULT_SCHEMA => schema = Some(v.trim().to_owned()),
             k if k.starts_with("weft.") => {}
             other => {
                 return Err(refuse(
@@ -145,6 +146,9 @@ fn target(entry: &KeyEntry) -> PluginResult<Target> {
                 ));
             }
         }
+    }
+    if let Some(path) = search_path(schema.as_deref(), configured_path.as_deref()) {
+        config.options(startup_setting("search_path", &path));
     }
     let (ssl, tls) = tls::connector(&mode, root_cert.as_deref()).map_err(|m| refuse(key, m))?;
     config.ssl_mode(ssl);
@@ -172,10 +176,11 @@ impl ConnectionBridge for PostgresBridge {
         let t = target(entry)?;
         // Connections are pooled by everything that makes them: URL, user, password, options.
         let slot: pool::Slot = {
-            // Not the host's `weft.` options: the clock's instant changes at every open.
+            // Not the host's `weft.` options but the default schema: the clock's instant
+            // changes at every open.
             let options: Vec<String> = entry
                 .options()
-                .filter(|(k, _)| !k.starts_with("weft."))
+                .filter(|(k, _)| !k.starts_with("weft.") || *k == KeyEntry::DEFAULT_SCHEMA)
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
             format!(
@@ -212,6 +217,36 @@ impl ConnectionBridge for PostgresBridge {
     }
 }
 
+/// The `search_path` of a session: the connection's default schema (the `.dsr` connection's
+/// `schema`, quoted as one name) first, then the key file's `search_path` option, or, when
+/// the entry has none, PostgreSQL's own default (`"$user", public`), so that what lives in
+/// `public` (extensions, say) is still found. `None` when neither is given: the server's
+/// setting stands.
+fn search_path(schema: Option<&str>, configured: Option<&str>) -> Option<String> {
+    let configured = configured.filter(|c| !c.is_empty());
+    match schema.filter(|s| !s.is_empty()) {
+        Some(s) => Some(format!(
+            "\"{}\", {}",
+            s.replace('"', "\"\""),
+            configured.unwrap_or("\"$user\", public")
+        )),
+        None => configured.map(str::to_owned),
+    }
+}
+
+/// `-c NAME=VALUE` as the startup packet's `options` carries it: the server splits it at
+/// white space, so spaces and backslashes in the value are escaped with a backslash.
+fn startup_setting(name: &str, value: &str) -> String {
+    let mut escaped = String::with_capacity(value.len());
+    for c in value.chars() {
+        if c == '\\' || c.is_whitespace() {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    format!("-c {name}={escaped}")
+}
+
 /// What `SslMode` and connector an `sslmode` option asks for.
 pub fn ssl_mode_of(mode: &str) -> Option<SslMode> {
     match mode {
@@ -226,4 +261,35 @@ weft_sdk::export_plugin! {
     modules: [],
     object_types: [],
     bridges: [PostgresBridge],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{search_path, startup_setting};
+
+    #[test]
+    fn the_default_schema_comes_first_in_the_search_path() {
+        assert_eq!(search_path(None, None), None);
+        assert_eq!(search_path(Some(""), Some("")), None);
+        assert_eq!(
+            search_path(None, Some("staging, public")).as_deref(),
+            Some("staging, public")
+        );
+        assert_eq!(
+            search_path(Some("mart"), None).as_deref(),
+            Some("\"mart\", \"$user\", public")
+        );
+        assert_eq!(
+            search_path(Some("Sales \"EU\""), Some("staging")).as_deref(),
+            Some("\"Sales \"\"EU\"\"\", staging")
+        );
+    }
+
+    #[test]
+    fn a_startup_setting_escapes_white_space_and_backslashes() {
+        assert_eq!(
+            startup_setting("search_path", "\"a b\", c\\d"),
+            "-c search_path=\"a\\ b\",\\ c\\\\d"
+        );
+    }
 }

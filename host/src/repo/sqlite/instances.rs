@@ -515,6 +515,19 @@ pub fn node(conn: &Connection, id: i64) -> Result<Option<(i64, i64)>> {
         .optional()?)
 }
 
+/// The default schema of each connection that names one.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn connection_schemas(conn: &Connection) -> Result<std::collections::BTreeMap<i64, String>> {
+    let mut st = conn.prepare_cached(
+        "SELECT id, schema_name FROM connections WHERE schema_name IS NOT NULL AND schema_name <> ''",
+    )?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// The stored plans of a sheet's actions.
 ///
 /// # Errors

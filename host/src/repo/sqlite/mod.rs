@@ -420,6 +420,10 @@ impl SheetStore for Repository {
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>> {
         self.with(|c| instances::sheets_below(c, folder))
     }
+
+    fn connection_schemas(&self) -> Result<std::collections::BTreeMap<i64, String>> {
+        self.with(instances::connection_schemas)
+    }
 }
 
 impl PlannedStarts for Repository {
