@@ -5,9 +5,13 @@
 //! shapes; callers bring a parsed and validated document.
 
 mod facts;
+pub(crate) mod instances;
 pub mod model;
+mod schedules;
+pub mod sql;
 pub mod sqlite;
 pub mod store;
+pub(crate) mod writer;
 
 pub use facts::Facts;
 pub use model::{Change, ChangeKind, IdTable, ObjectKind};

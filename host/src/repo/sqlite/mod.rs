@@ -1,6 +1,7 @@
 //! The SQLite repository: one file (`HOME/repository.db`) in WAL mode, its versioned schema
-//! ([`migrations`]), the writes of a deploy (`writer::Writer`), a full logical [`dump()`], and the
-//! store traits of [`super::store`] over it.
+//! ([`migrations`]), a full logical [`dump()`], and the store traits of [`super::store`] over
+//! it: the statements shared with the other backend (`super::writer`, `super::instances`,
+//! `super::schedules`) run here on a SQLite connection (`session`).
 //!
 //! Every connection gets `synchronous=NORMAL`, a busy timeout and foreign keys. Writes go
 //! through one writer connection behind a mutex, each in a `BEGIN IMMEDIATE` transaction, so
@@ -9,16 +10,16 @@
 
 pub mod dump;
 pub use dump::dump;
-pub(super) mod instances;
 pub mod migrations;
-mod schedules;
-pub(super) mod writer;
+mod session;
 
 use super::model::{
     ActionEnd, ActionState, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
 };
 use super::store::{DeployWriter, InstanceStore, SheetStore};
+use super::writer::Writer;
 use super::{Error, Result};
+use super::{instances, schedules};
 use crate::dsr::model::Sheet;
 use crate::plan::StoredPlan;
 use crate::sched::schedule::Planned;
@@ -27,7 +28,6 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
-use writer::Writer;
 
 /// Opens a connection to the repository file with the settings every connection needs.
 ///
@@ -245,7 +245,7 @@ impl Repository {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
-        let writer = Writer::new(&tx);
+        let writer = Writer::new(&*tx);
         let (value, commit) = f(&writer)?;
         if commit {
             tx.commit().map_err(|e| Error::with_sql(e, "COMMIT"))?;
@@ -298,7 +298,7 @@ pub fn upgrade(path: &Path) -> Result<migrations::Upgrade> {
 
 impl InstanceStore for Repository {
     fn repository_id(&self) -> Result<String> {
-        self.with(instances::repository_id)
+        self.with(|c| instances::repository_id(c))
     }
 
     fn create_instance(
@@ -350,15 +350,15 @@ impl InstanceStore for Repository {
     }
 
     fn end_failed(&self, id: i64, why: &str) -> Result<()> {
-        self.with(|c| instances::end_failed(c, id, why))
+        self.tx(|c| instances::end_failed(c, id, why))
     }
 
     fn unfinished(&self) -> Result<Vec<i64>> {
-        self.with(instances::unfinished)
+        self.with(|c| instances::unfinished(c))
     }
 
     fn recover(&self) -> Result<Vec<i64>> {
-        self.tx(instances::recover)
+        self.tx(|c| instances::recover(c))
     }
 
     fn restart(&self, id: i64, waiting: bool) -> Result<Restarted> {
@@ -422,7 +422,7 @@ impl SheetStore for Repository {
     }
 
     fn connection_schemas(&self) -> Result<std::collections::BTreeMap<i64, String>> {
-        self.with(instances::connection_schemas)
+        self.with(|c| instances::connection_schemas(c))
     }
 }
 

@@ -6,44 +6,30 @@
 use crate::dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 use crate::repo::Facts;
 use crate::repo::model::{Change, ChangeKind, IdTable, ObjectKind};
+use crate::repo::sql::{FromValue, Param, Session, ToParam, args};
 use crate::repo::{Error, Result, now_utc};
-use rusqlite::{Connection as Db, OptionalExtension, params};
 
 /// Writes inside one transaction; see [`super::Repository::write`].
 pub struct Writer<'t> {
-    tx: &'t Db,
+    tx: &'t dyn Session,
 }
 
 impl<'t> Writer<'t> {
-    pub(super) fn new(tx: &'t Db) -> Self {
+    pub(super) fn new(tx: &'t dyn Session) -> Self {
         Writer { tx }
     }
 
     /// A writer over `conn` used only to read facts outside a transaction.
-    pub fn reader(conn: &'t Db) -> Self {
+    pub fn reader(conn: &'t dyn Session) -> Self {
         Writer { tx: conn }
     }
 
-    fn one<T: rusqlite::types::FromSql>(
-        &self,
-        sql: &str,
-        id: impl rusqlite::ToSql,
-    ) -> Result<Option<T>> {
-        let mut st = self
-            .tx
-            .prepare_cached(sql)
-            .map_err(|e| Error::with_sql(e, sql))?;
-        st.query_row([id], |r| r.get(0))
-            .optional()
-            .map_err(|e| Error::with_sql(e, sql))
+    fn one<T: FromValue>(&self, sql: &str, id: impl ToParam) -> Result<Option<T>> {
+        self.tx.value(sql, &[id.to_param()])
     }
 
-    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize> {
-        let mut st = self
-            .tx
-            .prepare_cached(sql)
-            .map_err(|e| Error::with_sql(e, sql))?;
-        st.execute(params).map_err(|e| Error::with_sql(e, sql))
+    fn exec(&self, sql: &str, params: &[Param<'_>]) -> Result<usize> {
+        self.tx.execute(sql, params)
     }
 
     fn history(
@@ -61,7 +47,7 @@ impl<'t> Writer<'t> {
         };
         self.exec(
             "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![now_utc(), kind, id, change, definition],
+            args![now_utc(), kind, id, change, definition],
         )?;
         Ok(())
     }
@@ -77,12 +63,7 @@ impl<'t> Writer<'t> {
             IdTable::Nodes => "SELECT COALESCE(MAX(id), 0) FROM nodes",
             IdTable::Edges => "SELECT COALESCE(MAX(id), 0) FROM edges",
         };
-        let mut st = self
-            .tx
-            .prepare_cached(sql)
-            .map_err(|e| Error::with_sql(e, sql))?;
-        st.query_row([], |r| r.get(0))
-            .map_err(|e| Error::with_sql(e, sql))
+        Ok(self.tx.value(sql, args![])?.unwrap_or_default())
     }
 
     /// Creates or updates a folder.
@@ -92,14 +73,9 @@ impl<'t> Writer<'t> {
     /// A repository error.
     pub fn folder(&self, f: &Folder) -> Result<Change> {
         let sql = "SELECT path, documentation FROM folders WHERE id = ?1";
-        let mut st = self
+        let old: Option<(String, Option<String>)> = self
             .tx
-            .prepare_cached(sql)
-            .map_err(|e| Error::with_sql(e, sql))?;
-        let old: Option<(String, Option<String>)> = st
-            .query_row([f.id.v], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()
-            .map_err(|e| Error::with_sql(e, sql))?;
+            .row(sql, args![f.id.v], |r| Ok((r.get(0)?, r.get(1)?)))?;
         let definition = serde_json::to_string(f).map_err(|e| Error::Corrupt(e.to_string()))?;
         let change = match old {
             Some((path, doc)) if path == f.path.v && doc == f.documentation => {
@@ -108,7 +84,7 @@ impl<'t> Writer<'t> {
             Some(_) => {
                 self.exec(
                     "UPDATE folders SET path = ?2, documentation = ?3, updated_at = ?4 WHERE id = ?1",
-                    params![f.id.v, f.path.v, f.documentation, now_utc()],
+                    args![f.id.v, f.path.v, f.documentation, now_utc()],
                 )?;
                 ChangeKind::Updated
             }
@@ -116,7 +92,7 @@ impl<'t> Writer<'t> {
                 let now = now_utc();
                 self.exec(
                     "INSERT INTO folders (id, path, documentation, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)",
-                    params![f.id.v, f.path.v, f.documentation, now],
+                    args![f.id.v, f.path.v, f.documentation, now],
                 )?;
                 ChangeKind::Created
             }
@@ -137,14 +113,10 @@ impl<'t> Writer<'t> {
     /// A repository error.
     pub fn connection(&self, c: &Connection) -> Result<Change> {
         let sql = "SELECT name, schema_name, type FROM connections WHERE id = ?1";
-        let mut st = self
-            .tx
-            .prepare_cached(sql)
-            .map_err(|e| Error::with_sql(e, sql))?;
-        let old: Option<(String, Option<String>, String)> = st
-            .query_row([c.id.v], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()
-            .map_err(|e| Error::with_sql(e, sql))?;
+        let old: Option<(String, Option<String>, String)> =
+            self.tx.row(sql, args![c.id.v], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
         let schema = c.schema.as_ref().map(|s| s.v.clone());
         let definition = serde_json::to_string(c).map_err(|e| Error::Corrupt(e.to_string()))?;
         let change = match old {
@@ -154,14 +126,14 @@ impl<'t> Writer<'t> {
             Some(_) => {
                 self.exec(
                     "UPDATE connections SET name = ?2, schema_name = ?3, type = ?4, updated_at = ?5 WHERE id = ?1",
-                    params![c.id.v, c.name.v, schema, c.kind.v, now_utc()],
+                    args![c.id.v, c.name.v, schema, c.kind.v, now_utc()],
                 )?;
                 ChangeKind::Updated
             }
             None => {
                 self.exec(
                     "INSERT INTO connections (id, name, schema_name, type, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-                    params![c.id.v, c.name.v, schema, c.kind.v, now_utc()],
+                    args![c.id.v, c.name.v, schema, c.kind.v, now_utc()],
                 )?;
                 ChangeKind::Created
             }
@@ -210,26 +182,19 @@ impl<'t> Writer<'t> {
             Option<String>,
         );
         let sql = "SELECT name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation FROM batches WHERE id = ?1";
-        let mut st = self
-            .tx
-            .prepare_cached(sql)
-            .map_err(|e| Error::with_sql(e, sql))?;
-        let old: Option<Row> = st
-            .query_row([b.id.v], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                ))
-            })
-            .optional()
-            .map_err(|e| Error::with_sql(e, sql))?;
+        let old: Option<Row> = self.tx.row(sql, args![b.id.v], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+                r.get(8)?,
+            ))
+        })?;
         let new: Row = (
             b.name.v.clone(),
             when.clone(),
@@ -250,7 +215,7 @@ impl<'t> Writer<'t> {
             Some(o) => {
                 self.exec(
                     "UPDATE batches SET name = ?2, schedule = ?3, spring_gap = ?4, autumn_overlap = ?5, if_running = ?6, enabled = ?7, elements = ?8, variables = ?9, documentation = ?10, updated_at = ?11 WHERE id = ?1",
-                    params![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc()],
+                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc()],
                 )?;
                 (
                     ChangeKind::Updated,
@@ -260,7 +225,7 @@ impl<'t> Writer<'t> {
             None => {
                 self.exec(
                     "INSERT INTO batches (id, name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
-                    params![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc()],
+                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc()],
                 )?;
                 (ChangeKind::Created, true)
             }
@@ -279,17 +244,17 @@ impl<'t> Writer<'t> {
                     let start = crate::sched::clock::wall(first.local);
                     self.exec(
                         "INSERT INTO service_batch_next_run (batch_id, start_dt) VALUES (?1, ?2) ON CONFLICT (batch_id) DO UPDATE SET start_dt = excluded.start_dt",
-                        params![b.id.v, start],
+                        args![b.id.v, start],
                     )?;
                     self.exec(
                         "UPDATE batches SET second_of = ?2 WHERE id = ?1",
-                        params![b.id.v, first.second.then_some(start)],
+                        args![b.id.v, first.second.then_some(start)],
                     )?;
                 }
                 None => {
                     self.exec(
                         "DELETE FROM service_batch_next_run WHERE batch_id = ?1",
-                        params![b.id.v],
+                        args![b.id.v],
                     )?;
                 }
             }
@@ -326,7 +291,7 @@ impl<'t> Writer<'t> {
             Some(_) => {
                 self.exec(
                     "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, plans = ?8 WHERE id = ?1",
-                    params![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now, plans()?],
+                    args![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now, plans()?],
                 )?;
                 changes.extend(self.delete_missing(s)?);
                 ChangeKind::Updated
@@ -334,7 +299,7 @@ impl<'t> Writer<'t> {
             None => {
                 self.exec(
                     "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at, plans) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
-                    params![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now, plans()?],
+                    args![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now, plans()?],
                 )?;
                 ChangeKind::Created
             }
@@ -370,17 +335,10 @@ impl<'t> Writer<'t> {
             ),
         ] {
             let sql = format!("SELECT id FROM {table} WHERE sheet_id = ?1 ORDER BY id");
-            let mut st = self
-                .tx
-                .prepare_cached(&sql)
-                .map_err(|e| Error::with_sql(e, &sql))?;
-            let existing: Vec<i64> = st
-                .query_map([s.id.v], |r| r.get(0))
-                .and_then(|rows| rows.collect())
-                .map_err(|e| Error::with_sql(e, &sql))?;
+            let existing: Vec<i64> = self.tx.rows(&sql, args![s.id.v], |r| r.get(0))?;
             let del = format!("DELETE FROM {table} WHERE id = ?1");
             for id in existing.into_iter().filter(|id| !ids.contains(id)) {
-                self.exec(&del, [id])?;
+                self.exec(&del, args![id])?;
                 deleted.push(Change {
                     kind,
                     id,
@@ -438,7 +396,7 @@ impl<'t> Writer<'t> {
                    documentation = excluded.documentation, action = excluded.action, attributes = excluded.attributes,
                    field1 = excluded.field1, field2 = excluded.field2, field3 = excluded.field3,
                    object_type_id = excluded.object_type_id, connection_id = excluded.connection_id, dependency = excluded.dependency",
-                params![
+                args![
                     n.id.v, s.id.v, n.kind.v, l.x, l.y, l.width, l.height, module, name, documentation, action, attributes,
                     field1, field2, field3, object_type_id, connection_id, dependency
                 ],
@@ -448,7 +406,7 @@ impl<'t> Writer<'t> {
             self.exec(
                 "INSERT INTO edges (id, sheet_id, from_node, to_node) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT(id) DO UPDATE SET sheet_id = excluded.sheet_id, from_node = excluded.from_node, to_node = excluded.to_node",
-                params![e.id.v, s.id.v, e.from.v, e.to.v],
+                args![e.id.v, s.id.v, e.from.v, e.to.v],
             )?;
         }
         Ok(())

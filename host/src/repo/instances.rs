@@ -6,8 +6,8 @@ use crate::repo::model::{
     ActionEnd, ActionRow, ActionState, InstanceRow, InstanceState, InstanceSummary,
     LATE_AFTER_SECONDS, NewInstance,
 };
+use crate::repo::sql::{Row, Session, args};
 use crate::repo::{Error, Result, now_utc};
-use rusqlite::{Connection, OptionalExtension, params};
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) to ISO 8601 with a `Z`.
 pub fn iso(t: &str) -> String {
@@ -19,16 +19,14 @@ pub fn iso(t: &str) -> String {
 /// # Errors
 ///
 /// A repository error.
-pub fn create(conn: &Connection, new: &NewInstance) -> Result<i64> {
+pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
     let now = now_utc();
-    conn.execute(
-        "INSERT INTO batch_instances (batch_name, user_name, state, started_at, elements, variables) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![new.batch_name, new.user, if new.waiting { InstanceState::Waiting } else { InstanceState::Running }.word(), now, new.elements, new.variables],
-    )?;
-    let id = conn.last_insert_rowid();
-    let mut st = conn.prepare_cached(
-        "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
+    let id: i64 = conn
+        .value(
+            "INSERT INTO batch_instances (batch_name, user_name, state, started_at, elements, variables) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+            args![new.batch_name, new.user, if new.waiting { InstanceState::Waiting } else { InstanceState::Running }.word(), now, new.elements, new.variables],
+        )?
+        .ok_or_else(|| Error::Corrupt("a new batch instance got no id".to_owned()))?;
     for a in &new.actions {
         let deps =
             serde_json::to_string(&a.depends_on).map_err(|e| Error::Corrupt(e.to_string()))?;
@@ -38,7 +36,9 @@ pub fn create(conn: &Connection, new: &NewInstance) -> Result<i64> {
             ActionState::Defined
         }
         .code();
-        st.execute(params![
+        conn.execute(
+            "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            args![
             id,
             a.action_id,
             a.sheet_id,
@@ -57,7 +57,12 @@ pub fn create(conn: &Connection, new: &NewInstance) -> Result<i64> {
 /// # Errors
 ///
 /// A repository error.
-pub fn set_action(conn: &Connection, instance: i64, action: i64, state: ActionState) -> Result<()> {
+pub fn set_action(
+    conn: &dyn Session,
+    instance: i64,
+    action: i64,
+    state: ActionState,
+) -> Result<()> {
     let now = now_utc();
     let sql = match state {
         ActionState::Running => {
@@ -70,8 +75,7 @@ pub fn set_action(conn: &Connection, instance: i64, action: i64, state: ActionSt
             "UPDATE instance_actions SET state = ?3 WHERE instance_id = ?1 AND action_id = ?2 AND ?4 IS NOT NULL"
         }
     };
-    conn.prepare_cached(sql)?
-        .execute(params![instance, action, state.code(), now])?;
+    conn.execute(sql, args![instance, action, state.code(), now])?;
     Ok(())
 }
 
@@ -80,11 +84,11 @@ pub fn set_action(conn: &Connection, instance: i64, action: i64, state: ActionSt
 /// # Errors
 ///
 /// A repository error.
-pub fn state_of(conn: &Connection, instance: i64) -> Result<Option<InstanceState>> {
-    let word: Option<String> = conn
-        .prepare_cached("SELECT state FROM batch_instances WHERE id = ?1")?
-        .query_row([instance], |r| r.get(0))
-        .optional()?;
+pub fn state_of(conn: &dyn Session, instance: i64) -> Result<Option<InstanceState>> {
+    let word: Option<String> = conn.value(
+        "SELECT state FROM batch_instances WHERE id = ?1",
+        args![instance],
+    )?;
     word.map(|w| instance_state(&w)).transpose()
 }
 
@@ -103,20 +107,16 @@ fn action_state(code: &str) -> Result<ActionState> {
 /// # Errors
 ///
 /// A repository error.
-pub fn batch_is_running(conn: &Connection, batch_id: i64) -> Result<bool> {
+pub fn batch_is_running(conn: &dyn Session, batch_id: i64) -> Result<bool> {
     Ok(conn
-        .prepare_cached(
+        .value::<i64>(
             "SELECT 1 FROM batch_instances WHERE batch_id = ?1 AND state IN (?2, ?3) LIMIT 1",
-        )?
-        .query_row(
-            params![
+            args![
                 batch_id,
                 InstanceState::Running.word(),
                 InstanceState::Waiting.word()
             ],
-            |_| Ok(()),
-        )
-        .optional()?
+        )?
         .is_some())
 }
 
@@ -126,7 +126,7 @@ pub fn batch_is_running(conn: &Connection, batch_id: i64) -> Result<bool> {
 ///
 /// A repository error.
 pub fn end_action(
-    conn: &Connection,
+    conn: &dyn Session,
     instance: i64,
     action: i64,
     end: &ActionEnd<'_>,
@@ -148,10 +148,7 @@ pub fn end_action(
         ActionState::Finished
     }
     .code();
-    conn.prepare_cached(
-        "UPDATE instance_actions SET state = ?3, ended_at = ?4, rows_read = ?5, rows_written = ?6, rows_updated = ?7, error = ?8, log = log || ?9, rows_deleted = ?10 WHERE instance_id = ?1 AND action_id = ?2",
-    )?
-    .execute(params![instance, action, state, now_utc(), read as i64, written as i64, updated as i64, error, log.iter().map(|l| format!("{l}\n")).collect::<String>(), deleted as i64],
+    conn.execute("UPDATE instance_actions SET state = ?3, ended_at = ?4, rows_read = ?5, rows_written = ?6, rows_updated = ?7, error = ?8, log = log || ?9, rows_deleted = ?10 WHERE instance_id = ?1 AND action_id = ?2", args![instance, action, state, now_utc(), read as i64, written as i64, updated as i64, error, log.iter().map(|l| format!("{l}\n")).collect::<String>(), deleted as i64],
     )?;
     Ok(())
 }
@@ -161,17 +158,17 @@ pub fn end_action(
 /// # Errors
 ///
 /// A repository error.
-pub fn set_instance(conn: &Connection, instance: i64, state: InstanceState) -> Result<()> {
+pub fn set_instance(conn: &dyn Session, instance: i64, state: InstanceState) -> Result<()> {
     let state = state.word();
     if state == InstanceState::Running.word() {
         conn.execute(
             "UPDATE batch_instances SET state = ?2, ended_at = NULL, halt_requested = 0 WHERE id = ?1",
-            params![instance, state],
+            args![instance, state],
         )?;
     } else {
         conn.execute(
             "UPDATE batch_instances SET state = ?2, ended_at = ?3 WHERE id = ?1",
-            params![instance, state, now_utc()],
+            args![instance, state, now_utc()],
         )?;
     }
     Ok(())
@@ -182,10 +179,10 @@ pub fn set_instance(conn: &Connection, instance: i64, state: InstanceState) -> R
 /// # Errors
 ///
 /// A repository error.
-pub fn request_halt(conn: &Connection, instance: i64) -> Result<()> {
+pub fn request_halt(conn: &dyn Session, instance: i64) -> Result<()> {
     conn.execute(
         "UPDATE batch_instances SET halt_requested = 1 WHERE id = ?1",
-        [instance],
+        args![instance],
     )?;
     Ok(())
 }
@@ -195,20 +192,18 @@ pub fn request_halt(conn: &Connection, instance: i64) -> Result<()> {
 /// # Errors
 ///
 /// A repository error.
-pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
+pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
     let sql = format!(
         "SELECT {SUMMARY}, elements, halt_requested, variables FROM batch_instances WHERE id = ?1"
     );
-    let row = conn
-        .query_row(&sql, [instance], |r| {
-            Ok((
-                summary(r)?,
-                r.get::<_, String>(9)?,
-                r.get::<_, i64>(10)?,
-                r.get::<_, String>(11)?,
-            ))
-        })
-        .optional()?;
+    let row = conn.row(&sql, args![instance], |r| {
+        Ok((
+            summary(r)?,
+            r.get::<String>(9)?,
+            r.get::<i64>(10)?,
+            r.get::<String>(11)?,
+        ))
+    })?;
     let Some(((word, summary), elements, halt_requested, variables)) = row else {
         return Ok(None);
     };
@@ -219,39 +214,38 @@ pub fn get(conn: &Connection, instance: i64) -> Result<Option<InstanceRow>> {
         halt_requested: halt_requested != 0,
         variables,
     };
-    let mut st = conn.prepare_cached(
+    let actions = conn.rows(
         "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan, attempt, unmarked, rows_deleted
          FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
-    )?;
-    let actions = st
-        .query_map([instance], |r| {
+        args![instance],
+        |r| {
             Ok((
-                r.get::<_, String>(4)?,
+                r.get::<String>(4)?,
                 ActionRow {
                     action_id: r.get(0)?,
                     sheet_id: r.get(1)?,
                     name: r.get(2)?,
                     module: r.get(3)?,
                     state: ActionState::Defined,
-                    start: r.get::<_, Option<String>>(5)?.map(|t| iso(&t)),
-                    end: r.get::<_, Option<String>>(6)?.map(|t| iso(&t)),
+                    start: r.get::<Option<String>>(5)?.map(|t| iso(&t)),
+                    end: r.get::<Option<String>>(6)?.map(|t| iso(&t)),
                     rows_read: r.get(7)?,
                     rows_written: r.get(8)?,
                     rows_updated: r.get(9)?,
                     rows_deleted: r.get(16)?,
                     error: r.get(10)?,
-                    log: r.get::<_, String>(11)?.lines().map(str::to_owned).collect(),
-                    depends_on: serde_json::from_str(&r.get::<_, String>(12)?).unwrap_or_default(),
+                    log: r.get::<String>(11)?.lines().map(str::to_owned).collect(),
+                    depends_on: serde_json::from_str(&r.get::<String>(12)?).unwrap_or_default(),
                     plan: r.get(13)?,
                     attempt: r.get(14)?,
                     unmarked: r
-                        .get::<_, Option<String>>(15)?
+                        .get::<Option<String>>(15)?
                         .and_then(|t| serde_json::from_str(&t).ok())
                         .unwrap_or_default(),
                 },
             ))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        },
+    )?;
     row.actions = actions
         .into_iter()
         .map(|(code, mut a)| {
@@ -268,11 +262,11 @@ const SUMMARY: &str =
 
 /// An instance's summary from the columns [`SUMMARY`] (first in the row), with its stored
 /// state word, which [`with_state`] reads.
-fn summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, InstanceSummary)> {
+fn summary(r: &Row) -> Result<(String, InstanceSummary)> {
     let batch_id: Option<i64> = r.get(6)?;
     // Scheduled runs say which planned start, and whether late.
     let late_seconds = batch_id
-        .map(|_| r.get::<_, Option<i64>>(8).map(Option::unwrap_or_default))
+        .map(|_| r.get::<Option<i64>>(8).map(Option::unwrap_or_default))
         .transpose()?;
     Ok((
         r.get(3)?,
@@ -281,8 +275,8 @@ fn summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, InstanceSummary)>
             batch_name: r.get(1)?,
             user: r.get(2)?,
             state: InstanceState::Running,
-            start: iso(&r.get::<_, String>(4)?),
-            end: r.get::<_, Option<String>>(5)?.map(|t| iso(&t)),
+            start: iso(&r.get::<String>(4)?),
+            end: r.get::<Option<String>>(5)?.map(|t| iso(&t)),
             batch_id,
             planned_start: batch_id.and(r.get(7)?),
             late_seconds,
@@ -301,12 +295,9 @@ fn with_state(mut summary: InstanceSummary, word: &str) -> Result<InstanceSummar
 /// # Errors
 ///
 /// A repository error.
-pub fn list(conn: &Connection, limit: i64) -> Result<Vec<InstanceSummary>> {
+pub fn list(conn: &dyn Session, limit: i64) -> Result<Vec<InstanceSummary>> {
     let sql = format!("SELECT {SUMMARY} FROM batch_instances ORDER BY id DESC LIMIT ?1");
-    let rows = conn
-        .prepare_cached(&sql)?
-        .query_map([limit], summary)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let rows = conn.rows(&sql, args![limit], summary)?;
     rows.into_iter()
         .map(|(word, row)| with_state(row, &word))
         .collect()
@@ -319,16 +310,16 @@ pub fn list(conn: &Connection, limit: i64) -> Result<Vec<InstanceSummary>> {
 ///
 /// A repository error.
 pub fn set_unmarked(
-    conn: &Connection,
+    conn: &dyn Session,
     instance: i64,
     action: i64,
     connections: &[i64],
 ) -> Result<()> {
     let list = serde_json::to_string(connections).map_err(|e| Error::Corrupt(e.to_string()))?;
-    conn.prepare_cached(
+    conn.execute(
         "UPDATE instance_actions SET unmarked = ?3 WHERE instance_id = ?1 AND action_id = ?2",
-    )?
-    .execute(params![instance, action, list])?;
+        args![instance, action, list],
+    )?;
     Ok(())
 }
 
@@ -337,13 +328,17 @@ pub fn set_unmarked(
 /// # Errors
 ///
 /// A repository error.
-pub fn append_log(conn: &Connection, instance: i64, action: i64, lines: &[String]) -> Result<bool> {
+pub fn append_log(
+    conn: &dyn Session,
+    instance: i64,
+    action: i64,
+    lines: &[String],
+) -> Result<bool> {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let changed = conn
-        .prepare_cached(
-            "UPDATE instance_actions SET log = log || ?3 WHERE instance_id = ?1 AND action_id = ?2 AND state = 'R'",
-        )?
-        .execute(params![instance, action, text])?;
+    let changed = conn.execute(
+        "UPDATE instance_actions SET log = log || ?3 WHERE instance_id = ?1 AND action_id = ?2 AND state = 'R'",
+        args![instance, action, text],
+    )?;
     Ok(changed > 0)
 }
 
@@ -352,13 +347,12 @@ pub fn append_log(conn: &Connection, instance: i64, action: i64, lines: &[String
 /// # Errors
 ///
 /// A repository error.
-pub fn unfinished(conn: &Connection) -> Result<Vec<i64>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT id FROM batch_instances WHERE state IN ('running', 'waiting') ORDER BY id",
-        )?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?)
+pub fn unfinished(conn: &dyn Session) -> Result<Vec<i64>> {
+    conn.rows(
+        "SELECT id FROM batch_instances WHERE state IN ('running', 'waiting') ORDER BY id",
+        args![],
+        |r| r.get(0),
+    )
 }
 
 /// The repository's random identity (schema version 5).
@@ -366,8 +360,9 @@ pub fn unfinished(conn: &Connection) -> Result<Vec<i64>> {
 /// # Errors
 ///
 /// A repository error.
-pub fn repository_id(conn: &Connection) -> Result<String> {
-    Ok(conn.query_row("SELECT id FROM repository_identity", [], |r| r.get(0))?)
+pub fn repository_id(conn: &dyn Session) -> Result<String> {
+    conn.value("SELECT id FROM repository_identity", args![])?
+        .ok_or_else(|| Error::Corrupt("the repository has no identity".to_owned()))
 }
 
 /// A waiting instance starts: `running` (nothing else changes).
@@ -375,30 +370,30 @@ pub fn repository_id(conn: &Connection) -> Result<String> {
 /// # Errors
 ///
 /// A repository error.
-pub fn mark_running(conn: &Connection, instance: i64) -> Result<()> {
-    conn.prepare_cached(
+pub fn mark_running(conn: &dyn Session, instance: i64) -> Result<()> {
+    conn.execute(
         "UPDATE batch_instances SET state = 'running' WHERE id = ?1 AND state = 'waiting'",
-    )?
-    .execute([instance])?;
+        args![instance],
+    )?;
     Ok(())
 }
 
 /// What waits (`D`, `W`) in an instance is halted.
-fn halt_waiting(conn: &Connection, instance: i64, now: &str) -> Result<()> {
+fn halt_waiting(conn: &dyn Session, instance: i64, now: &str) -> Result<()> {
     conn.execute(
         "UPDATE instance_actions SET state = 'H', ended_at = ?2 WHERE instance_id = ?1 AND state IN ('D', 'W')",
-        params![instance, now],
+        args![instance, now],
     )?;
     Ok(())
 }
 
 /// Ends an instance: `finished` when every action finished, else `otherwise`.
-fn end_as(conn: &Connection, instance: i64, now: &str, otherwise: &str) -> Result<()> {
+fn end_as(conn: &dyn Session, instance: i64, now: &str, otherwise: &str) -> Result<()> {
     conn.execute(
         "UPDATE batch_instances SET ended_at = ?2, state = CASE WHEN EXISTS
              (SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state <> 'F')
              THEN ?3 ELSE 'finished' END WHERE id = ?1",
-        params![instance, now, otherwise],
+        args![instance, now, otherwise],
     )?;
     Ok(())
 }
@@ -408,12 +403,12 @@ fn end_as(conn: &Connection, instance: i64, now: &str, otherwise: &str) -> Resul
 /// # Errors
 ///
 /// A repository error.
-pub fn halt_now(conn: &Connection, instance: i64) -> Result<()> {
+pub fn halt_now(conn: &dyn Session, instance: i64) -> Result<()> {
     let now = now_utc();
     halt_waiting(conn, instance, &now)?;
     conn.execute(
         "UPDATE batch_instances SET state = 'halted', halt_requested = 1, ended_at = ?2 WHERE id = ?1",
-        params![instance, now],
+        args![instance, now],
     )?;
     Ok(())
 }
@@ -425,15 +420,13 @@ pub fn halt_now(conn: &Connection, instance: i64) -> Result<()> {
 /// # Errors
 ///
 /// A repository error.
-pub fn end_failed(conn: &Connection, instance: i64, why: &str) -> Result<()> {
+pub fn end_failed(conn: &dyn Session, instance: i64, why: &str) -> Result<()> {
     let now = now_utc();
-    let tx = conn.unchecked_transaction()?;
-    tx.execute(
+    conn.execute(
         "UPDATE instance_actions SET state = 'H', ended_at = ?2, error = ?3 WHERE instance_id = ?1 AND state IN ('D', 'W', 'R')",
-        params![instance, now, why],
+        args![instance, now, why],
     )?;
-    end_as(&tx, instance, &now, InstanceState::Failed.word())?;
-    tx.commit()?;
+    end_as(conn, instance, &now, InstanceState::Failed.word())?;
     Ok(())
 }
 
@@ -444,13 +437,13 @@ pub fn end_failed(conn: &Connection, instance: i64, why: &str) -> Result<()> {
 /// # Errors
 ///
 /// A repository error.
-pub fn recover(conn: &Connection) -> Result<Vec<i64>> {
+pub fn recover(conn: &dyn Session) -> Result<Vec<i64>> {
     let ids = unfinished(conn)?;
     let now = now_utc();
     for id in &ids {
         conn.execute(
             "UPDATE instance_actions SET state = 'E', ended_at = ?2, error = 'interrupted by a server stop' WHERE instance_id = ?1 AND state = 'R'",
-            params![id, now],
+            args![id, now],
         )?;
         halt_waiting(conn, *id, &now)?;
         end_as(conn, *id, &now, InstanceState::Interrupted.word())?;
@@ -464,18 +457,18 @@ pub fn recover(conn: &Connection) -> Result<Vec<i64>> {
 /// # Errors
 ///
 /// A repository error.
-pub fn reset_for_restart(conn: &Connection, instance: i64, waiting: bool) -> Result<usize> {
+pub fn reset_for_restart(conn: &dyn Session, instance: i64, waiting: bool) -> Result<usize> {
     let n = conn.execute(
         "UPDATE instance_actions SET state = CASE WHEN depends_on = '[]' THEN 'W' ELSE 'D' END, started_at = NULL, ended_at = NULL, error = NULL,
              log = log || '-- restarted\n'
          WHERE instance_id = ?1 AND state IN ('E', 'S', 'H', 'R')",
-        [instance],
+        args![instance],
     )?;
     set_instance(conn, instance, InstanceState::Running)?;
     if waiting {
         conn.execute(
             "UPDATE batch_instances SET state = 'waiting' WHERE id = ?1",
-            [instance],
+            args![instance],
         )?;
     }
     Ok(n)
@@ -488,7 +481,7 @@ pub fn reset_for_restart(conn: &Connection, instance: i64, waiting: bool) -> Res
 ///
 /// A repository error.
 pub fn restart(
-    conn: &Connection,
+    conn: &dyn Session,
     instance: i64,
     waiting: bool,
 ) -> Result<crate::repo::model::Restarted> {
@@ -505,14 +498,12 @@ pub fn restart(
 /// # Errors
 ///
 /// A repository error.
-pub fn node(conn: &Connection, id: i64) -> Result<Option<(i64, i64)>> {
-    Ok(conn
-        .query_row(
-            "SELECT sheet_id, type FROM nodes WHERE id = ?1",
-            [id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?)
+pub fn node(conn: &dyn Session, id: i64) -> Result<Option<(i64, i64)>> {
+    conn.row(
+        "SELECT sheet_id, type FROM nodes WHERE id = ?1",
+        args![id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
 }
 
 /// The default schema of each connection that names one.
@@ -520,12 +511,15 @@ pub fn node(conn: &Connection, id: i64) -> Result<Option<(i64, i64)>> {
 /// # Errors
 ///
 /// A repository error.
-pub fn connection_schemas(conn: &Connection) -> Result<std::collections::BTreeMap<i64, String>> {
-    let mut st = conn.prepare_cached(
-        "SELECT id, schema_name FROM connections WHERE schema_name IS NOT NULL AND schema_name <> ''",
-    )?;
-    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+pub fn connection_schemas(conn: &dyn Session) -> Result<std::collections::BTreeMap<i64, String>> {
+    Ok(conn
+        .rows(
+            "SELECT id, schema_name FROM connections WHERE schema_name IS NOT NULL AND schema_name <> ''",
+            args![],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?
+        .into_iter()
+        .collect())
 }
 
 /// The stored plans of a sheet's actions.
@@ -533,11 +527,9 @@ pub fn connection_schemas(conn: &Connection) -> Result<std::collections::BTreeMa
 /// # Errors
 ///
 /// A repository error; [`Error::Corrupt`] when they cannot be read.
-pub fn sheet_plans(conn: &Connection, id: i64) -> Result<Option<Vec<crate::plan::StoredPlan>>> {
-    let plans: Option<Option<String>> = conn
-        .prepare_cached("SELECT plans FROM sheets WHERE id = ?1")?
-        .query_row([id], |r| r.get(0))
-        .optional()?;
+pub fn sheet_plans(conn: &dyn Session, id: i64) -> Result<Option<Vec<crate::plan::StoredPlan>>> {
+    let plans: Option<Option<String>> =
+        conn.value("SELECT plans FROM sheets WHERE id = ?1", args![id])?;
     match plans {
         None => Ok(None),
         Some(None) => Err(Error::Corrupt(format!(
@@ -554,24 +546,20 @@ pub fn sheet_plans(conn: &Connection, id: i64) -> Result<Option<Vec<crate::plan:
 /// # Errors
 ///
 /// A repository error.
-pub fn sheets_below(conn: &Connection, folder: i64) -> Result<Option<Vec<i64>>> {
-    let path: Option<String> = conn
-        .query_row("SELECT path FROM folders WHERE id = ?1", [folder], |r| {
-            r.get(0)
-        })
-        .optional()?;
+pub fn sheets_below(conn: &dyn Session, folder: i64) -> Result<Option<Vec<i64>>> {
+    let path: Option<String> =
+        conn.value("SELECT path FROM folders WHERE id = ?1", args![folder])?;
     let Some(path) = path else { return Ok(None) };
     let prefix = if path == "/" {
         "/".to_owned()
     } else {
         format!("{path}/")
     };
-    let ids = conn
-        .prepare(
-            "SELECT s.id FROM sheets s JOIN folders f ON f.id = s.folder_id
-             WHERE f.id = ?1 OR substr(f.path, 1, length(?2)) = ?2 ORDER BY s.order_key, s.id",
-        )?
-        .query_map(params![folder, prefix], |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    let ids = conn.rows(
+        "SELECT s.id FROM sheets s JOIN folders f ON f.id = s.folder_id
+         WHERE f.id = ?1 OR substr(f.path, 1, length(?2)) = ?2 ORDER BY s.order_key, s.id",
+        args![folder, prefix],
+        |r| r.get(0),
+    )?;
     Ok(Some(ids))
 }

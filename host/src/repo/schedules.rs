@@ -1,11 +1,11 @@
-//! Planned starts in the SQLite repository (`service_batch_next_run`, which sheets may also
+//! Planned starts in the repository (`service_batch_next_run`, which sheets may also
 //! write: SPEC 4.7), read and moved on by the scheduler.
 
 type Result<T, E = crate::repo::Error> = std::result::Result<T, E>;
 
+use crate::repo::sql::{Row, Session, args};
 use crate::sched::schedule::Planned;
 use crate::sched::scheduler::StoredStart;
-use rusqlite::{Connection, OptionalExtension, params};
 
 const COLUMNS: &str = "b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT)";
 
@@ -13,7 +13,7 @@ fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
     serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
-fn stored(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredStart> {
+fn stored(r: &Row) -> Result<StoredStart> {
     let second_of: Option<String> = r.get(9)?;
     let start_dt: Option<String> = r.get(10)?;
     Ok(StoredStart {
@@ -24,8 +24,8 @@ fn stored(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredStart> {
         autumn_overlap: r.get(4)?,
         if_running: r.get(5)?,
         enabled: r.get(6)?,
-        elements: decode(&r.get::<_, String>(7)?),
-        variables: decode(&r.get::<_, String>(8)?),
+        elements: decode(&r.get::<String>(7)?),
+        variables: decode(&r.get::<String>(8)?),
         second: second_of.is_some() && second_of == start_dt,
         start_dt,
     })
@@ -38,19 +38,12 @@ fn stored(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredStart> {
 /// # Errors
 ///
 /// A repository error.
-pub fn due(conn: &Connection, until: &str) -> Result<Vec<StoredStart>> {
+pub fn due(conn: &dyn Session, until: &str) -> Result<Vec<StoredStart>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM service_batch_next_run n JOIN batches b ON b.id = n.batch_id \
          WHERE replace(n.start_dt, 'T', ' ') <= ?1 ORDER BY n.start_dt, b.id"
     );
-    let mut st = conn
-        .prepare_cached(&sql)
-        .map_err(|e| crate::repo::Error::with_sql(e, &sql))?;
-    let rows = st
-        .query_map([until], stored)
-        .and_then(|rows| rows.collect())
-        .map_err(|e| crate::repo::Error::with_sql(e, &sql))?;
-    Ok(rows)
+    conn.rows(&sql, args![until], stored)
 }
 
 /// A batch with its planned start, if the batch exists (the start is `None` when it has
@@ -59,11 +52,11 @@ pub fn due(conn: &Connection, until: &str) -> Result<Vec<StoredStart>> {
 /// # Errors
 ///
 /// A repository error.
-pub fn batch(conn: &Connection, batch_id: i64) -> Result<Option<StoredStart>> {
+pub fn batch(conn: &dyn Session, batch_id: i64) -> Result<Option<StoredStart>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM batches b LEFT JOIN service_batch_next_run n ON n.batch_id = b.id WHERE b.id = ?1"
     );
-    Ok(conn.query_row(&sql, [batch_id], stored).optional()?)
+    conn.row(&sql, args![batch_id], stored)
 }
 
 /// Moves a batch's planned start from `from` (as read) to `next` (deleted when `None`);
@@ -73,7 +66,7 @@ pub fn batch(conn: &Connection, batch_id: i64) -> Result<Option<StoredStart>> {
 ///
 /// A repository error.
 pub fn advance(
-    conn: &Connection,
+    conn: &dyn Session,
     batch_id: i64,
     from: &str,
     next: Option<&Planned>,
@@ -83,19 +76,19 @@ pub fn advance(
             let text = crate::sched::clock::wall(n.local);
             let changed = conn.execute(
                 "UPDATE service_batch_next_run SET start_dt = ?3 WHERE batch_id = ?1 AND start_dt = ?2",
-                params![batch_id, from, text],
+                args![batch_id, from, text],
             )?;
             if changed == 1 {
                 conn.execute(
                     "UPDATE batches SET second_of = ?2 WHERE id = ?1",
-                    params![batch_id, n.second.then_some(text)],
+                    args![batch_id, n.second.then_some(text)],
                 )?;
             }
             changed
         }
         None => conn.execute(
             "DELETE FROM service_batch_next_run WHERE batch_id = ?1 AND start_dt = ?2",
-            params![batch_id, from],
+            args![batch_id, from],
         )?,
     };
     Ok(changed == 1)
@@ -107,7 +100,7 @@ pub fn advance(
 ///
 /// A repository error.
 pub fn record_start(
-    conn: &Connection,
+    conn: &dyn Session,
     id: i64,
     batch_id: i64,
     planned: &str,
@@ -115,7 +108,7 @@ pub fn record_start(
 ) -> Result<()> {
     conn.execute(
         "UPDATE batch_instances SET batch_id = ?2, planned_start = ?3, late_seconds = ?4 WHERE id = ?1",
-        params![id, batch_id, planned, late_seconds],
+        args![id, batch_id, planned, late_seconds],
     )?;
     Ok(())
 }

@@ -1,0 +1,109 @@
+//! The repository's statement layer ([`Session`]) on a SQLite connection: statements are
+//! prepared once per connection (rusqlite's statement cache) and values map one to one.
+
+use crate::repo::sql::{Param, Row, Session, Value};
+use crate::repo::{Error, Result};
+use rusqlite::Connection;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Param::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Param::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
+            Param::Text(t) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
+        })
+    }
+}
+
+fn value(v: ValueRef<'_>) -> Value {
+    match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::Int(i),
+        ValueRef::Real(f) => Value::Real(f),
+        ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Value::Bytes(b.to_vec()),
+    }
+}
+
+impl Session for Connection {
+    fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<usize> {
+        let mut st = self
+            .prepare_cached(sql)
+            .map_err(|e| Error::with_sql(e, sql))?;
+        st.execute(rusqlite::params_from_iter(params))
+            .map_err(|e| Error::with_sql(e, sql))
+    }
+
+    fn query(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut dyn FnMut(&Row) -> Result<()>,
+    ) -> Result<()> {
+        let mut st = self
+            .prepare_cached(sql)
+            .map_err(|e| Error::with_sql(e, sql))?;
+        let n = st.column_count();
+        let mut rows = st
+            .query(rusqlite::params_from_iter(params))
+            .map_err(|e| Error::with_sql(e, sql))?;
+        let mut row = Row(Vec::with_capacity(n));
+        while let Some(r) = rows.next().map_err(|e| Error::with_sql(e, sql))? {
+            row.0.clear();
+            for i in 0..n {
+                row.0
+                    .push(value(r.get_ref(i).map_err(|e| Error::with_sql(e, sql))?));
+            }
+            each(&row)?;
+        }
+        Ok(())
+    }
+
+    fn execute_batch(&self, sql: &str) -> Result<()> {
+        Connection::execute_batch(self, sql).map_err(|e| Error::with_sql(e, sql))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::repo::sql::{Session, args};
+
+    #[test]
+    fn statements_run_with_numbered_parameters_and_read_back_plain_values() {
+        let c = rusqlite::Connection::open_in_memory().expect("db");
+        let s: &dyn Session = &c;
+        s.execute_batch("CREATE TABLE t (id INTEGER, name TEXT, f REAL)")
+            .expect("table");
+        let none: Option<String> = None;
+        assert_eq!(
+            s.execute(
+                "INSERT INTO t VALUES (?1, ?2, 1.5), (?3, ?4, NULL)",
+                args![1i64, "a", 2i64, none]
+            )
+            .expect("insert"),
+            2
+        );
+        let rows = s
+            .rows("SELECT id, name FROM t ORDER BY id", args![], |r| {
+                Ok((r.get::<i64>(0)?, r.get::<Option<String>>(1)?))
+            })
+            .expect("rows");
+        assert_eq!(rows, vec![(1, Some("a".to_owned())), (2, None)]);
+        assert_eq!(
+            s.value::<i64>("SELECT count(*) FROM t WHERE id > ?1", args![5i64])
+                .expect("count"),
+            Some(0)
+        );
+        assert_eq!(
+            s.value::<i64>("SELECT id FROM t WHERE id > ?1", args![5i64])
+                .expect("none"),
+            None
+        );
+        let e = s
+            .execute("INSERT INTO nowhere VALUES (1)", args![])
+            .expect_err("no table")
+            .to_string();
+        assert!(e.contains("nowhere"), "{e}");
+    }
+}
