@@ -243,7 +243,7 @@ impl dyn Session + '_ {
     ///
     /// # Errors
     ///
-    /// As [`Self::row`].
+    /// As the method `row` above.
     pub fn value<T: FromValue>(&self, sql: &str, params: &[Param<'_>]) -> Result<Option<T>> {
         self.row(sql, params, |r| r.get(0))
     }
