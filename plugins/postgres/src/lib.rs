@@ -17,8 +17,8 @@
 //! - [`values`]: values between PostgreSQL's binary format and weft's;
 //! - [`placeholders`]: `?` parameters numbered `$1`, `$2`, ...;
 //! - [`pool`]: idle connections kept for reuse;
-//! - [`session`]: a tokio-postgres client and its connection driven from a plain thread;
-//! - [`tls`]: the rustls configurations of the `sslmode`s.
+//! - [`session`] and [`tls`] (from `weft_pg_client`, shared with the host's PostgreSQL
+//!   repository): a tokio-postgres client driven from a plain thread, and `sslmode`.
 
 // `export_plugin!` expands to abi_stable's export code, which is unsafe; this crate writes
 // no unsafe code of its own.
@@ -28,43 +28,15 @@ pub mod clock;
 pub mod connection;
 pub mod placeholders;
 pub mod pool;
-pub mod session;
-pub mod tls;
 pub mod values;
 
-use std::str::FromStr;
+pub use weft_pg_client::{describe_error, session, tls};
+
 use std::time::Duration;
-use tokio_postgres::config::{Host, SslMode};
 use weft_sdk::{Connection, ConnectionBridge, ErrorKind, KeyEntry, PluginError, PluginResult};
 
 /// The connection type this bridge serves.
 pub const CONNECTION_TYPE: &str = "postgresql";
-
-/// What an error says, with its causes: `tokio_postgres::Error` shows only its kind
-/// ("db error"),
-/// so the server's message, detail, hint and position, or the I/O cause, are added here.
-pub fn describe_error(e: &tokio_postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        let mut m = format!("{} ({})", db.message(), db.code().code());
-        if let Some(d) = db.detail() {
-            m.push_str(&format!("; {d}"));
-        }
-        if let Some(h) = db.hint() {
-            m.push_str(&format!("; hint: {h}"));
-        }
-        if let Some(tokio_postgres::error::ErrorPosition::Original(p)) = db.position() {
-            m.push_str(&format!("; at character {p}"));
-        }
-        return m;
-    }
-    let mut m = e.to_string();
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        m.push_str(&format!(": {c}"));
-        cause = c.source();
-    }
-    m
-}
 
 /// The bridge.
 #[derive(Debug, Default)]
@@ -86,45 +58,15 @@ fn refuse(key: &str, m: impl std::fmt::Display) -> PluginError {
 
 fn target(entry: &KeyEntry) -> PluginResult<Target> {
     let key = entry.key();
-    let url = entry.url().trim();
-    let mut config = tokio_postgres::Config::from_str(url).map_err(|e| {
-        refuse(
-            key,
-            format!(
-                "the URL is not a PostgreSQL URL (postgresql://HOST:PORT/DATABASE) or `host=... dbname=...` string: {}",
-                describe_error(&e)
-            ),
-        )
-    })?;
-    if !entry.user().is_empty() {
-        config.user(entry.user());
-    }
-    if !entry.password().is_empty() {
-        config.password(entry.password());
-    }
-    config.application_name("weft");
-    config.connect_timeout(Duration::from_secs(10));
-    let mut mode = "prefer".to_owned();
-    let mut root_cert = None;
+    let (t, rest) =
+        weft_pg_client::target(entry.url(), entry.user(), entry.password(), entry.options())
+            .map_err(|m| refuse(key, m))?;
+    let mut config = t.config;
     let mut idle = pool::DEFAULT_IDLE;
     let mut configured_path = None;
     let mut schema = None;
-    for (k, v) in entry.options() {
+    for (k, v) in rest {
         match k {
-            "sslmode" => mode = v.trim().to_owned(),
-            "sslrootcert" => root_cert = Some(v.trim().to_owned()),
-            "application_name" => {
-                config.application_name(v);
-            }
-            "connect_timeout" => {
-                let secs: u64 = v.trim().parse().map_err(|_| {
-                    refuse(
-                        key,
-                        format!("connect_timeout is a number of seconds, not `{v}`"),
-                    )
-                })?;
-                config.connect_timeout(Duration::from_secs(secs.max(1)));
-            }
             "idle_timeout" => {
                 let secs: u64 = v.trim().parse().map_err(|_| {
                     refuse(
@@ -141,7 +83,8 @@ fn target(entry: &KeyEntry) -> PluginResult<Target> {
                 return Err(refuse(
                     key,
                     format!(
-                        "unknown option `{other}` (known: sslmode, sslrootcert, application_name, connect_timeout, idle_timeout, search_path)"
+                        "unknown option `{other}` (known: {}, idle_timeout, search_path)",
+                        weft_pg_client::CONNECTION_OPTIONS.join(", ")
                     ),
                 ));
             }
@@ -150,18 +93,10 @@ fn target(entry: &KeyEntry) -> PluginResult<Target> {
     if let Some(path) = search_path(schema.as_deref(), configured_path.as_deref()) {
         config.options(startup_setting("search_path", &path));
     }
-    let (ssl, tls) = tls::connector(&mode, root_cert.as_deref()).map_err(|m| refuse(key, m))?;
-    config.ssl_mode(ssl);
-    let host = match config.get_hosts().first() {
-        Some(Host::Tcp(h)) => h.clone(),
-        Some(Host::Unix(p)) => p.display().to_string(),
-        None => "localhost".to_owned(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
     Ok(Target {
         config,
-        tls,
-        place: format!("{host}:{port}"),
+        tls: t.tls,
+        place: t.place,
         idle,
     })
 }
@@ -245,16 +180,6 @@ fn startup_setting(name: &str, value: &str) -> String {
         escaped.push(c);
     }
     format!("-c {name}={escaped}")
-}
-
-/// What `SslMode` and connector an `sslmode` option asks for.
-pub fn ssl_mode_of(mode: &str) -> Option<SslMode> {
-    match mode {
-        "disable" => Some(SslMode::Disable),
-        "prefer" => Some(SslMode::Prefer),
-        "require" | "verify-full" => Some(SslMode::Require),
-        _ => None,
-    }
 }
 
 weft_sdk::export_plugin! {
