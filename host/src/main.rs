@@ -393,6 +393,21 @@ fn schema(
     status: bool,
     init: bool,
 ) -> ExitCode {
+    // Entry 0 of type `postgresql`: the repository is that database.
+    let keyfile = weft::keys::KeyFile::path_in(home);
+    if keyfile.exists() {
+        match weft::keys::KeyFile::load(&keyfile) {
+            Ok(keys) => {
+                if let Some(entry) = repo::postgres::Entry::of(&keys) {
+                    return schema_on_postgres(&entry, status);
+                }
+            }
+            Err(e) => {
+                eprintln!("weft schema: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let path = home.join("repository.db");
     // A repository is created only on purpose: not because the command ran in another
     // folder (during an update that would upgrade nothing and say it did).
@@ -450,6 +465,50 @@ fn schema(
         }
         Err(e) => {
             eprintln!("weft schema: {}: {e}", path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `weft schema` for a repository on PostgreSQL (entry 0): its version, or its upgrade.
+fn schema_on_postgres(entry: &repo::postgres::Entry, status: bool) -> ExitCode {
+    let db = match repo::postgres::Postgres::connect(entry) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("weft schema: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let place = format!("postgresql at {}", db.place());
+    if status {
+        return match db.schema_version() {
+            Ok(v) => {
+                println!(
+                    "{place}: schema version {v}; this weft writes version {}",
+                    migrations::latest()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("weft schema: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match db.upgrade() {
+        Ok(u) if u.from == u.to => {
+            println!("{place}: schema already at version {}", u.to);
+            ExitCode::SUCCESS
+        }
+        Ok(u) => {
+            println!(
+                "{place}: schema upgraded from version {} to {}",
+                u.from, u.to
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("weft schema: {place}: {e}");
             ExitCode::FAILURE
         }
     }

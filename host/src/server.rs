@@ -166,20 +166,29 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     crate::sched::clock::install(time);
     // Refuse a loose or broken key file before anything is opened or upgraded.
     let keyfile_path = KeyFile::path_in(&opts.home);
-    if keyfile_path.exists() {
-        KeyFile::load(&keyfile_path)?;
-    }
+    let existing = if keyfile_path.exists() {
+        Some(KeyFile::load(&keyfile_path)?)
+    } else {
+        None
+    };
     let repo_path = opts.home.join("repository.db");
-    if !repo_path.exists() {
+    // Entry 0 of type `postgresql` puts the repository there; else it is the file in HOME.
+    let on_postgres = existing.as_ref().and_then(crate::repo::postgres::Entry::of);
+    if on_postgres.is_none() && !repo_path.exists() {
         tracing::warn!(
             message = "No repository in HOME: a new, empty one is created. If you meant an existing one, stop this server and give --home DIR or WEFT_HOME.",
             home = %opts.home.display(),
             home_from = %opts.home_from
         );
     }
-    let repo = tokio::task::spawn_blocking(move || Repository::open(&repo_path))
-        .await
-        .map_err(|e| Error::Serve(std::io::Error::other(e)))??;
+    let opening = repo_path.clone();
+    let repo = tokio::task::spawn_blocking(move || match on_postgres {
+        Some(entry) => Repository::open_postgres(&entry),
+        None => Repository::open(&opening),
+    })
+    .await
+    .map_err(|e| Error::Serve(std::io::Error::other(e)))??;
+    tracing::info!(message = "The repository is open.", repository = %repo.location());
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
         .map_err(|source| Error::Listen {
@@ -191,7 +200,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         source,
     })?;
     let url = service_url(addr);
-    let mut keyfile = KeyFile::init(&opts.home, repo.path(), &url)?;
+    let mut keyfile = KeyFile::init(&opts.home, &repo_path, &url)?;
     let require_token = !addr.ip().is_loopback();
     if require_token && settings.environment == Environment::Development {
         tracing::warn!(
@@ -241,12 +250,15 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     let limit = settings.max_parallel_actions.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
     });
-    let executor = crate::exec::batch::Executor::new(
-        Arc::clone(&repo),
-        Arc::clone(&registry),
-        Some(Arc::clone(&keys)),
-        limit,
-    );
+    // It reads the repository's identity: off the runtime's threads, as every repository call.
+    let executor = {
+        let (repo, registry, keys) = (Arc::clone(&repo), Arc::clone(&registry), Arc::clone(&keys));
+        tokio::task::spawn_blocking(move || {
+            crate::exec::batch::Executor::new(repo, registry, Some(keys), limit)
+        })
+        .await
+        .map_err(|e| Error::Serve(std::io::Error::other(e)))?
+    };
     executor.set_max_waiting(settings.max_waiting_instances);
     executor.set_write_patience(std::time::Duration::from_secs(
         settings.repository_retry_seconds,

@@ -26,8 +26,12 @@ impl Server {
     fn with(settings: Settings, require_token: bool) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = Arc::new(Repository::open(&dir.path().join("repository.db")).expect("open"));
-        let kf = KeyFile::init(dir.path(), repo.path(), "http://127.0.0.1:1/weft/service")
-            .expect("keys");
+        let kf = KeyFile::init(
+            dir.path(),
+            &dir.path().join("repository.db"),
+            "http://127.0.0.1:1/weft/service",
+        )
+        .expect("keys");
         let mut kf = kf;
         let mut e = kf.require(crate::keys::SERVER_KEY).expect("entry").clone();
         e.options.push(("token".into(), "s3cret".into()));

@@ -69,7 +69,7 @@ impl Fixture {
     }
 
     fn dump(&self) -> String {
-        let conn = crate::repo::connect(self.repo.path()).expect("connect");
+        let conn = crate::repo::connect(self.repo.path().expect("a file")).expect("connect");
         crate::repo::dump(&conn).expect("dump")
     }
 }
@@ -131,7 +131,7 @@ fn stores_nodes_edges_and_derived_order() {
     let f = Fixture::with_base();
     let text = SHEET.replace("          order: LOAD CUSTOMERS\n", "");
     f.ok(&text);
-    let conn = crate::repo::connect(f.repo.path()).expect("connect");
+    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
     let order: String = conn
         .query_row("SELECT order_key FROM sheets WHERE id = 100", [], |r| {
             r.get(0)
@@ -270,7 +270,7 @@ fn fields_weft_does_not_know_are_kept_through_the_repository() {
             && warnings.contains(&"exportedBy"),
         "{warnings:?}"
     );
-    let conn = crate::repo::connect(f.repo.path()).expect("connect");
+    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
     let definition: String = conn
         .query_row("SELECT definition FROM sheets WHERE id = 100", [], |r| {
             r.get(0)
@@ -566,7 +566,7 @@ fn into_folder_copies_with_fresh_ids() {
     for old in ["101", "102", "103"] {
         assert_ne!(map.nodes[old].to_string(), old);
     }
-    let conn = crate::repo::connect(f.repo.path()).expect("connect");
+    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
     let (folder, n): (i64, i64) = conn
         .query_row(
             "SELECT folder_id, (SELECT COUNT(*) FROM nodes WHERE sheet_id = s.id) FROM sheets s WHERE id = ?1",
@@ -662,7 +662,7 @@ fn unknown_versions_are_refused() {
 }
 
 fn next_run(f: &Fixture, batch: i64) -> Option<String> {
-    let conn = crate::repo::connect(f.repo.path()).expect("connect");
+    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
     conn.query_row(
         "SELECT start_dt FROM service_batch_next_run WHERE batch_id = ?1",
         [batch],
@@ -701,7 +701,7 @@ fn a_batch_deploys_with_its_first_planned_start_and_keeps_a_shift_across_redeplo
     assert_eq!(r.unchanged.len(), 1);
     assert_eq!(before, f.dump());
     // A sheet shifts the start by a day; an unrelated change keeps the shift.
-    let conn = crate::repo::connect(f.repo.path()).expect("connect");
+    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
     conn.execute(
         "UPDATE service_batch_next_run SET start_dt = datetime(start_dt, '+1 day') WHERE batch_id = 7",
         [],

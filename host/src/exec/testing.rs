@@ -27,8 +27,12 @@ impl Home {
 pub(crate) fn home(limit: usize, options: Vec<(String, String)>, doc: &str) -> Home {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = Arc::new(Repository::open(&dir.path().join("repository.db")).expect("open"));
-    let mut kf =
-        KeyFile::init(dir.path(), repo.path(), "http://127.0.0.1:1/weft/service").expect("keys");
+    let mut kf = KeyFile::init(
+        dir.path(),
+        &dir.path().join("repository.db"),
+        "http://127.0.0.1:1/weft/service",
+    )
+    .expect("keys");
     kf.set(Entry {
         key: "1".into(),
         kind: "sqlite".into(),

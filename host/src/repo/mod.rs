@@ -7,7 +7,10 @@
 mod facts;
 pub(crate) mod instances;
 pub mod model;
+pub mod postgres;
+mod repository;
 mod schedules;
+pub mod schema;
 pub mod sql;
 pub mod sqlite;
 pub mod store;
@@ -15,7 +18,8 @@ pub(crate) mod writer;
 
 pub use facts::Facts;
 pub use model::{Change, ChangeKind, IdTable, ObjectKind};
-pub use sqlite::{Repository, connect, dump, migrations, schema_version, upgrade};
+pub use repository::Repository;
+pub use sqlite::{connect, dump, migrations, schema_version, upgrade};
 pub use store::{DeployWriter, InstanceStore, SheetStore};
 
 use std::path::PathBuf;
@@ -59,8 +63,26 @@ pub enum Error {
     Migration {
         /// The version the failing migration leads to.
         version: i64,
-        /// What SQLite said.
-        source: rusqlite::Error,
+        /// What the database said.
+        source: Box<Error>,
+    },
+    /// The PostgreSQL repository cannot be reached or refuses the connection.
+    #[error("cannot connect to the PostgreSQL repository at {place}: {message}")]
+    PostgresOpen {
+        /// `host:port`.
+        place: String,
+        /// What went wrong (never the password).
+        message: String,
+    },
+    /// A statement failed on the PostgreSQL repository.
+    #[error("repository statement failed: {message}{}", sql_suffix(.sql))]
+    Postgres {
+        /// The statement.
+        sql: String,
+        /// PostgreSQL's SQLSTATE, when the server answered.
+        code: Option<String>,
+        /// What PostgreSQL said.
+        message: String,
     },
     /// Stored content could not be read back.
     #[error("the repository holds content that cannot be read: {0}")]
@@ -92,13 +114,25 @@ pub enum Fault {
 }
 
 impl Error {
-    /// The kind of fault, from SQLite's result code.
+    /// The kind of fault, from SQLite's result code or PostgreSQL's SQLSTATE.
     pub fn fault(&self) -> Fault {
         use rusqlite::ErrorCode;
         let source = match self {
-            Error::Open { source, .. }
-            | Error::Sql { source, .. }
-            | Error::Migration { source, .. } => source,
+            Error::Open { source, .. } | Error::Sql { source, .. } => source,
+            Error::Migration { source, .. } => return source.fault(),
+            Error::PostgresOpen { .. } => return Fault::Io,
+            Error::Postgres { code, .. } => {
+                return match code.as_deref() {
+                    // disk_full, insufficient_resources, out_of_memory
+                    Some("53100" | "53000" | "53200") => Fault::Full,
+                    // lock_not_available, deadlock_detected, serialization_failure
+                    Some("55P03" | "40P01" | "40001") => Fault::Busy,
+                    // no answer (the connection broke), or a connection exception
+                    None => Fault::Io,
+                    Some(c) if c.starts_with("08") || c.starts_with("57P") => Fault::Io,
+                    Some(_) => Fault::Other,
+                };
+            }
             _ => return Fault::Other,
         };
         match source.sqlite_error_code() {

@@ -2,6 +2,7 @@
 //! refusal to downgrade, and a snapshot that shows any edit of a released migration.
 
 use super::*;
+use crate::repo::sql::args;
 use std::path::PathBuf;
 
 fn fixtures() -> PathBuf {
@@ -256,13 +257,17 @@ fn commits_leave_checkpoints_to_the_background() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = Repository::open(&dir.path().join("repository.db")).expect("open");
     let auto: i64 = repo
-        .with(|c| Ok(c.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))?))
-        .expect("pragma");
+        .with(|c| c.value("PRAGMA wal_autocheckpoint", args![]))
+        .expect("pragma")
+        .expect("a value");
     assert_eq!(auto, 0, "the writer does not checkpoint in its commits");
     repo.tx(|c| {
         c.execute_batch("CREATE TABLE filler (x TEXT)")?;
         for i in 0..2000 {
-            c.execute("INSERT INTO filler VALUES (?1)", [format!("{i:0>200}")])?;
+            c.execute(
+                "INSERT INTO filler VALUES (?1)",
+                args![format!("{i:0>200}")],
+            )?;
         }
         Ok(())
     })
@@ -285,7 +290,7 @@ fn commits_leave_checkpoints_to_the_background() {
             for i in 0..2000 {
                 c.execute(
                     "INSERT INTO filler VALUES (?1)",
-                    [format!("{round}{i:0>200}")],
+                    args![format!("{round}{i:0>200}")],
                 )?;
             }
             Ok(())

@@ -13,7 +13,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::sync::Arc;
 use tokio_postgres::config::SslMode;
-use tokio_postgres_rustls::MakeRustlsConnect;
+pub use tokio_postgres_rustls::MakeRustlsConnect;
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())

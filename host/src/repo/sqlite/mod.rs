@@ -13,17 +13,9 @@ pub use dump::dump;
 pub mod migrations;
 mod session;
 
-use super::model::{
-    ActionEnd, ActionState, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
-};
-use super::store::{DeployWriter, InstanceStore, SheetStore};
+use super::store::DeployWriter;
 use super::writer::Writer;
 use super::{Error, Result};
-use super::{instances, schedules};
-use crate::dsr::model::Sheet;
-use crate::plan::StoredPlan;
-use crate::sched::schedule::Planned;
-use crate::sched::scheduler::{PlannedStarts, ScheduledStart, StoredStart};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -57,9 +49,9 @@ pub fn connect(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
-/// The repository of a running server.
+/// The SQLite backend of a running server's repository (`crate::repo::Repository`).
 #[derive(Debug)]
-pub struct Repository {
+pub struct Sqlite {
     path: PathBuf,
     writer: Mutex<Connection>,
     checkpointer: Checkpointer,
@@ -124,7 +116,7 @@ impl Drop for Checkpointer {
     }
 }
 
-impl Repository {
+impl Sqlite {
     /// Opens (creating if needed) the repository at `path` and brings its schema to the
     /// current version.
     ///
@@ -138,7 +130,7 @@ impl Repository {
         // The checkpointer copies the log in the background; commits do not wait for it.
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(|e| Error::with_sql(e, "PRAGMA wal_autocheckpoint = 0"))?;
-        Ok(Repository {
+        Ok(Sqlite {
             path: path.to_owned(),
             writer: Mutex::new(conn),
             checkpointer: Checkpointer::start(path)?,
@@ -221,16 +213,6 @@ impl Repository {
         Ok(value)
     }
 
-    /// Runs `f` on a read-only view of the deployed state (the [`super::Facts`] a deploy
-    /// judges against, outside its transaction).
-    ///
-    /// # Errors
-    ///
-    /// What `f` returns.
-    pub fn read<R>(&self, f: impl FnOnce(&dyn DeployWriter) -> Result<R>) -> Result<R> {
-        self.with(|c| f(&Writer::reader(c)))
-    }
-
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection. The
     /// transaction commits when `f` returns `Ok((value, true))` and rolls back otherwise, so a
     /// rejected or dry-run deploy changes nothing.
@@ -254,19 +236,6 @@ impl Repository {
         }
         Ok(value)
     }
-}
-
-/// A stored sheet definition read back (only a schema upgrade does: runs read plans).
-///
-/// # Errors
-///
-/// [`Error::Corrupt`] when the definition cannot be read.
-fn read_definition(id: i64, definition: &str) -> Result<Sheet> {
-    let doc = format!("{{\"version\": 1, \"transformationData\": {{\"sheets\": [{definition}]}}}}");
-    let (doc, problems) = crate::dsr::parse(&doc);
-    doc.filter(|_| !problems.has_errors())
-        .and_then(|d| d.sheets.into_iter().next())
-        .ok_or_else(|| Error::Corrupt(format!("sheet {id}: its stored definition cannot be read")))
 }
 
 /// The schema version of the repository file at `path`, read without changing anything
@@ -296,180 +265,42 @@ pub fn upgrade(path: &Path) -> Result<migrations::Upgrade> {
     migrations::to_latest(&mut conn)
 }
 
-impl InstanceStore for Repository {
-    fn repository_id(&self) -> Result<String> {
-        self.with(|c| instances::repository_id(c))
-    }
-
-    fn create_instance(
-        &self,
-        new: &NewInstance,
-        scheduled: Option<&ScheduledStart>,
-    ) -> Result<i64> {
-        self.tx(|c| {
-            let id = instances::create(c, new)?;
-            if let Some(s) = scheduled {
-                if !schedules::advance(c, s.batch_id, &s.from, s.next.as_ref())? {
-                    return Err(Error::Conflict(format!(
-                        "the planned start of batch {} changed while it was being started",
-                        s.batch_id
-                    )));
-                }
-                schedules::record_start(c, id, s.batch_id, &s.from, s.late_seconds)?;
-            }
-            Ok(id)
-        })
-    }
-
-    fn instance(&self, id: i64) -> Result<Option<InstanceRow>> {
-        self.with(|c| instances::get(c, id))
-    }
-
-    fn instance_state(&self, id: i64) -> Result<Option<InstanceState>> {
-        self.with(|c| instances::state_of(c, id))
-    }
-
-    fn list_instances(&self, limit: i64) -> Result<Vec<InstanceSummary>> {
-        self.with(|c| instances::list(c, limit))
-    }
-
-    fn mark_running(&self, id: i64) -> Result<()> {
-        self.with(|c| instances::mark_running(c, id))
-    }
-
-    fn set_instance_state(&self, id: i64, state: InstanceState) -> Result<()> {
-        self.with(|c| instances::set_instance(c, id, state))
-    }
-
-    fn request_halt(&self, id: i64) -> Result<()> {
-        self.with(|c| instances::request_halt(c, id))
-    }
-
-    fn halt_now(&self, id: i64) -> Result<()> {
-        self.tx(|c| instances::halt_now(c, id))
-    }
-
-    fn end_failed(&self, id: i64, why: &str) -> Result<()> {
-        self.tx(|c| instances::end_failed(c, id, why))
-    }
-
-    fn unfinished(&self) -> Result<Vec<i64>> {
-        self.with(|c| instances::unfinished(c))
-    }
-
-    fn recover(&self) -> Result<Vec<i64>> {
-        self.tx(|c| instances::recover(c))
-    }
-
-    fn restart(&self, id: i64, waiting: bool) -> Result<Restarted> {
-        self.tx(|c| instances::restart(c, id, waiting))
-    }
-
-    fn set_actions(&self, id: i64, changes: &[(i64, ActionState)]) -> Result<()> {
-        match changes {
-            [] => Ok(()),
-            [(action, state)] => self.with(|c| instances::set_action(c, id, *action, *state)),
-            _ => self.tx(|c| {
-                for (action, state) in changes {
-                    instances::set_action(c, id, *action, *state)?;
-                }
-                Ok(())
-            }),
-        }
-    }
-
-    fn end_action(
-        &self,
-        id: i64,
-        action: i64,
-        end: &ActionEnd<'_>,
-        then: &[(i64, ActionState)],
-    ) -> Result<()> {
-        let write = |c: &Connection| {
-            instances::end_action(c, id, action, end)?;
-            for (a, state) in then {
-                instances::set_action(c, id, *a, *state)?;
-            }
-            Ok(())
-        };
-        if then.is_empty() {
-            self.with(write)
-        } else {
-            self.tx(write)
-        }
-    }
-
-    fn set_unmarked(&self, id: i64, action: i64, connections: &[i64]) -> Result<()> {
-        self.with(|c| instances::set_unmarked(c, id, action, connections))
-    }
-
-    fn append_log(&self, id: i64, action: i64, lines: &[String]) -> Result<bool> {
-        self.with(|c| instances::append_log(c, id, action, lines))
-    }
-}
-
-impl SheetStore for Repository {
-    fn node(&self, id: i64) -> Result<Option<(i64, i64)>> {
-        self.with(|c| instances::node(c, id))
-    }
-
-    fn plans(&self, id: i64) -> Result<Option<Vec<StoredPlan>>> {
-        self.with(|c| instances::sheet_plans(c, id))
-    }
-
-    fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>> {
-        self.with(|c| instances::sheets_below(c, folder))
-    }
-
-    fn connection_schemas(&self) -> Result<std::collections::BTreeMap<i64, String>> {
-        self.with(|c| instances::connection_schemas(c))
-    }
-}
-
-impl PlannedStarts for Repository {
-    type Error = Error;
-
-    fn batch_is_running(&self, batch_id: i64) -> Result<bool> {
-        self.with(|c| instances::batch_is_running(c, batch_id))
-    }
-
-    fn due_starts(&self, until: &str) -> Result<Vec<StoredStart>> {
-        self.with(|c| schedules::due(c, until))
-    }
-
-    fn batch_schedule(&self, batch_id: i64) -> Result<Option<StoredStart>> {
-        self.with(|c| schedules::batch(c, batch_id))
-    }
-
-    fn advance_start(&self, batch_id: i64, from: &str, next: Option<&Planned>) -> Result<bool> {
-        self.tx(|c| schedules::advance(c, batch_id, from, next))
-    }
-}
-
 /// Tests only: what tests of other modules need of the SQLite repository (writing the
 /// repository's tables as a sheet or a person would, reading them back, failures of
 /// SQLite), so that no other module names SQLite.
 #[cfg(test)]
 pub mod testing {
-    use super::Repository;
+    use crate::repo::Repository;
+    use crate::repo::sql::{Value, args};
     pub use rusqlite::ffi::{
         SQLITE_BUSY, SQLITE_CONSTRAINT, SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY,
     };
 
     /// Runs `sql` (one or more statements) in one transaction on the repository.
     pub fn execute(repo: &Repository, sql: &str) {
-        repo.tx(|c| {
-            c.execute_batch(sql)?;
-            Ok(())
-        })
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        repo.tx(|c| c.execute_batch(sql))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
     /// The rows of a query on the repository, each its columns' text joined by `|` (NULL
     /// as `NULL`).
     pub fn rows(repo: &Repository, sql: &str) -> Vec<String> {
-        repo.with(|c| Ok(crate::connect::sqlite::testing::rows_of(c, sql)))
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        repo.with(|c| {
+            c.rows(sql, args![], |r| {
+                Ok(r.0
+                    .iter()
+                    .map(|v| match v {
+                        Value::Null => "NULL".to_owned(),
+                        Value::Int(i) => i.to_string(),
+                        Value::Real(f) => f.to_string(),
+                        Value::Text(t) => t.clone(),
+                        Value::Bytes(b) => format!("{b:?}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|"))
+            })
+        })
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
     /// A repository error as SQLite's result `code` gives it, from statement `sql`.

@@ -224,7 +224,7 @@ fn a_busy_repository_keeps_the_start_for_the_next_tick() {
     e.exec
         .repo()
         .set_busy_timeout(std::time::Duration::from_millis(50));
-    let path = e.exec.repo().path().to_path_buf();
+    let path = e.exec.repo().path().expect("a file").to_path_buf();
     let holder = crate::connect::sqlite::testing::WriteLock::take(&path);
     let first = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z"));
     drop(holder);

@@ -1,0 +1,232 @@
+//! The repository's statement layer ([`Session`]) on a PostgreSQL connection: `?1` becomes
+//! `$1`, each statement is prepared once per connection, a parameter is sent as the type
+//! the server inferred for it (an integer into an `integer` column, text into `text`), and a
+//! column is read by its type into a plain [`Value`].
+
+use crate::repo::sql::{Param, Row, Session, Value};
+use crate::repo::{Error, Result};
+use bytes::BytesMut;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use weft_pg_client::tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use weft_pg_client::tokio_postgres::{self, Statement};
+
+/// A connection of the repository with the statements prepared on it.
+pub struct Conn {
+    pub(super) session: weft_pg_client::Session,
+    statements: HashMap<String, Statement>,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("prepared", &self.statements.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The most statements one connection keeps prepared (the repository has a few dozen).
+const MAX_PREPARED: usize = 256;
+
+impl Conn {
+    /// A connection over `session`.
+    pub fn new(session: weft_pg_client::Session) -> Self {
+        Conn {
+            session,
+            statements: HashMap::new(),
+        }
+    }
+
+    /// Whether the connection is gone (the server restarted, the network broke).
+    pub fn is_closed(&self) -> bool {
+        self.session.is_closed()
+    }
+
+    fn prepared(&mut self, sql: &str) -> Result<Statement> {
+        if let Some(st) = self.statements.get(sql) {
+            return Ok(st.clone());
+        }
+        let st = self
+            .session
+            .prepare(&numbered(sql))
+            .map_err(|e| failed(&e, sql))?;
+        if self.statements.len() >= MAX_PREPARED {
+            self.statements.clear();
+        }
+        self.statements.insert(sql.to_owned(), st.clone());
+        Ok(st)
+    }
+
+    /// Runs statements without parameters.
+    ///
+    /// # Errors
+    ///
+    /// What the server says.
+    pub fn batch(&mut self, sql: &str) -> Result<()> {
+        self.session.batch_execute(sql).map_err(|e| failed(&e, sql))
+    }
+}
+
+/// A repository error from a PostgreSQL error in `sql`.
+pub fn failed(e: &tokio_postgres::Error, sql: &str) -> Error {
+    Error::Postgres {
+        sql: sql.to_owned(),
+        code: e.code().map(|c| c.code().to_owned()),
+        message: weft_pg_client::describe_error(e),
+    }
+}
+
+/// `?1`, `?2`, ... as PostgreSQL numbers parameters (`$1`, ...), outside quoted text.
+pub fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quote: Option<char> = None;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                out.push(c);
+            }
+            (Some(q), c) if c == q => {
+                quote = None;
+                out.push(c);
+            }
+            (None, '?') if chars.peek().is_some_and(char::is_ascii_digit) => out.push('$'),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+impl ToSql for Param<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Param::Null => Ok(IsNull::Yes),
+            Param::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*i)?.to_sql(ty, out),
+                Type::BOOL => (*i != 0).to_sql(ty, out),
+                Type::FLOAT8 => (*i as f64).to_sql(ty, out),
+                _ => i.to_string().as_str().to_sql(ty, out),
+            },
+            Param::Text(t) => match *ty {
+                Type::INT8 => t.trim().parse::<i64>()?.to_sql(ty, out),
+                Type::INT4 => t.trim().parse::<i32>()?.to_sql(ty, out),
+                _ => t.as_ref().to_sql(ty, out),
+            },
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        // Each value is converted to the type the server inferred, or refused then.
+        true
+    }
+
+    to_sql_checked!();
+}
+
+fn value(row: &tokio_postgres::Row, i: usize) -> std::result::Result<Value, String> {
+    let ty = row.columns()[i].type_();
+    let got = match *ty {
+        Type::INT8 => row.try_get::<_, Option<i64>>(i).map(|v| v.map(Value::Int)),
+        Type::INT4 => row
+            .try_get::<_, Option<i32>>(i)
+            .map(|v| v.map(|v| Value::Int(v.into()))),
+        Type::INT2 => row
+            .try_get::<_, Option<i16>>(i)
+            .map(|v| v.map(|v| Value::Int(v.into()))),
+        Type::BOOL => row
+            .try_get::<_, Option<bool>>(i)
+            .map(|v| v.map(|v| Value::Int(v.into()))),
+        Type::FLOAT8 => row.try_get::<_, Option<f64>>(i).map(|v| v.map(Value::Real)),
+        Type::FLOAT4 => row
+            .try_get::<_, Option<f32>>(i)
+            .map(|v| v.map(|v| Value::Real(v.into()))),
+        Type::BYTEA => row
+            .try_get::<_, Option<Vec<u8>>>(i)
+            .map(|v| v.map(Value::Bytes)),
+        _ => row
+            .try_get::<_, Option<String>>(i)
+            .map(|v| v.map(Value::Text)),
+    };
+    got.map(|v| v.unwrap_or(Value::Null))
+        .map_err(|e| format!("column {i} ({ty}): {e}"))
+}
+
+/// A [`Session`] on one repository connection (in a transaction or not).
+pub struct PgSession<'a> {
+    conn: RefCell<&'a mut Conn>,
+}
+
+impl<'a> PgSession<'a> {
+    /// A session on `conn`.
+    pub fn new(conn: &'a mut Conn) -> Self {
+        PgSession {
+            conn: RefCell::new(conn),
+        }
+    }
+}
+
+fn bound<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn ToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+impl Session for PgSession<'_> {
+    fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<usize> {
+        let mut conn = self.conn.borrow_mut();
+        let st = conn.prepared(sql)?;
+        let (client, mut driver) = conn.session.parts();
+        let n = driver
+            .block_on(client.execute(&st, &bound(params)))
+            .map_err(|e| failed(&e, sql))?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    fn query(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut dyn FnMut(&Row) -> Result<()>,
+    ) -> Result<()> {
+        let rows = {
+            let mut conn = self.conn.borrow_mut();
+            let st = conn.prepared(sql)?;
+            let (client, mut driver) = conn.session.parts();
+            driver
+                .block_on(client.query(&st, &bound(params)))
+                .map_err(|e| failed(&e, sql))?
+        };
+        let mut row = Row::default();
+        for r in &rows {
+            row.0.clear();
+            for i in 0..r.len() {
+                row.0
+                    .push(value(r, i).map_err(|m| Error::Corrupt(format!("{m} in `{sql}`")))?);
+            }
+            each(&row)?;
+        }
+        Ok(())
+    }
+
+    fn execute_batch(&self, sql: &str) -> Result<()> {
+        self.conn.borrow_mut().batch(sql)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::numbered;
+
+    #[test]
+    fn numbered_parameters_become_dollars_outside_quotes() {
+        assert_eq!(
+            numbered("UPDATE t SET a = ?2, b = '?1' WHERE id = ?1 AND c = \"?3\" AND d = ?"),
+            "UPDATE t SET a = $2, b = '?1' WHERE id = $1 AND c = \"?3\" AND d = ?"
+        );
+    }
+}

@@ -1,0 +1,313 @@
+//! The repository of a running server, on either backend: the SQLite file in HOME (the
+//! default) or the PostgreSQL database of the key file's entry 0. Callers see only this type
+//! and the store traits; each trait method runs the shared statements ([`super::instances`],
+//! [`super::schedules`], [`super::writer`]) on a [`Session`] of the backend, as one
+//! transaction where it must be one.
+
+use super::model::{
+    ActionEnd, ActionState, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
+};
+use super::postgres::{self, Postgres};
+use super::sql::Session;
+use super::sqlite::Sqlite;
+use super::store::{DeployWriter, InstanceStore, SheetStore};
+use super::writer::Writer;
+use super::{Error, Result, instances, schedules};
+use crate::plan::StoredPlan;
+use crate::sched::schedule::Planned;
+use crate::sched::scheduler::{PlannedStarts, ScheduledStart, StoredStart};
+use std::path::Path;
+
+/// The repository of a running server.
+#[derive(Debug)]
+pub struct Repository {
+    backend: Backend,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Sqlite(Sqlite),
+    Postgres(Postgres),
+}
+
+impl Repository {
+    /// Opens (creating if needed) the SQLite repository at `path` and brings its schema to the
+    /// current version.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be opened, or its schema is newer than this program's, or a
+    /// migration fails.
+    pub fn open(path: &Path) -> Result<Self> {
+        Ok(Repository {
+            backend: Backend::Sqlite(Sqlite::open(path)?),
+        })
+    }
+
+    /// Connects to the PostgreSQL repository of `entry` and brings its schema to the current
+    /// version.
+    ///
+    /// # Errors
+    ///
+    /// When the server cannot be reached or refuses, or its schema is newer than this
+    /// program's, or a migration fails.
+    pub fn open_postgres(entry: &postgres::Entry) -> Result<Self> {
+        Ok(Repository {
+            backend: Backend::Postgres(Postgres::open(entry)?),
+        })
+    }
+
+    /// The SQLite file, for a repository that is one.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::Sqlite(s) => Some(s.path()),
+            Backend::Postgres(_) => None,
+        }
+    }
+
+    /// Where it is, for messages: the file, or the PostgreSQL server's `host:port`.
+    pub fn location(&self) -> String {
+        match &self.backend {
+            Backend::Sqlite(s) => s.path().display().to_string(),
+            Backend::Postgres(p) => format!("postgresql at {}", p.place()),
+        }
+    }
+
+    /// How many background checkpoints copied something so far (SQLite; 0 on PostgreSQL).
+    pub fn checkpoints(&self) -> u64 {
+        match &self.backend {
+            Backend::Sqlite(s) => s.checkpoints(),
+            Backend::Postgres(_) => 0,
+        }
+    }
+
+    /// Tests only: makes every use of the SQLite writer connection fail as on a full disk
+    /// (`true`), or work again (`false`).
+    #[cfg(test)]
+    pub fn fill_disk(&self, full: bool) {
+        if let Backend::Sqlite(s) = &self.backend {
+            s.fill_disk(full);
+        }
+    }
+
+    /// Tests only: how long the SQLite writer waits for another writer's lock.
+    #[cfg(test)]
+    pub fn set_busy_timeout(&self, patience: std::time::Duration) {
+        if let Backend::Sqlite(s) = &self.backend {
+            s.set_busy_timeout(patience);
+        }
+    }
+
+    /// Runs `f` on a connection outside any explicit transaction (reads, and single
+    /// statements, each its own transaction).
+    ///
+    /// # Errors
+    ///
+    /// What `f` returns.
+    pub(in crate::repo) fn with<R>(&self, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.with(|c| f(c)),
+            Backend::Postgres(p) => p.with(f),
+        }
+    }
+
+    /// Runs `f` in one transaction, committed when `f` succeeds.
+    ///
+    /// # Errors
+    ///
+    /// What `f` returns, or a failure to begin or commit.
+    pub(in crate::repo) fn tx<R>(&self, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.tx(|c| f(c)),
+            Backend::Postgres(p) => p.tx_if(None, |s| f(s).map(|v| (v, true))),
+        }
+    }
+
+    /// Runs `f` on a read-only view of the deployed state (the [`super::Facts`] a deploy
+    /// judges against, outside its transaction).
+    ///
+    /// # Errors
+    ///
+    /// What `f` returns.
+    pub fn read<R>(&self, f: impl FnOnce(&dyn DeployWriter) -> Result<R>) -> Result<R> {
+        self.with(|c| f(&Writer::reader(c)))
+    }
+
+    /// Runs `f` in one transaction that no other deploy runs beside (SQLite: `BEGIN
+    /// IMMEDIATE` on the one writer; PostgreSQL: an advisory lock). It commits when `f`
+    /// returns `Ok((value, true))` and rolls back otherwise, so a rejected or dry-run deploy
+    /// changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// A repository error from `f`, or from beginning or committing the transaction.
+    pub fn write<R>(&self, f: impl FnOnce(&dyn DeployWriter) -> Result<(R, bool)>) -> Result<R> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.write(f),
+            Backend::Postgres(p) => p.tx_if(Some(postgres::DEPLOY_LOCK), |c| f(&Writer::new(c))),
+        }
+    }
+
+    /// The whole repository as text, in a stable order: tests compare dumps taken before and
+    /// after a request to prove that it changed nothing.
+    ///
+    /// # Errors
+    ///
+    /// A repository error while reading.
+    pub fn dump(&self) -> Result<String> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.with(super::sqlite::dump),
+            Backend::Postgres(p) => p.dump(),
+        }
+    }
+}
+
+impl InstanceStore for Repository {
+    fn repository_id(&self) -> Result<String> {
+        self.with(instances::repository_id)
+    }
+
+    fn create_instance(
+        &self,
+        new: &NewInstance,
+        scheduled: Option<&ScheduledStart>,
+    ) -> Result<i64> {
+        self.tx(|c| {
+            let id = instances::create(c, new)?;
+            if let Some(s) = scheduled {
+                if !schedules::advance(c, s.batch_id, &s.from, s.next.as_ref())? {
+                    return Err(Error::Conflict(format!(
+                        "the planned start of batch {} changed while it was being started",
+                        s.batch_id
+                    )));
+                }
+                schedules::record_start(c, id, s.batch_id, &s.from, s.late_seconds)?;
+            }
+            Ok(id)
+        })
+    }
+
+    fn instance(&self, id: i64) -> Result<Option<InstanceRow>> {
+        self.with(|c| instances::get(c, id))
+    }
+
+    fn instance_state(&self, id: i64) -> Result<Option<InstanceState>> {
+        self.with(|c| instances::state_of(c, id))
+    }
+
+    fn list_instances(&self, limit: i64) -> Result<Vec<InstanceSummary>> {
+        self.with(|c| instances::list(c, limit))
+    }
+
+    fn mark_running(&self, id: i64) -> Result<()> {
+        self.with(|c| instances::mark_running(c, id))
+    }
+
+    fn set_instance_state(&self, id: i64, state: InstanceState) -> Result<()> {
+        self.with(|c| instances::set_instance(c, id, state))
+    }
+
+    fn request_halt(&self, id: i64) -> Result<()> {
+        self.with(|c| instances::request_halt(c, id))
+    }
+
+    fn halt_now(&self, id: i64) -> Result<()> {
+        self.tx(|c| instances::halt_now(c, id))
+    }
+
+    fn end_failed(&self, id: i64, why: &str) -> Result<()> {
+        self.tx(|c| instances::end_failed(c, id, why))
+    }
+
+    fn unfinished(&self) -> Result<Vec<i64>> {
+        self.with(instances::unfinished)
+    }
+
+    fn recover(&self) -> Result<Vec<i64>> {
+        self.tx(instances::recover)
+    }
+
+    fn restart(&self, id: i64, waiting: bool) -> Result<Restarted> {
+        self.tx(|c| instances::restart(c, id, waiting))
+    }
+
+    fn set_actions(&self, id: i64, changes: &[(i64, ActionState)]) -> Result<()> {
+        match changes {
+            [] => Ok(()),
+            [(action, state)] => self.with(|c| instances::set_action(c, id, *action, *state)),
+            _ => self.tx(|c| {
+                for (action, state) in changes {
+                    instances::set_action(c, id, *action, *state)?;
+                }
+                Ok(())
+            }),
+        }
+    }
+
+    fn end_action(
+        &self,
+        id: i64,
+        action: i64,
+        end: &ActionEnd<'_>,
+        then: &[(i64, ActionState)],
+    ) -> Result<()> {
+        let write = |c: &dyn Session| {
+            instances::end_action(c, id, action, end)?;
+            for (a, state) in then {
+                instances::set_action(c, id, *a, *state)?;
+            }
+            Ok(())
+        };
+        if then.is_empty() {
+            self.with(write)
+        } else {
+            self.tx(write)
+        }
+    }
+
+    fn set_unmarked(&self, id: i64, action: i64, connections: &[i64]) -> Result<()> {
+        self.with(|c| instances::set_unmarked(c, id, action, connections))
+    }
+
+    fn append_log(&self, id: i64, action: i64, lines: &[String]) -> Result<bool> {
+        self.with(|c| instances::append_log(c, id, action, lines))
+    }
+}
+
+impl SheetStore for Repository {
+    fn node(&self, id: i64) -> Result<Option<(i64, i64)>> {
+        self.with(|c| instances::node(c, id))
+    }
+
+    fn plans(&self, id: i64) -> Result<Option<Vec<StoredPlan>>> {
+        self.with(|c| instances::sheet_plans(c, id))
+    }
+
+    fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>> {
+        self.with(|c| instances::sheets_below(c, folder))
+    }
+
+    fn connection_schemas(&self) -> Result<std::collections::BTreeMap<i64, String>> {
+        self.with(instances::connection_schemas)
+    }
+}
+
+impl PlannedStarts for Repository {
+    type Error = Error;
+
+    fn batch_is_running(&self, batch_id: i64) -> Result<bool> {
+        self.with(|c| instances::batch_is_running(c, batch_id))
+    }
+
+    fn due_starts(&self, until: &str) -> Result<Vec<StoredStart>> {
+        self.with(|c| schedules::due(c, until))
+    }
+
+    fn batch_schedule(&self, batch_id: i64) -> Result<Option<StoredStart>> {
+        self.with(|c| schedules::batch(c, batch_id))
+    }
+
+    fn advance_start(&self, batch_id: i64, from: &str, next: Option<&Planned>) -> Result<bool> {
+        self.tx(|c| schedules::advance(c, batch_id, from, next))
+    }
+}

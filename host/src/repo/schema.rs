@@ -1,0 +1,351 @@
+//! The repository schema: its versions, oldest first ([`MIGRATIONS`]), the same for both
+//! backends. Each step is written in SQLite's SQL; PostgreSQL runs it as [`postgres_ddl`]
+//! translates it (wider integers, identity ids, its own random text), so that the two never
+//! drift apart. A released migration is never edited: a change is a new entry at the end,
+//! together with a fixture of the previous version in `tests/fixtures/` that a test upgrades.
+//! How a backend records its version and applies the steps is its own (`sqlite::migrations`,
+//! `postgres::migrations`).
+
+use crate::repo::sql::{Session, args};
+use crate::repo::{Error, Result};
+
+/// One schema step.
+#[derive(Debug)]
+pub struct Migration {
+    /// What it adds, for `weft schema` to print.
+    pub summary: &'static str,
+    /// The SQL, run as one batch.
+    pub sql: &'static str,
+    /// What the SQL cannot do, run after it in the same transaction (filling a new column
+    /// from what the rows hold).
+    pub then: Option<fn(&dyn Session) -> Result<()>>,
+}
+
+/// Every migration, oldest first; entry `i` leads to version `i + 1`.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        summary: "folders, connections, sheets with their nodes and edges",
+        sql: "
+CREATE TABLE folders (
+    id            INTEGER PRIMARY KEY,
+    path          TEXT NOT NULL UNIQUE,
+    documentation TEXT,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+);
+CREATE TABLE connections (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    schema_name TEXT,
+    type        TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE TABLE sheets (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL,
+    order_key     TEXT NOT NULL,
+    folder_id     INTEGER NOT NULL REFERENCES folders(id),
+    documentation TEXT,
+    definition    TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+);
+CREATE INDEX sheets_folder ON sheets(folder_id);
+CREATE TABLE nodes (
+    id             INTEGER PRIMARY KEY,
+    sheet_id       INTEGER NOT NULL REFERENCES sheets(id) ON DELETE CASCADE,
+    type           INTEGER NOT NULL,
+    x              INTEGER NOT NULL,
+    y              INTEGER NOT NULL,
+    width          INTEGER NOT NULL,
+    height         INTEGER NOT NULL,
+    module         TEXT,
+    name           TEXT,
+    documentation  TEXT,
+    action         TEXT,
+    attributes     TEXT,
+    field1         TEXT,
+    field2         TEXT,
+    field3         TEXT,
+    object_type_id INTEGER,
+    connection_id  INTEGER,
+    dependency     TEXT
+);
+CREATE INDEX nodes_sheet ON nodes(sheet_id);
+CREATE TABLE edges (
+    id        INTEGER PRIMARY KEY,
+    sheet_id  INTEGER NOT NULL REFERENCES sheets(id) ON DELETE CASCADE,
+    from_node INTEGER NOT NULL,
+    to_node   INTEGER NOT NULL
+);
+CREATE INDEX edges_sheet ON edges(sheet_id);
+",
+        then: None,
+    },
+    Migration {
+        summary: "deploy history: one row for every real change of a folder, connection or sheet",
+        sql: "
+CREATE TABLE deploy_history (
+    id          INTEGER PRIMARY KEY,
+    deployed_at TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    object_id   INTEGER NOT NULL,
+    change      TEXT NOT NULL,
+    definition  TEXT
+);
+CREATE INDEX deploy_history_object ON deploy_history(kind, object_id);
+",
+        then: None,
+    },
+    Migration {
+        summary: "batch instances and their actions, with states, row counts, errors and logs",
+        sql: "
+CREATE TABLE batch_instances (
+    id             INTEGER PRIMARY KEY,
+    batch_name     TEXT NOT NULL,
+    user_name      TEXT NOT NULL,
+    state          TEXT NOT NULL,
+    started_at     TEXT NOT NULL,
+    ended_at       TEXT,
+    elements       TEXT NOT NULL,
+    variables      TEXT NOT NULL,
+    halt_requested INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX batch_instances_state ON batch_instances(state);
+CREATE TABLE instance_actions (
+    instance_id  INTEGER NOT NULL REFERENCES batch_instances(id) ON DELETE CASCADE,
+    action_id    INTEGER NOT NULL,
+    sheet_id     INTEGER NOT NULL,
+    name         TEXT NOT NULL,
+    module       TEXT NOT NULL,
+    plan         TEXT NOT NULL,
+    depends_on   TEXT NOT NULL,
+    state        TEXT NOT NULL,
+    started_at   TEXT,
+    ended_at     TEXT,
+    rows_read    INTEGER NOT NULL DEFAULT 0,
+    rows_written INTEGER NOT NULL DEFAULT 0,
+    rows_updated INTEGER NOT NULL DEFAULT 0,
+    error        TEXT,
+    log          TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (instance_id, action_id)
+);
+",
+        then: None,
+    },
+    Migration {
+        summary: "scheduled batches, service_batch_next_run (planned starts as wall-clock text in the service time zone), and the batch, planned start and lateness of scheduled instances",
+        sql: "
+CREATE TABLE batches (
+    id             INTEGER PRIMARY KEY,
+    name           TEXT NOT NULL,
+    schedule       TEXT NOT NULL,
+    spring_gap     TEXT NOT NULL DEFAULT 'next',
+    autumn_overlap TEXT NOT NULL DEFAULT 'first',
+    if_running     TEXT NOT NULL DEFAULT 'skip',
+    enabled        INTEGER NOT NULL DEFAULT 1,
+    elements       TEXT NOT NULL,
+    variables      TEXT NOT NULL,
+    documentation  TEXT,
+    second_of      TEXT,
+    created_at     TEXT NOT NULL,
+    updated_at     TEXT NOT NULL
+);
+CREATE TABLE service_batch_next_run (
+    batch_id INTEGER PRIMARY KEY REFERENCES batches(id) ON DELETE CASCADE,
+    start_dt TEXT NOT NULL
+);
+CREATE INDEX service_batch_next_run_start ON service_batch_next_run(start_dt);
+ALTER TABLE batch_instances ADD COLUMN batch_id INTEGER;
+ALTER TABLE batch_instances ADD COLUMN planned_start TEXT;
+ALTER TABLE batch_instances ADD COLUMN late_seconds INTEGER;
+CREATE INDEX batch_instances_batch ON batch_instances(batch_id, state);
+",
+        then: None,
+    },
+    Migration {
+        summary: "the repository's own random identity and the attempt of every action run, which together name the commit marker an action leaves in its target, and the connections an attempt wrote without one",
+        sql: "
+CREATE TABLE repository_identity (
+    id TEXT NOT NULL
+);
+INSERT INTO repository_identity (id) VALUES (lower(hex(randomblob(8))));
+ALTER TABLE instance_actions ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE instance_actions ADD COLUMN unmarked TEXT;
+",
+        then: None,
+    },
+    Migration {
+        summary: "each sheet's action plans beside its definition, so that a run reads them without reading the definition again",
+        sql: "
+ALTER TABLE sheets ADD COLUMN plans TEXT;
+",
+        then: Some(fill_plans),
+    },
+    Migration {
+        summary: "the rows each action deleted from its targets",
+        sql: "
+ALTER TABLE instance_actions ADD COLUMN rows_deleted INTEGER NOT NULL DEFAULT 0;
+",
+        then: None,
+    },
+];
+
+/// Version 6: the plans of every stored sheet, read from its definition once. A sheet whose
+/// definition cannot be read keeps none (NULL): it cannot run until it is deployed again,
+/// which a run of it says, as it did before.
+fn fill_plans(conn: &dyn Session) -> Result<()> {
+    let sheets: Vec<(i64, String)> =
+        conn.rows("SELECT id, definition FROM sheets", args![], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    for (id, definition) in sheets {
+        let sheet = match read_definition(id, &definition) {
+            Ok(sheet) => sheet,
+            Err(e) => {
+                tracing::warn!(message = "A stored sheet cannot be read; it cannot run until it is deployed again.", sheet_id = id, error = %e);
+                continue;
+            }
+        };
+        let plans = serde_json::to_string(&crate::plan::stored_plans(&sheet))
+            .map_err(|e| Error::Corrupt(format!("sheet {id}: {e}")))?;
+        conn.execute(
+            "UPDATE sheets SET plans = ?2 WHERE id = ?1",
+            args![id, plans],
+        )?;
+    }
+    Ok(())
+}
+
+/// The schema version this program writes.
+pub fn latest() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// What an upgrade did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Upgrade {
+    /// Version before.
+    pub from: i64,
+    /// Version after.
+    pub to: i64,
+}
+
+/// Runs the steps from version `from` to `target` (at most the latest) on `s`, inside the
+/// caller's transaction: each step's SQL as `ddl` gives it for the backend, then its `then`,
+/// then `record` of the version it leads to. Answers the version reached.
+///
+/// # Errors
+///
+/// [`Error::TooNew`] when `from` is past `target` or the latest (nothing is run);
+/// [`Error::Migration`] with the failing step's version.
+pub fn run_steps(
+    s: &dyn Session,
+    from: i64,
+    target: i64,
+    ddl: impl Fn(&str) -> String,
+    record: impl Fn(i64) -> Result<()>,
+) -> Result<i64> {
+    let last = target.min(latest());
+    if from > last {
+        return Err(Error::TooNew {
+            found: from,
+            latest: last,
+        });
+    }
+    for (i, m) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(last as usize)
+        .skip(from as usize)
+    {
+        let to = i as i64 + 1;
+        let failed = |e: Error| Error::Migration {
+            version: to,
+            source: Box::new(e),
+        };
+        s.execute_batch(&ddl(m.sql)).map_err(failed)?;
+        if let Some(then) = m.then {
+            then(s).map_err(failed)?;
+        }
+        record(to).map_err(failed)?;
+    }
+    Ok(last.max(from))
+}
+
+/// A step's SQL as PostgreSQL runs it: every `INTEGER` is a `BIGINT` (SQLite's integers are
+/// 64 bits), an `id INTEGER PRIMARY KEY` is an identity column (SQLite assigns such an id
+/// when none is given; PostgreSQL does from the column's sequence), and SQLite's random hex
+/// text is PostgreSQL's.
+pub fn postgres_ddl(sqlite: &str) -> String {
+    // A column `id INTEGER PRIMARY KEY` (however aligned) on a line of its own.
+    let mut out: String = sqlite
+        .split_inclusive('\n')
+        .map(|line| {
+            let body = line.trim_start();
+            let indent = &line[..line.len() - body.len()];
+            match body
+                .strip_prefix("id")
+                .filter(|rest| rest.starts_with(char::is_whitespace))
+                .map(str::trim_start)
+                .and_then(|rest| rest.strip_prefix("INTEGER PRIMARY KEY"))
+            {
+                Some(after) => {
+                    format!("{indent}id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY{after}")
+                }
+                None => line.to_owned(),
+            }
+        })
+        .collect::<String>()
+        .replace(
+            "lower(hex(randomblob(8)))",
+            "substr(md5(random()::text || clock_timestamp()::text), 1, 16)",
+        );
+    // The other INTEGERs, as whole words (column types and casts).
+    let mut widened = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(p) = rest.find("INTEGER") {
+        let before = rest[..p].chars().next_back();
+        let after = rest[p + 7..].chars().next();
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        widened.push_str(&rest[..p]);
+        widened.push_str(if word(before) || word(after) {
+            "INTEGER"
+        } else {
+            "BIGINT"
+        });
+        rest = &rest[p + 7..];
+    }
+    widened.push_str(rest);
+    out = widened;
+    out
+}
+
+/// A stored sheet definition read back (only a schema upgrade does: runs read plans).
+///
+/// # Errors
+///
+/// [`Error::Corrupt`] when the definition cannot be read.
+fn read_definition(id: i64, definition: &str) -> Result<crate::dsr::model::Sheet> {
+    let doc = format!("{{\"version\": 1, \"transformationData\": {{\"sheets\": [{definition}]}}}}");
+    let (doc, problems) = crate::dsr::parse(&doc);
+    doc.filter(|_| !problems.has_errors())
+        .and_then(|d| d.sheets.into_iter().next())
+        .ok_or_else(|| Error::Corrupt(format!("sheet {id}: its stored definition cannot be read")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::postgres_ddl;
+
+    #[test]
+    fn postgresql_gets_wide_integers_identity_ids_and_its_own_random_text() {
+        assert_eq!(
+            postgres_ddl(
+                "CREATE TABLE t (\n    id          INTEGER PRIMARY KEY,\n    n INTEGER NOT NULL,\n    INTEGERS_SEEN TEXT\n);\nINSERT INTO r (id) VALUES (lower(hex(randomblob(8))));\nALTER TABLE t ADD COLUMN k INTEGER;"
+            ),
+            "CREATE TABLE t (\n    id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,\n    n BIGINT NOT NULL,\n    INTEGERS_SEEN TEXT\n);\nINSERT INTO r (id) VALUES (substr(md5(random()::text || clock_timestamp()::text), 1, 16));\nALTER TABLE t ADD COLUMN k BIGINT;"
+        );
+    }
+}
