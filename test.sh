@@ -10,7 +10,9 @@ tests/install-needs.sh
 if [ ! -d target/hjson-js/node_modules/hjson ]; then
   npm install --prefix target/hjson-js --no-audit --no-fund --silent hjson@3.2.2
 fi
-cargo build --workspace
+# --all-targets: the features of the test build (dev-dependencies unified), so that the
+# binary and plugins the tests load are built once, not once per feature set.
+cargo build --workspace --all-targets
 cargo test --workspace --all-targets "$@"
 # The sdk's fakes for plugin authors (feature `testing`, which no workspace member turns on:
 # it links SQLite, which the plugin libraries the tests load must not).

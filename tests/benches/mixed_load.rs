@@ -190,4 +190,8 @@ fn main() {
         started.len(),
         errors.load(Ordering::Relaxed)
     );
+    // A benchmark of a server that loses work measures nothing worth keeping.
+    assert_eq!(lost, 0, "acknowledged deploys were lost");
+    assert_eq!(unfinished, 0, "acknowledged runs did not finish");
+    assert_eq!(errors.load(Ordering::Relaxed), 0, "requests failed");
 }

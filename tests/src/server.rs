@@ -261,6 +261,17 @@ pub fn sheet(n: i64) -> String {
     )
 }
 
+/// A number from `/proc/PID/status` (the first word after `field:`, e.g. `VmRSS` in kB or
+/// `Threads`); 0 when the process or the field is gone.
+pub fn proc_status(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The `DeployRepository` body for `content`.
 pub fn deploy_body(content: &str) -> Vec<u8> {
     serde_json::json!({"command": "DeployRepository", "payload": {"content": content}})

@@ -6,7 +6,7 @@
 //!
 //! CI runs a short round (`WEFT_FUZZ_CASES`, default 2,000 inputs per reader). The long run
 //! is `WEFT_FUZZ_CASES=10000000 cargo test --release -p weft_tests --test fuzz`
-//! (docs/ARCHITECTURE.md, "Fuzzing").
+//! (docs/ARCHITECTURE.md, "Hostile input, faults and load").
 
 mod common;
 
@@ -48,15 +48,45 @@ fn dsr_seeds() -> Vec<String> {
         &[".hjson", ".json"],
         &mut seeds,
     );
-    files(&root.join("examples"), &[".dsr"], &mut seeds);
-    files(&root.join("tests/worksheets"), &[".dsr"], &mut seeds);
-    seeds.push(common::sheet(7));
+    let mut ours = Vec::new();
+    files(&root.join("examples"), &[".dsr"], &mut ours);
+    ours.extend(test_documents(&root));
+    ours.push(common::sheet(7));
+    // The project's own documents first: the envelope seeds take the first of them.
+    seeds.splice(0..0, ours);
     assert!(
         seeds.len() > 50,
         "the seeds were not found ({})",
         seeds.len()
     );
     seeds
+}
+
+/// The documents written inside the test sources (raw string literals that hold a
+/// `version`), read from the files: the end-to-end tests and the host's deploy and
+/// validation tests.
+fn test_documents(root: &Path) -> Vec<String> {
+    let mut sources = Vec::new();
+    files(&root.join("tests/tests"), &[".rs"], &mut sources);
+    files(&root.join("host/src/deploy"), &["tests.rs"], &mut sources);
+    files(&root.join("host/src/validate"), &["tests.rs"], &mut sources);
+    let mut documents = Vec::new();
+    for source in &sources {
+        let mut rest = source.as_str();
+        while let Some(start) = rest.find("r#\"") {
+            let body = &rest[start + 3..];
+            let Some(end) = body.find("\"#") else { break };
+            if body[..end].contains("version") {
+                documents.push(body[..end].to_owned());
+            }
+            rest = &body[end + 2..];
+        }
+    }
+    assert!(
+        !documents.is_empty(),
+        "no test documents were found in the test sources"
+    );
+    documents
 }
 
 /// Request seeds: each `.dsr` seed as a `DeployRepository` body, and the other commands.

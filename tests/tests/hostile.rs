@@ -390,6 +390,41 @@ fn envelopes_and_payloads_are_read_strictly() {
             "{bad}: {v}"
         );
     }
+    // Names with a NUL or a line break (they are shown in logs and messages, where these
+    // cut strings or forge lines), each refused at its place.
+    for bad in ["a\\u0000b", "a\\nINFO forged line", "\\t"] {
+        for (doc, code, path) in [
+            (
+                common::sheet(68).replace("\"sheet 68\"", &format!("\"{bad}\"")),
+                "sheet.name",
+                "transformationData.sheets[0].attributes.name",
+            ),
+            (
+                format!(
+                    "{{\"version\": 1, \"transformationData\": {{\"connections\": [{{\"id\": 69, \"name\": \"{bad}\", \"type\": \"sqlite\"}}]}}}}"
+                ),
+                "connection.name",
+                "transformationData.connections[0].name",
+            ),
+            (
+                format!(
+                    "{{\"version\": 1, \"transformationData\": {{\"batches\": [{{\"id\": 69, \"name\": \"{bad}\", \"schedule\": \"daily 22:00\", \"elements\": [{{\"elementType\": \"F\", \"elementId\": 10}}]}}]}}}}"
+                ),
+                "batch.name",
+                "transformationData.batches[0].name",
+            ),
+        ] {
+            let (st, v) = post(&w.url, deploy_body(&doc));
+            assert_eq!(st, 422, "{bad}: {v}");
+            let details = v["error"]["details"].as_array().expect("details");
+            assert!(
+                details
+                    .iter()
+                    .any(|d| d["code"] == code && d["path"] == path && d["line"].is_u64()),
+                "{code} at {path}: {v}"
+            );
+        }
+    }
     assert_eq!(before, w.dump(), "a refusal changed the repository");
 }
 

@@ -33,12 +33,7 @@ fn seconds() -> u64 {
 
 /// Resident memory (kB) and open descriptors of a process.
 fn usage(pid: u32) -> (u64, usize) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0);
+    let rss = proc_status(pid, "VmRSS");
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count);
     (rss, fds)
 }
