@@ -4,7 +4,7 @@
 
 use crate::dsr::model::{At, Document};
 use crate::dsr::{self, Detail, LineIndex, Path, Problem, Problems, Severity};
-use crate::repo::{self, Change, ChangeKind, DeployWriter, IdTable, Repository};
+use crate::repo::{self, Change, ChangeKind, DeployWriter, IdTable, ObjectKind, Repository};
 use crate::settings::Environment;
 use crate::validate;
 use serde::{Deserialize, Serialize};
@@ -51,18 +51,41 @@ pub struct Report {
     /// Whether the graph, module and type checks ran.
     pub validated: bool,
     /// Objects created.
-    pub created: Vec<Change>,
+    pub created: Vec<Touched>,
     /// Objects updated.
-    pub updated: Vec<Change>,
+    pub updated: Vec<Touched>,
     /// Objects found identical.
-    pub unchanged: Vec<Change>,
+    pub unchanged: Vec<Touched>,
     /// Nodes and edges a redeployed sheet no longer holds.
-    pub deleted: Vec<Change>,
+    pub deleted: Vec<Touched>,
     /// Warnings (the deploy went on).
     pub warnings: Vec<Detail>,
     /// For `intoFolder`: old-to-new ids.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id_map: Option<IdMap>,
+}
+
+/// One object a deploy touched, as the answer lists it under what happened to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Touched {
+    /// What it is.
+    pub kind: ObjectKind,
+    /// Its id.
+    pub id: i64,
+    /// For nodes and edges: the sheet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sheet_id: Option<i64>,
+}
+
+impl From<Change> for Touched {
+    fn from(c: Change) -> Self {
+        Touched {
+            kind: c.kind,
+            id: c.id,
+            sheet_id: c.sheet_id,
+        }
+    }
 }
 
 /// Why a deploy was not done.
@@ -201,12 +224,13 @@ pub fn deploy(
         }
         let wrote = changes.iter().any(|c| c.change != ChangeKind::Unchanged);
         for c in changes {
-            match c.change {
-                ChangeKind::Created => report.created.push(c),
-                ChangeKind::Updated => report.updated.push(c),
-                ChangeKind::Unchanged => report.unchanged.push(c),
-                ChangeKind::Deleted => report.deleted.push(c),
-            }
+            let list = match c.change {
+                ChangeKind::Created => &mut report.created,
+                ChangeKind::Updated => &mut report.updated,
+                ChangeKind::Unchanged => &mut report.unchanged,
+                ChangeKind::Deleted => &mut report.deleted,
+            };
+            list.push(c.into());
         }
         report.warnings = details(std::mem::take(&mut problems));
         // Commit only real changes: an identical redeploy and a dry run leave the file as it was.

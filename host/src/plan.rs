@@ -74,6 +74,20 @@ impl ActionPlan {
     pub fn target_refs(&self) -> Vec<ObjectRef> {
         self.targets.iter().map(|(o, _)| o.clone()).collect()
     }
+
+    /// The connections the action writes: those of its targets, or, with none, that of its
+    /// first source (an action without targets runs where it reads).
+    pub fn written_connections(&self) -> Vec<i64> {
+        let mut ids: Vec<i64> = self
+            .targets
+            .iter()
+            .map(|(o, _)| o.connection_id())
+            .collect();
+        if ids.is_empty() {
+            ids.extend(self.sources.first().map(|(o, _)| o.connection_id()));
+        }
+        ids
+    }
 }
 
 /// The object nodes of `sheet`, as plugins see them.
@@ -272,14 +286,14 @@ pub fn dependency_cycle(deps: &BTreeMap<i64, Vec<i64>>) -> Option<Vec<i64>> {
     })
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 enum Attr {
     Bool(bool),
     String(String),
     Integer(i64),
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Obj {
     node: i64,
     object_type: i64,
@@ -293,7 +307,7 @@ struct Obj {
 /// plans without reading their definitions again) and with each instance (the repository
 /// state the run came from). Objects are stored without their dialect, which comes from the
 /// key file when the plan is used.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredPlan {
     id: i64,
     name: String,
@@ -384,16 +398,6 @@ impl StoredPlan {
     /// The action's id.
     pub fn id(&self) -> i64 {
         self.id
-    }
-
-    /// The connections of its target objects.
-    pub fn target_connections(&self) -> impl Iterator<Item = i64> + '_ {
-        self.targets.iter().map(|o| o.connection)
-    }
-
-    /// The connections of its source objects.
-    pub fn source_connections(&self) -> impl Iterator<Item = i64> + '_ {
-        self.sources.iter().map(|o| o.connection)
     }
 }
 

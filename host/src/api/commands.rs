@@ -4,18 +4,18 @@
 //! `RestartBatchInstance`, `NextRuns` and `AdvanceClock`. The services run on blocking
 //! threads; their errors become [`ApiError`]s by `?`.
 
-use super::AppState;
 use super::error::ApiError;
+use super::protocol::instances::{Instance, Listed};
 use super::protocol::{
     AdvanceClock, ClockAdvanced, DeployRepository, GetBatchInstance, HaltBatchInstance,
     HaltRequested, InstanceList, ListBatchInstances, ListPlugins, NextRuns, PluginList,
     RestartBatchInstance, Restarting, RunElements, ScheduledRun, Started, WaitBatchInstance,
     Waited,
 };
+use super::state::AppState;
 use crate::deploy;
 use crate::exec::batch::RunRequest;
 use crate::repo::InstanceStore;
-use crate::repo::model::InstanceRow;
 use crate::sched::{clock, scheduler};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -75,10 +75,11 @@ pub async fn run_elements(
     })
 }
 
-async fn read_instance(state: &Arc<AppState>, id: i64) -> Result<InstanceRow, ApiError> {
+async fn read_instance(state: &Arc<AppState>, id: i64) -> Result<Instance, ApiError> {
     let repo = Arc::clone(state.executor.repo());
     tokio::task::spawn_blocking(move || repo.instance(id))
         .await??
+        .map(Instance::from)
         .ok_or(ApiError::NoInstance(id))
 }
 
@@ -86,7 +87,7 @@ async fn read_instance(state: &Arc<AppState>, id: i64) -> Result<InstanceRow, Ap
 pub async fn get_instance(
     state: &Arc<AppState>,
     request: GetBatchInstance,
-) -> Result<InstanceRow, ApiError> {
+) -> Result<Instance, ApiError> {
     read_instance(state, request.batch_instance_id).await
 }
 
@@ -128,7 +129,9 @@ pub async fn list_instances(
     let repo = Arc::clone(state.executor.repo());
     let instances =
         tokio::task::spawn_blocking(move || repo.list_instances(request.limit)).await??;
-    Ok(InstanceList { instances })
+    Ok(InstanceList {
+        instances: instances.into_iter().map(Listed::from).collect(),
+    })
 }
 
 /// `NextRuns {batchId, count?}`: the next planned starts of a scheduled batch in local time

@@ -19,13 +19,12 @@ pub mod envelope;
 mod error;
 pub mod guard;
 pub mod protocol;
+mod state;
 
 pub use error::{ApiError, Reply};
 pub use protocol::{COMMANDS, SERVICE_PATH};
+pub use state::AppState;
 
-use crate::keys::KeyStore;
-use crate::repo::Repository;
-use crate::settings::Settings;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -34,76 +33,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use protocol::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// What every request handler shares.
-#[derive(Debug)]
-pub struct AppState {
-    /// The repository.
-    pub repo: Arc<Repository>,
-    /// Settings in force.
-    pub settings: Settings,
-    /// The key file; consulted for the token when one is required.
-    pub keys: Option<Arc<KeyStore>>,
-    /// Whether requests need `Authorization: Bearer TOKEN` (non-loopback listening).
-    pub require_token: bool,
-    /// The loaded plugins.
-    pub registry: Arc<crate::plugins::Registry>,
-    /// Runs batch instances.
-    pub executor: Arc<crate::exec::batch::Executor>,
-    /// Which `Host` and `Origin` name this server.
-    pub hosts: guard::HostRules,
-    next_request: AtomicU64,
-}
-
-impl AppState {
-    /// State for a server. Request ids start from the clock, so they keep growing across
-    /// restarts without being stored.
-    pub fn new(
-        repo: Arc<Repository>,
-        settings: Settings,
-        keys: Option<Arc<KeyStore>>,
-        require_token: bool,
-        registry: Arc<crate::plugins::Registry>,
-        executor: Arc<crate::exec::batch::Executor>,
-    ) -> Self {
-        let start = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_millis() as u64);
-        let hosts = guard::HostRules::new(None, &settings.allowed_hosts, require_token);
-        AppState {
-            repo,
-            settings,
-            keys,
-            require_token,
-            registry,
-            executor,
-            hosts,
-            next_request: AtomicU64::new(start),
-        }
-    }
-
-    /// The same state for a server listening on `addr` (which `Host` values name it).
-    #[must_use]
-    pub fn listening_on(mut self, addr: std::net::SocketAddr) -> Self {
-        self.hosts =
-            guard::HostRules::new(Some(addr), &self.settings.allowed_hosts, self.require_token);
-        self
-    }
-
-    fn request_id(&self) -> u64 {
-        self.next_request.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// The answer to a request refused before it was read.
-    fn refuse(&self, e: ApiError) -> Response {
-        Reply {
-            request_id: self.request_id(),
-            result: Err(e),
-        }
-        .into_response()
-    }
-}
 
 /// The router: one POST route; everything else gets a 404 or 405 in the error shape.
 pub fn app(state: Arc<AppState>) -> Router {

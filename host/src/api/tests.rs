@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::keys::{KeyFile, KeyStore};
+use crate::repo::Repository;
+use crate::settings::Settings;
 use axum::body::Body;
 use axum::http::Request;
 use axum::http::StatusCode;

@@ -1,6 +1,8 @@
-//! Connections for runs: the native SQLite type lives here ([`sqlite`]); every other type
+//! Connections for runs: the native SQLite type lives here ([`sqlite`]), and the commit
+//! markers written through any connection ([`marker`]); every other type
 //! (`jdbc`, ...) is opened by the bridge plugin that serves it.
 
+pub mod marker;
 pub mod sqlite;
 
 use crate::keys::Entry;

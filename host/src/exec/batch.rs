@@ -10,12 +10,13 @@
 //! that depend on it are skipped and the independent ones go on.
 
 use super::coordinator::{Change, Coordinator, Outcome};
+use super::expand::{describe_cycle, expand};
 use super::halt::Halt;
-use super::slots::{Permit, Slots};
+use super::slots::{FileLocks, Permit, Slots};
 use super::{ActionPlan, run_marked};
 use crate::keys::KeyStore;
 pub use crate::plan::Element;
-use crate::plan::{StoredPlan, dependencies, dependency_cycle, identity};
+use crate::plan::{StoredPlan, dependencies, dependency_cycle};
 use crate::plugins::Registry;
 use crate::repo::model::{
     ActionEnd, ActionState, InstanceRow, InstanceState, NewAction, NewInstance, Restarted,
@@ -88,10 +89,8 @@ pub struct Executor {
     write_patience_ms: std::sync::atomic::AtomicU64,
     /// The repository's identity, part of every commit marker.
     repository_id: String,
-    /// One lock per SQLite file that actions write: SQLite lets one writer in at a time, so
-    /// actions writing the same file take turns here instead of failing with SQLITE_BUSY
-    /// when one of them runs longer than the busy timeout.
-    file_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// The SQLite files running actions write, one action at a time per file.
+    file_locks: FileLocks,
 }
 
 #[derive(Debug, Default)]
@@ -148,7 +147,7 @@ impl Executor {
                 DEFAULT_WRITE_PATIENCE.as_millis() as u64,
             ),
             repository_id,
-            file_locks: Mutex::new(HashMap::new()),
+            file_locks: FileLocks::default(),
         })
     }
 
@@ -222,19 +221,29 @@ impl Executor {
         &self.repo
     }
 
-    /// A stored plan as it runs: each object with the dialect of its connection (from the
-    /// key file), each connection with its default schema (from the repository, as deployed
-    /// now).
-    fn runnable(
-        &self,
-        p: &StoredPlan,
-        dialect: &dyn Fn(i64) -> Dialect,
-    ) -> Result<ActionPlan, String> {
-        let mut plan = p.to_plan(dialect);
-        plan.schemas = self.repo.connection_schemas().map_err(|e| {
+    /// The stored plans of an instance's actions as they run, made once for the instance:
+    /// each object with the dialect of its connection (from the key file), each connection
+    /// with its default schema (from the repository, as deployed when the instance's
+    /// coordinator begins). An action whose plan cannot be made has why instead.
+    fn runnable(&self, row: &InstanceRow) -> HashMap<i64, Result<Arc<ActionPlan>, String>> {
+        let dialect = self.dialect_fn();
+        let schemas = self.repo.connection_schemas().map_err(|e| {
             format!("the schemas of its connections cannot be read from the repository: {e}")
-        })?;
-        Ok(plan)
+        });
+        row.actions
+            .iter()
+            .map(|a| {
+                let plan = match (&a.plan, &schemas) {
+                    (Ok(p), Ok(schemas)) => {
+                        let mut plan = p.to_plan(&dialect);
+                        plan.schemas = schemas.clone();
+                        Ok(Arc::new(plan))
+                    }
+                    (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+                };
+                (a.action_id, plan)
+            })
+            .collect()
     }
 
     fn dialect_fn(&self) -> impl Fn(i64) -> Dialect + use<> {
@@ -273,7 +282,7 @@ impl Executor {
             return Err(busy);
         }
         let dialect = self.dialect_fn();
-        let plans = expand(&*self.repo, &req.elements, &dialect)??;
+        let plans = expand(&*self.repo, &req.elements, &dialect)?.map_err(StartError::NotFound)?;
         let deps = dependencies(&self.registry, &plans);
         if let Some(c) = dependency_cycle(&deps) {
             return Err(StartError::Cycle(describe_cycle(
@@ -292,24 +301,19 @@ impl Executor {
             waiting: false,
             batch_name: req.batch_name.clone(),
             user: req.user.clone(),
-            elements: serde_json::to_string(&req.elements)
-                .map_err(|e| StartError::Invalid(e.to_string()))?,
-            variables: serde_json::to_string(&req.variables)
-                .map_err(|e| StartError::Invalid(e.to_string()))?,
+            elements: req.elements.clone(),
+            variables: req.variables.clone(),
             actions: plans
                 .iter()
-                .map(|p| {
-                    Ok(NewAction {
-                        action_id: p.id,
-                        sheet_id: sheet_of.get(&p.id).copied().unwrap_or(0),
-                        name: p.name.clone(),
-                        module: p.module.clone(),
-                        plan: serde_json::to_string(&StoredPlan::from_plan(p))
-                            .map_err(|e| StartError::Invalid(e.to_string()))?,
-                        depends_on: deps.get(&p.id).cloned().unwrap_or_default(),
-                    })
+                .map(|p| NewAction {
+                    action_id: p.id,
+                    sheet_id: sheet_of.get(&p.id).copied().unwrap_or(0),
+                    name: p.name.clone(),
+                    module: p.module.clone(),
+                    plan: StoredPlan::from_plan(p),
+                    depends_on: deps.get(&p.id).cloned().unwrap_or_default(),
                 })
-                .collect::<Result<_, StartError>>()?,
+                .collect(),
         };
         // Stored and queued under the lock of the owned instances, so that no halt or
         // restart sees the new instance in the repository before this executor owns it.
@@ -526,30 +530,32 @@ impl Executor {
             )));
         };
         let keys = self.keys.as_ref().map(|k| k.current());
-        let dialect = self.dialect_fn();
+        let plans = self.runnable(&row);
         for a in row
             .actions
             .iter()
             .filter(|a| a.state == ActionState::Running)
         {
-            let run = super::marker::Run {
+            let run = crate::connect::marker::Run {
                 repository: self.repository_id.clone(),
                 instance: id,
                 started: digits(&row.summary.start),
                 action: a.action_id,
                 attempt: a.attempt,
             };
-            let verdict = match (&keys, serde_json::from_str::<StoredPlan>(&a.plan)) {
+            let plan = plans
+                .get(&a.action_id)
+                .cloned()
+                .unwrap_or_else(|| Err("it has no plan".to_owned()));
+            let verdict = match (&keys, plan) {
                 _ if !a.unmarked.is_empty() => Err(format!(
                     "it wrote connection(s) {:?} without a commit marker",
                     a.unmarked
                 )),
-                (Some(Ok(keys)), Ok(plan)) => self
-                    .runnable(&plan, &dialect)
-                    .and_then(|plan| super::committed(&self.registry, keys, &plan, &run)),
+                (Some(Ok(keys)), Ok(plan)) => super::committed(&self.registry, keys, &plan, &run),
                 (Some(Err(e)), _) => Err(format!("the key file cannot be read: {e}")),
                 (None, _) => Err("there is no key file".to_owned()),
-                (_, Err(e)) => Err(format!("its stored plan cannot be read: {e}")),
+                (_, Err(e)) => Err(e),
             };
             let (error, note) = match verdict {
                 Ok(true) => (None, "committed before its end was recorded: its commit marker was found in its target; row counts are not known".to_owned()),
@@ -711,41 +717,8 @@ impl Executor {
         rx: &std::sync::mpsc::Receiver<(i64, super::Ran)>,
         running: &mut HashSet<i64>,
     ) -> Result<(), StartError> {
-        let variables: Vec<(String, String)> =
-            serde_json::from_str(&row.variables).unwrap_or_default();
-        // The planned start's day for a scheduled run; else the day the run started, both in
-        // the service time zone.
-        let schedule_date = match &row.summary.planned_start {
-            Some(p) => p.get(..10).unwrap_or_default().to_owned(),
-            None => chrono::DateTime::parse_from_rfc3339(&row.summary.start)
-                .map(|t| {
-                    t.with_timezone(&crate::sched::clock::current().zone)
-                        .format("%Y-%m-%d")
-                        .to_string()
-                })
-                .unwrap_or_else(|_| row.summary.start.get(..10).unwrap_or_default().to_owned()),
-        };
-        // An `R` left by an executor that failed is not running now: it counts as an error.
-        let mut actions = Vec::with_capacity(row.actions.len());
-        for a in &row.actions {
-            let state = match a.state {
-                ActionState::Running => {
-                    let end = ActionEnd {
-                        error: Some("interrupted"),
-                        halted: false,
-                        rows_read: 0,
-                        rows_written: 0,
-                        rows_updated: 0,
-                        rows_deleted: 0,
-                        log: &[],
-                    };
-                    self.record(id, |r| r.end_action(id, a.action_id, &end, &[]))?;
-                    ActionState::Error
-                }
-                s => s,
-            };
-            actions.push((a.action_id, state, a.depends_on.clone()));
-        }
+        let schedule_date = schedule_date(row);
+        let actions = self.resume(id, row)?;
         let mut coordinator = Coordinator::new(&actions);
         // Each launch of an action counts one attempt up (`set_action` to `R` does the same
         // in the repository); the commit marker names it.
@@ -754,11 +727,7 @@ impl Executor {
             .iter()
             .map(|a| (a.action_id, a.attempt))
             .collect();
-        let plans: HashMap<i64, &str> = row
-            .actions
-            .iter()
-            .map(|a| (a.action_id, a.plan.as_str()))
-            .collect();
+        let plans = self.runnable(row);
         let settled = coordinator.settle();
         self.record_changes(id, &settled)?;
         loop {
@@ -789,10 +758,12 @@ impl Executor {
                     id,
                     a,
                     attempt,
-                    plans.get(&a).copied().unwrap_or_default(),
+                    plans
+                        .get(&a)
+                        .cloned()
+                        .unwrap_or_else(|| Err("it has no plan".to_owned())),
                     row,
                     &schedule_date,
-                    &variables,
                     tx.clone(),
                 );
             }
@@ -811,32 +782,7 @@ impl Executor {
             // Wait for an action to end.
             let Ok((a, ran)) = rx.recv() else { break };
             running.remove(&a);
-            let (error, o) = match &ran.outcome {
-                Ok(o) => (None, *o),
-                Err(e) => (Some(e.as_str()), weft_sdk::RunOutcome::default()),
-            };
-            let follows = if ran.halted {
-                coordinator.stopped(a)
-            } else {
-                coordinator.ended(a, error.is_none())
-            };
-            // The action's own end (first of `follows`) is recorded with its counts and log;
-            // what follows from it in the same transaction.
-            let end = ActionEnd {
-                error,
-                halted: ran.halted,
-                rows_read: o.rows_read,
-                rows_written: o.rows_written,
-                rows_updated: o.rows_updated,
-                rows_deleted: o.rows_deleted,
-                log: &ran.log,
-            };
-            let then: Vec<(i64, ActionState)> = follows
-                .iter()
-                .filter(|ch| ch.action != a)
-                .map(|ch| (ch.action, ch.to))
-                .collect();
-            self.record(id, |r| r.end_action(id, a, &end, &then))?;
+            self.ended(id, a, &ran, &mut coordinator)?;
         }
         let final_state = match coordinator.outcome() {
             Outcome::Halted => InstanceState::Halted,
@@ -852,6 +798,72 @@ impl Executor {
         Ok(())
     }
 
+    /// The states an instance's coordinator begins from: as stored, but an `R` left by an
+    /// executor that failed is not running now and is recorded as an error.
+    fn resume(
+        &self,
+        id: i64,
+        row: &InstanceRow,
+    ) -> Result<Vec<(i64, ActionState, Vec<i64>)>, StartError> {
+        let mut actions = Vec::with_capacity(row.actions.len());
+        for a in &row.actions {
+            let state = match a.state {
+                ActionState::Running => {
+                    let end = ActionEnd {
+                        error: Some("interrupted"),
+                        halted: false,
+                        rows_read: 0,
+                        rows_written: 0,
+                        rows_updated: 0,
+                        rows_deleted: 0,
+                        log: &[],
+                    };
+                    self.record(id, |r| r.end_action(id, a.action_id, &end, &[]))?;
+                    ActionState::Error
+                }
+                s => s,
+            };
+            actions.push((a.action_id, state, a.depends_on.clone()));
+        }
+        Ok(actions)
+    }
+
+    /// Records how action `a` ran: its own end with its counts and log, and what follows
+    /// from it for the actions that wait for it, in one transaction.
+    fn ended(
+        &self,
+        id: i64,
+        a: i64,
+        ran: &super::Ran,
+        coordinator: &mut Coordinator,
+    ) -> Result<(), StartError> {
+        let (error, o) = match &ran.outcome {
+            Ok(o) => (None, *o),
+            Err(e) => (Some(e.as_str()), weft_sdk::RunOutcome::default()),
+        };
+        let follows = if ran.halted {
+            coordinator.stopped(a)
+        } else {
+            coordinator.ended(a, error.is_none())
+        };
+        let end = ActionEnd {
+            error,
+            halted: ran.halted,
+            rows_read: o.rows_read,
+            rows_written: o.rows_written,
+            rows_updated: o.rows_updated,
+            rows_deleted: o.rows_deleted,
+            log: &ran.log,
+        };
+        let then: Vec<(i64, ActionState)> = follows
+            .iter()
+            .filter(|ch| ch.action != a)
+            .map(|ch| (ch.action, ch.to))
+            .collect();
+        self.record(id, |r| r.end_action(id, a, &end, &then))?;
+        Ok(())
+    }
+
     /// Starts one action on a thread of its own; whatever happens there (a panic in the host
     /// included), the coordinator hears of it on `done`.
     #[allow(clippy::too_many_arguments)]
@@ -862,15 +874,13 @@ impl Executor {
         id: i64,
         action: i64,
         attempt: i64,
-        plan: &str,
+        plan: Result<Arc<ActionPlan>, String>,
         row: &InstanceRow,
         schedule_date: &str,
-        variables: &[(String, String)],
         done: std::sync::mpsc::Sender<(i64, super::Ran)>,
     ) {
         let me = Arc::clone(self);
-        let plan = plan.to_owned();
-        let mut vars = variables.to_vec();
+        let mut vars = row.variables.clone();
         let now = chrono::Utc::now();
         // Built-ins come last, so that they win over a variable of the same name.
         vars.extend([
@@ -891,7 +901,7 @@ impl Executor {
             ),
         ]);
         let done_on_failure = done.clone();
-        let run = super::marker::Run {
+        let run = crate::connect::marker::Run {
             repository: self.repository_id.clone(),
             instance: id,
             started: digits(&row.summary.start),
@@ -902,7 +912,7 @@ impl Executor {
             .name(format!("weft-action-{action}"))
             .spawn(move || {
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    me.run_one(action, &plan, &vars, &run, &halt)
+                    me.run_one(action, plan, &vars, &run, &halt)
                 }))
                 .unwrap_or_else(|p| {
                     super::Ran::failed(format!(
@@ -929,80 +939,73 @@ impl Executor {
     fn run_one(
         &self,
         action: i64,
-        plan: &str,
+        plan: Result<Arc<ActionPlan>, String>,
         vars: &[(String, String)],
-        run: &super::marker::Run,
+        run: &crate::connect::marker::Run,
         halt: &Halt,
     ) -> super::Ran {
-        let dialect = self.dialect_fn();
-        match serde_json::from_str::<StoredPlan>(plan) {
-            Ok(p) => match self.keys.as_ref().map(|k| k.current()) {
-                Some(Ok(keys)) => {
-                    // The SQLite files this action writes, locked in a fixed order.
-                    let mut writes: Vec<i64> = p.target_connections().collect();
-                    if writes.is_empty() {
-                        writes.extend(p.source_connections().next());
-                    }
-                    let mut files: Vec<String> = writes
-                        .iter()
-                        .filter_map(|id| keys.get(&id.to_string()))
-                        .filter(|e| e.kind == crate::connect::SQLITE)
-                        .map(|e| e.url.clone())
-                        .collect();
-                    files.sort();
-                    files.dedup();
-                    let locks: Vec<Arc<Mutex<()>>> = {
-                        let mut all = self
-                            .file_locks
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
-                        files
-                            .iter()
-                            .map(|f| Arc::clone(all.entry(f.clone()).or_default()))
-                            .collect()
-                    };
-                    let _held: Vec<std::sync::MutexGuard<'_, ()>> = locks
-                        .iter()
-                        .map(|l| l.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-                        .collect();
-                    let unmarked = |ids: &[i64]| {
-                        self.repo
-                            .set_unmarked(run.instance, action, ids)
-                            .map_err(|e| e.to_string())
-                    };
-                    // Log lines reach the repository while the action runs; lines that
-                    // cannot be stored now are stored later, at the latest with its end.
-                    let repo = Arc::clone(&self.repo);
-                    let (instance, action_id) = (run.instance, action);
-                    let live: super::LiveLog = Arc::new(move |lines: &[String]| {
-                        match repo.append_log(instance, action_id, lines) {
-                            Ok(stored) => stored,
-                            Err(e) => {
-                                tracing::warn!(message = "A running action's log lines could not be stored now.", batch_instance_id = instance, action_id, error = %e);
-                                false
-                            }
-                        }
-                    });
-                    let marking = super::Marking {
-                        run,
-                        unmarked: &unmarked,
-                        live_log: Some(live),
-                        halt: Some(halt),
-                    };
-                    match self.runnable(&p, &dialect) {
-                        Ok(plan) => run_marked(&self.registry, &keys, &plan, vars, Some(&marking)),
-                        Err(e) => super::Ran::failed(format!("action {action}: {e}")),
-                    }
+        let plan = match plan {
+            Ok(plan) => plan,
+            Err(e) => return super::Ran::failed(format!("action {action}: {e}")),
+        };
+        let keys = match self.keys.as_ref().map(|k| k.current()) {
+            Some(Ok(keys)) => keys,
+            Some(Err(e)) => {
+                return super::Ran::failed(format!(
+                    "action {action}: the key file cannot be read: {e}"
+                ));
+            }
+            None => return super::Ran::failed(format!("action {action}: no key file")),
+        };
+        // The SQLite files this action writes, held while it runs.
+        let _files = self.file_locks.hold(
+            plan.written_connections()
+                .iter()
+                .filter_map(|id| keys.get(&id.to_string()))
+                .filter(|e| e.kind == crate::connect::SQLITE)
+                .map(|e| e.url.clone())
+                .collect(),
+        );
+        let unmarked = |ids: &[i64]| {
+            self.repo
+                .set_unmarked(run.instance, action, ids)
+                .map_err(|e| e.to_string())
+        };
+        // Log lines reach the repository while the action runs; lines that cannot be stored
+        // now are stored later, at the latest with its end.
+        let repo = Arc::clone(&self.repo);
+        let (instance, action_id) = (run.instance, action);
+        let live: super::LiveLog = Arc::new(move |lines: &[String]| {
+            match repo.append_log(instance, action_id, lines) {
+                Ok(stored) => stored,
+                Err(e) => {
+                    tracing::warn!(message = "A running action's log lines could not be stored now.", batch_instance_id = instance, action_id, error = %e);
+                    false
                 }
-                Some(Err(e)) => {
-                    super::Ran::failed(format!("action {action}: the key file cannot be read: {e}"))
-                }
-                None => super::Ran::failed(format!("action {action}: no key file")),
-            },
-            Err(e) => super::Ran::failed(format!(
-                "action {action}: its stored plan cannot be read: {e}"
-            )),
-        }
+            }
+        });
+        let marking = super::Marking {
+            run,
+            unmarked: &unmarked,
+            live_log: Some(live),
+            halt: Some(halt),
+        };
+        run_marked(&self.registry, &keys, &plan, vars, Some(&marking))
+    }
+}
+
+/// The day of `schedule_date`: the planned start's day for a scheduled run, else the day the
+/// run started, both in the service time zone.
+fn schedule_date(row: &InstanceRow) -> String {
+    match &row.summary.planned_start {
+        Some(p) => p.get(..10).unwrap_or_default().to_owned(),
+        None => chrono::DateTime::parse_from_rfc3339(&row.summary.start)
+            .map(|t| {
+                t.with_timezone(&crate::sched::clock::current().zone)
+                    .format("%Y-%m-%d")
+                    .to_string()
+            })
+            .unwrap_or_else(|_| row.summary.start.get(..10).unwrap_or_default().to_owned()),
     }
 }
 
@@ -1037,118 +1040,6 @@ impl crate::sched::scheduler::Starter for Arc<Executor> {
 /// The digits of a timestamp (`2026-11-23T07:56:10Z` to `20261123075610`).
 fn digits(t: &str) -> String {
     t.chars().filter(char::is_ascii_digit).collect()
-}
-
-/// The actions the elements name, from the repository's current state.
-fn expand(
-    sheets_store: &dyn SheetStore,
-    elements: &[Element],
-    dialect: &dyn Fn(i64) -> Dialect,
-) -> repo::Result<Result<Vec<ActionPlan>, StartError>> {
-    let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
-    let mut parsed: HashMap<i64, Vec<ActionPlan>> = HashMap::new();
-    // A sheet's plans, read once per run; false when the sheet does not exist.
-    let load = |parsed: &mut HashMap<i64, Vec<ActionPlan>>, sheet: i64| -> repo::Result<bool> {
-        if parsed.contains_key(&sheet) {
-            return Ok(true);
-        }
-        let Some(stored) = sheets_store.plans(sheet)? else {
-            return Ok(false);
-        };
-        parsed.insert(sheet, stored.iter().map(|p| p.to_plan(dialect)).collect());
-        Ok(true)
-    };
-    for e in elements {
-        match e.kind {
-            'S' => {
-                if !load(&mut parsed, e.id)? {
-                    return Ok(Err(StartError::NotFound(format!(
-                        "element S {}: sheet {} does not exist",
-                        e.id, e.id
-                    ))));
-                }
-                sheets.push((e.id, None));
-            }
-            'A' => match sheets_store.node(e.id)? {
-                Some((sheet, 0)) => sheets.push((sheet, Some(e.id))),
-                Some((_, _)) => {
-                    return Ok(Err(StartError::NotFound(format!(
-                        "element A {}: node {} is an object, not an action",
-                        e.id, e.id
-                    ))));
-                }
-                None => {
-                    return Ok(Err(StartError::NotFound(format!(
-                        "element A {}: action {} does not exist",
-                        e.id, e.id
-                    ))));
-                }
-            },
-            'F' => match sheets_store.sheets_below(e.id)? {
-                Some(ids) => sheets.extend(ids.into_iter().map(|s| (s, None))),
-                None => {
-                    return Ok(Err(StartError::NotFound(format!(
-                        "element F {}: folder {} does not exist",
-                        e.id, e.id
-                    ))));
-                }
-            },
-            other => {
-                return Ok(Err(StartError::NotFound(format!(
-                    "element type `{other}` is not known; use S (sheet), A (action) or F (folder)"
-                ))));
-            }
-        }
-    }
-    let mut plans: Vec<ActionPlan> = Vec::new();
-    let mut seen: HashSet<i64> = HashSet::new();
-    for (sheet, only) in sheets {
-        if !load(&mut parsed, sheet)? {
-            continue;
-        }
-        for p in &parsed[&sheet] {
-            if only.is_none_or(|a| a == p.id) && seen.insert(p.id) {
-                plans.push(p.clone());
-            }
-        }
-    }
-    Ok(Ok(plans))
-}
-
-fn describe_cycle(registry: &Registry, plans: &[ActionPlan], c: &[i64]) -> String {
-    let by_id: HashMap<i64, &ActionPlan> = plans.iter().map(|p| (p.id, p)).collect();
-    let mut parts = Vec::new();
-    for w in c.windows(2) {
-        let (waiter, writer) = (w[0], w[1]);
-        let shared: Vec<String> = match (by_id.get(&waiter), by_id.get(&writer)) {
-            (Some(a), Some(b)) => a
-                .sources
-                .iter()
-                .filter(|(o, _)| {
-                    b.targets
-                        .iter()
-                        .any(|(t, _)| identity(registry, t) == identity(registry, o))
-                })
-                .map(|(o, _)| format!("{} (connection {})", o.name(), o.connection_id()))
-                .collect(),
-            _ => Vec::new(),
-        };
-        let name = |id: i64| {
-            by_id
-                .get(&id)
-                .map_or(String::new(), |p| format!(" `{}`", p.name))
-        };
-        parts.push(format!(
-            "action {waiter}{} reads {} that action {writer}{} writes",
-            name(waiter),
-            shared.join(", "),
-            name(writer)
-        ));
-    }
-    format!(
-        "the actions wait for each other in a cycle, so none can start: {}",
-        parts.join("; ")
-    )
 }
 
 #[cfg(test)]

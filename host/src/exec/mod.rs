@@ -5,8 +5,8 @@
 
 pub mod batch;
 pub mod coordinator;
+pub mod expand;
 pub mod halt;
-pub mod marker;
 pub mod slots;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -14,6 +14,7 @@ pub(crate) mod testing;
 pub use crate::plan::{ActionPlan, actions_of, objects_of};
 
 use crate::connect;
+use crate::connect::marker;
 use crate::keys::KeyFile;
 use crate::plugins::Registry;
 use std::sync::{Arc, Mutex};

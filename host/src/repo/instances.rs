@@ -2,16 +2,21 @@
 //! (with the plan of every action, so that a deploy during the run changes nothing of it),
 //! updated as states change, read by the monitoring commands, and repaired after a crash.
 
+use crate::repo::error::{Error, Result, now_utc};
 use crate::repo::model::{
     ActionEnd, ActionRow, ActionState, InstanceRow, InstanceState, InstanceSummary,
     LATE_AFTER_SECONDS, NewInstance,
 };
 use crate::repo::sql::{Row, Session, args};
-use crate::repo::{Error, Result, now_utc};
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) to ISO 8601 with a `Z`.
 pub fn iso(t: &str) -> String {
     format!("{}Z", t.replacen(' ', "T", 1))
+}
+
+/// What the repository stores as JSON text: elements, variables, plans, dependencies.
+fn json(value: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::Corrupt(e.to_string()))
 }
 
 /// Creates an instance with its actions (state `D` for those that wait, `W` for the others).
@@ -21,15 +26,17 @@ pub fn iso(t: &str) -> String {
 /// A repository error.
 pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
     let now = now_utc();
+    let elements = json(&new.elements)?;
+    let variables = json(&new.variables)?;
     let id: i64 = conn
         .value(
             "INSERT INTO batch_instances (batch_name, user_name, state, started_at, elements, variables) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-            args![new.batch_name, new.user, if new.waiting { InstanceState::Waiting } else { InstanceState::Running }.word(), now, new.elements, new.variables],
+            args![new.batch_name, new.user, if new.waiting { InstanceState::Waiting } else { InstanceState::Running }.word(), now, elements, variables],
         )?
         .ok_or_else(|| Error::Corrupt("a new batch instance got no id".to_owned()))?;
     for a in &new.actions {
-        let deps =
-            serde_json::to_string(&a.depends_on).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let deps = json(&a.depends_on)?;
+        let plan = json(&a.plan)?;
         let st_letter = if a.depends_on.is_empty() {
             ActionState::Waiting
         } else {
@@ -44,7 +51,7 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
             a.sheet_id,
             a.name,
             a.module,
-            a.plan,
+            plan,
             deps,
             st_letter
         ])?;
@@ -209,10 +216,14 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
     };
     let mut row = InstanceRow {
         summary: with_state(summary, &word)?,
-        elements: serde_json::from_str(&elements).unwrap_or(serde_json::Value::Null),
+        elements: serde_json::from_str(&elements).map_err(|e| {
+            Error::Corrupt(format!("the elements of batch instance {instance}: {e}"))
+        })?,
         actions: Vec::new(),
         halt_requested: halt_requested != 0,
-        variables,
+        variables: serde_json::from_str(&variables).map_err(|e| {
+            Error::Corrupt(format!("the variables of batch instance {instance}: {e}"))
+        })?,
     };
     let actions = conn.rows(
         "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan, attempt, unmarked, rows_deleted
@@ -236,7 +247,9 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
                     error: r.get(10)?,
                     log: r.get::<String>(11)?.lines().map(str::to_owned).collect(),
                     depends_on: serde_json::from_str(&r.get::<String>(12)?).unwrap_or_default(),
-                    plan: r.get(13)?,
+                    plan: serde_json::from_str(&r.get::<String>(13)?).map_err(|e| {
+                        format!("its stored plan cannot be read ({e}); deploy its sheet again")
+                    }),
                     attempt: r.get(14)?,
                     unmarked: r
                         .get::<Option<String>>(15)?

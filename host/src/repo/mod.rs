@@ -4,6 +4,7 @@
 //! what a second one implements. This module knows nothing of HTTP or of the API's answer
 //! shapes; callers bring a parsed and validated document.
 
+mod error;
 mod facts;
 pub(crate) mod instances;
 pub mod model;
@@ -16,165 +17,12 @@ pub mod sqlite;
 pub mod store;
 pub(crate) mod writer;
 
+pub use error::{Error, Fault, Result, now_utc};
 pub use facts::Facts;
 pub use model::{Change, ChangeKind, IdTable, ObjectKind};
 pub use repository::Repository;
 pub use sqlite::{connect, dump, migrations, schema_version, upgrade};
 pub use store::{DeployWriter, InstanceStore, SheetStore};
-
-use std::path::PathBuf;
-
-/// A repository error.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The database file could not be opened or prepared.
-    #[error("cannot open the repository {path}: {source}")]
-    Open {
-        /// The file.
-        path: PathBuf,
-        /// What SQLite said.
-        source: rusqlite::Error,
-    },
-    /// A statement failed.
-    #[error("repository statement failed: {source}{}", sql_suffix(.sql))]
-    Sql {
-        /// The statement, where known.
-        sql: String,
-        /// What SQLite said.
-        source: rusqlite::Error,
-    },
-    /// The file's schema is newer than this program's.
-    #[error(
-        "the repository schema is at version {found}, newer than this weft knows (version {latest}); \
-         it was written by a newer weft: run that version, or restore a backup of the repository \
-         (a downgrade is not possible)"
-    )]
-    TooNew {
-        /// The file's schema version.
-        found: i64,
-        /// This program's latest version.
-        latest: i64,
-    },
-    /// A migration failed; nothing of the upgrade was applied.
-    #[error(
-        "upgrading the repository schema to version {version} failed, nothing was changed: {source}"
-    )]
-    Migration {
-        /// The version the failing migration leads to.
-        version: i64,
-        /// What the database said.
-        source: Box<Error>,
-    },
-    /// The PostgreSQL repository cannot be reached or refuses the connection.
-    #[error("cannot connect to the PostgreSQL repository at {place}: {message}")]
-    PostgresOpen {
-        /// `host:port`.
-        place: String,
-        /// What went wrong (never the password).
-        message: String,
-    },
-    /// A statement failed on the PostgreSQL repository.
-    #[error("repository statement failed: {message}{}", sql_suffix(.sql))]
-    Postgres {
-        /// The statement.
-        sql: String,
-        /// PostgreSQL's SQLSTATE, when the server answered.
-        code: Option<String>,
-        /// What PostgreSQL said.
-        message: String,
-    },
-    /// Stored content could not be read back.
-    #[error("the repository holds content that cannot be read: {0}")]
-    Corrupt(String),
-    /// A row changed between reading and writing it (the transaction was rolled back).
-    #[error("changed meanwhile: {0}")]
-    Conflict(String),
-}
-
-fn sql_suffix(sql: &str) -> String {
-    if sql.is_empty() {
-        String::new()
-    } else {
-        format!(" (in `{sql}`)")
-    }
-}
-
-/// What kind of fault a repository error is, for what a client is told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// The disk (or the database's size limit) is full.
-    Full,
-    /// Reading or writing the file failed (an I/O error, a read-only or vanished file).
-    Io,
-    /// Another writer held the database longer than the busy timeout.
-    Busy,
-    /// Anything else (a bug, a corrupt row).
-    Other,
-}
-
-impl Error {
-    /// The kind of fault, from SQLite's result code or PostgreSQL's SQLSTATE.
-    pub fn fault(&self) -> Fault {
-        use rusqlite::ErrorCode;
-        let source = match self {
-            Error::Open { source, .. } | Error::Sql { source, .. } => source,
-            Error::Migration { source, .. } => return source.fault(),
-            Error::PostgresOpen { .. } => return Fault::Io,
-            Error::Postgres { code, .. } => {
-                return match code.as_deref() {
-                    // disk_full, insufficient_resources, out_of_memory
-                    Some("53100" | "53000" | "53200") => Fault::Full,
-                    // lock_not_available, deadlock_detected, serialization_failure
-                    Some("55P03" | "40P01" | "40001") => Fault::Busy,
-                    // no answer (the connection broke), or a connection exception
-                    None => Fault::Io,
-                    Some(c) if c.starts_with("08") || c.starts_with("57P") => Fault::Io,
-                    Some(_) => Fault::Other,
-                };
-            }
-            _ => return Fault::Other,
-        };
-        match source.sqlite_error_code() {
-            Some(ErrorCode::DiskFull) => Fault::Full,
-            Some(
-                ErrorCode::SystemIoFailure
-                | ErrorCode::CannotOpen
-                | ErrorCode::ReadOnly
-                | ErrorCode::FileLockingProtocolFailed
-                | ErrorCode::NotADatabase
-                | ErrorCode::DatabaseCorrupt,
-            ) => Fault::Io,
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Fault::Busy,
-            _ => Fault::Other,
-        }
-    }
-
-    /// Attaches the statement that failed.
-    pub fn with_sql(source: rusqlite::Error, sql: &str) -> Self {
-        Error::Sql {
-            sql: sql.to_owned(),
-            source,
-        }
-    }
-}
-
-impl From<rusqlite::Error> for Error {
-    fn from(source: rusqlite::Error) -> Self {
-        Error::Sql {
-            sql: String::new(),
-            source,
-        }
-    }
-}
-
-/// A repository result.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// The current UTC time as the repository stores it: `YYYY-MM-DD HH:MM:SS`.
-pub fn now_utc() -> String {
-    chrono::Utc::now().format("%Y-%m-%d %H:%M:%S").to_string()
-}
 
 #[cfg(test)]
 mod tests;

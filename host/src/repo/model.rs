@@ -1,6 +1,8 @@
 //! The repository's domain types: what every backend stores and answers, with no SQL and
-//! no answer shapes of the API in them (the API serialises some of them as they are).
+//! no answer shapes of the API in them (`api::protocol` has those, made from these). The
+//! states are stored as their words and letters, which the API answers too.
 
+use crate::plan::{Element, StoredPlan};
 use serde::{Deserialize, Serialize};
 
 /// A scheduled start this much later than planned is recorded as late.
@@ -155,8 +157,8 @@ pub struct NewAction {
     pub name: String,
     /// Its module.
     pub module: String,
-    /// The plan as JSON (module, text, attributes, objects).
-    pub plan: String,
+    /// The plan (module, text, attributes, objects), stored with the instance.
+    pub plan: StoredPlan,
     /// The actions it waits for.
     pub depends_on: Vec<i64>,
 }
@@ -170,17 +172,16 @@ pub struct NewInstance {
     pub batch_name: String,
     /// `user`.
     pub user: String,
-    /// The elements as JSON.
-    pub elements: String,
-    /// The variables as JSON.
-    pub variables: String,
+    /// The elements asked for.
+    pub elements: Vec<Element>,
+    /// The variables, name and value.
+    pub variables: Vec<(String, String)>,
     /// Its actions.
     pub actions: Vec<NewAction>,
 }
 
-/// An action as monitoring shows it (the shape of DESIGN.md section 1).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
+/// An action of an instance: what monitoring shows of it, and what a run needs.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ActionRow {
     /// Action id.
     pub action_id: i64,
@@ -209,22 +210,17 @@ pub struct ActionRow {
     /// Log lines.
     pub log: Vec<String>,
     /// The actions it waits for.
-    #[serde(skip)]
     pub depends_on: Vec<i64>,
-    /// The plan JSON.
-    #[serde(skip)]
-    pub plan: String,
+    /// The plan stored with the instance, or why it cannot be read.
+    pub plan: Result<StoredPlan, String>,
     /// How many times it was started (the commit marker names the attempt).
-    #[serde(skip)]
     pub attempt: i64,
     /// The connections its current attempt writes without a commit marker.
-    #[serde(skip)]
     pub unmarked: Vec<i64>,
 }
 
-/// An instance as `ListBatchInstances` shows it (without its actions).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
+/// An instance without its actions.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceSummary {
     /// Id.
     pub batch_instance_id: i64,
@@ -239,36 +235,28 @@ pub struct InstanceSummary {
     /// End, UTC ISO 8601.
     pub end: Option<String>,
     /// The scheduled batch that started it, if the scheduler did.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub batch_id: Option<i64>,
     /// The planned start it was started for, for a scheduled run.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub planned_start: Option<String>,
     /// How many seconds after its planned start it started, for a scheduled run.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub late_seconds: Option<i64>,
     /// Whether it started late, for a scheduled run.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub late: Option<bool>,
 }
 
-/// An instance as monitoring shows it: its summary and its actions.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
+/// An instance with its actions.
+#[derive(Debug, Clone, PartialEq)]
 pub struct InstanceRow {
-    /// What `ListBatchInstances` shows of it.
-    #[serde(flatten)]
+    /// The instance itself.
     pub summary: InstanceSummary,
     /// The elements asked for.
-    pub elements: serde_json::Value,
+    pub elements: Vec<Element>,
     /// The actions.
     pub actions: Vec<ActionRow>,
     /// Whether a halt was asked for.
-    #[serde(skip)]
     pub halt_requested: bool,
-    /// The variables, JSON.
-    #[serde(skip)]
-    pub variables: String,
+    /// The variables, name and value.
+    pub variables: Vec<(String, String)>,
 }
 
 /// How an action ended: finished with its counts, or failed with the error; its log lines.
@@ -302,15 +290,13 @@ pub enum Restarted {
 }
 
 /// What happened to one object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ChangeKind {
     /// It did not exist.
     Created,
     /// It existed and differed.
     Updated,
-    /// It existed and was identical. (An answer does not carry the kind, the list an
-    /// object stands in says it; a change read back from an answer has this one.)
+    /// It existed and was identical.
     #[default]
     Unchanged,
     /// A redeploy of its sheet no longer holds it.
@@ -356,17 +342,15 @@ impl std::fmt::Display for ObjectKind {
 }
 
 /// One object a deploy touched.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     /// What it is.
     pub kind: ObjectKind,
     /// Its id.
     pub id: i64,
     /// What happened.
-    #[serde(skip)]
     pub change: ChangeKind,
     /// For nodes and edges: the sheet.
-    #[serde(rename = "sheetId", skip_serializing_if = "Option::is_none")]
     pub sheet_id: Option<i64>,
 }
 

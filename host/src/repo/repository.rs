@@ -4,6 +4,7 @@
 //! [`super::schedules`], [`super::writer`]) on a [`Session`] of the backend, as one
 //! transaction where it must be one.
 
+use super::error::{Error, Result};
 use super::model::{
     ActionEnd, ActionState, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
 };
@@ -12,7 +13,7 @@ use super::sql::Session;
 use super::sqlite::Sqlite;
 use super::store::{DeployWriter, InstanceStore, SheetStore};
 use super::writer::Writer;
-use super::{Error, Result, instances, schedules};
+use super::{instances, schedules};
 use crate::plan::StoredPlan;
 use crate::sched::schedule::Planned;
 use crate::sched::scheduler::{PlannedStarts, ScheduledStart, StoredStart};
@@ -104,7 +105,7 @@ impl Repository {
     /// # Errors
     ///
     /// What `f` returns.
-    pub(in crate::repo) fn with<R>(&self, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
+    pub(super) fn with<R>(&self, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
         match &self.backend {
             Backend::Sqlite(s) => s.with(|c| f(c)),
             Backend::Postgres(p) => p.with(f),
@@ -116,7 +117,7 @@ impl Repository {
     /// # Errors
     ///
     /// What `f` returns, or a failure to begin or commit.
-    pub(in crate::repo) fn tx<R>(&self, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
+    pub(super) fn tx<R>(&self, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
         match &self.backend {
             Backend::Sqlite(s) => s.tx(|c| f(c)),
             Backend::Postgres(p) => p.tx_if(None, |s| f(s).map(|v| (v, true))),

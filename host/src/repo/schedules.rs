@@ -1,7 +1,7 @@
 //! Planned starts in the repository (`service_batch_next_run`, which sheets may also
 //! write: SPEC 4.7), read and moved on by the scheduler.
 
-type Result<T, E = crate::repo::Error> = std::result::Result<T, E>;
+type Result<T, E = crate::repo::error::Error> = std::result::Result<T, E>;
 
 use crate::repo::sql::{Row, Session, args};
 use crate::sched::schedule::Planned;

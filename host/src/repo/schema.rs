@@ -6,8 +6,8 @@
 //! How a backend records its version and applies the steps is its own (`sqlite::migrations`,
 //! `postgres::migrations`).
 
+use crate::repo::error::{Error, Result};
 use crate::repo::sql::{Session, args};
-use crate::repo::{Error, Result};
 
 /// One schema step.
 #[derive(Debug)]

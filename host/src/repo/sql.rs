@@ -4,7 +4,7 @@
 //! SQL that SQLite and PostgreSQL both read, and each backend only says how to run them.
 //! What differs between the two (schema DDL, ids, dumps) stays in the backend's module.
 
-use super::{Error, Result};
+use super::error::{Error, Result};
 use std::borrow::Cow;
 
 /// A parameter of a statement.

@@ -9,8 +9,8 @@
 //! backend's "now" in UTC, or wall-clock text the caller computed (the repository does no
 //! time arithmetic).
 
-use super::Facts;
-use super::Result;
+use super::error::Result;
+use super::facts::Facts;
 use super::model::{
     ActionEnd, ActionState, Change, IdTable, InstanceRow, InstanceState, InstanceSummary,
     NewInstance, Restarted,
@@ -44,7 +44,7 @@ pub trait InstanceStore {
     fn repository_id(&self) -> Result<String>;
     /// Stores a new instance with its actions (`D` for those that wait for others, else
     /// `W`); with `scheduled`, also its batch's next planned start, in the same transaction
-    /// ([`super::Error::Conflict`] and nothing stored when the planned start changed).
+    /// ([`super::error::Error::Conflict`] and nothing stored when the planned start changed).
     fn create_instance(&self, new: &NewInstance, scheduled: Option<&ScheduledStart>)
     -> Result<i64>;
     /// An instance with its actions.

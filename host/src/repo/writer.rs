@@ -4,10 +4,10 @@
 //! an identical redeploy leaves the file byte-identical.
 
 use crate::dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
-use crate::repo::Facts;
+use crate::repo::error::{Error, Result, now_utc};
+use crate::repo::facts::Facts;
 use crate::repo::model::{Change, ChangeKind, IdTable, ObjectKind};
 use crate::repo::sql::{FromValue, Param, Session, ToParam, args};
-use crate::repo::{Error, Result, now_utc};
 
 /// Writes inside one transaction; see [`super::Repository::write`].
 pub struct Writer<'t> {

@@ -8,12 +8,12 @@
 //! envelope). An answer is `{requestId, payload}` or `{requestId, error}` ([`Answer`]); each
 //! command names its payload type through [`Request::Answer`]. Nothing here knows HTTP.
 
+pub mod instances;
 pub mod read;
 
 use crate::deploy;
 use crate::dsr::Detail;
 use crate::plan::Element;
-use crate::repo::model::{InstanceRow, InstanceSummary};
 use crate::sched::scheduler;
 use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Serialize};
@@ -131,7 +131,7 @@ macro_rules! request {
 request! {
     DeployRepository => deploy::Report,
     RunElements => Started,
-    GetBatchInstance => InstanceRow,
+    GetBatchInstance => instances::Instance,
     WaitBatchInstance => Waited,
     ListBatchInstances => InstanceList,
     HaltBatchInstance => HaltRequested,
@@ -337,7 +337,7 @@ pub struct Started {
 pub struct Waited {
     /// The instance as `GetBatchInstance` answers it.
     #[serde(flatten)]
-    pub instance: InstanceRow,
+    pub instance: instances::Instance,
     /// Whether it was still running when the wait ended.
     pub timed_out: bool,
 }
@@ -346,7 +346,7 @@ pub struct Waited {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstanceList {
     /// The instances, newest first, without their actions.
-    pub instances: Vec<InstanceSummary>,
+    pub instances: Vec<instances::Listed>,
 }
 
 /// `HaltBatchInstance`'s answer.

@@ -289,9 +289,10 @@ fn an_unknown_command_is_named_at_its_place_and_its_payload_is_not_read() {
 
 #[test]
 fn the_answers_read_back_as_the_server_wrote_them() {
-    use crate::repo::model::{ActionRow, ActionState, InstanceState, InstanceSummary};
-    let instance = InstanceRow {
-        summary: InstanceSummary {
+    use crate::repo::model::{ActionState, InstanceState};
+    use instances::{Action, Instance, Listed};
+    let instance = Instance {
+        summary: Listed {
             batch_instance_id: 3,
             batch_name: "b".to_owned(),
             user: "u".to_owned(),
@@ -303,8 +304,8 @@ fn the_answers_read_back_as_the_server_wrote_them() {
             late_seconds: Some(1),
             late: Some(false),
         },
-        elements: serde_json::json!([{"elementType": "S", "elementId": 100}]),
-        actions: vec![ActionRow {
+        elements: vec![Element { kind: 'S', id: 100 }],
+        actions: vec![Action {
             action_id: 1,
             sheet_id: 100,
             name: "load".to_owned(),
@@ -318,13 +319,7 @@ fn the_answers_read_back_as_the_server_wrote_them() {
             rows_deleted: 0,
             error: Some("no such table".to_owned()),
             log: vec!["one".to_owned()],
-            depends_on: Vec::new(),
-            plan: String::new(),
-            attempt: 0,
-            unmarked: Vec::new(),
         }],
-        halt_requested: false,
-        variables: String::new(),
     };
     let waited = Waited {
         instance,

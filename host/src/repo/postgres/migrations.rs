@@ -4,7 +4,7 @@
 //! failing step leaves the database as it was (PostgreSQL's DDL is transactional).
 
 use super::session::{Conn, PgSession};
-use crate::repo::Result;
+use crate::repo::error::Result;
 use crate::repo::schema::{Upgrade, latest, postgres_ddl, run_steps};
 use crate::repo::sql::{Session, args};
 
@@ -36,8 +36,8 @@ pub fn version(s: &dyn Session) -> Result<i64> {
 ///
 /// # Errors
 ///
-/// [`crate::repo::Error::TooNew`] when the database is newer (nothing is changed), or
-/// [`crate::repo::Error::Migration`] when a step fails (nothing is changed).
+/// [`crate::repo::error::Error::TooNew`] when the database is newer (nothing is changed), or
+/// [`crate::repo::error::Error::Migration`] when a step fails (nothing is changed).
 pub fn to_version(conn: &mut Conn, target: i64) -> Result<Upgrade> {
     conn.batch("BEGIN")?;
     let done = {

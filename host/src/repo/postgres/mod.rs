@@ -12,7 +12,7 @@ pub mod migrations;
 pub mod session;
 
 use super::sql::{Session, args};
-use super::{Error, Result};
+use crate::repo::error::{Error, Result};
 use session::{Conn, PgSession};
 use std::sync::Mutex;
 

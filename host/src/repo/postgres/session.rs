@@ -3,8 +3,8 @@
 //! the server inferred for it (an integer into an `integer` column, text into `text`), and a
 //! column is read by its type into a plain [`Value`].
 
+use crate::repo::error::{Error, Result};
 use crate::repo::sql::{Param, Row, Session, Value};
-use crate::repo::{Error, Result};
 use bytes::BytesMut;
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -2,7 +2,7 @@
 //! row, in a stable order. Tests compare dumps taken before and after a request to prove
 //! that a rejected deploy or a dry run changed nothing.
 
-use crate::repo::{Error, Result};
+use crate::repo::error::{Error, Result};
 use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 use std::fmt::Write as _;

@@ -4,8 +4,8 @@
 //! `PRAGMA user_version`. A repository of any earlier version is brought to the latest in one
 //! transaction: a failing step leaves it as it was.
 
+use crate::repo::error::{Error, Result};
 pub use crate::repo::schema::{MIGRATIONS, Migration, Upgrade, latest};
-use crate::repo::{Error, Result};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version of the open repository (0 for an empty file).

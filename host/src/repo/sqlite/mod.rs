@@ -15,7 +15,7 @@ mod session;
 
 use super::store::DeployWriter;
 use super::writer::Writer;
-use super::{Error, Result};
+use crate::repo::error::{Error, Result};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -193,7 +193,7 @@ impl Sqlite {
     /// # Errors
     ///
     /// What `f` returns.
-    pub(in crate::repo) fn with<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+    pub(super) fn with<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
         let conn = self.lock()?;
         f(&conn)
     }
@@ -203,7 +203,7 @@ impl Sqlite {
     /// # Errors
     ///
     /// What `f` returns, or a failure to begin or commit.
-    pub(in crate::repo) fn tx<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+    pub(super) fn tx<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
         let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -270,7 +270,7 @@ pub fn upgrade(path: &Path) -> Result<migrations::Upgrade> {
 /// SQLite), so that no other module names SQLite.
 #[cfg(test)]
 pub mod testing {
-    use crate::repo::Repository;
+    use crate::repo::repository::Repository;
     use crate::repo::sql::{Value, args};
     pub use rusqlite::ffi::{
         SQLITE_BUSY, SQLITE_CONSTRAINT, SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY,
@@ -304,8 +304,8 @@ pub mod testing {
     }
 
     /// A repository error as SQLite's result `code` gives it, from statement `sql`.
-    pub fn failure(code: i32, sql: &str) -> crate::repo::Error {
-        crate::repo::Error::with_sql(
+    pub fn failure(code: i32, sql: &str) -> crate::repo::error::Error {
+        crate::repo::error::Error::with_sql(
             rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None),
             sql,
         )

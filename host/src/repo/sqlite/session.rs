@@ -1,8 +1,8 @@
 //! The repository's statement layer ([`Session`]) on a SQLite connection: statements are
 //! prepared once per connection (rusqlite's statement cache) and values map one to one.
 
+use crate::repo::error::{Error, Result};
 use crate::repo::sql::{Param, Row, Session, Value};
-use crate::repo::{Error, Result};
 use rusqlite::Connection;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 

@@ -1,0 +1,80 @@
+//! What every request handler shares: the repository, settings, key file, plugins,
+//! executor, the rules for `Host` and `Origin`, and the request counter.
+
+use super::error::{ApiError, Reply};
+use super::guard;
+use crate::keys::KeyStore;
+use crate::repo::Repository;
+use crate::settings::Settings;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What every request handler shares.
+#[derive(Debug)]
+pub struct AppState {
+    /// The repository.
+    pub repo: Arc<Repository>,
+    /// Settings in force.
+    pub settings: Settings,
+    /// The key file; consulted for the token when one is required.
+    pub keys: Option<Arc<KeyStore>>,
+    /// Whether requests need `Authorization: Bearer TOKEN` (non-loopback listening).
+    pub require_token: bool,
+    /// The loaded plugins.
+    pub registry: Arc<crate::plugins::Registry>,
+    /// Runs batch instances.
+    pub executor: Arc<crate::exec::batch::Executor>,
+    /// Which `Host` and `Origin` name this server.
+    pub hosts: guard::HostRules,
+    next_request: AtomicU64,
+}
+
+impl AppState {
+    /// State for a server. Request ids start from the clock, so they keep growing across
+    /// restarts without being stored.
+    pub fn new(
+        repo: Arc<Repository>,
+        settings: Settings,
+        keys: Option<Arc<KeyStore>>,
+        require_token: bool,
+        registry: Arc<crate::plugins::Registry>,
+        executor: Arc<crate::exec::batch::Executor>,
+    ) -> Self {
+        let start = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_millis() as u64);
+        let hosts = guard::HostRules::new(None, &settings.allowed_hosts, require_token);
+        AppState {
+            repo,
+            settings,
+            keys,
+            require_token,
+            registry,
+            executor,
+            hosts,
+            next_request: AtomicU64::new(start),
+        }
+    }
+
+    /// The same state for a server listening on `addr` (which `Host` values name it).
+    #[must_use]
+    pub fn listening_on(mut self, addr: std::net::SocketAddr) -> Self {
+        self.hosts =
+            guard::HostRules::new(Some(addr), &self.settings.allowed_hosts, self.require_token);
+        self
+    }
+
+    pub(super) fn request_id(&self) -> u64 {
+        self.next_request.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The answer to a request refused before it was read.
+    pub(super) fn refuse(&self, e: ApiError) -> Response {
+        Reply {
+            request_id: self.request_id(),
+            result: Err(e),
+        }
+        .into_response()
+    }
+}

@@ -1,0 +1,125 @@
+//! What a run starts with: the actions `RunElements` names (sheets, actions, folders), from
+//! the plans the repository stores with each deployed sheet, and the words for a cycle among
+//! them. No threads, no writes.
+
+use crate::plan::{ActionPlan, Element, identity};
+use crate::plugins::Registry;
+use crate::repo::{self, SheetStore};
+use std::collections::{HashMap, HashSet};
+use weft_sdk::Dialect;
+
+/// The actions the elements name, from the repository's current state: each sheet's stored
+/// plans (read once per run), each object with the dialect of its connection. An element
+/// that names nothing is the message of the outer `Err`.
+pub fn expand(
+    sheets_store: &dyn SheetStore,
+    elements: &[Element],
+    dialect: &dyn Fn(i64) -> Dialect,
+) -> repo::Result<Result<Vec<ActionPlan>, String>> {
+    let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
+    let mut parsed: HashMap<i64, Vec<ActionPlan>> = HashMap::new();
+    // A sheet's plans, read once per run; false when the sheet does not exist.
+    let load = |parsed: &mut HashMap<i64, Vec<ActionPlan>>, sheet: i64| -> repo::Result<bool> {
+        if parsed.contains_key(&sheet) {
+            return Ok(true);
+        }
+        let Some(stored) = sheets_store.plans(sheet)? else {
+            return Ok(false);
+        };
+        parsed.insert(sheet, stored.iter().map(|p| p.to_plan(dialect)).collect());
+        Ok(true)
+    };
+    for e in elements {
+        match e.kind {
+            'S' => {
+                if !load(&mut parsed, e.id)? {
+                    return Ok(Err(format!(
+                        "element S {}: sheet {} does not exist",
+                        e.id, e.id
+                    )));
+                }
+                sheets.push((e.id, None));
+            }
+            'A' => match sheets_store.node(e.id)? {
+                Some((sheet, 0)) => sheets.push((sheet, Some(e.id))),
+                Some((_, _)) => {
+                    return Ok(Err(format!(
+                        "element A {}: node {} is an object, not an action",
+                        e.id, e.id
+                    )));
+                }
+                None => {
+                    return Ok(Err(format!(
+                        "element A {}: action {} does not exist",
+                        e.id, e.id
+                    )));
+                }
+            },
+            'F' => match sheets_store.sheets_below(e.id)? {
+                Some(ids) => sheets.extend(ids.into_iter().map(|s| (s, None))),
+                None => {
+                    return Ok(Err(format!(
+                        "element F {}: folder {} does not exist",
+                        e.id, e.id
+                    )));
+                }
+            },
+            other => {
+                return Ok(Err(format!(
+                    "element type `{other}` is not known; use S (sheet), A (action) or F (folder)"
+                )));
+            }
+        }
+    }
+    let mut plans: Vec<ActionPlan> = Vec::new();
+    let mut seen: HashSet<i64> = HashSet::new();
+    for (sheet, only) in sheets {
+        if !load(&mut parsed, sheet)? {
+            continue;
+        }
+        for p in &parsed[&sheet] {
+            if only.is_none_or(|a| a == p.id) && seen.insert(p.id) {
+                plans.push(p.clone());
+            }
+        }
+    }
+    Ok(Ok(plans))
+}
+
+/// What a cycle of waiting actions `c` (each waits for the next) means: which object each
+/// reads that the next writes.
+pub fn describe_cycle(registry: &Registry, plans: &[ActionPlan], c: &[i64]) -> String {
+    let by_id: HashMap<i64, &ActionPlan> = plans.iter().map(|p| (p.id, p)).collect();
+    let mut parts = Vec::new();
+    for w in c.windows(2) {
+        let (waiter, writer) = (w[0], w[1]);
+        let shared: Vec<String> = match (by_id.get(&waiter), by_id.get(&writer)) {
+            (Some(a), Some(b)) => a
+                .sources
+                .iter()
+                .filter(|(o, _)| {
+                    b.targets
+                        .iter()
+                        .any(|(t, _)| identity(registry, t) == identity(registry, o))
+                })
+                .map(|(o, _)| format!("{} (connection {})", o.name(), o.connection_id()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let name = |id: i64| {
+            by_id
+                .get(&id)
+                .map_or(String::new(), |p| format!(" `{}`", p.name))
+        };
+        parts.push(format!(
+            "action {waiter}{} reads {} that action {writer}{} writes",
+            name(waiter),
+            shared.join(", "),
+            name(writer)
+        ));
+    }
+    format!(
+        "the actions wait for each other in a cycle, so none can start: {}",
+        parts.join("; ")
+    )
+}
