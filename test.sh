@@ -17,4 +17,5 @@ cargo test --workspace --all-targets "$@"
 # The sdk's fakes for plugin authors (feature `testing`, which no workspace member turns on:
 # it links SQLite, which the plugin libraries the tests load must not).
 cargo test -p weft_sdk --features testing --all-targets "$@"
+cargo test -p weft_sdk --features testing --doc
 cargo test --workspace --doc

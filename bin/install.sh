@@ -154,6 +154,15 @@ mkdir -p "$prefix/docs" && for doc in "$root"/docs/*; do [ -f "$doc" ] || contin
 # The sdk's sources: `weft plugins new` writes plugin crates that build against PREFIX/sdk.
 mkdir -p "$prefix/sdk/src" && put "$root/sdk/Cargo.toml" "$prefix/sdk/Cargo.toml" 644
 for f in "$root"/sdk/src/*.rs; do put "$f" "$prefix/sdk/src/${f##*/}" 644; done
+# Its companion for SQL modules (docs/plugin-guide.md), beside it: the path to the sdk in its
+# manifest is made the installed one.
+mkdir -p "$prefix/sql_support/src"
+manifest=$(mktemp "$prefix/sql_support/.install.XXXXXX")
+sed 's|path = "../../sdk"|path = "../sdk"|' "$root/plugins/sql_support/Cargo.toml" >"$manifest" \
+  && grep -q 'path = "../sdk"' "$manifest" && chmod 644 "$manifest" \
+  && mv -f "$manifest" "$prefix/sql_support/Cargo.toml" \
+  || { rm -f "$manifest"; die "cannot install $prefix/sql_support/Cargo.toml"; }
+for f in "$root"/plugins/sql_support/src/*.rs; do put "$f" "$prefix/sql_support/src/${f##*/}" 644; done
 
 version=$("$prefix/bin/weft" --version) || die "the installed $prefix/bin/weft does not start"
 echo "installed $version into $prefix"

@@ -692,6 +692,29 @@ fn plugins_install(home: &std::path::Path, file: &std::path::Path) -> ExitCode {
     };
     let dir = home.join("plugins");
     let target = dir.join(name);
+    // Beside what is installed: a name another library provides would be refused (or would
+    // take it from a library loaded after this one) at the next start.
+    let beside = weft::plugins::Registry::load_as_installed(
+        &weft::plugins::search_path(home),
+        &target,
+        file,
+    );
+    let target_name = target.display().to_string();
+    let clashes: Vec<&str> = beside
+        .refused
+        .iter()
+        .filter(|r| r.path == target || r.reason.contains(&target_name))
+        .map(|r| r.reason.as_str())
+        .collect();
+    if !clashes.is_empty() {
+        eprintln!(
+            "weft plugins install: not installed: beside the libraries installed now, installed as {target_name} it would clash:"
+        );
+        for c in clashes {
+            eprintln!("  {c}");
+        }
+        return ExitCode::FAILURE;
+    }
     let partial = dir.join(format!(".{}.installing", name.to_string_lossy()));
     let copied = std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::copy(file, &partial))

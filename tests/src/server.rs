@@ -272,6 +272,12 @@ pub fn proc_status(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Sends `command` with `payload` to the server: the status and the answer.
+pub fn command(w: &Weft, command: &str, payload: serde_json::Value) -> (u16, serde_json::Value) {
+    let body = serde_json::json!({"command": command, "payload": payload});
+    post(&w.url, body.to_string().into_bytes())
+}
+
 /// The `DeployRepository` body for `content`.
 pub fn deploy_body(content: &str) -> Vec<u8> {
     serde_json::json!({"command": "DeployRepository", "payload": {"content": content}})

@@ -101,9 +101,15 @@ fn the_installed_tree_works_from_any_directory_with_its_own_home_plugins_and_dri
         "lib/systemd/system/weft.service",
         "sdk/Cargo.toml",
         "sdk/src/lib.rs",
+        "sql_support/Cargo.toml",
+        "sql_support/src/lib.rs",
     ] {
         assert!(prefix.join(file).is_file(), "{file} is installed");
     }
+    // The sdk's companion finds the installed sdk beside it.
+    let companion =
+        std::fs::read_to_string(prefix.join("sql_support/Cargo.toml")).expect("companion");
+    assert!(companion.contains("path = \"../sdk\""), "{companion}");
     // A new plugin crate depends on the installed sdk.
     let o = t.run("weft", &["plugins", "new", "demo"]);
     let (out, err) = text(&o);

@@ -144,7 +144,12 @@ fn insert_matches_columns_by_name_with_and_without_truncate() {
         ),
         &[],
     );
-    assert_eq!(ran.outcome.map(|o| o.rows_written), Ok(3), "{:?}", ran.log);
+    assert_eq!(
+        ran.outcome.map(|o| (o.rows_written, o.rows_deleted)),
+        Ok((3, 4)),
+        "the four old rows are counted as deleted: {:?}",
+        ran.log
+    );
     // Logged while it held the connection, in order, after the host's line.
     assert_eq!(ran.log.len(), 3, "{:?}", ran.log);
     assert!(

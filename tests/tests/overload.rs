@@ -10,15 +10,6 @@ use common::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-fn command(w: &Weft, command: &str, payload: Value) -> (u16, Value) {
-    post(
-        &w.url,
-        json!({"command": command, "payload": payload})
-            .to_string()
-            .into_bytes(),
-    )
-}
-
 /// Folder 10, connection 1 (the SQLite file `data`, holding table `t`) and sheet 70 whose
 /// one action (700) runs `sql`, which inserts a row into `t`.
 fn deploy_insert(w: &Weft, data: &std::path::Path, sql: &str) {

@@ -207,13 +207,29 @@ fn replacing_an_installed_library_while_the_server_runs_changes_nothing_until_it
     let installed = plugins.join("libweft_fixture_panics.so");
     std::fs::copy(fixture("panics"), &installed).expect("install");
     let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
-    let (st, v) = post(&w.url, deploy_body(&panicky_sheet("calm")));
-    assert_eq!(st, 200, "{v}");
+    // A run whose module is executing its own code in the library, in a loop until halted.
+    let (id, _) = patient_run(&w);
     // What `cp other.so installed.so` does: the same file, rewritten in place. Loaded from
-    // the file itself, the next call into the module jumped into the new bytes and the
+    // the file itself, the running module's next instruction came from the new bytes and the
     // server died with a segfault.
     let other = std::fs::read(fixture("not_a_plugin")).expect("other library");
     std::fs::write(&installed, other).expect("overwrite in place");
+    let (st, v) = command(
+        &w,
+        "HaltBatchInstance",
+        serde_json::json!({"batchInstanceId": id}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = command(
+        &w,
+        "WaitBatchInstance",
+        serde_json::json!({"batchInstanceId": id, "timeoutSeconds": 60}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        v["payload"]["state"], "halted",
+        "the module went on from its private copy and stopped when halted: {v}"
+    );
     let (st, v) = post(&w.url, deploy_body(&panicky_sheet("calm")));
     assert_eq!(st, 200, "the server went on with its copy: {v}");
     let copies: Vec<String> = std::fs::read_dir(w.home.path().join("plugins/.loaded"))
@@ -276,6 +292,42 @@ fn weft_plugins_install_checks_the_library_and_installs_it_whole() {
         std::fs::read(&installed).expect("installed"),
         std::fs::read(fixture("panics")).expect("fixture")
     );
+    // An update of the same file installs (it replaces the one that provides its names).
+    let o = install(&fixture("panics"));
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    // The same modules under another file name would be refused at the next start: the
+    // install refuses it now, naming the module and the library that keeps it.
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    let twin = elsewhere.path().join("libweft_fixture_twin.so");
+    std::fs::copy(fixture("panics"), &twin).expect("twin");
+    let o = install(&twin);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        err.contains("module `Panicky` is already provided by")
+            && err.contains(&installed.display().to_string()),
+        "{err}"
+    );
+    assert!(!home.path().join("plugins/libweft_fixture_twin.so").exists());
+    // Put there by hand, the twin is refused at load with the same words, in `weft plugins`.
+    std::fs::copy(&twin, home.path().join("plugins/libweft_fixture_twin.so")).expect("by hand");
+    let o = std::process::Command::new(weft_bin())
+        .args(["plugins", "--home"])
+        .arg(home.path())
+        .output()
+        .expect("weft plugins");
+    let (out, _) = text(&o);
+    let twin_line = out
+        .lines()
+        .find(|l| l.starts_with("refused: ") && l.contains("libweft_fixture_twin.so"))
+        .unwrap_or_else(|| panic!("no refusal of the twin in:\n{out}"));
+    assert!(
+        twin_line.contains("module `Panicky` is already provided by")
+            && twin_line.contains("libweft_fixture_panics.so")
+            && twin_line.contains("loaded first"),
+        "{twin_line}"
+    );
+    std::fs::remove_file(home.path().join("plugins/libweft_fixture_twin.so")).expect("remove");
     let leftovers: Vec<_> = std::fs::read_dir(home.path().join("plugins"))
         .expect("plugins")
         .filter_map(Result::ok)
@@ -436,11 +488,10 @@ fn weft_plugins_url_asks_the_running_server_what_it_loaded() {
     );
 }
 
-#[test]
-fn a_halt_reaches_a_running_module_which_stops_and_is_rolled_back() {
-    let home = tempfile::tempdir().expect("home");
-    with_fixtures(home.path());
-    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+/// Deploys a sheet whose action is the fixture module `Patient` (it writes a row into `t`
+/// of connection 1, `data.db` in HOME, then waits in its own code until it is halted),
+/// starts it, and waits until its log says it waits: the instance and the data file.
+fn patient_run(w: &Weft) -> (i64, PathBuf) {
     let data = w.home.path().join("data.db");
     rusqlite::Connection::open(&data)
         .expect("data")
@@ -457,15 +508,8 @@ fn a_halt_reaches_a_running_module_which_stops_and_is_rolled_back() {
             "edges": [{"id": 1, "from": 1, "to": 2}]}]}});
     let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
     assert_eq!(st, 200, "{v}");
-    let call = |command: &str, payload: serde_json::Value| {
-        post(
-            &w.url,
-            serde_json::json!({"command": command, "payload": payload})
-                .to_string()
-                .into_bytes(),
-        )
-    };
-    let (st, v) = call(
+    let (st, v) = command(
+        w,
         "RunElements",
         serde_json::json!({"batchExecution": {"batchName": "b", "user": "u", "elementList": [{"elementType": "S", "elementId": 1}]}}),
     );
@@ -474,7 +518,8 @@ fn a_halt_reaches_a_running_module_which_stops_and_is_rolled_back() {
     // Its line says it works (it wrote its row and waits, for up to a minute).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let (_, v) = call(
+        let (_, v) = command(
+            w,
             "GetBatchInstance",
             serde_json::json!({"batchInstanceId": id}),
         );
@@ -485,13 +530,24 @@ fn a_halt_reaches_a_running_module_which_stops_and_is_rolled_back() {
         assert!(std::time::Instant::now() < deadline, "it never ran: {v}");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    (id, data)
+}
+
+#[test]
+fn a_halt_reaches_a_running_module_which_stops_and_is_rolled_back() {
+    let home = tempfile::tempdir().expect("home");
+    with_fixtures(home.path());
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let (id, data) = patient_run(&w);
     let asked = std::time::Instant::now();
-    let (st, v) = call(
+    let (st, v) = command(
+        &w,
         "HaltBatchInstance",
         serde_json::json!({"batchInstanceId": id}),
     );
     assert_eq!(st, 200, "{v}");
-    let (st, v) = call(
+    let (st, v) = command(
+        &w,
         "WaitBatchInstance",
         serde_json::json!({"batchInstanceId": id, "timeoutSeconds": 60}),
     );

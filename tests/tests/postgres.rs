@@ -82,15 +82,6 @@ fn sheet(
         "nodes": nodes, "edges": edges}]}})
 }
 
-fn command(w: &Weft, command: &str, payload: Value) -> (u16, Value) {
-    post(
-        &w.url,
-        json!({"command": command, "payload": payload})
-            .to_string()
-            .into_bytes(),
-    )
-}
-
 fn run(w: &Weft, sheet: i64) -> i64 {
     let (st, v) = command(
         w,

@@ -55,11 +55,6 @@ fn runs(w: &Weft, batch: i64) -> Vec<(String, i64)> {
         .expect("rows")
 }
 
-fn command(w: &Weft, command: &str, payload: serde_json::Value) -> (u16, serde_json::Value) {
-    let body = json!({"command": command, "payload": payload});
-    post(&w.url, body.to_string().into_bytes())
-}
-
 /// Moves the clock to `to` (wall-clock time in the service zone) and returns the batches the
 /// scheduler started at that instant, as (batch id, instance id).
 fn advance(w: &Weft, to: &str) -> Vec<(i64, i64)> {

@@ -64,6 +64,8 @@ pub struct LoadedObjectType {
     pub info: ObjectTypeInfo,
     /// The type.
     pub object_type: ObjectTypeBox,
+    /// The library that provides it (as installed).
+    pub library: PathBuf,
 }
 
 /// Everything the loaded plugins provide.
@@ -76,8 +78,14 @@ pub struct Registry {
     modules: BTreeMap<String, LoadedModule>,
     object_types: BTreeMap<i64, LoadedObjectType>,
     bridges: BTreeMap<String, ConnectionBridgeBox>,
+    /// The library that provides each bridge (as installed).
+    bridge_libraries: BTreeMap<String, PathBuf>,
     bridge_options: Vec<(String, String)>,
 }
+
+/// The order libraries load in, which decides who provides a name two of them provide.
+const LOAD_ORDER: &str =
+    "built-in plugins first, then INSTALL/plugins, then HOME/plugins, each in name order";
 
 /// The connection type weft serves natively (`connect::sqlite`); no bridge may take it.
 pub const NATIVE_SQLITE: &str = "sqlite";
@@ -202,6 +210,33 @@ impl Registry {
         r
     }
 
+    /// What the server's next start would load if `candidate` were installed as `target`
+    /// (a file in one of `dirs`, replacing what is there now), every library from its file:
+    /// `weft plugins install` asks it which names the candidate would clash on.
+    pub fn load_as_installed(dirs: &[(PathBuf, bool)], target: &Path, candidate: &Path) -> Self {
+        let mut files = library_files(dirs);
+        files.retain(|f| f != target);
+        files.push(target.to_owned());
+        // Each folder in its place, each folder's files in name order (a stable sort keeps
+        // the folders' order).
+        files.sort_by_key(|f| {
+            (
+                dirs.iter()
+                    .position(|(d, _)| f.parent() == Some(d.as_path())),
+                f.file_name().map(std::ffi::OsStr::to_os_string),
+            )
+        });
+        let mut r = Registry::default();
+        for f in files {
+            if f == target {
+                r.load_library_as(target, candidate);
+            } else {
+                r.load_library(&f);
+            }
+        }
+        r
+    }
+
     /// Loads one library; a refusal is recorded and logged, never fatal.
     pub fn load_library(&mut self, path: &Path) {
         self.load_library_as(path, path);
@@ -261,7 +296,7 @@ impl Registry {
                     match m.info().into_result() {
                         Ok(mi) if self.modules.contains_key(mi.name()) => {
                             let first = self.modules[mi.name()].library.display().to_string();
-                            self.refuse(path, format!("module `{}` is already provided by {first}, which was loaded first (built-in plugins first, then INSTALL/plugins, then HOME/plugins, each in name order); this library's is ignored", mi.name()));
+                            self.refuse(path, format!("module `{}` is already provided by {first}, which was loaded first ({LOAD_ORDER}); this library's is ignored", mi.name()));
                         }
                         Ok(mi) => {
                             lib.modules.push(mi.name().to_string());
@@ -287,7 +322,8 @@ impl Registry {
                 for t in types {
                     match t.info().into_result() {
                         Ok(ti) if self.object_types.contains_key(&ti.id()) => {
-                            self.refuse(path, format!("object type {} is already provided by another library; this one is ignored", ti.id()));
+                            let first = self.object_types[&ti.id()].library.display().to_string();
+                            self.refuse(path, format!("object type {} is already provided by {first}, which was loaded first ({LOAD_ORDER}); this library's is ignored", ti.id()));
                         }
                         Ok(ti) => {
                             lib.object_types.push(format!("{} {}", ti.id(), ti.name()));
@@ -296,6 +332,7 @@ impl Registry {
                                 LoadedObjectType {
                                     info: ti,
                                     object_type: t,
+                                    library: path.to_owned(),
                                 },
                             );
                         }
@@ -312,11 +349,19 @@ impl Registry {
             Ok(bridges) => {
                 for b in bridges {
                     match b.connection_type().into_result() {
-                        Ok(t) if self.bridges.contains_key(t.as_str()) || t == NATIVE_SQLITE => {
-                            self.refuse(path, format!("connection type `{t}` is already served; this bridge is ignored"));
+                        Ok(t) if t == NATIVE_SQLITE => {
+                            self.refuse(path, format!("connection type `{t}` is served by weft itself; this bridge is ignored"));
+                        }
+                        Ok(t) if self.bridges.contains_key(t.as_str()) => {
+                            let first = self
+                                .bridge_libraries
+                                .get(t.as_str())
+                                .map_or_else(String::new, |p| p.display().to_string());
+                            self.refuse(path, format!("connection type `{t}` is already served by {first}, which was loaded first ({LOAD_ORDER}); this library's bridge is ignored"));
                         }
                         Ok(t) => {
                             lib.connection_types.push(t.to_string());
+                            self.bridge_libraries.insert(t.to_string(), path.to_owned());
                             self.bridges.insert(t.to_string(), b);
                         }
                         Err(e) => {
