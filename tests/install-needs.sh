@@ -19,6 +19,8 @@ command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
 test -f /usr/share/zoneinfo/Europe/Berlin || packages+=(tzdata)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || packages+=(postgresql)
 command -v psql >/dev/null 2>&1 || packages+=(postgresql-client)
+# The TLS test makes its server's certificates with openssl.
+command -v openssl >/dev/null 2>&1 || packages+=(openssl)
 for jar in postgresql:libpostgresql-jdbc-java h2:libh2-java hsqldb:libhsqldb-java \
   csvjdbc:libcsvjdbc-java sqlite-jdbc:libxerial-sqlite-jdbc-java \
   mariadb-java-client:libmariadb-java; do

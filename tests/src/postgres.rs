@@ -88,6 +88,22 @@ impl Postgres {
     ///
     /// What failed, with the server's log.
     pub fn start() -> Result<Self, String> {
+        Self::start_with(false)
+    }
+
+    /// [`Postgres::start`] with TLS offered (`ssl=on`; connections without it are still
+    /// accepted): a certificate for `localhost` and `127.0.0.1` signed by a certificate
+    /// authority made for this server, whose certificate (PEM) is `ca.pem` in
+    /// [`Postgres::dir`]. Made with the `openssl` command.
+    ///
+    /// # Errors
+    ///
+    /// What failed, with the server's log or openssl's message.
+    pub fn start_tls() -> Result<Self, String> {
+        Self::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> Result<Self, String> {
         let bin = bin_dir()?;
         let dir = tempfile::Builder::new()
             .prefix("weft-pg-")
@@ -129,13 +145,22 @@ impl Postgres {
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
+        let ssl = if tls {
+            certificates(dir.path(), user)?;
+            format!(
+                "-c ssl=on -c ssl_cert_file='{0}/server.crt' -c ssl_key_file='{0}/server.key'",
+                dir.path().display()
+            )
+        } else {
+            String::new()
+        };
         let port = free_port()?;
         let log = dir.path().join("server.log");
         // The shell stops the server when its stdin closes (the test process ended), then
         // removes the folder, which a server shared through a static is never dropped to do.
         let script = format!(
             "'{}' -D '{}' -p {port} -k '{}' -c listen_addresses=127.0.0.1 -c fsync=off \
-             -c synchronous_commit=off -c full_page_writes=off -c max_connections=60 \
+             -c synchronous_commit=off -c full_page_writes=off -c max_connections=60 {ssl} \
              >'{}' 2>&1 & pid=$!; cat >/dev/null; kill -INT $pid; wait $pid; rm -rf '{}'",
             bin.join("postgres").display(),
             data.display(),
@@ -238,6 +263,87 @@ impl Postgres {
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
+}
+
+/// A certificate authority (`ca.pem`) and a server certificate for `localhost` and
+/// `127.0.0.1` signed by it (`server.crt`, `server.key`, the key readable by the server's
+/// user only, as PostgreSQL requires), in `dir`.
+fn certificates(dir: &Path, user: Option<(u32, u32)>) -> Result<(), String> {
+    let openssl = |args: &[&str]| -> Result<(), String> {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .map_err(|e| format!("openssl (apt-get install openssl): {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "openssl {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    };
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .map_err(|e| format!("server.ext: {e}"))?;
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=weft test CA",
+    ])?;
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    ])?;
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ])?;
+    let key = dir.join("server.key");
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .map_err(|e| format!("{}: {e}", key.display()))?;
+    if let Some((uid, gid)) = user {
+        for f in ["server.key", "server.crt"] {
+            std::os::unix::fs::chown(dir.join(f), Some(uid), Some(gid))
+                .map_err(|e| format!("chown {f}: {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 fn as_user(c: &mut Command, user: Option<(u32, u32)>) {

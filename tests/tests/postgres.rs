@@ -1,7 +1,9 @@
 //! End to end with the native `postgresql` connection type (plugins/postgres) on a real
 //! PostgreSQL server started by the test: Insert and Upsert on PostgreSQL, Transfer both ways
-//! with SQLite and the values of every basic type, a halt that cancels a running statement,
-//! connection errors that name the place and never the password, deploy checks in
+//! with SQLite and every type there and back with its extremes and NULLs, `timestamptz`
+//! texts read in the session's zone, a halt that cancels a running statement or a streaming
+//! Transfer, the `sslmode`s on a server with TLS, connection errors that name the place and
+//! never the password, deploy checks in
 //! PostgreSQL's dialect (positions; table functions are no tables), and the clock functions
 //! (`current_local_timestamp()`, `is_dst_change_tonight()`) as on SQLite.
 
@@ -371,6 +373,318 @@ fn halt_cancels_a_running_postgresql_statement_and_rolls_it_back() {
         pg.psql("SELECT count(*) FROM waited").expect("count"),
         "0",
         "its transaction was rolled back"
+    );
+}
+
+#[test]
+fn sslmodes_encrypt_and_verify_full_checks_the_certificate_and_the_host_name() {
+    let pg = Postgres::start_tls().expect("PostgreSQL with TLS");
+    pg.psql("CREATE TABLE seen (entry int, ssl boolean);")
+        .expect("table");
+    let ca = pg.dir().join("ca.pem");
+    // A certificate authority that did not sign the server's certificate.
+    let other = tempfile::tempdir().expect("other CA");
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "k.pem", "-out",
+        ])
+        .arg(other.path().join("ca.pem"))
+        .args(["-days", "2", "-subj", "/CN=someone else"])
+        .current_dir(other.path())
+        .output()
+        .expect("openssl");
+    assert!(made.status.success(), "{made:?}");
+    let (w, _) = setup(&pg);
+    let url = |host: &str| format!("postgresql://{host}:{}/weft", pg.port);
+    let entries = [
+        (21, url("127.0.0.1"), "sslmode=disable".to_owned()),
+        (22, url("127.0.0.1"), "sslmode=require".to_owned()),
+        (
+            23,
+            url("localhost"),
+            format!("sslmode=verify-full;sslrootcert={}", ca.display()),
+        ),
+        (
+            24,
+            url("127.0.0.1"),
+            format!("sslmode=verify-full;sslrootcert={}", ca.display()),
+        ),
+        (
+            25,
+            url("localhost"),
+            format!(
+                "sslmode=verify-full;sslrootcert={}",
+                other.path().join("ca.pem").display()
+            ),
+        ),
+    ];
+    let mut keys = String::new();
+    let mut connections = Vec::new();
+    for (id, url, options) in &entries {
+        keys.push_str(&format!("{id}|postgresql|{url}|weft|secret|{options}\n"));
+        connections.push(json!({"id": id, "name": format!("tls{id}"), "type": "postgresql"}));
+    }
+    w.add_keys(&keys);
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"connections": connections}}),
+    );
+    for (id, _, _) in &entries {
+        deploy(
+            &w,
+            &sheet(
+                *id,
+                "Sql",
+                &format!(
+                    "INSERT INTO seen SELECT {id}, ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"
+                ),
+                // A system view, not an object of the sheet.
+                json!({"validateSql": false}),
+                &[],
+                ("seen", *id),
+            ),
+        );
+    }
+    for id in [21, 22, 23, 24] {
+        let inst = run_and_wait(&w, id);
+        assert_eq!(inst["state"], "finished", "entry {id}: {inst}");
+    }
+    assert_eq!(
+        pg.psql("SELECT entry, ssl FROM seen ORDER BY entry")
+            .expect("seen"),
+        "21|f\n22|t\n23|t\n24|t",
+        "disable is plain; require and verify-full (by name and by address) are encrypted"
+    );
+    // A certificate another authority signed is refused, and the message says why.
+    let inst = run_and_wait(&w, 25);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        e.contains(&format!(
+            "cannot connect to PostgreSQL at localhost:{}",
+            pg.port
+        )) && e.to_lowercase().contains("certificate"),
+        "{e}"
+    );
+    // require against a server that offers no TLS fails, naming it.
+    let plain = Postgres::start().expect("PostgreSQL");
+    plain
+        .psql("CREATE TABLE seen (entry int, ssl boolean);")
+        .expect("table");
+    w.add_keys(&format!(
+        "26|postgresql|postgresql://127.0.0.1:{}/weft|weft|secret|sslmode=require\n",
+        plain.port
+    ));
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"connections": [{"id": 26, "name": "plain", "type": "postgresql"}]}}),
+    );
+    deploy(
+        &w,
+        &sheet(
+            26,
+            "Sql",
+            "INSERT INTO seen VALUES (26, false)",
+            json!({}),
+            &[],
+            ("seen", 26),
+        ),
+    );
+    let inst = run_and_wait(&w, 26);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+    assert!(e.contains(&format!("127.0.0.1:{}", plain.port)), "{e}");
+    assert_eq!(plain.psql("SELECT count(*) FROM seen").expect("seen"), "0");
+}
+
+#[test]
+fn every_type_goes_postgresql_to_sqlite_and_back_unchanged_with_extremes_and_nulls() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    let columns = "i2 smallint, i4 integer, i8 bigint, r4 real, r8 double precision, \
+                   num numeric, txt text, vc varchar(12), ch char(3), b boolean, d date, \
+                   tm time, ts timestamp, tstz timestamptz, by bytea, js json, jsb jsonb, \
+                   u uuid";
+    pg.psql(&format!(
+        "CREATE TABLE all_types (n int, {columns});
+         CREATE TABLE all_back (n int, {columns});
+         INSERT INTO all_types VALUES
+           (1, -32768, -2147483648, -9223372036854775808, -3.4e38, -1.7976931348623157e308,
+            -99999999999999999999.99999, '', '', 'ab', false, '0001-01-01', '00:00:00',
+            '0001-01-01 00:00:00', '0001-01-01 00:00:00+00', '\\x00', 'null', '{{}}',
+            '00000000-0000-0000-0000-000000000000'),
+           (2, 32767, 2147483647, 9223372036854775807, 3.4e38, 'Infinity', 'Infinity',
+            repeat('x', 5000), 'ünï ✓ 日本', '✓✓✓', true, 'infinity', '23:59:59.999999',
+            'infinity', '-infinity', '\\xdeadbeef00ff', '[1, \"a\", null]',
+            '{{\"k\": {{\"deep\": [true, 1.5]}}}}', 'ffffffff-ffff-ffff-ffff-ffffffffffff'),
+           (3, 0, 0, 0, 1.25, -0.0, 0.000001, 'line\nbreak\ttab', 'q''uote', 'x', true,
+            '2026-03-29', '12:30:00.5', '2026-10-25 02:30:00.123456',
+            '2026-03-29 01:30:00.5+00', '', '{{\"a\": 1}}', '[]',
+            'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'),
+           (4, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+            NULL, NULL, NULL, NULL, NULL);"
+    ))
+    .expect("tables");
+    let (w, data) = setup(&pg);
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(
+            "CREATE TABLE lite_types (n, i2, i4, i8, r4, r8, num, txt, vc, ch, b, d, tm, ts, tstz, by, js, jsb, u);",
+        )
+        .expect("lite table");
+    deploy(
+        &w,
+        &sheet(
+            31,
+            "Transfer",
+            "SELECT * FROM all_types",
+            json!({}),
+            &[("all_types", 7)],
+            ("lite_types", 1),
+        ),
+    );
+    deploy(
+        &w,
+        &sheet(
+            32,
+            "Transfer",
+            "SELECT * FROM lite_types",
+            json!({}),
+            &[("lite_types", 1)],
+            ("all_back", 7),
+        ),
+    );
+    for id in [31, 32] {
+        let inst = run_and_wait(&w, id);
+        assert_eq!(inst["state"], "finished", "sheet {id}: {inst}");
+        assert_eq!(inst["actions"][0]["rowsWritten"], 4, "sheet {id}: {inst}");
+    }
+    // Every value, by its text in PostgreSQL, row by row.
+    let rows = |table: &str| {
+        pg.psql(&format!("SELECT t::text FROM {table} t ORDER BY n"))
+            .expect("rows")
+    };
+    assert_eq!(rows("all_back"), rows("all_types"));
+    // In SQLite the kinds are kept: integers as integers, floats as floats, bytes as bytes,
+    // the rest as text (decimals exact, times as ISO text).
+    let lite = common::actions::rows(
+        &data,
+        "SELECT typeof(i8), typeof(r8), typeof(num), typeof(by), typeof(b), num, tstz FROM lite_types WHERE n = 1",
+    );
+    assert_eq!(
+        lite,
+        vec![
+            "integer|real|text|blob|integer|-99999999999999999999.99999|0001-01-01T00:00:00+00:00"
+        ]
+    );
+}
+
+#[test]
+fn a_timestamp_with_zone_without_an_offset_is_read_in_the_session_s_zone_on_both_ways() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "ALTER DATABASE weft SET timezone TO 'Europe/Berlin';
+         CREATE TABLE by_copy (n int, t timestamptz);
+         CREATE TABLE by_insert (n int, t timestamptz, pad interval);",
+    )
+    .expect("tables");
+    let (w, data) = setup(&pg);
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(
+            "CREATE TABLE zoned (n INTEGER, t TEXT);
+             INSERT INTO zoned VALUES (1, '2026-07-01 12:00:00'), (2, '2026-07-01 12:00:00+00'),
+               (3, '2026-10-25 02:30:00'), (4, '2026-03-29 02:30:00'), (5, '2026-01-05T08:00:00Z');",
+        )
+        .expect("source");
+    // Into `by_copy` through binary COPY (encoded by weft); into `by_insert`, whose interval
+    // column COPY does not write, through INSERTs (read by the server).
+    for (id, target) in [(41, "by_copy"), (42, "by_insert")] {
+        deploy(
+            &w,
+            &sheet(
+                id,
+                "Transfer",
+                "SELECT n, t FROM zoned",
+                json!({}),
+                &[("zoned", 1)],
+                (target, 7),
+            ),
+        );
+        let inst = run_and_wait(&w, id);
+        assert_eq!(inst["state"], "finished", "{target}: {inst}");
+    }
+    let utc = |table: &str| {
+        pg.psql(&format!(
+            "SELECT n, t AT TIME ZONE 'UTC' FROM {table} ORDER BY n"
+        ))
+        .expect("rows")
+    };
+    assert_eq!(
+        utc("by_copy"),
+        "1|2026-07-01 10:00:00\n2|2026-07-01 12:00:00\n3|2026-10-25 01:30:00\n4|2026-03-29 01:30:00\n5|2026-01-05 08:00:00"
+    );
+    assert_eq!(utc("by_insert"), utc("by_copy"), "both ways read alike");
+}
+
+#[test]
+fn a_transfer_halted_while_it_streams_leaves_its_target_as_it_was() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "CREATE TABLE target (n int, s text);
+         INSERT INTO target VALUES (0, 'kept');
+         CREATE TABLE numbers AS SELECT g AS n FROM generate_series(1, 100000) AS g;",
+    )
+    .expect("tables");
+    let (w, _) = setup(&pg);
+    // Connection 8 is the same database as 7: the Transfer streams from one session into the
+    // COPY of another.
+    w.add_keys(&format!(
+        "8|postgresql|postgresql://127.0.0.1:{}/weft|weft|secret|sslmode=disable;application_name=weft-test\n",
+        pg.port
+    ));
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"connections": [{"id": 8, "name": "again", "type": "postgresql"}]}}),
+    );
+    // The source's rows come at once up to row 50,000, which sleeps for a minute.
+    deploy(
+        &w,
+        &sheet(
+            43,
+            "Transfer",
+            "SELECT n, CASE WHEN n = 50000 THEN (CASE WHEN pg_sleep(60) IS NULL THEN 'late' ELSE 'late' END) ELSE 'row' END AS s FROM numbers ORDER BY n",
+            json!({}),
+            &[("numbers", 7)],
+            ("target", 8),
+        ),
+    );
+    let id = run(&w, 43);
+    until_sleeping(&pg);
+    // The rows before it are on their way into the target's COPY.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pg
+        .psql("SELECT coalesce(sum(tuples_processed), 0) > 0 FROM pg_stat_progress_copy WHERE command = 'COPY FROM'")
+        .expect("progress")
+        != "t"
+    {
+        assert!(std::time::Instant::now() < deadline, "no row reached the target's COPY");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let asked = std::time::Instant::now();
+    let (st, v) = command(&w, "HaltBatchInstance", json!({"batchInstanceId": id}));
+    assert_eq!(st, 200, "{v}");
+    let inst = wait(&w, id);
+    let took = asked.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "the halt took {took:?}"
+    );
+    assert_eq!(inst["state"], "halted", "{inst}");
+    assert_eq!(inst["actions"][0]["state"], "H", "{inst}");
+    assert_eq!(
+        pg.psql("SELECT n, s FROM target ORDER BY n").expect("rows"),
+        "0|kept",
+        "nothing of the halted Transfer landed"
     );
 }
 

@@ -7,7 +7,7 @@ use crate::clock::{self, ServiceClock};
 use crate::placeholders::numbered;
 use crate::session::Session;
 use crate::values::{Param, Raw, decode};
-use crate::values::{copyable, encode};
+use crate::values::{SessionZone, copyable, encode};
 use futures_util::{SinkExt, StreamExt};
 use std::pin::pin;
 use tokio_postgres::SimpleQueryMessage;
@@ -31,6 +31,8 @@ struct OpenCopy {
     /// Rows inserted into the table in this transaction before it began.
     first: u64,
     sink: std::pin::Pin<Box<tokio_postgres::CopyInSink<bytes::Bytes>>>,
+    /// The session's `TimeZone` when it began, for `timestamptz` texts without an offset.
+    zone: SessionZone,
 }
 
 /// A connection as an action uses it.
@@ -155,6 +157,17 @@ impl PgConnection {
         Ok(inserted)
     }
 
+    /// The session's `TimeZone` setting.
+    fn session_zone(&mut self) -> PluginResult<SessionZone> {
+        let sql = "SELECT current_setting('TimeZone')";
+        let messages = self.c().simple_query(sql).map_err(|e| self.fail(&e, sql))?;
+        let setting = messages.iter().find_map(|m| match m {
+            SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+            _ => None,
+        });
+        Ok(SessionZone::of(setting.as_deref().unwrap_or("UTC")))
+    }
+
     /// The types of `columns` of `target`, as the server sees them.
     fn types_of(&mut self, target: &str, columns: &[&str]) -> PluginResult<Vec<Type>> {
         let cols: Vec<String> = columns
@@ -216,6 +229,13 @@ impl PgConnection {
         // pieces of about 1 MiB.
         let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
         if self.open_copy.is_none() {
+            // Asked before the COPY begins (no other statement can run during it), and only
+            // where a column needs it.
+            let zone = if types.contains(&Type::TIMESTAMPTZ) {
+                self.session_zone()?
+            } else {
+                SessionZone::Known(chrono_tz::UTC)
+            };
             let (client, mut driver) = self.c().parts();
             let sink = driver
                 .block_on(client.copy_in::<_, bytes::Bytes>(sql.as_str()))
@@ -230,6 +250,7 @@ impl PgConnection {
                 target: target.to_owned(),
                 first: before,
                 sink: Box::pin(sink),
+                zone,
             });
             buf.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
             buf.extend_from_slice(&0i32.to_be_bytes());
@@ -276,7 +297,7 @@ impl PgConnection {
                     }
                     let at = buf.len();
                     buf.extend_from_slice(&0i32.to_be_bytes());
-                    encode(v, ty, &mut buf).map_err(|m| {
+                    encode(v, ty, &open.zone, &mut buf).map_err(|m| {
                         PluginError::new(format!("{}: {m}", place(r + 1, columns[i])))
                     })?;
                     let len = i32::try_from(buf.len() - at - 4).map_err(|_| {

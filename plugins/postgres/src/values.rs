@@ -410,9 +410,31 @@ fn parse<T: std::str::FromStr>(v: &Value, what: &str) -> Result<T, String> {
         .map_err(|_| format!("`{text}` is no {what}"))
 }
 
+/// The session's `TimeZone`, in which PostgreSQL reads a `timestamptz` text without an
+/// offset, and so does [`encode`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionZone {
+    /// An IANA zone (or UTC).
+    Known(chrono_tz::Tz),
+    /// A setting weft cannot read as one (a POSIX zone string): a text without an offset
+    /// is refused, naming it.
+    Unknown(String),
+}
+
+impl SessionZone {
+    /// The zone of a `TimeZone` setting.
+    pub fn of(setting: &str) -> Self {
+        setting.parse().map_or_else(
+            |_| SessionZone::Unknown(setting.to_owned()),
+            SessionZone::Known,
+        )
+    }
+}
+
 /// Writes `v` in the binary form of `ty` (one of [`copyable`]), without its length; `Err` says
-/// why it does not fit (the caller adds the row and column).
-pub fn encode(v: &Value, ty: &Type, out: &mut Vec<u8>) -> Result<(), String> {
+/// why it does not fit (the caller adds the row and column). A `timestamptz` text without an
+/// offset is read in `zone`.
+pub fn encode(v: &Value, ty: &Type, zone: &SessionZone, out: &mut Vec<u8>) -> Result<(), String> {
     match *ty {
         Type::BOOL => {
             let b = match v.get() {
@@ -522,7 +544,8 @@ pub fn encode(v: &Value, ty: &Type, out: &mut Vec<u8>) -> Result<(), String> {
             let micros = match text.trim() {
                 "infinity" => i64::MAX,
                 "-infinity" => i64::MIN,
-                t => timestamp_micros(t, *ty == Type::TIMESTAMPTZ)
+                t if *ty == Type::TIMESTAMPTZ => timestamptz_micros(t, zone)?,
+                t => timestamp_micros(t)
                     .ok_or_else(|| format!("`{text}` is no timestamp (YYYY-MM-DD HH:MM:SS)"))?,
             };
             out.extend(micros.to_be_bytes());
@@ -542,14 +565,75 @@ fn parse_ymd(t: &str) -> Option<NaiveDate> {
     NaiveDate::from_ymd_opt(num(0..4)? as i32, num(5..7)?, num(8..10)?)
 }
 
-/// Microseconds since 2000-01-01 of a timestamp's text; with `zoned`, an offset in the text
-/// is taken into account (a text without one is UTC).
-fn timestamp_micros(text: &str, zoned: bool) -> Option<i64> {
+/// Microseconds since 2000-01-01 UTC of a `timestamptz` text: with an offset (`Z`, `+01`,
+/// `+0130`, `+01:30`, as PostgreSQL writes them), that instant; without one, the wall-clock
+/// time in `zone`, as PostgreSQL reads it (in a clock change's repeated hour the later
+/// instant, in a skipped hour the offset before the change).
+fn timestamptz_micros(text: &str, zone: &SessionZone) -> Result<i64, String> {
     let start = epoch().and_time(NaiveTime::MIN);
-    if zoned && let Ok(t) = chrono::DateTime::parse_from_rfc3339(&text.replacen(' ', "T", 1)) {
-        return (t.naive_utc() - start).num_microseconds();
+    let bad =
+        || format!("`{text}` is no timestamp (YYYY-MM-DD HH:MM:SS, with or without an offset)");
+    if let Some(rfc) = with_offset(text) {
+        let t = chrono::DateTime::parse_from_rfc3339(&rfc).map_err(|_| bad())?;
+        return (t.naive_utc() - start).num_microseconds().ok_or_else(bad);
     }
-    let naive = ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d"]
+    let naive = naive_timestamp(text).ok_or_else(bad)?;
+    let utc = match zone {
+        SessionZone::Known(tz) => {
+            use chrono::{LocalResult, Offset, TimeZone};
+            match tz.from_local_datetime(&naive) {
+                LocalResult::Single(t) => t.naive_utc(),
+                LocalResult::Ambiguous(_, later) => later.naive_utc(),
+                LocalResult::None => {
+                    let before = tz
+                        .offset_from_utc_datetime(&(naive - chrono::Duration::hours(3)))
+                        .fix();
+                    naive - before
+                }
+            }
+        }
+        SessionZone::Unknown(name) => {
+            return Err(format!(
+                "`{text}` has no UTC offset, and the session's TimeZone `{name}` is no zone weft knows to read it in; write the offset, or set TimeZone to an IANA zone"
+            ));
+        }
+    };
+    (utc - start).num_microseconds().ok_or_else(bad)
+}
+
+/// `text` in RFC 3339 form when it ends in an offset (`Z`, `+HH`, `+HHMM`, `+HH:MM`), with
+/// `T` between date and time; `None` when it has none.
+fn with_offset(text: &str) -> Option<String> {
+    let t = text.replacen(' ', "T", 1);
+    if t.len() < 11 {
+        return None;
+    }
+    if t.ends_with('Z') || t.ends_with('z') {
+        return Some(t);
+    }
+    // The offset's sign stands after the time (past the date's own dashes).
+    let at = t[10..].rfind(['+', '-']).map(|i| i + 10)?;
+    let digits: String = t[at + 1..].chars().filter(|c| *c != ':').collect();
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (h, m) = match digits.len() {
+        2 => (&digits[..2], "00"),
+        4 => (&digits[..2], &digits[2..]),
+        _ => return None,
+    };
+    Some(format!("{}{}{h}:{m}", &t[..at], &t[at..=at]))
+}
+
+/// Microseconds since 2000-01-01 of a `timestamp` text (wall-clock time, no zone).
+fn timestamp_micros(text: &str) -> Option<i64> {
+    let start = epoch().and_time(NaiveTime::MIN);
+    (naive_timestamp(text)? - start).num_microseconds()
+}
+
+/// A timestamp's text without an offset: `YYYY-MM-DD HH:MM:SS[.f]`, with `T`, or a date.
+fn naive_timestamp(text: &str) -> Option<chrono::NaiveDateTime> {
+    ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d"]
         .iter()
         .find_map(|f| {
             chrono::NaiveDateTime::parse_from_str(text, f)
@@ -559,8 +643,7 @@ fn timestamp_micros(text: &str, zoned: bool) -> Option<i64> {
                         .ok()
                         .map(|d| d.and_time(NaiveTime::MIN))
                 })
-        })?;
-    (naive - start).num_microseconds()
+        })
 }
 
 /// A decimal's text (`-12.50`, `NaN`, `Infinity`) in `numeric`'s binary form.
@@ -681,10 +764,65 @@ mod encode_tests {
     }
 
     #[test]
+    fn timestamptz_texts_are_read_as_postgresql_reads_them() {
+        let berlin = SessionZone::of("Europe/Berlin");
+        let utc_of = |text: &str, zone: &SessionZone| {
+            timestamptz_micros(text, zone).map(|m| {
+                (epoch().and_time(NaiveTime::MIN) + chrono::Duration::microseconds(m))
+                    .format("%Y-%m-%d %H:%M:%S")
+                    .to_string()
+            })
+        };
+        // With an offset, in every form PostgreSQL writes, the instant it names.
+        for text in [
+            "2026-07-01 12:00:00+02",
+            "2026-07-01T12:00:00+0200",
+            "2026-07-01 12:00:00+02:00",
+            "2026-07-01 10:00:00Z",
+            "2026-07-01 05:00:00-05",
+        ] {
+            assert_eq!(
+                utc_of(text, &berlin),
+                Ok("2026-07-01 10:00:00".to_owned()),
+                "{text}"
+            );
+        }
+        // Without one, the wall-clock time in the session's zone (the answers of
+        // PostgreSQL 15 for `SET TimeZone = 'Europe/Berlin'`): summer, the repeated autumn
+        // hour (the later instant) and the skipped spring hour (the offset before).
+        for (text, utc) in [
+            ("2026-07-01 12:00:00", "2026-07-01 10:00:00"),
+            ("2026-10-25 02:30:00", "2026-10-25 01:30:00"),
+            ("2026-03-29 02:30:00", "2026-03-29 01:30:00"),
+            ("2026-01-05", "2026-01-04 23:00:00"),
+        ] {
+            assert_eq!(utc_of(text, &berlin), Ok(utc.to_owned()), "{text}");
+        }
+        assert_eq!(
+            utc_of("2026-07-01 12:00:00", &SessionZone::of("UTC")),
+            Ok("2026-07-01 12:00:00".to_owned())
+        );
+        let posix = SessionZone::of("<+03>-03");
+        assert!(
+            utc_of("2026-07-01 12:00:00", &posix)
+                .expect_err("no zone")
+                .contains("TimeZone `<+03>-03`")
+        );
+        assert_eq!(
+            utc_of("2026-07-01 12:00:00+03", &posix),
+            Ok("2026-07-01 09:00:00".to_owned()),
+            "an offset needs no zone"
+        );
+        for bad in ["2026-07-01 12:00:00+2", "yesterday", "2026-13-01 00:00:00"] {
+            assert!(utc_of(bad, &berlin).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn values_go_to_binary_by_the_column_type_or_say_why_not() {
         let enc = |v: Value, ty: Type| {
             let mut out = Vec::new();
-            encode(&v, &ty, &mut out).map(|()| out)
+            encode(&v, &ty, &SessionZone::Known(chrono_tz::UTC), &mut out).map(|()| out)
         };
         assert_eq!(
             enc(Value::text("42"), Type::INT4),
@@ -755,7 +893,7 @@ mod encode_tests {
         fn any_date_goes_to_days_and_back(days in -700_000i32..2_900_000) {
             let text = date_text(days);
             let mut raw = Vec::new();
-            encode(&Value::date(text.as_str()), &Type::DATE, &mut raw).expect(&text);
+            encode(&Value::date(text.as_str()), &Type::DATE, &SessionZone::Known(chrono_tz::UTC), &mut raw).expect(&text);
             proptest::prop_assert_eq!(i32::from_be_bytes(be(&raw).expect("4 bytes")), days, "{}", text);
         }
     }
