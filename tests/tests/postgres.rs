@@ -689,6 +689,90 @@ fn a_transfer_halted_while_it_streams_leaves_its_target_as_it_was() {
 }
 
 #[test]
+fn an_upsert_from_sqlite_into_postgresql_counts_inserts_and_updates_and_needs_a_unique_key() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "CREATE TABLE dim (code text UNIQUE, name text, amount numeric(14,2), extra text DEFAULT 'untouched');
+         INSERT INTO dim (code, name, amount) SELECT 'c' || g, 'old ' || g, g FROM generate_series(1, 5000) g;
+         CREATE TABLE no_key (code text, name text);
+         INSERT INTO no_key VALUES ('c1', 'kept');",
+    )
+    .expect("tables");
+    let (w, data) = setup(&pg);
+    // 20,000 source rows: codes 2,501..22,500, so 2,500 update and 17,500 insert.
+    {
+        let mut c = rusqlite::Connection::open(&data).expect("data");
+        let tx = c.transaction().expect("tx");
+        tx.execute_batch("CREATE TABLE codes (code TEXT, name TEXT, amount TEXT);")
+            .expect("table");
+        for g in 2_501..=22_500 {
+            tx.execute(
+                "INSERT INTO codes VALUES (?1, ?2, ?3)",
+                rusqlite::params![format!("c{g}"), format!("new {g}"), format!("{g}.50")],
+            )
+            .expect("row");
+        }
+        tx.commit().expect("commit");
+    }
+    deploy(
+        &w,
+        &sheet(
+            51,
+            "Upsert",
+            "SELECT code, name, amount FROM codes",
+            json!({"keys": "code"}),
+            &[("codes", 1)],
+            ("dim", 7),
+        ),
+    );
+    let inst = run_and_wait(&w, 51);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    let a = &inst["actions"][0];
+    assert_eq!(
+        (&a["rowsRead"], &a["rowsWritten"], &a["rowsUpdated"]),
+        (&json!(20_000), &json!(17_500), &json!(2_500)),
+        "{inst}"
+    );
+    assert_eq!(
+        pg.psql(
+            "SELECT count(*), count(*) FILTER (WHERE name LIKE 'new %'), count(*) FILTER (WHERE extra = 'untouched'), sum(amount) FROM dim"
+        )
+        .expect("counts"),
+        // 22,500 codes; the 20,000 new; a column the query does not name is left as it was;
+        // old amounts 1..2,500, new ones g + 0.50 for 2,501..22,500 (summed in cents).
+        {
+            let cents: i64 = (1..=2_500).map(|g: i64| g * 100).sum::<i64>()
+                + (2_501..=22_500).map(|g: i64| g * 100 + 50).sum::<i64>();
+            format!("22500|20000|22500|{}.{:02}", cents / 100, cents % 100)
+        }
+    );
+    // A target without a unique constraint on the keys: said so, nothing written.
+    deploy(
+        &w,
+        &sheet(
+            52,
+            "Upsert",
+            "SELECT code, name FROM codes",
+            json!({"keys": "code"}),
+            &[("codes", 1)],
+            ("no_key", 7),
+        ),
+    );
+    let inst = run_and_wait(&w, 52);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        e.contains("no primary key or unique constraint on exactly (code)")
+            && e.contains("ADD UNIQUE (code)"),
+        "{e}"
+    );
+    assert_eq!(
+        pg.psql("SELECT code, name FROM no_key").expect("rows"),
+        "c1|kept"
+    );
+}
+
+#[test]
 fn connection_errors_name_the_server_and_never_the_password() {
     let pg = Postgres::start().expect("PostgreSQL");
     pg.psql("CREATE TABLE t (n int);").expect("table");

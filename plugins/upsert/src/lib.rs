@@ -157,7 +157,11 @@ impl ActionModule for Upsert {
             same_connection(conn, &table, &info, &keys, &primary, &query)?
         } else {
             let (src, dst) = ctx.two_connections(source_conn, target.connection_id())?;
-            across(src, dst, &table, &info, &keys, &query)?
+            if dialect == weft_sdk::Dialect::Postgres {
+                staged(src, dst, &table, &info, &keys, &primary, &query)?
+            } else {
+                across(src, dst, &table, &info, &keys, &query)?
+            }
         };
         ctx.log(&format!(
             "Upsert into {table} by ({}): {} row(s) read, {} inserted, {} updated.",
@@ -331,6 +335,65 @@ fn same_connection(
             rows_deleted: 0,
         })
     }
+}
+
+/// Across connections into PostgreSQL: the source's rows are loaded into a temporary table on
+/// the target's connection (a COPY, through `insert_batch`), which then upserts them into the
+/// target on that one connection: one `INSERT ... ON CONFLICT` for all rows, as on one
+/// connection, instead of two statements a row. The temporary table has the matched columns
+/// of the target, with their types, and lives in the action's transaction.
+fn staged(
+    src: &mut Connection,
+    dst: &mut Connection,
+    table: &str,
+    info: &weft_sdk::TableInfo,
+    keys: &[String],
+    primary: &[String],
+    query: &str,
+) -> PluginResult<RunOutcome> {
+    let dialect = dst.dialect();
+    let q = |c: &str| quote(dialect, c);
+    let stage = "weft_upsert_stage";
+    let columns: std::cell::RefCell<Vec<String>> = std::cell::RefCell::new(Vec::new());
+    dst.execute_batch(&format!("DROP TABLE IF EXISTS pg_temp.{stage}"))?;
+    // Both of the query's callbacks write to the target's connection, one after the other.
+    let target = std::cell::RefCell::new(&mut *dst);
+    src.query(
+        query,
+        &[],
+        10_000,
+        |names| {
+            let matched = match_columns(names, info)?;
+            key_check(keys, &matched)?;
+            let cols: Vec<String> = matched.iter().map(|c| q(c)).collect();
+            target.borrow_mut().execute_batch(&format!(
+                "CREATE TEMPORARY TABLE {stage} ON COMMIT DROP AS SELECT {} FROM {table} LIMIT 0",
+                cols.join(", ")
+            ))?;
+            *columns.borrow_mut() = matched;
+            Ok(())
+        },
+        |batch| {
+            let cols = columns.borrow();
+            let names: Vec<&str> = cols.iter().map(String::as_str).collect();
+            target
+                .borrow_mut()
+                .insert_batch(None, stage, &names, &batch)?;
+            Ok(())
+        },
+    )?;
+    let cols = columns.into_inner();
+    if cols.is_empty() {
+        // No rows and no columns came (the query returned nothing at all).
+        return Ok(RunOutcome::default());
+    }
+    let select = format!(
+        "SELECT {} FROM {stage}",
+        cols.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ")
+    );
+    let outcome = same_connection(dst, table, info, keys, primary, &select)?;
+    dst.execute_batch(&format!("DROP TABLE {stage}"))?;
+    Ok(outcome)
 }
 
 /// The statements of a row-by-row upsert across connections.
