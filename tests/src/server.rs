@@ -4,7 +4,14 @@
 //!
 //! The binary is the one the build made beside the test or bench executable
 //! (`target/debug/weft` or `target/release/weft`), or `$WEFT_BIN`.
+//!
+//! The repository is the backend `WEFT_TEST_REPOSITORY` names: `sqlite` (the default:
+//! `HOME/repository.db`) or `postgresql`, where each fresh home's key file puts the
+//! repository into a database of its own on one PostgreSQL server the test process starts.
+//! Tests read the repository through [`Weft::dump`], [`Weft::repo_rows`] and
+//! [`Weft::repo_execute`], the same on both.
 
+use crate::postgres::Postgres;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -31,6 +38,72 @@ pub fn weft_bin() -> PathBuf {
     bin
 }
 
+/// Where the tests keep repositories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `HOME/repository.db`.
+    Sqlite,
+    /// A database of its own on the test process's PostgreSQL server.
+    Postgres,
+}
+
+/// The backend of this test run: `WEFT_TEST_REPOSITORY` (`sqlite`, the default, or
+/// `postgresql`).
+///
+/// # Panics
+///
+/// On another value.
+pub fn backend() -> Backend {
+    match std::env::var("WEFT_TEST_REPOSITORY").as_deref() {
+        Err(_) | Ok("" | "sqlite") => Backend::Sqlite,
+        Ok("postgresql") => Backend::Postgres,
+        Ok(other) => panic!("WEFT_TEST_REPOSITORY is sqlite or postgresql, not `{other}`"),
+    }
+}
+
+/// The PostgreSQL server of the repositories, started once per test process.
+pub fn repository_server() -> &'static Postgres {
+    static SERVER: std::sync::OnceLock<Postgres> = std::sync::OnceLock::new();
+    SERVER.get_or_init(|| Postgres::start().expect("PostgreSQL for the repositories"))
+}
+
+/// In `home`, a key file whose entry 0 puts the repository into a new database of the
+/// repository server (on the PostgreSQL backend; nothing on SQLite, or where the home has
+/// a key file already).
+fn prepare_home(home: &Path) {
+    if backend() != Backend::Postgres || home.join("keyfile").exists() {
+        return;
+    }
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let db = format!(
+        "repo_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    );
+    let pg = repository_server();
+    pg.psql(&format!("CREATE DATABASE {db}"))
+        .expect("a repository database");
+    let keyfile = home.join("keyfile");
+    std::fs::write(
+        &keyfile,
+        format!(
+            "0|postgresql|postgresql://127.0.0.1:{}/{db}|weft|secret|sslmode=disable\n",
+            pg.port
+        ),
+    )
+    .expect("keyfile");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&keyfile, std::fs::Permissions::from_mode(0o600)).expect("mode");
+}
+
+/// The repository database named by the key file in `home` (PostgreSQL backend).
+fn repository_database(home: &Path) -> Option<String> {
+    let keys = std::fs::read_to_string(home.join("keyfile")).ok()?;
+    let line = keys.lines().find(|l| l.starts_with("0|postgresql|"))?;
+    let url = line.split('|').nth(2)?;
+    Some(url.rsplit('/').next()?.to_owned())
+}
+
 /// A running server with its own home; killed when dropped.
 pub struct Weft {
     /// Its home.
@@ -55,6 +128,7 @@ impl Weft {
 
     /// Starts `weft serve` in an existing home.
     pub fn start_in(home: tempfile::TempDir, args: &[&str], env: &[(&str, &str)]) -> Self {
+        prepare_home(home.path());
         let mut cmd = Command::new(weft_bin());
         cmd.arg("serve").arg("--home").arg(home.path()).args(args);
         for (k, v) in env {
@@ -64,14 +138,92 @@ impl Weft {
         Weft { home, url, child }
     }
 
-    /// The repository file.
+    /// The repository file (SQLite backend).
     pub fn repository(&self) -> PathBuf {
         self.home.path().join("repository.db")
     }
 
+    /// Where the repository is, as `getkey 0` says it: the file, or the PostgreSQL URL.
+    pub fn repository_location(&self) -> String {
+        match repository_database(self.home.path()) {
+            Some(db) => format!("postgresql://127.0.0.1:{}/{db}", repository_server().port),
+            None => self.repository().display().to_string(),
+        }
+    }
+
     /// A full dump of the repository.
     pub fn dump(&self) -> String {
-        dump(&self.repository())
+        match repository_database(self.home.path()) {
+            Some(db) => {
+                let entry = weft::repo::postgres::Entry {
+                    url: format!("postgresql://127.0.0.1:{}/{db}", repository_server().port),
+                    user: "weft".to_owned(),
+                    password: "secret".to_owned(),
+                    options: vec![("sslmode".to_owned(), "disable".to_owned())],
+                };
+                weft::repo::Repository::open_postgres(&entry)
+                    .expect("the PostgreSQL repository")
+                    .dump()
+                    .expect("dump")
+            }
+            None => dump(&self.repository()),
+        }
+    }
+
+    /// The rows of a query on the repository, each its values as text joined by `|`, NULL
+    /// as an empty text (as psql writes them). The SQL must read alike on both backends.
+    pub fn repo_rows(&self, sql: &str) -> Vec<String> {
+        match repository_database(self.home.path()) {
+            Some(db) => {
+                let out = repository_server()
+                    .psql_in(&db, sql)
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+                out.lines().map(str::to_owned).collect()
+            }
+            None => {
+                let c = weft::repo::connect(&self.repository()).expect("repository");
+                let mut st = c.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+                let n = st.column_count();
+                st.query_map([], |r| {
+                    Ok((0..n)
+                        .map(|i| match r.get_ref(i) {
+                            Ok(rusqlite::types::ValueRef::Integer(v)) => v.to_string(),
+                            Ok(rusqlite::types::ValueRef::Real(v)) => v.to_string(),
+                            Ok(rusqlite::types::ValueRef::Text(t)) => {
+                                String::from_utf8_lossy(t).into_owned()
+                            }
+                            Ok(rusqlite::types::ValueRef::Blob(b)) => format!("{b:?}"),
+                            Ok(rusqlite::types::ValueRef::Null) | Err(_) => String::new(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("|"))
+                })
+                .and_then(Iterator::collect)
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            }
+        }
+    }
+
+    /// The one value of a query on the repository (see [`Weft::repo_rows`]).
+    pub fn repo_value(&self, sql: &str) -> String {
+        let rows = self.repo_rows(sql);
+        assert_eq!(rows.len(), 1, "{sql}: {rows:?}");
+        rows.into_iter().next().unwrap_or_default()
+    }
+
+    /// Runs statements on the repository, as a person would by hand.
+    pub fn repo_execute(&self, sql: &str) {
+        match repository_database(self.home.path()) {
+            Some(db) => {
+                repository_server()
+                    .psql_in(&db, sql)
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            }
+            None => weft::repo::connect(&self.repository())
+                .expect("repository")
+                .execute_batch(sql)
+                .unwrap_or_else(|e| panic!("{sql}: {e}")),
+        }
     }
 
     /// Runs a script of `bin/` with this server's home.
@@ -118,30 +270,30 @@ impl Weft {
         std::fs::write(&keyfile, keys).expect("write keyfile");
     }
 
-    /// The state of batch instance `id`, read from the repository file.
+    /// The state of batch instance `id`, read from the repository.
     pub fn instance_state(&self, id: i64) -> String {
-        weft::repo::connect(&self.repository())
-            .expect("repository")
-            .query_row(
-                "SELECT state FROM batch_instances WHERE id = ?1",
-                [id],
-                |r| r.get(0),
-            )
-            .expect("instance")
+        self.repo_value(&format!(
+            "SELECT state FROM batch_instances WHERE id = {id}"
+        ))
     }
 
     /// Of `ids`, the sheets the repository does not hold.
     pub fn missing_sheets(&self, ids: &[i64]) -> Vec<i64> {
-        let conn = weft::repo::connect(&self.repository()).expect("repository");
+        let mut held = std::collections::HashSet::new();
+        for chunk in ids.chunks(1_000) {
+            let list: Vec<String> = chunk.iter().map(i64::to_string).collect();
+            held.extend(
+                self.repo_rows(&format!(
+                    "SELECT id FROM sheets WHERE id IN ({})",
+                    list.join(", ")
+                ))
+                .iter()
+                .filter_map(|r| r.parse::<i64>().ok()),
+            );
+        }
         ids.iter()
             .copied()
-            .filter(|id| {
-                conn.query_row("SELECT COUNT(*) FROM sheets WHERE id = ?1", [id], |r| {
-                    r.get::<_, i64>(0)
-                })
-                .expect("count")
-                    == 0
-            })
+            .filter(|id| !held.contains(id))
             .collect()
     }
 }

@@ -212,7 +212,7 @@ fn getkey_and_the_key_file() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(text(&o).0.trim(), w.url);
     let o = w.script("getkey", &["0"], None);
-    assert_eq!(text(&o).0.trim(), w.repository().to_str().expect("utf8"));
+    assert_eq!(text(&o).0.trim(), w.repository_location());
     let o = w.script("getkey", &["nope"], None);
     assert_ne!(o.status.code(), Some(0));
     assert!(text(&o).1.contains("no entry `nope`"));

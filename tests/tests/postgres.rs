@@ -160,7 +160,8 @@ fn sql_insert_upsert_and_transfers_both_ways_on_a_native_postgresql_connection()
             2,
             "Upsert",
             "SELECT id, name, amount FROM src",
-            json!({"keys": "id"}),
+            // No `keys`: the table's primary key (a one-column key, first in its index).
+            json!({}),
             &[("src", 7)],
             ("up_dst", 7),
         ),

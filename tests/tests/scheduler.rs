@@ -27,32 +27,23 @@ fn start(home: tempfile::TempDir, fake_now: &str) -> Weft {
     )
 }
 
-fn repo(w: &Weft) -> rusqlite::Connection {
-    rusqlite::Connection::open(w.repository()).expect("repository")
-}
-
 fn start_dt(w: &Weft, batch: i64) -> String {
-    repo(w)
-        .query_row(
-            "SELECT start_dt FROM service_batch_next_run WHERE batch_id = ?1",
-            [batch],
-            |r| r.get(0),
-        )
-        .expect("a planned start")
+    w.repo_value(&format!(
+        "SELECT start_dt FROM service_batch_next_run WHERE batch_id = {batch}"
+    ))
 }
 
 /// The finished scheduled runs of `batch`: (planned start, late seconds), oldest first.
 fn runs(w: &Weft, batch: i64) -> Vec<(String, i64)> {
-    let c = repo(w);
-    let mut st = c
-        .prepare(
-            "SELECT planned_start, late_seconds FROM batch_instances WHERE batch_id = ?1 AND state <> 'running' ORDER BY id",
-        )
-        .expect("prepare");
-    st.query_map([batch], |r| Ok((r.get(0)?, r.get(1)?)))
-        .expect("query")
-        .collect::<Result<_, _>>()
-        .expect("rows")
+    w.repo_rows(&format!(
+        "SELECT planned_start, late_seconds FROM batch_instances WHERE batch_id = {batch} AND state <> 'running' ORDER BY id"
+    ))
+    .iter()
+    .map(|r| {
+        let (planned, late) = r.split_once('|').expect("two columns");
+        (planned.to_owned(), late.parse().expect("seconds"))
+    })
+    .collect()
 }
 
 /// Moves the clock to `to` (wall-clock time in the service zone) and returns the batches the
@@ -127,9 +118,15 @@ fn set_up(day: &str) -> Weft {
         .output()
         .expect("weft keys copy");
     assert!(out.status.success(), "{:?}", text(&out));
-    for f in ["1-connections.dsr", "2-night.dsr", "3-reschedule.dsr"] {
-        deploy_file(&w, &root().join("examples/dst-reschedule").join(f));
-    }
+    // The connection to the repository and the procedure's SQL are the backend's.
+    let examples = root().join("examples/dst-reschedule");
+    let own = match backend() {
+        Backend::Sqlite => examples.clone(),
+        Backend::Postgres => examples.join("postgresql"),
+    };
+    deploy_file(&w, &own.join("1-connections.dsr"));
+    deploy_file(&w, &examples.join("2-night.dsr"));
+    deploy_file(&w, &own.join("3-reschedule.dsr"));
     w
 }
 
@@ -243,16 +240,15 @@ fn a_restart_during_a_scheduled_run_neither_loses_nor_repeats_the_next_start() {
     drop(lock);
     let w = start(home, "2026-11-22 22:00:30");
     let all = |w: &Weft| -> Vec<(String, String)> {
-        let c = repo(w);
-        let mut st = c
-            .prepare(
-                "SELECT planned_start, state FROM batch_instances WHERE batch_id = 3 ORDER BY id",
-            )
-            .expect("prepare");
-        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows")
+        w.repo_rows(
+            "SELECT planned_start, state FROM batch_instances WHERE batch_id = 3 ORDER BY id",
+        )
+        .iter()
+        .map(|r| {
+            let (planned, state) = r.split_once('|').expect("two columns");
+            (planned.to_owned(), state.to_owned())
+        })
+        .collect()
     };
     // Interrupted, not started again; the next start is still there.
     assert_eq!(advance(&w, "2026-11-22 22:00:30"), []);

@@ -71,18 +71,20 @@ pub fn set_action(
     state: ActionState,
 ) -> Result<()> {
     let now = now_utc();
-    let sql = match state {
-        ActionState::Running => {
-            "UPDATE instance_actions SET state = ?3, started_at = ?4, ended_at = NULL, error = NULL, attempt = attempt + 1, unmarked = NULL WHERE instance_id = ?1 AND action_id = ?2"
-        }
-        ActionState::Skipped | ActionState::Halted | ActionState::Error => {
-            "UPDATE instance_actions SET state = ?3, ended_at = ?4 WHERE instance_id = ?1 AND action_id = ?2"
-        }
-        _ => {
-            "UPDATE instance_actions SET state = ?3 WHERE instance_id = ?1 AND action_id = ?2 AND ?4 IS NOT NULL"
-        }
+    match state {
+        ActionState::Running => conn.execute(
+            "UPDATE instance_actions SET state = ?3, started_at = ?4, ended_at = NULL, error = NULL, attempt = attempt + 1, unmarked = NULL WHERE instance_id = ?1 AND action_id = ?2",
+            args![instance, action, state.code(), now],
+        )?,
+        ActionState::Skipped | ActionState::Halted | ActionState::Error => conn.execute(
+            "UPDATE instance_actions SET state = ?3, ended_at = ?4 WHERE instance_id = ?1 AND action_id = ?2",
+            args![instance, action, state.code(), now],
+        )?,
+        _ => conn.execute(
+            "UPDATE instance_actions SET state = ?3 WHERE instance_id = ?1 AND action_id = ?2",
+            args![instance, action, state.code()],
+        )?,
     };
-    conn.execute(sql, args![instance, action, state.code(), now])?;
     Ok(())
 }
 

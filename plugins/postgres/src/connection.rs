@@ -700,8 +700,11 @@ impl DatabaseConnection for PgConnection {
 
     fn describe(&mut self, schema: Option<&str>, table: &str) -> PluginResult<TableInfo> {
         self.finish_copy()?;
+        // A column's place in the primary key counts from 1 (0: not in it); `indkey` is an
+        // int2vector, whose array counts from 0.
         let sql = "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
-                COALESCE(array_position(i.indkey::int2[], a.attnum), 0)::int4, n.nspname::text
+                COALESCE(array_position(i.indkey::int2[], a.attnum)
+                    - array_lower(i.indkey::int2[], 1) + 1, 0)::int4, n.nspname::text
             FROM pg_attribute a
             JOIN pg_class c ON c.oid = a.attrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace
