@@ -250,32 +250,74 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     let limit = settings.max_parallel_actions.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
     });
+    // On PostgreSQL the repository may be shared by several hosts: this one keeps its id
+    // across restarts (HOME/host-id), so that what it left running is settled at once.
+    let shared = repo.path().is_none();
+    let host = if shared {
+        host_id(&opts.home)?
+    } else {
+        crate::exec::batch::new_host_id()
+    };
     // It reads the repository's identity: off the runtime's threads, as every repository call.
     let executor = {
         let (repo, registry, keys) = (Arc::clone(&repo), Arc::clone(&registry), Arc::clone(&keys));
         tokio::task::spawn_blocking(move || {
-            crate::exec::batch::Executor::new(repo, registry, Some(keys), limit)
+            crate::exec::batch::Executor::paused(repo, registry, Some(keys), limit, host)
         })
         .await
         .map_err(|e| Error::Serve(std::io::Error::other(e)))?
     };
+    executor.set_url(&url);
     executor.set_max_waiting(settings.max_waiting_instances);
     executor.set_write_patience(std::time::Duration::from_secs(
         settings.repository_retry_seconds,
     ));
-    // A run the last server did not finish: its running actions are settled by their
-    // commit markers (finished where the target committed, errors elsewhere), its instance
-    // is interrupted; RestartBatchInstance finishes it.
-    let interrupted = {
+    if shared {
+        // What this host's last process left running is settled by its commit markers and
+        // goes on (run again where nothing committed); what other hosts left is theirs, or
+        // taken over when their lease expires.
+        let resumed = {
+            let executor = Arc::clone(&executor);
+            tokio::task::spawn_blocking(move || executor.resume_own())
+                .await
+                .map_err(|e| Error::Serve(std::io::Error::other(e)))?
+                .map_err(|e| Error::Serve(std::io::Error::other(e.to_string())))?
+        };
+        if resumed > 0 {
+            tracing::warn!(
+                message = "Actions this host left running when it stopped were settled.",
+                actions = resumed
+            );
+        }
+        executor
+            .join_cluster(crate::exec::batch::Cluster {
+                lease: std::time::Duration::from_secs(settings.host_lease_seconds),
+                poll: std::time::Duration::from_millis(settings.host_poll_ms),
+            })
+            .map_err(Error::Serve)?;
+    } else {
+        // A run the last server did not finish: its running actions are settled by their
+        // commit markers (finished where the target committed, errors elsewhere), its
+        // instance is interrupted; RestartBatchInstance finishes it.
+        let interrupted = {
+            let executor = Arc::clone(&executor);
+            tokio::task::spawn_blocking(move || executor.recover())
+                .await
+                .map_err(|e| Error::Serve(std::io::Error::other(e)))?
+                .map_err(|e| Error::Serve(std::io::Error::other(e.to_string())))?
+        };
+        if !interrupted.is_empty() {
+            tracing::warn!(message = "Batch instances interrupted by a server stop.", instances = ?interrupted);
+        }
+    }
+    {
         let executor = Arc::clone(&executor);
-        tokio::task::spawn_blocking(move || executor.recover())
+        tokio::task::spawn_blocking(move || executor.open())
             .await
             .map_err(|e| Error::Serve(std::io::Error::other(e)))?
-            .map_err(|e| Error::Serve(std::io::Error::other(e.to_string())))?
-    };
-    if !interrupted.is_empty() {
-        tracing::warn!(message = "Batch instances interrupted by a server stop.", instances = ?interrupted);
+            .map_err(Error::Serve)?;
     }
+    tracing::info!(message = "This host runs batch actions.", host = %executor.host(), shared_repository = shared, max_parallel_actions = limit);
     // Stopped (and joined) when the server returns. A stepped clock's ticks are made by
     // `AdvanceClock` alone, so that each answer names every start its move caused.
     let _scheduler = if crate::sched::clock::current().clock.is_stepped() {
@@ -318,6 +360,33 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     http::serve(listener, api::app(state), limits, shutdown()).await;
     tracing::info!(message = "Server stopped.");
     Ok(())
+}
+
+/// This host's id in a shared repository, kept in `HOME/host-id` (made on the first start).
+fn host_id(home: &std::path::Path) -> Result<String, Error> {
+    let path = home.join("host-id");
+    match std::fs::read_to_string(&path) {
+        Ok(id) if !id.trim().is_empty() => return Ok(id.trim().to_owned()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(Error::Serve(std::io::Error::other(format!(
+                "cannot read {}: {e}",
+                path.display()
+            ))));
+        }
+    }
+    let id = crate::exec::batch::new_host_id();
+    let tmp = home.join("host-id.tmp");
+    std::fs::write(&tmp, format!("{id}\n"))
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| {
+            Error::Serve(std::io::Error::other(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )))
+        })?;
+    Ok(id)
 }
 
 async fn shutdown() {

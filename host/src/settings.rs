@@ -83,9 +83,16 @@ pub struct Settings {
     /// Batch instances that may wait for a free slot; one more `RunElements` is answered
     /// 429.
     pub max_waiting_instances: usize,
-    /// Seconds a batch run tries again to record a state in a failing repository (a full
-    /// disk) before it gives up on the instance, which halt or restart then settle.
+    /// Seconds a host tries again to record an action's end in a failing repository (a
+    /// full disk) before each failure is logged as an error; it goes on trying until the
+    /// end is recorded.
     pub repository_retry_seconds: u64,
+    /// With the repository on PostgreSQL: seconds a host may be silent before the other
+    /// hosts take over its running actions (it beats every quarter of it).
+    pub host_lease_seconds: u64,
+    /// With the repository on PostgreSQL: milliseconds between a host's looks at the
+    /// repository for ready actions and halts asked on other hosts.
+    pub host_poll_ms: u64,
 }
 
 /// The default of `max_connections`.
@@ -109,6 +116,8 @@ impl Default for Settings {
             body_timeout_seconds: DEFAULT_BODY_TIMEOUT_SECONDS,
             max_waiting_instances: DEFAULT_MAX_WAITING,
             repository_retry_seconds: 60,
+            host_lease_seconds: 10,
+            host_poll_ms: 250,
         }
     }
 }
@@ -191,6 +200,8 @@ impl Settings {
             "WEFT_REPOSITORY_RETRY_SECONDS",
             &mut s.repository_retry_seconds,
         )?;
+        number("WEFT_HOST_LEASE_SECONDS", &mut s.host_lease_seconds)?;
+        number("WEFT_HOST_POLL_MS", &mut s.host_poll_ms)?;
         for (name, value, most) in [
             ("max_connections", s.max_connections as u64, 1_000_000),
             ("header_timeout_seconds", s.header_timeout_seconds, 86_400),
@@ -200,6 +211,8 @@ impl Settings {
                 s.repository_retry_seconds,
                 86_400,
             ),
+            ("host_lease_seconds", s.host_lease_seconds, 3_600),
+            ("host_poll_ms", s.host_poll_ms, 60_000),
         ] {
             if !(1..=most).contains(&value) {
                 return Err(Error::Parse {

@@ -118,13 +118,25 @@ pub fn write(conn: &mut Connection, run: &Run) -> Result<(), String> {
 /// What the database said, a missing table included: the caller cannot tell then, and
 /// reports that the action may have committed.
 pub fn committed(conn: &mut Connection, run: &Run) -> Result<bool, String> {
+    match count(conn, run) {
+        Ok(n) => Ok(n > 0),
+        // No table yet (the action stopped before it made one): with the table made now,
+        // the answer is sure; a table that cannot be made leaves the first error standing.
+        Err(first) => match prepare(conn) {
+            Ok(()) => count(conn, run).map(|n| n > 0),
+            Err(_) => Err(first),
+        },
+    }
+}
+
+fn count(conn: &mut Connection, run: &Run) -> Result<i64, String> {
     let (_, rows) = conn
         .query_all(
             &format!("SELECT COUNT(*) FROM {TABLE} WHERE token = ?"),
             &[Value::text(run.token())],
         )
         .map_err(|e| e.to_string())?;
-    let n = rows
+    Ok(rows
         .first()
         .and_then(|r| r.first())
         .map(|v| match v.get() {
@@ -133,6 +145,5 @@ pub fn committed(conn: &mut Connection, run: &Run) -> Result<bool, String> {
             Datum::Float(f) => f as i64,
             _ => 0,
         })
-        .unwrap_or(0);
-    Ok(n > 0)
+        .unwrap_or(0))
 }

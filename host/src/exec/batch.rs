@@ -1,31 +1,41 @@
 //! Batch instances: `RunElements` expanded into actions, ordered by the data they share,
-//! stored with their plans, and run in the background by an [`Executor`] that keeps every
-//! state in the repository as it changes.
+//! stored with their plans and dependencies, and run by the [`Executor`] of every host on
+//! the repository.
 //!
 //! Order: action X waits for action Y when a source of X and a target of Y are the same
 //! object (by the object type's identity: connection, schema, name), across sheets; objects
 //! whose `dependency` is not `Y` do not order actions, and an action never waits for itself.
-//! Independent actions run in parallel, at most `max_parallel_actions` at once over all
-//! instances, each on a thread of its own (plugin calls block). After an error the actions
-//! that depend on it are skipped and the independent ones go on.
+//! After an error the actions that depend on it are skipped and the independent ones go on.
+//!
+//! The repository decides, the hosts run ([`crate::repo::work`]). A host's worker thread
+//! claims ready actions while the host has free slots (`max_parallel_actions` per host),
+//! runs each on a thread of its own (plugin calls block), and records its end, fenced by
+//! host and attempt; the transaction that records an end also decides what follows (the
+//! dependents that became ready, those skipped, the instance's end). So any host may run
+//! any action, and a host knows of an instance only the actions it runs now. A halt reaches
+//! a host's running actions at once when it is asked on that host, else at the host's next
+//! look at the repository (every `poll`). With the repository on PostgreSQL the hosts keep
+//! leases ([`Cluster`]): the running actions of a host whose heartbeat stopped for a lease
+//! are taken over and settled by their commit markers (finished where the target
+//! committed, run again where nothing did).
 
-use super::coordinator::{Change, Coordinator, Outcome};
 use super::expand::{describe_cycle, expand};
 use super::halt::Halt;
-use super::slots::{FileLocks, Permit, Slots};
-use super::{ActionPlan, run_marked};
+use super::slots::FileLocks;
+use super::{ActionPlan, Ran, run_marked};
 use crate::keys::KeyStore;
 pub use crate::plan::Element;
 use crate::plan::{StoredPlan, dependencies, dependency_cycle};
 use crate::plugins::Registry;
-use crate::repo::model::{
-    ActionEnd, ActionState, InstanceRow, InstanceState, NewAction, NewInstance, Restarted,
-};
+use crate::repo::model::{ActionEnd, NewAction, NewInstance, Restarted};
+use crate::repo::store::Created;
+use crate::repo::work::{Claimed, Ended, Halted, InstanceInfo, Settle};
 use crate::repo::{self, InstanceStore, Repository, SheetStore};
 use crate::sched::scheduler::ScheduledStart;
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
 use weft_sdk::Dialect;
 
 /// A request to run elements.
@@ -41,10 +51,10 @@ pub struct RunRequest {
     pub variables: Vec<(String, String)>,
 }
 
-/// Why a run did not start (nothing was stored).
+/// Why a run, a halt or a restart did not happen (nothing was stored).
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// An element does not exist.
+    /// An element or the instance does not exist.
     #[error("{0}")]
     NotFound(String),
     /// The actions wait for each other in a circle.
@@ -65,65 +75,166 @@ pub enum StartError {
     Repo(#[from] repo::Error),
 }
 
-/// The identity of an object for ordering: the object type's, or connection, lower-case
-/// schema and name when no loaded type serves it.
-/// Runs batch instances in the background.
+/// How the hosts on a shared repository watch each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cluster {
+    /// How long a host may be silent before the others take over its running actions; it
+    /// beats every quarter of it, and stops its own actions when it could not beat for half
+    /// of it.
+    pub lease: Duration,
+    /// How often the host looks for ready actions and halts asked on other hosts.
+    pub poll: Duration,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Cluster {
+            lease: Duration::from_secs(10),
+            poll: Duration::from_millis(250),
+        }
+    }
+}
+
+/// How an action whose end the last server did not record ended.
+const SERVER_STOP: &str = "interrupted by a server stop";
+/// How an action whose host stopped while it ran ended, when it cannot run again.
+const HOST_STOP: &str = "its host stopped while it ran";
+
+pub use crate::settings::DEFAULT_MAX_WAITING;
+
+/// The default time the end of an action is tried again before each failure is an error.
+const DEFAULT_WRITE_PATIENCE: Duration = Duration::from_secs(60);
+
+/// How often a host alone on its repository looks at it when nothing wakes it: what it
+/// does not start itself (a restart, a scheduled start) wakes it.
+const LOCAL_POLL: Duration = Duration::from_secs(1);
+
+/// The bell of the worker: rung when something may have become ready or a slot came free.
+#[derive(Debug, Default)]
+struct Wake {
+    rung: Mutex<bool>,
+    bell: Condvar,
+}
+
+impl Wake {
+    fn ring(&self) {
+        *self.rung.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.bell.notify_all();
+    }
+
+    /// Waits until rung or `timeout` passed.
+    fn wait(&self, timeout: Duration) {
+        let rung = self.rung.lock().unwrap_or_else(PoisonError::into_inner);
+        let (mut rung, _) = self
+            .bell
+            .wait_timeout_while(rung, timeout, |r| !*r)
+            .unwrap_or_else(PoisonError::into_inner);
+        *rung = false;
+    }
+}
+
+/// What this host runs now.
+#[derive(Debug, Default)]
+struct Local {
+    /// The instances with actions running here: their halt and how many run.
+    instances: HashMap<i64, (Arc<Halt>, usize)>,
+    /// Actions running here (each on a slot).
+    running: usize,
+    /// The instances whose actions here were stopped because this host lost its lease: a
+    /// halted one of them waits again rather than counting as halted.
+    abandoned: std::collections::HashSet<i64>,
+    /// Whether the worker claims work (after the start's recovery).
+    open: bool,
+    /// Whether the worker was started.
+    worker: bool,
+    /// Whether the executor is gone: threads end, ends are no longer retried.
+    stopped: bool,
+}
+
+/// Runs batch instances: claims ready actions from the repository and runs them.
 pub struct Executor {
     repo: Arc<Repository>,
     registry: Arc<Registry>,
     keys: Option<Arc<KeyStore>>,
     limit: usize,
-    /// The action slots: `limit` of them over all instances.
-    slots: Arc<Slots>,
-    /// The instances this executor owns, waiting or being coordinated, with their halt
-    /// flags. An instance the repository calls running or waiting that is not here has
-    /// lost its coordinator (a repository write failed for good): halt and restart settle
-    /// it.
-    halts: Mutex<HashMap<i64, Arc<Halt>>>,
-    /// Instances waiting for a coordinator, and how many coordinator threads there are (at
-    /// most `limit`).
-    queue: Mutex<Queue>,
+    /// This host's id in the repository.
+    host: String,
+    /// The URL this host serves, as the list of hosts shows it.
+    url: Mutex<String>,
+    local: Mutex<Local>,
+    wake: Arc<Wake>,
     /// How many instances may wait; one more is refused ([`StartError::Busy`]).
-    max_waiting: std::sync::atomic::AtomicUsize,
-    /// How long a coordinator tries again to record a state before it gives up, in ms.
-    write_patience_ms: std::sync::atomic::AtomicU64,
+    max_waiting: AtomicUsize,
+    /// How long an end is tried again before each failure to record it is an error, in ms.
+    write_patience_ms: AtomicU64,
+    /// How often the worker looks at the repository unwoken, in ms.
+    poll_ms: AtomicU64,
     /// The repository's identity, part of every commit marker.
     repository_id: String,
     /// The SQLite files running actions write, one action at a time per file.
     file_locks: FileLocks,
 }
 
-#[derive(Debug, Default)]
-struct Queue {
-    waiting: std::collections::VecDeque<i64>,
-    coordinators: usize,
-}
-
-/// How an action whose end the last server did not record ended.
-const SERVER_STOP: &str = "interrupted by a server stop";
-/// How an action whose end a failing repository did not record ended.
-const NOT_RECORDED: &str = "its end could not be recorded in the repository";
-
-pub use crate::settings::DEFAULT_MAX_WAITING;
-
-/// The default time a coordinator tries again to record a state.
-const DEFAULT_WRITE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
-
 impl std::fmt::Debug for Executor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Executor")
+            .field("host", &self.host)
             .field("limit", &self.limit)
             .finish_non_exhaustive()
     }
 }
 
+impl Drop for Executor {
+    fn drop(&mut self) {
+        self.local().stopped = true;
+        self.wake.ring();
+    }
+}
+
+/// A new host id: the machine's name and random digits, unique among the hosts of a
+/// repository.
+pub fn new_host_id() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|n| {
+            n.trim()
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.')
+                .take(40)
+                .collect::<String>()
+        })
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "host".to_owned());
+    let mut b = [0u8; 4];
+    let _ = getrandom::fill(&mut b);
+    let digits: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{name}-{digits}")
+}
+
 impl Executor {
-    /// An executor running at most `limit` actions at once.
+    /// An executor running at most `limit` actions at once, under a new host id, claiming
+    /// work at once.
     pub fn new(
         repo: Arc<Repository>,
         registry: Arc<Registry>,
         keys: Option<Arc<KeyStore>>,
         limit: usize,
+    ) -> Arc<Self> {
+        let exec = Executor::paused(repo, registry, keys, limit, new_host_id());
+        if let Err(e) = exec.open() {
+            tracing::error!(message = "The executor cannot start its worker thread.", error = %e);
+        }
+        exec
+    }
+
+    /// An executor as host `host` that claims nothing until [`Executor::open`]: the start
+    /// settles first what the last server left.
+    pub fn paused(
+        repo: Arc<Repository>,
+        registry: Arc<Registry>,
+        keys: Option<Arc<KeyStore>>,
+        limit: usize,
+        host: String,
     ) -> Arc<Self> {
         let repository_id = repo.repository_id().unwrap_or_else(|e| {
             // A random identity matches no marker: after a kill this server's runs count as
@@ -134,86 +245,57 @@ impl Executor {
             tracing::error!(message = "The repository's identity cannot be read; commit markers use a random one.", error = %e, identity = %id);
             id
         });
+        let shared = repo.path().is_none();
         Arc::new(Executor {
             repo,
             registry,
             keys,
             limit: limit.max(1),
-            slots: Slots::new(limit),
-            halts: Mutex::new(HashMap::new()),
-            queue: Mutex::new(Queue::default()),
-            max_waiting: std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_WAITING),
-            write_patience_ms: std::sync::atomic::AtomicU64::new(
-                DEFAULT_WRITE_PATIENCE.as_millis() as u64,
-            ),
+            host,
+            url: Mutex::new(String::new()),
+            local: Mutex::new(Local::default()),
+            wake: Arc::new(Wake::default()),
+            max_waiting: AtomicUsize::new(DEFAULT_MAX_WAITING),
+            write_patience_ms: AtomicU64::new(DEFAULT_WRITE_PATIENCE.as_millis() as u64),
+            poll_ms: AtomicU64::new(if shared {
+                Cluster::default().poll.as_millis() as u64
+            } else {
+                LOCAL_POLL.as_millis() as u64
+            }),
             repository_id,
             file_locks: FileLocks::default(),
         })
     }
 
-    /// Sets how many instances may wait for a coordinator (the setting
-    /// `max_waiting_instances`).
+    fn local(&self) -> std::sync::MutexGuard<'_, Local> {
+        self.local.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// This host's id in the repository.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// Sets the URL this host serves (shown in the list of hosts).
+    pub fn set_url(&self, url: &str) {
+        *self.url.lock().unwrap_or_else(PoisonError::into_inner) = url.to_owned();
+    }
+
+    /// Sets how many instances may wait for a slot (the setting `max_waiting_instances`).
     pub fn set_max_waiting(&self, n: usize) {
         self.max_waiting.store(n, Ordering::SeqCst);
     }
 
-    /// Sets how long a coordinator tries again to record a state in the repository before
-    /// it gives up on the instance.
-    pub fn set_write_patience(&self, patience: std::time::Duration) {
+    /// Sets how long the end of an action is tried again before each failure to record it
+    /// is logged as an error (it is tried again until it is recorded).
+    pub fn set_write_patience(&self, patience: Duration) {
         self.write_patience_ms
             .store(patience.as_millis() as u64, Ordering::SeqCst);
     }
 
-    /// Instances waiting for a coordinator, and coordinator threads alive.
-    pub fn load(&self) -> (usize, usize) {
-        let q = self
-            .queue
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        (q.waiting.len(), q.coordinators)
-    }
-
-    /// [`StartError::Busy`] when a new instance would have to wait and the queue is full.
-    fn busy_now(&self) -> Option<StartError> {
-        let q = self
-            .queue
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let would_wait = !q.waiting.is_empty() || q.coordinators >= self.limit;
-        if would_wait {
-            self.busy(q.waiting.len())
-        } else {
-            None
-        }
-    }
-
-    fn busy(&self, waiting: usize) -> Option<StartError> {
-        let max = self.max_waiting.load(Ordering::SeqCst);
-        (waiting >= max).then(|| {
-            StartError::Busy(format!(
-                "{waiting} batch instances wait for a free slot already (setting max_waiting_instances = {max}); try again later"
-            ))
-        })
-    }
-
-    /// Runs `f` on the repository, trying again with growing pauses while it fails, for up
-    /// to the write patience: a full disk or a failing device may recover.
-    fn record<R>(&self, id: i64, f: impl Fn(&Repository) -> repo::Result<R>) -> repo::Result<R> {
-        let patience =
-            std::time::Duration::from_millis(self.write_patience_ms.load(Ordering::SeqCst));
-        let deadline = std::time::Instant::now() + patience;
-        let mut pause = std::time::Duration::from_millis(20);
-        loop {
-            match f(&self.repo) {
-                Ok(v) => return Ok(v),
-                Err(e) if std::time::Instant::now() + pause < deadline => {
-                    tracing::warn!(message = "Recording a state in the repository failed; trying again.", batch_instance_id = id, error = %e, pause_ms = pause.as_millis() as u64);
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
-                }
-                Err(e) => return Err(e),
-            }
-        }
+    /// The actions running on this host now.
+    pub fn running(&self) -> usize {
+        self.local().running
     }
 
     /// The repository.
@@ -221,29 +303,69 @@ impl Executor {
         &self.repo
     }
 
-    /// The stored plans of an instance's actions as they run, made once for the instance:
-    /// each object with the dialect of its connection (from the key file), each connection
-    /// with its default schema (from the repository, as deployed when the instance's
-    /// coordinator begins). An action whose plan cannot be made has why instead.
-    fn runnable(&self, row: &InstanceRow) -> HashMap<i64, Result<Arc<ActionPlan>, String>> {
-        let dialect = self.dialect_fn();
-        let schemas = self.repo.connection_schemas().map_err(|e| {
-            format!("the schemas of its connections cannot be read from the repository: {e}")
-        });
-        row.actions
-            .iter()
-            .map(|a| {
-                let plan = match (&a.plan, &schemas) {
-                    (Ok(p), Ok(schemas)) => {
-                        let mut plan = p.to_plan(&dialect);
-                        plan.schemas = schemas.clone();
-                        Ok(Arc::new(plan))
-                    }
-                    (Err(e), _) | (_, Err(e)) => Err(e.clone()),
-                };
-                (a.action_id, plan)
-            })
-            .collect()
+    /// Registers this host in the repository.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn register(&self) -> repo::Result<()> {
+        let url = self
+            .url
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        self.repo.register_host(&self.host, &url, self.limit)
+    }
+
+    /// Registers the host and starts claiming work: the worker thread starts.
+    ///
+    /// # Errors
+    ///
+    /// The thread cannot be started.
+    pub fn open(self: &Arc<Self>) -> std::io::Result<()> {
+        if let Err(e) = self.register() {
+            tracing::warn!(message = "This host cannot register in the repository now; it runs all the same.", host = %self.host, error = %e);
+        }
+        let start = {
+            let mut l = self.local();
+            l.open = true;
+            !std::mem::replace(&mut l.worker, true)
+        };
+        if start {
+            let (weak, wake) = (Arc::downgrade(self), Arc::clone(&self.wake));
+            let spawned = std::thread::Builder::new()
+                .name("weft-worker".to_owned())
+                .spawn(move || worker(&weak, &wake));
+            if let Err(e) = spawned {
+                self.local().worker = false;
+                return Err(e);
+            }
+        }
+        self.wake.ring();
+        Ok(())
+    }
+
+    /// Stops claiming work (what runs goes on to its end); [`Executor::open`] claims again.
+    pub fn pause(&self) {
+        self.local().open = false;
+    }
+
+    /// Joins the hosts of a shared repository: a thread beats this host's heart every
+    /// quarter of the lease and, once the host has been healthy for a whole lease, takes
+    /// over the running actions of hosts silent for longer; the worker looks at the
+    /// repository every `poll`.
+    ///
+    /// # Errors
+    ///
+    /// The thread cannot be started.
+    pub fn join_cluster(self: &Arc<Self>, cluster: Cluster) -> std::io::Result<()> {
+        self.poll_ms
+            .store(cluster.poll.as_millis().max(1) as u64, Ordering::SeqCst);
+        let weak = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("weft-heartbeat".to_owned())
+            .spawn(move || heartbeat(&weak, cluster))?;
+        Ok(())
     }
 
     fn dialect_fn(&self) -> impl Fn(i64) -> Dialect + use<> {
@@ -254,33 +376,32 @@ impl Executor {
         }
     }
 
-    /// Expands `req` into actions, orders them, stores the instance and starts it. Answers
-    /// with the instance id at once; the run goes on in the background.
+    /// Expands `req` into actions, orders them, stores the instance, and wakes the worker.
+    /// Answers with the instance id at once; the run goes on in the background, on
+    /// whichever host has a free slot.
     ///
     /// # Errors
     ///
     /// [`StartError::NotFound`] naming a missing element, [`StartError::Cycle`] naming the
-    /// actions and objects of a cycle; nothing is stored then.
-    pub fn start(self: &Arc<Self>, req: RunRequest) -> Result<i64, StartError> {
+    /// actions and objects of a cycle, [`StartError::Busy`]; nothing is stored then.
+    pub fn start(&self, req: RunRequest) -> Result<i64, StartError> {
         self.start_scheduled(req, None)
     }
 
     /// [`Executor::start`] for a scheduled start: the instance records its batch and planned
     /// start, and the batch's next planned start is written in the same transaction, so
-    /// that a kill between the two can neither lose nor repeat a start.
+    /// that a kill between the two can neither lose nor repeat a start, and of several
+    /// hosts one starts it.
     ///
     /// # Errors
     ///
     /// As [`Executor::start`]; [`repo::Error::Conflict`] (nothing started) when the planned
     /// start changed meanwhile.
     pub fn start_scheduled(
-        self: &Arc<Self>,
+        &self,
         req: RunRequest,
         scheduled: Option<&ScheduledStart>,
     ) -> Result<i64, StartError> {
-        if let Some(busy) = self.busy_now() {
-            return Err(busy);
-        }
         let dialect = self.dialect_fn();
         let plans = expand(&*self.repo, &req.elements, &dialect)?.map_err(StartError::NotFound)?;
         let deps = dependencies(&self.registry, &plans);
@@ -297,8 +418,7 @@ impl Executor {
                 sheet_of.insert(p.id, sheet);
             }
         }
-        let mut new = NewInstance {
-            waiting: false,
+        let new = NewInstance {
             batch_name: req.batch_name.clone(),
             user: req.user.clone(),
             elements: req.elements.clone(),
@@ -315,537 +435,332 @@ impl Executor {
                 })
                 .collect(),
         };
-        // Stored and queued under the lock of the owned instances, so that no halt or
-        // restart sees the new instance in the repository before this executor owns it.
-        let mut halts = self
-            .halts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        {
-            let q = self
-                .queue
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            new.waiting = !q.waiting.is_empty() || q.coordinators >= self.limit;
-            if new.waiting
-                && let Some(busy) = self.busy(q.waiting.len())
-            {
-                return Err(busy);
+        let max = self.max_waiting.load(Ordering::SeqCst);
+        match self.repo.create_instance(&new, scheduled, max)? {
+            Created::Stored(id) => {
+                tracing::info!(message = "Batch instance started.", batch_instance_id = id, batch_name = %req.batch_name, actions = plans.len());
+                self.wake.ring();
+                Ok(id)
             }
-        }
-        let id = self.repo.create_instance(&new, scheduled)?;
-        tracing::info!(message = "Batch instance started.", batch_instance_id = id, batch_name = %req.batch_name, actions = plans.len(), waiting = new.waiting);
-        self.enqueue_locked(id, &mut halts);
-        Ok(id)
-    }
-
-    /// Registers the instance's halt flag (under the `halts` lock held by the caller) and
-    /// queues it for a coordinator.
-    fn enqueue_locked(self: &Arc<Self>, id: i64, halts: &mut HashMap<i64, Arc<Halt>>) {
-        halts.insert(id, Halt::new());
-        self.queue
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .waiting
-            .push_back(id);
-        self.ensure_coordinator();
-    }
-
-    /// Starts a coordinator thread when instances wait and fewer than `limit` run.
-    fn ensure_coordinator(self: &Arc<Self>) {
-        let mut q = self
-            .queue
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if q.waiting.is_empty() || q.coordinators >= self.limit {
-            return;
-        }
-        q.coordinators += 1;
-        drop(q);
-        let me = Arc::clone(self);
-        let spawned = std::thread::Builder::new()
-            .name("weft-coordinator".to_owned())
-            .spawn(move || me.coordinator());
-        if let Err(e) = spawned {
-            // The instance stays queued; the next start or a running coordinator takes it.
-            tracing::error!(message = "Cannot start a coordinator thread.", error = %e);
-            let mut q = self
-                .queue
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            q.coordinators -= 1;
+            Created::Busy(waiting) => Err(StartError::Busy(format!(
+                "{waiting} batch instances wait for a free slot already (setting max_waiting_instances = {max}); try again later"
+            ))),
         }
     }
 
-    /// A coordinator thread: runs queued instances one after another until none waits.
-    fn coordinator(self: Arc<Self>) {
-        loop {
-            let id = {
-                let mut q = self
-                    .queue
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                match q.waiting.pop_front() {
-                    Some(id) => id,
-                    None => {
-                        q.coordinators -= 1;
-                        return;
-                    }
-                }
-            };
-            let halt = self
-                .halts
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .get(&id)
-                .cloned();
-            // Halted while it waited: already settled by `halt`.
-            let Some(halt) = halt else { continue };
-            let me = Arc::clone(&self);
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                me.run_instance(id, &halt)
-            }));
-            if let Err(p) = outcome {
-                tracing::error!(message = "A coordinator panicked; the instance is left to halt or restart.", batch_instance_id = id, error = %weft_sdk::panic_message(p.as_ref()));
-            }
-            self.halts
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(&id);
-        }
-    }
-
-    /// Coordinates one instance to its end; when the repository cannot record its states
-    /// for good, marks it failed if it still can, and else leaves it to halt or restart.
-    fn run_instance(self: &Arc<Self>, id: i64, halt: &Arc<Halt>) {
-        if let Err(e) = self.record(id, |r| r.mark_running(id)) {
-            tracing::error!(message = "A waiting batch instance cannot be recorded as running; it is left to halt or restart.", batch_instance_id = id, error = %e);
-            return;
-        }
-        if let Err(e) = self.coordinate(id, halt) {
-            tracing::error!(message = "Batch instance failed in the executor.", batch_instance_id = id, error = %e);
-            // What ran is settled by its commit markers (an action that committed is
-            // finished, whatever could not be recorded), what waits is halted.
-            let settled = self
-                .settle(id, NOT_RECORDED)
-                .map_err(|e| e.to_string())
-                .and_then(|()| {
-                    self.record(id, |r| {
-                        r.end_failed(id, &format!("the executor failed: {e}"))
-                    })
-                    .map_err(|e| e.to_string())
-                });
-            if let Err(e) = settled {
-                tracing::error!(message = "The failed batch instance cannot be recorded either; HaltBatchInstance or RestartBatchInstance settles it.", batch_instance_id = id, error = %e);
-            }
-        }
-    }
-
-    /// Asks a running instance to halt: nothing new starts, and its running actions stop (their
-    /// running statements interrupted where the connection allows it, their modules told
-    /// through the halt signal), are rolled back and recorded halted; one that commits first
-    /// is recorded finished. A
-    /// waiting instance is halted at once; one that lost its coordinator is settled (its
-    /// running actions by their commit markers) and halted.
+    /// Asks an instance to halt: what waits is halted at once, nothing new starts, and its
+    /// running actions stop (their running statements interrupted where the connection
+    /// allows it, their modules told through the halt signal), are rolled back and recorded
+    /// halted; one that commits first is recorded finished. The instance ends halted with
+    /// the last of them. Actions running on another host stop at its next look at the
+    /// repository.
     ///
     /// # Errors
     ///
     /// [`StartError::NotFound`] or [`StartError::Conflict`] when it is not running.
-    pub fn halt(self: &Arc<Self>, id: i64) -> Result<(), StartError> {
-        let mut halts = self
-            .halts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let current = self
-            .repo
-            .instance_state(id)?
-            .ok_or_else(|| StartError::NotFound(format!("batch instance {id} does not exist")))?;
-        if !current.is_ongoing() {
-            return Err(StartError::Conflict(format!(
-                "batch instance {id} is {current}, not running"
-            )));
-        }
-        let Some(flag) = halts.get(&id).cloned() else {
-            // No coordinator has it: claim it, settle it without the lock (that opens its
-            // connections), and halt it.
-            halts.insert(id, Halt::raised());
-            drop(halts);
-            let settled = self
-                .settle(id, NOT_RECORDED)
-                .and_then(|()| Ok(self.repo.halt_now(id)?));
-            self.unclaim(id);
-            settled?;
-            tracing::info!(
-                message = "A batch instance without a coordinator was halted.",
-                batch_instance_id = id
-            );
-            return Ok(());
-        };
-        let queued = {
-            let mut q = self
-                .queue
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let before = q.waiting.len();
-            q.waiting.retain(|w| *w != id);
-            q.waiting.len() != before
-        };
-        if queued {
-            // Nothing of it ran: halted at once, and no longer owned.
-            if let Err(e) = self.repo.halt_now(id) {
-                self.queue
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .waiting
-                    .push_front(id);
-                drop(halts);
-                self.ensure_coordinator();
-                return Err(e.into());
-            }
-            halts.remove(&id);
-            return Ok(());
-        }
-        self.repo.request_halt(id)?;
-        flag.raise();
-        // A coordinator waiting for a slot wakes and sees the flag.
-        self.slots.wake();
-        Ok(())
-    }
-
-    /// Gives up a claim on an instance (taken to settle it without holding the lock).
-    fn unclaim(&self, id: i64) {
-        self.halts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&id);
-    }
-
-    /// Records how the running actions of an instance without a coordinator ended, from
-    /// their commit markers: `F` where the run's marker is in every connection it writes,
-    /// `E` otherwise (saying whether it may have committed).
-    fn settle(&self, id: i64, why: &str) -> Result<(), StartError> {
-        let Some(row) = self.repo.instance(id)? else {
-            return Err(StartError::NotFound(format!(
+    pub fn halt(&self, id: i64) -> Result<(), StartError> {
+        match self.repo.halt(id)? {
+            Halted::NotFound => Err(StartError::NotFound(format!(
                 "batch instance {id} does not exist"
-            )));
-        };
-        let keys = self.keys.as_ref().map(|k| k.current());
-        let plans = self.runnable(&row);
-        for a in row
-            .actions
-            .iter()
-            .filter(|a| a.state == ActionState::Running)
-        {
-            let run = crate::connect::marker::Run {
-                repository: self.repository_id.clone(),
-                instance: id,
-                started: digits(&row.summary.start),
-                action: a.action_id,
-                attempt: a.attempt,
-            };
-            let plan = plans
-                .get(&a.action_id)
-                .cloned()
-                .unwrap_or_else(|| Err("it has no plan".to_owned()));
-            let verdict = match (&keys, plan) {
-                _ if !a.unmarked.is_empty() => Err(format!(
-                    "it wrote connection(s) {:?} without a commit marker",
-                    a.unmarked
-                )),
-                (Some(Ok(keys)), Ok(plan)) => super::committed(&self.registry, keys, &plan, &run),
-                (Some(Err(e)), _) => Err(format!("the key file cannot be read: {e}")),
-                (None, _) => Err("there is no key file".to_owned()),
-                (_, Err(e)) => Err(e),
-            };
-            let (error, note) = match verdict {
-                Ok(true) => (None, "committed before its end was recorded: its commit marker was found in its target; row counts are not known".to_owned()),
-                Ok(false) => (Some(format!("{why} before it committed")), "not committed: no commit marker in its target".to_owned()),
-                Err(m) => (Some(format!("{why}; {m}; it may have committed")), m),
-            };
-            tracing::warn!(message = "An action whose end was not recorded was settled.", batch_instance_id = id, action_id = a.action_id, committed = error.is_none(), note = %note);
-            let end = ActionEnd {
-                error: error.as_deref(),
-                halted: false,
-                rows_read: 0,
-                rows_written: 0,
-                rows_updated: 0,
-                rows_deleted: 0,
-                log: &[format!("-- {note}")],
-            };
-            self.repo.end_action(id, a.action_id, &end, &[])?;
+            ))),
+            Halted::NotRunning(state) => Err(StartError::Conflict(format!(
+                "batch instance {id} is {state}, not running"
+            ))),
+            Halted::Asked { running } => {
+                let halt = self.local().instances.get(&id).map(|(h, _)| Arc::clone(h));
+                if let Some(h) = halt {
+                    h.raise();
+                }
+                tracing::info!(
+                    message = "Batch instance asked to halt.",
+                    batch_instance_id = id,
+                    running_actions = running
+                );
+                Ok(())
+            }
         }
-        Ok(())
     }
 
-    /// At the server's start: what the last server left running or waiting. Running
-    /// actions are settled by their commit markers; the rest of such an instance is
-    /// halted and the instance is interrupted (finished when every action turned out to
-    /// have finished). Returns the ids of the instances.
+    /// Runs again what failed, was skipped or halted in an instance that has ended; never
+    /// what finished. Returns how many actions run again. The check and the reset are one
+    /// transaction: two restarts at once, on any hosts, start one run.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::NotFound`], or [`StartError::Conflict`] for a running or finished one.
+    pub fn restart(&self, id: i64) -> Result<usize, StartError> {
+        match self.repo.restart(id)? {
+            Restarted::NotFound => Err(StartError::NotFound(format!(
+                "batch instance {id} does not exist"
+            ))),
+            Restarted::Finished => Err(StartError::Conflict(format!(
+                "batch instance {id} finished; there is nothing to run again"
+            ))),
+            Restarted::Running => Err(StartError::Conflict(format!(
+                "batch instance {id} is still running"
+            ))),
+            Restarted::Reset(n) => {
+                tracing::info!(
+                    message = "Batch instance restarted.",
+                    batch_instance_id = id,
+                    actions = n
+                );
+                self.wake.ring();
+                Ok(n)
+            }
+        }
+    }
+
+    /// At the start of a server alone on its repository (SQLite): what the last server left
+    /// running or waiting. Running actions are settled by their commit markers; the rest of
+    /// such an instance is halted and the instance is interrupted (finished when every
+    /// action turned out to have finished). Returns the ids of the instances. Call it before
+    /// [`Executor::open`].
     ///
     /// # Errors
     ///
     /// A repository error.
     pub fn recover(&self) -> Result<Vec<i64>, StartError> {
-        let ids = self.repo.unfinished()?;
-        for id in &ids {
-            self.settle(*id, SERVER_STOP)?;
+        let taken = self.repo.take_over(&self.host, 0)?;
+        for c in &taken {
+            self.settle(c, false, |verdict| match verdict {
+                Ok(true) => Settle::Committed,
+                Ok(false) => Settle::Failed(format!("{SERVER_STOP} before it committed")),
+                Err(m) => Settle::Failed(format!("{SERVER_STOP}; {m}; it may have committed")),
+            })?;
         }
         Ok(self.repo.recover()?)
     }
 
-    /// Runs again what failed, was skipped or halted in an instance that has ended; never
-    /// what finished. Returns how many actions run again. The check and the reset are one
-    /// step: two restarts at once start one run. An instance that lost its coordinator is
-    /// settled first (its running actions by their commit markers).
+    /// At the start of a host of a shared repository: the actions its last process left
+    /// running are settled by their commit markers (finished where the target committed,
+    /// run again where nothing did), and their instances go on. Answers how many there were.
     ///
     /// # Errors
     ///
-    /// [`StartError::NotFound`], or [`StartError::Conflict`] for a running or finished one.
-    pub fn restart(self: &Arc<Self>, id: i64) -> Result<usize, StartError> {
-        {
-            // Claimed while it is settled without the lock: a second restart or a halt
-            // meanwhile sees it running.
-            let mut halts = self
-                .halts
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if halts.contains_key(&id) {
-                return Err(StartError::Conflict(format!(
-                    "batch instance {id} is still running"
-                )));
-            }
-            halts.insert(id, Halt::new());
+    /// A repository error.
+    pub fn resume_own(&self) -> Result<usize, StartError> {
+        let mine = self.repo.running_on(&self.host)?;
+        for c in &mine {
+            self.settle(c, true, after_a_host_stop)?;
         }
-        let prepared = self
-            .repo
-            .instance_state(id)
-            .map_err(StartError::from)
-            .and_then(|current| {
-                if current.is_some_and(InstanceState::is_ongoing) {
-                    self.settle(id, NOT_RECORDED)
-                } else {
-                    Ok(())
-                }
-            });
-        let mut halts = self
-            .halts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        halts.remove(&id);
-        prepared?;
-        let waiting = {
-            let q = self
-                .queue
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            !q.waiting.is_empty() || q.coordinators >= self.limit
-        };
-        let outcome = match self.repo.restart(id, waiting)? {
-            Restarted::NotFound => {
-                return Err(StartError::NotFound(format!(
-                    "batch instance {id} does not exist"
-                )));
-            }
-            Restarted::Finished => {
-                return Err(StartError::Conflict(format!(
-                    "batch instance {id} finished; there is nothing to run again"
-                )));
-            }
-            Restarted::Reset(n) => n,
-        };
-        tracing::info!(
-            message = "Batch instance restarted.",
-            batch_instance_id = id,
-            actions = outcome,
-            waiting
-        );
-        self.enqueue_locked(id, &mut halts);
-        Ok(outcome)
+        Ok(mine.len())
     }
 
-    /// Takes a slot of the global limit, waiting while all are taken; gives up (false) when
-    /// the instance is asked to halt meanwhile.
-    /// Records the state changes the coordinator decided, in one transaction.
-    fn record_changes(&self, id: i64, changes: &[Change]) -> repo::Result<()> {
-        if changes.is_empty() {
-            return Ok(());
+    /// Takes over the running actions of the hosts silent for `lease` and settles them by
+    /// their commit markers (finished, run again, or failed when that cannot be told).
+    /// Answers how many were taken over.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn take_over(&self, lease: Duration) -> Result<usize, StartError> {
+        let taken = self.repo.take_over(&self.host, lease.as_millis() as i64)?;
+        for c in &taken {
+            self.settle(c, true, after_a_host_stop)?;
         }
-        let changes: Vec<(i64, ActionState)> = changes.iter().map(|c| (c.action, c.to)).collect();
-        self.record(id, |r| r.set_actions(id, &changes))
+        if !taken.is_empty() {
+            tracing::warn!(message = "Took over the running actions of hosts whose lease expired.", host = %self.host, actions = taken.len());
+            self.wake.ring();
+        }
+        Ok(taken.len())
     }
 
-    /// The loop of one instance: start what is ready, record what ended, until nothing is
-    /// left; then the instance's final state. When a repository write fails, it waits for
-    /// every action it started before it gives up, so that none keeps running unrecorded.
-    fn coordinate(self: &Arc<Self>, id: i64, halt: &Arc<Halt>) -> Result<(), StartError> {
-        let row = self
-            .repo
-            .instance(id)?
-            .ok_or_else(|| StartError::NotFound(format!("batch instance {id} vanished")))?;
-        if row.halt_requested {
-            halt.raise();
+    /// Settles one action this host took over: by its commit markers, `outcome` decides.
+    fn settle(
+        &self,
+        c: &Claimed,
+        follow: bool,
+        outcome: impl Fn(Result<bool, String>) -> Settle,
+    ) -> Result<Ended, StartError> {
+        let verdict = self.verdict(c);
+        let note = match &verdict {
+            Ok(true) => "committed before its end was recorded: its commit marker was found in its target; row counts are not known".to_owned(),
+            Ok(false) => "not committed: no commit marker in its target".to_owned(),
+            Err(m) => m.clone(),
+        };
+        let outcome = outcome(verdict);
+        tracing::warn!(message = "An action whose end was not recorded was settled.", batch_instance_id = c.instance, action_id = c.action, outcome = ?outcome, note = %note);
+        Ok(self.repo.settled(&self.host, c, &outcome, &note, follow)?)
+    }
+
+    /// Whether the attempt `c` committed: `Ok(true)` when its marker is in every
+    /// connection it writes, `Ok(false)` when in none, else what is known.
+    fn verdict(&self, c: &Claimed) -> Result<bool, String> {
+        if !c.unmarked.is_empty() {
+            return Err(format!(
+                "it wrote connection(s) {:?} without a commit marker",
+                c.unmarked
+            ));
         }
-        let (tx, rx) = std::sync::mpsc::channel::<(i64, super::Ran)>();
-        let mut running: HashSet<i64> = HashSet::new();
-        // A panic here must not let the instance go while its actions still run: they are
-        // waited for like after an error.
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.coordinate_loop(id, &row, halt, &tx, &rx, &mut running)
-        }))
-        .unwrap_or_else(|p| {
-            Err(StartError::Invalid(format!(
-                "the coordinator panicked: {}",
-                weft_sdk::panic_message(p.as_ref())
-            )))
+        let info = match self.repo.instance_info(c.instance) {
+            Ok(Some(info)) => info,
+            Ok(None) => return Err("its batch instance is gone".to_owned()),
+            Err(e) => return Err(format!("its batch instance cannot be read: {e}")),
+        };
+        let keys = match self.keys.as_ref().map(|k| k.current()) {
+            Some(Ok(keys)) => keys,
+            Some(Err(e)) => return Err(format!("the key file cannot be read: {e}")),
+            None => return Err("there is no key file".to_owned()),
+        };
+        let schemas = self.repo.connection_schemas().map_err(|e| {
+            format!("the schemas of its connections cannot be read from the repository: {e}")
+        })?;
+        let plan = self.plan_of(c, &Ok(schemas))?;
+        super::committed(&self.registry, &keys, &plan, &self.run_of(c, &info))
+    }
+
+    /// The run a commit marker names.
+    fn run_of(&self, c: &Claimed, info: &InstanceInfo) -> crate::connect::marker::Run {
+        crate::connect::marker::Run {
+            repository: self.repository_id.clone(),
+            instance: c.instance,
+            started: digits(&info.start),
+            action: c.action,
+            attempt: c.attempt,
+        }
+    }
+
+    /// The plan of a claimed action as it runs: each object with the dialect of its
+    /// connection (from the key file), each connection with its default schema.
+    fn plan_of(
+        &self,
+        c: &Claimed,
+        schemas: &Result<std::collections::BTreeMap<i64, String>, String>,
+    ) -> Result<Arc<ActionPlan>, String> {
+        let stored = c.plan.as_ref().map_err(Clone::clone)?;
+        let schemas = schemas.as_ref().map_err(Clone::clone)?;
+        let mut plan = stored.to_plan(&self.dialect_fn());
+        plan.schemas = schemas.clone();
+        Ok(Arc::new(plan))
+    }
+
+    /// One round of the worker: halts asked elsewhere reach the actions running here, and
+    /// ready actions are claimed for the free slots and started.
+    fn work(self: &Arc<Self>) {
+        self.look_for_halts();
+        let free = {
+            let l = self.local();
+            if !l.open || l.stopped {
+                return;
+            }
+            self.limit.saturating_sub(l.running)
+        };
+        if free == 0 {
+            return;
+        }
+        let claimed = match self.repo.claim(&self.host, free) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(message = "Ready actions cannot be claimed from the repository now; trying again.", error = %e);
+                return;
+            }
+        };
+        if claimed.is_empty() {
+            return;
+        }
+        let schemas = self.repo.connection_schemas().map_err(|e| {
+            format!("the schemas of its connections cannot be read from the repository: {e}")
         });
-        if result.is_err() {
-            for _ in 0..running.len() {
-                if rx.recv().is_err() {
-                    break;
-                }
-            }
+        let mut infos: HashMap<i64, Result<InstanceInfo, String>> = HashMap::new();
+        for c in &claimed {
+            infos
+                .entry(c.instance)
+                .or_insert_with(|| match self.repo.instance_info(c.instance) {
+                    Ok(Some(info)) => Ok(info),
+                    Ok(None) => Err("its batch instance is gone".to_owned()),
+                    Err(e) => Err(format!("its batch instance cannot be read: {e}")),
+                });
         }
-        result
+        for c in claimed {
+            let info = infos
+                .get(&c.instance)
+                .cloned()
+                .unwrap_or_else(|| Err("its batch instance is gone".to_owned()));
+            let plan = self.plan_of(&c, &schemas);
+            self.launch(c, info, plan);
+        }
     }
 
-    fn coordinate_loop(
-        self: &Arc<Self>,
-        id: i64,
-        row: &InstanceRow,
-        halt: &Arc<Halt>,
-        tx: &std::sync::mpsc::Sender<(i64, super::Ran)>,
-        rx: &std::sync::mpsc::Receiver<(i64, super::Ran)>,
-        running: &mut HashSet<i64>,
-    ) -> Result<(), StartError> {
-        let schedule_date = schedule_date(row);
-        let actions = self.resume(id, row)?;
-        let mut coordinator = Coordinator::new(&actions);
-        // Each launch of an action counts one attempt up (`set_action` to `R` does the same
-        // in the repository); the commit marker names it.
-        let attempts: HashMap<i64, i64> = row
-            .actions
+    /// Raises the halt of each instance running here whose halt was asked on another host.
+    fn look_for_halts(&self) {
+        let ids: Vec<i64> = self
+            .local()
+            .instances
             .iter()
-            .map(|a| (a.action_id, a.attempt))
+            .filter(|(_, (h, _))| !h.is_raised())
+            .map(|(id, _)| *id)
             .collect();
-        let plans = self.runnable(row);
-        let settled = coordinator.settle();
-        self.record_changes(id, &settled)?;
-        loop {
-            if halt.is_raised() {
-                let halted = coordinator.halt();
-                self.record_changes(id, &halted)?;
-            }
-            // Start ready actions while there is room.
-            while let Some(a) = coordinator.next_ready() {
-                // With nothing of its own running, the coordinator waits for a slot; else it
-                // takes a free one or goes back to waiting for its actions.
-                let permit = if coordinator.running() == 0 {
-                    self.slots.acquire(|| halt.is_raised())
-                } else {
-                    self.slots.try_acquire()
-                };
-                let Some(permit) = permit else { break };
-                if halt.is_raised() {
-                    break;
-                }
-                self.record(id, |r| r.set_actions(id, &[(a, ActionState::Running)]))?;
-                coordinator.start(a);
-                running.insert(a);
-                let attempt = attempts.get(&a).copied().unwrap_or(0) + 1;
-                self.launch(
-                    permit,
-                    Arc::clone(halt),
-                    id,
-                    a,
-                    attempt,
-                    plans
-                        .get(&a)
-                        .cloned()
-                        .unwrap_or_else(|| Err("it has no plan".to_owned())),
-                    row,
-                    &schedule_date,
-                    tx.clone(),
-                );
-            }
-            if coordinator.running() == 0 {
-                if halt.is_raised() && !coordinator.is_halted() {
-                    continue;
-                }
-                if coordinator.is_over() {
-                    // Nothing runs and nothing is ready: what still waits can never start.
-                    let blocked = coordinator.skip_blocked();
-                    self.record_changes(id, &blocked)?;
-                    break;
-                }
-                continue;
-            }
-            // Wait for an action to end.
-            let Ok((a, ran)) = rx.recv() else { break };
-            running.remove(&a);
-            self.ended(id, a, &ran, &mut coordinator)?;
+        if ids.is_empty() {
+            return;
         }
-        let final_state = match coordinator.outcome() {
-            Outcome::Halted => InstanceState::Halted,
-            Outcome::Failed => InstanceState::Failed,
-            Outcome::Finished => InstanceState::Finished,
+        match self.repo.halts_asked(&ids) {
+            Ok(asked) => {
+                let l = self.local();
+                for id in asked {
+                    if let Some((h, _)) = l.instances.get(&id) {
+                        h.raise();
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(message = "Halts asked cannot be read from the repository now.", error = %e);
+            }
+        }
+    }
+
+    /// Starts one claimed action on a thread of its own; whatever happens there (a panic in
+    /// the host included), its end is recorded and its slot given back.
+    fn launch(
+        self: &Arc<Self>,
+        c: Claimed,
+        info: Result<InstanceInfo, String>,
+        plan: Result<Arc<ActionPlan>, String>,
+    ) {
+        let halt = {
+            let mut l = self.local();
+            l.running += 1;
+            let raised = info.as_ref().is_ok_and(|i| i.halt_requested);
+            let entry = l
+                .instances
+                .entry(c.instance)
+                .or_insert_with(|| (if raised { Halt::raised() } else { Halt::new() }, 0));
+            entry.1 += 1;
+            Arc::clone(&entry.0)
         };
-        self.repo.set_instance_state(id, final_state)?;
-        tracing::info!(
-            message = "Batch instance ended.",
-            batch_instance_id = id,
-            state = %final_state
-        );
-        Ok(())
-    }
-
-    /// The states an instance's coordinator begins from: as stored, but an `R` left by an
-    /// executor that failed is not running now and is recorded as an error.
-    fn resume(
-        &self,
-        id: i64,
-        row: &InstanceRow,
-    ) -> Result<Vec<(i64, ActionState, Vec<i64>)>, StartError> {
-        let mut actions = Vec::with_capacity(row.actions.len());
-        for a in &row.actions {
-            let state = match a.state {
-                ActionState::Running => {
-                    let end = ActionEnd {
-                        error: Some("interrupted"),
-                        halted: false,
-                        rows_read: 0,
-                        rows_written: 0,
-                        rows_updated: 0,
-                        rows_deleted: 0,
-                        log: &[],
-                    };
-                    self.record(id, |r| r.end_action(id, a.action_id, &end, &[]))?;
-                    ActionState::Error
-                }
-                s => s,
-            };
-            actions.push((a.action_id, state, a.depends_on.clone()));
+        let me = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name(format!("weft-action-{}", c.action))
+            .spawn(move || {
+                let action = c.action;
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &info {
+                    Ok(info) => me.run_one(&c, info, plan, &halt),
+                    Err(e) => Ran::failed(format!("action {action}: {e}")),
+                }))
+                .unwrap_or_else(|p| {
+                    Ran::failed(format!(
+                        "action {action}: the host failed while running it: {}",
+                        weft_sdk::panic_message(p.as_ref())
+                    ))
+                });
+                me.finished(&c, &ran);
+            });
+        if let Err(e) = spawned {
+            // The closure, with the claim, is gone: the end is recorded from here.
+            tracing::error!(message = "Cannot start the action's thread.", error = %e);
+            self.local().running -= 1;
+            self.wake.ring();
         }
-        Ok(actions)
     }
 
-    /// Records how action `a` ran: its own end with its counts and log, and what follows
-    /// from it for the actions that wait for it, in one transaction.
-    fn ended(
-        &self,
-        id: i64,
-        a: i64,
-        ran: &super::Ran,
-        coordinator: &mut Coordinator,
-    ) -> Result<(), StartError> {
+    /// Records how a claimed action ended (trying again while the repository fails: the
+    /// end is known and must not be lost), then gives its slot back.
+    fn finished(&self, c: &Claimed, ran: &Ran) {
         let (error, o) = match &ran.outcome {
             Ok(o) => (None, *o),
             Err(e) => (Some(e.as_str()), weft_sdk::RunOutcome::default()),
         };
-        let follows = if ran.halted {
-            coordinator.stopped(a)
-        } else {
-            coordinator.ended(a, error.is_none())
-        };
+        let abandoned = ran.halted && self.local().abandoned.contains(&c.instance);
         let end = ActionEnd {
             error,
             halted: ran.halted,
@@ -855,40 +770,94 @@ impl Executor {
             rows_deleted: o.rows_deleted,
             log: &ran.log,
         };
-        let then: Vec<(i64, ActionState)> = follows
-            .iter()
-            .filter(|ch| ch.action != a)
-            .map(|ch| (ch.action, ch.to))
-            .collect();
-        self.record(id, |r| r.end_action(id, a, &end, &then))?;
-        Ok(())
+        let patience = Duration::from_millis(self.write_patience_ms.load(Ordering::SeqCst));
+        let since = Instant::now();
+        let mut pause = Duration::from_millis(20);
+        let ended = loop {
+            let recorded = if abandoned {
+                self.repo.settled(
+                    &self.host,
+                    c,
+                    &Settle::Rerun,
+                    "stopped: its host lost its lease; it runs again",
+                    true,
+                )
+            } else {
+                self.repo
+                    .end_action(&self.host, c.instance, c.action, c.attempt, &end)
+            };
+            match recorded {
+                Ok(ended) => break Some(ended),
+                Err(e) if self.local().stopped => {
+                    tracing::error!(message = "The end of an action cannot be recorded and the executor stops; the next start settles it by its commit marker.", batch_instance_id = c.instance, action_id = c.action, error = %e);
+                    break None;
+                }
+                Err(e) => {
+                    if since.elapsed() < patience {
+                        tracing::warn!(message = "Recording the end of an action failed; trying again.", batch_instance_id = c.instance, action_id = c.action, error = %e, pause_ms = pause.as_millis() as u64);
+                    } else {
+                        tracing::error!(message = "Recording the end of an action still fails; trying again until it is recorded.", batch_instance_id = c.instance, action_id = c.action, error = %e, pause_ms = pause.as_millis() as u64);
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
+        };
+        match ended {
+            Some(Ended {
+                recorded: false, ..
+            }) => {
+                tracing::warn!(
+                    message = "An action ended on a host that no longer owned it (another host took it over); its end here was not recorded.",
+                    batch_instance_id = c.instance,
+                    action_id = c.action,
+                    attempt = c.attempt
+                );
+            }
+            Some(Ended {
+                instance: Some(state),
+                ..
+            }) => {
+                tracing::info!(message = "Batch instance ended.", batch_instance_id = c.instance, state = %state);
+            }
+            _ => {}
+        }
+        {
+            let mut l = self.local();
+            l.running = l.running.saturating_sub(1);
+            if let Some(entry) = l.instances.get_mut(&c.instance) {
+                entry.1 = entry.1.saturating_sub(1);
+                if entry.1 == 0 {
+                    l.instances.remove(&c.instance);
+                    l.abandoned.remove(&c.instance);
+                }
+            }
+        }
+        self.wake.ring();
     }
 
-    /// Starts one action on a thread of its own; whatever happens there (a panic in the host
-    /// included), the coordinator hears of it on `done`.
-    #[allow(clippy::too_many_arguments)]
-    fn launch(
-        self: &Arc<Self>,
-        permit: Permit,
-        halt: Arc<Halt>,
-        id: i64,
-        action: i64,
-        attempt: i64,
-        plan: Result<Arc<ActionPlan>, String>,
-        row: &InstanceRow,
-        schedule_date: &str,
-        done: std::sync::mpsc::Sender<(i64, super::Ran)>,
-    ) {
-        let me = Arc::clone(self);
-        let mut vars = row.variables.clone();
+    /// Stops every action running here, to run again (this host lost its lease: others
+    /// may run them).
+    fn abandon_all_here(&self) {
+        let mut l = self.local();
+        let ids: Vec<i64> = l.instances.keys().copied().collect();
+        l.abandoned.extend(ids);
+        for (h, _) in l.instances.values() {
+            h.raise();
+        }
+    }
+
+    /// The variables of one action: the instance's, then the built-ins (which win over a
+    /// variable of the same name).
+    fn variables(info: &InstanceInfo, instance: i64, action: i64) -> Vec<(String, String)> {
+        let mut vars = info.variables.clone();
         let now = chrono::Utc::now();
-        // Built-ins come last, so that they win over a variable of the same name.
         vars.extend([
-            ("batch_instance_id".to_owned(), id.to_string()),
+            ("batch_instance_id".to_owned(), instance.to_string()),
             ("action_id".to_owned(), action.to_string()),
-            ("batch_name".to_owned(), row.summary.batch_name.clone()),
-            ("user".to_owned(), row.summary.user.clone()),
-            ("schedule_date".to_owned(), schedule_date.to_owned()),
+            ("batch_name".to_owned(), info.batch_name.clone()),
+            ("user".to_owned(), info.user.clone()),
+            ("schedule_date".to_owned(), schedule_date(info)),
             (
                 "action_start_utc".to_owned(),
                 now.format("%Y-%m-%d %H:%M:%S").to_string(),
@@ -900,62 +869,29 @@ impl Executor {
                     .to_string(),
             ),
         ]);
-        let done_on_failure = done.clone();
-        let run = crate::connect::marker::Run {
-            repository: self.repository_id.clone(),
-            instance: id,
-            started: digits(&row.summary.start),
-            action,
-            attempt,
-        };
-        let spawned = std::thread::Builder::new()
-            .name(format!("weft-action-{action}"))
-            .spawn(move || {
-                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    me.run_one(action, plan, &vars, &run, &halt)
-                }))
-                .unwrap_or_else(|p| {
-                    super::Ran::failed(format!(
-                        "action {action}: the host failed while running it: {}",
-                        weft_sdk::panic_message(p.as_ref())
-                    ))
-                });
-                // The slot is free before the coordinator hears of the end.
-                drop(permit);
-                let _ = done.send((action, ran));
-            });
-        // A thread that cannot start took its permit with it (dropped with the closure).
-        if let Err(e) = spawned {
-            tracing::error!(message = "Cannot start the action's thread.", action_id = action, error = %e);
-            let _ = done_on_failure.send((
-                action,
-                super::Ran::failed(format!(
-                    "action {action}: cannot start a thread for it: {e}"
-                )),
-            ));
-        }
+        vars
     }
 
     fn run_one(
         &self,
-        action: i64,
+        c: &Claimed,
+        info: &InstanceInfo,
         plan: Result<Arc<ActionPlan>, String>,
-        vars: &[(String, String)],
-        run: &crate::connect::marker::Run,
         halt: &Halt,
-    ) -> super::Ran {
+    ) -> Ran {
+        let action = c.action;
+        let vars = Self::variables(info, c.instance, action);
+        let run = &self.run_of(c, info);
         let plan = match plan {
             Ok(plan) => plan,
-            Err(e) => return super::Ran::failed(format!("action {action}: {e}")),
+            Err(e) => return Ran::failed(format!("action {action}: {e}")),
         };
         let keys = match self.keys.as_ref().map(|k| k.current()) {
             Some(Ok(keys)) => keys,
             Some(Err(e)) => {
-                return super::Ran::failed(format!(
-                    "action {action}: the key file cannot be read: {e}"
-                ));
+                return Ran::failed(format!("action {action}: the key file cannot be read: {e}"));
             }
-            None => return super::Ran::failed(format!("action {action}: no key file")),
+            None => return Ran::failed(format!("action {action}: no key file")),
         };
         // The SQLite files this action writes, held while it runs.
         let _files = self.file_locks.hold(
@@ -990,22 +926,95 @@ impl Executor {
             live_log: Some(live),
             halt: Some(halt),
         };
-        run_marked(&self.registry, &keys, &plan, vars, Some(&marking))
+        run_marked(&self.registry, &keys, &plan, &vars, Some(&marking))
+    }
+}
+
+/// How an action this host took over from a stopped host is settled: finished where it
+/// committed, run again where nothing did, failed where that cannot be told.
+fn after_a_host_stop(verdict: Result<bool, String>) -> Settle {
+    match verdict {
+        Ok(true) => Settle::Committed,
+        Ok(false) => Settle::Rerun,
+        Err(m) => Settle::Failed(format!("{HOST_STOP}; {m}; it may have committed")),
+    }
+}
+
+/// The worker of one executor: a round of [`Executor::work`] whenever rung, at least every
+/// poll, until the executor is gone.
+fn worker(exec: &Weak<Executor>, wake: &Wake) {
+    loop {
+        let poll = {
+            let Some(me) = exec.upgrade() else { return };
+            if me.local().stopped {
+                return;
+            }
+            me.work();
+            Duration::from_millis(me.poll_ms.load(Ordering::SeqCst))
+        };
+        wake.wait(poll);
+    }
+}
+
+/// The heartbeat of a host of a shared repository, until the executor is gone.
+fn heartbeat(exec: &Weak<Executor>, cluster: Cluster) {
+    let beat = (cluster.lease / 4).max(Duration::from_millis(10));
+    let mut healthy_since: Option<Instant> = None;
+    let mut last_beat = Instant::now();
+    loop {
+        {
+            let Some(me) = exec.upgrade() else { return };
+            if me.local().stopped {
+                return;
+            }
+            match me.repo.heartbeat(&me.host) {
+                Ok(true) => {
+                    last_beat = Instant::now();
+                    let since = *healthy_since.get_or_insert_with(Instant::now);
+                    // Only a host that has been beating for a whole lease judges others: a
+                    // host back from a pause must first be seen alive itself.
+                    if since.elapsed() >= cluster.lease
+                        && let Err(e) = me.take_over(cluster.lease)
+                    {
+                        tracing::warn!(message = "Taking over from stopped hosts failed; trying again at the next beat.", error = %e);
+                    }
+                }
+                Ok(false) => {
+                    tracing::error!(message = "This host's lease had expired and its running actions were taken over by another host; they stop here, and the host registers again.", host = %me.host);
+                    me.abandon_all_here();
+                    healthy_since = None;
+                    if let Err(e) = me.register() {
+                        tracing::warn!(message = "This host cannot register again now.", error = %e);
+                    }
+                }
+                Err(e) => {
+                    healthy_since = None;
+                    tracing::warn!(message = "This host's heartbeat cannot be recorded.", host = %me.host, error = %e);
+                    if last_beat.elapsed() >= cluster.lease / 2 {
+                        // Before the others may take them over, the actions here stop: two
+                        // hosts never run one action's attempt at once for longer than
+                        // half a lease.
+                        me.abandon_all_here();
+                    }
+                }
+            }
+        }
+        std::thread::sleep(beat);
     }
 }
 
 /// The day of `schedule_date`: the planned start's day for a scheduled run, else the day the
 /// run started, both in the service time zone.
-fn schedule_date(row: &InstanceRow) -> String {
-    match &row.summary.planned_start {
+fn schedule_date(info: &InstanceInfo) -> String {
+    match &info.planned_start {
         Some(p) => p.get(..10).unwrap_or_default().to_owned(),
-        None => chrono::DateTime::parse_from_rfc3339(&row.summary.start)
+        None => chrono::DateTime::parse_from_rfc3339(&info.start)
             .map(|t| {
                 t.with_timezone(&crate::sched::clock::current().zone)
                     .format("%Y-%m-%d")
                     .to_string()
             })
-            .unwrap_or_else(|_| row.summary.start.get(..10).unwrap_or_default().to_owned()),
+            .unwrap_or_else(|_| info.start.get(..10).unwrap_or_default().to_owned()),
     }
 }
 

@@ -4,7 +4,6 @@
 //! commits or rolls back. Batch instances, ordering and persistence build on this.
 
 pub mod batch;
-pub mod coordinator;
 pub mod expand;
 pub mod halt;
 pub mod slots;

@@ -4,8 +4,8 @@
 
 use crate::repo::error::{Error, Result, now_utc};
 use crate::repo::model::{
-    ActionEnd, ActionRow, ActionState, InstanceRow, InstanceState, InstanceSummary,
-    LATE_AFTER_SECONDS, NewInstance,
+    ActionRow, ActionState, InstanceRow, InstanceState, InstanceSummary, LATE_AFTER_SECONDS,
+    NewInstance,
 };
 use crate::repo::sql::{Row, Session, args};
 
@@ -19,7 +19,8 @@ fn json(value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::Corrupt(e.to_string()))
 }
 
-/// Creates an instance with its actions (state `D` for those that wait, `W` for the others).
+/// Creates an instance with its actions (state `D` for those that wait, `W` for the others);
+/// `waiting` until a host claims one of them, or `finished` at once when it has none.
 ///
 /// # Errors
 ///
@@ -28,23 +29,31 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
     let now = now_utc();
     let elements = json(&new.elements)?;
     let variables = json(&new.variables)?;
+    let (state, ended) = if new.actions.is_empty() {
+        (InstanceState::Finished, Some(now.as_str()))
+    } else {
+        (InstanceState::Waiting, None)
+    };
     let id: i64 = conn
         .value(
-            "INSERT INTO batch_instances (batch_name, user_name, state, started_at, elements, variables) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-            args![new.batch_name, new.user, if new.waiting { InstanceState::Waiting } else { InstanceState::Running }.word(), now, elements, variables],
+            "INSERT INTO batch_instances (batch_name, user_name, state, started_at, elements, variables, ended_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+            args![new.batch_name, new.user, state.word(), now, elements, variables, ended],
         )?
         .ok_or_else(|| Error::Corrupt("a new batch instance got no id".to_owned()))?;
     for a in &new.actions {
-        let deps = json(&a.depends_on)?;
+        let mut depends_on = a.depends_on.clone();
+        depends_on.sort_unstable();
+        depends_on.dedup();
+        let deps = json(&depends_on)?;
         let plan = json(&a.plan)?;
-        let st_letter = if a.depends_on.is_empty() {
+        let st_letter = if depends_on.is_empty() {
             ActionState::Waiting
         } else {
             ActionState::Defined
         }
         .code();
         conn.execute(
-            "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state, waits_for) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             args![
             id,
             a.action_id,
@@ -53,39 +62,17 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
             a.module,
             plan,
             deps,
-            st_letter
+            st_letter,
+            depends_on.len() as i64
         ])?;
+        for d in &depends_on {
+            conn.execute(
+                "INSERT INTO instance_action_deps (instance_id, action_id, depends_on) VALUES (?1, ?2, ?3)",
+                args![id, a.action_id, d],
+            )?;
+        }
     }
     Ok(id)
-}
-
-/// Sets an action's state, with its start or end.
-///
-/// # Errors
-///
-/// A repository error.
-pub fn set_action(
-    conn: &dyn Session,
-    instance: i64,
-    action: i64,
-    state: ActionState,
-) -> Result<()> {
-    let now = now_utc();
-    match state {
-        ActionState::Running => conn.execute(
-            "UPDATE instance_actions SET state = ?3, started_at = ?4, ended_at = NULL, error = NULL, attempt = attempt + 1, unmarked = NULL WHERE instance_id = ?1 AND action_id = ?2",
-            args![instance, action, state.code(), now],
-        )?,
-        ActionState::Skipped | ActionState::Halted | ActionState::Error => conn.execute(
-            "UPDATE instance_actions SET state = ?3, ended_at = ?4 WHERE instance_id = ?1 AND action_id = ?2",
-            args![instance, action, state.code(), now],
-        )?,
-        _ => conn.execute(
-            "UPDATE instance_actions SET state = ?3 WHERE instance_id = ?1 AND action_id = ?2",
-            args![instance, action, state.code()],
-        )?,
-    };
-    Ok(())
 }
 
 /// The state of an instance, if it exists (cheap, for waiting).
@@ -129,73 +116,6 @@ pub fn batch_is_running(conn: &dyn Session, batch_id: i64) -> Result<bool> {
         .is_some())
 }
 
-/// Records how an action ended: `F` with its counts, or `E` with the error.
-///
-/// # Errors
-///
-/// A repository error.
-pub fn end_action(
-    conn: &dyn Session,
-    instance: i64,
-    action: i64,
-    end: &ActionEnd<'_>,
-) -> Result<()> {
-    let ActionEnd {
-        error,
-        rows_read: read,
-        rows_written: written,
-        rows_updated: updated,
-        rows_deleted: deleted,
-        log,
-        halted,
-    } = *end;
-    let state = if halted {
-        ActionState::Halted
-    } else if error.is_some() {
-        ActionState::Error
-    } else {
-        ActionState::Finished
-    }
-    .code();
-    conn.execute("UPDATE instance_actions SET state = ?3, ended_at = ?4, rows_read = ?5, rows_written = ?6, rows_updated = ?7, error = ?8, log = log || ?9, rows_deleted = ?10 WHERE instance_id = ?1 AND action_id = ?2", args![instance, action, state, now_utc(), read as i64, written as i64, updated as i64, error, log.iter().map(|l| format!("{l}\n")).collect::<String>(), deleted as i64],
-    )?;
-    Ok(())
-}
-
-/// Sets an instance's state; a final state records the end.
-///
-/// # Errors
-///
-/// A repository error.
-pub fn set_instance(conn: &dyn Session, instance: i64, state: InstanceState) -> Result<()> {
-    let state = state.word();
-    if state == InstanceState::Running.word() {
-        conn.execute(
-            "UPDATE batch_instances SET state = ?2, ended_at = NULL, halt_requested = 0 WHERE id = ?1",
-            args![instance, state],
-        )?;
-    } else {
-        conn.execute(
-            "UPDATE batch_instances SET state = ?2, ended_at = ?3 WHERE id = ?1",
-            args![instance, state, now_utc()],
-        )?;
-    }
-    Ok(())
-}
-
-/// Marks a halt request.
-///
-/// # Errors
-///
-/// A repository error.
-pub fn request_halt(conn: &dyn Session, instance: i64) -> Result<()> {
-    conn.execute(
-        "UPDATE batch_instances SET halt_requested = 1 WHERE id = ?1",
-        args![instance],
-    )?;
-    Ok(())
-}
-
 /// Reads an instance with its actions.
 ///
 /// # Errors
@@ -228,7 +148,7 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
         })?,
     };
     let actions = conn.rows(
-        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan, attempt, unmarked, rows_deleted
+        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan, attempt, unmarked, rows_deleted, host
          FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
         args![instance],
         |r| {
@@ -253,6 +173,7 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
                         format!("its stored plan cannot be read ({e}); deploy its sheet again")
                     }),
                     attempt: r.get(14)?,
+                    host: r.get(17)?,
                     unmarked: r
                         .get::<Option<String>>(15)?
                         .and_then(|t| serde_json::from_str(&t).ok())
@@ -380,19 +301,6 @@ pub fn repository_id(conn: &dyn Session) -> Result<String> {
         .ok_or_else(|| Error::Corrupt("the repository has no identity".to_owned()))
 }
 
-/// A waiting instance starts: `running` (nothing else changes).
-///
-/// # Errors
-///
-/// A repository error.
-pub fn mark_running(conn: &dyn Session, instance: i64) -> Result<()> {
-    conn.execute(
-        "UPDATE batch_instances SET state = 'running' WHERE id = ?1 AND state = 'waiting'",
-        args![instance],
-    )?;
-    Ok(())
-}
-
 /// What waits (`D`, `W`) in an instance is halted.
 fn halt_waiting(conn: &dyn Session, instance: i64, now: &str) -> Result<()> {
     conn.execute(
@@ -410,38 +318,6 @@ fn end_as(conn: &dyn Session, instance: i64, now: &str, otherwise: &str) -> Resu
              THEN ?3 ELSE 'finished' END WHERE id = ?1",
         args![instance, now, otherwise],
     )?;
-    Ok(())
-}
-
-/// Halts an instance that no coordinator runs: what waits is halted, the instance too.
-///
-/// # Errors
-///
-/// A repository error.
-pub fn halt_now(conn: &dyn Session, instance: i64) -> Result<()> {
-    let now = now_utc();
-    halt_waiting(conn, instance, &now)?;
-    conn.execute(
-        "UPDATE batch_instances SET state = 'halted', halt_requested = 1, ended_at = ?2 WHERE id = ?1",
-        args![instance, now],
-    )?;
-    Ok(())
-}
-
-/// Ends an instance whose coordinator failed (its running actions settled before): what
-/// waits or still runs is halted with `why`; the instance is finished when every action
-/// finished, else failed.
-///
-/// # Errors
-///
-/// A repository error.
-pub fn end_failed(conn: &dyn Session, instance: i64, why: &str) -> Result<()> {
-    let now = now_utc();
-    conn.execute(
-        "UPDATE instance_actions SET state = 'H', ended_at = ?2, error = ?3 WHERE instance_id = ?1 AND state IN ('D', 'W', 'R')",
-        args![instance, now, why],
-    )?;
-    end_as(conn, instance, &now, InstanceState::Failed.word())?;
     Ok(())
 }
 
@@ -464,48 +340,6 @@ pub fn recover(conn: &dyn Session) -> Result<Vec<i64>> {
         end_as(conn, *id, &now, InstanceState::Interrupted.word())?;
     }
     Ok(ids)
-}
-
-/// For a restart: every action in `E`, `S` or `H` waits again (`D` when it depends on
-/// something, else `W`); finished actions stay finished.
-///
-/// # Errors
-///
-/// A repository error.
-pub fn reset_for_restart(conn: &dyn Session, instance: i64, waiting: bool) -> Result<usize> {
-    let n = conn.execute(
-        "UPDATE instance_actions SET state = CASE WHEN depends_on = '[]' THEN 'W' ELSE 'D' END, started_at = NULL, ended_at = NULL, error = NULL,
-             log = log || '-- restarted\n'
-         WHERE instance_id = ?1 AND state IN ('E', 'S', 'H', 'R')",
-        args![instance],
-    )?;
-    set_instance(conn, instance, InstanceState::Running)?;
-    if waiting {
-        conn.execute(
-            "UPDATE batch_instances SET state = 'waiting' WHERE id = ?1",
-            args![instance],
-        )?;
-    }
-    Ok(n)
-}
-
-/// A restart's check and reset in one step: nothing for an instance that does not exist or
-/// finished, else [`reset_for_restart`].
-///
-/// # Errors
-///
-/// A repository error.
-pub fn restart(
-    conn: &dyn Session,
-    instance: i64,
-    waiting: bool,
-) -> Result<crate::repo::model::Restarted> {
-    use crate::repo::model::Restarted;
-    Ok(match state_of(conn, instance)? {
-        None => Restarted::NotFound,
-        Some(InstanceState::Finished) => Restarted::Finished,
-        Some(_) => Restarted::Reset(reset_for_restart(conn, instance, waiting)?),
-    })
 }
 
 /// The id of the sheet a node belongs to, and the node's type.

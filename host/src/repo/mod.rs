@@ -15,6 +15,7 @@ pub mod schema;
 pub mod sql;
 pub mod sqlite;
 pub mod store;
+pub mod work;
 pub(crate) mod writer;
 
 pub use error::{Error, Fault, Result, now_utc};

@@ -14,8 +14,7 @@ pub use crate::sched::scheduler::LATE_AFTER_SECONDS;
 pub enum InstanceState {
     /// `running`: actions are running or waiting for each other or a slot.
     Running,
-    /// `waiting`: stored, waiting for a coordinator (more instances run than
-    /// `max_parallel_actions`).
+    /// `waiting`: stored, none of its actions claimed by a host yet (every slot was busy).
     Waiting,
     /// `finished`: every action finished.
     Finished,
@@ -163,11 +162,9 @@ pub struct NewAction {
     pub depends_on: Vec<i64>,
 }
 
-/// A new instance.
+/// A new instance (stored `waiting` until a host claims one of its actions).
 #[derive(Debug, Clone)]
 pub struct NewInstance {
-    /// Whether it waits for a coordinator (state `waiting`) rather than starts at once.
-    pub waiting: bool,
     /// `batchName`.
     pub batch_name: String,
     /// `user`.
@@ -217,6 +214,8 @@ pub struct ActionRow {
     pub attempt: i64,
     /// The connections its current attempt writes without a commit marker.
     pub unmarked: Vec<i64>,
+    /// The host running it, while it runs.
+    pub host: Option<String>,
 }
 
 /// An instance without its actions.
@@ -285,6 +284,8 @@ pub enum Restarted {
     NotFound,
     /// It finished: nothing to run again.
     Finished,
+    /// It is still running or waiting.
+    Running,
     /// Its unfinished actions wait again: how many.
     Reset(usize),
 }

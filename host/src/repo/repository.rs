@@ -6,12 +6,13 @@
 
 use super::error::{Error, Result};
 use super::model::{
-    ActionEnd, ActionState, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
+    ActionEnd, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
 };
 use super::postgres::{self, Postgres};
 use super::sql::Session;
 use super::sqlite::Sqlite;
-use super::store::{DeployWriter, InstanceStore, SheetStore};
+use super::store::{Created, DeployWriter, InstanceStore, SheetStore};
+use super::work::{self, Claimed, Ended, Halted, HostRow, InstanceInfo, Settle};
 use super::writer::Writer;
 use super::{instances, schedules};
 use crate::plan::StoredPlan;
@@ -124,6 +125,19 @@ impl Repository {
         }
     }
 
+    /// Runs `f` in one transaction that on PostgreSQL holds the advisory lock `lock` (no
+    /// other transaction holding it runs beside); on SQLite the one writer is that lock.
+    ///
+    /// # Errors
+    ///
+    /// What `f` returns, or a failure to begin or commit.
+    fn tx_locked<R>(&self, lock: i64, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.tx(|c| f(c)),
+            Backend::Postgres(p) => p.tx_if(Some(lock), |s| f(s).map(|v| (v, true))),
+        }
+    }
+
     /// Runs `f` on a read-only view of the deployed state (the [`super::Facts`] a deploy
     /// judges against, outside its transaction).
     ///
@@ -172,8 +186,15 @@ impl InstanceStore for Repository {
         &self,
         new: &NewInstance,
         scheduled: Option<&ScheduledStart>,
-    ) -> Result<i64> {
-        self.tx(|c| {
+        max_waiting: usize,
+    ) -> Result<Created> {
+        // On PostgreSQL, instances are created one at a time, so that hosts counting the
+        // waiting ones at once never pass the limit together.
+        self.tx_locked(postgres::INSTANCE_LOCK, |c| {
+            let waiting = work::waiting(c)?;
+            if waiting >= max_waiting as i64 {
+                return Ok(Created::Busy(waiting));
+            }
             let id = instances::create(c, new)?;
             if let Some(s) = scheduled {
                 if !schedules::advance(c, s.batch_id, &s.from, s.next.as_ref())? {
@@ -184,12 +205,16 @@ impl InstanceStore for Repository {
                 }
                 schedules::record_start(c, id, s.batch_id, &s.from, s.late_seconds)?;
             }
-            Ok(id)
+            Ok(Created::Stored(id))
         })
     }
 
     fn instance(&self, id: i64) -> Result<Option<InstanceRow>> {
         self.with(|c| instances::get(c, id))
+    }
+
+    fn instance_info(&self, id: i64) -> Result<Option<InstanceInfo>> {
+        self.with(|c| work::info(c, id))
     }
 
     fn instance_state(&self, id: i64) -> Result<Option<InstanceState>> {
@@ -200,24 +225,34 @@ impl InstanceStore for Repository {
         self.with(|c| instances::list(c, limit))
     }
 
-    fn mark_running(&self, id: i64) -> Result<()> {
-        self.with(|c| instances::mark_running(c, id))
+    fn claim(&self, host: &str, limit: usize) -> Result<Vec<Claimed>> {
+        self.tx(|c| work::claim(c, host, limit))
     }
 
-    fn set_instance_state(&self, id: i64, state: InstanceState) -> Result<()> {
-        self.with(|c| instances::set_instance(c, id, state))
+    fn end_action(
+        &self,
+        host: &str,
+        id: i64,
+        action: i64,
+        attempt: i64,
+        end: &ActionEnd<'_>,
+    ) -> Result<Ended> {
+        self.tx(|c| work::end(c, host, id, action, attempt, end))
     }
 
-    fn request_halt(&self, id: i64) -> Result<()> {
-        self.with(|c| instances::request_halt(c, id))
+    fn halt(&self, id: i64) -> Result<Halted> {
+        self.tx(|c| work::halt(c, id))
     }
 
-    fn halt_now(&self, id: i64) -> Result<()> {
-        self.tx(|c| instances::halt_now(c, id))
+    fn halts_asked(&self, ids: &[i64]) -> Result<Vec<i64>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with(|c| work::halts_asked(c, ids))
     }
 
-    fn end_failed(&self, id: i64, why: &str) -> Result<()> {
-        self.tx(|c| instances::end_failed(c, id, why))
+    fn restart(&self, id: i64) -> Result<Restarted> {
+        self.tx(|c| work::restart(c, id))
     }
 
     fn unfinished(&self) -> Result<Vec<i64>> {
@@ -228,50 +263,43 @@ impl InstanceStore for Repository {
         self.tx(instances::recover)
     }
 
-    fn restart(&self, id: i64, waiting: bool) -> Result<Restarted> {
-        self.tx(|c| instances::restart(c, id, waiting))
-    }
-
-    fn set_actions(&self, id: i64, changes: &[(i64, ActionState)]) -> Result<()> {
-        match changes {
-            [] => Ok(()),
-            [(action, state)] => self.with(|c| instances::set_action(c, id, *action, *state)),
-            _ => self.tx(|c| {
-                for (action, state) in changes {
-                    instances::set_action(c, id, *action, *state)?;
-                }
-                Ok(())
-            }),
-        }
-    }
-
-    fn end_action(
-        &self,
-        id: i64,
-        action: i64,
-        end: &ActionEnd<'_>,
-        then: &[(i64, ActionState)],
-    ) -> Result<()> {
-        let write = |c: &dyn Session| {
-            instances::end_action(c, id, action, end)?;
-            for (a, state) in then {
-                instances::set_action(c, id, *a, *state)?;
-            }
-            Ok(())
-        };
-        if then.is_empty() {
-            self.with(write)
-        } else {
-            self.tx(write)
-        }
-    }
-
     fn set_unmarked(&self, id: i64, action: i64, connections: &[i64]) -> Result<()> {
         self.with(|c| instances::set_unmarked(c, id, action, connections))
     }
 
     fn append_log(&self, id: i64, action: i64, lines: &[String]) -> Result<bool> {
         self.with(|c| instances::append_log(c, id, action, lines))
+    }
+
+    fn register_host(&self, host: &str, url: &str, slots: usize) -> Result<()> {
+        self.with(|c| work::register(c, host, url, slots))
+    }
+
+    fn heartbeat(&self, host: &str) -> Result<bool> {
+        self.with(|c| work::heartbeat(c, host))
+    }
+
+    fn hosts(&self) -> Result<Vec<HostRow>> {
+        self.with(work::hosts)
+    }
+
+    fn take_over(&self, host: &str, lease_ms: i64) -> Result<Vec<Claimed>> {
+        self.tx(|c| work::take_over(c, host, lease_ms))
+    }
+
+    fn settled(
+        &self,
+        host: &str,
+        claimed: &Claimed,
+        outcome: &Settle,
+        note: &str,
+        follow: bool,
+    ) -> Result<Ended> {
+        self.tx(|c| work::settled(c, host, claimed, outcome, note, follow))
+    }
+
+    fn running_on(&self, host: &str) -> Result<Vec<Claimed>> {
+        self.with(|c| work::running_on(c, host))
     }
 }
 

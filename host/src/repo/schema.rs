@@ -190,6 +190,30 @@ ALTER TABLE instance_actions ADD COLUMN rows_deleted INTEGER NOT NULL DEFAULT 0;
 ",
         then: None,
     },
+    Migration {
+        summary: "several hosts on one repository: the hosts and their heartbeats, the host running each action, each action's dependencies as rows and how many of them it still waits for, so that whichever host ends an action decides in the repository what follows",
+        sql: "
+CREATE TABLE hosts (
+    id           TEXT PRIMARY KEY,
+    url          TEXT NOT NULL,
+    slots        INTEGER NOT NULL,
+    started_at   TEXT NOT NULL,
+    heartbeat_ms INTEGER NOT NULL
+);
+ALTER TABLE instance_actions ADD COLUMN host TEXT;
+ALTER TABLE instance_actions ADD COLUMN waits_for INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE instance_action_deps (
+    instance_id INTEGER NOT NULL REFERENCES batch_instances(id) ON DELETE CASCADE,
+    action_id   INTEGER NOT NULL,
+    depends_on  INTEGER NOT NULL,
+    PRIMARY KEY (instance_id, action_id, depends_on)
+);
+CREATE INDEX instance_action_deps_dependents ON instance_action_deps(instance_id, depends_on);
+CREATE INDEX instance_actions_ready ON instance_actions(state, instance_id, action_id);
+CREATE INDEX instance_actions_instance_state ON instance_actions(instance_id, state);
+",
+        then: Some(fill_dependencies),
+    },
 ];
 
 /// Version 6: the plans of every stored sheet, read from its definition once. A sheet whose
@@ -214,6 +238,48 @@ fn fill_plans(conn: &dyn Session) -> Result<()> {
             "UPDATE sheets SET plans = ?2 WHERE id = ?1",
             args![id, plans],
         )?;
+    }
+    Ok(())
+}
+
+/// Version 8: the dependencies of every stored action as rows (from its `depends_on` list),
+/// and how many of them a waiting (`D`) action still waits for.
+fn fill_dependencies(conn: &dyn Session) -> Result<()> {
+    let actions: Vec<(i64, i64, String, String)> = conn.rows(
+        "SELECT instance_id, action_id, depends_on, state FROM instance_actions",
+        args![],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    )?;
+    let finished: std::collections::HashSet<(i64, i64)> = actions
+        .iter()
+        .filter(|a| a.3 == "F")
+        .map(|a| (a.0, a.1))
+        .collect();
+    for (instance, action, depends_on, state) in &actions {
+        let deps: Vec<i64> = serde_json::from_str(depends_on).map_err(|e| {
+            Error::Corrupt(format!(
+                "the dependencies of action {action} of batch instance {instance}: {e}"
+            ))
+        })?;
+        let mut deps = deps;
+        deps.sort_unstable();
+        deps.dedup();
+        for d in &deps {
+            conn.execute(
+                "INSERT INTO instance_action_deps (instance_id, action_id, depends_on) VALUES (?1, ?2, ?3)",
+                args![instance, action, d],
+            )?;
+        }
+        if state == "D" {
+            let waits = deps
+                .iter()
+                .filter(|d| !finished.contains(&(*instance, **d)))
+                .count() as i64;
+            conn.execute(
+                "UPDATE instance_actions SET waits_for = ?3 WHERE instance_id = ?1 AND action_id = ?2",
+                args![instance, action, waits],
+            )?;
+        }
     }
     Ok(())
 }

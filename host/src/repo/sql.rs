@@ -168,9 +168,22 @@ impl Row {
     }
 }
 
+/// Which database a [`Session`] speaks to, for the few statements whose SQL differs
+/// (row locks that skip locked rows, the database's clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// SQLite (one writer: what it writes is never contended).
+    Sqlite,
+    /// PostgreSQL (many hosts: `FOR UPDATE SKIP LOCKED`).
+    Postgres,
+}
+
 /// One connection of a backend, inside a transaction or not: runs statements whose
 /// parameters are `?1`, `?2`, ... (each backend caches what it prepares).
 pub trait Session {
+    /// The database it speaks to.
+    fn dialect(&self) -> Dialect;
+
     /// Runs one statement; the rows it changed.
     ///
     /// # Errors

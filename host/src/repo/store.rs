@@ -12,9 +12,9 @@
 use super::error::Result;
 use super::facts::Facts;
 use super::model::{
-    ActionEnd, ActionState, Change, IdTable, InstanceRow, InstanceState, InstanceSummary,
-    NewInstance, Restarted,
+    ActionEnd, Change, IdTable, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
 };
+use super::work::{Claimed, Ended, Halted, HostRow, InstanceInfo, Settle};
 use crate::dsr::model::{Batch, Connection, Folder, Sheet};
 use crate::plan::StoredPlan;
 use crate::sched::schedule::{Planned, Schedule};
@@ -38,52 +38,86 @@ pub trait DeployWriter: Facts {
     fn batch(&self, b: &Batch, schedule: &Schedule, first: Option<Planned>) -> Result<Change>;
 }
 
-/// Batch instances and their actions.
+/// Batch instances and their actions, and the hosts that run them. Each method is one
+/// transaction; the decisions that several hosts might take at once (which host runs an
+/// action, what follows an action's end, a halt, a restart, a takeover) are each one.
 pub trait InstanceStore {
     /// The repository's random identity (commit markers name it).
     fn repository_id(&self) -> Result<String>;
-    /// Stores a new instance with its actions (`D` for those that wait for others, else
-    /// `W`); with `scheduled`, also its batch's next planned start, in the same transaction
-    /// ([`super::error::Error::Conflict`] and nothing stored when the planned start changed).
-    fn create_instance(&self, new: &NewInstance, scheduled: Option<&ScheduledStart>)
-    -> Result<i64>;
+    /// Stores a new instance (state `waiting`) with its actions (`D` for those that wait
+    /// for others, else `W`) and their dependencies; with `scheduled`, also its batch's
+    /// next planned start, in the same transaction ([`super::error::Error::Conflict`] and
+    /// nothing stored when the planned start changed). Nothing is stored, and
+    /// [`Created::Busy`] answered, when `max_waiting` instances wait already.
+    fn create_instance(
+        &self,
+        new: &NewInstance,
+        scheduled: Option<&ScheduledStart>,
+        max_waiting: usize,
+    ) -> Result<Created>;
     /// An instance with its actions.
     fn instance(&self, id: i64) -> Result<Option<InstanceRow>>;
+    /// What a run needs of an instance besides its actions (cheap).
+    fn instance_info(&self, id: i64) -> Result<Option<InstanceInfo>>;
     /// An instance's state (cheap, for waiting).
     fn instance_state(&self, id: i64) -> Result<Option<InstanceState>>;
     /// The newest `limit` instances, newest first.
     fn list_instances(&self, limit: i64) -> Result<Vec<InstanceSummary>>;
-    /// A waiting instance starts running.
-    fn mark_running(&self, id: i64) -> Result<()>;
-    /// Sets an instance's state; a final one records the end.
-    fn set_instance_state(&self, id: i64, state: InstanceState) -> Result<()>;
-    /// Marks that a halt was asked for.
-    fn request_halt(&self, id: i64) -> Result<()>;
-    /// Halts an instance no coordinator runs: what waits is halted, and the instance.
-    fn halt_now(&self, id: i64) -> Result<()>;
-    /// Ends an instance whose coordinator failed, with `why` on what had not ended.
-    fn end_failed(&self, id: i64, why: &str) -> Result<()>;
-    /// The instances still running or waiting.
-    fn unfinished(&self) -> Result<Vec<i64>>;
-    /// After a crash: unfinished instances become interrupted (or finished); their ids.
-    fn recover(&self) -> Result<Vec<i64>>;
-    /// Checks and resets an ended instance for a restart, in one step.
-    fn restart(&self, id: i64, waiting: bool) -> Result<Restarted>;
-    /// Sets action states (a start counts an attempt up), together.
-    fn set_actions(&self, id: i64, changes: &[(i64, ActionState)]) -> Result<()>;
-    /// Records how an action ended and the states that follow from it, together.
+    /// Up to `limit` ready actions become `host`'s, running.
+    fn claim(&self, host: &str, limit: usize) -> Result<Vec<Claimed>>;
+    /// Records how attempt `attempt` of an action ended on `host`, and what follows.
     fn end_action(
         &self,
+        host: &str,
         id: i64,
         action: i64,
+        attempt: i64,
         end: &ActionEnd<'_>,
-        then: &[(i64, ActionState)],
-    ) -> Result<()>;
+    ) -> Result<Ended>;
+    /// Asks an instance to halt.
+    fn halt(&self, id: i64) -> Result<Halted>;
+    /// Which of `ids` have a halt asked for.
+    fn halts_asked(&self, ids: &[i64]) -> Result<Vec<i64>>;
+    /// Checks and resets an ended instance for a restart, in one step.
+    fn restart(&self, id: i64) -> Result<Restarted>;
+    /// The instances still running or waiting.
+    fn unfinished(&self) -> Result<Vec<i64>>;
+    /// After a stop of a server that was the only host (SQLite): unfinished instances
+    /// become interrupted (or finished); their ids.
+    fn recover(&self) -> Result<Vec<i64>>;
     /// Records the connections an action's attempt writes without a commit marker.
     fn set_unmarked(&self, id: i64, action: i64, connections: &[i64]) -> Result<()>;
     /// Adds log lines to a running action (its end adds the rest); `false` when the action
     /// is not running (nothing was added).
     fn append_log(&self, id: i64, action: i64, lines: &[String]) -> Result<bool>;
+    /// Registers a host.
+    fn register_host(&self, host: &str, url: &str, slots: usize) -> Result<()>;
+    /// A host's heartbeat; `false` when it was taken over (its row is gone).
+    fn heartbeat(&self, host: &str) -> Result<bool>;
+    /// The hosts, with how long each has been silent and what it runs.
+    fn hosts(&self) -> Result<Vec<HostRow>>;
+    /// The running actions of hosts silent for `lease_ms` become `host`'s.
+    fn take_over(&self, host: &str, lease_ms: i64) -> Result<Vec<Claimed>>;
+    /// How a taken-over action ended, by its commit markers.
+    fn settled(
+        &self,
+        host: &str,
+        claimed: &Claimed,
+        outcome: &Settle,
+        note: &str,
+        follow: bool,
+    ) -> Result<Ended>;
+    /// The actions running on `host`.
+    fn running_on(&self, host: &str) -> Result<Vec<Claimed>>;
+}
+
+/// What storing a new instance did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    /// Stored, with this id.
+    Stored(i64),
+    /// Nothing stored: this many instances wait already.
+    Busy(i64),
 }
 
 /// The deployed sheets, as a run reads them when it starts.

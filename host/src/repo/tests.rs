@@ -102,6 +102,30 @@ fn make_fixture_v6() {
         .expect("checkpoint");
 }
 
+/// Writes `tests/fixtures/repository-v7.db`: made once, when version 8 was added, from the
+/// fixture of version 6 upgraded to version 7, with a failed instance whose actions depend
+/// on each other (finished, failed, skipped), which version 8 turns into dependency rows.
+#[test]
+#[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
+fn make_fixture_v7() {
+    let path = fixtures().join("repository-v7.db");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(fixtures().join("repository-v6.db"), &path).expect("copy v6");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_version(&mut conn, 7).expect("v7");
+    conn.execute_batch(
+        "INSERT INTO batch_instances (id, batch_name, user_name, state, started_at, ended_at, elements, variables)
+           VALUES (9, 'chain', 'tester', 'failed', '2026-01-02 22:00:00', '2026-01-02 22:01:00', '[{\"elementType\":\"S\",\"elementId\":100}]', '[]');
+         INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state, error)
+           VALUES (9, 201, 100, 'one', 'Sql', '{}', '[]', 'F', NULL),
+                  (9, 202, 100, 'two', 'Sql', '{}', '[201]', 'E', 'no such table'),
+                  (9, 203, 100, 'three', 'Sql', '{}', '[202, 201]', 'S', NULL);",
+    )
+    .expect("v7 rows");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
 #[test]
 fn upgrades_every_earlier_version_and_keeps_the_data() {
     // Version 0: an empty file.
@@ -151,7 +175,24 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
         let instances: i64 = conn
             .query_row("SELECT COUNT(*) FROM batch_instances", [], |r| r.get(0))
             .expect("v3 table");
-        assert_eq!(instances, i64::from(v >= 3), "version {v}");
+        assert_eq!(
+            instances,
+            i64::from(v >= 3) + i64::from(v >= 7),
+            "version {v}"
+        );
+        if v >= 7 {
+            // Version 8: the dependencies of the chain as rows.
+            let deps: Vec<(i64, i64)> = conn
+                .prepare(
+                    "SELECT action_id, depends_on FROM instance_action_deps WHERE instance_id = 9 ORDER BY 1, 2",
+                )
+                .and_then(|mut st| {
+                    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect::<Result<_, _>>()
+                })
+                .expect("v8 dependency rows");
+            assert_eq!(deps, [(202, 201), (203, 201), (203, 202)]);
+        }
         let next_runs: i64 = conn
             .query_row("SELECT COUNT(*) FROM service_batch_next_run", [], |r| {
                 r.get(0)

@@ -79,6 +79,9 @@ pub struct Action {
     pub error: Option<String>,
     /// Log lines.
     pub log: Vec<String>,
+    /// The host running it, while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl From<InstanceSummary> for Listed {
@@ -114,6 +117,7 @@ impl From<ActionRow> for Action {
             rows_deleted: a.rows_deleted,
             error: a.error,
             log: a.log,
+            host: a.host,
         }
     }
 }

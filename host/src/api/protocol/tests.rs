@@ -319,6 +319,7 @@ fn the_answers_read_back_as_the_server_wrote_them() {
             rows_deleted: 0,
             error: Some("no such table".to_owned()),
             log: vec!["one".to_owned()],
+            host: Some("h1".to_owned()),
         }],
     };
     let waited = Waited {

@@ -1,8 +1,11 @@
-//! The executor on a real repository and a real SQLite data file: the queue of waiting
-//! instances, its bound, and instances whose states the repository could not record.
+//! The executor on a real repository and a real SQLite data file: instances waiting for a
+//! slot and their bound, ends the repository cannot record at once, and actions a stopped
+//! host left running, settled by their commit markers (fenced: the old host's late end
+//! changes nothing).
 
 use super::*;
 use crate::connect::sqlite::testing::{WriteLock, execute, rows};
+use crate::repo::model::{ActionState, InstanceRow, InstanceState};
 use std::time::{Duration, Instant};
 
 struct Env {
@@ -95,15 +98,6 @@ impl Env {
         id
     }
 
-    /// Waits until no coordinator runs (the one of a stranded instance gave up).
-    fn until_no_coordinator(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.exec.load().1 > 0 {
-            assert!(Instant::now() < deadline, "the coordinator never gave up");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
     fn instances(&self) -> i64 {
         crate::repo::sqlite::testing::rows(self.exec.repo(), "SELECT COUNT(*) FROM batch_instances")
             [0]
@@ -121,7 +115,7 @@ fn instances_beyond_the_limit_wait_and_a_full_queue_refuses_the_next() {
     env.until(a, "running", |r| r.actions[0].state == ActionState::Running);
     let b = env.start().expect("second waits");
     assert_eq!(env.get(b).summary.state, InstanceState::Waiting);
-    assert_eq!(env.exec.load(), (1, 1), "one waiting, one coordinator");
+    assert_eq!(env.exec.running(), 1, "one action runs");
     match env.start() {
         Err(StartError::Busy(m)) => assert!(m.contains("max_waiting_instances"), "{m}"),
         other => panic!("a third is refused while one waits: {other:?}"),
@@ -158,38 +152,67 @@ fn a_waiting_instance_is_halted_at_once_and_never_runs() {
     assert_eq!(env.rows(), 2);
 }
 
+/// A second executor on the same files, as a server started after a kill would be: its own
+/// repository handle and host id, not yet claiming work.
+fn restarted_server(env: &Env) -> Arc<Executor> {
+    let dir = env.dir.path();
+    let repo = Arc::new(Repository::open(&dir.join("repository.db")).expect("open"));
+    let kf = crate::keys::KeyFile::load(&crate::keys::KeyFile::path_in(dir)).expect("keys");
+    let keys = Arc::new(KeyStore::new(crate::keys::KeyFile::path_in(dir), kf));
+    let registry = Arc::new(crate::plugins::load_test_registry());
+    Executor::paused(repo, registry, Some(keys), 1, "restarted".to_owned())
+}
+
 #[test]
-fn an_instance_whose_states_cannot_be_recorded_is_settled_by_halt_and_restart() {
+fn an_end_that_cannot_be_recorded_is_tried_again_until_it_is() {
     let env = env(1);
-    env.exec.set_write_patience(Duration::from_millis(100));
-    // The disk fills while the action runs: its end cannot be recorded, nor anything else.
+    env.exec.set_write_patience(Duration::from_millis(50));
     let id = env.run_into_a_full_disk();
-    env.until_no_coordinator();
-    assert_eq!(env.rows(), 1, "the action committed its row");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while env.rows() == 0 {
+        assert!(Instant::now() < deadline, "the action never committed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Past the patience: the end is still held, not given up.
     match env.exec.halt(id) {
         Err(StartError::Repo(e)) => assert_eq!(e.fault(), crate::repo::Fault::Full, "{e}"),
         other => panic!("halt says the disk is full: {other:?}"),
     }
-    match env.exec.restart(id) {
-        Err(StartError::Repo(e)) => assert_eq!(e.fault(), crate::repo::Fault::Full, "{e}"),
-        other => panic!("restart says the disk is full: {other:?}"),
-    }
-    // Space is back, no server restart: halt settles the action by its commit marker.
+    assert_eq!(
+        env.exec.running(),
+        1,
+        "its slot is held until the end is recorded"
+    );
     env.exec.repo().fill_disk(false);
+    env.until(id, "finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
     let row = env.get(id);
+    assert_eq!(row.actions[0].state, ActionState::Finished, "{row:?}");
     assert_eq!(
-        row.summary.state,
-        InstanceState::Running,
-        "nothing was recorded: {row:?}"
+        row.actions[0].rows_written, 1,
+        "its counts were kept: {row:?}"
     );
-    env.exec.halt(id).expect("halt");
-    let row = env.get(id);
-    assert_eq!(row.summary.state, InstanceState::Halted, "{row:?}");
-    assert_eq!(
-        row.actions[0].state,
-        ActionState::Finished,
-        "its marker was found: {row:?}"
-    );
+    assert_eq!(env.rows(), 1, "the row once");
+}
+
+#[test]
+fn an_action_committed_before_a_kill_is_finished_by_its_marker_and_the_old_end_is_fenced() {
+    let env = env(1);
+    // The first server's action commits, but its end cannot be recorded (its repository's
+    // disk is full): as if it were killed right after the commit.
+    let id = env.run_into_a_full_disk();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while env.rows() == 0 {
+        assert!(Instant::now() < deadline, "the action never committed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let next = restarted_server(&env);
+    let interrupted = next.recover().expect("recover");
+    assert_eq!(interrupted, vec![id]);
+    let row = next.repo().instance(id).expect("read").expect("instance");
+    assert_eq!(row.actions[0].state, ActionState::Finished, "{row:?}");
+    assert_eq!(row.summary.state, InstanceState::Finished, "{row:?}");
     assert!(
         row.actions[0]
             .log
@@ -197,41 +220,34 @@ fn an_instance_whose_states_cannot_be_recorded_is_settled_by_halt_and_restart() 
             .any(|l| l.contains("commit marker was found")),
         "{row:?}"
     );
-    assert_eq!(
-        env.exec.restart(id).expect("restart"),
-        0,
-        "nothing to run again"
-    );
-    env.until(id, "finished", |r| {
-        r.summary.state == InstanceState::Finished
-    });
-    assert_eq!(env.rows(), 1, "the row once");
-}
-
-#[test]
-fn a_repository_that_recovers_while_a_run_tries_again_loses_nothing() {
-    let env = env(1);
-    env.exec.set_write_patience(Duration::from_millis(300));
-    let id = env.run_into_a_full_disk();
-    // The end of the action cannot be recorded; space comes back while the coordinator
-    // still tries: then it records what it knows.
+    // The first server's end arrives late: it no longer owns the action, nothing changes.
+    env.exec.repo().fill_disk(false);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while env.rows() == 0 {
-        assert!(Instant::now() < deadline, "the action never committed");
+    while env.exec.running() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the old end was never tried again"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
-    env.exec.repo().fill_disk(false);
-    env.until(id, "finished", |r| {
-        r.summary.state == InstanceState::Finished
-    });
-    assert_eq!(env.get(id).actions[0].state, ActionState::Finished);
-    assert_eq!(env.rows(), 1);
+    let after = env.get(id);
+    assert_eq!(after.actions[0].state, ActionState::Finished);
+    assert_eq!(
+        after.actions[0].rows_written, 0,
+        "the late end was not recorded: {after:?}"
+    );
+    assert_eq!(env.rows(), 1, "the row once");
+    assert_eq!(
+        next.restart(id)
+            .map_err(|e| e.to_string())
+            .expect_err("finished"),
+        format!("batch instance {id} finished; there is nothing to run again")
+    );
 }
 
 #[test]
 fn an_action_that_ran_without_a_marker_is_reported_as_maybe_committed() {
     let env = env_with(1, vec![("weft.commit_marker".to_owned(), "off".to_owned())]);
-    env.exec.set_write_patience(Duration::from_millis(100));
     let lock = env.lock_data();
     let id = env.start().expect("start");
     env.until(id, "running", |r| {
@@ -242,17 +258,74 @@ fn an_action_that_ran_without_a_marker_is_reported_as_maybe_committed() {
         vec![1],
         "recorded before the action began"
     );
-    env.exec.repo().fill_disk(true);
-    drop(lock);
-    env.until_no_coordinator();
-    env.exec.repo().fill_disk(false);
-    env.exec.halt(id).expect("halt");
+    // The server is gone (as after a kill) while the action still runs; the next one
+    // settles it.
+    let next = restarted_server(&env);
+    assert_eq!(next.recover().expect("recover"), vec![id]);
     let row = env.get(id);
     assert_eq!(row.actions[0].state, ActionState::Error, "{row:?}");
+    assert_eq!(row.summary.state, InstanceState::Interrupted, "{row:?}");
     let error = row.actions[0].error.clone().unwrap_or_default();
     assert!(
-        error.contains("without a commit marker") && error.contains("may have committed"),
+        error.contains("interrupted by a server stop")
+            && error.contains("without a commit marker")
+            && error.contains("may have committed"),
         "{error}"
     );
+    drop(lock);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while env.exec.running() > 0 {
+        assert!(Instant::now() < deadline, "the old action never ended");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     assert_eq!(env.rows(), 1, "it did commit: at-least-once");
+    assert_eq!(env.get(id).actions[0].state, ActionState::Error, "fenced");
+}
+
+#[test]
+fn a_host_taking_over_runs_again_what_did_not_commit_and_the_instance_goes_on() {
+    let env = env(1);
+    // The marker table exists (an earlier run made it), so that the new host can look for
+    // the marker while the first host's action still waits for the file's write lock.
+    execute(
+        &env.data(),
+        "CREATE TABLE weft_commit_marker (token VARCHAR(120) NOT NULL PRIMARY KEY, committed_at VARCHAR(20) NOT NULL)",
+    );
+    let lock = env.lock_data();
+    let id = env.start().expect("start");
+    env.until(id, "running", |r| {
+        r.actions[0].state == ActionState::Running
+    });
+    // Another host takes over (lease 0: the first host counts as silent) while the first
+    // one's action still waits for the file: no marker, so it runs again on the new host.
+    let next = restarted_server(&env);
+    next.register().expect("register");
+    assert_eq!(next.take_over(Duration::ZERO).expect("take over"), 1);
+    let row = env.get(id);
+    assert_eq!(row.actions[0].state, ActionState::Waiting, "{row:?}");
+    assert!(
+        row.actions[0]
+            .log
+            .iter()
+            .any(|l| l.contains("no commit marker")),
+        "{row:?}"
+    );
+    // The first host finds that it lost its lease: its action stops, rolled back, and its
+    // end is not recorded (the action is no longer its own). It claims nothing more here.
+    env.exec.pause();
+    env.exec.abandon_all_here();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while env.exec.running() > 0 {
+        assert!(Instant::now() < deadline, "the old action never stopped");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(env.get(id).actions[0].state, ActionState::Waiting, "fenced");
+    next.open().expect("open");
+    drop(lock);
+    env.until(id, "finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
+    let row = env.get(id);
+    assert_eq!(row.actions[0].attempt, 2, "{row:?}");
+    assert_eq!(env.rows(), 1, "the row once");
 }

@@ -20,6 +20,10 @@ use std::sync::Mutex;
 /// bits).
 pub const DEPLOY_LOCK: i64 = 0x7765_6674_6470_6c79;
 
+/// The advisory lock of a new instance's transaction: hosts count the waiting instances and
+/// add one, one at a time.
+pub const INSTANCE_LOCK: i64 = 0x7765_6674_696e_7374;
+
 /// How many idle connections are kept for the next request.
 const MAX_IDLE: usize = 8;
 
@@ -257,6 +261,9 @@ fn dump(s: &dyn Session) -> Result<String> {
             |r| r.get(0),
         )?;
         let _ = writeln!(out, "-- {table} ({})", columns.join(", "));
+        if table == crate::repo::sqlite::dump::LIVENESS {
+            continue;
+        }
         let q = format!(
             "SELECT * FROM \"{}\" ORDER BY 1",
             table.replace('"', "\"\"")

@@ -177,6 +177,10 @@ fn bound<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn ToSql + Sync)> {
 }
 
 impl Session for PgSession<'_> {
+    fn dialect(&self) -> crate::repo::sql::Dialect {
+        crate::repo::sql::Dialect::Postgres
+    }
+
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<usize> {
         let mut conn = self.conn.borrow_mut();
         let st = conn.prepared(sql)?;

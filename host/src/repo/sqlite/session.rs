@@ -27,6 +27,10 @@ fn value(v: ValueRef<'_>) -> Value {
 }
 
 impl Session for Connection {
+    fn dialect(&self) -> crate::repo::sql::Dialect {
+        crate::repo::sql::Dialect::Sqlite
+    }
+
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<usize> {
         let mut st = self
             .prepare_cached(sql)

@@ -73,7 +73,7 @@ impl Env {
         for _ in 0..200 {
             let running = rows(
                 self.exec.repo(),
-                "SELECT COUNT(*) FROM batch_instances WHERE state = 'running'",
+                "SELECT COUNT(*) FROM batch_instances WHERE state IN ('running', 'waiting')",
             );
             if running == ["0"] {
                 return;

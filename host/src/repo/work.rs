@@ -1,0 +1,660 @@
+//! How the repository hands out work and decides what follows, so that any host can run any
+//! action and each decision that must happen once is one transaction (schema version 8):
+//!
+//! - [`claim`]: ready actions (`W`) become running (`R`) on one host, oldest instance first;
+//!   on PostgreSQL the rows are locked with `FOR UPDATE SKIP LOCKED`, so two hosts never
+//!   claim one action, and on SQLite the one writer makes the claim whole;
+//! - [`end`]: an action's end, fenced by its host and attempt (a host that lost an action to
+//!   a takeover cannot record over it), and what follows: its dependents count down and the
+//!   ones that wait for nothing more become ready, or, after a failure, every action that
+//!   depends on it is skipped; when nothing waits or runs any more, the instance ends;
+//! - [`halt`] and [`restart`];
+//! - the hosts: each registers, beats its heart ([`heartbeat`]), and the running actions of
+//!   a host whose heartbeat stopped are taken over ([`take_over`]) and then settled by their
+//!   commit markers ([`settled`]).
+//!
+//! Dependencies are rows (`instance_action_deps`) with an index on the action depended on,
+//! and each waiting action counts what it still waits for (`waits_for`), so an action's end
+//! touches its dependents only, whatever the size of the instance.
+
+use crate::plan::StoredPlan;
+use crate::repo::error::{Error, Result, now_utc};
+use crate::repo::model::{ActionEnd, ActionState, InstanceState};
+use crate::repo::sql::{Dialect, Row, Session, args};
+
+/// An action a host claimed.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// Its instance.
+    pub instance: i64,
+    /// The action.
+    pub action: i64,
+    /// Which run of it this is (the commit marker names it).
+    pub attempt: i64,
+    /// Its plan, stored with the instance, or why it cannot be read.
+    pub plan: std::result::Result<StoredPlan, String>,
+    /// The connections it wrote without a commit marker (known for one taken over).
+    pub unmarked: Vec<i64>,
+}
+
+/// What a run needs of its instance besides its actions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceInfo {
+    /// `batchName`.
+    pub batch_name: String,
+    /// `user`.
+    pub user: String,
+    /// When it started, UTC ISO 8601.
+    pub start: String,
+    /// The planned start of a scheduled run.
+    pub planned_start: Option<String>,
+    /// The variables, name and value.
+    pub variables: Vec<(String, String)>,
+    /// Whether a halt was asked for.
+    pub halt_requested: bool,
+}
+
+/// What recording an action's end did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    /// Whether the end was recorded: `false` when the action no longer runs on this host
+    /// in this attempt (another host took it over), and nothing was changed.
+    pub recorded: bool,
+    /// Whether actions became ready.
+    pub ready: bool,
+    /// The instance's final state, when this was its last action.
+    pub instance: Option<InstanceState>,
+}
+
+/// What a halt did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Halted {
+    /// There is no such instance.
+    NotFound,
+    /// It had ended already, in this state.
+    NotRunning(InstanceState),
+    /// Asked: what waited is halted; `running` actions stop on their hosts, and the
+    /// instance ends halted with the last of them (at once when none runs).
+    Asked {
+        /// How many of its actions are running.
+        running: usize,
+    },
+}
+
+/// A host as the repository knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRow {
+    /// Its id.
+    pub id: String,
+    /// The URL it serves.
+    pub url: String,
+    /// Its `max_parallel_actions`.
+    pub slots: i64,
+    /// When it started, UTC.
+    pub started_at: String,
+    /// Milliseconds since its last heartbeat, by the repository's clock.
+    pub silent_ms: i64,
+    /// How many actions it runs.
+    pub running: i64,
+}
+
+/// The repository's clock in milliseconds since 1970, as an SQL expression: one clock for
+/// every host's heartbeat and every judgement of it, whatever the hosts' own clocks say.
+fn now_ms(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Postgres => "(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+        Dialect::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    }
+}
+
+/// The claim of up to `limit` ready actions for `host`, oldest instance first; waiting
+/// instances among theirs start running.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Claimed>> {
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
+    let set = "state = 'R', host = ?1, started_at = ?2, ended_at = NULL, error = NULL,
+             attempt = attempt + 1, unmarked = NULL";
+    let sql = match conn.dialect() {
+        // The rows picked are locked, and rows another host locked are skipped. The pick is
+        // a materialized CTE: as `IN (subquery)` PostgreSQL may run the subquery again for
+        // each row it updates, and each run may pick (and lock) other rows, past the limit.
+        Dialect::Postgres => format!(
+            "WITH picked AS MATERIALIZED (
+                 SELECT instance_id, action_id FROM instance_actions WHERE state = 'W'
+                 ORDER BY instance_id, action_id LIMIT ?3 FOR UPDATE SKIP LOCKED)
+             UPDATE instance_actions a SET {set}
+             FROM picked WHERE a.instance_id = picked.instance_id AND a.action_id = picked.action_id
+             RETURNING a.instance_id, a.action_id, a.attempt, a.plan"
+        ),
+        // One writer: nothing to skip.
+        Dialect::Sqlite => format!(
+            "UPDATE instance_actions SET {set}
+             WHERE state = 'W' AND (instance_id, action_id) IN (
+                 SELECT instance_id, action_id FROM instance_actions WHERE state = 'W'
+                 ORDER BY instance_id, action_id LIMIT ?3)
+             RETURNING instance_id, action_id, attempt, plan"
+        ),
+    };
+    let mut claimed = conn.rows(&sql, args![host, now_utc(), limit as i64], |r| {
+        Ok(Claimed {
+            instance: r.get(0)?,
+            action: r.get(1)?,
+            attempt: r.get(2)?,
+            plan: plan_of(r, 3)?,
+            unmarked: Vec::new(),
+        })
+    })?;
+    claimed.sort_by_key(|c| (c.instance, c.action));
+    let mut instances: Vec<i64> = claimed.iter().map(|c| c.instance).collect();
+    instances.dedup();
+    for id in instances {
+        conn.execute(
+            "UPDATE batch_instances SET state = 'running' WHERE id = ?1 AND state = 'waiting'",
+            args![id],
+        )?;
+    }
+    Ok(claimed)
+}
+
+fn plan_of(r: &Row, column: usize) -> Result<std::result::Result<StoredPlan, String>> {
+    Ok(serde_json::from_str(&r.get::<String>(column)?)
+        .map_err(|e| format!("its stored plan cannot be read ({e}); deploy its sheet again")))
+}
+
+/// A running action as `RETURNING`/`SELECT instance_id, action_id, attempt, plan, unmarked`
+/// reads it.
+fn claimed_row(r: &Row) -> Result<Claimed> {
+    Ok(Claimed {
+        instance: r.get(0)?,
+        action: r.get(1)?,
+        attempt: r.get(2)?,
+        plan: plan_of(r, 3)?,
+        unmarked: unmarked_of(r, 4)?,
+    })
+}
+
+/// The connections an attempt wrote without a commit marker (a JSON list, or none). What
+/// cannot be read counts as a write to an unknown connection, so that no marker is trusted.
+fn unmarked_of(r: &Row, column: usize) -> Result<Vec<i64>> {
+    Ok(match r.get::<Option<String>>(column)? {
+        None => Vec::new(),
+        Some(t) => serde_json::from_str(&t).unwrap_or_else(|_| vec![-1]),
+    })
+}
+
+/// What a run needs of instance `id` besides its actions.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn info(conn: &dyn Session, id: i64) -> Result<Option<InstanceInfo>> {
+    let row = conn.row(
+        "SELECT batch_name, user_name, started_at, planned_start, variables, halt_requested
+         FROM batch_instances WHERE id = ?1",
+        args![id],
+        |r| {
+            Ok((
+                r.get::<String>(0)?,
+                r.get::<String>(1)?,
+                r.get::<String>(2)?,
+                r.get::<Option<String>>(3)?,
+                r.get::<String>(4)?,
+                r.get::<i64>(5)?,
+            ))
+        },
+    )?;
+    row.map(
+        |(batch_name, user, start, planned_start, variables, halt)| {
+            Ok(InstanceInfo {
+                batch_name,
+                user,
+                start: super::instances::iso(&start),
+                planned_start,
+                variables: serde_json::from_str(&variables).map_err(|e| {
+                    Error::Corrupt(format!("the variables of batch instance {id}: {e}"))
+                })?,
+                halt_requested: halt != 0,
+            })
+        },
+    )
+    .transpose()
+}
+
+/// Records how attempt `attempt` of `action` ended on `host`, and what follows, in the
+/// caller's transaction.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn end(
+    conn: &dyn Session,
+    host: &str,
+    instance: i64,
+    action: i64,
+    attempt: i64,
+    end: &ActionEnd<'_>,
+) -> Result<Ended> {
+    let state = if end.halted {
+        ActionState::Halted
+    } else if end.error.is_some() {
+        ActionState::Error
+    } else {
+        ActionState::Finished
+    };
+    let now = now_utc();
+    let log: String = end.log.iter().map(|l| format!("{l}\n")).collect();
+    let changed = conn.execute(
+        "UPDATE instance_actions SET state = ?5, ended_at = ?6, rows_read = ?7, rows_written = ?8,
+             rows_updated = ?9, rows_deleted = ?10, error = ?11, log = log || ?12, host = NULL
+         WHERE instance_id = ?1 AND action_id = ?2 AND state = 'R' AND host = ?3 AND attempt = ?4",
+        args![
+            instance,
+            action,
+            host,
+            attempt,
+            state.code(),
+            now,
+            end.rows_read as i64,
+            end.rows_written as i64,
+            end.rows_updated as i64,
+            end.rows_deleted as i64,
+            end.error,
+            log
+        ],
+    )?;
+    if changed == 0 {
+        return Ok(Ended {
+            recorded: false,
+            ready: false,
+            instance: None,
+        });
+    }
+    follow(conn, instance, action, state, &now)
+}
+
+/// What follows from `action` reaching `state`: its dependents count down and become ready
+/// (or halted, when a halt was asked), or, after a failure, are skipped with everything that
+/// depends on them; then the instance ends if nothing waits or runs.
+fn follow(
+    conn: &dyn Session,
+    instance: i64,
+    action: i64,
+    state: ActionState,
+    now: &str,
+) -> Result<Ended> {
+    let mut ready = false;
+    if state == ActionState::Finished {
+        conn.execute(
+            "UPDATE instance_actions SET waits_for = waits_for - 1
+             WHERE instance_id = ?1 AND state = 'D' AND action_id IN
+                 (SELECT action_id FROM instance_action_deps WHERE instance_id = ?1 AND depends_on = ?2)",
+            args![instance, action],
+        )?;
+        let halted = halt_requested(conn, instance)?;
+        let to = if halted { "H" } else { "W" };
+        let became = conn.execute(
+            "UPDATE instance_actions SET state = ?3, ended_at = ?4
+             WHERE instance_id = ?1 AND state = 'D' AND waits_for <= 0 AND action_id IN
+                 (SELECT action_id FROM instance_action_deps WHERE instance_id = ?1 AND depends_on = ?2)",
+            args![instance, action, to, halted.then_some(now)],
+        )?;
+        ready = became > 0 && !halted;
+    } else if state.is_failure() {
+        skip_dependents(conn, instance, action, now)?;
+    }
+    Ok(Ended {
+        recorded: true,
+        ready,
+        instance: end_if_done(conn, instance, now)?,
+    })
+}
+
+/// Skips every waiting action that depends on `action`, directly or through others.
+fn skip_dependents(conn: &dyn Session, instance: i64, action: i64, now: &str) -> Result<()> {
+    let mut frontier = vec![action];
+    while let Some(a) = frontier.pop() {
+        let skipped: Vec<i64> = conn.rows(
+            "UPDATE instance_actions SET state = 'S', ended_at = ?3
+             WHERE instance_id = ?1 AND state IN ('D', 'W') AND action_id IN
+                 (SELECT action_id FROM instance_action_deps WHERE instance_id = ?1 AND depends_on = ?2)
+             RETURNING action_id",
+            args![instance, a, now],
+            |r| r.get(0),
+        )?;
+        frontier.extend(skipped);
+    }
+    Ok(())
+}
+
+fn halt_requested(conn: &dyn Session, instance: i64) -> Result<bool> {
+    Ok(conn
+        .value::<i64>(
+            "SELECT halt_requested FROM batch_instances WHERE id = ?1",
+            args![instance],
+        )?
+        .unwrap_or(0)
+        != 0)
+}
+
+/// Ends the instance when none of its actions waits or runs: `halted` when a halt was
+/// asked, `failed` when an action failed, was skipped or halted, else `finished`.
+fn end_if_done(conn: &dyn Session, instance: i64, now: &str) -> Result<Option<InstanceState>> {
+    let open: Option<i64> = conn.value(
+        "SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state IN ('D', 'W', 'R') LIMIT 1",
+        args![instance],
+    )?;
+    if open.is_some() {
+        return Ok(None);
+    }
+    let failed: Option<i64> = conn.value(
+        "SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state IN ('E', 'S', 'H') LIMIT 1",
+        args![instance],
+    )?;
+    let state = if halt_requested(conn, instance)? {
+        InstanceState::Halted
+    } else if failed.is_some() {
+        InstanceState::Failed
+    } else {
+        InstanceState::Finished
+    };
+    conn.execute(
+        "UPDATE batch_instances SET state = ?2, ended_at = ?3 WHERE id = ?1 AND state IN ('running', 'waiting')",
+        args![instance, state.word(), now],
+    )?;
+    Ok(Some(state))
+}
+
+/// Asks instance `id` to halt, in the caller's transaction: what waits is halted at once,
+/// and the instance ends halted when nothing of it runs.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn halt(conn: &dyn Session, id: i64) -> Result<Halted> {
+    let Some(state) = super::instances::state_of(conn, id)? else {
+        return Ok(Halted::NotFound);
+    };
+    if !state.is_ongoing() {
+        return Ok(Halted::NotRunning(state));
+    }
+    let now = now_utc();
+    conn.execute(
+        "UPDATE batch_instances SET halt_requested = 1 WHERE id = ?1",
+        args![id],
+    )?;
+    conn.execute(
+        "UPDATE instance_actions SET state = 'H', ended_at = ?2 WHERE instance_id = ?1 AND state IN ('D', 'W')",
+        args![id, now],
+    )?;
+    let running: i64 = conn
+        .value(
+            "SELECT count(*) FROM instance_actions WHERE instance_id = ?1 AND state = 'R'",
+            args![id],
+        )?
+        .unwrap_or(0);
+    end_if_done(conn, id, &now)?;
+    Ok(Halted::Asked {
+        running: running as usize,
+    })
+}
+
+/// Which of `instances` have a halt asked for.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn halts_asked(conn: &dyn Session, instances: &[i64]) -> Result<Vec<i64>> {
+    let mut out = Vec::new();
+    for chunk in instances.chunks(500) {
+        let list: Vec<String> = chunk.iter().map(i64::to_string).collect();
+        out.extend(conn.rows(
+            &format!(
+                "SELECT id FROM batch_instances WHERE halt_requested = 1 AND id IN ({})",
+                list.join(", ")
+            ),
+            args![],
+            |r| r.get::<i64>(0),
+        )?);
+    }
+    Ok(out)
+}
+
+/// A restart of an ended instance, in the caller's transaction: every action that failed,
+/// was skipped or halted waits again (ready when what it depends on finished), the instance
+/// waits to be claimed. Nothing for one that runs, finished or does not exist.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn restart(conn: &dyn Session, id: i64) -> Result<crate::repo::model::Restarted> {
+    use crate::repo::model::Restarted;
+    match super::instances::state_of(conn, id)? {
+        None => return Ok(Restarted::NotFound),
+        Some(InstanceState::Finished) => return Ok(Restarted::Finished),
+        Some(s) if s.is_ongoing() => return Ok(Restarted::Running),
+        Some(_) => {}
+    }
+    let n = conn.execute(
+        "UPDATE instance_actions SET state = 'D', started_at = NULL, ended_at = NULL, error = NULL,
+             host = NULL, log = log || '-- restarted\n'
+         WHERE instance_id = ?1 AND state IN ('E', 'S', 'H', 'R')",
+        args![id],
+    )?;
+    conn.execute(
+        "UPDATE instance_actions SET waits_for = (SELECT count(*) FROM instance_action_deps d
+                 JOIN instance_actions x ON x.instance_id = d.instance_id AND x.action_id = d.depends_on
+                 WHERE d.instance_id = ?1 AND d.action_id = instance_actions.action_id AND x.state <> 'F')
+         WHERE instance_id = ?1 AND state = 'D'",
+        args![id],
+    )?;
+    conn.execute(
+        "UPDATE instance_actions SET state = 'W' WHERE instance_id = ?1 AND state = 'D' AND waits_for <= 0",
+        args![id],
+    )?;
+    conn.execute(
+        "UPDATE batch_instances SET state = 'waiting', ended_at = NULL, halt_requested = 0 WHERE id = ?1",
+        args![id],
+    )?;
+    Ok(Restarted::Reset(n))
+}
+
+/// How many instances wait for their first action to be claimed.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn waiting(conn: &dyn Session) -> Result<i64> {
+    Ok(conn
+        .value(
+            "SELECT count(*) FROM batch_instances WHERE state = 'waiting'",
+            args![],
+        )?
+        .unwrap_or(0))
+}
+
+/// Registers host `id` (or registers it again after a restart), serving `url` with `slots`.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn register(conn: &dyn Session, id: &str, url: &str, slots: usize) -> Result<()> {
+    let sql = format!(
+        "INSERT INTO hosts (id, url, slots, started_at, heartbeat_ms) VALUES (?1, ?2, ?3, ?4, {now})
+         ON CONFLICT (id) DO UPDATE SET url = excluded.url, slots = excluded.slots,
+             started_at = excluded.started_at, heartbeat_ms = excluded.heartbeat_ms",
+        now = now_ms(conn.dialect())
+    );
+    conn.execute(&sql, args![id, url, slots as i64, now_utc()])?;
+    Ok(())
+}
+
+/// Host `id` is alive; `false` when its row is gone (another host took over from it after
+/// its heartbeat had stopped for a lease: it must give up what it runs).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn heartbeat(conn: &dyn Session, id: &str) -> Result<bool> {
+    let sql = format!(
+        "UPDATE hosts SET heartbeat_ms = {} WHERE id = ?1",
+        now_ms(conn.dialect())
+    );
+    Ok(conn.execute(&sql, args![id])? > 0)
+}
+
+/// The hosts with how long they have been silent and what they run, oldest first.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn hosts(conn: &dyn Session) -> Result<Vec<HostRow>> {
+    let sql = format!(
+        "SELECT h.id, h.url, h.slots, h.started_at, {now} - h.heartbeat_ms,
+             (SELECT count(*) FROM instance_actions a WHERE a.state = 'R' AND a.host = h.id)
+         FROM hosts h ORDER BY h.started_at, h.id",
+        now = now_ms(conn.dialect())
+    );
+    conn.rows(&sql, args![], |r| {
+        Ok(HostRow {
+            id: r.get(0)?,
+            url: r.get(1)?,
+            slots: r.get(2)?,
+            started_at: r.get(3)?,
+            silent_ms: r.get(4)?,
+            running: r.get(5)?,
+        })
+    })
+}
+
+/// In the caller's transaction: the hosts silent for `lease_ms` or more are forgotten and
+/// their running actions (and those of no known host) become `host`'s, still running; the
+/// actions so taken over, which the caller settles by their commit markers ([`settled`]).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn take_over(conn: &dyn Session, host: &str, lease_ms: i64) -> Result<Vec<Claimed>> {
+    let lock = match conn.dialect() {
+        Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        Dialect::Sqlite => "",
+    };
+    let dead: Vec<String> = conn.rows(
+        &format!(
+            "SELECT id FROM hosts WHERE id <> ?1 AND heartbeat_ms < {} - ?2{lock}",
+            now_ms(conn.dialect())
+        ),
+        args![host, lease_ms],
+        |r| r.get(0),
+    )?;
+    for d in &dead {
+        conn.execute("DELETE FROM hosts WHERE id = ?1", args![d])?;
+    }
+    let mut taken = conn.rows(
+        "UPDATE instance_actions SET host = ?1
+         WHERE state = 'R' AND (host IS NULL OR host NOT IN (SELECT id FROM hosts))
+         RETURNING instance_id, action_id, attempt, plan, unmarked",
+        args![host],
+        claimed_row,
+    )?;
+    taken.sort_by_key(|c| (c.instance, c.action));
+    Ok(taken)
+}
+
+/// How a taken-over action ended, by its commit markers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settle {
+    /// Its marker was found: it committed, and is finished.
+    Committed,
+    /// No marker: nothing of it committed, and it runs again.
+    Rerun,
+    /// It failed, with this error (it may have committed: it wrote without a marker, or
+    /// its marker could not be read).
+    Failed(String),
+}
+
+/// In the caller's transaction: how taken-over `claimed` ended ([`Settle`]), with `note` in
+/// its log. With `follow`, what follows from it is decided as after an end ([`end`]);
+/// without, nothing else changes (the caller ends the instance itself).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn settled(
+    conn: &dyn Session,
+    host: &str,
+    claimed: &Claimed,
+    outcome: &Settle,
+    note: &str,
+    follow_on: bool,
+) -> Result<Ended> {
+    let now = now_utc();
+    let (state, err) = match outcome {
+        Settle::Committed => (ActionState::Finished, None),
+        Settle::Rerun => (ActionState::Waiting, None),
+        Settle::Failed(e) => (ActionState::Error, Some(e.as_str())),
+    };
+    let ended_at = (state != ActionState::Waiting).then_some(now.as_str());
+    let changed = conn.execute(
+        "UPDATE instance_actions SET state = ?5, host = NULL, error = ?6, log = log || ?7,
+             ended_at = ?8
+         WHERE instance_id = ?1 AND action_id = ?2 AND state = 'R' AND host = ?3 AND attempt = ?4",
+        args![
+            claimed.instance,
+            claimed.action,
+            host,
+            claimed.attempt,
+            state.code(),
+            err,
+            format!("-- {note}\n"),
+            ended_at
+        ],
+    )?;
+    if changed == 0 {
+        return Ok(Ended {
+            recorded: false,
+            ready: false,
+            instance: None,
+        });
+    }
+    if !follow_on {
+        return Ok(Ended {
+            recorded: true,
+            ready: false,
+            instance: None,
+        });
+    }
+    if state == ActionState::Waiting {
+        let halted = halt_requested(conn, claimed.instance)?;
+        if halted {
+            conn.execute(
+                "UPDATE instance_actions SET state = 'H', ended_at = ?3 WHERE instance_id = ?1 AND action_id = ?2",
+                args![claimed.instance, claimed.action, now],
+            )?;
+        }
+        return Ok(Ended {
+            recorded: true,
+            ready: !halted,
+            instance: end_if_done(conn, claimed.instance, &now)?,
+        });
+    }
+    follow(conn, claimed.instance, claimed.action, state, &now)
+}
+
+/// The actions running on `host` (left by its last process, when it starts again).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn running_on(conn: &dyn Session, host: &str) -> Result<Vec<Claimed>> {
+    conn.rows(
+        "SELECT instance_id, action_id, attempt, plan, unmarked FROM instance_actions
+         WHERE state = 'R' AND host = ?1 ORDER BY instance_id, action_id",
+        args![host],
+        claimed_row,
+    )
+}
