@@ -5,8 +5,8 @@
 //! 4 request refused for another reason, 5 service failure.
 
 use crate::api::protocol::{
-    Answer, BatchExecution, DeployRepository, ErrorBody, ListPlugins, NextRuns, PluginList,
-    Request, RunElements, Variable, WaitBatchInstance, read,
+    Answer, BatchExecution, DeployRepository, ErrorBody, ListHosts, ListPlugins, NextRuns,
+    PluginList, Request, RunElements, Variable, WaitBatchInstance, read,
 };
 use crate::deploy;
 use crate::dsr::{Detail, LineIndex};
@@ -600,6 +600,41 @@ pub fn next_runs(
             s.utc_offset.as_deref().unwrap_or(""),
             s.utc,
             note
+        );
+    }
+    Exit::Ok
+}
+
+/// Runs `weft hosts`: one line a host, the answering one marked, with how long ago its
+/// heartbeat was recorded.
+pub fn hosts(url: Option<&str>, token: Option<&str>, home: &Path) -> Exit {
+    let service = match Service::locate(url, token, home, "weft hosts") {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let list = match service.call(ListHosts {}) {
+        Ok(Ok(list)) => list,
+        Ok(Err(refusal)) => {
+            eprintln!("weft hosts: {} ({})", refusal.error.message, refusal.status);
+            return refusal.exit();
+        }
+        Err(code) => return code,
+    };
+    println!("HOST\tURL\tSLOTS\tRUNNING\tSTARTED\tLAST HEARTBEAT");
+    for h in &list.hosts {
+        let this = if h.host == list.this_host {
+            " (this)"
+        } else {
+            ""
+        };
+        println!(
+            "{}{this}\t{}\t{}\t{}\t{}\t{:.1} s ago",
+            h.host,
+            h.url,
+            h.slots,
+            h.running,
+            h.started,
+            h.silent_ms as f64 / 1000.0
         );
     }
     Exit::Ok

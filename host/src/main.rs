@@ -146,6 +146,16 @@ enum Command {
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=1000))]
         count: u16,
     },
+    /// List the hosts on the repository with their last heartbeat and what runs on each
+    /// (the ListHosts command): several with the repository on PostgreSQL, else one.
+    Hosts {
+        /// The service endpoint; default the URL of key file entry weft_server, else http://localhost:17491/weft/service.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// The bearer token of a server listening beyond loopback; default option token of key file entry weft_server.
+        #[arg(long, env = "WEFT_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+        token: Option<String>,
+    },
     /// Work on the key file (HOME/keyfile).
     Keys {
         #[command(subcommand)]
@@ -301,6 +311,9 @@ fn main() -> ExitCode {
             batch,
             usize::from(count),
         ) as u8),
+        Command::Hosts { url, token } => {
+            ExitCode::from(client::hosts(url.as_deref(), token.as_deref(), &home) as u8)
+        }
         Command::Plugins {
             url: Some(url),
             token,

@@ -8,9 +8,9 @@ use super::error::ApiError;
 use super::protocol::instances::{Instance, Listed};
 use super::protocol::{
     AdvanceClock, ClockAdvanced, DeployRepository, GetBatchInstance, HaltBatchInstance,
-    HaltRequested, InstanceList, ListBatchInstances, ListPlugins, NextRuns, PluginList,
-    RestartBatchInstance, Restarting, RunElements, ScheduledRun, Started, WaitBatchInstance,
-    Waited,
+    HaltRequested, HostList, HostView, InstanceList, ListBatchInstances, ListHosts, ListPlugins,
+    NextRuns, PluginList, RestartBatchInstance, Restarting, RunElements, ScheduledRun, Started,
+    WaitBatchInstance, Waited,
 };
 use super::state::AppState;
 use crate::deploy;
@@ -151,6 +151,27 @@ pub async fn next_runs(
 /// `ListPlugins`: what this server loaded at its start.
 pub fn list_plugins(state: &Arc<AppState>, _request: ListPlugins) -> PluginList {
     PluginList::of(&state.registry)
+}
+
+/// `ListHosts`: the hosts on the repository with their last heartbeat (one, alone on
+/// SQLite).
+pub async fn list_hosts(state: &Arc<AppState>, _request: ListHosts) -> Result<HostList, ApiError> {
+    let repo = Arc::clone(state.executor.repo());
+    let hosts = tokio::task::spawn_blocking(move || repo.hosts()).await??;
+    Ok(HostList {
+        this_host: state.executor.host().to_owned(),
+        hosts: hosts
+            .into_iter()
+            .map(|h| HostView {
+                host: h.id,
+                url: h.url,
+                slots: h.slots,
+                started: crate::repo::instances::iso(&h.started_at),
+                silent_ms: h.silent_ms.max(0),
+                running: h.running,
+            })
+            .collect(),
+    })
 }
 
 /// `HaltBatchInstance`.

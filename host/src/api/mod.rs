@@ -118,6 +118,7 @@ async fn handle(
         Command::RestartBatchInstance(r) => answer(commands::restart_instance(state, r).await),
         Command::NextRuns(r) => answer(commands::next_runs(state, r).await),
         Command::ListPlugins(r) => answer(Ok(commands::list_plugins(state, r))),
+        Command::ListHosts(r) => answer(commands::list_hosts(state, r).await),
         Command::AdvanceClock(r) => answer(commands::advance_clock(state, r).await),
     }
 }

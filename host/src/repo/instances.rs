@@ -217,6 +217,7 @@ fn summary(r: &Row) -> Result<(String, InstanceSummary)> {
             planned_start: batch_id.and(r.get(7)?),
             late_seconds,
             late: late_seconds.map(|s| s > LATE_AFTER_SECONDS),
+            running_on: Vec::new(),
         },
     ))
 }
@@ -234,9 +235,34 @@ fn with_state(mut summary: InstanceSummary, word: &str) -> Result<InstanceSummar
 pub fn list(conn: &dyn Session, limit: i64) -> Result<Vec<InstanceSummary>> {
     let sql = format!("SELECT {SUMMARY} FROM batch_instances ORDER BY id DESC LIMIT ?1");
     let rows = conn.rows(&sql, args![limit], summary)?;
-    rows.into_iter()
+    let mut list = rows
+        .into_iter()
         .map(|(word, row)| with_state(row, &word))
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    // The hosts of the running ones' actions, in one more statement.
+    let running: Vec<String> = list
+        .iter()
+        .filter(|s| s.state == InstanceState::Running)
+        .map(|s| s.batch_instance_id.to_string())
+        .collect();
+    if !running.is_empty() {
+        let hosts: Vec<(i64, String)> = conn.rows(
+            &format!(
+                "SELECT DISTINCT instance_id, host FROM instance_actions
+                 WHERE state = 'R' AND host IS NOT NULL AND instance_id IN ({})
+                 ORDER BY instance_id, host",
+                running.join(", ")
+            ),
+            args![],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        for (id, host) in hosts {
+            if let Some(s) = list.iter_mut().find(|s| s.batch_instance_id == id) {
+                s.running_on.push(host);
+            }
+        }
+    }
+    Ok(list)
 }
 
 /// Records that the current attempt of an action writes `connections` without a commit

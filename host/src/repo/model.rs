@@ -214,7 +214,7 @@ pub struct ActionRow {
     pub attempt: i64,
     /// The connections its current attempt writes without a commit marker.
     pub unmarked: Vec<i64>,
-    /// The host running it, while it runs.
+    /// The host that runs it, or that ran its last attempt to its end.
     pub host: Option<String>,
 }
 
@@ -241,6 +241,8 @@ pub struct InstanceSummary {
     pub late_seconds: Option<i64>,
     /// Whether it started late, for a scheduled run.
     pub late: Option<bool>,
+    /// The hosts its running actions run on (filled by the list of instances).
+    pub running_on: Vec<String>,
 }
 
 /// An instance with its actions.

@@ -250,7 +250,7 @@ pub fn end(
     let log: String = end.log.iter().map(|l| format!("{l}\n")).collect();
     let changed = conn.execute(
         "UPDATE instance_actions SET state = ?5, ended_at = ?6, rows_read = ?7, rows_written = ?8,
-             rows_updated = ?9, rows_deleted = ?10, error = ?11, log = log || ?12, host = NULL
+             rows_updated = ?9, rows_deleted = ?10, error = ?11, log = log || ?12
          WHERE instance_id = ?1 AND action_id = ?2 AND state = 'R' AND host = ?3 AND attempt = ?4",
         args![
             instance,

@@ -47,6 +47,9 @@ pub struct Listed {
     /// Whether it started late, for a scheduled run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late: Option<bool>,
+    /// The hosts its running actions run on (in `ListBatchInstances`, while it runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running_on: Vec<String>,
 }
 
 /// An action of an instance.
@@ -79,7 +82,7 @@ pub struct Action {
     pub error: Option<String>,
     /// Log lines.
     pub log: Vec<String>,
-    /// The host running it, while it runs.
+    /// The host that runs it, or that ran its last attempt to its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
 }
@@ -97,6 +100,7 @@ impl From<InstanceSummary> for Listed {
             planned_start: s.planned_start,
             late_seconds: s.late_seconds,
             late: s.late,
+            running_on: s.running_on,
         }
     }
 }

@@ -32,6 +32,7 @@ pub const COMMANDS: &[&str] = &[
     "RestartBatchInstance",
     "NextRuns",
     "ListPlugins",
+    "ListHosts",
     "AdvanceClock",
 ];
 
@@ -56,6 +57,8 @@ pub enum Command {
     NextRuns(NextRuns),
     /// What the running server loaded: libraries, modules, refusals.
     ListPlugins(ListPlugins),
+    /// The hosts on the repository, with their last heartbeat.
+    ListHosts(ListHosts),
     /// Move a development server's stepped clock (`weft serve --stepped-clock`).
     AdvanceClock(AdvanceClock),
 }
@@ -73,6 +76,7 @@ impl Command {
             Command::RestartBatchInstance(_) => RestartBatchInstance::NAME,
             Command::NextRuns(_) => NextRuns::NAME,
             Command::ListPlugins(_) => ListPlugins::NAME,
+            Command::ListHosts(_) => ListHosts::NAME,
             Command::AdvanceClock(_) => AdvanceClock::NAME,
         }
     }
@@ -97,6 +101,7 @@ impl Serialize for Command {
             Command::RestartBatchInstance(p) => map.serialize_entry("payload", p)?,
             Command::NextRuns(p) => map.serialize_entry("payload", p)?,
             Command::ListPlugins(p) => map.serialize_entry("payload", p)?,
+            Command::ListHosts(p) => map.serialize_entry("payload", p)?,
             Command::AdvanceClock(p) => map.serialize_entry("payload", p)?,
         }
         if let Some(v) = variables {
@@ -138,6 +143,7 @@ request! {
     RestartBatchInstance => Restarting,
     NextRuns => scheduler::NextRuns,
     ListPlugins => PluginList,
+    ListHosts => HostList,
     AdvanceClock => ClockAdvanced,
 }
 
@@ -275,6 +281,38 @@ pub struct NextRuns {
 /// `ListPlugins {}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct ListPlugins {}
+
+/// `ListHosts {}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct ListHosts {}
+
+/// `ListHosts`' answer: the hosts registered on the repository, oldest start first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostList {
+    /// The id of the host that answered.
+    pub this_host: String,
+    /// The hosts.
+    pub hosts: Vec<HostView>,
+}
+
+/// One host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostView {
+    /// Its id (`HOME/host-id` on a shared repository).
+    pub host: String,
+    /// The URL it serves.
+    pub url: String,
+    /// Its `max_parallel_actions`.
+    pub slots: i64,
+    /// When it started, UTC.
+    pub started: String,
+    /// Milliseconds since its last heartbeat, by the repository's clock.
+    pub silent_ms: i64,
+    /// How many actions run on it now.
+    pub running: i64,
+}
 
 /// `AdvanceClock {seconds}` or `{to}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

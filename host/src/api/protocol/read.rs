@@ -8,8 +8,8 @@
 
 use super::{
     AdvanceClock, BatchExecution, Command, DeployRepository, GetBatchInstance, HaltBatchInstance,
-    ListBatchInstances, ListPlugins, NextRuns, RestartBatchInstance, RunElements, Variable,
-    WaitBatchInstance,
+    ListBatchInstances, ListHosts, ListPlugins, NextRuns, RestartBatchInstance, RunElements,
+    Variable, WaitBatchInstance,
 };
 use crate::deploy;
 use crate::dsr::value::{Member, Spanned, Value};
@@ -98,6 +98,11 @@ pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
             )?
             .finish(&[], problems);
             Command::ListPlugins(ListPlugins {})
+        }
+        "ListHosts" => {
+            Fields::of(payload, payload_path, "the ListHosts payload {}", problems)?
+                .finish(&[], problems);
+            Command::ListHosts(ListHosts {})
         }
         _ => Command::AdvanceClock(advance_clock(payload, payload_path, problems)?),
     };

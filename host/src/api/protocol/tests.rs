@@ -303,6 +303,7 @@ fn the_answers_read_back_as_the_server_wrote_them() {
             planned_start: Some("2026-11-23 11:00".to_owned()),
             late_seconds: Some(1),
             late: Some(false),
+            running_on: vec!["h1".to_owned()],
         },
         elements: vec![Element { kind: 'S', id: 100 }],
         actions: vec![Action {

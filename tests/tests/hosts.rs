@@ -1,0 +1,317 @@
+//! End to end: several `weft serve` processes (hosts) on one repository in PostgreSQL. A
+//! deploy on one is seen by all; a run started on one is claimed by whichever host has a
+//! free slot and answered the same on every host; halt asked on one host stops an action
+//! running on another; a host killed mid-run has its running actions taken over by the
+//! others after its lease, run again (nothing of them committed), and each action's rows
+//! land once. The actions wait on a PostgreSQL advisory lock the test holds, so what runs
+//! where is seen, not raced.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, Write};
+use std::time::{Duration, Instant};
+
+/// The advisory lock the actions wait for.
+const GATE: i64 = 4242;
+
+/// A psql session holding [`GATE`] until dropped (its stdin closed, it ends and the server
+/// lets the lock go).
+struct Gate(std::process::Child);
+
+impl Gate {
+    fn hold(db: &str) -> Gate {
+        let pg = repository_server();
+        let mut child = std::process::Command::new("psql")
+            .args([
+                "-X",
+                "-q",
+                "-At",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &pg.port.to_string(),
+            ])
+            .args(["-U", "weft", "-d", db])
+            .env("PGPASSWORD", "secret")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("psql");
+        let stdin = child.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "SELECT pg_advisory_lock({GATE});\n\\echo locked").expect("write");
+        stdin.flush().expect("flush");
+        let mut line = String::new();
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        while line.trim() != "locked" {
+            line.clear();
+            assert!(out.read_line(&mut line).expect("read") > 0, "psql ended");
+        }
+        Gate(child)
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take());
+        let _ = self.0.wait();
+    }
+}
+
+/// `n` hosts on one new repository database, each with connection 1 to one new data
+/// database holding table `t`, and `env` for each.
+fn cluster(n: usize, env: &[(&str, &str)]) -> (Vec<Weft>, String) {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let (repo, data) = (
+        format!("hosts_repo_{}_{k}", std::process::id()),
+        format!("hosts_data_{}_{k}", std::process::id()),
+    );
+    let pg = repository_server();
+    for db in [&repo, &data] {
+        pg.psql(&format!("CREATE DATABASE {db}")).expect("database");
+    }
+    pg.psql_in(&data, "CREATE TABLE t (action_id BIGINT NOT NULL)")
+        .expect("table");
+    let keys = format!(
+        "0|postgresql|postgresql://127.0.0.1:{port}/{repo}|weft|secret|sslmode=disable\n1|postgresql|postgresql://127.0.0.1:{port}/{data}|weft|secret|sslmode=disable\n",
+        port = pg.port
+    );
+    let hosts = (0..n)
+        .map(|_| {
+            let home = tempfile::tempdir().expect("home");
+            let keyfile = home.path().join("keyfile");
+            std::fs::write(&keyfile, &keys).expect("keyfile");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&keyfile, std::fs::Permissions::from_mode(0o600))
+                .expect("mode");
+            let mut all = vec![
+                ("WEFT_MAX_PARALLEL_ACTIONS", "2"),
+                ("WEFT_HOST_POLL_MS", "50"),
+            ];
+            all.extend_from_slice(env);
+            Weft::start_in(home, &["--listen", "127.0.0.1:0"], &all)
+        })
+        .collect();
+    (hosts, data)
+}
+
+/// Deploys, on `w`, sheets 100.. each with one Sql action (id `sheet * 10`) that waits for
+/// the gate and inserts its id into `t`.
+fn deploy_actions(w: &Weft, n: i64) {
+    let sheets: Vec<Value> = (0..n)
+        .map(|i| {
+            let id = 100 + i;
+            let (a, t) = (id * 10, id * 10 + 1);
+            json!({"id": id, "attributes": {"name": format!("s{id}"), "folder_id": 10, "folder": "/load"},
+              "nodes": [
+                {"id": a, "type": 0, "attributes": {"module": "Sql", "name": format!("a{id}"),
+                  "action": format!("INSERT INTO t SELECT ${{action_id}} FROM (SELECT pg_advisory_xact_lock_shared({GATE})) g")}},
+                {"id": t, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+              "edges": [{"id": t, "from": a, "to": t}]})
+        })
+        .collect();
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/load"}],
+        "connections": [{"id": 1, "name": "data", "type": "postgresql"}],
+        "sheets": sheets}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+}
+
+fn run_folder(w: &Weft) -> i64 {
+    let (st, v) = command(
+        w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "load", "user": "tester",
+            "elementList": [{"elementType": "F", "elementId": 10}]}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    v["payload"]["batchInstanceId"].as_i64().expect("id")
+}
+
+fn get(w: &Weft, id: i64) -> Value {
+    let (st, v) = command(w, "GetBatchInstance", json!({"batchInstanceId": id}));
+    assert_eq!(st, 200, "{v}");
+    v["payload"].clone()
+}
+
+/// The hosts of the running actions of instance `id`, once `running` run, as `w` sees them.
+fn running_on(w: &Weft, id: i64, running: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let inst = get(w, id);
+        let hosts: Vec<String> = inst["actions"]
+            .as_array()
+            .expect("actions")
+            .iter()
+            .filter(|a| a["state"] == "R")
+            .map(|a| {
+                a["host"]
+                    .as_str()
+                    .expect("a running action's host")
+                    .to_owned()
+            })
+            .collect();
+        if hosts.len() >= running {
+            return hosts;
+        }
+        assert!(Instant::now() < deadline, "{running} never ran: {inst}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn wait(w: &Weft, id: i64) -> Value {
+    let (st, v) = command(
+        w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "timeoutSeconds": 90}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["timedOut"], false, "{v}");
+    v["payload"].clone()
+}
+
+fn rows_of_t(data: &str) -> (i64, i64) {
+    let out = repository_server()
+        .psql_in(
+            data,
+            "SELECT count(*) || '|' || count(DISTINCT action_id) FROM t",
+        )
+        .expect("count");
+    let (all, distinct) = out.trim().split_once('|').expect("two counts");
+    (
+        all.parse().expect("count"),
+        distinct.parse().expect("distinct"),
+    )
+}
+
+#[test]
+fn three_hosts_share_the_work_and_answer_alike() {
+    let (hosts, data) = cluster(3, &[]);
+    let gate = Gate::hold(&data);
+    // Deployed on the first host, run on the second.
+    deploy_actions(&hosts[0], 9);
+    let id = run_folder(&hosts[1]);
+    // Two slots a host: six run at once, on all three hosts.
+    let on = running_on(&hosts[2], id, 6);
+    let mut distinct = on.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 3, "every host took its share: {on:?}");
+    // Every host lists the three, and the running instance's hosts.
+    let (st, v) = command(&hosts[0], "ListHosts", json!({}));
+    assert_eq!(st, 200, "{v}");
+    let listed: Vec<&str> = v["payload"]["hosts"]
+        .as_array()
+        .expect("hosts")
+        .iter()
+        .map(|h| h["host"].as_str().expect("host"))
+        .collect();
+    assert_eq!(listed.len(), 3, "{v}");
+    for h in &distinct {
+        assert!(listed.contains(&h.as_str()), "{h} in {v}");
+    }
+    let (_, v) = command(&hosts[1], "ListBatchInstances", json!({"limit": 5}));
+    let mut running_on_listed: Vec<String> =
+        serde_json::from_value(v["payload"]["instances"][0]["runningOn"].clone())
+            .expect("runningOn");
+    running_on_listed.sort();
+    assert_eq!(running_on_listed, distinct, "{v}");
+    drop(gate);
+    let done = wait(&hosts[0], id);
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(rows_of_t(&data), (9, 9), "each action's row once");
+    // The same answer on every host.
+    let answers: Vec<Value> = hosts.iter().map(|w| get(w, id)).collect();
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(answers[1], answers[2]);
+}
+
+#[test]
+fn a_halt_asked_on_one_host_stops_an_action_running_on_another() {
+    let (hosts, data) = cluster(2, &[("WEFT_MAX_PARALLEL_ACTIONS", "1")]);
+    let gate = Gate::hold(&data);
+    deploy_actions(&hosts[0], 3);
+    let id = run_folder(&hosts[0]);
+    let on = running_on(&hosts[0], id, 2);
+    assert_eq!(on.len(), 2, "one on each host: {on:?}");
+    let (st, v) = command(
+        &hosts[1],
+        "HaltBatchInstance",
+        json!({"batchInstanceId": id}),
+    );
+    assert_eq!(st, 200, "{v}");
+    // Both running statements are cancelled (the gate still stands), the waiting one halted.
+    let done = wait(&hosts[0], id);
+    assert_eq!(done["state"], "halted", "{done}");
+    let states: Vec<&str> = done["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .map(|a| a["state"].as_str().expect("state"))
+        .collect();
+    assert_eq!(states, ["H", "H", "H"], "{done}");
+    drop(gate);
+    assert_eq!(rows_of_t(&data), (0, 0), "nothing committed");
+}
+
+#[test]
+fn a_killed_host_is_taken_over_and_its_actions_run_again_once() {
+    let (mut hosts, data) = cluster(2, &[("WEFT_HOST_LEASE_SECONDS", "2")]);
+    let gate = Gate::hold(&data);
+    deploy_actions(&hosts[0], 8);
+    let id = run_folder(&hosts[0]);
+    let on = running_on(&hosts[1], id, 4);
+    let victim = hosts.remove(0);
+    let (st, v) = command(&victim, "ListHosts", json!({}));
+    assert_eq!(st, 200, "{v}");
+    let victim_id = v["payload"]["thisHost"]
+        .as_str()
+        .expect("thisHost")
+        .to_owned();
+    assert!(on.contains(&victim_id), "the victim runs some: {on:?}");
+    let home = victim.stop(); // SIGKILL, its actions waiting on the gate
+    drop(gate);
+    // The survivor takes over after the lease; the killed host's transactions died with it.
+    let done = wait(&hosts[0], id);
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(rows_of_t(&data), (8, 8), "each action's row once");
+    let survivor = hosts[0].home.path().join("host-id");
+    let survivor = std::fs::read_to_string(survivor).expect("host-id");
+    let rerun: Vec<&Value> = done["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter(|a| {
+            a["log"].as_array().is_some_and(|l| {
+                l.iter()
+                    .any(|x| x.as_str().is_some_and(|x| x.contains("no commit marker")))
+            })
+        })
+        .collect();
+    assert_eq!(
+        rerun.len(),
+        on.iter().filter(|h| **h == victim_id).count(),
+        "what ran on the killed host ran again: {done}"
+    );
+    for a in rerun {
+        assert_eq!(a["host"].as_str(), Some(survivor.trim()), "{a}");
+    }
+    // The killed host is forgotten; started again (its id kept in its home), it rejoins.
+    let (_, v) = command(&hosts[0], "ListHosts", json!({}));
+    assert_eq!(
+        v["payload"]["hosts"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    let back = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let (_, v) = command(&back, "ListHosts", json!({}));
+    assert_eq!(v["payload"]["thisHost"], victim_id.as_str(), "{v}");
+    assert_eq!(
+        v["payload"]["hosts"].as_array().map(Vec::len),
+        Some(2),
+        "{v}"
+    );
+}
