@@ -226,7 +226,17 @@ impl InstanceStore for Repository {
     }
 
     fn claim(&self, host: &str, limit: usize) -> Result<Vec<Claimed>> {
-        self.tx(|c| work::claim(c, host, limit))
+        let claimed = self.tx(|c| work::claim(c, host, limit))?;
+        let mut instances: Vec<i64> = claimed.iter().map(|c| c.instance).collect();
+        instances.dedup();
+        if !instances.is_empty()
+            && let Err(e) = self.with(|c| work::mark_running(c, &instances))
+        {
+            // The actions are claimed and will run: only the instance's word lags (an
+            // instance ends from `waiting` as from `running`).
+            tracing::warn!(message = "Claimed actions' instances cannot be marked running now.", instances = ?instances, error = %e);
+        }
+        Ok(claimed)
     }
 
     fn end_action(

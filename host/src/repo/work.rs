@@ -107,8 +107,8 @@ fn now_ms(d: Dialect) -> &'static str {
     }
 }
 
-/// The claim of up to `limit` ready actions for `host`, oldest instance first; waiting
-/// instances among theirs start running.
+/// The claim of up to `limit` ready actions for `host`, oldest instance first (their
+/// instances start running by [`mark_running`]).
 ///
 /// # Errors
 ///
@@ -150,15 +150,24 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Claimed
         })
     })?;
     claimed.sort_by_key(|c| (c.instance, c.action));
-    let mut instances: Vec<i64> = claimed.iter().map(|c| c.instance).collect();
-    instances.dedup();
+    Ok(claimed)
+}
+
+/// The waiting ones of `instances` start running (after a claim of their actions, in a
+/// transaction of its own: the claim locks action rows and then no instance row, as every
+/// other decision locks the instance row first, so the two never wait for each other).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn mark_running(conn: &dyn Session, instances: &[i64]) -> Result<()> {
     for id in instances {
         conn.execute(
             "UPDATE batch_instances SET state = 'running' WHERE id = ?1 AND state = 'waiting'",
             args![id],
         )?;
     }
-    Ok(claimed)
+    Ok(())
 }
 
 fn plan_of(r: &Row, column: usize) -> Result<std::result::Result<StoredPlan, String>> {
@@ -185,6 +194,21 @@ fn unmarked_of(r: &Row, column: usize) -> Result<Vec<i64>> {
         None => Vec::new(),
         Some(t) => serde_json::from_str(&t).unwrap_or_else(|_| vec![-1]),
     })
+}
+
+/// Locks instance `id`'s row for the caller's transaction (PostgreSQL; SQLite's one writer is
+/// that lock already). Every decision about an instance takes it first: two ends recorded at
+/// once on two hosts would otherwise each see the other's action still running (each
+/// statement reads what was committed when it began), and neither would end the instance.
+fn lock_instance(conn: &dyn Session, id: i64) -> Result<()> {
+    if conn.dialect() == Dialect::Postgres {
+        conn.rows(
+            "SELECT id FROM batch_instances WHERE id = ?1 FOR UPDATE",
+            args![id],
+            |r| r.get::<i64>(0),
+        )?;
+    }
+    Ok(())
 }
 
 /// What a run needs of instance `id` besides its actions.
@@ -246,6 +270,7 @@ pub fn end(
     } else {
         ActionState::Finished
     };
+    lock_instance(conn, instance)?;
     let now = now_utc();
     let log: String = end.log.iter().map(|l| format!("{l}\n")).collect();
     let changed = conn.execute(
@@ -342,7 +367,8 @@ fn halt_requested(conn: &dyn Session, instance: i64) -> Result<bool> {
 }
 
 /// Ends the instance when none of its actions waits or runs: `halted` when a halt was
-/// asked, `failed` when an action failed, was skipped or halted, else `finished`.
+/// asked and kept something from running, `failed` when an action failed, was skipped or
+/// halted, else `finished` (a halt that came after every action had ended changes nothing).
 fn end_if_done(conn: &dyn Session, instance: i64, now: &str) -> Result<Option<InstanceState>> {
     let open: Option<i64> = conn.value(
         "SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state IN ('D', 'W', 'R') LIMIT 1",
@@ -355,7 +381,11 @@ fn end_if_done(conn: &dyn Session, instance: i64, now: &str) -> Result<Option<In
         "SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state IN ('E', 'S', 'H') LIMIT 1",
         args![instance],
     )?;
-    let state = if halt_requested(conn, instance)? {
+    let halted: Option<i64> = conn.value(
+        "SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state = 'H' LIMIT 1",
+        args![instance],
+    )?;
+    let state = if halted.is_some() && halt_requested(conn, instance)? {
         InstanceState::Halted
     } else if failed.is_some() {
         InstanceState::Failed
@@ -376,6 +406,7 @@ fn end_if_done(conn: &dyn Session, instance: i64, now: &str) -> Result<Option<In
 ///
 /// A repository error.
 pub fn halt(conn: &dyn Session, id: i64) -> Result<Halted> {
+    lock_instance(conn, id)?;
     let Some(state) = super::instances::state_of(conn, id)? else {
         return Ok(Halted::NotFound);
     };
@@ -433,6 +464,7 @@ pub fn halts_asked(conn: &dyn Session, instances: &[i64]) -> Result<Vec<i64>> {
 /// A repository error.
 pub fn restart(conn: &dyn Session, id: i64) -> Result<crate::repo::model::Restarted> {
     use crate::repo::model::Restarted;
+    lock_instance(conn, id)?;
     match super::instances::state_of(conn, id)? {
         None => return Ok(Restarted::NotFound),
         Some(InstanceState::Finished) => return Ok(Restarted::Finished),
@@ -592,6 +624,7 @@ pub fn settled(
     note: &str,
     follow_on: bool,
 ) -> Result<Ended> {
+    lock_instance(conn, claimed.instance)?;
     let now = now_utc();
     let (state, err) = match outcome {
         Settle::Committed => (ActionState::Finished, None),
