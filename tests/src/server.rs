@@ -96,6 +96,122 @@ fn prepare_home(home: &Path) {
     std::fs::set_permissions(&keyfile, std::fs::Permissions::from_mode(0o600)).expect("mode");
 }
 
+/// `n` hosts (`weft serve`) on one new repository database of the repository server, each
+/// with connection 1 to one new data database holding table `t (action_id BIGINT)`, with
+/// `env` (and a 50 ms poll) for each; and the data database's name.
+pub fn cluster(n: usize, env: &[(&str, &str)]) -> (Vec<Weft>, String) {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let (repo, data) = (
+        format!("hosts_repo_{}_{k}", std::process::id()),
+        format!("hosts_data_{}_{k}", std::process::id()),
+    );
+    let pg = repository_server();
+    for db in [&repo, &data] {
+        pg.psql(&format!("CREATE DATABASE {db}")).expect("database");
+    }
+    pg.psql_in(&data, "CREATE TABLE t (action_id BIGINT NOT NULL)")
+        .expect("table");
+    let keys = format!(
+        "0|postgresql|postgresql://127.0.0.1:{port}/{repo}|weft|secret|sslmode=disable\n1|postgresql|postgresql://127.0.0.1:{port}/{data}|weft|secret|sslmode=disable\n",
+        port = pg.port
+    );
+    let hosts = (0..n)
+        .map(|_| {
+            let home = tempfile::tempdir().expect("home");
+            let keyfile = home.path().join("keyfile");
+            std::fs::write(&keyfile, &keys).expect("keyfile");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&keyfile, std::fs::Permissions::from_mode(0o600))
+                .expect("mode");
+            let mut all = vec![("WEFT_HOST_POLL_MS", "50")];
+            all.extend_from_slice(env);
+            Weft::start_in(home, &["--listen", "127.0.0.1:0"], &all)
+        })
+        .collect();
+    (hosts, data)
+}
+
+/// A psql session holding the advisory lock `lock` of database `db` of the repository
+/// server until dropped (its stdin closed, it ends and the server lets the lock go): actions
+/// that take the lock wait until the test lets them.
+pub struct Gate(std::process::Child);
+
+impl Gate {
+    /// Takes the lock; answers once it is held.
+    pub fn hold(db: &str, lock: i64) -> Gate {
+        let pg = repository_server();
+        let mut child = std::process::Command::new("psql")
+            .args([
+                "-X",
+                "-q",
+                "-At",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &pg.port.to_string(),
+            ])
+            .args(["-U", "weft", "-d", db])
+            .env("PGPASSWORD", "secret")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("psql");
+        use std::io::{BufRead, Write};
+        let stdin = child.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "SELECT pg_advisory_lock({lock});\n\\echo locked").expect("write");
+        stdin.flush().expect("flush");
+        let mut line = String::new();
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        while line.trim() != "locked" {
+            line.clear();
+            assert!(out.read_line(&mut line).expect("read") > 0, "psql ended");
+        }
+        Gate(child)
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take());
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts folder 10 (`/load`) on `w` as batch `load`; answers the instance id.
+pub fn run_folder(w: &Weft) -> i64 {
+    let (st, v) = command(
+        w,
+        "RunElements",
+        serde_json::json!({"batchExecution": {"batchName": "load", "user": "tester",
+            "elementList": [{"elementType": "F", "elementId": 10}]}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    v["payload"]["batchInstanceId"].as_i64().expect("id")
+}
+
+/// Deploys, on `w`, folder 10 `/load` with `n` sheets (100, 101, ...), each with one `Sql`
+/// action (id `sheet * 10`) running `sql` with connection 1's table `t` as its target.
+pub fn deploy_sql_actions(w: &Weft, n: i64, sql: &str) {
+    let sheets: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let id = 100 + i;
+            let (a, t) = (id * 10, id * 10 + 1);
+            serde_json::json!({"id": id, "attributes": {"name": format!("s{id}"), "folder_id": 10, "folder": "/load"},
+              "nodes": [
+                {"id": a, "type": 0, "attributes": {"module": "Sql", "name": format!("a{id}"), "action": sql}},
+                {"id": t, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+              "edges": [{"id": t, "from": a, "to": t}]})
+        })
+        .collect();
+    let doc = serde_json::json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/load"}],
+        "connections": [{"id": 1, "name": "data", "type": "postgresql"}],
+        "sheets": sheets}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+}
+
 /// The repository database named by the key file in `home` (PostgreSQL backend).
 fn repository_database(home: &Path) -> Option<String> {
     let keys = std::fs::read_to_string(home.join("keyfile")).ok()?;

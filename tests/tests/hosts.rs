@@ -10,125 +10,20 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
 /// The advisory lock the actions wait for.
 const GATE: i64 = 4242;
 
-/// A psql session holding [`GATE`] until dropped (its stdin closed, it ends and the server
-/// lets the lock go).
-struct Gate(std::process::Child);
-
-impl Gate {
-    fn hold(db: &str) -> Gate {
-        let pg = repository_server();
-        let mut child = std::process::Command::new("psql")
-            .args([
-                "-X",
-                "-q",
-                "-At",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &pg.port.to_string(),
-            ])
-            .args(["-U", "weft", "-d", db])
-            .env("PGPASSWORD", "secret")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("psql");
-        let stdin = child.stdin.as_mut().expect("stdin");
-        writeln!(stdin, "SELECT pg_advisory_lock({GATE});\n\\echo locked").expect("write");
-        stdin.flush().expect("flush");
-        let mut line = String::new();
-        let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-        while line.trim() != "locked" {
-            line.clear();
-            assert!(out.read_line(&mut line).expect("read") > 0, "psql ended");
-        }
-        Gate(child)
-    }
-}
-
-impl Drop for Gate {
-    fn drop(&mut self) {
-        drop(self.0.stdin.take());
-        let _ = self.0.wait();
-    }
-}
-
-/// `n` hosts on one new repository database, each with connection 1 to one new data
-/// database holding table `t`, and `env` for each.
-fn cluster(n: usize, env: &[(&str, &str)]) -> (Vec<Weft>, String) {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let (repo, data) = (
-        format!("hosts_repo_{}_{k}", std::process::id()),
-        format!("hosts_data_{}_{k}", std::process::id()),
-    );
-    let pg = repository_server();
-    for db in [&repo, &data] {
-        pg.psql(&format!("CREATE DATABASE {db}")).expect("database");
-    }
-    pg.psql_in(&data, "CREATE TABLE t (action_id BIGINT NOT NULL)")
-        .expect("table");
-    let keys = format!(
-        "0|postgresql|postgresql://127.0.0.1:{port}/{repo}|weft|secret|sslmode=disable\n1|postgresql|postgresql://127.0.0.1:{port}/{data}|weft|secret|sslmode=disable\n",
-        port = pg.port
-    );
-    let hosts = (0..n)
-        .map(|_| {
-            let home = tempfile::tempdir().expect("home");
-            let keyfile = home.path().join("keyfile");
-            std::fs::write(&keyfile, &keys).expect("keyfile");
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&keyfile, std::fs::Permissions::from_mode(0o600))
-                .expect("mode");
-            let mut all = vec![
-                ("WEFT_MAX_PARALLEL_ACTIONS", "2"),
-                ("WEFT_HOST_POLL_MS", "50"),
-            ];
-            all.extend_from_slice(env);
-            Weft::start_in(home, &["--listen", "127.0.0.1:0"], &all)
-        })
-        .collect();
-    (hosts, data)
-}
-
-/// Deploys, on `w`, sheets 100.. each with one Sql action (id `sheet * 10`) that waits for
-/// the gate and inserts its id into `t`.
+/// Deploys, on `w`, `n` actions that wait for the gate and insert their id into `t`.
 fn deploy_actions(w: &Weft, n: i64) {
-    let sheets: Vec<Value> = (0..n)
-        .map(|i| {
-            let id = 100 + i;
-            let (a, t) = (id * 10, id * 10 + 1);
-            json!({"id": id, "attributes": {"name": format!("s{id}"), "folder_id": 10, "folder": "/load"},
-              "nodes": [
-                {"id": a, "type": 0, "attributes": {"module": "Sql", "name": format!("a{id}"),
-                  "action": format!("INSERT INTO t SELECT ${{action_id}} FROM (SELECT pg_advisory_xact_lock_shared({GATE})) g")}},
-                {"id": t, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
-              "edges": [{"id": t, "from": a, "to": t}]})
-        })
-        .collect();
-    let doc = json!({"version": 1, "transformationData": {
-        "folders": [{"id": 10, "path": "/load"}],
-        "connections": [{"id": 1, "name": "data", "type": "postgresql"}],
-        "sheets": sheets}});
-    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
-    assert_eq!(st, 200, "{v}");
-}
-
-fn run_folder(w: &Weft) -> i64 {
-    let (st, v) = command(
+    deploy_sql_actions(
         w,
-        "RunElements",
-        json!({"batchExecution": {"batchName": "load", "user": "tester",
-            "elementList": [{"elementType": "F", "elementId": 10}]}}),
+        n,
+        &format!(
+            "INSERT INTO t SELECT ${{action_id}} FROM (SELECT pg_advisory_xact_lock_shared({GATE})) g"
+        ),
     );
-    assert_eq!(st, 200, "{v}");
-    v["payload"]["batchInstanceId"].as_i64().expect("id")
 }
 
 fn get(w: &Weft, id: i64) -> Value {
@@ -189,8 +84,8 @@ fn rows_of_t(data: &str) -> (i64, i64) {
 
 #[test]
 fn three_hosts_share_the_work_and_answer_alike() {
-    let (hosts, data) = cluster(3, &[]);
-    let gate = Gate::hold(&data);
+    let (hosts, data) = cluster(3, &[("WEFT_MAX_PARALLEL_ACTIONS", "2")]);
+    let gate = Gate::hold(&data, GATE);
     // Deployed on the first host, run on the second.
     deploy_actions(&hosts[0], 9);
     let id = run_folder(&hosts[1]);
@@ -232,7 +127,7 @@ fn three_hosts_share_the_work_and_answer_alike() {
 #[test]
 fn a_halt_asked_on_one_host_stops_an_action_running_on_another() {
     let (hosts, data) = cluster(2, &[("WEFT_MAX_PARALLEL_ACTIONS", "1")]);
-    let gate = Gate::hold(&data);
+    let gate = Gate::hold(&data, GATE);
     deploy_actions(&hosts[0], 3);
     let id = run_folder(&hosts[0]);
     let on = running_on(&hosts[0], id, 2);
@@ -259,8 +154,14 @@ fn a_halt_asked_on_one_host_stops_an_action_running_on_another() {
 
 #[test]
 fn a_killed_host_is_taken_over_and_its_actions_run_again_once() {
-    let (mut hosts, data) = cluster(2, &[("WEFT_HOST_LEASE_SECONDS", "2")]);
-    let gate = Gate::hold(&data);
+    let (mut hosts, data) = cluster(
+        2,
+        &[
+            ("WEFT_MAX_PARALLEL_ACTIONS", "2"),
+            ("WEFT_HOST_LEASE_SECONDS", "2"),
+        ],
+    );
+    let gate = Gate::hold(&data, GATE);
     deploy_actions(&hosts[0], 8);
     let id = run_folder(&hosts[0]);
     let on = running_on(&hosts[1], id, 4);

@@ -717,21 +717,14 @@ impl Executor {
         info: Result<InstanceInfo, String>,
         plan: Result<Arc<ActionPlan>, String>,
     ) {
-        let halt = {
-            let mut l = self.local();
-            l.running += 1;
-            let raised = info.as_ref().is_ok_and(|i| i.halt_requested);
-            let entry = l
-                .instances
-                .entry(c.instance)
-                .or_insert_with(|| (if raised { Halt::raised() } else { Halt::new() }, 0));
-            entry.1 += 1;
-            Arc::clone(&entry.0)
-        };
+        let raised = info.as_ref().is_ok_and(|i| i.halt_requested);
+        let (slot, halt) = Slot::take(self, c.instance, raised);
+        let fallback = c.clone();
         let me = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name(format!("weft-action-{}", c.action))
             .spawn(move || {
+                let _slot = slot;
                 let action = c.action;
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &info {
                     Ok(info) => me.run_one(&c, info, plan, &halt),
@@ -746,15 +739,20 @@ impl Executor {
                 me.finished(&c, &ran);
             });
         if let Err(e) = spawned {
-            // The closure, with the claim, is gone: the end is recorded from here.
-            tracing::error!(message = "Cannot start the action's thread.", error = %e);
-            self.local().running -= 1;
-            self.wake.ring();
+            // The closure is gone with its slot; the action failed without running.
+            tracing::error!(message = "Cannot start the action's thread.", batch_instance_id = fallback.instance, action_id = fallback.action, error = %e);
+            self.finished(
+                &fallback,
+                &Ran::failed(format!(
+                    "action {}: cannot start a thread for it: {e}",
+                    fallback.action
+                )),
+            );
         }
     }
 
     /// Records how a claimed action ended (trying again while the repository fails: the
-    /// end is known and must not be lost), then gives its slot back.
+    /// end is known and must not be lost; its slot is held meanwhile).
     fn finished(&self, c: &Claimed, ran: &Ran) {
         let (error, o) = match &ran.outcome {
             Ok(o) => (None, *o),
@@ -822,18 +820,6 @@ impl Executor {
             }
             _ => {}
         }
-        {
-            let mut l = self.local();
-            l.running = l.running.saturating_sub(1);
-            if let Some(entry) = l.instances.get_mut(&c.instance) {
-                entry.1 = entry.1.saturating_sub(1);
-                if entry.1 == 0 {
-                    l.instances.remove(&c.instance);
-                    l.abandoned.remove(&c.instance);
-                }
-            }
-        }
-        self.wake.ring();
     }
 
     /// Stops every action running here, to run again (this host lost its lease: others
@@ -937,6 +923,54 @@ fn after_a_host_stop(verdict: Result<bool, String>) -> Settle {
         Ok(true) => Settle::Committed,
         Ok(false) => Settle::Rerun,
         Err(m) => Settle::Failed(format!("{HOST_STOP}; {m}; it may have committed")),
+    }
+}
+
+/// One of a host's `max_parallel_actions` slots, held by a running action: dropping it gives
+/// the slot back (and the action's share of its instance's halt) and rings the worker,
+/// whatever ended the action, a panic or a thread that could not start included.
+struct Slot {
+    exec: Arc<Executor>,
+    instance: i64,
+}
+
+impl Slot {
+    /// Takes a slot for an action of `instance`, with the instance's halt (raised at once
+    /// when `raised`).
+    fn take(exec: &Arc<Executor>, instance: i64, raised: bool) -> (Slot, Arc<Halt>) {
+        let mut l = exec.local();
+        l.running += 1;
+        let entry = l
+            .instances
+            .entry(instance)
+            .or_insert_with(|| (if raised { Halt::raised() } else { Halt::new() }, 0));
+        entry.1 += 1;
+        let halt = Arc::clone(&entry.0);
+        drop(l);
+        (
+            Slot {
+                exec: Arc::clone(exec),
+                instance,
+            },
+            halt,
+        )
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        {
+            let mut l = self.exec.local();
+            l.running = l.running.saturating_sub(1);
+            if let Some(entry) = l.instances.get_mut(&self.instance) {
+                entry.1 = entry.1.saturating_sub(1);
+                if entry.1 == 0 {
+                    l.instances.remove(&self.instance);
+                    l.abandoned.remove(&self.instance);
+                }
+            }
+        }
+        self.exec.wake.ring();
     }
 }
 

@@ -208,7 +208,7 @@ CREATE TABLE instance_action_deps (
     depends_on  INTEGER NOT NULL,
     PRIMARY KEY (instance_id, action_id, depends_on)
 );
-CREATE INDEX instance_action_deps_dependents ON instance_action_deps(instance_id, depends_on);
+CREATE INDEX instance_action_deps_dependents ON instance_action_deps(instance_id, depends_on, action_id);
 CREATE INDEX instance_actions_ready ON instance_actions(state, instance_id, action_id);
 CREATE INDEX instance_actions_instance_state ON instance_actions(instance_id, state);
 ",

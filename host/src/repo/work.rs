@@ -314,21 +314,26 @@ fn follow(
 ) -> Result<Ended> {
     let mut ready = false;
     if state == ActionState::Finished {
-        conn.execute(
-            "UPDATE instance_actions SET waits_for = waits_for - 1
-             WHERE instance_id = ?1 AND state = 'D' AND action_id IN
-                 (SELECT action_id FROM instance_action_deps WHERE instance_id = ?1 AND depends_on = ?2)",
-            args![instance, action],
-        )?;
         let halted = halt_requested(conn, instance)?;
-        let to = if halted { "H" } else { "W" };
-        let became = conn.execute(
-            "UPDATE instance_actions SET state = ?3, ended_at = ?4
-             WHERE instance_id = ?1 AND state = 'D' AND waits_for <= 0 AND action_id IN
-                 (SELECT action_id FROM instance_action_deps WHERE instance_id = ?1 AND depends_on = ?2)",
-            args![instance, action, to, halted.then_some(now)],
-        )?;
-        ready = became > 0 && !halted;
+        let (to, ended_at) = if halted {
+            ("H", Some(now))
+        } else {
+            ("W", None)
+        };
+        // One dependent at a time, by its key: a statement that filtered the instance's
+        // waiting actions instead would read all of them at every end (a long chain's
+        // waiting actions are most of it), and a batch would cost its square.
+        for d in dependents(conn, instance, action)? {
+            let became: Option<String> = conn.value(
+                "UPDATE instance_actions SET waits_for = waits_for - 1,
+                     state = CASE WHEN waits_for <= 1 THEN ?3 ELSE state END,
+                     ended_at = CASE WHEN waits_for <= 1 THEN ?4 ELSE ended_at END
+                 WHERE instance_id = ?1 AND action_id = ?2 AND state = 'D'
+                 RETURNING state",
+                args![instance, d, to, ended_at],
+            )?;
+            ready |= became.as_deref() == Some("W");
+        }
     } else if state.is_failure() {
         skip_dependents(conn, instance, action, now)?;
     }
@@ -339,19 +344,28 @@ fn follow(
     })
 }
 
+/// The actions of `instance` that depend on `action` directly.
+fn dependents(conn: &dyn Session, instance: i64, action: i64) -> Result<Vec<i64>> {
+    conn.rows(
+        "SELECT action_id FROM instance_action_deps WHERE instance_id = ?1 AND depends_on = ?2",
+        args![instance, action],
+        |r| r.get(0),
+    )
+}
+
 /// Skips every waiting action that depends on `action`, directly or through others.
 fn skip_dependents(conn: &dyn Session, instance: i64, action: i64, now: &str) -> Result<()> {
     let mut frontier = vec![action];
     while let Some(a) = frontier.pop() {
-        let skipped: Vec<i64> = conn.rows(
-            "UPDATE instance_actions SET state = 'S', ended_at = ?3
-             WHERE instance_id = ?1 AND state IN ('D', 'W') AND action_id IN
-                 (SELECT action_id FROM instance_action_deps WHERE instance_id = ?1 AND depends_on = ?2)
-             RETURNING action_id",
-            args![instance, a, now],
-            |r| r.get(0),
-        )?;
-        frontier.extend(skipped);
+        for d in dependents(conn, instance, a)? {
+            let skipped: Option<i64> = conn.value(
+                "UPDATE instance_actions SET state = 'S', ended_at = ?3
+                 WHERE instance_id = ?1 AND action_id = ?2 AND state IN ('D', 'W')
+                 RETURNING action_id",
+                args![instance, d, now],
+            )?;
+            frontier.extend(skipped);
+        }
     }
     Ok(())
 }
@@ -691,3 +705,6 @@ pub fn running_on(conn: &dyn Session, host: &str) -> Result<Vec<Claimed>> {
         claimed_row,
     )
 }
+
+#[cfg(test)]
+mod tests;

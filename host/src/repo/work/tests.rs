@@ -1,0 +1,285 @@
+//! The decisions of [`super`] on an in-memory SQLite repository, without threads or files:
+//! the order dependencies impose, the claim's limit, error skipping, halt, restart, fenced
+//! ends and the takeover of a silent host.
+
+use super::*;
+use crate::repo::instances;
+use crate::repo::model::{NewAction, NewInstance, Restarted};
+
+fn repo() -> rusqlite::Connection {
+    let mut conn = rusqlite::Connection::open_in_memory().expect("memory");
+    crate::repo::sqlite::migrations::to_latest(&mut conn).expect("schema");
+    conn
+}
+
+/// An instance whose actions are `(id, depends_on)`.
+fn instance(conn: &rusqlite::Connection, actions: &[(i64, &[i64])]) -> i64 {
+    let new = NewInstance {
+        batch_name: "b".to_owned(),
+        user: "u".to_owned(),
+        elements: Vec::new(),
+        variables: Vec::new(),
+        actions: actions
+            .iter()
+            .map(|(id, deps)| NewAction {
+                action_id: *id,
+                sheet_id: 1,
+                name: format!("a{id}"),
+                module: "Sql".to_owned(),
+                plan: serde_json::from_value(serde_json::json!({"id": id, "name": "a",
+                    "module": "Sql", "text": null, "attributes": [], "sources": [], "targets": []}))
+                .expect("plan"),
+                depends_on: deps.to_vec(),
+            })
+            .collect(),
+    };
+    instances::create(conn, &new).expect("create")
+}
+
+fn ids(claimed: &[Claimed]) -> Vec<i64> {
+    claimed.iter().map(|c| c.action).collect()
+}
+
+fn states(conn: &rusqlite::Connection, id: i64) -> Vec<(i64, String)> {
+    <dyn Session>::rows(
+        conn,
+        "SELECT action_id, state FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
+        args![id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .expect("states")
+}
+
+fn state(conn: &rusqlite::Connection, id: i64) -> InstanceState {
+    instances::state_of(conn, id)
+        .expect("read")
+        .expect("instance")
+}
+
+fn finished() -> ActionEnd<'static> {
+    ActionEnd {
+        error: None,
+        halted: false,
+        rows_read: 0,
+        rows_written: 1,
+        rows_updated: 0,
+        rows_deleted: 0,
+        log: &[],
+    }
+}
+
+fn failed() -> ActionEnd<'static> {
+    ActionEnd {
+        error: Some("no such table"),
+        ..finished()
+    }
+}
+
+fn end_of(conn: &rusqlite::Connection, host: &str, c: &Claimed, how: &ActionEnd<'_>) -> Ended {
+    end(conn, host, c.instance, c.action, c.attempt, how).expect("end")
+}
+
+#[test]
+fn dependents_become_ready_when_all_they_wait_for_finished_and_the_claim_keeps_its_limit() {
+    let conn = repo();
+    let id = instance(&conn, &[(1, &[]), (2, &[1]), (3, &[1]), (4, &[2, 3])]);
+    assert_eq!(state(&conn, id), InstanceState::Waiting);
+    let first = claim(&conn, "h", 10).expect("claim");
+    assert_eq!(ids(&first), [1], "only what waits for nothing");
+    mark_running(&conn, &[id]).expect("running");
+    assert_eq!(state(&conn, id), InstanceState::Running);
+    assert!(
+        claim(&conn, "h", 10).expect("claim").is_empty(),
+        "nothing else ready"
+    );
+    let e = end_of(&conn, "h", &first[0], &finished());
+    assert!(e.recorded && e.ready && e.instance.is_none(), "{e:?}");
+    let next = claim(&conn, "h", 1).expect("claim");
+    assert_eq!(ids(&next), [2], "the limit holds, oldest first");
+    let next2 = claim(&conn, "h", 5).expect("claim");
+    assert_eq!(ids(&next2), [3]);
+    let e = end_of(&conn, "h", &next[0], &finished());
+    assert!(!e.ready, "4 still waits for 3: {e:?}");
+    assert_eq!(states(&conn, id)[3], (4, "D".to_owned()));
+    let e = end_of(&conn, "h", &next2[0], &finished());
+    assert!(e.ready, "{e:?}");
+    assert!(
+        claim(&conn, "h", 0).expect("claim").is_empty(),
+        "no slot, no claim"
+    );
+    let last = claim(&conn, "h", 5).expect("claim");
+    assert_eq!(ids(&last), [4]);
+    assert_eq!(last[0].attempt, 1);
+    let e = end_of(&conn, "h", &last[0], &finished());
+    assert_eq!(e.instance, Some(InstanceState::Finished));
+    assert_eq!(state(&conn, id), InstanceState::Finished);
+}
+
+#[test]
+fn a_failure_skips_what_depends_on_it_transitively_and_the_rest_goes_on() {
+    let conn = repo();
+    let id = instance(&conn, &[(1, &[]), (2, &[1]), (3, &[2]), (4, &[])]);
+    let c = claim(&conn, "h", 10).expect("claim");
+    assert_eq!(ids(&c), [1, 4]);
+    let e = end_of(&conn, "h", &c[0], &failed());
+    assert!(
+        e.recorded && !e.ready && e.instance.is_none(),
+        "4 still runs: {e:?}"
+    );
+    assert_eq!(
+        states(&conn, id),
+        [
+            (1, "E".to_owned()),
+            (2, "S".to_owned()),
+            (3, "S".to_owned()),
+            (4, "R".to_owned())
+        ]
+    );
+    let e = end_of(&conn, "h", &c[1], &finished());
+    assert_eq!(e.instance, Some(InstanceState::Failed));
+}
+
+#[test]
+fn halt_halts_what_waits_and_the_instance_ends_with_its_last_running_action() {
+    let conn = repo();
+    let id = instance(&conn, &[(1, &[]), (2, &[1]), (3, &[])]);
+    let c = claim(&conn, "h", 1).expect("claim");
+    assert_eq!(halt(&conn, id).expect("halt"), Halted::Asked { running: 1 });
+    assert_eq!(
+        states(&conn, id),
+        [
+            (1, "R".to_owned()),
+            (2, "H".to_owned()),
+            (3, "H".to_owned())
+        ]
+    );
+    assert_eq!(halts_asked(&conn, &[id, id + 1]).expect("asked"), [id]);
+    assert!(state(&conn, id).is_ongoing(), "its action still runs");
+    let stopped = ActionEnd {
+        error: Some("halted on request"),
+        halted: true,
+        ..finished()
+    };
+    let e = end_of(&conn, "h", &c[0], &stopped);
+    assert_eq!(e.instance, Some(InstanceState::Halted));
+    assert_eq!(
+        halt(&conn, id).expect("halt"),
+        Halted::NotRunning(InstanceState::Halted)
+    );
+    assert_eq!(halt(&conn, 999).expect("halt"), Halted::NotFound);
+    // A halt that reaches an instance whose every action then commits changes nothing.
+    let late = instance(&conn, &[(1, &[])]);
+    let c = claim(&conn, "h", 1).expect("claim");
+    halt(&conn, late).expect("halt");
+    let e = end_of(&conn, "h", &c[0], &finished());
+    assert_eq!(e.instance, Some(InstanceState::Finished));
+}
+
+#[test]
+fn restart_runs_again_what_did_not_finish_with_its_waits_counted_again() {
+    let conn = repo();
+    let id = instance(&conn, &[(1, &[]), (2, &[1]), (3, &[2])]);
+    let c = claim(&conn, "h", 5).expect("claim");
+    end_of(&conn, "h", &c[0], &finished());
+    let c = claim(&conn, "h", 5).expect("claim");
+    assert_eq!(ids(&c), [2]);
+    let e = end_of(&conn, "h", &c[0], &failed());
+    assert_eq!(e.instance, Some(InstanceState::Failed));
+    assert_eq!(restart(&conn, id).expect("restart"), Restarted::Reset(2));
+    assert_eq!(state(&conn, id), InstanceState::Waiting);
+    assert_eq!(
+        states(&conn, id),
+        [
+            (1, "F".to_owned()),
+            (2, "W".to_owned()),
+            (3, "D".to_owned())
+        ],
+        "2's dependency finished, 3 waits for 2"
+    );
+    assert_eq!(restart(&conn, id).expect("restart"), Restarted::Running);
+    let c = claim(&conn, "h", 5).expect("claim");
+    assert_eq!((ids(&c), c[0].attempt), (vec![2], 2), "the second attempt");
+    end_of(&conn, "h", &c[0], &finished());
+    let c = claim(&conn, "h", 5).expect("claim");
+    let e = end_of(&conn, "h", &c[0], &finished());
+    assert_eq!(e.instance, Some(InstanceState::Finished));
+    assert_eq!(restart(&conn, id).expect("restart"), Restarted::Finished);
+    assert_eq!(restart(&conn, 999).expect("restart"), Restarted::NotFound);
+}
+
+#[test]
+fn a_silent_host_is_forgotten_its_actions_taken_and_its_late_end_changes_nothing() {
+    let conn = repo();
+    register(&conn, "h1", "http://a", 2).expect("register");
+    register(&conn, "h2", "http://b", 2).expect("register");
+    let id = instance(&conn, &[(1, &[]), (2, &[1])]);
+    let c = claim(&conn, "h1", 5).expect("claim");
+    assert!(
+        take_over(&conn, "h2", 60_000)
+            .expect("take over")
+            .is_empty(),
+        "h1 beat just now"
+    );
+    // h1 has been silent for 100 s.
+    conn.execute_batch("UPDATE hosts SET heartbeat_ms = heartbeat_ms - 100000 WHERE id = 'h1'")
+        .expect("silence");
+    let running = hosts(&conn).expect("hosts");
+    assert_eq!(
+        running.iter().map(|h| h.running).collect::<Vec<_>>(),
+        [1, 0]
+    );
+    assert!(running[0].silent_ms >= 100_000, "{running:?}");
+    let taken = take_over(&conn, "h2", 10_000).expect("take over");
+    assert_eq!(ids(&taken), [1]);
+    assert_eq!(
+        hosts(&conn)
+            .expect("hosts")
+            .iter()
+            .map(|h| h.id.as_str())
+            .collect::<Vec<_>>(),
+        ["h2"]
+    );
+    assert!(
+        !heartbeat(&conn, "h1").expect("beat"),
+        "h1 learns it was taken over"
+    );
+    assert_eq!(running_on(&conn, "h2").expect("on h2").len(), 1);
+    // Nothing committed: it runs again.
+    let e = settled(
+        &conn,
+        "h2",
+        &taken[0],
+        &Settle::Rerun,
+        "not committed",
+        true,
+    )
+    .expect("settle");
+    assert!(e.recorded && e.ready, "{e:?}");
+    // h1's attempt ends late: fenced.
+    let late = end_of(&conn, "h1", &c[0], &finished());
+    assert!(!late.recorded, "{late:?}");
+    assert_eq!(states(&conn, id)[0], (1, "W".to_owned()));
+    let again = claim(&conn, "h2", 5).expect("claim");
+    assert_eq!(again[0].attempt, 2);
+    assert!(
+        !end_of(&conn, "h1", &c[0], &finished()).recorded,
+        "still fenced"
+    );
+    assert!(end_of(&conn, "h2", &again[0], &finished()).recorded);
+    let c = claim(&conn, "h2", 5).expect("claim");
+    // A committed attempt found by its marker is finished, and what follows follows.
+    conn.execute_batch("DELETE FROM hosts WHERE id = 'h2'")
+        .expect("forget h2");
+    let taken = take_over(&conn, "h3", 0).expect("take over");
+    assert_eq!(ids(&taken), ids(&c));
+    let e = settled(
+        &conn,
+        "h3",
+        &taken[0],
+        &Settle::Committed,
+        "marker found",
+        true,
+    )
+    .expect("settle");
+    assert_eq!(e.instance, Some(InstanceState::Finished));
+}

@@ -1,0 +1,207 @@
+//! Several hosts on one PostgreSQL repository (`cargo bench -p weft_tests --bench hosts`):
+//! prints numbers, asserts nothing but that the runs finished and every row landed once.
+//!
+//! 1. Scale-out: 1,000 actions that each sleep 50 ms on the PostgreSQL server
+//!    (`pg_sleep(0.05)`), run by 1, 2 and 3 hosts of 4 slots each (real `weft serve`
+//!    processes on one repository): wall time from `RunElements` to the instance's end.
+//!    Goal: 3 hosts at least 2.7x as fast as 1.
+//! 2. The host's overhead per action on a PostgreSQL repository: 1,000 actions that each
+//!    insert one row, one host of 4 slots, wall time per action, beside the same 1,000
+//!    statements run by psql one transaction each. Goal: <= 2 ms per action.
+//! 3. Takeover: two hosts (lease 10 s, the default), one killed while it runs actions that
+//!    wait on a lock; the time from the kill to the instance's end on the other.
+//! 4. Deploys into a PostgreSQL repository: 4 clients deploying one-sheet documents for
+//!    10 s. Goal: >= 1,000 deploys/s, p50 <= 5 ms.
+//!
+//! Needs `cargo build --release --workspace` first, and PostgreSQL (`.ci/run` installs it).
+//! `WEFT_BENCH_ACTIONS` changes the 1,000.
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use weft_tests::server::*;
+
+/// Waits for the instance's end (WaitBatchInstance, 25 s at a time).
+fn finish(w: &Weft, id: i64) -> Value {
+    loop {
+        let (st, v) = command(
+            w,
+            "WaitBatchInstance",
+            json!({"batchInstanceId": id, "timeoutSeconds": 25}),
+        );
+        assert_eq!(st, 200, "{v}");
+        if v["payload"]["timedOut"] == false {
+            assert_eq!(v["payload"]["state"], "finished", "{v}");
+            return v["payload"].clone();
+        }
+    }
+}
+
+fn rows(data: &str) -> i64 {
+    repository_server()
+        .psql_in(data, "SELECT count(DISTINCT action_id) FROM t")
+        .expect("count")
+        .trim()
+        .parse()
+        .expect("a number")
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+/// 1,000 sleeping actions on `hosts` hosts: seconds from the start to the end.
+fn scale_out(hosts: usize, actions: i64) -> f64 {
+    let (cluster, data) = cluster(hosts, &[("WEFT_MAX_PARALLEL_ACTIONS", "4")]);
+    deploy_sql_actions(
+        &cluster[0],
+        actions,
+        "INSERT INTO t SELECT ${action_id} FROM (SELECT pg_sleep(0.05)) s",
+    );
+    let t = Instant::now();
+    let id = run_folder(&cluster[hosts - 1]);
+    finish(&cluster[0], id);
+    let s = t.elapsed().as_secs_f64();
+    assert_eq!(rows(&data), actions, "every action's row");
+    s
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("hosts bench: run with `cargo bench -p weft_tests --bench hosts`");
+        return;
+    }
+    weft::init_tls();
+    let actions: i64 = std::env::var("WEFT_BENCH_ACTIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000);
+
+    // 1. Scale-out.
+    let one = scale_out(1, actions);
+    let two = scale_out(2, actions);
+    let three = scale_out(3, actions);
+    println!(
+        "scale-out: {actions} x pg_sleep(0.05), 4 slots a host: 1 host {one:.2} s, 2 hosts {two:.2} s ({:.2}x), 3 hosts {three:.2} s ({:.2}x; goal >= 2.7x); the floor at 4 slots a host: {:.2} s, {:.2} s, {:.2} s",
+        one / two,
+        one / three,
+        actions as f64 * 0.05 / 4.0,
+        actions as f64 * 0.05 / 8.0,
+        actions as f64 * 0.05 / 12.0
+    );
+
+    // 2. Overhead per action.
+    let (cluster_1, data) = cluster(1, &[("WEFT_MAX_PARALLEL_ACTIONS", "4")]);
+    let w = &cluster_1[0];
+    deploy_sql_actions(w, actions, "INSERT INTO t VALUES (${action_id})");
+    let t = Instant::now();
+    let id = run_folder(w);
+    finish(w, id);
+    let weft_ms = t.elapsed().as_secs_f64() * 1000.0 / actions as f64;
+    assert_eq!(rows(&data), actions);
+    let script: String = (0..actions)
+        .map(|i| format!("INSERT INTO t VALUES ({i});\n"))
+        .collect();
+    let t = Instant::now();
+    repository_server().psql_in(&data, &script).expect("psql");
+    let psql_ms = t.elapsed().as_secs_f64() * 1000.0 / actions as f64;
+    println!(
+        "per action, repository on PostgreSQL, 1 host of 4 slots: {weft_ms:.2} ms a trivial action end to end; psql runs the same statements at {psql_ms:.2} ms each; overhead {:.2} ms (goal <= 2 ms)",
+        weft_ms - psql_ms
+    );
+    drop(cluster_1);
+
+    // 3. Takeover.
+    let (mut pair, data) = cluster(2, &[("WEFT_MAX_PARALLEL_ACTIONS", "2")]);
+    let lock = 777;
+    let gate = Gate::hold(&data, lock);
+    deploy_sql_actions(
+        &pair[0],
+        4,
+        &format!(
+            "INSERT INTO t SELECT ${{action_id}} FROM (SELECT pg_advisory_xact_lock_shared({lock})) g"
+        ),
+    );
+    let id = run_folder(&pair[0]);
+    loop {
+        let (_, v) = command(&pair[1], "GetBatchInstance", json!({"batchInstanceId": id}));
+        let running = v["payload"]["actions"]
+            .as_array()
+            .map_or(0, |a| a.iter().filter(|x| x["state"] == "R").count());
+        if running == 4 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Killed while its actions wait on the lock; then the lock goes.
+    let victim = pair.remove(0);
+    let t = Instant::now();
+    drop(victim.stop());
+    drop(gate);
+    finish(&pair[0], id);
+    println!(
+        "takeover: a host killed with 2 actions running, lease 10 s: the instance ended on the other host {:.2} s after the kill",
+        t.elapsed().as_secs_f64()
+    );
+    assert_eq!(rows(&data), 4);
+    drop(pair);
+
+    // 4. Deploys.
+    let (single, _) = cluster(1, &[]);
+    let url = single[0].url.clone();
+    deploy_sql_actions(&single[0], 1, "INSERT INTO t VALUES (1)");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let seconds = 10;
+    let latencies: Vec<Duration> = std::thread::scope(|s| {
+        let clients: Vec<_> = (0..4)
+            .map(|c| {
+                let (url, stop) = (&url, &stop);
+                s.spawn(move || {
+                    let client = reqwest::blocking::Client::new();
+                    let mut lat = Vec::new();
+                    let mut n = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let sheet = 10_000 + c * 100_000 + n;
+                        n += 1;
+                        let (a, t) = (sheet * 10, sheet * 10 + 1);
+                        let doc = json!({"version": 1, "transformationData": {"sheets": [{"id": sheet,
+                            "attributes": {"name": format!("d{sheet}"), "folder_id": 10, "folder": "/load"},
+                            "nodes": [
+                              {"id": a, "type": 0, "attributes": {"module": "Sql", "name": "d", "action": "INSERT INTO t VALUES (1)"}},
+                              {"id": t, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+                            "edges": [{"id": t, "from": a, "to": t}]}]}});
+                        let body = deploy_body(&doc.to_string());
+                        let start = Instant::now();
+                        let resp = client
+                            .post(url.as_str())
+                            .header("content-type", "application/json")
+                            .body(body)
+                            .send()
+                            .expect("deploy");
+                        assert_eq!(resp.status().as_u16(), 200, "{:?}", resp.text());
+                        lat.push(start.elapsed());
+                    }
+                    lat
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs(seconds));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        clients
+            .into_iter()
+            .flat_map(|c| c.join().expect("client"))
+            .collect()
+    });
+    let mut sorted = latencies;
+    sorted.sort();
+    println!(
+        "deploys into a PostgreSQL repository, 4 clients for {seconds} s: {} deploys, {:.0}/s, p50 {:.2} ms, p99 {:.2} ms (goal >= 1,000/s, p50 <= 5 ms)",
+        sorted.len(),
+        sorted.len() as f64 / seconds as f64,
+        percentile(&sorted, 0.5),
+        percentile(&sorted, 0.99)
+    );
+}
