@@ -100,6 +100,11 @@ fn prepare_home(home: &Path) {
 /// with connection 1 to one new data database holding table `t (action_id BIGINT)`, with
 /// `env` (and a 50 ms poll) for each; and the data database's name.
 pub fn cluster(n: usize, env: &[(&str, &str)]) -> (Vec<Weft>, String) {
+    cluster_with(n, &[], env)
+}
+
+/// [`cluster`] with more arguments for each `weft serve`.
+pub fn cluster_with(n: usize, args: &[&str], env: &[(&str, &str)]) -> (Vec<Weft>, String) {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let (repo, data) = (
@@ -126,7 +131,9 @@ pub fn cluster(n: usize, env: &[(&str, &str)]) -> (Vec<Weft>, String) {
                 .expect("mode");
             let mut all = vec![("WEFT_HOST_POLL_MS", "50")];
             all.extend_from_slice(env);
-            Weft::start_in(home, &["--listen", "127.0.0.1:0"], &all)
+            let mut argv = vec!["--listen", "127.0.0.1:0"];
+            argv.extend_from_slice(args);
+            Weft::start_in(home, &argv, &all)
         })
         .collect();
     (hosts, data)

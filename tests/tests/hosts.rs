@@ -216,3 +216,100 @@ fn a_killed_host_is_taken_over_and_its_actions_run_again_once() {
         "{v}"
     );
 }
+
+#[test]
+fn scheduled_starts_happen_once_across_hosts_with_kills_between() {
+    const DAYS: u32 = 45;
+    let zone = ("WEFT_TIMEZONE", "Europe/Berlin");
+    let first = "2026-03-01 12:00:00";
+    let (mut hosts, data) = cluster_with(
+        3,
+        &["--fake-now", first, "--stepped-clock"],
+        &[("WEFT_MAX_PARALLEL_ACTIONS", "2"), zone],
+    );
+    deploy_sql_actions(&hosts[0], 1, "INSERT INTO t VALUES (${batch_instance_id})");
+    let batch = json!({"version": 1, "transformationData": {"batches": [{"id": 3,
+        "name": "nightly", "schedule": "daily 22:00",
+        "elements": [{"elementType": "F", "elementId": 10}]}]}});
+    let (st, v) = post(&hosts[1].url, deploy_body(&batch.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let mut started = Vec::new();
+    for day in 1..=DAYS {
+        let date = chrono::NaiveDate::from_ymd_opt(2026, 3, 1).expect("date")
+            + chrono::Duration::days(i64::from(day) - 1);
+        let to = format!("{date} 22:00:00");
+        // Every host's clock reaches the start at once; one of them starts it.
+        let now: Vec<Vec<i64>> = std::thread::scope(|s| {
+            let asks: Vec<_> = hosts
+                .iter()
+                .map(|w| {
+                    let to = to.clone();
+                    s.spawn(move || {
+                        let (st, v) = command(w, "AdvanceClock", json!({ "to": to }));
+                        assert_eq!(st, 200, "{v}");
+                        v["payload"]["started"]
+                            .as_array()
+                            .expect("started")
+                            .iter()
+                            .map(|x| x["batchInstanceId"].as_i64().expect("id"))
+                            .collect()
+                    })
+                })
+                .collect();
+            asks.into_iter().map(|a| a.join().expect("host")).collect()
+        });
+        let all: Vec<i64> = now.iter().flatten().copied().collect();
+        assert_eq!(all.len(), 1, "day {day}: one start over all hosts: {now:?}");
+        started.push(all[0]);
+        if day % 15 == 0 {
+            // The host that started it is killed right after the start was committed, and
+            // started again (its clock where the others are).
+            let k = now.iter().position(|n| !n.is_empty()).expect("the starter");
+            let home = hosts.remove(k).stop();
+            let back = Weft::start_in(
+                home,
+                &[
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--fake-now",
+                    &to,
+                    "--stepped-clock",
+                ],
+                &[
+                    ("WEFT_MAX_PARALLEL_ACTIONS", "2"),
+                    ("WEFT_HOST_POLL_MS", "50"),
+                    zone,
+                ],
+            );
+            hosts.push(back);
+        }
+        // The run ends before the next night (a batch still running skips its next start).
+        let done = wait(&hosts[0], all[0]);
+        assert_eq!(done["state"], "finished", "day {day}: {done}");
+    }
+    let mut distinct = started.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), DAYS as usize, "{started:?}");
+    let (st, v) = command(&hosts[2], "ListBatchInstances", json!({"limit": 100}));
+    assert_eq!(st, 200, "{v}");
+    let planned: Vec<&str> = v["payload"]["instances"]
+        .as_array()
+        .expect("instances")
+        .iter()
+        .map(|i| i["plannedStart"].as_str().expect("plannedStart"))
+        .collect();
+    let mut once = planned.clone();
+    once.sort_unstable();
+    once.dedup();
+    assert_eq!(
+        (planned.len(), once.len()),
+        (DAYS as usize, DAYS as usize),
+        "{v}"
+    );
+    assert_eq!(
+        rows_of_t(&data),
+        (i64::from(DAYS), i64::from(DAYS)),
+        "each run's row once"
+    );
+}
