@@ -219,6 +219,11 @@ pub fn deploy_sql_actions(w: &Weft, n: i64, sql: &str) {
     assert_eq!(st, 200, "{v}");
 }
 
+/// The repository database of a host on PostgreSQL (its key file's entry 0).
+pub fn repository_database_of(w: &Weft) -> String {
+    repository_database(w.home.path()).expect("a PostgreSQL repository")
+}
+
 /// The repository database named by the key file in `home` (PostgreSQL backend).
 fn repository_database(home: &Path) -> Option<String> {
     let keys = std::fs::read_to_string(home.join("keyfile")).ok()?;

@@ -313,3 +313,44 @@ fn scheduled_starts_happen_once_across_hosts_with_kills_between() {
         "each run's row once"
     );
 }
+
+#[test]
+fn a_repository_that_goes_away_mid_run_loses_no_end() {
+    let (hosts, data) = cluster(2, &[("WEFT_MAX_PARALLEL_ACTIONS", "2")]);
+    let gate = Gate::hold(&data, GATE);
+    deploy_actions(&hosts[0], 6);
+    let id = run_folder(&hosts[0]);
+    running_on(&hosts[1], id, 4);
+    let pg = repository_server();
+    let repo = repository_database_of(&hosts[0]);
+    // The repository refuses connections and every session to it is cut, as in a restart;
+    // meanwhile the actions end, and their ends cannot be recorded.
+    pg.psql(&format!("ALTER DATABASE {repo} ALLOW_CONNECTIONS false"))
+        .expect("refuse");
+    pg.psql(&format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{repo}'"
+    ))
+    .expect("cut");
+    drop(gate);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rows_of_t(&data).0 < 4 {
+        assert!(
+            Instant::now() < deadline,
+            "the running actions never committed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Back (well within the 10 s lease): the ends are recorded, the rest runs.
+    pg.psql(&format!("ALTER DATABASE {repo} ALLOW_CONNECTIONS true"))
+        .expect("allow");
+    let done = wait(&hosts[1], id);
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(rows_of_t(&data), (6, 6), "each action's row once");
+    let rerun = done["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter(|a| a["log"].to_string().contains("commit marker"))
+        .count();
+    assert_eq!(rerun, 0, "no action was settled or run again: {done}");
+}
