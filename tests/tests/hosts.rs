@@ -354,3 +354,30 @@ fn a_repository_that_goes_away_mid_run_loses_no_end() {
         .count();
     assert_eq!(rerun, 0, "no action was settled or run again: {done}");
 }
+
+#[test]
+fn a_host_killed_in_a_thousand_action_run_leaves_every_row_once() {
+    let (mut hosts, data) = cluster(
+        3,
+        &[
+            ("WEFT_MAX_PARALLEL_ACTIONS", "2"),
+            ("WEFT_HOST_LEASE_SECONDS", "2"),
+        ],
+    );
+    deploy_sql_actions(&hosts[0], 1000, "INSERT INTO t VALUES (${action_id})");
+    let id = run_folder(&hosts[1]);
+    // Killed at whatever its actions are doing once a fifth of the run is done: some
+    // between a statement and its commit, some between the commit and its record.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while rows_of_t(&data).0 < 200 {
+        assert!(Instant::now() < deadline, "the run never got going");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(hosts.remove(0).stop());
+    let done = wait(&hosts[0], id);
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(rows_of_t(&data), (1000, 1000), "every action's row, once");
+    let all = done["actions"].as_array().expect("actions");
+    assert_eq!(all.len(), 1000);
+    assert!(all.iter().all(|a| a["state"] == "F"), "{done}");
+}
