@@ -331,6 +331,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
             .map_err(Error::Serve)?,
         )
     };
+    let stopping = Arc::clone(&executor);
     let state = Arc::new(
         AppState::new(
             repo,
@@ -358,9 +359,25 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         shutdown_grace: std::time::Duration::from_secs(5),
     };
     http::serve(listener, api::app(state), limits, shutdown()).await;
+    // Stopping: nothing new is claimed, and what runs gets up to STOP_GRACE to end and be
+    // recorded. What still runs then dies with the process and is settled by its commit
+    // markers at the next start (or taken over by another host).
+    stopping.pause();
+    let left = tokio::task::spawn_blocking(move || stopping.wait_idle(STOP_GRACE))
+        .await
+        .unwrap_or(0);
+    if left > 0 {
+        tracing::warn!(
+            message = "Actions still running when the server stopped; they are settled at the next start or taken over.",
+            actions = left
+        );
+    }
     tracing::info!(message = "Server stopped.");
     Ok(())
 }
+
+/// How long a stopping server waits for its running actions to end.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// This host's id in a shared repository, kept in `HOME/host-id` (made on the first start).
 fn host_id(home: &std::path::Path) -> Result<String, Error> {

@@ -350,6 +350,18 @@ impl Executor {
         self.local().open = false;
     }
 
+    /// Waits until no action runs here, for at most `within`; answers how many still run.
+    pub fn wait_idle(&self, within: Duration) -> usize {
+        let deadline = Instant::now() + within;
+        loop {
+            let running = self.running();
+            if running == 0 || Instant::now() >= deadline {
+                return running;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Joins the hosts of a shared repository: a thread beats this host's heart every
     /// quarter of the lease and, once the host has been healthy for a whole lease, takes
     /// over the running actions of hosts silent for longer; the worker looks at the

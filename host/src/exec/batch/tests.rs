@@ -329,3 +329,36 @@ fn a_host_taking_over_runs_again_what_did_not_commit_and_the_instance_goes_on() 
     assert_eq!(row.actions[0].attempt, 2, "{row:?}");
     assert_eq!(env.rows(), 1, "the row once");
 }
+
+#[test]
+fn a_paused_host_claims_nothing_new_and_its_running_actions_end_and_are_recorded() {
+    let env = env(2);
+    let lock = env.lock_data();
+    let a = env.start().expect("first");
+    env.until(a, "running", |r| r.actions[0].state == ActionState::Running);
+    // Stopping, as a server told to stop: nothing new is claimed.
+    env.exec.pause();
+    let b = env.start().expect("stored");
+    assert_eq!(
+        env.exec.wait_idle(Duration::ZERO),
+        1,
+        "one action still runs"
+    );
+    drop(lock);
+    assert_eq!(env.exec.wait_idle(Duration::from_secs(30)), 0);
+    let row = env.get(a);
+    assert_eq!(
+        row.summary.state,
+        InstanceState::Finished,
+        "recorded before idle: {row:?}"
+    );
+    let waiting = env.get(b);
+    assert_eq!(waiting.summary.state, InstanceState::Waiting, "{waiting:?}");
+    assert_eq!(waiting.actions[0].state, ActionState::Waiting);
+    // Opened again, it claims what waits.
+    env.exec.open().expect("open");
+    env.until(b, "finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
+    assert_eq!(env.rows(), 2);
+}
