@@ -309,6 +309,14 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         if !interrupted.is_empty() {
             tracing::warn!(message = "Batch instances interrupted by a server stop.", instances = ?interrupted);
         }
+        // Alone on its repository it still beats, so that `weft hosts` tells it alive; there
+        // is no one else to take over from.
+        executor
+            .join_cluster(crate::exec::batch::Cluster {
+                lease: std::time::Duration::from_secs(settings.host_lease_seconds),
+                poll: std::time::Duration::from_secs(1),
+            })
+            .map_err(Error::Serve)?;
     }
     {
         let executor = Arc::clone(&executor);

@@ -1046,3 +1046,31 @@ fn a_kill_right_before_the_target_commit_runs_the_action_again_once() {
         "one marker: the second attempt's"
     );
 }
+
+#[test]
+fn weft_hosts_lists_the_one_host_of_a_server_alone() {
+    let (w, _) = setup();
+    let (st, v) = command(&w, "ListHosts", json!({}), None);
+    assert_eq!(st, 200, "{v}");
+    let hosts = v["payload"]["hosts"].as_array().expect("hosts");
+    assert_eq!(hosts.len(), 1, "{v}");
+    assert_eq!(hosts[0]["host"], v["payload"]["thisHost"], "{v}");
+    assert_eq!(hosts[0]["url"], w.url.as_str(), "{v}");
+    assert_eq!(hosts[0]["running"], 0, "{v}");
+    let o = std::process::Command::new(weft_bin())
+        .args(["hosts", "--url", &w.url])
+        .env("WEFT_HOME", w.home.path())
+        .output()
+        .expect("weft hosts");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and one host: {out}");
+    assert!(
+        lines[1].contains("(this)") && lines[1].contains(&w.url),
+        "{out}"
+    );
+    // A payload field weft does not know is refused, as for every command.
+    let (st, v) = command(&w, "ListHosts", json!({"all": true}), None);
+    assert_eq!(st, 400, "{v}");
+}
