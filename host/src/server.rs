@@ -289,12 +289,6 @@ pub async fn run(opts: Options) -> Result<(), Error> {
                 actions = resumed
             );
         }
-        executor
-            .join_cluster(crate::exec::batch::Cluster {
-                lease: std::time::Duration::from_secs(settings.host_lease_seconds),
-                poll: std::time::Duration::from_millis(settings.host_poll_ms),
-            })
-            .map_err(Error::Serve)?;
     } else {
         // A run the last server did not finish: its running actions are settled by their
         // commit markers (finished where the target committed, errors elsewhere), its
@@ -309,14 +303,6 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         if !interrupted.is_empty() {
             tracing::warn!(message = "Batch instances interrupted by a server stop.", instances = ?interrupted);
         }
-        // Alone on its repository it still beats, so that `weft hosts` tells it alive; there
-        // is no one else to take over from.
-        executor
-            .join_cluster(crate::exec::batch::Cluster {
-                lease: std::time::Duration::from_secs(settings.host_lease_seconds),
-                poll: std::time::Duration::from_secs(1),
-            })
-            .map_err(Error::Serve)?;
     }
     {
         let executor = Arc::clone(&executor);
@@ -325,6 +311,19 @@ pub async fn run(opts: Options) -> Result<(), Error> {
             .map_err(|e| Error::Serve(std::io::Error::other(e)))?
             .map_err(Error::Serve)?;
     }
+    // Registered by `open`, the host beats its heart: on a shared repository it takes over
+    // from silent hosts; alone, it beats so that `weft hosts` tells it alive.
+    executor
+        .join_cluster(crate::exec::batch::Cluster {
+            lease: std::time::Duration::from_secs(settings.host_lease_seconds),
+            poll: if shared {
+                std::time::Duration::from_millis(settings.host_poll_ms)
+            } else {
+                std::time::Duration::from_secs(1)
+            },
+            shared,
+        })
+        .map_err(Error::Serve)?;
     tracing::info!(message = "This host runs batch actions.", host = %executor.host(), shared_repository = shared, max_parallel_actions = limit);
     // Stopped (and joined) when the server returns. A stepped clock's ticks are made by
     // `AdvanceClock` alone, so that each answer names every start its move caused.

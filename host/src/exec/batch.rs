@@ -84,6 +84,9 @@ pub struct Cluster {
     pub lease: Duration,
     /// How often the host looks for ready actions and halts asked on other hosts.
     pub poll: Duration,
+    /// Whether other hosts share the repository: only then are silent hosts taken over, and
+    /// a host that cannot beat stops its actions (alone, it only beats, for `weft hosts`).
+    pub shared: bool,
 }
 
 impl Default for Cluster {
@@ -91,6 +94,7 @@ impl Default for Cluster {
         Cluster {
             lease: Duration::from_secs(10),
             poll: Duration::from_millis(250),
+            shared: true,
         }
     }
 }
@@ -1019,10 +1023,16 @@ fn heartbeat(exec: &Weak<Executor>, cluster: Cluster) {
                     let since = *healthy_since.get_or_insert_with(Instant::now);
                     // Only a host that has been beating for a whole lease judges others: a
                     // host back from a pause must first be seen alive itself.
-                    if since.elapsed() >= cluster.lease
+                    if cluster.shared
+                        && since.elapsed() >= cluster.lease
                         && let Err(e) = me.take_over(cluster.lease)
                     {
                         tracing::warn!(message = "Taking over from stopped hosts failed; trying again at the next beat.", error = %e);
+                    }
+                }
+                Ok(false) if !cluster.shared => {
+                    if let Err(e) = me.register() {
+                        tracing::warn!(message = "This host cannot register now.", error = %e);
                     }
                 }
                 Ok(false) => {
@@ -1036,7 +1046,7 @@ fn heartbeat(exec: &Weak<Executor>, cluster: Cluster) {
                 Err(e) => {
                     healthy_since = None;
                     tracing::warn!(message = "This host's heartbeat cannot be recorded.", host = %me.host, error = %e);
-                    if last_beat.elapsed() >= cluster.lease / 2 {
+                    if cluster.shared && last_beat.elapsed() >= cluster.lease / 2 {
                         // Before the others may take them over, the actions here stop: two
                         // hosts never run one action's attempt at once for longer than
                         // half a lease.
