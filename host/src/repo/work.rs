@@ -66,6 +66,21 @@ pub struct Ended {
     pub instance: Option<InstanceState>,
 }
 
+impl Ended {
+    /// Nothing recorded: the action is no longer this host's in this attempt.
+    pub const NOT_RECORDED: Ended = Ended {
+        recorded: false,
+        ready: false,
+        instance: None,
+    };
+    /// Recorded, and nothing else decided.
+    pub const RECORDED_ALONE: Ended = Ended {
+        recorded: true,
+        ready: false,
+        instance: None,
+    };
+}
+
 /// What a halt did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Halted {
@@ -293,11 +308,7 @@ pub fn end(
         ],
     )?;
     if changed == 0 {
-        return Ok(Ended {
-            recorded: false,
-            ready: false,
-            instance: None,
-        });
+        return Ok(Ended::NOT_RECORDED);
     }
     follow(conn, instance, action, state, &now)
 }
@@ -662,18 +673,10 @@ pub fn settled(
         ],
     )?;
     if changed == 0 {
-        return Ok(Ended {
-            recorded: false,
-            ready: false,
-            instance: None,
-        });
+        return Ok(Ended::NOT_RECORDED);
     }
     if !follow_on {
-        return Ok(Ended {
-            recorded: true,
-            ready: false,
-            instance: None,
-        });
+        return Ok(Ended::RECORDED_ALONE);
     }
     if state == ActionState::Waiting {
         let halted = halt_requested(conn, claimed.instance)?;

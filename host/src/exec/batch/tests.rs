@@ -250,8 +250,10 @@ fn an_action_that_ran_without_a_marker_is_reported_as_maybe_committed() {
     let env = env_with(1, vec![("weft.commit_marker".to_owned(), "off".to_owned())]);
     let lock = env.lock_data();
     let id = env.start().expect("start");
-    env.until(id, "running", |r| {
-        r.actions[0].state == ActionState::Running
+    // Claimed (`R`) first, then its thread records the connections it writes unmarked
+    // before it begins (and it cannot commit while the test holds the file).
+    env.until(id, "running, its unmarked connections recorded", |r| {
+        r.actions[0].state == ActionState::Running && !r.actions[0].unmarked.is_empty()
     });
     assert_eq!(
         env.get(id).actions[0].unmarked,
