@@ -149,6 +149,9 @@ struct Local {
     abandoned: std::collections::HashSet<i64>,
     /// Whether the worker claims work (after the start's recovery).
     open: bool,
+    /// Whether the worker is between its claim and the slots of what it claimed: the
+    /// repository may already show those actions running, so the host is not idle.
+    claiming: bool,
     /// Whether the worker was started.
     worker: bool,
     /// Whether the executor is gone: threads end, ends are no longer retried.
@@ -358,9 +361,12 @@ impl Executor {
     pub fn wait_idle(&self, within: Duration) -> usize {
         let deadline = Instant::now() + within;
         loop {
-            let running = self.running();
-            if running == 0 || Instant::now() >= deadline {
-                return running;
+            let (running, claiming) = {
+                let l = self.local();
+                (l.running, l.claiming)
+            };
+            if (running == 0 && !claiming) || Instant::now() >= deadline {
+                return running + usize::from(claiming);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -656,11 +662,13 @@ impl Executor {
     fn work(self: &Arc<Self>) {
         self.look_for_halts();
         let free = {
-            let l = self.local();
+            let mut l = self.local();
             if !l.open || l.stopped {
                 return;
             }
-            self.limit.saturating_sub(l.running)
+            let free = self.limit.saturating_sub(l.running);
+            l.claiming = free > 0;
+            free
         };
         if free == 0 {
             return;
@@ -668,11 +676,13 @@ impl Executor {
         let claimed = match self.repo.claim(&self.host, free) {
             Ok(c) => c,
             Err(e) => {
+                self.local().claiming = false;
                 tracing::warn!(message = "Ready actions cannot be claimed from the repository now; trying again.", error = %e);
                 return;
             }
         };
         if claimed.is_empty() {
+            self.local().claiming = false;
             return;
         }
         let schemas = self.repo.connection_schemas().map_err(|e| {
@@ -688,13 +698,22 @@ impl Executor {
                     Err(e) => Err(format!("its batch instance cannot be read: {e}")),
                 });
         }
-        for c in claimed {
+        // Each claimed action holds its slot before the host counts as idle again.
+        let slots: Vec<(Slot, Arc<Halt>)> = claimed
+            .iter()
+            .map(|c| Slot::take(self, c.instance))
+            .collect();
+        self.local().claiming = false;
+        for (c, (slot, halt)) in claimed.into_iter().zip(slots) {
             let info = infos
                 .get(&c.instance)
                 .cloned()
                 .unwrap_or_else(|| Err("its batch instance is gone".to_owned()));
+            if info.as_ref().is_ok_and(|i| i.halt_requested) {
+                halt.raise();
+            }
             let plan = self.plan_of(&c, &schemas);
-            self.launch(c, info, plan);
+            self.launch(c, info, plan, slot, halt);
         }
     }
 
@@ -732,9 +751,9 @@ impl Executor {
         c: Claimed,
         info: Result<InstanceInfo, String>,
         plan: Result<Arc<ActionPlan>, String>,
+        slot: Slot,
+        halt: Arc<Halt>,
     ) {
-        let raised = info.as_ref().is_ok_and(|i| i.halt_requested);
-        let (slot, halt) = Slot::take(self, c.instance, raised);
         let fallback = c.clone();
         let me = Arc::clone(self);
         let spawned = std::thread::Builder::new()
@@ -951,15 +970,14 @@ struct Slot {
 }
 
 impl Slot {
-    /// Takes a slot for an action of `instance`, with the instance's halt (raised at once
-    /// when `raised`).
-    fn take(exec: &Arc<Executor>, instance: i64, raised: bool) -> (Slot, Arc<Halt>) {
+    /// Takes a slot for an action of `instance`, with the instance's halt.
+    fn take(exec: &Arc<Executor>, instance: i64) -> (Slot, Arc<Halt>) {
         let mut l = exec.local();
         l.running += 1;
         let entry = l
             .instances
             .entry(instance)
-            .or_insert_with(|| (if raised { Halt::raised() } else { Halt::new() }, 0));
+            .or_insert_with(|| (Halt::new(), 0));
         entry.1 += 1;
         let halt = Arc::clone(&entry.0);
         drop(l);

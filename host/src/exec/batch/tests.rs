@@ -84,15 +84,26 @@ impl Env {
         }
     }
 
+    /// Waits until the first action of instance `id` runs here: shown running in the
+    /// repository and holding its slot on this host.
+    fn running_here(&self, id: i64) {
+        self.until(id, "running", |r| {
+            r.actions[0].state == ActionState::Running
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.exec.running() == 0 {
+            assert!(Instant::now() < deadline, "no slot taken for {id}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Starts a run whose action waits for the data file's lock, fills the repository's
     /// disk while it runs, then lets the action commit: its end cannot be recorded.
     /// Answers the instance.
     fn run_into_a_full_disk(&self) -> i64 {
         let lock = self.lock_data();
         let id = self.start().expect("start");
-        self.until(id, "running", |r| {
-            r.actions[0].state == ActionState::Running
-        });
+        self.running_here(id);
         self.exec.repo().fill_disk(true);
         drop(lock);
         id
@@ -112,7 +123,7 @@ fn instances_beyond_the_limit_wait_and_a_full_queue_refuses_the_next() {
     env.exec.set_max_waiting(1);
     let lock = env.lock_data();
     let a = env.start().expect("first");
-    env.until(a, "running", |r| r.actions[0].state == ActionState::Running);
+    env.running_here(a);
     let b = env.start().expect("second waits");
     assert_eq!(env.get(b).summary.state, InstanceState::Waiting);
     assert_eq!(env.exec.running(), 1, "one action runs");
@@ -134,7 +145,7 @@ fn a_waiting_instance_is_halted_at_once_and_never_runs() {
     let env = env(1);
     let lock = env.lock_data();
     let a = env.start().expect("first");
-    env.until(a, "running", |r| r.actions[0].state == ActionState::Running);
+    env.running_here(a);
     let b = env.start().expect("second waits");
     env.exec.halt(b).expect("halt the waiting one");
     let row = env.get(b);
@@ -170,7 +181,11 @@ fn an_end_that_cannot_be_recorded_is_tried_again_until_it_is() {
     let id = env.run_into_a_full_disk();
     let deadline = Instant::now() + Duration::from_secs(30);
     while env.rows() == 0 {
-        assert!(Instant::now() < deadline, "the action never committed");
+        assert!(
+            Instant::now() < deadline,
+            "the action never committed: {:?}",
+            env.get(id)
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     // Past the patience: the end is still held, not given up.
@@ -204,7 +219,11 @@ fn an_action_committed_before_a_kill_is_finished_by_its_marker_and_the_old_end_i
     let id = env.run_into_a_full_disk();
     let deadline = Instant::now() + Duration::from_secs(30);
     while env.rows() == 0 {
-        assert!(Instant::now() < deadline, "the action never committed");
+        assert!(
+            Instant::now() < deadline,
+            "the action never committed: {:?}",
+            env.get(id)
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     let next = restarted_server(&env);
@@ -337,7 +356,7 @@ fn a_paused_host_claims_nothing_new_and_its_running_actions_end_and_are_recorded
     let env = env(2);
     let lock = env.lock_data();
     let a = env.start().expect("first");
-    env.until(a, "running", |r| r.actions[0].state == ActionState::Running);
+    env.running_here(a);
     // Stopping, as a server told to stop: nothing new is claimed.
     env.exec.pause();
     let b = env.start().expect("stored");
