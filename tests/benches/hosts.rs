@@ -14,7 +14,8 @@
 //!    10 s. Goal: >= 1,000 deploys/s, p50 <= 5 ms.
 //!
 //! Needs `cargo build --release --workspace` first, and PostgreSQL (`.ci/run` installs it).
-//! `WEFT_BENCH_ACTIONS` changes the 1,000.
+//! `WEFT_BENCH_ACTIONS` changes the 1,000; `WEFT_BENCH_PARTS` runs only some parts
+//! (`scale`, `overhead`, `takeover`, `deploys`, separated by commas).
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -80,7 +81,24 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000);
 
-    // 1. Scale-out.
+    let parts = std::env::var("WEFT_BENCH_PARTS").unwrap_or_default();
+    let part = |name: &str| parts.is_empty() || parts.split(',').any(|p| p.trim() == name);
+    if part("scale") {
+        scale_outs(actions);
+    }
+    if part("overhead") {
+        overhead(actions);
+    }
+    if part("takeover") {
+        takeover();
+    }
+    if part("deploys") {
+        deploys();
+    }
+}
+
+/// 1. Scale-out.
+fn scale_outs(actions: i64) {
     let one = scale_out(1, actions);
     let two = scale_out(2, actions);
     let three = scale_out(3, actions);
@@ -92,8 +110,10 @@ fn main() {
         actions as f64 * 0.05 / 8.0,
         actions as f64 * 0.05 / 12.0
     );
+}
 
-    // 2. Overhead per action.
+/// 2. Overhead per action.
+fn overhead(actions: i64) {
     let (cluster_1, data) = cluster(1, &[("WEFT_MAX_PARALLEL_ACTIONS", "4")]);
     let w = &cluster_1[0];
     deploy_sql_actions(w, actions, "INSERT INTO t VALUES (${action_id})");
@@ -113,8 +133,10 @@ fn main() {
         weft_ms - psql_ms
     );
     drop(cluster_1);
+}
 
-    // 3. Takeover.
+/// 3. Takeover.
+fn takeover() {
     let (mut pair, data) = cluster(2, &[("WEFT_MAX_PARALLEL_ACTIONS", "2")]);
     let lock = 777;
     let gate = Gate::hold(&data, lock);
@@ -148,8 +170,10 @@ fn main() {
     );
     assert_eq!(rows(&data), 4);
     drop(pair);
+}
 
-    // 4. Deploys.
+/// 4. Deploys.
+fn deploys() {
     let (single, _) = cluster(1, &[]);
     let url = single[0].url.clone();
     deploy_sql_actions(&single[0], 1, "INSERT INTO t VALUES (1)");

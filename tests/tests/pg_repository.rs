@@ -337,3 +337,60 @@ fn the_postgresql_schema_comes_up_from_every_earlier_version_with_the_fixtures_d
     assert!(e.contains("newer than this weft"), "{e}");
     assert_eq!(before, repo.dump().expect("dump"));
 }
+
+#[test]
+fn statements_sent_together_fail_at_the_one_that_fails_and_leave_nothing_behind() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    let repo = PgRepo::connect(&database(&pg, "together")).expect("connect");
+    repo.tx_if(None, |s| {
+        s.execute_batch("CREATE TABLE p (id BIGINT PRIMARY KEY, name TEXT)")?;
+        Ok(((), true))
+    })
+    .expect("table");
+    let insert = "INSERT INTO p (id, name) VALUES (?1, ?2)";
+    let row =
+        |id: i64, name: &'static str| (insert, vec![Param::Int(id), Param::Text(name.into())]);
+    // The second of three repeats the first's key: the error is the second's, and the first
+    // is rolled back with the transaction.
+    let err = repo
+        .tx_if(None, |s| {
+            let n = s.execute_all(&[row(1, "a"), row(1, "b"), row(2, "c")])?;
+            Ok((n, true))
+        })
+        .expect_err("a duplicate key");
+    let said = err.to_string();
+    assert!(
+        said.contains("duplicate key") && said.contains("INSERT INTO p"),
+        "{said}"
+    );
+    let count = repo
+        .with(|s| s.value::<i64>("SELECT count(*) FROM p", &[]))
+        .expect("count");
+    assert_eq!(count, Some(0), "nothing of the failed transaction is left");
+    // Together they land, each counted.
+    let n = repo
+        .tx_if(None, |s| {
+            Ok((s.execute_all(&[row(1, "a"), row(2, "b")])?, true))
+        })
+        .expect("insert");
+    assert_eq!(n, vec![1, 1]);
+    repo.tx_if(None, |s| {
+        Ok((
+            s.execute_all(&[("INSERT INTO p (id) VALUES (?1)", vec![Param::Int(3)])])?,
+            true,
+        ))
+    })
+    .expect("a NULL name");
+    // First values, in order: a value, no row, a NULL.
+    let q = "SELECT name FROM p WHERE id = ?1";
+    let got = repo
+        .with(|s| {
+            s.first_values(&[
+                (q, vec![Param::Int(2)]),
+                (q, vec![Param::Int(9)]),
+                (q, vec![Param::Int(3)]),
+            ])
+        })
+        .expect("values");
+    assert_eq!(got, vec![Some(Value::Text("b".to_owned())), None, None]);
+}

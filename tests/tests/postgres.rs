@@ -1463,3 +1463,41 @@ fn idle_connections_are_kept_for_their_entry_s_idle_timeout_and_then_closed() {
         "{e}"
     );
 }
+
+#[test]
+fn a_session_that_only_checked_tables_keeps_its_catalog_statement_and_one_an_action_used_is_reset()
+{
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql("CREATE TABLE seen (n bigint, at timestamptz);")
+        .expect("table");
+    let (w, _) = setup(&pg);
+    // The deploy checks `seen` on a pooled session, which goes back with the catalog
+    // statement prepared; the first run takes that session and sees the statement.
+    deploy(
+        &w,
+        &sheet(
+            41,
+            "Sql",
+            "INSERT INTO seen SELECT count(*), clock_timestamp() FROM pg_prepared_statements WHERE statement LIKE '%to_regclass%'",
+            json!({}),
+            &[("pg_prepared_statements", 7)],
+            ("seen", 7),
+        ),
+    );
+    for _ in 0..2 {
+        let inst = run_and_wait(&w, 41);
+        assert_eq!(inst["state"], "finished", "{inst}");
+    }
+    // The run ran its user's statement on the session, so it was reset (DISCARD ALL) before
+    // the second run took it: nothing of the first is left there.
+    assert_eq!(
+        pg.psql("SELECT string_agg(n::text, ',' ORDER BY at) FROM seen")
+            .expect("seen"),
+        "1,0"
+    );
+    assert_eq!(
+        sessions(&pg, "weft-test"),
+        1,
+        "one pooled session served all"
+    );
+}

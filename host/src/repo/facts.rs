@@ -29,6 +29,24 @@ pub trait Facts {
     ///
     /// A repository error.
     fn edge_sheet(&self, id: i64) -> super::error::Result<Option<i64>>;
+    /// The sheet each of `nodes`, then each of `edges`, belongs to, in their order (asked
+    /// all at once: one round trip to a repository over the network).
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn owners(&self, nodes: &[i64], edges: &[i64]) -> super::error::Result<Owners> {
+        Ok(Owners {
+            nodes: nodes
+                .iter()
+                .map(|&id| self.node_sheet(id))
+                .collect::<super::error::Result<_>>()?,
+            edges: edges
+                .iter()
+                .map(|&id| self.edge_sheet(id))
+                .collect::<super::error::Result<_>>()?,
+        })
+    }
     /// Whether folder `id`, whose path is `path`, holds sheets or folders.
     ///
     /// # Errors
@@ -53,4 +71,13 @@ pub trait Facts {
     ///
     /// A repository error.
     fn action_exists(&self, id: i64) -> super::error::Result<bool>;
+}
+
+/// The sheets that own nodes and edges, as [`Facts::owners`] answers.
+#[derive(Debug, Default)]
+pub struct Owners {
+    /// The sheet of each node asked about, `None` for a node not in the repository.
+    pub nodes: Vec<Option<i64>>,
+    /// The sheet of each edge asked about.
+    pub edges: Vec<Option<i64>>,
 }

@@ -209,7 +209,47 @@ pub trait Session {
     ///
     /// What the database says.
     fn execute_batch(&self, sql: &str) -> Result<()>;
+
+    /// Runs statements one after the other, as [`Session::execute`] each; a backend over
+    /// the network sends them all before it waits for the first answer (one round trip).
+    /// Answers the rows each changed.
+    ///
+    /// # Errors
+    ///
+    /// The first statement's error, with its statement; what follows it did not count (in
+    /// a transaction, the caller rolls back).
+    fn execute_all(&self, statements: &[Statement<'_>]) -> Result<Vec<usize>> {
+        statements
+            .iter()
+            .map(|(sql, params)| self.execute(sql, params))
+            .collect()
+    }
+
+    /// The first column of the first row of each query (`None` where it has no row or a
+    /// NULL there), the queries sent together as by [`Session::execute_all`].
+    ///
+    /// # Errors
+    ///
+    /// The first query's error, with its statement.
+    fn first_values(&self, queries: &[Statement<'_>]) -> Result<Vec<Option<Value>>> {
+        queries
+            .iter()
+            .map(|(sql, params)| {
+                let mut first = None;
+                self.query(sql, params, &mut |r| {
+                    if first.is_none() {
+                        first = r.0.first().cloned().filter(|v| *v != Value::Null);
+                    }
+                    Ok(())
+                })?;
+                Ok(first)
+            })
+            .collect()
+    }
 }
+
+/// A statement with its parameters, as [`Session::execute_all`] takes them.
+pub type Statement<'a> = (&'a str, Vec<Param<'a>>);
 
 impl dyn Session + '_ {
     /// Every row of a query, each read by `f`.

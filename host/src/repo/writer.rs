@@ -7,7 +7,8 @@ use crate::dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 use crate::repo::error::{Error, Result, now_utc};
 use crate::repo::facts::Facts;
 use crate::repo::model::{Change, ChangeKind, IdTable, ObjectKind};
-use crate::repo::sql::{FromValue, Param, Session, ToParam, args};
+use crate::repo::sql::{FromValue, Param, Session, Statement, ToParam, args};
+use std::borrow::Cow;
 
 /// Writes inside one transaction; see [`super::Repository::write`].
 pub struct Writer<'t> {
@@ -39,16 +40,10 @@ impl<'t> Writer<'t> {
         change: ChangeKind,
         definition: Option<&str>,
     ) -> Result<()> {
-        let change = match change {
-            ChangeKind::Created => "created",
-            ChangeKind::Updated => "updated",
-            ChangeKind::Deleted => "deleted",
-            ChangeKind::Unchanged => return Ok(()),
-        };
-        self.exec(
-            "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES (?1, ?2, ?3, ?4, ?5)",
-            args![now_utc(), kind, id, change, definition],
-        )?;
+        let now = now_utc();
+        if let Some(line) = history_line(kind, id, change, definition, &now) {
+            self.tx.execute_all(&[line])?;
+        }
         Ok(())
     }
 
@@ -286,28 +281,53 @@ impl<'t> Writer<'t> {
             serde_json::to_string(&crate::plan::stored_plans(s))
                 .map_err(|e| Error::Corrupt(e.to_string()))
         };
-        let change = match old {
-            Some(d) if d == definition => ChangeKind::Unchanged,
+        // The sheet's row, its nodes and edges and its history line go to the repository
+        // together (one round trip on PostgreSQL).
+        let order_key = a.order_key();
+        let row = |sql| -> Result<Statement<'_>> {
+            Ok((
+                sql,
+                vec![
+                    Param::Int(s.id.v),
+                    a.name.v.to_param(),
+                    order_key.to_param(),
+                    Param::Int(a.folder_id.v),
+                    a.documentation.to_param(),
+                    definition.to_param(),
+                    now.to_param(),
+                    Param::Text(Cow::Owned(plans()?)),
+                ],
+            ))
+        };
+        let (change, mut writes) = match old {
+            Some(d) if d == definition => (ChangeKind::Unchanged, Vec::new()),
             Some(_) => {
-                self.exec(
-                    "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, plans = ?8 WHERE id = ?1",
-                    args![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now, plans()?],
-                )?;
                 changes.extend(self.delete_missing(s)?);
-                ChangeKind::Updated
+                (
+                    ChangeKind::Updated,
+                    vec![row(
+                        "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, plans = ?8 WHERE id = ?1",
+                    )?],
+                )
             }
-            None => {
-                self.exec(
+            None => (
+                ChangeKind::Created,
+                vec![row(
                     "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at, plans) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
-                    args![s.id.v, a.name.v, a.order_key(), a.folder_id.v, a.documentation, definition, now, plans()?],
-                )?;
-                ChangeKind::Created
-            }
+                )?],
+            ),
         };
         if change != ChangeKind::Unchanged {
-            self.write_nodes_and_edges(s)?;
+            writes.extend(Self::nodes_and_edges(s));
         }
-        self.history("sheet", s.id.v, change, Some(&definition))?;
+        writes.extend(history_line(
+            "sheet",
+            s.id.v,
+            change,
+            Some(&definition),
+            &now,
+        ));
+        self.tx.execute_all(&writes)?;
         changes.insert(
             0,
             Change {
@@ -350,19 +370,17 @@ impl<'t> Writer<'t> {
         Ok(deleted)
     }
 
-    fn write_nodes_and_edges(&self, s: &Sheet) -> Result<()> {
+    /// The statements that write a sheet's nodes and edges (each inserted, or updated where
+    /// its id exists).
+    fn nodes_and_edges<'a>(s: &'a Sheet) -> Vec<Statement<'a>> {
+        let text = |v: Option<&'a str>| v.map_or(Param::Null, |t| Param::Text(Cow::Borrowed(t)));
+        let mut out = Vec::with_capacity(s.nodes.len() + s.edges.len());
         for n in &s.nodes {
             let l = &n.layout;
-            let (mut module, mut name, mut documentation, mut action, mut attributes) =
-                (None, None, None, None, None);
-            let (
-                mut field1,
-                mut field2,
-                mut field3,
-                mut object_type_id,
-                mut connection_id,
-                mut dependency,
-            ) = (None, None, None, None, None, None);
+            let (mut module, mut name, mut documentation, mut action) = (None, None, None, None);
+            let mut attributes = Param::Null;
+            let (mut field1, mut field2, mut field3, mut dependency) = (None, None, None, None);
+            let (mut object_type_id, mut connection_id) = (Param::Null, Param::Null);
             match &n.attributes {
                 NodeAttributes::Action(a) => {
                     module = Some(a.module.v.as_str());
@@ -375,20 +393,21 @@ impl<'t> Writer<'t> {
                             .iter()
                             .map(|(k, v)| (k.v.clone(), v.value.to_json()))
                             .collect();
-                        attributes = Some(serde_json::Value::Object(map).to_string());
+                        attributes =
+                            Param::Text(Cow::Owned(serde_json::Value::Object(map).to_string()));
                     }
                 }
                 NodeAttributes::Object(o) => {
                     field1 = Some(o.field1.v.as_str());
                     field2 = o.field2.as_deref();
                     field3 = o.field3.as_deref();
-                    object_type_id = Some(o.object_type_id.v);
-                    connection_id = Some(o.connection_id.v);
+                    object_type_id = Param::Int(o.object_type_id.v);
+                    connection_id = Param::Int(o.connection_id.v);
                     dependency = Some(o.dependency.v.as_str());
                 }
                 NodeAttributes::Invalid => {}
             }
-            self.exec(
+            out.push((
                 "INSERT INTO nodes (id, sheet_id, type, x, y, width, height, module, name, documentation, action, attributes, field1, field2, field3, object_type_id, connection_id, dependency)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
                  ON CONFLICT(id) DO UPDATE SET sheet_id = excluded.sheet_id, type = excluded.type, x = excluded.x, y = excluded.y,
@@ -396,21 +415,68 @@ impl<'t> Writer<'t> {
                    documentation = excluded.documentation, action = excluded.action, attributes = excluded.attributes,
                    field1 = excluded.field1, field2 = excluded.field2, field3 = excluded.field3,
                    object_type_id = excluded.object_type_id, connection_id = excluded.connection_id, dependency = excluded.dependency",
-                args![
-                    n.id.v, s.id.v, n.kind.v, l.x, l.y, l.width, l.height, module, name, documentation, action, attributes,
-                    field1, field2, field3, object_type_id, connection_id, dependency
+                vec![
+                    Param::Int(n.id.v),
+                    Param::Int(s.id.v),
+                    Param::Int(n.kind.v),
+                    Param::Int(l.x),
+                    Param::Int(l.y),
+                    Param::Int(l.width),
+                    Param::Int(l.height),
+                    text(module),
+                    text(name),
+                    text(documentation),
+                    text(action),
+                    attributes,
+                    text(field1),
+                    text(field2),
+                    text(field3),
+                    object_type_id,
+                    connection_id,
+                    text(dependency),
                 ],
-            )?;
+            ));
         }
         for e in &s.edges {
-            self.exec(
+            out.push((
                 "INSERT INTO edges (id, sheet_id, from_node, to_node) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT(id) DO UPDATE SET sheet_id = excluded.sheet_id, from_node = excluded.from_node, to_node = excluded.to_node",
-                args![e.id.v, s.id.v, e.from.v, e.to.v],
-            )?;
+                vec![
+                    Param::Int(e.id.v),
+                    Param::Int(s.id.v),
+                    Param::Int(e.from.v),
+                    Param::Int(e.to.v),
+                ],
+            ));
         }
-        Ok(())
+        out
     }
+}
+
+/// The statement that adds a change to the deploy history, none for an unchanged object.
+fn history_line<'a>(
+    kind: &'a str,
+    id: i64,
+    change: ChangeKind,
+    definition: Option<&'a str>,
+    at: &'a str,
+) -> Option<Statement<'a>> {
+    let change = match change {
+        ChangeKind::Created => "created",
+        ChangeKind::Updated => "updated",
+        ChangeKind::Deleted => "deleted",
+        ChangeKind::Unchanged => return None,
+    };
+    Some((
+        "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES (?1, ?2, ?3, ?4, ?5)",
+        vec![
+            Param::Text(Cow::Borrowed(at)),
+            Param::Text(Cow::Borrowed(kind)),
+            Param::Int(id),
+            Param::Text(Cow::Borrowed(change)),
+            definition.map_or(Param::Null, |d| Param::Text(Cow::Borrowed(d))),
+        ],
+    ))
 }
 
 impl Facts for Writer<'_> {
@@ -440,6 +506,32 @@ impl Facts for Writer<'_> {
 
     fn edge_sheet(&self, id: i64) -> Result<Option<i64>> {
         self.one("SELECT sheet_id FROM edges WHERE id = ?1", id)
+    }
+
+    fn owners(&self, nodes: &[i64], edges: &[i64]) -> Result<crate::repo::facts::Owners> {
+        let ask = |sql, ids: &[i64]| -> Vec<Statement<'static>> {
+            ids.iter().map(|&id| (sql, vec![Param::Int(id)])).collect()
+        };
+        let mut queries = ask("SELECT sheet_id FROM nodes WHERE id = ?1", nodes);
+        queries.extend(ask("SELECT sheet_id FROM edges WHERE id = ?1", edges));
+        let mut sheets = self
+            .tx
+            .first_values(&queries)?
+            .into_iter()
+            .map(|v| {
+                v.map(|v| {
+                    i64::from_value(&v).ok_or_else(|| {
+                        Error::Corrupt(format!("a sheet id that is not a number: {v:?}"))
+                    })
+                })
+                .transpose()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let edges = sheets.split_off(nodes.len());
+        Ok(crate::repo::facts::Owners {
+            nodes: sheets,
+            edges,
+        })
     }
 
     fn folder_has_contents(&self, id: i64, path: &str) -> Result<bool> {

@@ -112,8 +112,11 @@ pub(super) fn ids_not_taken(
     facts: &dyn Facts,
     problems: &mut Problems,
 ) -> crate::repo::Result<()> {
-    for (j, n) in s.nodes.iter().enumerate() {
-        if let Some(owner) = facts.node_sheet(n.id.v)?
+    let nodes: Vec<i64> = s.nodes.iter().map(|n| n.id.v).collect();
+    let edges: Vec<i64> = s.edges.iter().map(|e| e.id.v).collect();
+    let owners = facts.owners(&nodes, &edges)?;
+    for ((j, n), owner) in s.nodes.iter().enumerate().zip(owners.nodes) {
+        if let Some(owner) = owner
             && owner != s.id.v
         {
             problems.error(
@@ -124,8 +127,8 @@ pub(super) fn ids_not_taken(
                 );
         }
     }
-    for (j, e) in s.edges.iter().enumerate() {
-        if let Some(owner) = facts.edge_sheet(e.id.v)?
+    for ((j, e), owner) in s.edges.iter().enumerate().zip(owners.edges) {
+        if let Some(owner) = owner
             && owner != s.id.v
         {
             problems.error(

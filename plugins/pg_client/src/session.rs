@@ -23,6 +23,8 @@ pub struct Session {
     runtime: tokio::runtime::Runtime,
     connection: Driving,
     ended: bool,
+    /// Statements of the caller's own kept prepared ([`Session::kept`]).
+    kept: std::collections::HashMap<&'static str, Statement>,
 }
 
 impl std::fmt::Debug for Session {
@@ -56,6 +58,7 @@ impl Session {
             runtime,
             connection: Box::pin(connection),
             ended: false,
+            kept: std::collections::HashMap::new(),
         })
     }
 
@@ -99,6 +102,41 @@ impl Session {
     ) -> Result<Vec<tokio_postgres::Row>, Error> {
         let (client, mut driver) = self.parts();
         driver.block_on(client.query(sql, params))
+    }
+
+    /// `sql` prepared on this session, once: a statement the caller runs often (a catalog
+    /// query) is parsed and planned by the server only the first time. The caller says when
+    /// the server may have forgotten it ([`Session::forget_kept`], after `DISCARD ALL`).
+    ///
+    /// # Errors
+    ///
+    /// PostgreSQL's.
+    pub fn kept(&mut self, sql: &'static str) -> Result<Statement, Error> {
+        if let Some(st) = self.kept.get(sql) {
+            return Ok(st.clone());
+        }
+        let st = self.prepare(sql)?;
+        self.kept.insert(sql, st.clone());
+        Ok(st)
+    }
+
+    /// Forgets the statements [`Session::kept`] prepared (the server deallocated them).
+    pub fn forget_kept(&mut self) {
+        self.kept.clear();
+    }
+
+    /// `Client::query` of a prepared statement.
+    ///
+    /// # Errors
+    ///
+    /// PostgreSQL's.
+    pub fn query_prepared(
+        &mut self,
+        statement: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, Error> {
+        let (client, mut driver) = self.parts();
+        driver.block_on(client.query(statement, params))
     }
 
     /// `Client::prepare`.

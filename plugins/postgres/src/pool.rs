@@ -4,7 +4,7 @@
 //! (the oldest closed first), each closed after it has been idle for its entry's
 //! `idle_timeout` (default [`DEFAULT_IDLE`]) by a sweeping thread that runs while anything is
 //! idle. A connection goes back only outside a transaction, with its session reset
-//! (`DISCARD ALL`), and only while it is open. Connections are closed outside the pool's
+//! (`DISCARD ALL`) unless it only read the catalog, and only while it is open. Connections are closed outside the pool's
 //! lock (a goodbye to the server may take a moment).
 
 use crate::session::Session;
@@ -60,11 +60,19 @@ pub fn take(slot: &Slot) -> Option<Session> {
     found
 }
 
-/// Gives `client` back to `slot` (reset first), to be closed after `keep` idle; closes it
-/// when it cannot be reset, `keep` is zero, or the pool is full.
-pub fn give_back(slot: Slot, mut client: Session, keep: Duration) {
-    if keep.is_zero() || client.is_closed() || client.batch_execute("DISCARD ALL").is_err() {
+/// Gives `client` back to `slot`, to be closed after `keep` idle; closes it when it cannot
+/// be reset, `keep` is zero, or the pool is full. A session that ran anything of its user's
+/// (`used`) is reset first (`DISCARD ALL`, which also deallocates its kept statements); one
+/// that only read the catalog through kept statements goes back as it is, with them.
+pub fn give_back(slot: Slot, mut client: Session, keep: Duration, used: bool) {
+    if keep.is_zero() || client.is_closed() {
         return;
+    }
+    if used {
+        client.forget_kept();
+        if client.batch_execute("DISCARD ALL").is_err() {
+            return;
+        }
     }
     let mut gone = None;
     let start_sweeper = {

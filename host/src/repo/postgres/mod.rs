@@ -181,16 +181,12 @@ impl Postgres {
         f: impl FnOnce(&dyn Session) -> Result<(R, bool)>,
     ) -> Result<R> {
         let mut conn = self.take()?;
-        conn.batch("BEGIN")?;
-        let out = {
-            let s = PgSession::new(&mut conn);
-            match lock {
-                Some(l) => s
-                    .execute("SELECT pg_advisory_xact_lock(?1)", args![l])
-                    .and_then(|_| f(&s)),
-                None => f(&s),
-            }
+        // The lock is taken in the message that begins the transaction (one round trip).
+        let begin = match lock {
+            Some(l) => conn.batch(&format!("BEGIN; SELECT pg_advisory_xact_lock({l})")),
+            None => conn.batch("BEGIN"),
         };
+        let out = begin.and_then(|()| f(&PgSession::new(&mut conn)));
         let end = match &out {
             Ok((_, true)) => conn.batch("COMMIT"),
             _ => conn.batch("ROLLBACK"),

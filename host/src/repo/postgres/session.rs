@@ -57,6 +57,17 @@ impl Conn {
         Ok(st)
     }
 
+    /// Each of `statements` prepared (as [`Conn::prepared`]), in order.
+    fn prepared_all(
+        &mut self,
+        statements: &[crate::repo::sql::Statement<'_>],
+    ) -> Result<Vec<Statement>> {
+        statements
+            .iter()
+            .map(|(sql, _)| self.prepared(sql))
+            .collect()
+    }
+
     /// Runs statements without parameters.
     ///
     /// # Errors
@@ -172,6 +183,11 @@ impl<'a> PgSession<'a> {
     }
 }
 
+/// The first of `statements`, to name where a connection that broke under them broke.
+fn first_sql<'a>(statements: &[crate::repo::sql::Statement<'a>]) -> &'a str {
+    statements.first().map_or("", |(sql, _)| sql)
+}
+
 fn bound<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn ToSql + Sync)> {
     params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
 }
@@ -219,6 +235,54 @@ impl Session for PgSession<'_> {
 
     fn execute_batch(&self, sql: &str) -> Result<()> {
         self.conn.borrow_mut().batch(sql)
+    }
+
+    fn execute_all(&self, statements: &[crate::repo::sql::Statement<'_>]) -> Result<Vec<usize>> {
+        let mut conn = self.conn.borrow_mut();
+        let prepared = conn.prepared_all(statements)?;
+        let (client, mut driver) = conn.session.parts();
+        let sent = statements
+            .iter()
+            .zip(&prepared)
+            .map(|((sql, params), st)| async move {
+                client
+                    .execute(st, &bound(params))
+                    .await
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+                    .map_err(|e| failed(&e, sql))
+            });
+        let all = futures_util::future::try_join_all(sent);
+        driver
+            .block_on(async { Ok(all.await) })
+            .map_err(|e| failed(&e, first_sql(statements)))?
+    }
+
+    fn first_values(
+        &self,
+        queries: &[crate::repo::sql::Statement<'_>],
+    ) -> Result<Vec<Option<Value>>> {
+        let mut conn = self.conn.borrow_mut();
+        let prepared = conn.prepared_all(queries)?;
+        let (client, mut driver) = conn.session.parts();
+        let sent = queries
+            .iter()
+            .zip(&prepared)
+            .map(|((sql, params), st)| async move {
+                let rows = client
+                    .query(st, &bound(params))
+                    .await
+                    .map_err(|e| failed(&e, sql))?;
+                match rows.first() {
+                    Some(r) if !r.is_empty() => value(r, 0)
+                        .map(|v| Some(v).filter(|v| *v != Value::Null))
+                        .map_err(|m| Error::Corrupt(format!("{m} in `{sql}`"))),
+                    _ => Ok(None),
+                }
+            });
+        let all = futures_util::future::try_join_all(sent);
+        driver
+            .block_on(async { Ok(all.await) })
+            .map_err(|e| failed(&e, first_sql(queries)))?
     }
 }
 

@@ -71,7 +71,45 @@ impl Session for Connection {
 
 #[cfg(test)]
 mod tests {
-    use crate::repo::sql::{Session, args};
+    use crate::repo::sql::{Param, Session, Value, args};
+
+    #[test]
+    fn statements_given_together_run_in_order_and_stop_at_the_first_error() {
+        let c = rusqlite::Connection::open_in_memory().expect("db");
+        let s: &dyn Session = &c;
+        s.execute_batch("CREATE TABLE p (id INTEGER PRIMARY KEY, name TEXT)")
+            .expect("table");
+        let insert = "INSERT INTO p (id, name) VALUES (?1, ?2)";
+        let row =
+            |id: i64, name: &'static str| (insert, vec![Param::Int(id), Param::Text(name.into())]);
+        assert_eq!(
+            s.execute_all(&[row(1, "a"), row(2, "b")]).expect("two"),
+            vec![1, 1]
+        );
+        let e = s
+            .execute_all(&[row(3, "c"), row(1, "again"), row(4, "d")])
+            .expect_err("a repeated key")
+            .to_string();
+        assert!(e.contains("UNIQUE") && e.contains("INSERT INTO p"), "{e}");
+        assert_eq!(
+            s.value::<i64>("SELECT count(*) FROM p WHERE id = 4", args![])
+                .expect("count"),
+            Some(0),
+            "nothing after the failing statement ran"
+        );
+        s.execute("INSERT INTO p (id) VALUES (5)", args![])
+            .expect("null name");
+        let q = "SELECT name FROM p WHERE id = ?1";
+        assert_eq!(
+            s.first_values(&[
+                (q, vec![Param::Int(2)]),
+                (q, vec![Param::Int(9)]),
+                (q, vec![Param::Int(5)])
+            ])
+            .expect("values"),
+            vec![Some(Value::Text("b".to_owned())), None, None]
+        );
+    }
 
     #[test]
     fn statements_run_with_numbered_parameters_and_read_back_plain_values() {
