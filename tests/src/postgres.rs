@@ -158,15 +158,26 @@ impl Postgres {
         let log = dir.path().join("server.log");
         // The shell stops the server when its stdin closes (the test process ended), then
         // removes the folder, which a server shared through a static is never dropped to do.
+        // Between, it starts the server again whenever it stops, unless the file `down` in
+        // the folder holds it down ([`Postgres::stop`], [`Postgres::start_again`]).
+        let d = dir.path().display();
         let script = format!(
-            "'{}' -D '{}' -p {port} -k '{}' -c listen_addresses=127.0.0.1 -c fsync=off \
-             -c synchronous_commit=off -c full_page_writes=off -c max_connections=60 {ssl} \
-             >'{}' 2>&1 & pid=$!; cat >/dev/null; kill -INT $pid; wait $pid; rm -rf '{}'",
+            "( while [ ! -e '{d}/stopped' ]; do \
+                 while [ -e '{d}/down' ] && [ ! -e '{d}/stopped' ]; do sleep 0.05; done; \
+                 [ -e '{d}/stopped' ] && break; \
+                 '{}' -D '{}' -p {port} -k '{d}' -c listen_addresses=127.0.0.1 -c fsync=off \
+                   -c synchronous_commit=off -c full_page_writes=off -c max_connections=60 {ssl} \
+                   >>'{}' 2>&1; \
+               done ) & loop=$!; \
+             cat >/dev/null; touch '{d}/stopped'; \
+             while kill -0 $loop 2>/dev/null; do \
+               pid=$(head -n 1 '{}/postmaster.pid' 2>/dev/null); \
+               [ -n \"$pid\" ] && kill -INT $pid 2>/dev/null; sleep 0.1; \
+             done; rm -rf '{d}'",
             bin.join("postgres").display(),
             data.display(),
-            dir.path().display(),
             log.display(),
-            dir.path().display()
+            data.display(),
         );
         let mut sh = Command::new("sh");
         sh.arg("-c")
@@ -262,6 +273,62 @@ impl Postgres {
     /// The server's folder.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Stops the server as an administrator's restart does (a fast shutdown: every session
+    /// is cut, nothing more is accepted) and keeps it down until [`Postgres::start_again`];
+    /// answers once it no longer answers.
+    ///
+    /// # Errors
+    ///
+    /// Its process cannot be told, or it still answers after 30 s.
+    pub fn stop(&self) -> Result<(), String> {
+        let down = self.dir.path().join("down");
+        std::fs::write(&down, "").map_err(|e| format!("{}: {e}", down.display()))?;
+        let pidfile = self.dir.path().join("data").join("postmaster.pid");
+        let pid =
+            std::fs::read_to_string(&pidfile).map_err(|e| format!("{}: {e}", pidfile.display()))?;
+        let pid = pid.lines().next().unwrap_or_default().trim().to_owned();
+        let out = Command::new("kill")
+            .args(["-INT", &pid])
+            .output()
+            .map_err(|e| format!("kill: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "kill -INT {pid}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while pidfile.exists() || self.psql_in("postgres", "SELECT 1").is_ok() {
+            if Instant::now() > deadline {
+                return Err("PostgreSQL still answers 30 s after a fast shutdown".to_owned());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// Starts the server [`Postgres::stop`] stopped, on the same port and data; answers once
+    /// it answers.
+    ///
+    /// # Errors
+    ///
+    /// It does not answer within 60 s (with its log).
+    pub fn start_again(&self) -> Result<(), String> {
+        let down = self.dir.path().join("down");
+        std::fs::remove_file(&down).map_err(|e| format!("{}: {e}", down.display()))?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.psql_in("postgres", "SELECT 1").is_err() {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "PostgreSQL did not answer within 60 s of its start; its log:\n{}",
+                    std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
     }
 }
 

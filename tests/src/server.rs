@@ -105,6 +105,17 @@ pub fn cluster(n: usize, env: &[(&str, &str)]) -> (Vec<Weft>, String) {
 
 /// [`cluster`] with more arguments for each `weft serve`.
 pub fn cluster_with(n: usize, args: &[&str], env: &[(&str, &str)]) -> (Vec<Weft>, String) {
+    cluster_on(repository_server(), n, args, env)
+}
+
+/// [`cluster_with`] whose repository database is on `server` (a server of the test's own,
+/// which it may stop and start); the data database stays on [`repository_server`].
+pub fn cluster_on(
+    server: &Postgres,
+    n: usize,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Vec<Weft>, String) {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let (repo, data) = (
@@ -112,14 +123,16 @@ pub fn cluster_with(n: usize, args: &[&str], env: &[(&str, &str)]) -> (Vec<Weft>
         format!("hosts_data_{}_{k}", std::process::id()),
     );
     let pg = repository_server();
-    for db in [&repo, &data] {
-        pg.psql(&format!("CREATE DATABASE {db}")).expect("database");
-    }
+    server
+        .psql(&format!("CREATE DATABASE {repo}"))
+        .expect("database");
+    pg.psql(&format!("CREATE DATABASE {data}"))
+        .expect("database");
     pg.psql_in(&data, "CREATE TABLE t (action_id BIGINT NOT NULL)")
         .expect("table");
     let keys = format!(
-        "0|postgresql|postgresql://127.0.0.1:{port}/{repo}|weft|secret|sslmode=disable\n1|postgresql|postgresql://127.0.0.1:{port}/{data}|weft|secret|sslmode=disable\n",
-        port = pg.port
+        "0|postgresql|postgresql://127.0.0.1:{}/{repo}|weft|secret|sslmode=disable\n1|postgresql|postgresql://127.0.0.1:{}/{data}|weft|secret|sslmode=disable\n",
+        server.port, pg.port
     );
     let hosts = (0..n)
         .map(|_| {

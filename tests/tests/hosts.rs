@@ -11,6 +11,7 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
+use weft_tests::postgres::Postgres;
 
 /// The advisory lock the actions wait for.
 const GATE: i64 = 4242;
@@ -315,22 +316,47 @@ fn scheduled_starts_happen_once_across_hosts_with_kills_between() {
 }
 
 #[test]
-fn a_repository_that_goes_away_mid_run_loses_no_end() {
-    let (hosts, data) = cluster(2, &[("WEFT_MAX_PARALLEL_ACTIONS", "2")]);
+fn a_version_deployed_through_one_host_is_what_the_next_run_through_another_runs() {
+    let (hosts, data) = cluster(3, &[]);
+    // Twenty versions of one sheet, each deployed through one host and at once run through
+    // the next: each run inserts its own version's number, never the one before.
+    for version in 1..=20i64 {
+        let (a, b) = (
+            &hosts[version as usize % 3],
+            &hosts[(version as usize + 1) % 3],
+        );
+        deploy_sql_actions(a, 1, &format!("INSERT INTO t VALUES ({version})"));
+        let id = run_folder(b);
+        let done = wait(&hosts[(version as usize + 2) % 3], id);
+        assert_eq!(done["state"], "finished", "{done}");
+    }
+    let rows = repository_server()
+        .psql_in(
+            &data,
+            "SELECT string_agg(action_id::text, ',' ORDER BY action_id) FROM t",
+        )
+        .expect("rows");
+    let expected: Vec<String> = (1..=20).map(|v: i64| v.to_string()).collect();
+    assert_eq!(
+        rows,
+        expected.join(","),
+        "each run ran the version just deployed"
+    );
+}
+
+#[test]
+fn a_repository_server_restarted_mid_run_loses_no_end() {
+    // The repository on a PostgreSQL server of this test's own, which it stops and starts;
+    // the data stays on the shared one.
+    let server = Postgres::start().expect("PostgreSQL");
+    let (hosts, data) = cluster_on(&server, 2, &[], &[("WEFT_MAX_PARALLEL_ACTIONS", "2")]);
     let gate = Gate::hold(&data, GATE);
     deploy_actions(&hosts[0], 6);
     let id = run_folder(&hosts[0]);
     running_on(&hosts[1], id, 4);
-    let pg = repository_server();
-    let repo = repository_database_of(&hosts[0]);
-    // The repository refuses connections and every session to it is cut, as in a restart;
-    // meanwhile the actions end, and their ends cannot be recorded.
-    pg.psql(&format!("ALTER DATABASE {repo} ALLOW_CONNECTIONS false"))
-        .expect("refuse");
-    pg.psql(&format!(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{repo}'"
-    ))
-    .expect("cut");
+    // The server goes down (a fast shutdown cuts every session); meanwhile the actions end,
+    // and their ends cannot be recorded.
+    server.stop().expect("stop");
     drop(gate);
     let deadline = Instant::now() + Duration::from_secs(30);
     while rows_of_t(&data).0 < 4 {
@@ -340,9 +366,8 @@ fn a_repository_that_goes_away_mid_run_loses_no_end() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+    server.start_again().expect("start");
     // Back (well within the 10 s lease): the ends are recorded, the rest runs.
-    pg.psql(&format!("ALTER DATABASE {repo} ALLOW_CONNECTIONS true"))
-        .expect("allow");
     let done = wait(&hosts[1], id);
     assert_eq!(done["state"], "finished", "{done}");
     assert_eq!(rows_of_t(&data), (6, 6), "each action's row once");

@@ -94,6 +94,12 @@ pub enum Fault {
 }
 
 impl Error {
+    /// Whether PostgreSQL ended the transaction because it met another one: chosen as a
+    /// deadlock's victim (`40P01`) or not serializable (`40001`). Run again, it may pass.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Postgres { code: Some(c), .. } if c == "40P01" || c == "40001")
+    }
+
     /// The kind of fault, from SQLite's result code or PostgreSQL's SQLSTATE.
     pub fn fault(&self) -> Fault {
         use rusqlite::ErrorCode;

@@ -113,28 +113,38 @@ impl Repository {
         }
     }
 
-    /// Runs `f` in one transaction, committed when `f` succeeds.
+    /// Runs `f` in one transaction, committed when `f` succeeds. On PostgreSQL a
+    /// transaction that another one's locks chose as the deadlock's victim, or that could
+    /// not be serialized, is run again from the start, a few times.
     ///
     /// # Errors
     ///
     /// What `f` returns, or a failure to begin or commit.
-    pub(super) fn tx<R>(&self, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.tx(|c| f(c)),
-            Backend::Postgres(p) => p.tx_if(None, |s| f(s).map(|v| (v, true))),
-        }
+    pub(super) fn tx<R>(&self, f: impl FnMut(&dyn Session) -> Result<R>) -> Result<R> {
+        self.tx_with(None, f)
     }
 
     /// Runs `f` in one transaction that on PostgreSQL holds the advisory lock `lock` (no
     /// other transaction holding it runs beside); on SQLite the one writer is that lock.
+    /// Run again as [`Repository::tx`] says.
     ///
     /// # Errors
     ///
     /// What `f` returns, or a failure to begin or commit.
-    fn tx_locked<R>(&self, lock: i64, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
+    fn tx_locked<R>(&self, lock: i64, f: impl FnMut(&dyn Session) -> Result<R>) -> Result<R> {
+        self.tx_with(Some(lock), f)
+    }
+
+    fn tx_with<R>(
+        &self,
+        lock: Option<i64>,
+        mut f: impl FnMut(&dyn Session) -> Result<R>,
+    ) -> Result<R> {
         match &self.backend {
             Backend::Sqlite(s) => s.tx(|c| f(c)),
-            Backend::Postgres(p) => p.tx_if(Some(lock), |s| f(s).map(|v| (v, true))),
+            Backend::Postgres(p) => {
+                again_on_conflict(|| p.tx_if(lock, |s| f(s).map(|v| (v, true))))
+            }
         }
     }
 
@@ -331,6 +341,29 @@ impl SheetStore for Repository {
     }
 }
 
+/// How often a PostgreSQL transaction that met a deadlock or a serialization failure is run
+/// in all before its error is given to the caller.
+const CONFLICT_TRIES: u32 = 5;
+
+/// Runs `attempt` (a whole transaction) until it passes, fails otherwise than by a conflict
+/// with another transaction ([`Error::is_conflict`]), or has run [`CONFLICT_TRIES`] times.
+fn again_on_conflict<R>(mut attempt: impl FnMut() -> Result<R>) -> Result<R> {
+    let mut tries = 1;
+    loop {
+        match attempt() {
+            Err(e) if e.is_conflict() && tries < CONFLICT_TRIES => {
+                tracing::debug!(message = "A repository transaction met another one's locks; running it again.", error = %e, tries);
+                // Apart, so that the two do not meet again at once.
+                std::thread::sleep(std::time::Duration::from_millis(
+                    u64::from(tries) * 5 + u64::from(std::process::id() % 5),
+                ));
+                tries += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 impl PlannedStarts for Repository {
     type Error = Error;
 
@@ -348,5 +381,47 @@ impl PlannedStarts for Repository {
 
     fn advance_start(&self, batch_id: i64, from: &str, next: Option<&Planned>) -> Result<bool> {
         self.tx(|c| schedules::advance(c, batch_id, from, next))
+    }
+}
+
+#[cfg(test)]
+mod conflict_tests {
+    use super::{CONFLICT_TRIES, again_on_conflict};
+    use crate::repo::error::Error;
+
+    fn pg(code: &str) -> Error {
+        Error::Postgres {
+            sql: "UPDATE instance_actions ...".to_owned(),
+            code: Some(code.to_owned()),
+            message: format!("SQLSTATE {code}"),
+        }
+    }
+
+    #[test]
+    fn a_deadlock_victim_or_an_unserializable_transaction_runs_again_and_nothing_else_does() {
+        for code in ["40P01", "40001"] {
+            let mut calls = 0;
+            let out = again_on_conflict(|| {
+                calls += 1;
+                if calls < 3 { Err(pg(code)) } else { Ok(calls) }
+            });
+            assert_eq!(out.expect("passes the third time"), 3, "{code}");
+        }
+        let mut calls = 0;
+        let out: crate::repo::Result<()> = again_on_conflict(|| {
+            calls += 1;
+            Err(pg("40P01"))
+        });
+        assert!(out.is_err_and(|e| e.is_conflict()));
+        assert_eq!(calls, CONFLICT_TRIES, "given up after the last try");
+        for code in ["23505", "53100", "08006"] {
+            let mut calls = 0;
+            let out: crate::repo::Result<()> = again_on_conflict(|| {
+                calls += 1;
+                Err(pg(code))
+            });
+            assert!(out.is_err());
+            assert_eq!(calls, 1, "{code} is not run again");
+        }
     }
 }
