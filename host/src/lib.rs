@@ -18,6 +18,7 @@ pub mod exec;
 pub mod fault;
 pub mod jdbc_manager;
 pub mod keys;
+pub mod metrics;
 pub mod plan;
 pub mod plugins;
 pub mod repo;

@@ -318,6 +318,13 @@ pub struct StoredPlan {
     targets: Vec<Obj>,
 }
 
+impl StoredPlan {
+    /// The module that runs the action.
+    pub fn module(&self) -> &str {
+        &self.module
+    }
+}
+
 fn obj_out(o: &ObjectRef, dep: &str) -> Obj {
     Obj {
         node: o.node_id(),

@@ -530,7 +530,7 @@ fn a_host_killed_in_a_thousand_action_run_leaves_every_row_once() {
         .expect("layers");
     assert_eq!(
         layers,
-        vec!["10"; 10].join("\n"),
+        ["10"; 10].join("\n"),
         "every chained row, in order"
     );
 }

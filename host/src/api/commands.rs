@@ -40,7 +40,19 @@ pub async fn deploy_repository(
             state.settings.environment,
         )
     })
-    .await??;
+    .await?;
+    crate::metrics::deployed(match &report {
+        Ok(r) if r.dry_run => crate::metrics::Deployed::DryRun,
+        Ok(r) if r.created.is_empty() && r.updated.is_empty() && r.deleted.is_empty() => {
+            crate::metrics::Deployed::Unchanged
+        }
+        Ok(_) => crate::metrics::Deployed::Applied,
+        Err(deploy::Error::Invalid(_) | deploy::Error::IntoFolderRefused(_)) => {
+            crate::metrics::Deployed::Rejected
+        }
+        Err(_) => crate::metrics::Deployed::Failed,
+    });
+    let report = report?;
     tracing::info!(
         message = "Deployed.",
         request_id,

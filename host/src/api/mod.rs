@@ -34,9 +34,19 @@ use axum::routing::post;
 use protocol::Command;
 use std::sync::Arc;
 
-/// The router: one POST route; everything else gets a 404 or 405 in the error shape.
+/// The path of the metrics, in Prometheus's text format.
+pub const METRICS_PATH: &str = "/metrics";
+
+/// The router: the POST route of the commands and `GET /metrics`; everything else gets a
+/// 404 or 405 in the error shape.
 pub fn app(state: Arc<AppState>) -> Router {
     Router::new()
+        .route(
+            METRICS_PATH,
+            axum::routing::get(metrics).fallback(|State(state): State<Arc<AppState>>| async move {
+                state.refuse(ApiError::Method)
+            }),
+        )
         .route(
             SERVICE_PATH,
             post(service).fallback(|State(state): State<Arc<AppState>>| async move {
@@ -120,6 +130,49 @@ async fn handle(
         Command::ListPlugins(r) => answer(Ok(commands::list_plugins(state, r))),
         Command::ListHosts(r) => answer(commands::list_hosts(state, r).await),
         Command::AdvanceClock(r) => answer(commands::advance_clock(state, r).await),
+    }
+}
+
+/// `GET /metrics`: what this process counted and what the repository holds now, in
+/// Prometheus's text format. The same guard as the commands (a token beyond loopback, no
+/// cross-site page), no body.
+async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let answer = async {
+        guard::check_origin(&state.hosts, &headers)?;
+        if state.require_token {
+            check_token(&state, &headers)?;
+        }
+        let (repo, exec) = (Arc::clone(&state.repo), Arc::clone(&state.executor));
+        let lease_ms = i64::try_from(state.settings.host_lease_seconds)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1000);
+        let snapshot = tokio::task::spawn_blocking(move || {
+            use crate::repo::InstanceStore as _;
+            let counts = repo.state_counts()?;
+            let hosts = exec.repo().hosts()?;
+            Ok::<_, crate::repo::Error>(crate::metrics::Snapshot {
+                instances: counts.instances,
+                actions: counts.actions,
+                hosts: hosts.iter().filter(|h| h.silent_ms <= lease_ms).count() as i64,
+                running_here: exec.running(),
+            })
+        })
+        .await??;
+        Ok::<_, ApiError>(crate::metrics::render(&snapshot))
+    };
+    match answer.await {
+        Ok(text) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                crate::metrics::CONTENT_TYPE,
+            )],
+            text,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::info!(message = "Metrics request refused.", code = e.code(), error = %e.message());
+            state.refuse(e)
+        }
     }
 }
 

@@ -33,6 +33,25 @@ pub fn open_in(
     registry: &Registry,
     schema: Option<&str>,
 ) -> Result<Connection, PluginError> {
+    counted(entry, open_uncounted(entry, registry, schema))
+}
+
+/// `opened`, counted for `/metrics` when it failed.
+fn counted(
+    entry: &Entry,
+    opened: Result<Connection, PluginError>,
+) -> Result<Connection, PluginError> {
+    if opened.is_err() {
+        crate::metrics::connection_failed(&entry.kind);
+    }
+    opened
+}
+
+fn open_uncounted(
+    entry: &Entry,
+    registry: &Registry,
+    schema: Option<&str>,
+) -> Result<Connection, PluginError> {
     if entry.kind == SQLITE {
         return Ok(sqlite::open(&entry.key, &entry.url)?.boxed());
     }
@@ -108,7 +127,10 @@ pub fn open_briefly(
     schema: Option<&str>,
 ) -> Result<Connection, PluginError> {
     if entry.kind == SQLITE {
-        return Ok(sqlite::open(&entry.key, &entry.url)?.briefly().boxed());
+        return counted(
+            entry,
+            sqlite::open(&entry.key, &entry.url).map(|c| c.briefly().boxed()),
+        );
     }
     open_in(entry, registry, schema)
 }

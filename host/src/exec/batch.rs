@@ -761,6 +761,7 @@ impl Executor {
             .spawn(move || {
                 let _slot = slot;
                 let action = c.action;
+                let started = Instant::now();
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &info {
                     Ok(info) => me.run_one(&c, info, plan, &halt),
                     Err(e) => Ran::failed(format!("action {action}: {e}")),
@@ -771,6 +772,7 @@ impl Executor {
                         weft_sdk::panic_message(p.as_ref())
                     ))
                 });
+                count(&c, &ran, started.elapsed());
                 me.finished(&c, &ran);
             });
         if let Err(e) = spawned {
@@ -949,6 +951,28 @@ impl Executor {
         };
         run_marked(&self.registry, &keys, &plan, &vars, Some(&marking))
     }
+}
+
+/// Counts an action this host ran for `/metrics`.
+fn count(c: &Claimed, ran: &Ran, took: Duration) {
+    use crate::metrics::{Ended, Rows};
+    let (ended, rows) = match &ran.outcome {
+        _ if ran.halted => (Ended::Halted, Rows::default()),
+        Ok(o) => (
+            Ended::Finished,
+            Rows {
+                read: o.rows_read,
+                written: o.rows_written,
+                updated: o.rows_updated,
+                deleted: o.rows_deleted,
+            },
+        ),
+        Err(_) => (Ended::Failed, Rows::default()),
+    };
+    let module = (ended == Ended::Failed)
+        .then(|| c.plan.as_ref().ok().map(StoredPlan::module))
+        .flatten();
+    crate::metrics::action_ended(ended, took.as_secs_f64(), rows, module);
 }
 
 /// How an action this host took over from a stopped host is settled: finished where it

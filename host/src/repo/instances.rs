@@ -232,6 +232,23 @@ fn with_state(mut summary: InstanceSummary, word: &str) -> Result<InstanceSummar
 /// # Errors
 ///
 /// A repository error.
+/// How many instances are in each state (by state word), and how many actions of unfinished
+/// instances wait for what they depend on (`D`), are ready (`W`) and run (`R`): what
+/// `/metrics` shows of the repository. Both read indexes only.
+pub fn counts(conn: &dyn Session) -> Result<crate::repo::model::StateCounts> {
+    let instances = conn.rows(
+        "SELECT state, count(*) FROM batch_instances GROUP BY state ORDER BY state",
+        args![],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let actions = conn.rows(
+        "SELECT state, count(*) FROM instance_actions WHERE state IN ('D', 'W', 'R') GROUP BY state ORDER BY state",
+        args![],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(crate::repo::model::StateCounts { instances, actions })
+}
+
 pub fn list(conn: &dyn Session, limit: i64) -> Result<Vec<InstanceSummary>> {
     let sql = format!("SELECT {SUMMARY} FROM batch_instances ORDER BY id DESC LIMIT ?1");
     let rows = conn.rows(&sql, args![limit], summary)?;

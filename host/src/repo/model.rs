@@ -367,3 +367,13 @@ pub enum IdTable {
     /// Edge ids.
     Edges,
 }
+
+/// How many instances are in each state and how many actions of unfinished instances are in
+/// each live state, for `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateCounts {
+    /// Instances by state word.
+    pub instances: Vec<(String, i64)>,
+    /// Actions of unfinished instances by state code (`D`, `W`, `R`).
+    pub actions: Vec<(String, i64)>,
+}

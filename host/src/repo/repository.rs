@@ -235,6 +235,10 @@ impl InstanceStore for Repository {
         self.with(|c| instances::list(c, limit))
     }
 
+    fn state_counts(&self) -> Result<crate::repo::model::StateCounts> {
+        self.with(instances::counts)
+    }
+
     fn claim(&self, host: &str, limit: usize) -> Result<Vec<Claimed>> {
         let claimed = self.tx(|c| work::claim(c, host, limit))?;
         let mut instances: Vec<i64> = claimed.iter().map(|c| c.instance).collect();

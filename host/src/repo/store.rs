@@ -63,6 +63,9 @@ pub trait InstanceStore {
     fn instance_state(&self, id: i64) -> Result<Option<InstanceState>>;
     /// The newest `limit` instances, newest first.
     fn list_instances(&self, limit: i64) -> Result<Vec<InstanceSummary>>;
+    /// Instances by state word, and actions of unfinished instances by state code (`D`,
+    /// `W`, `R`), for `/metrics`.
+    fn state_counts(&self) -> Result<crate::repo::model::StateCounts>;
     /// Up to `limit` ready actions become `host`'s, running.
     fn claim(&self, host: &str, limit: usize) -> Result<Vec<Claimed>>;
     /// Records how attempt `attempt` of an action ended on `host`, and what follows.

@@ -334,6 +334,7 @@ fn one<S: Starter>(
             report.waiting.push(d.batch_id);
         } else if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref())? {
             tracing::warn!(message = "A scheduled start passed: the batch's previous run has not finished (ifRunning skip).", batch_id = d.batch_id, planned = %d.planned);
+            crate::metrics::scheduled_start_missed();
             report.passed.push(d.batch_id);
         }
         return Ok(());
@@ -349,6 +350,7 @@ fn one<S: Starter>(
     let started = starter.start_scheduled(&d, &scheduled);
     match started {
         Ok(id) => {
+            crate::metrics::scheduled_start((now - when).num_milliseconds().max(0) as f64 / 1000.0);
             if late > LATE_AFTER_SECONDS {
                 tracing::warn!(message = "A scheduled batch started late.", batch_id = d.batch_id, batch_instance_id = id, planned = %planned_text, late_seconds = late);
             } else {

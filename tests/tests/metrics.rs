@@ -1,0 +1,198 @@
+//! End to end: `GET /metrics` of a real `weft serve` in Prometheus's text format: deploys
+//! applied and rejected, actions ended with their durations, rows and failing modules,
+//! connections that could not be opened, instances by state, the build; every line in the
+//! format; the guard of the commands (a token beyond loopback, no cross-site page, GET only).
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+/// The metrics URL of a server whose service URL is `url`.
+fn metrics_url(url: &str) -> String {
+    url.replace("/weft/service", "/metrics")
+}
+
+/// GET /metrics with extra headers: status, content type, body.
+fn scrape(url: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
+    weft::init_tls();
+    let mut req = reqwest::blocking::Client::new().get(metrics_url(url));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = req.send().expect("request");
+    let status = resp.status().as_u16();
+    let kind = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (status, kind, resp.text().expect("body"))
+}
+
+/// The value of the sample written as `series` (name and labels), if present.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| {
+            l.strip_prefix(series)
+                .is_some_and(|rest| rest.starts_with(' '))
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Every line is a `# HELP`/`# TYPE` comment or `name{labels} value`, as Prometheus reads.
+fn assert_text_format(text: &str) {
+    assert!(text.ends_with('\n'), "the answer ends with a line break");
+    for line in text.lines() {
+        if let Some(comment) = line.strip_prefix("# ") {
+            assert!(
+                comment.starts_with("HELP weft_") || comment.starts_with("TYPE weft_"),
+                "{line}"
+            );
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("a value");
+        let name_end = series.find('{').unwrap_or(series.len());
+        let name = &series[..name_end];
+        assert!(
+            name.starts_with("weft_")
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "{line}"
+        );
+        if name_end < series.len() {
+            assert!(series.ends_with('}'), "{line}");
+        }
+        assert!(value.parse::<f64>().is_ok() || value == "+Inf", "{line}");
+    }
+}
+
+fn run_sheet(w: &Weft, sheet: i64) -> serde_json::Value {
+    let (st, v) = command(
+        w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "m", "user": "t",
+            "elementList": [{"elementType": "S", "elementId": sheet}]}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    let (st, v) = command(
+        w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "timeoutSeconds": 60}),
+    );
+    assert_eq!(st, 200, "{v}");
+    v["payload"].clone()
+}
+
+/// Sheet `id` whose one `Sql` action runs `sql` into `table` on `connection`.
+fn one_action(id: i64, sql: &str, table: &str, connection: i64) -> serde_json::Value {
+    let (a, t) = (id * 10, id * 10 + 1);
+    json!({"id": id, "attributes": {"name": format!("m{id}"), "folder_id": 10, "folder": "/m"},
+      "nodes": [
+        {"id": a, "type": 0, "attributes": {"module": "Sql", "name": format!("a{id}"), "action": sql}},
+        {"id": t, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": connection}}],
+      "edges": [{"id": t, "from": a, "to": t}]})
+}
+
+#[test]
+fn metrics_count_deploys_actions_rows_and_failures_in_prometheus_text() {
+    let w = Weft::start();
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE t (n INTEGER)")
+        .expect("table");
+    w.add_keys(&format!(
+        "1|sqlite|{}|||\n3|sqlite|{}|||\n",
+        data.display(),
+        w.home.path().join("no-such-folder/x.db").display()
+    ));
+    // Nothing yet: the build, this host, no deploys.
+    let (st, kind, text) = scrape(&w.url, &[]);
+    assert_eq!(st, 200, "{text}");
+    assert_eq!(kind, "text/plain; version=0.0.4; charset=utf-8");
+    assert_text_format(&text);
+    assert!(text.contains("weft_build_info{version=\""), "{text}");
+    assert_eq!(sample(&text, "weft_hosts"), Some(1.0), "{text}");
+    assert_eq!(
+        sample(&text, r#"weft_deploys_total{result="applied"}"#),
+        None
+    );
+
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/m"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"},
+                        {"id": 3, "name": "gone", "type": "sqlite"}],
+        "sheets": [
+            one_action(1, "INSERT INTO t VALUES (1), (2)", "t", 1),
+            one_action(2, "INSERT INTO nowhere VALUES (1)", "nowhere", 1),
+            one_action(3, "INSERT INTO t VALUES (3)", "t", 3)]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = post(
+        &w.url,
+        deploy_body("{ version: 1, transformationData: { sheets: [ { id: 1 } ] } }"),
+    );
+    assert_eq!(st, 422, "{v}");
+    assert_eq!(run_sheet(&w, 1)["state"], "finished");
+    assert_eq!(run_sheet(&w, 2)["state"], "failed");
+    assert_eq!(run_sheet(&w, 3)["state"], "failed");
+
+    let (st, _, text) = scrape(&w.url, &[]);
+    assert_eq!(st, 200, "{text}");
+    assert_text_format(&text);
+    let is =
+        |series: &str, n: f64| assert_eq!(sample(&text, series), Some(n), "{series} in\n{text}");
+    is(r#"weft_deploys_total{result="applied"}"#, 1.0);
+    is(r#"weft_deploys_total{result="rejected"}"#, 1.0);
+    is(r#"weft_actions_ended_total{state="finished"}"#, 1.0);
+    is(r#"weft_actions_ended_total{state="failed"}"#, 2.0);
+    is(r#"weft_rows_total{kind="written"}"#, 2.0);
+    is(r#"weft_plugin_errors_total{module="Sql"}"#, 2.0);
+    // Connection 3 could not be opened twice: by the deploy's check of its object, and by
+    // the run.
+    is(r#"weft_connection_errors_total{type="sqlite"}"#, 2.0);
+    is(r#"weft_instances{state="finished"}"#, 1.0);
+    is(r#"weft_instances{state="failed"}"#, 2.0);
+    is(r#"weft_actions{state="R"}"#, 0.0);
+    is("weft_host_actions_running", 0.0);
+    is(r#"weft_action_duration_seconds_count{state="failed"}"#, 2.0);
+    is(
+        r#"weft_action_duration_seconds_bucket{state="finished",le="+Inf"}"#,
+        1.0,
+    );
+    assert!(
+        !text.contains("secret") && !text.contains("no-such-folder"),
+        "no key file text: {text}"
+    );
+
+    // The guard of the commands: GET only, no cross-site page.
+    weft::init_tls();
+    let resp = reqwest::blocking::Client::new()
+        .post(metrics_url(&w.url))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .expect("request");
+    assert_eq!(resp.status().as_u16(), 405);
+    let (st, _, body) = scrape(&w.url, &[("origin", "http://evil.example")]);
+    assert_eq!(st, 403, "{body}");
+    assert!(body.contains("request.cross_site"), "{body}");
+}
+
+#[test]
+fn beyond_loopback_metrics_need_the_token() {
+    let w = Weft::start_with(&["--listen", "0.0.0.0:0"], &[]);
+    let (st, _, body) = scrape(&w.url, &[]);
+    assert_eq!(st, 401, "{body}");
+    assert!(body.contains("request.unauthorized"), "{body}");
+    let o = w.script("getkey", &["weft_server", "--field", "token"], None);
+    assert!(o.status.success(), "{o:?}");
+    let token = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    let (st, _, text) = scrape(&w.url, &[("authorization", &format!("Bearer {token}"))]);
+    assert_eq!(st, 200, "{text}");
+    assert_text_format(&text);
+    assert!(!text.contains(&token), "the token is not in the answer");
+}
