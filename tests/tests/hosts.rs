@@ -528,9 +528,5 @@ fn a_host_killed_in_a_thousand_action_run_leaves_every_row_once() {
                 .join(" UNION ALL "),
         )
         .expect("layers");
-    assert_eq!(
-        layers,
-        ["10"; 10].join("\n"),
-        "every chained row, in order"
-    );
+    assert_eq!(layers, ["10"; 10].join("\n"), "every chained row, in order");
 }

@@ -1074,3 +1074,99 @@ fn weft_hosts_lists_the_one_host_of_a_server_alone() {
     let (st, v) = command(&w, "ListHosts", json!({"all": true}), None);
     assert_eq!(st, 400, "{v}");
 }
+
+#[test]
+fn instances_are_listed_by_state_and_name_a_page_at_a_time() {
+    let (w, _) = setup();
+    deploy(
+        &w,
+        &sheet(
+            1,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO other VALUES (1)",
+            &[],
+            "other",
+        ),
+    );
+    deploy(
+        &w,
+        &sheet(
+            2,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO nowhere VALUES (1)",
+            &[],
+            "nowhere",
+        ),
+    );
+    // Twelve runs: nine finished of two names (one with LIKE's wildcards in it), three failed.
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        let (name, sheet) = match i % 4 {
+            0 => ("adhoc 50%_x", 1),
+            3 => ("nightly load", 2),
+            _ => ("nightly load", 1),
+        };
+        let (st, v) = command(
+            &w,
+            "RunElements",
+            json!({"batchExecution": {"batchName": name, "user": "tester",
+                "elementList": [{"elementType": "S", "elementId": sheet}]}}),
+            None,
+        );
+        assert_eq!(st, 200, "{v}");
+        let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+        wait(&w, id);
+        ids.push(id);
+    }
+    let list = |payload: Value| -> Vec<i64> {
+        let (st, v) = command(&w, "ListBatchInstances", payload, None);
+        assert_eq!(st, 200, "{v}");
+        v["payload"]["instances"]
+            .as_array()
+            .expect("instances")
+            .iter()
+            .map(|i| i["batchInstanceId"].as_i64().expect("id"))
+            .collect()
+    };
+    let newest_first = |pick: &dyn Fn(usize) -> bool| -> Vec<i64> {
+        ids.iter()
+            .enumerate()
+            .rev()
+            .filter(|(i, _)| pick(*i))
+            .map(|(_, id)| *id)
+            .collect()
+    };
+    assert_eq!(
+        list(json!({"state": "failed"})),
+        newest_first(&|i| i % 4 == 3)
+    );
+    assert_eq!(list(json!({"name": "50%_"})), newest_first(&|i| i % 4 == 0));
+    assert_eq!(
+        list(json!({"name": "0%_"})),
+        newest_first(&|i| i % 4 == 0),
+        "any part"
+    );
+    assert_eq!(
+        list(json!({"name": "NIGHTLY", "state": "finished"})),
+        newest_first(&|i| i % 4 == 1 || i % 4 == 2)
+    );
+    assert!(
+        list(json!({"name": "5_%"})).is_empty(),
+        "wildcards are matched as text"
+    );
+    // Pages of five, each after the last id of the one before.
+    let first = list(json!({"limit": 5}));
+    let second = list(json!({"limit": 5, "before": first[4]}));
+    let third = list(json!({"limit": 5, "before": second[4]}));
+    let all: Vec<i64> = first.iter().chain(&second).chain(&third).copied().collect();
+    assert_eq!(all, newest_first(&|_| true));
+    // A bad filter is refused at its place.
+    let (st, v) = command(&w, "ListBatchInstances", json!({"state": "sleeping"}), None);
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(v["error"]["details"][0]["path"], "payload.state", "{v}");
+    let (st, v) = command(&w, "ListBatchInstances", json!({"before": 0}), None);
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(v["error"]["details"][0]["path"], "payload.before", "{v}");
+}

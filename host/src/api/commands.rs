@@ -139,8 +139,13 @@ pub async fn list_instances(
     request: ListBatchInstances,
 ) -> Result<InstanceList, ApiError> {
     let repo = Arc::clone(state.executor.repo());
-    let instances =
-        tokio::task::spawn_blocking(move || repo.list_instances(request.limit)).await??;
+    let filter = crate::repo::model::InstanceFilter {
+        limit: request.limit,
+        state: request.state,
+        name: request.name,
+        before: request.before,
+    };
+    let instances = tokio::task::spawn_blocking(move || repo.list_instances(&filter)).await??;
     Ok(InstanceList {
         instances: instances.into_iter().map(Listed::from).collect(),
     })

@@ -4,8 +4,8 @@
 
 use crate::repo::error::{Error, Result, now_utc};
 use crate::repo::model::{
-    ActionRow, ActionState, InstanceRow, InstanceState, InstanceSummary, LATE_AFTER_SECONDS,
-    NewInstance,
+    ActionRow, ActionState, InstanceFilter, InstanceRow, InstanceState, InstanceSummary,
+    LATE_AFTER_SECONDS, NewInstance,
 };
 use crate::repo::sql::{Row, Session, args};
 
@@ -249,9 +249,29 @@ pub fn counts(conn: &dyn Session) -> Result<crate::repo::model::StateCounts> {
     Ok(crate::repo::model::StateCounts { instances, actions })
 }
 
-pub fn list(conn: &dyn Session, limit: i64) -> Result<Vec<InstanceSummary>> {
-    let sql = format!("SELECT {SUMMARY} FROM batch_instances ORDER BY id DESC LIMIT ?1");
-    let rows = conn.rows(&sql, args![limit], summary)?;
+pub fn list(conn: &dyn Session, filter: &InstanceFilter) -> Result<Vec<InstanceSummary>> {
+    // The name is matched as text: LIKE's wildcards in it are escaped.
+    let pattern = filter.name.as_ref().map(|n| {
+        let escaped = n
+            .to_lowercase()
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        format!("%{escaped}%")
+    });
+    let state = filter.state.map(InstanceState::word);
+    let sql = format!(
+        "SELECT {SUMMARY} FROM batch_instances
+         WHERE (CAST(?1 AS TEXT) IS NULL OR state = ?1)
+           AND (CAST(?2 AS TEXT) IS NULL OR lower(batch_name) LIKE ?2 ESCAPE '\\')
+           AND (CAST(?3 AS BIGINT) IS NULL OR id < ?3)
+         ORDER BY id DESC LIMIT ?4"
+    );
+    let rows = conn.rows(
+        &sql,
+        args![state, pattern, filter.before, filter.limit],
+        summary,
+    )?;
     let mut list = rows
         .into_iter()
         .map(|(word, row)| with_state(row, &word))

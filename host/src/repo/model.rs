@@ -377,3 +377,28 @@ pub struct StateCounts {
     /// Actions of unfinished instances by state code (`D`, `W`, `R`).
     pub actions: Vec<(String, i64)>,
 }
+
+/// Which instances a list shows, newest first: `ListBatchInstances` and the web page's runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceFilter {
+    /// At most this many.
+    pub limit: i64,
+    /// Only in this state.
+    pub state: Option<InstanceState>,
+    /// Only those whose batch name holds this text (any case).
+    pub name: Option<String>,
+    /// Only those older than this id (the next page after the last one shown).
+    pub before: Option<i64>,
+}
+
+impl InstanceFilter {
+    /// The newest `limit`, whatever they are.
+    pub fn newest(limit: i64) -> Self {
+        InstanceFilter {
+            limit,
+            state: None,
+            name: None,
+            before: None,
+        }
+    }
+}

@@ -231,8 +231,11 @@ impl InstanceStore for Repository {
         self.with(|c| instances::state_of(c, id))
     }
 
-    fn list_instances(&self, limit: i64) -> Result<Vec<InstanceSummary>> {
-        self.with(|c| instances::list(c, limit))
+    fn list_instances(
+        &self,
+        filter: &crate::repo::model::InstanceFilter,
+    ) -> Result<Vec<InstanceSummary>> {
+        self.with(|c| instances::list(c, filter))
     }
 
     fn state_counts(&self) -> Result<crate::repo::model::StateCounts> {

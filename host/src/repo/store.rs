@@ -62,7 +62,10 @@ pub trait InstanceStore {
     /// An instance's state (cheap, for waiting).
     fn instance_state(&self, id: i64) -> Result<Option<InstanceState>>;
     /// The newest `limit` instances, newest first.
-    fn list_instances(&self, limit: i64) -> Result<Vec<InstanceSummary>>;
+    fn list_instances(
+        &self,
+        filter: &crate::repo::model::InstanceFilter,
+    ) -> Result<Vec<InstanceSummary>>;
     /// Instances by state word, and actions of unfinished instances by state code (`D`,
     /// `W`, `R`), for `/metrics`.
     fn state_counts(&self) -> Result<crate::repo::model::StateCounts>;

@@ -238,17 +238,31 @@ impl WaitBatchInstance {
     pub const MAX_SECONDS: f64 = 3600.0;
 }
 
-/// `ListBatchInstances {limit?}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// `ListBatchInstances {limit?, state?, name?, before?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListBatchInstances {
     /// How many, newest first (1 to 1,000; default 20).
     pub limit: i64,
+    /// Only instances in this state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<crate::repo::model::InstanceState>,
+    /// Only instances whose batch name holds this text, in any case.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Only instances older than this id: the page after one whose last id it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<i64>,
 }
 
 impl Default for ListBatchInstances {
     fn default() -> Self {
-        ListBatchInstances { limit: 20 }
+        ListBatchInstances {
+            limit: 20,
+            state: None,
+            name: None,
+            before: None,
+        }
     }
 }
 

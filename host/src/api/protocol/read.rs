@@ -376,17 +376,65 @@ fn list_instances(
     let mut fields = Fields::of(
         payload,
         path,
-        "the ListBatchInstances payload {limit?}",
+        "the ListBatchInstances payload {limit?, state?, name?, before?}",
         problems,
     )?;
     let mut list = ListBatchInstances::default();
+    let mut ok = true;
     if let Some((v, p)) = fields.optional("limit")
         && !matches!(v.value, Value::Null)
     {
-        list.limit = whole(v, &p, "limit", 1..=1000, problems)?;
+        match whole(v, &p, "limit", 1..=1000, problems) {
+            Some(n) => list.limit = n,
+            None => ok = false,
+        }
     }
-    fields.finish(&["limit"], problems);
-    Some(list)
+    if let Some((v, p)) = fields.optional("state")
+        && !matches!(v.value, Value::Null)
+    {
+        let word = text(v, &p, "state", problems);
+        match word
+            .as_deref()
+            .map(crate::repo::model::InstanceState::from_word)
+        {
+            Some(Some(state)) => list.state = Some(state),
+            Some(None) => {
+                problems.error(
+                    ENVELOPE,
+                    format!(
+                        "`state` must be one of waiting, running, finished, failed, halted, interrupted, not `{}`",
+                        word.unwrap_or_default().chars().take(40).collect::<String>()
+                    ),
+                    v.span,
+                    &p,
+                );
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
+    if let Some((v, p)) = fields.optional("name")
+        && !matches!(v.value, Value::Null)
+    {
+        match text(v, &p, "name", problems) {
+            Some(n) if n.chars().count() <= 200 => list.name = Some(n).filter(|n| !n.is_empty()),
+            Some(_) => {
+                problems.error(ENVELOPE, "`name` is at most 200 characters", v.span, &p);
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
+    if let Some((v, p)) = fields.optional("before")
+        && !matches!(v.value, Value::Null)
+    {
+        match whole(v, &p, "before", 1..=i64::MAX, problems) {
+            Some(n) => list.before = Some(n),
+            None => ok = false,
+        }
+    }
+    fields.finish(&["limit", "state", "name", "before"], problems);
+    ok.then_some(list)
 }
 
 fn next_runs(payload: &Spanned, path: Path, problems: &mut Problems) -> Option<NextRuns> {

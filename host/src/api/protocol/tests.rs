@@ -79,7 +79,22 @@ fn every_command_the_client_writes_reads_back_as_itself() {
         }
         .into(),
     );
-    round_trip(ListBatchInstances { limit: 1000 }.into());
+    round_trip(
+        ListBatchInstances {
+            limit: 1000,
+            ..ListBatchInstances::default()
+        }
+        .into(),
+    );
+    round_trip(
+        ListBatchInstances {
+            limit: 5,
+            state: Some(crate::repo::model::InstanceState::Failed),
+            name: Some("nightly \"load\" 50%".to_owned()),
+            before: Some(77),
+        }
+        .into(),
+    );
     round_trip(
         HaltBatchInstance {
             batch_instance_id: 9,
