@@ -476,6 +476,7 @@ pub fn run(args: &RunArgs) -> Exit {
         let wait = WaitBatchInstance {
             batch_instance_id: id,
             timeout_seconds: Some(1.0),
+            changed_from: None,
         };
         let instance = match service.call(wait) {
             Ok(Ok(waited)) => waited.instance,

@@ -1170,3 +1170,79 @@ fn instances_are_listed_by_state_and_name_a_page_at_a_time() {
     assert_eq!(st, 400, "{v}");
     assert_eq!(v["error"]["details"][0]["path"], "payload.before", "{v}");
 }
+
+#[test]
+fn a_wait_with_changed_from_answers_at_each_change_of_a_run_and_not_before() {
+    let (w, data) = setup();
+    deploy(
+        &w,
+        &sheet(
+            500,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO big SELECT 7",
+            &[],
+            "big",
+        ),
+    );
+    deploy(
+        &w,
+        &sheet(
+            600,
+            (10, "/etl"),
+            "Insert",
+            "SELECT COUNT(*) AS n FROM big",
+            &["big"],
+            "after_big",
+        ),
+    );
+    // The first action waits on the data file's write lock the test holds.
+    let gate = rusqlite::Connection::open(&data).expect("gate");
+    gate.execute_batch("BEGIN IMMEDIATE")
+        .expect("the write lock");
+    let id = run(&w, &[("S", 600), ("S", 500)], None);
+    wait_until_running(&w, id, 5000, "Sql action 5000");
+    let watch = |from: &str, seconds: f64| -> Value {
+        let (st, v) = command(
+            &w,
+            "WaitBatchInstance",
+            json!({"batchInstanceId": id, "timeoutSeconds": seconds, "changedFrom": from}),
+            None,
+        );
+        assert_eq!(st, 200, "{v}");
+        v["payload"].clone()
+    };
+    let (_, first) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
+    assert_eq!(first["payload"]["state"], "running", "{first}");
+    // Nothing changes while the lock is held: the wait runs out with the same version.
+    let now = watch("", 0.0);
+    let version = now["version"].as_str().expect("version").to_owned();
+    assert_eq!(version.len(), 16, "{now}");
+    let still = watch(&version, 0.6);
+    assert_eq!(still["timedOut"], true, "{still}");
+    assert_eq!(still["version"], version.as_str(), "{still}");
+    // Let go: each wait answers at the next change, with a new version, until the end.
+    gate.execute_batch("COMMIT").expect("let the lock go");
+    let mut seen = vec![version];
+    loop {
+        let next = watch(seen.last().expect("a version"), 30.0);
+        assert_eq!(next["timedOut"], false, "{next}");
+        let v = next["version"].as_str().expect("version").to_owned();
+        assert!(!seen.contains(&v), "a new version at each answer: {next}");
+        seen.push(v);
+        if next["state"] != "running" && next["state"] != "waiting" {
+            assert_eq!(next["state"], "finished", "{next}");
+            break;
+        }
+    }
+    assert!(seen.len() >= 2, "{seen:?}");
+    // A version too long to be one is refused at its place.
+    let (st, v) = command(
+        &w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "changedFrom": "x".repeat(65)}),
+        None,
+    );
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(v["error"]["details"][0]["path"], "payload.changedFrom", "{v}");
+}

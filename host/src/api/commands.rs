@@ -114,6 +114,23 @@ pub async fn wait_instance(
         .unwrap_or(WaitBatchInstance::DEFAULT_SECONDS)
         .min(WaitBatchInstance::MAX_SECONDS);
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    if let Some(seen) = request.changed_from {
+        // Following a run: the whole instance at each look, answered once it differs.
+        loop {
+            let instance = read_instance(state, id).await?;
+            let version = version_of(&instance);
+            let ongoing = instance.summary.state.is_ongoing();
+            let timed_out = Instant::now() >= deadline;
+            if version != seen || !ongoing || timed_out {
+                return Ok(Waited {
+                    instance,
+                    timed_out: timed_out && ongoing && version == seen,
+                    version,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
     loop {
         // Only the state while waiting; the whole instance once, at the end.
         let repo = Arc::clone(state.executor.repo());
@@ -124,13 +141,25 @@ pub async fn wait_instance(
         if !current.is_ongoing() || timed_out {
             let instance = read_instance(state, id).await?;
             let ongoing = instance.summary.state.is_ongoing();
+            let version = version_of(&instance);
             return Ok(Waited {
                 instance,
                 timed_out: timed_out && ongoing,
+                version,
             });
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A short text that differs whenever anything of `instance` does: a hash of its answer.
+fn version_of(instance: &crate::api::protocol::instances::Instance) -> String {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(instance)
+        .unwrap_or_default()
+        .hash(&mut h);
+    format!("{:016x}", h.finish())
 }
 
 /// `ListBatchInstances {limit?}`: the most recent instances, newest first.

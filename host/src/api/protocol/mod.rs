@@ -219,8 +219,8 @@ pub struct GetBatchInstance {
     pub batch_instance_id: i64,
 }
 
-/// `WaitBatchInstance {batchInstanceId, timeoutSeconds?}`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// `WaitBatchInstance {batchInstanceId, timeoutSeconds?, changedFrom?}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitBatchInstance {
     /// The instance.
@@ -229,6 +229,10 @@ pub struct WaitBatchInstance {
     /// [`WaitBatchInstance::MAX_SECONDS`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<f64>,
+    /// Answer as soon as the instance is no longer the one of this [`Waited::version`]
+    /// (a page following a run), not only at its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed_from: Option<String>,
 }
 
 impl WaitBatchInstance {
@@ -392,6 +396,10 @@ pub struct Waited {
     pub instance: instances::Instance,
     /// Whether it was still running when the wait ended.
     pub timed_out: bool,
+    /// What the instance is as answered, as a short text that changes whenever anything of
+    /// it does (a state, a count, a log line): the `changedFrom` of the next wait.
+    #[serde(default)]
+    pub version: String,
 }
 
 /// `ListBatchInstances`' answer.

@@ -336,7 +336,7 @@ fn wait_instance(
     let mut fields = Fields::of(
         payload,
         path,
-        "the WaitBatchInstance payload {batchInstanceId, timeoutSeconds?}",
+        "the WaitBatchInstance payload {batchInstanceId, timeoutSeconds?, changedFrom?}",
         problems,
     )?;
     let id = fields
@@ -361,10 +361,31 @@ fn wait_instance(
         }
         ok
     });
-    fields.finish(&["batchInstanceId", "timeoutSeconds"], problems);
+    let changed_from = match fields.optional("changedFrom") {
+        Some((v, _)) if matches!(v.value, Value::Null) => Some(None),
+        Some((v, p)) => match text(v, &p, "changedFrom", problems) {
+            Some(t) if t.len() <= 64 => Some(Some(t)),
+            Some(_) => {
+                wrong(
+                    v,
+                    &p,
+                    "`changedFrom` is the `version` of an earlier answer (at most 64 characters)",
+                    problems,
+                );
+                None
+            }
+            None => None,
+        },
+        None => Some(None),
+    };
+    fields.finish(
+        &["batchInstanceId", "timeoutSeconds", "changedFrom"],
+        problems,
+    );
     Some(WaitBatchInstance {
         batch_instance_id: id?,
         timeout_seconds: timeout,
+        changed_from: changed_from?,
     })
 }
 

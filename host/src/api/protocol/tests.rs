@@ -69,6 +69,7 @@ fn every_command_the_client_writes_reads_back_as_itself() {
         WaitBatchInstance {
             batch_instance_id: 4,
             timeout_seconds: Some(1.5),
+            changed_from: Some("00ff00ff00ff00ff".to_owned()),
         }
         .into(),
     );
@@ -76,6 +77,7 @@ fn every_command_the_client_writes_reads_back_as_itself() {
         WaitBatchInstance {
             batch_instance_id: 4,
             timeout_seconds: None,
+            changed_from: None,
         }
         .into(),
     );
@@ -341,6 +343,7 @@ fn the_answers_read_back_as_the_server_wrote_them() {
     let waited = Waited {
         instance,
         timed_out: true,
+        version: "0123456789abcdef".to_owned(),
     };
     let text = serde_json::to_string(&Answer {
         request_id: 8,
