@@ -1244,5 +1244,8 @@ fn a_wait_with_changed_from_answers_at_each_change_of_a_run_and_not_before() {
         None,
     );
     assert_eq!(st, 400, "{v}");
-    assert_eq!(v["error"]["details"][0]["path"], "payload.changedFrom", "{v}");
+    assert_eq!(
+        v["error"]["details"][0]["path"], "payload.changedFrom",
+        "{v}"
+    );
 }

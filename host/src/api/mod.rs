@@ -18,6 +18,7 @@ mod commands;
 pub mod envelope;
 mod error;
 pub mod guard;
+mod page;
 pub mod protocol;
 mod state;
 
@@ -37,10 +38,17 @@ use std::sync::Arc;
 /// The path of the metrics, in Prometheus's text format.
 pub const METRICS_PATH: &str = "/metrics";
 
-/// The router: the POST route of the commands and `GET /metrics`; everything else gets a
-/// 404 or 405 in the error shape.
+/// The router: the POST route of the commands, `GET /metrics`, and the web page (`GET /`,
+/// `GET /ui/FILE`); everything else gets a 404 or 405 in the error shape.
 pub fn app(state: Arc<AppState>) -> Router {
+    let page_only =
+        |State(state): State<Arc<AppState>>| async move { state.refuse(ApiError::Method) };
     Router::new()
+        .route("/", axum::routing::get(page::index).fallback(page_only))
+        .route(
+            "/ui/{file}",
+            axum::routing::get(page::asset).fallback(page_only),
+        )
         .route(
             METRICS_PATH,
             axum::routing::get(metrics).fallback(|State(state): State<Arc<AppState>>| async move {

@@ -85,6 +85,9 @@ pub struct Action {
     /// The host that runs it, or that ran its last attempt to its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The actions of this instance it runs after (their data comes first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<i64>,
 }
 
 impl From<InstanceSummary> for Listed {
@@ -122,6 +125,7 @@ impl From<ActionRow> for Action {
             error: a.error,
             log: a.log,
             host: a.host,
+            depends_on: a.depends_on,
         }
     }
 }

@@ -338,6 +338,7 @@ fn the_answers_read_back_as_the_server_wrote_them() {
             error: Some("no such table".to_owned()),
             log: vec!["one".to_owned()],
             host: Some("h1".to_owned()),
+            depends_on: vec![3, 4],
         }],
     };
     let waited = Waited {

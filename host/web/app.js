@@ -1,0 +1,411 @@
+// weft's monitoring page: the runs and each run's actions, live, from the server's own
+// commands (POST /weft/service, docs/api.md). No framework and no build step: the server
+// embeds this file as it is. Everything the server answers is put on the page as text
+// (textContent), never as markup, so a log line or a name cannot inject anything.
+
+const main = document.getElementById('main');
+const statusLine = document.getElementById('status');
+const TOKEN = 'weft.token';
+const PAGE = 50;
+
+/** A DOM element: `attrs` are attributes (`on*` functions become listeners), children are
+ * nodes or text. */
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on') && typeof v === 'function') e.addEventListener(k.slice(2), v);
+    else if (k === 'class') e.className = v;
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function show(...nodes) {
+  main.replaceChildren(...nodes);
+}
+
+function say(text) {
+  statusLine.textContent = text;
+}
+
+/** The server asked for its token (a server listening beyond loopback). */
+class Unauthorized extends Error {}
+
+/** Sends `command` with `payload`; its answer's payload, or an Error with the server's
+ * message. */
+async function call(command, payload = {}) {
+  const headers = { 'content-type': 'application/json' };
+  const token = sessionStorage.getItem(TOKEN);
+  if (token) headers.authorization = `Bearer ${token}`;
+  const resp = await fetch('/weft/service', {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ command, payload }),
+    credentials: 'same-origin',
+  });
+  let body = null;
+  try {
+    body = await resp.json();
+  } catch {
+    throw new Error(`${command}: the server answered ${resp.status} without JSON`);
+  }
+  if (resp.status === 401) throw new Unauthorized(body?.error?.message ?? 'a token is needed');
+  if (!resp.ok) {
+    const e = new Error(body?.error?.message ?? `${command} failed (${resp.status})`);
+    e.status = resp.status;
+    e.code = body?.error?.code;
+    throw e;
+  }
+  return body.payload;
+}
+
+// ---- time and numbers ----
+
+function parseTime(iso) {
+  return iso ? Date.parse(iso) : NaN;
+}
+
+function localTime(iso) {
+  const t = parseTime(iso);
+  if (Number.isNaN(t)) return '';
+  const d = new Date(t);
+  const p = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+function duration(ms) {
+  if (!Number.isFinite(ms) || ms < 0) return '';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${Math.round(s % 60)} s`;
+  return `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+function span(start, end) {
+  const a = parseTime(start);
+  const b = end ? parseTime(end) : Date.now();
+  return b - a;
+}
+
+/** How long from `start` to `end` (or now), said as the times allow: the server keeps
+ * whole seconds, so an end in the second it began is "under a second". */
+function took(start, end) {
+  const ms = span(start, end);
+  return end && ms < 1000 ? 'under 1 s' : duration(ms);
+}
+
+const ONGOING = new Set(['waiting', 'running']);
+const ACTION_STATES = {
+  D: 'waiting for its inputs', W: 'ready', R: 'running', F: 'finished', E: 'failed', S: 'skipped', H: 'halted',
+};
+
+function badge(state, title) {
+  return el('span', { class: `state state-${state}`, title }, state);
+}
+
+// ---- the login form (beyond loopback) ----
+
+function login(message, retry) {
+  const input = el('input', { type: 'password', name: 'token', autocomplete: 'current-password', required: true, 'aria-label': 'token' });
+  show(el('section', { class: 'card login' },
+    el('h1', {}, 'Sign in'),
+    el('p', { class: 'muted' }, 'This server listens beyond loopback: its token is needed (bin/getkey weft_server --field token).'),
+    message ? el('p', { class: 'problem' }, message) : null,
+    el('form', {
+      onsubmit: (ev) => {
+        ev.preventDefault();
+        sessionStorage.setItem(TOKEN, input.value.trim());
+        retry();
+      },
+    }, input, el('button', { type: 'submit' }, 'Sign in'))));
+  input.focus();
+}
+
+function failed(e, retry) {
+  if (e instanceof Unauthorized) {
+    const had = sessionStorage.getItem(TOKEN);
+    sessionStorage.removeItem(TOKEN);
+    login(had ? 'That token was refused.' : '', retry);
+    return;
+  }
+  show(el('section', { class: 'card' }, el('p', { class: 'problem', id: 'problem' }, e.message)));
+}
+
+// ---- the runs ----
+
+async function runsView(params) {
+  const state = params.get('state') || '';
+  const name = params.get('name') || '';
+  const before = Number(params.get('before')) || null;
+  const payload = { limit: PAGE };
+  if (state) payload.state = state;
+  if (name) payload.name = name;
+  if (before) payload.before = before;
+  const answer = await call('ListBatchInstances', payload);
+  const list = answer.instances;
+
+  const stateSelect = el('select', { name: 'state', 'aria-label': 'state' },
+    ['', 'waiting', 'running', 'finished', 'failed', 'halted', 'interrupted']
+      .map((s) => el('option', { value: s, selected: s === state }, s || 'any state')));
+  const nameInput = el('input', { type: 'search', name: 'name', value: name, placeholder: 'batch name', 'aria-label': 'batch name' });
+  const filters = el('form', {
+    class: 'filters',
+    onsubmit: (ev) => {
+      ev.preventDefault();
+      const q = new URLSearchParams();
+      if (stateSelect.value) q.set('state', stateSelect.value);
+      if (nameInput.value.trim()) q.set('name', nameInput.value.trim());
+      location.hash = `#/runs${q.toString() ? `?${q}` : ''}`;
+    },
+  }, el('label', {}, 'State', stateSelect), el('label', {}, 'Batch', nameInput), el('button', { type: 'submit' }, 'Show'));
+
+  const rows = list.map((i) => {
+    const scheduled = i.batchId !== undefined;
+    return el('tr', { 'data-instance': i.batchInstanceId },
+      el('td', { class: 'num' }, el('a', { href: `#/runs/${i.batchInstanceId}` }, i.batchInstanceId)),
+      el('td', {}, i.batchName),
+      el('td', { class: 'wide' }, i.user),
+      el('td', { class: 'wide' }, scheduled ? `scheduled (${i.plannedStart})` : 'by hand'),
+      el('td', {}, badge(i.state)),
+      el('td', {}, localTime(i.start)),
+      el('td', { class: 'num' }, took(i.start, i.end)),
+      el('td', { class: i.late ? 'late' : 'muted' }, scheduled ? duration((i.lateSeconds ?? 0) * 1000) : ''));
+  });
+  const table = el('div', { class: 'table-wrap' }, el('table', { id: 'runs' },
+    el('thead', {}, el('tr', {},
+      el('th', {}, 'Run'), el('th', {}, 'Batch'), el('th', { class: 'wide' }, 'User'), el('th', { class: 'wide' }, 'Started'),
+      el('th', {}, 'State'), el('th', {}, 'Start'), el('th', {}, 'Duration'), el('th', {}, 'Late'))),
+    el('tbody', {}, rows)));
+  const here = new URLSearchParams(params);
+  here.delete('before');
+  const older = new URLSearchParams(here);
+  if (list.length) older.set('before', list[list.length - 1].batchInstanceId);
+  const pager = el('div', { class: 'pager' },
+    before ? el('a', { href: `#/runs${here.toString() ? `?${here}` : ''}` }, 'Newest') : null,
+    list.length === PAGE ? el('a', { href: `#/runs?${older}`, id: 'older' }, 'Older') : null,
+    el('span', { class: 'muted' }, list.length ? `${list.length} shown` : 'No runs match.'));
+  show(el('h1', {}, 'Runs'), filters, table, pager);
+  say('');
+  // The newest page follows what starts and ends, while it is shown.
+  if (before) return null;
+  const timer = setInterval(() => { route(true); }, 5000);
+  return { stop: () => clearInterval(timer) };
+}
+
+// ---- one run ----
+
+/** The order actions are drawn in: by how deep they sit in the dependencies, then by start. */
+function ordered(actions) {
+  const byId = new Map(actions.map((a) => [a.actionId, a]));
+  const depth = new Map();
+  const level = (a, seen = new Set()) => {
+    if (depth.has(a.actionId)) return depth.get(a.actionId);
+    if (seen.has(a.actionId)) return 0;
+    seen.add(a.actionId);
+    const d = Math.max(-1, ...(a.dependsOn ?? []).map((id) => (byId.has(id) ? level(byId.get(id), seen) : -1))) + 1;
+    depth.set(a.actionId, d);
+    return d;
+  };
+  actions.forEach((a) => level(a));
+  const start = (a) => (a.start ? parseTime(a.start) : Infinity);
+  return [...actions].sort((a, b) => depth.get(a.actionId) - depth.get(b.actionId) || start(a) - start(b) || a.actionId - b.actionId);
+}
+
+/** Where a SQL error points in its statement: [statement, start, end] or null. */
+function errorPlace(error, log) {
+  if (!error) return null;
+  const quoted = /in `([\s\S]*)`\s*$/.exec(error);
+  let statement = quoted ? quoted[1] : null;
+  if (!statement && log?.length) {
+    const first = /^[^:]*`[^`]*`: ([\s\S]*)$/.exec(log[0]);
+    statement = first ? first[1] : null;
+  }
+  if (!statement) return null;
+  let at = null;
+  const character = /at character (\d+)/.exec(error);
+  const offset = /at offset (\d+)/.exec(error);
+  if (character) at = Number(character[1]) - 1;
+  else if (offset) at = Number(offset[1]);
+  else {
+    const near = /near "([^"]+)"/.exec(error);
+    if (near) {
+      const i = statement.indexOf(near[1]);
+      if (i >= 0) return [statement, i, i + near[1].length];
+    }
+  }
+  if (at === null || at < 0 || at >= statement.length) return [statement, -1, -1];
+  const word = /^[\w$]+|^./.exec(statement.slice(at));
+  return [statement, at, at + (word ? word[0].length : 1)];
+}
+
+function actionDetail(a) {
+  const rows = `${a.rowsRead} read, ${a.rowsWritten} written, ${a.rowsUpdated} updated, ${a.rowsDeleted} deleted`;
+  const parts = [
+    el('h2', {}, `Action ${a.actionId}: ${a.name}`),
+    el('div', { class: 'summary' },
+      el('div', {}, el('span', {}, 'State'), el('span', {}, badge(a.state), ' ', ACTION_STATES[a.state] ?? '')),
+      el('div', {}, el('span', {}, 'Module'), el('span', {}, a.module)),
+      el('div', {}, el('span', {}, 'Sheet'), el('span', {}, a.sheetId)),
+      a.host ? el('div', {}, el('span', {}, 'Host'), el('span', {}, a.host)) : null,
+      el('div', {}, el('span', {}, 'Start'), el('span', {}, localTime(a.start) || '—')),
+      el('div', {}, el('span', {}, 'Took'), el('span', {}, a.start ? took(a.start, a.end) : '—')),
+      el('div', {}, el('span', {}, 'Rows'), el('span', { id: 'rows' }, rows)),
+      a.dependsOn?.length ? el('div', {}, el('span', {}, 'After'), el('span', {}, a.dependsOn.join(', '))) : null),
+  ];
+  if (a.error) {
+    parts.push(el('h2', {}, 'Error'), el('pre', { class: 'error', id: 'error' }, a.error));
+    const place = errorPlace(a.error, a.log);
+    if (place && place[1] >= 0) {
+      const [sql, from, to] = place;
+      parts.push(el('p', { class: 'muted' }, 'Where the statement went wrong:'),
+        el('pre', { id: 'error-place' }, sql.slice(0, from), el('mark', {}, sql.slice(from, to)), sql.slice(to)));
+    }
+  }
+  parts.push(el('h2', {}, 'Log'), el('pre', { id: 'log' }, a.log?.length ? a.log.join('\n') : '(nothing logged)'));
+  return el('section', { class: 'card detail', id: 'detail' }, parts);
+}
+
+function timeline(inst, selected, choose) {
+  const t0 = parseTime(inst.start);
+  const ends = inst.actions.map((a) => (a.end ? parseTime(a.end) : a.start ? Date.now() : t0));
+  const t1 = Math.max(inst.end ? parseTime(inst.end) : Date.now(), ...ends, t0 + 1);
+  const whole = t1 - t0;
+  const rows = ordered(inst.actions).map((a) => {
+    const bar = el('div', { class: `tl-bar st-${a.state}`, title: `${a.name}: ${ACTION_STATES[a.state] ?? a.state}` });
+    if (a.start) {
+      const s = parseTime(a.start) - t0;
+      const e = (a.end ? parseTime(a.end) : Date.now()) - t0;
+      bar.style.left = `${(Math.max(0, s) / whole) * 100}%`;
+      bar.style.width = `${(Math.max(0, e - s) / whole) * 100}%`;
+    } else {
+      bar.style.left = '0';
+      bar.style.width = '0';
+    }
+    return el('div', {
+      class: `tl-row${a.actionId === selected ? ' selected' : ''}`,
+      'data-action': a.actionId,
+      'data-state': a.state,
+      role: 'button',
+      tabindex: 0,
+      onclick: () => choose(a.actionId),
+      onkeydown: (ev) => { if (ev.key === 'Enter') choose(a.actionId); },
+    },
+    el('div', { class: 'tl-label', title: `${a.name} (${a.module})` }, badge(a.state), ' ', a.name, el('span', { class: 'module' }, a.module)),
+    el('div', { class: 'tl-track' }, bar));
+  });
+  return el('section', { class: 'card' },
+    el('h2', {}, `Actions (${inst.actions.length})`),
+    el('p', { class: 'muted' }, 'Rows follow the dependencies (what an action needs comes above it); bars run from start to end.'),
+    el('div', { class: 'timeline', id: 'timeline' }, rows));
+}
+
+function runView(id, action) {
+  let selected = action;
+  let inst = null;
+  let stopped = false;
+  let message = '';
+  const draw = () => {
+    const ongoing = ONGOING.has(inst.state);
+    const restartable = ['failed', 'halted', 'interrupted'].includes(inst.state);
+    const act = async (command, done) => {
+      try {
+        await call(command, { batchInstanceId: id });
+        message = done;
+      } catch (e) {
+        if (e instanceof Unauthorized) { failed(e, () => route()); return; }
+        message = e.message;
+      }
+      draw();
+      if (command === 'RestartBatchInstance') follow();
+    };
+    const sel = inst.actions.find((a) => a.actionId === selected);
+    show(
+      el('h1', {}, `Run ${inst.batchInstanceId}: ${inst.batchName}`),
+      el('section', { class: 'card' },
+        el('div', { class: 'summary' },
+          el('div', {}, el('span', {}, 'State'), el('span', { id: 'run-state', 'data-state': inst.state }, badge(inst.state))),
+          el('div', {}, el('span', {}, 'User'), el('span', {}, inst.user)),
+          el('div', {}, el('span', {}, 'Start'), el('span', {}, localTime(inst.start))),
+          el('div', {}, el('span', {}, 'End'), el('span', {}, inst.end ? localTime(inst.end) : '—')),
+          el('div', {}, el('span', {}, 'Duration'), el('span', {}, took(inst.start, inst.end))),
+          inst.batchId !== undefined ? el('div', {}, el('span', {}, 'Planned'), el('span', { class: inst.late ? 'late' : '' }, `${inst.plannedStart}${inst.late ? ` (late ${duration(inst.lateSeconds * 1000)})` : ''}`)) : null),
+        el('div', { class: 'actions-bar' },
+          el('button', { class: 'danger', id: 'halt', disabled: !ongoing, onclick: () => act('HaltBatchInstance', 'Halt asked.') }, 'Halt'),
+          el('button', { class: 'secondary', id: 'restart', disabled: !restartable, onclick: () => act('RestartBatchInstance', 'Restarted.') }, 'Restart'),
+          el('a', { href: '#/runs' }, 'All runs')),
+        message ? el('p', { class: 'muted', id: 'message' }, message) : null),
+      timeline(inst, selected, (aid) => {
+        selected = aid;
+        // The address names the action shown, so that a link leads to its log.
+        history.replaceState(null, '', `#/runs/${id}?action=${aid}`);
+        draw();
+      }),
+      sel ? actionDetail(sel) : el('p', { class: 'muted' }, 'Click an action to see its log and error.'));
+    say(ongoing ? 'following the run…' : '');
+  };
+  // Follows the run: one wait per change, while it goes on and the view is shown.
+  let following = false;
+  const follow = async () => {
+    if (following) return;
+    following = true;
+    let version = '';
+    try {
+      for (;;) {
+        if (stopped) return;
+        const w = await call('WaitBatchInstance', { batchInstanceId: id, changedFrom: version, timeoutSeconds: version ? 25 : 0 });
+        if (stopped) return;
+        version = w.version;
+        inst = w;
+        draw();
+        if (!ONGOING.has(w.state)) return;
+      }
+    } catch (e) {
+      if (!stopped) failed(e, () => route());
+    } finally {
+      following = false;
+    }
+  };
+  follow();
+  return { stop: () => { stopped = true; } };
+}
+
+// ---- the router ----
+
+const routes = [
+  [/^#\/runs\/(\d+)(?:\?action=(\d+))?$/, (m) => runView(Number(m[1]), m[2] ? Number(m[2]) : null)],
+  [/^#\/runs(?:\?(.*))?$/, (m) => runsView(new URLSearchParams(m[1] ?? ''))],
+];
+
+let current = null;
+
+/** Shows the view the address names; `quietly` refreshes without the loading line. */
+async function route(quietly = false) {
+  current?.stop?.();
+  current = null;
+  const hash = location.hash || '#/runs';
+  for (const a of document.querySelectorAll('#nav a')) {
+    a.classList.toggle('current', hash.startsWith(`#/${a.dataset.view}`));
+  }
+  const found = routes.find(([re]) => re.test(hash));
+  if (!found) {
+    show(el('p', { class: 'problem' }, `No page here: ${hash}`));
+    return;
+  }
+  if (!quietly) say('loading…');
+  try {
+    current = await found[1](found[0].exec(hash));
+  } catch (e) {
+    say('');
+    failed(e, () => route());
+  }
+}
+
+window.addEventListener('hashchange', () => route());
+route();
