@@ -7,7 +7,8 @@
 # - tzdata (a test recognises a copied /etc/localtime by the bytes of its zone file);
 # - PostgreSQL (the JDBC tests start their own server) and the JDBC driver jars of Debian;
 # - util-linux (prlimit), mount (a tmpfs) and procps (kill): the fault tests lower a running
-#   server's descriptor limit, fill a small disk and signal jdbcManager.
+#   server's descriptor limit, fill a small disk and signal jdbcManager;
+# - Chromium, for the web page's tests in a real browser.
 set -euo pipefail
 packages=()
 command -v prlimit >/dev/null 2>&1 || packages+=(util-linux)
@@ -21,6 +22,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || packages+=(postgresql)
 command -v psql >/dev/null 2>&1 || packages+=(postgresql-client)
 # The TLS test makes its server's certificates with openssl.
 command -v openssl >/dev/null 2>&1 || packages+=(openssl)
+# The web page's tests drive a real headless Chromium (tests/src/browser.rs).
+test -x /usr/bin/chromium || packages+=(chromium)
 for jar in postgresql:libpostgresql-jdbc-java h2:libh2-java hsqldb:libhsqldb-java \
   csvjdbc:libcsvjdbc-java sqlite-jdbc:libxerial-sqlite-jdbc-java \
   mariadb-java-client:libmariadb-java; do

@@ -1,9 +1,11 @@
 //! End-to-end tests of weft: they start the real `weft` binary; see `tests/`.
 //!
-//! The library holds what tests and benches share: [`postgres`] starts a real PostgreSQL,
+//! The library holds what tests and benches share: [`browser`] drives a real Chromium,
+//! [`postgres`] starts a real PostgreSQL,
 //! [`server`] the real `weft serve`, [`outside`] builds crates outside the workspace as a
 //! plugin author would.
 
+pub mod browser;
 pub mod outside;
 pub mod postgres;
 pub mod server;

@@ -117,3 +117,209 @@ fn beyond_loopback_the_page_loads_and_its_commands_need_the_token() {
         "the page signs in"
     );
 }
+
+/// A server with connection 1 (`data.db`: `raw`, `stage`, `mart`, `slow`) and folder 10
+/// `/etl`: sheet 1 (raw -> stage) and 2 (stage -> mart) in a chain, 3 failing on a column
+/// that does not exist, 4 writing `slow` (held by a test that holds the file's lock).
+fn server_with_sheets() -> (Weft, std::path::PathBuf) {
+    let w = Weft::start();
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(
+            "CREATE TABLE raw (id INTEGER, v TEXT); INSERT INTO raw VALUES (1, 'a'), (2, '<b>bold</b>');
+             CREATE TABLE stage (id INTEGER, v TEXT); CREATE TABLE mart (id INTEGER, v TEXT);
+             CREATE TABLE slow (n INTEGER);",
+        )
+        .expect("tables");
+    w.add_keys(&format!("1|sqlite|{}|||\n", data.display()));
+    let sheet = |id: i64, sql: &str, sources: &[&str], target: &str| {
+        let a = id * 10;
+        let mut nodes = vec![
+            serde_json::json!({"id": a, "type": 0, "attributes": {"module": "Sql", "name": format!("step {id}"), "action": sql}}),
+        ];
+        let mut edges = Vec::new();
+        for (i, s) in sources.iter().enumerate() {
+            let n = a + 1 + i as i64;
+            nodes.push(serde_json::json!({"id": n, "type": 1, "attributes": {"field1": s, "objectTypeId": 1, "connectionId": 1}}));
+            edges.push(serde_json::json!({"id": n, "from": n, "to": a}));
+        }
+        let t = a + 9;
+        nodes.push(serde_json::json!({"id": t, "type": 1, "attributes": {"field1": target, "objectTypeId": 1, "connectionId": 1}}));
+        edges.push(serde_json::json!({"id": t, "from": a, "to": t}));
+        serde_json::json!({"id": id, "attributes": {"name": format!("sheet {id}"), "folder_id": 10, "folder": "/etl"}, "nodes": nodes, "edges": edges})
+    };
+    let doc = serde_json::json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/etl"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [
+            sheet(1, "INSERT INTO stage SELECT * FROM raw", &["raw"], "stage"),
+            sheet(2, "INSERT INTO mart SELECT * FROM stage", &["stage"], "mart"),
+            sheet(3, "INSERT INTO mart SELECT id, v FROM stage WHERE nope = 1", &["stage"], "mart"),
+            sheet(4, "INSERT INTO slow VALUES (1)", &[], "slow")]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    (w, data)
+}
+
+fn start(w: &Weft, name: &str, sheets: &[i64]) -> i64 {
+    let list: Vec<serde_json::Value> = sheets
+        .iter()
+        .map(|s| serde_json::json!({"elementType": "S", "elementId": s}))
+        .collect();
+    let (st, v) = command(
+        w,
+        "RunElements",
+        serde_json::json!({"batchExecution": {"batchName": name, "user": "tester", "elementList": list}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    v["payload"]["batchInstanceId"].as_i64().expect("id")
+}
+
+fn wait_end(w: &Weft, id: i64) -> serde_json::Value {
+    let (st, v) = command(
+        w,
+        "WaitBatchInstance",
+        serde_json::json!({"batchInstanceId": id, "timeoutSeconds": 60}),
+    );
+    assert_eq!(st, 200, "{v}");
+    v["payload"].clone()
+}
+
+#[test]
+fn in_a_real_browser_the_runs_and_a_run_follow_what_happens() {
+    let (w, data) = server_with_sheets();
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let chain = start(&w, "nightly load", &[2, 1]);
+    assert_eq!(wait_end(&w, chain)["state"], "finished");
+    let broken = start(&w, "adhoc", &[1, 3]);
+    assert_eq!(wait_end(&w, broken)["state"], "failed");
+    // A run held by the data file's lock: it runs until the test lets go.
+    let gate = rusqlite::Connection::open(&data).expect("gate");
+    gate.execute_batch("BEGIN IMMEDIATE")
+        .expect("the write lock");
+    let held = start(&w, "held", &[4]);
+
+    let browser = weft_tests::browser::Browser::start();
+    // The runs, newest first, with their states.
+    let page = browser.open(&format!("{base}/#/runs"));
+    page.wait_until(
+        "document.querySelectorAll('#runs tbody tr').length === 3",
+        "three runs",
+    );
+    let ids: Vec<i64> = page
+        .eval(
+            "[...document.querySelectorAll('#runs tbody tr')].map(r => Number(r.dataset.instance))",
+        )
+        .as_array()
+        .expect("ids")
+        .iter()
+        .filter_map(serde_json::Value::as_i64)
+        .collect();
+    assert_eq!(ids, vec![held, broken, chain]);
+    page.screenshot("runs-1280");
+    // Filtered by state: only the failed one.
+    page.eval("document.querySelector('select[name=state]').value = 'failed'");
+    page.click("form.filters button");
+    page.wait_until(
+        &format!("location.hash === '#/runs?state=failed' && document.querySelectorAll('#runs tbody tr').length === 1 && document.querySelector('#runs tbody tr').dataset.instance === '{broken}'"),
+        "the failed run alone",
+    );
+    // A phone's width: still readable, the table scrolls inside its box.
+    page.resize(390, 844);
+    page.goto(&format!("{base}/#/runs"));
+    page.wait_until(
+        "document.querySelectorAll('#runs tbody tr').length === 3",
+        "three runs on a phone",
+    );
+    assert_eq!(
+        page.eval("document.documentElement.scrollWidth <= 390"),
+        true,
+        "no page-wide scrolling"
+    );
+    page.screenshot("runs-phone");
+    page.resize(1280, 800);
+
+    // The held run, followed without a reload until it finishes.
+    page.goto(&format!("{base}/#/runs/{held}"));
+    page.wait_until(
+        "document.querySelector('#run-state')?.dataset.state === 'running'",
+        "running",
+    );
+    page.eval("window.notReloaded = true");
+    page.screenshot("run-running");
+    gate.execute_batch("COMMIT").expect("let go");
+    page.wait_until(
+        "document.querySelector('#run-state')?.dataset.state === 'finished'",
+        "finished, live",
+    );
+    assert_eq!(
+        page.eval("window.notReloaded === true"),
+        true,
+        "the page was not reloaded"
+    );
+    assert_eq!(page.eval("document.querySelector('#halt').disabled"), true);
+
+    // The chain: in dependency order; an action's log on a click, linkable.
+    page.goto(&format!("{base}/#/runs/{chain}"));
+    page.wait_until(
+        "document.querySelectorAll('.tl-row').length === 2",
+        "two actions",
+    );
+    let order =
+        page.eval("[...document.querySelectorAll('.tl-row')].map(r => Number(r.dataset.action))");
+    assert_eq!(
+        order,
+        serde_json::json!([10, 20]),
+        "what an action needs comes above it"
+    );
+    page.click(".tl-row[data-action='10']");
+    page.wait_until("document.querySelector('#log')?.textContent.includes('INSERT INTO stage SELECT * FROM raw')", "the log");
+    assert_eq!(
+        page.text("#rows"),
+        "0 read, 2 written, 0 updated, 0 deleted"
+    );
+    assert!(
+        page.eval("location.hash")
+            .as_str()
+            .is_some_and(|h| h.ends_with("?action=10"))
+    );
+    page.screenshot("run-action-log");
+
+    // The failed one: its error, and where its statement went wrong.
+    page.goto(&format!("{base}/#/runs/{broken}?action=30"));
+    page.wait_for("#error");
+    assert!(
+        page.text("#error").contains("no such column: nope"),
+        "{}",
+        page.text("#error")
+    );
+    assert_eq!(page.text("#error-place mark"), "nope");
+    assert_eq!(
+        page.eval("document.querySelector('#restart').disabled"),
+        false
+    );
+    page.screenshot("run-failed");
+
+    // Halt by the button, then Restart by the other.
+    gate.execute_batch("BEGIN IMMEDIATE")
+        .expect("the write lock again");
+    let second = start(&w, "held again", &[4]);
+    page.goto(&format!("{base}/#/runs/{second}"));
+    page.wait_until(
+        "document.querySelector('#run-state')?.dataset.state === 'running'",
+        "running again",
+    );
+    page.click("#halt");
+    page.wait_until(
+        "document.querySelector('#run-state')?.dataset.state === 'halted'",
+        "halted by the button",
+    );
+    gate.execute_batch("COMMIT").expect("let go");
+    page.click("#restart");
+    page.wait_until(
+        "document.querySelector('#run-state')?.dataset.state === 'finished'",
+        "restarted and finished",
+    );
+    page.assert_no_errors();
+}
