@@ -378,9 +378,173 @@ function runView(id, action) {
   return { stop: () => { stopped = true; } };
 }
 
+// ---- the sheets ----
+
+async function sheetsView() {
+  const tree = await call('ListSheets', {});
+  const byFolder = new Map();
+  for (const s of tree.sheets) {
+    if (!byFolder.has(s.folderId)) byFolder.set(s.folderId, []);
+    byFolder.get(s.folderId).push(s);
+  }
+  const items = tree.folders.map((f) => {
+    const depth = f.path.split('/').filter(Boolean).length - 1;
+    const folder = el('li', { class: 'folder', 'data-folder': f.folderId },
+      el('span', { class: 'folder-name' }, f.path),
+      el('ul', {}, (byFolder.get(f.folderId) ?? []).map((s) => el('li', { class: 'sheet' },
+        el('a', { href: `#/sheets/${s.sheetId}`, 'data-sheet': s.sheetId }, s.name)))));
+    folder.style.marginLeft = `${Math.max(0, depth) * 1.25}rem`;
+    return folder;
+  });
+  show(el('h1', {}, 'Sheets'),
+    el('section', { class: 'card' },
+      tree.folders.length ? el('ul', { class: 'tree', id: 'tree' }, items) : el('p', { class: 'muted' }, 'Nothing is deployed yet.')));
+  say('');
+  return null;
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+function svg(tag, attrs = {}, ...children) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith('on') && typeof v === 'function') e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+/** Each node's box: as deployed, or, for a sheet deployed without a layout, in columns by
+ * how far along the edges it sits. */
+function boxes(sheet) {
+  const laidOut = sheet.nodes.some((n) => n.width > 0 && n.height > 0);
+  const box = new Map();
+  if (laidOut) {
+    for (const n of sheet.nodes) box.set(n.nodeId, { x: n.x, y: n.y, w: Math.max(n.width, 40), h: Math.max(n.height, 24) });
+    return box;
+  }
+  const depth = new Map(sheet.nodes.map((n) => [n.nodeId, 0]));
+  for (let round = 0; round < sheet.nodes.length; round++) {
+    let moved = false;
+    for (const e of sheet.edges) {
+      const d = (depth.get(e.from) ?? 0) + 1;
+      if (depth.has(e.to) && d > depth.get(e.to) && d <= sheet.nodes.length) { depth.set(e.to, d); moved = true; }
+    }
+    if (!moved) break;
+  }
+  const row = new Map();
+  for (const n of sheet.nodes) {
+    const d = depth.get(n.nodeId);
+    const r = row.get(d) ?? 0;
+    row.set(d, r + 1);
+    box.set(n.nodeId, { x: d * 220, y: r * 90, w: 170, h: 56 });
+  }
+  return box;
+}
+
+/** Where the line from the centre of `a` towards the centre of `b` leaves box `b`. */
+function border(a, b) {
+  const [ax, ay] = [a.x + a.w / 2, a.y + a.h / 2];
+  const [bx, by] = [b.x + b.w / 2, b.y + b.h / 2];
+  const [dx, dy] = [ax - bx, ay - by];
+  if (dx === 0 && dy === 0) return [bx, by];
+  const t = Math.min(Math.abs((b.w / 2) / (dx || 1e-9)), Math.abs((b.h / 2) / (dy || 1e-9)));
+  return [bx + dx * t, by + dy * t];
+}
+
+function graph(sheet, selected, choose) {
+  const box = boxes(sheet);
+  const all = [...box.values()];
+  const minX = Math.min(...all.map((b) => b.x)) - 20;
+  const minY = Math.min(...all.map((b) => b.y)) - 20;
+  const maxX = Math.max(...all.map((b) => b.x + b.w)) + 20;
+  const maxY = Math.max(...all.map((b) => b.y + b.h)) + 20;
+  const edges = sheet.edges.filter((e) => box.has(e.from) && box.has(e.to)).map((e) => {
+    const a = box.get(e.from);
+    const b = box.get(e.to);
+    const [x2, y2] = border(a, b);
+    return svg('line', { class: 'edge', 'data-edge': e.edgeId, x1: a.x + a.w / 2, y1: a.y + a.h / 2, x2, y2, 'marker-end': 'url(#arrow)' });
+  });
+  const nodes = sheet.nodes.map((n) => {
+    const b = box.get(n.nodeId);
+    const action = n.type === 0;
+    const label = action ? (n.name ?? `action ${n.nodeId}`) : (n.table ?? `object ${n.nodeId}`);
+    const sub = action ? (n.module ?? '') : `connection ${n.connectionId ?? '?'}`;
+    return svg('g', {
+      class: `node ${action ? 'action' : 'object'}${n.nodeId === selected ? ' selected' : ''}`,
+      'data-node': n.nodeId,
+      tabindex: 0,
+      role: 'button',
+      onclick: () => choose(n.nodeId),
+      onkeydown: (ev) => { if (ev.key === 'Enter') choose(n.nodeId); },
+    },
+    svg('rect', { x: b.x, y: b.y, width: b.w, height: b.h, rx: action ? 3 : 14 }),
+    svg('text', { x: b.x + b.w / 2, y: b.y + b.h / 2 - 3, 'text-anchor': 'middle', class: 'label' }, label.length > 26 ? `${label.slice(0, 25)}…` : label),
+    svg('text', { x: b.x + b.w / 2, y: b.y + b.h / 2 + 13, 'text-anchor': 'middle', class: 'sub' }, sub),
+    svg('title', {}, `${label} (${sub})`));
+  });
+  return svg('svg', { id: 'graph', class: 'graph', viewBox: `${minX} ${minY} ${maxX - minX} ${maxY - minY}`, role: 'img', 'aria-label': 'the sheet as a graph' },
+    svg('defs', {}, svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' },
+      svg('path', { d: 'M0,0 L10,5 L0,10 z' }))),
+    edges, nodes);
+}
+
+function nodeDetail(n) {
+  const fact = (name, value, id) => (value === undefined || value === null || value === '' ? null
+    : el('div', {}, el('span', {}, name), el('span', id ? { id } : {}, value)));
+  if (n.type === 0) {
+    return el('section', { class: 'card detail', id: 'node-detail' },
+      el('h2', {}, `Action ${n.nodeId}: ${n.name ?? ''}`),
+      el('div', { class: 'summary' }, fact('Module', n.module, 'node-module')),
+      n.action ? [el('h2', {}, 'SQL'), el('pre', { id: 'node-sql' }, n.action)] : null,
+      n.documentation ? [el('h2', {}, 'Documentation'), el('p', { id: 'node-doc' }, n.documentation)] : null,
+      n.attributes ? [el('h2', {}, 'Attributes'), el('pre', {}, n.attributes)] : null);
+  }
+  return el('section', { class: 'card detail', id: 'node-detail' },
+    el('h2', {}, `Object ${n.nodeId}: ${n.table ?? ''}`),
+    el('div', { class: 'summary' },
+      fact('Table', n.table, 'node-table'), fact('Connection', n.connectionId), fact('Type', n.objectTypeId),
+      fact('Dependency', n.dependency), n.fields?.length ? fact('Fields', n.fields.join(', ')) : null));
+}
+
+async function sheetView(id, node) {
+  const sheet = await call('GetSheet', { sheetId: id });
+  let selected = node;
+  const draw = () => {
+    const sel = sheet.nodes.find((n) => n.nodeId === selected);
+    const runs = sheet.runs.map((i) => el('tr', { 'data-instance': i.batchInstanceId },
+      el('td', { class: 'num' }, el('a', { href: `#/runs/${i.batchInstanceId}` }, i.batchInstanceId)),
+      el('td', {}, i.batchName), el('td', {}, badge(i.state)), el('td', {}, localTime(i.start)),
+      el('td', { class: 'num' }, took(i.start, i.end))));
+    show(
+      el('h1', {}, `Sheet ${sheet.sheetId}: ${sheet.name}`),
+      el('p', { class: 'muted' }, `in ${sheet.folder}`, sheet.documentation ? ` — ${sheet.documentation}` : ''),
+      el('section', { class: 'card graph-card' }, graph(sheet, selected, (nid) => {
+        selected = nid;
+        history.replaceState(null, '', `#/sheets/${id}?node=${nid}`);
+        draw();
+      }),
+      el('p', { class: 'muted legend' }, 'Square corners: actions; round: objects (tables). Arrows follow the data.')),
+      sel ? nodeDetail(sel) : el('p', { class: 'muted' }, 'Click a node to see its SQL, documentation or table.'),
+      el('h2', {}, 'Last runs'),
+      runs.length ? el('div', { class: 'table-wrap' }, el('table', { id: 'sheet-runs' },
+        el('thead', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Batch'), el('th', {}, 'State'), el('th', {}, 'Start'), el('th', {}, 'Duration'))),
+        el('tbody', {}, runs))) : el('p', { class: 'muted' }, 'It has not run yet.'));
+    say('');
+  };
+  draw();
+  return null;
+}
+
 // ---- the router ----
 
 const routes = [
+  [/^#\/sheets\/(\d+)(?:\?node=(\d+))?$/, (m) => sheetView(Number(m[1]), m[2] ? Number(m[2]) : null)],
+  [/^#\/sheets$/, () => sheetsView()],
   [/^#\/runs\/(\d+)(?:\?action=(\d+))?$/, (m) => runView(Number(m[1]), m[2] ? Number(m[2]) : null)],
   [/^#\/runs(?:\?(.*))?$/, (m) => runsView(new URLSearchParams(m[1] ?? ''))],
 ];

@@ -141,7 +141,10 @@ fn main() {
         ("newest", json!({"limit": 50})),
         ("state failed", json!({"limit": 50, "state": "failed"})),
         ("name 'adhoc'", json!({"limit": 50, "name": "adhoc"})),
-        ("name matching none (every row read)", json!({"limit": 50, "name": "no such batch"})),
+        (
+            "name matching none (every row read)",
+            json!({"limit": 50, "name": "no such batch"}),
+        ),
     ] {
         let (p50, worst, shown) = asks(&w, &payload, 30);
         assert_eq!(shown, if what.contains("none") { 0 } else { 50 }, "{what}");

@@ -349,6 +349,17 @@ impl Page<'_> {
             .clone()
     }
 
+    /// The errors seen so far, forgotten: for a step that makes one on purpose (the
+    /// browser logs every 404 answer it gets).
+    pub fn take_errors(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .errors
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
     /// Fails the test if the page logged any error.
     pub fn assert_no_errors(&self) {
         let errors = self.errors();

@@ -323,3 +323,102 @@ fn in_a_real_browser_the_runs_and_a_run_follow_what_happens() {
     );
     page.assert_no_errors();
 }
+
+#[test]
+fn in_a_real_browser_a_sheet_is_drawn_as_its_graph_with_its_sql_and_last_runs() {
+    let (w, _) = server_with_sheets();
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let run = start(&w, "nightly load", &[1, 2]);
+    assert_eq!(wait_end(&w, run)["state"], "finished");
+    // A sheet deployed with its layout: drawn where it says.
+    let laid = serde_json::json!({"version": 1, "transformationData": {"folders": [{"id": 11, "path": "/etl/marts"}], "sheets": [{"id": 7,
+        "attributes": {"name": "laid out", "folder_id": 11, "folder": "/etl/marts", "documentation": "Loads the <mart>."},
+        "nodes": [
+          {"id": 71, "type": 1, "layout": {"x": 10, "y": 40, "width": 120, "height": 50}, "attributes": {"field1": "raw", "objectTypeId": 1, "connectionId": 1}},
+          {"id": 70, "type": 0, "layout": {"x": 220, "y": 40, "width": 140, "height": 50}, "attributes": {"module": "Sql", "name": "to mart", "action": "INSERT INTO mart SELECT * FROM raw", "documentation": "Copies raw rows."}},
+          {"id": 79, "type": 1, "layout": {"x": 440, "y": 40, "width": 120, "height": 50}, "attributes": {"field1": "mart", "objectTypeId": 1, "connectionId": 1}}],
+        "edges": [{"id": 71, "from": 71, "to": 70}, {"id": 79, "from": 70, "to": 79}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&laid.to_string()));
+    assert_eq!(st, 200, "{v}");
+
+    let browser = weft_tests::browser::Browser::start();
+    let page = browser.open(&format!("{base}/#/sheets"));
+    page.wait_for("#tree a[data-sheet='7']");
+    let folders =
+        page.eval("[...document.querySelectorAll('#tree .folder-name')].map(f => f.textContent)");
+    assert_eq!(folders, serde_json::json!(["/etl", "/etl/marts"]));
+    assert_eq!(page.count("#tree a[data-sheet]"), 5);
+    page.screenshot("sheets-tree");
+
+    // A sheet without a layout is laid out by its edges; its last runs are listed.
+    page.click("#tree a[data-sheet='1']");
+    page.wait_for("#graph");
+    assert_eq!(page.count("#graph .node.action"), 1);
+    assert_eq!(page.count("#graph .node.object"), 2);
+    assert_eq!(page.count("#graph .edge[marker-end]"), 2);
+    let source_left_of_action = page.eval(
+        "document.querySelector('#graph .node[data-node=\"11\"] rect').x.baseVal.value < document.querySelector('#graph .node[data-node=\"10\"] rect').x.baseVal.value",
+    );
+    assert_eq!(
+        source_left_of_action, true,
+        "the source is drawn before its action"
+    );
+    assert_eq!(
+        page.eval("[...document.querySelectorAll('#sheet-runs tbody tr')].map(r => Number(r.dataset.instance))"),
+        serde_json::json!([run])
+    );
+
+    // The laid-out one: where its layout says, its action's SQL and documentation on a click.
+    page.goto(&format!("{base}/#/sheets/7"));
+    page.wait_until(
+        "document.querySelector('#graph .node[data-node=\"79\"]')",
+        "the laid-out graph",
+    );
+    assert_eq!(
+        page.eval(
+            "document.querySelector('#graph .node[data-node=\"79\"] rect').getAttribute('x')"
+        ),
+        "440"
+    );
+    page.click("#graph .node[data-node='70'] rect");
+    page.wait_for("#node-sql");
+    assert_eq!(page.text("#node-sql"), "INSERT INTO mart SELECT * FROM raw");
+    assert_eq!(page.text("#node-doc"), "Copies raw rows.");
+    assert_eq!(page.text("#node-module"), "Sql");
+    assert!(
+        page.text("main p.muted").contains("Loads the <mart>."),
+        "documentation as text"
+    );
+    page.screenshot("sheet-graph");
+    page.click("#graph .node[data-node='79'] rect");
+    page.wait_until(
+        "document.querySelector('#node-table')?.textContent === 'mart'",
+        "the object's table",
+    );
+    assert_eq!(
+        page.eval("document.querySelector('#sheet-runs')"),
+        serde_json::Value::Null,
+        "sheet 7 never ran"
+    );
+    page.resize(390, 844);
+    page.goto(&format!("{base}/#/sheets/1"));
+    page.wait_for("#graph");
+    assert_eq!(
+        page.eval("document.documentElement.scrollWidth <= 390"),
+        true,
+        "no page-wide scrolling"
+    );
+    page.screenshot("sheet-phone");
+    page.assert_no_errors();
+    // A sheet that does not exist says so (the browser logs the server's 404, nothing else).
+    page.goto(&format!("{base}/#/sheets/999"));
+    page.wait_until(
+        "document.querySelector('#problem')?.textContent.includes('sheet 999 does not exist')",
+        "a missing sheet",
+    );
+    let errors = page.take_errors();
+    assert!(
+        errors.len() == 1 && errors[0].contains("404"),
+        "only the 404: {errors:?}"
+    );
+}

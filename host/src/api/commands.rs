@@ -16,6 +16,7 @@ use super::state::AppState;
 use crate::deploy;
 use crate::exec::batch::RunRequest;
 use crate::repo::InstanceStore;
+use crate::repo::store::SheetStore as _;
 use crate::sched::{clock, scheduler};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -217,6 +218,34 @@ pub async fn list_hosts(state: &Arc<AppState>, _request: ListHosts) -> Result<Ho
                 running: h.running,
             })
             .collect(),
+    })
+}
+
+/// `ListSheets`: every folder and sheet, for the web page's tree.
+pub async fn list_sheets(state: &Arc<AppState>) -> Result<crate::repo::model::Tree, ApiError> {
+    let repo = Arc::clone(state.executor.repo());
+    Ok(tokio::task::spawn_blocking(move || repo.tree()).await??)
+}
+
+/// `GetSheet {sheetId}`: the sheet as drawn, and its last runs.
+pub async fn get_sheet(
+    state: &Arc<AppState>,
+    request: crate::api::protocol::GetSheet,
+) -> Result<crate::api::protocol::SheetView, ApiError> {
+    let id = request.sheet_id;
+    let repo = Arc::clone(state.executor.repo());
+    let (sheet, runs) = tokio::task::spawn_blocking(move || {
+        let sheet = repo.sheet_detail(id)?;
+        let runs = match sheet {
+            Some(_) => repo.sheet_runs(id, crate::api::protocol::SheetView::RUNS)?,
+            None => Vec::new(),
+        };
+        Ok::<_, crate::repo::Error>((sheet, runs))
+    })
+    .await??;
+    Ok(crate::api::protocol::SheetView {
+        sheet: sheet.ok_or(ApiError::NoSheet(id))?,
+        runs: runs.into_iter().map(Listed::from).collect(),
     })
 }
 

@@ -74,6 +74,9 @@ pub enum ApiError {
     /// No batch has this id (404).
     #[error("batch {0} does not exist")]
     NoBatch(i64),
+    /// No sheet has this id (404).
+    #[error("sheet {0} does not exist")]
+    NoSheet(i64),
     /// `AdvanceClock` on a server whose clock is not stepped (409).
     #[error(
         "AdvanceClock moves the service clock only of a development server started with --stepped-clock"
@@ -113,9 +116,10 @@ impl ApiError {
             ApiError::ContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::NoSuchPath | ApiError::NoInstance(_) | ApiError::NoBatch(_) => {
-                StatusCode::NOT_FOUND
-            }
+            ApiError::NoSuchPath
+            | ApiError::NoInstance(_)
+            | ApiError::NoBatch(_)
+            | ApiError::NoSheet(_) => StatusCode::NOT_FOUND,
             ApiError::Method => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::ClockNotStepped | ApiError::ClockBackwards(_) => StatusCode::CONFLICT,
             ApiError::Deploy(deploy::Error::Invalid(_)) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -160,6 +164,7 @@ impl ApiError {
             },
             ApiError::NoInstance(_) => "run.not_found",
             ApiError::NoBatch(_) => "batch.not_found",
+            ApiError::NoSheet(_) => "sheet.not_found",
             ApiError::ClockNotStepped => "clock.not_stepped",
             ApiError::ClockBackwards(_) => "clock.backwards",
             ApiError::ClockTime(_) => "request.envelope",

@@ -137,6 +137,8 @@ async fn handle(
         Command::NextRuns(r) => answer(commands::next_runs(state, r).await),
         Command::ListPlugins(r) => answer(Ok(commands::list_plugins(state, r))),
         Command::ListHosts(r) => answer(commands::list_hosts(state, r).await),
+        Command::ListSheets(_) => answer(commands::list_sheets(state).await),
+        Command::GetSheet(r) => answer(commands::get_sheet(state, r).await),
         Command::AdvanceClock(r) => answer(commands::advance_clock(state, r).await),
     }
 }

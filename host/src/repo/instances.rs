@@ -249,6 +249,21 @@ pub fn counts(conn: &dyn Session) -> Result<crate::repo::model::StateCounts> {
     Ok(crate::repo::model::StateCounts { instances, actions })
 }
 
+/// The newest `limit` instances that ran (or run) actions of sheet `sheet`, newest first:
+/// the instances are read newest first and each is asked through its actions' key, so a
+/// sheet run lately is answered after a few rows.
+pub fn of_sheet(conn: &dyn Session, sheet: i64, limit: i64) -> Result<Vec<InstanceSummary>> {
+    let sql = format!(
+        "SELECT {SUMMARY} FROM batch_instances b
+         WHERE EXISTS (SELECT 1 FROM instance_actions a WHERE a.instance_id = b.id AND a.sheet_id = ?1)
+         ORDER BY b.id DESC LIMIT ?2"
+    );
+    conn.rows(&sql, args![sheet, limit], summary)?
+        .into_iter()
+        .map(|(word, row)| with_state(row, &word))
+        .collect()
+}
+
 pub fn list(conn: &dyn Session, filter: &InstanceFilter) -> Result<Vec<InstanceSummary>> {
     // The name is matched as text: LIKE's wildcards in it are escaped.
     let pattern = filter.name.as_ref().map(|n| {

@@ -4,6 +4,7 @@
 //! what a second one implements. This module knows nothing of HTTP or of the API's answer
 //! shapes; callers bring a parsed and validated document.
 
+mod browse;
 mod error;
 mod facts;
 pub(crate) mod instances;

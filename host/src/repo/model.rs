@@ -402,3 +402,113 @@ impl InstanceFilter {
         }
     }
 }
+
+/// A folder as the web page's tree shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FolderItem {
+    /// Id.
+    pub folder_id: i64,
+    /// Path (`/a/b`).
+    pub path: String,
+}
+
+/// A sheet as the web page's tree shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SheetItem {
+    /// Id.
+    pub sheet_id: i64,
+    /// Name.
+    pub name: String,
+    /// Its folder's id.
+    pub folder_id: i64,
+    /// Its folder's path.
+    pub folder: String,
+}
+
+/// A node of a deployed sheet, as drawn: its place and what it is.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeItem {
+    /// Id.
+    pub node_id: i64,
+    /// 0 an action, 1 an object.
+    #[serde(rename = "type")]
+    pub kind: i64,
+    /// Left.
+    pub x: i64,
+    /// Top.
+    pub y: i64,
+    /// Width (0 when the sheet gave none).
+    pub width: i64,
+    /// Height.
+    pub height: i64,
+    /// An action's module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// An action's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// An action's documentation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documentation: Option<String>,
+    /// An action's text (its SQL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// An action's other attributes, as JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attributes: Option<String>,
+    /// An object's table (`field1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// An object's `field2` and `field3` (a schema, a column list, as its type reads them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    /// An object's type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_type_id: Option<i64>,
+    /// An object's connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_id: Option<i64>,
+    /// An object's dependency (`Y`: the action waits for what writes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency: Option<String>,
+}
+
+/// An edge of a deployed sheet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EdgeItem {
+    /// Id.
+    pub edge_id: i64,
+    /// The node it leaves.
+    pub from: i64,
+    /// The node it reaches.
+    pub to: i64,
+}
+
+/// A deployed sheet as the web page draws it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SheetDetail {
+    /// The sheet.
+    #[serde(flatten)]
+    pub sheet: SheetItem,
+    /// Its documentation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documentation: Option<String>,
+    /// Its nodes, by id.
+    pub nodes: Vec<NodeItem>,
+    /// Its edges, by id.
+    pub edges: Vec<EdgeItem>,
+}
+
+/// The repository's folders and sheets, for the web page's tree (`ListSheets`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tree {
+    /// Every folder, by path.
+    pub folders: Vec<FolderItem>,
+    /// Every sheet, by folder path and order.
+    pub sheets: Vec<SheetItem>,
+}

@@ -346,6 +346,18 @@ impl SheetStore for Repository {
     fn connection_schemas(&self) -> Result<std::collections::BTreeMap<i64, String>> {
         self.with(instances::connection_schemas)
     }
+
+    fn tree(&self) -> Result<crate::repo::model::Tree> {
+        self.with(super::browse::tree)
+    }
+
+    fn sheet_detail(&self, id: i64) -> Result<Option<crate::repo::model::SheetDetail>> {
+        self.with(|c| super::browse::sheet(c, id))
+    }
+
+    fn sheet_runs(&self, id: i64, limit: i64) -> Result<Vec<InstanceSummary>> {
+        self.with(|c| instances::of_sheet(c, id, limit))
+    }
 }
 
 /// How often a PostgreSQL transaction that met a deadlock or a serialization failure is run

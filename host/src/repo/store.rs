@@ -138,4 +138,10 @@ pub trait SheetStore {
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;
     /// The default schema of each connection that names one (its `schema` as deployed).
     fn connection_schemas(&self) -> Result<std::collections::BTreeMap<i64, String>>;
+    /// Every folder and sheet, for the web page's tree.
+    fn tree(&self) -> Result<crate::repo::model::Tree>;
+    /// A sheet with its nodes and edges; `None` when there is none.
+    fn sheet_detail(&self, id: i64) -> Result<Option<crate::repo::model::SheetDetail>>;
+    /// The newest `limit` instances that ran actions of sheet `id`.
+    fn sheet_runs(&self, id: i64, limit: i64) -> Result<Vec<InstanceSummary>>;
 }

@@ -33,6 +33,8 @@ pub const COMMANDS: &[&str] = &[
     "NextRuns",
     "ListPlugins",
     "ListHosts",
+    "ListSheets",
+    "GetSheet",
     "AdvanceClock",
 ];
 
@@ -59,6 +61,10 @@ pub enum Command {
     ListPlugins(ListPlugins),
     /// The hosts on the repository, with their last heartbeat.
     ListHosts(ListHosts),
+    /// The folders and sheets of the repository.
+    ListSheets(ListSheets),
+    /// A sheet as drawn, with its last runs.
+    GetSheet(GetSheet),
     /// Move a development server's stepped clock (`weft serve --stepped-clock`).
     AdvanceClock(AdvanceClock),
 }
@@ -77,6 +83,8 @@ impl Command {
             Command::NextRuns(_) => NextRuns::NAME,
             Command::ListPlugins(_) => ListPlugins::NAME,
             Command::ListHosts(_) => ListHosts::NAME,
+            Command::ListSheets(_) => ListSheets::NAME,
+            Command::GetSheet(_) => GetSheet::NAME,
             Command::AdvanceClock(_) => AdvanceClock::NAME,
         }
     }
@@ -102,6 +110,8 @@ impl Serialize for Command {
             Command::NextRuns(p) => map.serialize_entry("payload", p)?,
             Command::ListPlugins(p) => map.serialize_entry("payload", p)?,
             Command::ListHosts(p) => map.serialize_entry("payload", p)?,
+            Command::ListSheets(p) => map.serialize_entry("payload", p)?,
+            Command::GetSheet(p) => map.serialize_entry("payload", p)?,
             Command::AdvanceClock(p) => map.serialize_entry("payload", p)?,
         }
         if let Some(v) = variables {
@@ -144,6 +154,8 @@ request! {
     NextRuns => scheduler::NextRuns,
     ListPlugins => PluginList,
     ListHosts => HostList,
+    ListSheets => crate::repo::model::Tree,
+    GetSheet => SheetView,
     AdvanceClock => ClockAdvanced,
 }
 
@@ -595,3 +607,31 @@ pub struct ScheduledRun {
 
 #[cfg(test)]
 mod tests;
+
+/// `ListSheets {}`: the repository's folders and sheets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ListSheets {}
+
+/// `GetSheet {sheetId}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetSheet {
+    /// The sheet.
+    pub sheet_id: i64,
+}
+
+/// `GetSheet`'s answer: the sheet as drawn (its nodes with their places, its edges) and its
+/// last runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SheetView {
+    /// The sheet.
+    #[serde(flatten)]
+    pub sheet: crate::repo::model::SheetDetail,
+    /// The newest instances that ran its actions (at most [`SheetView::RUNS`]).
+    pub runs: Vec<instances::Listed>,
+}
+
+impl SheetView {
+    /// How many of its last runs a sheet shows.
+    pub const RUNS: i64 = 10;
+}

@@ -7,9 +7,9 @@
 //! was found.
 
 use super::{
-    AdvanceClock, BatchExecution, Command, DeployRepository, GetBatchInstance, HaltBatchInstance,
-    ListBatchInstances, ListHosts, ListPlugins, NextRuns, RestartBatchInstance, RunElements,
-    Variable, WaitBatchInstance,
+    AdvanceClock, BatchExecution, Command, DeployRepository, GetBatchInstance, GetSheet,
+    HaltBatchInstance, ListBatchInstances, ListHosts, ListPlugins, ListSheets, NextRuns,
+    RestartBatchInstance, RunElements, Variable, WaitBatchInstance,
 };
 use crate::deploy;
 use crate::dsr::value::{Member, Spanned, Value};
@@ -98,6 +98,24 @@ pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
             )?
             .finish(&[], problems);
             Command::ListPlugins(ListPlugins {})
+        }
+        "ListSheets" => {
+            Fields::of(payload, payload_path, "the ListSheets payload {}", problems)?
+                .finish(&[], problems);
+            Command::ListSheets(ListSheets {})
+        }
+        "GetSheet" => {
+            let mut fields = Fields::of(
+                payload,
+                payload_path,
+                "the GetSheet payload {sheetId}",
+                problems,
+            )?;
+            let id = fields
+                .required("sheetId", problems)
+                .and_then(|(v, p)| whole(v, &p, "sheetId", i64::MIN..=i64::MAX, problems));
+            fields.finish(&["sheetId"], problems);
+            Command::GetSheet(GetSheet { sheet_id: id? })
         }
         "ListHosts" => {
             Fields::of(payload, payload_path, "the ListHosts payload {}", problems)?

@@ -97,6 +97,8 @@ fn every_command_the_client_writes_reads_back_as_itself() {
         }
         .into(),
     );
+    round_trip(ListSheets {}.into());
+    round_trip(GetSheet { sheet_id: 7 }.into());
     round_trip(
         HaltBatchInstance {
             batch_instance_id: 9,
