@@ -26,7 +26,7 @@ function el(tag, attrs = {}, ...children) {
 }
 
 function show(...nodes) {
-  main.replaceChildren(...nodes);
+  main.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
   // For the benchmarks: when a view is on screen.
   performance.mark('weft:drawn');
 }
@@ -540,11 +540,55 @@ async function sheetView(id, node) {
   return null;
 }
 
+// ---- the schedules ----
+
+/** How many batches the schedules view shows with their next starts (each asks twice). */
+const BATCHES = 50;
+
+async function schedulesView() {
+  const { batches } = await call('ListBatches', {});
+  const shown = batches.slice(0, BATCHES);
+  const details = await Promise.all(shown.map(async (b) => {
+    const [next, runs] = await Promise.all([
+      call('NextRuns', { batchId: b.batchId, count: 5 }),
+      call('ListBatchInstances', { batchId: b.batchId, limit: 5 }),
+    ]);
+    return { b, next, runs: runs.instances };
+  }));
+  const cards = details.map(({ b, next, runs }) => el('section', { class: 'card schedule', 'data-batch': b.batchId },
+    el('h2', {}, b.name, ' ', b.enabled ? null : el('span', { class: 'state state-D' }, 'disabled')),
+    el('div', { class: 'summary' },
+      el('div', {}, el('span', {}, 'Schedule'), el('span', { class: 'schedule-text' }, next.schedule)),
+      el('div', {}, el('span', {}, 'Zone'), el('span', {}, next.timeZone)),
+      el('div', {}, el('span', {}, 'Spring gap'), el('span', {}, next.springGap)),
+      el('div', {}, el('span', {}, 'Autumn overlap'), el('span', {}, next.autumnOverlap))),
+    next.problem ? el('p', { class: 'problem' }, next.problem) : null,
+    el('div', { class: 'table-wrap' }, el('table', { class: 'next-starts' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Planned'), el('th', {}, 'Runs at (local)'), el('th', {}, 'UTC'), el('th', { class: 'wide' }, 'Offset'), el('th', {}, 'Clock change'))),
+      el('tbody', {}, next.starts.map((st) => el('tr', { class: st.clockChange ? 'clock-change' : '' },
+        el('td', {}, st.planned, st.secondOccurrence ? ' (second)' : ''),
+        el('td', {}, st.local), el('td', {}, st.utc), el('td', { class: 'wide' }, st.utcOffset ?? ''),
+        el('td', { class: 'change' }, st.clockChange ?? '')))))),
+    el('h2', {}, 'Recent scheduled runs'),
+    runs.length ? el('div', { class: 'table-wrap' }, el('table', { class: 'recent' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Planned'), el('th', {}, 'State'), el('th', {}, 'Late'))),
+      el('tbody', {}, runs.map((i) => el('tr', { 'data-instance': i.batchInstanceId },
+        el('td', { class: 'num' }, el('a', { href: `#/runs/${i.batchInstanceId}` }, i.batchInstanceId)),
+        el('td', {}, i.plannedStart ?? ''), el('td', {}, badge(i.state)),
+        el('td', { class: i.late ? 'late' : 'muted' }, i.late ? `late ${duration((i.lateSeconds ?? 0) * 1000)}` : 'on time')))))) : el('p', { class: 'muted' }, 'No scheduled run yet.')));
+  show(el('h1', {}, 'Schedules'),
+    batches.length > BATCHES ? el('p', { class: 'muted' }, `The first ${BATCHES} of ${batches.length} batches, by name.`) : null,
+    cards.length ? cards : el('p', { class: 'muted' }, 'No batch is scheduled.'));
+  say('');
+  return null;
+}
+
 // ---- the router ----
 
 const routes = [
   [/^#\/sheets\/(\d+)(?:\?node=(\d+))?$/, (m) => sheetView(Number(m[1]), m[2] ? Number(m[2]) : null)],
   [/^#\/sheets$/, () => sheetsView()],
+  [/^#\/schedules$/, () => schedulesView()],
   [/^#\/runs\/(\d+)(?:\?action=(\d+))?$/, (m) => runView(Number(m[1]), m[2] ? Number(m[2]) : null)],
   [/^#\/runs(?:\?(.*))?$/, (m) => runsView(new URLSearchParams(m[1] ?? ''))],
 ];

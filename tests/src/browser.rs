@@ -220,8 +220,9 @@ impl Page<'_> {
             }
             assert!(
                 Instant::now() < deadline,
-                "{what}: `{expression}` never held; errors so far: {:?}",
-                self.errors()
+                "{what}: `{expression}` never held; errors so far: {:?}; the page says: {}",
+                self.errors(),
+                self.eval("document.body.innerText")
             );
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -422,3 +422,86 @@ fn in_a_real_browser_a_sheet_is_drawn_as_its_graph_with_its_sql_and_last_runs() 
         "only the 404: {errors:?}"
     );
 }
+
+#[test]
+fn in_a_real_browser_the_schedules_show_the_next_starts_across_a_clock_change_and_late_runs() {
+    // Berlin, two days before the autumn change, on a clock the test moves.
+    let w = Weft::start_with(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--fake-now",
+            "2026-10-23 12:00:00",
+            "--stepped-clock",
+        ],
+        &[("WEFT_TIMEZONE", "Europe/Berlin")],
+    );
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE t (n INTEGER)")
+        .expect("table");
+    w.add_keys(&format!("1|sqlite|{}|||\n", data.display()));
+    let doc = serde_json::json!({"version": 1, "transformationData": {
+        "folders": [{"id": 5, "path": "/night"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [{"id": 50, "attributes": {"name": "load", "folder_id": 5, "folder": "/night"},
+          "nodes": [
+            {"id": 51, "type": 0, "attributes": {"module": "Sql", "name": "load", "action": "INSERT INTO t VALUES (1)"}},
+            {"id": 52, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+          "edges": [{"id": 53, "from": 51, "to": 52}]}],
+        "batches": [
+          {"id": 3, "name": "early", "schedule": "daily 02:30", "autumnOverlap": "both",
+           "elements": [{"elementType": "S", "elementId": 50}]},
+          {"id": 4, "name": "off", "schedule": "daily 05:00", "enabled": false,
+           "elements": [{"elementType": "S", "elementId": 50}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    // The first night's start is reached ten minutes late (a downtime): a late run.
+    let (st, v) = command(
+        &w,
+        "AdvanceClock",
+        serde_json::json!({"to": "2026-10-24 02:40:00"}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let late = v["payload"]["started"][0]["batchInstanceId"]
+        .as_i64()
+        .expect("started");
+    assert_eq!(wait_end(&w, late)["state"], "finished");
+
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let browser = weft_tests::browser::Browser::start();
+    let page = browser.open(&format!("{base}/#/schedules"));
+    page.wait_until(
+        "document.querySelectorAll('.schedule').length === 2",
+        "two batches",
+    );
+    assert_eq!(
+        page.eval(
+            "[...document.querySelectorAll('.schedule h2:first-child')].map(h => h.textContent)"
+        ),
+        serde_json::json!(["early ", "off disabled"])
+    );
+    // The next starts of `early`: the autumn night runs twice (both), marked.
+    let early = ".schedule[data-batch='3']";
+    assert_eq!(page.text(&format!("{early} .schedule-text")), "daily 02:30");
+    let starts = page.eval(&format!(
+        "[...document.querySelectorAll(\"{early} .next-starts tbody tr\")].map(r => [r.cells[0].textContent, r.cells[2].textContent, r.classList.contains('clock-change')])"
+    ));
+    let rows = starts.as_array().expect("rows");
+    assert_eq!(rows.len(), 5, "{starts}");
+    assert_eq!(rows[0][0], "2026-10-25 02:30:00", "{starts}");
+    assert_eq!(rows[1][0], "2026-10-25 02:30:00 (second)", "{starts}");
+    assert_ne!(rows[0][1], rows[1][1], "two instants: {starts}");
+    assert_eq!(rows[0][2], true, "the clock change is marked: {starts}");
+    // The late run, with its lateness.
+    page.wait_for(&format!("{early} .recent tbody tr[data-instance='{late}']"));
+    assert_eq!(
+        page.text(&format!(
+            "{early} .recent tbody tr[data-instance='{late}'] td.late"
+        )),
+        "late 10 min 0 s"
+    );
+    page.screenshot("schedules");
+    page.assert_no_errors();
+}

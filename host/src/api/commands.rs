@@ -174,6 +174,7 @@ pub async fn list_instances(
         state: request.state,
         name: request.name,
         before: request.before,
+        batch_id: request.batch_id,
     };
     let instances = tokio::task::spawn_blocking(move || repo.list_instances(&filter)).await??;
     Ok(InstanceList {
@@ -225,6 +226,15 @@ pub async fn list_hosts(state: &Arc<AppState>, _request: ListHosts) -> Result<Ho
 pub async fn list_sheets(state: &Arc<AppState>) -> Result<crate::repo::model::Tree, ApiError> {
     let repo = Arc::clone(state.executor.repo());
     Ok(tokio::task::spawn_blocking(move || repo.tree()).await??)
+}
+
+/// `ListBatches`: the scheduled batches, for the web page's schedules.
+pub async fn list_batches(
+    state: &Arc<AppState>,
+) -> Result<crate::api::protocol::BatchList, ApiError> {
+    let repo = Arc::clone(state.executor.repo());
+    let batches = tokio::task::spawn_blocking(move || repo.batches()).await??;
+    Ok(crate::api::protocol::BatchList { batches })
 }
 
 /// `GetSheet {sheetId}`: the sheet as drawn, and its last runs.

@@ -139,6 +139,7 @@ async fn handle(
         Command::ListHosts(r) => answer(commands::list_hosts(state, r).await),
         Command::ListSheets(_) => answer(commands::list_sheets(state).await),
         Command::GetSheet(r) => answer(commands::get_sheet(state, r).await),
+        Command::ListBatches(_) => answer(commands::list_batches(state).await),
         Command::AdvanceClock(r) => answer(commands::advance_clock(state, r).await),
     }
 }

@@ -1,8 +1,8 @@
 //! What the web page reads of the deployed repository: the folders and sheets of its tree,
-//! and one sheet with its nodes and edges as drawn.
+//! one sheet with its nodes and edges as drawn, and the scheduled batches.
 
 use crate::repo::error::Result;
-use crate::repo::model::{EdgeItem, FolderItem, NodeItem, SheetDetail, SheetItem, Tree};
+use crate::repo::model::{BatchItem, EdgeItem, FolderItem, NodeItem, SheetDetail, SheetItem, Tree};
 use crate::repo::sql::{Row, Session, args};
 
 /// Every folder by path, and every sheet by folder path and order.
@@ -90,4 +90,20 @@ pub fn sheet(conn: &dyn Session, id: i64) -> Result<Option<SheetDetail>> {
         nodes,
         edges,
     }))
+}
+
+/// Every scheduled batch, by name.
+pub fn batches(conn: &dyn Session) -> Result<Vec<BatchItem>> {
+    conn.rows(
+        "SELECT id, name, schedule, enabled FROM batches ORDER BY name, id",
+        args![],
+        |r| {
+            Ok(BatchItem {
+                batch_id: r.get(0)?,
+                name: r.get(1)?,
+                schedule: r.get(2)?,
+                enabled: r.get::<i64>(3)? != 0,
+            })
+        },
+    )
 }

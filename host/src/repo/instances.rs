@@ -280,11 +280,12 @@ pub fn list(conn: &dyn Session, filter: &InstanceFilter) -> Result<Vec<InstanceS
          WHERE (CAST(?1 AS TEXT) IS NULL OR state = ?1)
            AND (CAST(?2 AS TEXT) IS NULL OR lower(batch_name) LIKE ?2 ESCAPE '\\')
            AND (CAST(?3 AS BIGINT) IS NULL OR id < ?3)
+           AND (CAST(?5 AS BIGINT) IS NULL OR batch_id = ?5)
          ORDER BY id DESC LIMIT ?4"
     );
     let rows = conn.rows(
         &sql,
-        args![state, pattern, filter.before, filter.limit],
+        args![state, pattern, filter.before, filter.limit, filter.batch_id],
         summary,
     )?;
     let mut list = rows

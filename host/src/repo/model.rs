@@ -389,6 +389,8 @@ pub struct InstanceFilter {
     pub name: Option<String>,
     /// Only those older than this id (the next page after the last one shown).
     pub before: Option<i64>,
+    /// Only those the scheduler started for this batch.
+    pub batch_id: Option<i64>,
 }
 
 impl InstanceFilter {
@@ -399,6 +401,7 @@ impl InstanceFilter {
             state: None,
             name: None,
             before: None,
+            batch_id: None,
         }
     }
 }
@@ -511,4 +514,18 @@ pub struct Tree {
     pub folders: Vec<FolderItem>,
     /// Every sheet, by folder path and order.
     pub sheets: Vec<SheetItem>,
+}
+
+/// A scheduled batch as the web page's schedules list it (`ListBatches`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchItem {
+    /// Id.
+    pub batch_id: i64,
+    /// Name.
+    pub name: String,
+    /// Its schedule's text.
+    pub schedule: String,
+    /// Whether it runs.
+    pub enabled: bool,
 }

@@ -355,6 +355,10 @@ impl SheetStore for Repository {
         self.with(|c| super::browse::sheet(c, id))
     }
 
+    fn batches(&self) -> Result<Vec<crate::repo::model::BatchItem>> {
+        self.with(super::browse::batches)
+    }
+
     fn sheet_runs(&self, id: i64, limit: i64) -> Result<Vec<InstanceSummary>> {
         self.with(|c| instances::of_sheet(c, id, limit))
     }

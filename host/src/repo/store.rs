@@ -142,6 +142,8 @@ pub trait SheetStore {
     fn tree(&self) -> Result<crate::repo::model::Tree>;
     /// A sheet with its nodes and edges; `None` when there is none.
     fn sheet_detail(&self, id: i64) -> Result<Option<crate::repo::model::SheetDetail>>;
+    /// Every scheduled batch, by name.
+    fn batches(&self) -> Result<Vec<crate::repo::model::BatchItem>>;
     /// The newest `limit` instances that ran actions of sheet `id`.
     fn sheet_runs(&self, id: i64, limit: i64) -> Result<Vec<InstanceSummary>>;
 }

@@ -35,6 +35,7 @@ pub const COMMANDS: &[&str] = &[
     "ListHosts",
     "ListSheets",
     "GetSheet",
+    "ListBatches",
     "AdvanceClock",
 ];
 
@@ -65,6 +66,8 @@ pub enum Command {
     ListSheets(ListSheets),
     /// A sheet as drawn, with its last runs.
     GetSheet(GetSheet),
+    /// The scheduled batches.
+    ListBatches(ListBatches),
     /// Move a development server's stepped clock (`weft serve --stepped-clock`).
     AdvanceClock(AdvanceClock),
 }
@@ -85,6 +88,7 @@ impl Command {
             Command::ListHosts(_) => ListHosts::NAME,
             Command::ListSheets(_) => ListSheets::NAME,
             Command::GetSheet(_) => GetSheet::NAME,
+            Command::ListBatches(_) => ListBatches::NAME,
             Command::AdvanceClock(_) => AdvanceClock::NAME,
         }
     }
@@ -112,6 +116,7 @@ impl Serialize for Command {
             Command::ListHosts(p) => map.serialize_entry("payload", p)?,
             Command::ListSheets(p) => map.serialize_entry("payload", p)?,
             Command::GetSheet(p) => map.serialize_entry("payload", p)?,
+            Command::ListBatches(p) => map.serialize_entry("payload", p)?,
             Command::AdvanceClock(p) => map.serialize_entry("payload", p)?,
         }
         if let Some(v) = variables {
@@ -156,6 +161,7 @@ request! {
     ListHosts => HostList,
     ListSheets => crate::repo::model::Tree,
     GetSheet => SheetView,
+    ListBatches => BatchList,
     AdvanceClock => ClockAdvanced,
 }
 
@@ -269,6 +275,9 @@ pub struct ListBatchInstances {
     /// Only instances older than this id: the page after one whose last id it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub before: Option<i64>,
+    /// Only instances the scheduler started for this batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<i64>,
 }
 
 impl Default for ListBatchInstances {
@@ -278,6 +287,7 @@ impl Default for ListBatchInstances {
             state: None,
             name: None,
             before: None,
+            batch_id: None,
         }
     }
 }
@@ -634,4 +644,15 @@ pub struct SheetView {
 impl SheetView {
     /// How many of its last runs a sheet shows.
     pub const RUNS: i64 = 10;
+}
+
+/// `ListBatches {}`: the scheduled batches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ListBatches {}
+
+/// `ListBatches`' answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchList {
+    /// Every scheduled batch, by name.
+    pub batches: Vec<crate::repo::model::BatchItem>,
 }

@@ -8,8 +8,8 @@
 
 use super::{
     AdvanceClock, BatchExecution, Command, DeployRepository, GetBatchInstance, GetSheet,
-    HaltBatchInstance, ListBatchInstances, ListHosts, ListPlugins, ListSheets, NextRuns,
-    RestartBatchInstance, RunElements, Variable, WaitBatchInstance,
+    HaltBatchInstance, ListBatchInstances, ListBatches, ListHosts, ListPlugins, ListSheets,
+    NextRuns, RestartBatchInstance, RunElements, Variable, WaitBatchInstance,
 };
 use crate::deploy;
 use crate::dsr::value::{Member, Spanned, Value};
@@ -116,6 +116,16 @@ pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
                 .and_then(|(v, p)| whole(v, &p, "sheetId", i64::MIN..=i64::MAX, problems));
             fields.finish(&["sheetId"], problems);
             Command::GetSheet(GetSheet { sheet_id: id? })
+        }
+        "ListBatches" => {
+            Fields::of(
+                payload,
+                payload_path,
+                "the ListBatches payload {}",
+                problems,
+            )?
+            .finish(&[], problems);
+            Command::ListBatches(ListBatches {})
         }
         "ListHosts" => {
             Fields::of(payload, payload_path, "the ListHosts payload {}", problems)?
@@ -415,7 +425,7 @@ fn list_instances(
     let mut fields = Fields::of(
         payload,
         path,
-        "the ListBatchInstances payload {limit?, state?, name?, before?}",
+        "the ListBatchInstances payload {limit?, state?, name?, before?, batchId?}",
         problems,
     )?;
     let mut list = ListBatchInstances::default();
@@ -472,7 +482,15 @@ fn list_instances(
             None => ok = false,
         }
     }
-    fields.finish(&["limit", "state", "name", "before"], problems);
+    if let Some((v, p)) = fields.optional("batchId")
+        && !matches!(v.value, Value::Null)
+    {
+        match whole(v, &p, "batchId", i64::MIN..=i64::MAX, problems) {
+            Some(n) => list.batch_id = Some(n),
+            None => ok = false,
+        }
+    }
+    fields.finish(&["limit", "state", "name", "before", "batchId"], problems);
     ok.then_some(list)
 }
 

@@ -94,11 +94,13 @@ fn every_command_the_client_writes_reads_back_as_itself() {
             state: Some(crate::repo::model::InstanceState::Failed),
             name: Some("nightly \"load\" 50%".to_owned()),
             before: Some(77),
+            batch_id: Some(3),
         }
         .into(),
     );
     round_trip(ListSheets {}.into());
     round_trip(GetSheet { sheet_id: 7 }.into());
+    round_trip(ListBatches {}.into());
     round_trip(
         HaltBatchInstance {
             batch_instance_id: 9,
