@@ -150,8 +150,6 @@ async function runsView(params) {
   if (state) payload.state = state;
   if (name) payload.name = name;
   if (before) payload.before = before;
-  const answer = await call('ListBatchInstances', payload);
-  const list = answer.instances;
 
   const stateSelect = el('select', { name: 'state', 'aria-label': 'state' },
     ['', 'waiting', 'running', 'finished', 'failed', 'halted', 'interrupted']
@@ -168,37 +166,58 @@ async function runsView(params) {
     },
   }, el('label', {}, 'State', stateSelect), el('label', {}, 'Batch', nameInput), el('button', { type: 'submit' }, 'Show'));
 
-  const rows = list.map((i) => {
-    const scheduled = i.batchId !== undefined;
-    return el('tr', { 'data-instance': i.batchInstanceId },
-      el('td', { class: 'num' }, el('a', { href: `#/runs/${i.batchInstanceId}` }, i.batchInstanceId)),
-      el('td', {}, i.batchName),
-      el('td', { class: 'wide' }, i.user),
-      el('td', { class: 'wide' }, scheduled ? `scheduled (${i.plannedStart})` : 'by hand'),
-      el('td', {}, badge(i.state)),
-      el('td', {}, localTime(i.start)),
-      el('td', { class: 'num' }, took(i.start, i.end)),
-      el('td', { class: i.late ? 'late' : 'muted' }, scheduled ? duration((i.lateSeconds ?? 0) * 1000) : ''));
-  });
-  const table = el('div', { class: 'table-wrap' }, el('table', { id: 'runs' },
-    el('thead', {}, el('tr', {},
-      el('th', {}, 'Run'), el('th', {}, 'Batch'), el('th', { class: 'wide' }, 'User'), el('th', { class: 'wide' }, 'Started'),
-      el('th', {}, 'State'), el('th', {}, 'Start'), el('th', {}, 'Duration'), el('th', {}, 'Late'))),
-    el('tbody', {}, rows)));
-  const here = new URLSearchParams(params);
-  here.delete('before');
-  const older = new URLSearchParams(here);
-  if (list.length) older.set('before', list[list.length - 1].batchInstanceId);
-  const pager = el('div', { class: 'pager' },
-    before ? el('a', { href: `#/runs${here.toString() ? `?${here}` : ''}` }, 'Newest') : null,
-    list.length === PAGE ? el('a', { href: `#/runs?${older}`, id: 'older' }, 'Older') : null,
-    el('span', { class: 'muted' }, list.length ? `${list.length} shown` : 'No runs match.'));
-  show(el('h1', {}, 'Runs'), filters, table, pager);
+  // The list and its pager, drawn again on each refresh; the filters stay as typed.
+  const listing = el('div', { id: 'listing' });
+  const drawList = (list) => {
+    const rows = list.map((i) => {
+      const scheduled = i.batchId !== undefined;
+      return el('tr', { 'data-instance': i.batchInstanceId },
+        el('td', { class: 'num' }, el('a', { href: `#/runs/${i.batchInstanceId}` }, i.batchInstanceId)),
+        el('td', {}, i.batchName),
+        el('td', { class: 'wide' }, i.user),
+        el('td', { class: 'wide' }, scheduled ? `scheduled (${i.plannedStart})` : 'by hand'),
+        el('td', {}, badge(i.state)),
+        el('td', {}, localTime(i.start)),
+        el('td', { class: 'num' }, took(i.start, i.end)),
+        el('td', { class: i.late ? 'late' : 'muted' }, scheduled ? duration((i.lateSeconds ?? 0) * 1000) : ''));
+    });
+    const table = el('div', { class: 'table-wrap' }, el('table', { id: 'runs' },
+      el('thead', {}, el('tr', {},
+        el('th', {}, 'Run'), el('th', {}, 'Batch'), el('th', { class: 'wide' }, 'User'), el('th', { class: 'wide' }, 'Started'),
+        el('th', {}, 'State'), el('th', {}, 'Start'), el('th', {}, 'Duration'), el('th', {}, 'Late'))),
+      el('tbody', {}, rows)));
+    const here = new URLSearchParams(params);
+    here.delete('before');
+    const older = new URLSearchParams(here);
+    if (list.length) older.set('before', list[list.length - 1].batchInstanceId);
+    const pager = el('div', { class: 'pager' },
+      before ? el('a', { href: `#/runs${here.toString() ? `?${here}` : ''}` }, 'Newest') : null,
+      list.length === PAGE ? el('a', { href: `#/runs?${older}`, id: 'older' }, 'Older') : null,
+      el('span', { class: 'muted' }, list.length ? `${list.length} shown` : 'No runs match.'));
+    listing.replaceChildren(table, pager);
+  };
+  drawList((await call('ListBatchInstances', payload)).instances);
+  show(el('h1', {}, 'Runs'), filters, listing);
   say('');
   // The newest page follows what starts and ends, while it is shown.
   if (before) return null;
-  const timer = setInterval(() => { route(true); }, 5000);
-  return { stop: () => clearInterval(timer) };
+  let stopped = false;
+  let timer = null;
+  const refresh = async () => {
+    try {
+      const list = (await call('ListBatchInstances', payload)).instances;
+      if (stopped) return;
+      drawList(list);
+      performance.mark('weft:drawn');
+    } catch (e) {
+      if (stopped) return;
+      failed(e, () => route());
+      return;
+    }
+    timer = setTimeout(refresh, 5000);
+  };
+  timer = setTimeout(refresh, 5000);
+  return { stop: () => { stopped = true; clearTimeout(timer); } };
 }
 
 // ---- one run ----

@@ -218,6 +218,18 @@ fn in_a_real_browser_the_runs_and_a_run_follow_what_happens() {
         .collect();
     assert_eq!(ids, vec![held, broken, chain]);
     page.screenshot("runs-1280");
+    // The newest page follows new runs on its own, and what is typed in the filters stays.
+    page.type_into("input[name=name]", "typed");
+    let fresh = start(&w, "fresh", &[1]);
+    page.wait_until(
+        &format!("document.querySelector('#runs tbody tr')?.dataset.instance === '{fresh}'"),
+        "a new run shown without a reload",
+    );
+    assert_eq!(
+        page.eval("document.querySelector('input[name=name]').value"),
+        "typed"
+    );
+    page.eval("document.querySelector('input[name=name]').value = ''");
     // Filtered by state: only the failed one.
     page.eval("document.querySelector('select[name=state]').value = 'failed'");
     page.click("form.filters button");
@@ -229,8 +241,8 @@ fn in_a_real_browser_the_runs_and_a_run_follow_what_happens() {
     page.resize(390, 844);
     page.goto(&format!("{base}/#/runs"));
     page.wait_until(
-        "document.querySelectorAll('#runs tbody tr').length === 3",
-        "three runs on a phone",
+        "document.querySelectorAll('#runs tbody tr').length === 4",
+        "four runs on a phone",
     );
     assert_eq!(
         page.eval("document.documentElement.scrollWidth <= 390"),
