@@ -517,3 +517,42 @@ fn in_a_real_browser_the_schedules_show_the_next_starts_across_a_clock_change_an
     page.screenshot("schedules");
     page.assert_no_errors();
 }
+
+#[test]
+fn in_a_real_browser_beyond_loopback_the_page_asks_for_the_token_first() {
+    let w = Weft::start_with(&["--listen", "0.0.0.0:0"], &[]);
+    let o = w.script("getkey", &["weft_server", "--field", "token"], None);
+    assert!(o.status.success(), "{o:?}");
+    let token = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let browser = weft_tests::browser::Browser::start();
+    let page = browser.open(&format!("{base}/#/runs"));
+    // Nothing is shown without the token: the sign-in is.
+    page.wait_for(".login form input[name=token]");
+    assert_eq!(page.count("#runs"), 0);
+    // A wrong token is refused and said so.
+    page.type_into(".login input[name=token]", "not-the-token");
+    page.click(".login button");
+    page.wait_until(
+        "document.querySelector('.login .problem')?.textContent === 'That token was refused.'",
+        "a refused token",
+    );
+    // The right one shows the runs (none yet).
+    page.type_into(".login input[name=token]", &token);
+    page.click(".login button");
+    page.wait_for("#runs");
+    assert!(page.text("main").contains("No runs match."));
+    assert!(
+        !page
+            .eval("document.body.innerText")
+            .to_string()
+            .contains(&token),
+        "the token is not shown"
+    );
+    // The browser logged the server's 401 answers, and nothing else.
+    let errors = page.take_errors();
+    assert!(
+        !errors.is_empty() && errors.iter().all(|e| e.contains("401")),
+        "{errors:?}"
+    );
+}
