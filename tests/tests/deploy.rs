@@ -591,7 +591,22 @@ fn script_at(
     for (k, v) in env {
         c.env(k, v);
     }
-    c.output().expect("script")
+    // A file just written (the copy below) can be held open for writing for
+    // an instant by a child that another test thread forked and that has not
+    // reached exec yet: Linux then refuses to run it with ETXTBSY. That ends
+    // when the child execs, so the spawn is tried again, a bounded number of
+    // times.
+    let mut tries = 0;
+    loop {
+        match c.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::yield_now();
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other.expect("script"),
+        }
+    }
 }
 
 #[test]
