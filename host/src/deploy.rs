@@ -63,6 +63,10 @@ pub struct Report {
     /// For `intoFolder`: old-to-new ids.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id_map: Option<IdMap>,
+    /// The number of the deploy in the deploy history (`ListDeploys`); none for a dry run
+    /// and for a deploy that changed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy_id: Option<i64>,
 }
 
 /// One object a deploy touched, as the answer lists it under what happened to it.
@@ -233,6 +237,7 @@ pub fn deploy(
             list.push(c.into());
         }
         report.warnings = details(std::mem::take(&mut problems));
+        report.deploy_id = w.deploy_id().filter(|_| !opts.dry_run);
         // Commit only real changes: an identical redeploy and a dry run leave the file as it was.
         Ok((Ok(report), wrote && !opts.dry_run))
     })?

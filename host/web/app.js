@@ -564,6 +564,14 @@ async function sheetView(id, node) {
 /** How many batches the schedules view shows with their next starts (each asks twice). */
 const BATCHES = 50;
 
+/** Why a planned start passed, in words. */
+function missedReason(reason) {
+  if (reason === 'running') return 'the previous run had not finished (ifRunning: skip)';
+  if (reason === 'clockGap') return 'the clocks skip this time (springGap: skip)';
+  if (reason.startsWith('cannotStart: ')) return `it could not start: ${reason.slice(13)}`;
+  return reason;
+}
+
 async function schedulesView() {
   const { batches } = await call('ListBatches', {});
   const shown = batches.slice(0, BATCHES);
@@ -588,6 +596,10 @@ async function schedulesView() {
         el('td', {}, st.planned, st.secondOccurrence ? ' (second)' : ''),
         el('td', {}, st.local), el('td', {}, st.utc), el('td', { class: 'wide' }, st.utcOffset ?? ''),
         el('td', { class: 'change' }, st.clockChange ?? '')))))),
+    b.missed.length ? [el('h2', {}, 'Missed starts'), el('div', { class: 'table-wrap' }, el('table', { class: 'missed' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Planned'), el('th', {}, 'Why'), el('th', {}, 'Passed at'))),
+      el('tbody', {}, b.missed.map((ms) => el('tr', {},
+        el('td', {}, ms.planned), el('td', { class: 'why' }, missedReason(ms.reason)), el('td', {}, localTime(ms.decided)))))))] : null,
     el('h2', {}, 'Recent scheduled runs'),
     runs.length ? el('div', { class: 'table-wrap' }, el('table', { class: 'recent' },
       el('thead', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Planned'), el('th', {}, 'State'), el('th', {}, 'Late'))),
@@ -602,20 +614,140 @@ async function schedulesView() {
   return null;
 }
 
+// ---- the deploys ----
+
+const DEPLOYS = 20;
+
+async function deploysView(params) {
+  const before = Number(params.get('before')) || null;
+  const payload = { limit: DEPLOYS, changes: 20 };
+  if (before) payload.before = before;
+  const { deploys } = await call('ListDeploys', payload);
+  const count = (d) => [['created', d.created], ['updated', d.updated], ['deleted', d.deleted]]
+    .filter(([, n]) => n).map(([w, n]) => `${n} ${w}`).join(', ');
+  const cards = deploys.map((d) => el('section', { class: 'card deploy', 'data-deploy': d.deployId },
+    el('h2', {}, `Deploy ${d.deployId}`, ' ', el('span', { class: 'muted' }, localTime(d.deployed))),
+    el('p', { class: 'muted counts' }, count(d)),
+    el('div', { class: 'table-wrap' }, el('table', { class: 'changes' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Change'), el('th', {}, 'Kind'), el('th', { class: 'num' }, 'Id'), el('th', {}, 'Name'))),
+      el('tbody', {}, d.changes.map((c) => el('tr', { 'data-history': c.historyId },
+        el('td', {}, el('span', { class: `change change-${c.change}` }, c.change)),
+        el('td', {}, c.kind),
+        el('td', { class: 'num' }, c.objectId),
+        el('td', {}, el('a', { href: `#/deploys/changes/${c.historyId}` }, c.name ?? `${c.kind} ${c.objectId}`))))))),
+    d.more ? el('p', { class: 'muted' }, `and ${d.more} more`) : null));
+  const older = deploys.length === DEPLOYS ? `#/deploys?before=${deploys[deploys.length - 1].deployId}` : null;
+  show(el('h1', {}, 'Deploys'),
+    el('p', { class: 'muted' }, 'Every committed deploy, newest first, with what it changed (dry runs and deploys that changed nothing are not kept).'),
+    cards.length ? cards : el('p', { class: 'muted' }, before ? 'No older deploys.' : 'Nothing has been deployed yet.'),
+    el('div', { class: 'pager' },
+      before ? el('a', { href: '#/deploys' }, 'Newest') : null,
+      older ? el('a', { href: older, id: 'older' }, 'Older') : null));
+  say('');
+  return null;
+}
+
+/** A stored definition (JSON text) as indented lines, or none. */
+function definitionLines(text) {
+  if (text === null || text === undefined) return [];
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2).split('\n');
+  } catch {
+    return text.split('\n');
+  }
+}
+
+/** The lines of `a` and `b` as a list of [mark, line], mark ' ', '-' or '+' (a longest
+ * common subsequence); `null` when they are too long to compare here. */
+function lineDiff(a, b) {
+  const n = a.length;
+  const m = b.length;
+  if (n * m > 4000000) return null;
+  const width = m + 1;
+  const len = new Uint32Array((n + 1) * width);
+  for (let i = n - 1; i >= 0; i -= 1) {
+    for (let j = m - 1; j >= 0; j -= 1) {
+      len[i * width + j] = a[i] === b[j] ? len[(i + 1) * width + j + 1] + 1
+        : Math.max(len[(i + 1) * width + j], len[i * width + j + 1]);
+    }
+  }
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] === b[j]) { out.push([' ', a[i]]); i += 1; j += 1; }
+    else if (i < n && (j === m || len[(i + 1) * width + j] >= len[i * width + j + 1])) { out.push(['-', a[i]]); i += 1; }
+    else { out.push(['+', b[j]]); j += 1; }
+  }
+  return out;
+}
+
+/** The diff as a `pre`, unchanged stretches longer than six lines folded to their ends. */
+function diffBlock(diff) {
+  const lines = [];
+  let k = 0;
+  while (k < diff.length) {
+    if (diff[k][0] !== ' ') { lines.push(diff[k]); k += 1; continue; }
+    let end = k;
+    while (end < diff.length && diff[end][0] === ' ') end += 1;
+    const run = diff.slice(k, end);
+    const head = k === 0 ? 0 : 3;
+    const tail = end === diff.length ? 0 : 3;
+    if (run.length > head + tail + 1) {
+      lines.push(...run.slice(0, head));
+      lines.push(['…', `${run.length - head - tail} unchanged lines`]);
+      lines.push(...run.slice(run.length - tail));
+    } else {
+      lines.push(...run);
+    }
+    k = end;
+  }
+  const cls = { '+': 'add', '-': 'del', ' ': 'same', '…': 'fold' };
+  return el('pre', { class: 'diff', id: 'diff' }, lines.map(([mark, line]) => el('span', { class: cls[mark] }, `${mark} ${line}`)));
+}
+
+async function deployChangeView(id) {
+  const c = await call('GetDeployChange', { historyId: id });
+  const now = definitionLines(c.definition);
+  const before = definitionLines(c.previous?.definition);
+  const diff = c.previous ? lineDiff(before, now) : now.map((l) => ['+', l]);
+  show(
+    el('h1', {}, `${c.kind} ${c.objectId}${c.name ? `: ${c.name}` : ''}`),
+    el('section', { class: 'card' },
+      el('div', { class: 'summary' },
+        el('div', {}, el('span', {}, 'Change'), el('span', { id: 'change-kind' }, el('span', { class: `change change-${c.change}` }, c.change))),
+        el('div', {}, el('span', {}, 'Deploy'), el('span', {}, c.deployId ?? '—')),
+        el('div', {}, el('span', {}, 'When'), el('span', {}, localTime(c.deployed))),
+        c.previous ? el('div', {}, el('span', {}, 'Before'), el('span', {}, `deploy ${c.previous.deployId ?? '—'}, ${localTime(c.previous.deployed)}`)) : null),
+      el('div', { class: 'actions-bar' },
+        el('a', { href: '#/deploys' }, 'All deploys'),
+        c.kind === 'sheet' ? el('a', { href: `#/sheets/${c.objectId}` }, 'The sheet now') : null)),
+    el('section', { class: 'card detail' },
+      el('h2', {}, c.previous ? 'What changed' : 'As deployed'),
+      diff ? diffBlock(diff) : [
+        el('p', { class: 'muted' }, 'Too long to compare here; both versions follow.'),
+        el('h2', {}, 'Before'), el('pre', {}, before.join('\n')),
+        el('h2', {}, 'After'), el('pre', {}, now.join('\n'))]));
+  say('');
+  return null;
+}
+
 // ---- the router ----
 
 const routes = [
   [/^#\/sheets\/(\d+)(?:\?node=(\d+))?$/, (m) => sheetView(Number(m[1]), m[2] ? Number(m[2]) : null)],
   [/^#\/sheets$/, () => sheetsView()],
   [/^#\/schedules$/, () => schedulesView()],
+  [/^#\/deploys\/changes\/(\d+)$/, (m) => deployChangeView(Number(m[1]))],
+  [/^#\/deploys(?:\?(.*))?$/, (m) => deploysView(new URLSearchParams(m[1] ?? ''))],
   [/^#\/runs\/(\d+)(?:\?action=(\d+))?$/, (m) => runView(Number(m[1]), m[2] ? Number(m[2]) : null)],
   [/^#\/runs(?:\?(.*))?$/, (m) => runsView(new URLSearchParams(m[1] ?? ''))],
 ];
 
 let current = null;
 
-/** Shows the view the address names; `quietly` refreshes without the loading line. */
-async function route(quietly = false) {
+/** Shows the view the address names. */
+async function route() {
   current?.stop?.();
   current = null;
   const hash = location.hash || '#/runs';
@@ -627,7 +759,7 @@ async function route(quietly = false) {
     show(el('p', { class: 'problem' }, `No page here: ${hash}`));
     return;
   }
-  if (!quietly) say('loading…');
+  say('loading…');
   try {
     current = await found[1](found[0].exec(hash));
   } catch (e) {

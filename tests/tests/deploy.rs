@@ -743,3 +743,153 @@ fn the_vital_key_file_entries_are_not_overwritten_by_mistake() {
     assert_ne!(o.status.code(), Some(0));
     assert!(text(&o).1.contains("given twice"), "{:?}", text(&o));
 }
+
+/// Deploys `content` over HTTP: the status and the answer.
+fn deploy_over_http(w: &Weft, content: &str, options: serde_json::Value) -> serde_json::Value {
+    let (status, answer) = command(
+        w,
+        "DeployRepository",
+        serde_json::json!({"content": content, "deployOptions": options}),
+    );
+    assert!(status == 200 || status == 422, "{status}: {answer}");
+    answer
+}
+
+#[test]
+fn the_deploy_history_lists_each_committed_deploy_with_what_it_changed() {
+    let w = Weft::start();
+    let read = |f: &str| std::fs::read_to_string(example(f)).expect("example");
+    let folder = deploy_over_http(&w, &read("1-folder.dsr"), serde_json::Value::Null);
+    let folder = folder["payload"]["deployId"].as_i64().expect("a deploy id");
+    let connection = deploy_over_http(&w, &read("2-connection.dsr"), serde_json::Value::Null);
+    let connection = connection["payload"]["deployId"]
+        .as_i64()
+        .expect("a deploy id");
+    let first = deploy_over_http(&w, &sheet(5), serde_json::Value::Null);
+    let first = first["payload"]["deployId"].as_i64().expect("a deploy id");
+    // What changes nothing is no deploy: the same sheet again, a dry run of a change, and
+    // a rejected change.
+    let changed = sheet(5).replace("step 5", "step five");
+    let again = deploy_over_http(&w, &sheet(5), serde_json::Value::Null);
+    assert!(again["payload"].get("deployId").is_none(), "{again}");
+    let dry = deploy_over_http(&w, &changed, serde_json::json!({"dryRun": true}));
+    assert!(dry["payload"].get("deployId").is_none(), "{dry}");
+    let rejected = deploy_over_http(
+        &w,
+        &changed.replace("type: 1", "type: 9"),
+        serde_json::Value::Null,
+    );
+    assert_eq!(rejected["error"]["code"], "deploy.invalid", "{rejected}");
+    let second = deploy_over_http(&w, &changed, serde_json::Value::Null);
+    let second = second["payload"]["deployId"].as_i64().expect("a deploy id");
+    // Numbers grow (on PostgreSQL a sequence's: a dry run may leave a gap).
+    assert!(folder < connection && connection < first && first < second);
+
+    let (status, list) = command(&w, "ListDeploys", serde_json::json!({}));
+    assert_eq!(status, 200, "{list}");
+    let deploys = list["payload"]["deploys"].as_array().expect("deploys");
+    let ids: Vec<i64> = deploys
+        .iter()
+        .map(|d| d["deployId"].as_i64().unwrap_or(0))
+        .collect();
+    assert_eq!(ids, [second, first, connection, folder]);
+    let newest = &deploys[0];
+    assert_eq!(
+        (
+            &newest["created"],
+            &newest["updated"],
+            &newest["deleted"],
+            &newest["more"]
+        ),
+        (&0.into(), &1.into(), &0.into(), &0.into()),
+        "{newest}"
+    );
+    assert_eq!(newest["changes"][0]["kind"], "sheet");
+    assert_eq!(newest["changes"][0]["objectId"], 5);
+    assert_eq!(newest["changes"][0]["name"], "sheet 5");
+    assert_eq!(newest["changes"][0]["change"], "updated");
+    assert!(
+        newest["deployed"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{newest}"
+    );
+    assert_eq!(deploys[3]["changes"][0]["name"], "/sales");
+    assert_eq!(deploys[3]["changes"][0]["change"], "created");
+
+    // Pages: two at a time, then the two before the last one shown; changes cut short.
+    let (_, page) = command(
+        &w,
+        "ListDeploys",
+        serde_json::json!({"limit": 2, "changes": 0}),
+    );
+    let page = page["payload"]["deploys"].as_array().expect("page").clone();
+    assert_eq!(page.len(), 2);
+    assert_eq!(page[0]["changes"], serde_json::json!([]));
+    assert_eq!(page[0]["more"], 1);
+    let (_, next) = command(
+        &w,
+        "ListDeploys",
+        serde_json::json!({"limit": 2, "before": first}),
+    );
+    let next: Vec<i64> = next["payload"]["deploys"]
+        .as_array()
+        .expect("next")
+        .iter()
+        .map(|d| d["deployId"].as_i64().unwrap_or(0))
+        .collect();
+    assert_eq!(next, [connection, folder]);
+
+    // One change with the definition it replaced: the action's new name, and the old one.
+    let line = newest["changes"][0]["historyId"].as_i64().expect("line");
+    let (status, change) = command(
+        &w,
+        "GetDeployChange",
+        serde_json::json!({"historyId": line}),
+    );
+    assert_eq!(status, 200, "{change}");
+    let change = &change["payload"];
+    assert_eq!(change["deployId"], second);
+    assert!(
+        change["definition"]
+            .as_str()
+            .is_some_and(|d| d.contains("step five")),
+        "{change}"
+    );
+    let previous = &change["previous"];
+    assert_eq!(previous["deployId"], first);
+    assert!(
+        previous["definition"]
+            .as_str()
+            .is_some_and(|d| d.contains("step 5\"")),
+        "{change}"
+    );
+    // The first version replaced nothing; a line that does not exist is a 404 with its id.
+    let first_line = deploys[1]["changes"][0]["historyId"]
+        .as_i64()
+        .expect("line");
+    let (_, first) = command(
+        &w,
+        "GetDeployChange",
+        serde_json::json!({"historyId": first_line}),
+    );
+    assert_eq!(
+        first["payload"]["previous"],
+        serde_json::Value::Null,
+        "{first}"
+    );
+    let before = w.dump();
+    let (status, missing) = command(&w, "GetDeployChange", serde_json::json!({"historyId": 999}));
+    assert_eq!(status, 404, "{missing}");
+    assert_eq!(
+        missing["error"]["code"], "deploy.change_not_found",
+        "{missing}"
+    );
+    assert!(
+        missing["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("999")),
+        "{missing}"
+    );
+    assert_eq!(before, w.dump(), "reading changes nothing");
+}

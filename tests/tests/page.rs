@@ -480,19 +480,56 @@ fn in_a_real_browser_the_schedules_show_the_next_starts_across_a_clock_change_an
         .as_i64()
         .expect("started");
     assert_eq!(wait_end(&w, late)["state"], "finished");
+    // An hourly batch whose run is held by the data file's lock past its next start: that
+    // start passes (ifRunning skip) and is kept as missed.
+    let hourly = serde_json::json!({"version": 1, "transformationData": {"batches": [
+        {"id": 5, "name": "often", "schedule": "every 60 minutes",
+         "elements": [{"elementType": "S", "elementId": 50}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&hourly.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let gate = rusqlite::Connection::open(&data).expect("data");
+    gate.execute_batch("BEGIN IMMEDIATE")
+        .expect("the write lock");
+    let advance = |to: &str| {
+        let (st, v) = command(&w, "AdvanceClock", serde_json::json!({ "to": to }));
+        assert_eq!(st, 200, "{v}");
+        v["payload"]["started"].clone()
+    };
+    let held = advance("2026-10-24 03:00:00")[0]["batchInstanceId"]
+        .as_i64()
+        .expect("the hourly run started");
+    assert_eq!(advance("2026-10-24 04:00:00"), serde_json::json!([]));
+    gate.execute_batch("ROLLBACK").expect("let go");
+    assert_eq!(wait_end(&w, held)["state"], "finished");
 
     let base = w.url.trim_end_matches("/weft/service").to_owned();
     let browser = weft_tests::browser::Browser::start();
     let page = browser.open(&format!("{base}/#/schedules"));
     page.wait_until(
-        "document.querySelectorAll('.schedule').length === 2",
-        "two batches",
+        "document.querySelectorAll('.schedule').length === 3",
+        "three batches",
     );
     assert_eq!(
         page.eval(
             "[...document.querySelectorAll('.schedule h2:first-child')].map(h => h.textContent)"
         ),
-        serde_json::json!(["early ", "off disabled"])
+        serde_json::json!(["early ", "off disabled", "often "])
+    );
+    // The missed start, with why.
+    let missed = page.eval(
+        "[...document.querySelectorAll(\".schedule[data-batch='5'] .missed tbody tr\")].map(r => [r.cells[0].textContent, r.cells[1].textContent])",
+    );
+    assert_eq!(
+        missed,
+        serde_json::json!([[
+            "2026-10-24 04:00:00",
+            "the previous run had not finished (ifRunning: skip)"
+        ]])
+    );
+    assert_eq!(
+        page.count(".schedule[data-batch='3'] .missed"),
+        0,
+        "a batch that missed nothing shows no missed starts"
     );
     // The next starts of `early`: the autumn night runs twice (both), marked.
     let early = ".schedule[data-batch='3']";
@@ -555,4 +592,98 @@ fn in_a_real_browser_beyond_loopback_the_page_asks_for_the_token_first() {
         !errors.is_empty() && errors.iter().all(|e| e.contains("401")),
         "{errors:?}"
     );
+}
+
+#[test]
+fn in_a_real_browser_the_deploys_show_what_each_deploy_changed() {
+    let (w, _data) = server_with_sheets();
+    // A second deploy changes sheet 1's SQL; a dry run and an identical deploy are no deploys.
+    let sheet1 = |sql: &str| {
+        serde_json::json!({"version": 1, "transformationData": {"sheets": [{"id": 1,
+            "attributes": {"name": "sheet 1", "folder_id": 10, "folder": "/etl"},
+            "nodes": [
+                {"id": 10, "type": 0, "attributes": {"module": "Sql", "name": "step 1", "action": sql}},
+                {"id": 11, "type": 1, "attributes": {"field1": "raw", "objectTypeId": 1, "connectionId": 1}},
+                {"id": 19, "type": 1, "attributes": {"field1": "stage", "objectTypeId": 1, "connectionId": 1}}],
+            "edges": [{"id": 11, "from": 11, "to": 10}, {"id": 19, "from": 10, "to": 19}]}]}})
+        .to_string()
+    };
+    let changed = sheet1("INSERT INTO stage SELECT id, upper(v) FROM raw");
+    let (st, v) = command(
+        &w,
+        "DeployRepository",
+        serde_json::json!({"content": changed, "deployOptions": {"dryRun": true}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    for _ in 0..2 {
+        let (st, v) = post(&w.url, deploy_body(&changed));
+        assert_eq!(st, 200, "{v}");
+    }
+
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let browser = weft_tests::browser::Browser::start();
+    let page = browser.open(&format!("{base}/#/deploys"));
+    page.wait_until(
+        "document.querySelectorAll('.deploy').length === 2",
+        "two deploys",
+    );
+    let newest = page.eval(
+        "[...document.querySelectorAll('.deploy')[0].querySelectorAll('.changes tbody tr')].map(r => [...r.cells].map(c => c.textContent))",
+    );
+    assert_eq!(
+        newest,
+        serde_json::json!([["updated", "sheet", "1", "sheet 1"]])
+    );
+    assert_eq!(
+        page.eval("document.querySelectorAll('.deploy')[1].querySelector('.counts').textContent"),
+        "6 created"
+    );
+    let first = page.eval(
+        "[...document.querySelectorAll('.deploy')[1].querySelectorAll('.changes tbody tr')].map(r => r.cells[3].textContent)",
+    );
+    assert_eq!(
+        first,
+        serde_json::json!(["/etl", "data", "sheet 1", "sheet 2", "sheet 3", "sheet 4"])
+    );
+    page.screenshot("deploys");
+
+    // The change: the SQL line before and after, the rest folded.
+    page.click(".deploy .changes tbody tr a");
+    page.wait_for("#diff");
+    let marked = |class: &str| {
+        page.eval(&format!(
+            "[...document.querySelectorAll('#diff .{class}')].map(s => s.textContent.replace(/\\s+/g, ' '))"
+        ))
+    };
+    assert_eq!(
+        marked("del"),
+        serde_json::json!(["- \"action\": \"INSERT INTO stage SELECT * FROM raw\""])
+    );
+    assert_eq!(
+        marked("add"),
+        serde_json::json!(["+ \"action\": \"INSERT INTO stage SELECT id, upper(v) FROM raw\""])
+    );
+    assert!(
+        marked("fold").as_array().is_some_and(|f| !f.is_empty()),
+        "unchanged lines are folded"
+    );
+    assert_eq!(page.text("#change-kind"), "updated");
+    page.screenshot("deploy-change");
+    page.resize(390, 844);
+    page.goto(&format!("{base}/#/deploys"));
+    page.wait_until(
+        "document.querySelectorAll('.deploy').length === 2",
+        "two deploys on a phone",
+    );
+    page.screenshot("deploys-phone");
+
+    // A change that does not exist says so (the browser logs the server's 404, nothing else).
+    page.goto(&format!("{base}/#/deploys/changes/999"));
+    page.wait_until(
+        "document.querySelector('#problem')?.textContent.includes('no change 999')",
+        "a missing change",
+    );
+    let errors = page.take_errors();
+    assert!(errors.iter().all(|e| e.contains("404")), "{errors:?}");
+    page.assert_no_errors();
 }

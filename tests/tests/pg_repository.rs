@@ -204,6 +204,8 @@ fn copy_rows(from: &std::path::Path, to: &PgRepo) {
         "service_batch_next_run",
         "batch_instances",
         "instance_actions",
+        "instance_action_deps",
+        "hosts",
         "repository_identity",
     ];
     for table in order.iter().filter(|t| tables.iter().any(|n| n == *t)) {
@@ -282,7 +284,23 @@ fn the_postgresql_schema_comes_up_from_every_earlier_version_with_the_fixtures_d
         assert_eq!(psql("SELECT module FROM nodes WHERE id = 102"), "Upsert");
         assert_eq!(
             psql("SELECT count(*) FROM deploy_history"),
-            if v >= 2 { "1" } else { "0" },
+            match v {
+                0 | 1 => "0",
+                2..=7 => "1",
+                _ => "3",
+            },
+            "version {v}"
+        );
+        // Version 9: the history lines of one time form one deploy.
+        assert_eq!(
+            psql(
+                "SELECT string_agg(d.id || ':' || (SELECT count(*) FROM deploy_history h WHERE h.deploy_id = d.id), ',' ORDER BY d.id) FROM deploys d"
+            ),
+            match v {
+                0 | 1 => "",
+                2..=7 => "1:1",
+                _ => "1:2,2:1",
+            },
             "version {v}"
         );
         if v >= 3 {

@@ -301,21 +301,27 @@ fn a_restart_during_a_scheduled_run_neither_loses_nor_repeats_the_next_start() {
     assert_eq!(start_dt(&w, 3), "2026-11-24 22:00:00");
 }
 
-#[test]
-fn a_start_missed_while_the_server_was_down_runs_once_late() {
-    let w = start(tempfile::tempdir().expect("home"), "2026-11-22 21:00:00");
-    add_data_connection(&w);
+/// Deploys batch 4 `hourly` (`every 60 minutes`) running sheet 50, whose one action runs
+/// `sql` on connection 1 (writing table `t`).
+fn deploy_hourly(w: &Weft, sql: &str) {
     let doc = json!({"version": 1, "transformationData": {
         "folders": [{"id": 5, "path": "/n"}],
         "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
         "sheets": [{"id": 50, "attributes": {"name": "n", "folder_id": 5, "folder": "/n"},
-          "nodes": [{"id": 51, "type": 0, "attributes": {"module": "Sql", "name": "n", "action": "CREATE TABLE IF NOT EXISTS t (x INTEGER)"}},
+          "nodes": [{"id": 51, "type": 0, "attributes": {"module": "Sql", "name": "n", "action": sql}},
             {"id": 52, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
           "edges": [{"id": 53, "from": 51, "to": 52}]}],
         "batches": [{"id": 4, "name": "hourly", "schedule": "every 60 minutes",
           "elements": [{"elementType": "S", "elementId": 50}]}]}});
     let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
     assert_eq!(st, 200, "{v}");
+}
+
+#[test]
+fn a_start_missed_while_the_server_was_down_runs_once_late() {
+    let w = start(tempfile::tempdir().expect("home"), "2026-11-22 21:00:00");
+    add_data_connection(&w);
+    deploy_hourly(&w, "CREATE TABLE IF NOT EXISTS t (x INTEGER)");
     let first = start_dt(&w, 4);
     // Down for three planned starts and a half: one late run when it is back, then the next
     // planned start is the first one after now.
@@ -333,6 +339,67 @@ fn a_start_missed_while_the_server_was_down_runs_once_late() {
     assert_eq!(start_dt(&w, 4), "2026-11-23 01:00:00");
     assert_eq!(advance(&w, "2026-11-23 00:59:59"), []);
     assert_eq!(runs(&w, 4).len(), 1);
+}
+
+#[test]
+fn starts_passed_while_the_batch_still_runs_are_kept_as_missed_the_newest_hundred() {
+    let w = start(tempfile::tempdir().expect("home"), "2026-11-22 21:00:00");
+    add_data_connection(&w);
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE t (x INTEGER)")
+        .expect("table");
+    deploy_hourly(&w, "INSERT INTO t VALUES (1)");
+    // The first run is held by the data file's lock while 102 hourly starts pass.
+    let gate = rusqlite::Connection::open(&data).expect("data");
+    gate.execute_batch("BEGIN IMMEDIATE")
+        .expect("the write lock");
+    let held = advance(&w, "2026-11-22 22:00:00");
+    assert_eq!(held.len(), 1, "{held:?}");
+    let mut hour =
+        chrono::NaiveDateTime::parse_from_str("2026-11-22 22:00:00", "%Y-%m-%d %H:%M:%S")
+            .expect("time");
+    for _ in 0..102 {
+        hour += chrono::Duration::hours(1);
+        let at = hour.format("%Y-%m-%d %H:%M:%S").to_string();
+        assert_eq!(advance(&w, &at), [], "at {at}");
+    }
+    gate.execute_batch("ROLLBACK").expect("let go");
+    finished(&w, held[0].1);
+    // Kept once each, the newest hundred; the ten newest listed, newest first, with why.
+    assert_eq!(
+        w.repo_value("SELECT COUNT(*) FROM missed_starts WHERE batch_id = 4"),
+        "100"
+    );
+    assert_eq!(
+        w.repo_value("SELECT MIN(planned) FROM missed_starts"),
+        "2026-11-23 01:00:00"
+    );
+    let (st, v) = command(&w, "ListBatches", json!({}));
+    assert_eq!(st, 200, "{v}");
+    let missed = v["payload"]["batches"][0]["missed"]
+        .as_array()
+        .expect("missed")
+        .clone();
+    assert_eq!(missed.len(), 10, "{v}");
+    assert_eq!(
+        missed[0]["planned"],
+        hour.format("%Y-%m-%d %H:%M:%S").to_string()
+    );
+    assert_eq!(missed[0]["reason"], "running");
+    assert!(
+        missed[0]["decided"]
+            .as_str()
+            .is_some_and(|d| d.ends_with('Z')),
+        "{v}"
+    );
+    assert_eq!(
+        missed[9]["planned"],
+        (hour - chrono::Duration::hours(9))
+            .format("%Y-%m-%d %H:%M:%S")
+            .to_string()
+    );
 }
 
 #[test]

@@ -237,6 +237,32 @@ pub async fn list_batches(
     Ok(crate::api::protocol::BatchList { batches })
 }
 
+/// `ListDeploys {limit?, before?, changes?}`: a page of the deploy history, newest first.
+pub async fn list_deploys(
+    state: &Arc<AppState>,
+    request: crate::api::protocol::ListDeploys,
+) -> Result<crate::api::protocol::DeployList, ApiError> {
+    let repo = Arc::clone(state.executor.repo());
+    let deploys = tokio::task::spawn_blocking(move || {
+        repo.deploys(request.before, request.limit, request.changes)
+    })
+    .await??;
+    Ok(crate::api::protocol::DeployList { deploys })
+}
+
+/// `GetDeployChange {historyId}`: one change of a deploy with the definition it deployed
+/// and the one it replaced.
+pub async fn get_deploy_change(
+    state: &Arc<AppState>,
+    request: crate::api::protocol::GetDeployChange,
+) -> Result<crate::repo::model::HistoryDetail, ApiError> {
+    let id = request.history_id;
+    let repo = Arc::clone(state.executor.repo());
+    tokio::task::spawn_blocking(move || repo.history_detail(id))
+        .await??
+        .ok_or(ApiError::NoDeployChange(id))
+}
+
 /// `GetSheet {sheetId}`: the sheet as drawn, and its last runs.
 pub async fn get_sheet(
     state: &Arc<AppState>,

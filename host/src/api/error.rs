@@ -77,6 +77,9 @@ pub enum ApiError {
     /// No sheet has this id (404).
     #[error("sheet {0} does not exist")]
     NoSheet(i64),
+    /// No line of the deploy history has this id (404).
+    #[error("the deploy history has no change {0}")]
+    NoDeployChange(i64),
     /// `AdvanceClock` on a server whose clock is not stepped (409).
     #[error(
         "AdvanceClock moves the service clock only of a development server started with --stepped-clock"
@@ -119,7 +122,8 @@ impl ApiError {
             ApiError::NoSuchPath
             | ApiError::NoInstance(_)
             | ApiError::NoBatch(_)
-            | ApiError::NoSheet(_) => StatusCode::NOT_FOUND,
+            | ApiError::NoSheet(_)
+            | ApiError::NoDeployChange(_) => StatusCode::NOT_FOUND,
             ApiError::Method => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::ClockNotStepped | ApiError::ClockBackwards(_) => StatusCode::CONFLICT,
             ApiError::Deploy(deploy::Error::Invalid(_)) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -165,6 +169,7 @@ impl ApiError {
             ApiError::NoInstance(_) => "run.not_found",
             ApiError::NoBatch(_) => "batch.not_found",
             ApiError::NoSheet(_) => "sheet.not_found",
+            ApiError::NoDeployChange(_) => "deploy.change_not_found",
             ApiError::ClockNotStepped => "clock.not_stepped",
             ApiError::ClockBackwards(_) => "clock.backwards",
             ApiError::ClockTime(_) => "request.envelope",

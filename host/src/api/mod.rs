@@ -140,6 +140,8 @@ async fn handle(
         Command::ListSheets(_) => answer(commands::list_sheets(state).await),
         Command::GetSheet(r) => answer(commands::get_sheet(state, r).await),
         Command::ListBatches(_) => answer(commands::list_batches(state).await),
+        Command::ListDeploys(r) => answer(commands::list_deploys(state, r).await),
+        Command::GetDeployChange(r) => answer(commands::get_deploy_change(state, r).await),
         Command::AdvanceClock(r) => answer(commands::advance_clock(state, r).await),
     }
 }

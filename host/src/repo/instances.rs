@@ -249,14 +249,15 @@ pub fn counts(conn: &dyn Session) -> Result<crate::repo::model::StateCounts> {
     Ok(crate::repo::model::StateCounts { instances, actions })
 }
 
-/// The newest `limit` instances that ran (or run) actions of sheet `sheet`, newest first:
-/// the instances are read newest first and each is asked through its actions' key, so a
-/// sheet run lately is answered after a few rows.
+/// The newest `limit` instances that ran (or run) actions of sheet `sheet`, newest first,
+/// found through the index of the actions by sheet (schema version 9), so that a sheet run
+/// long ago costs no more than one run lately.
 pub fn of_sheet(conn: &dyn Session, sheet: i64, limit: i64) -> Result<Vec<InstanceSummary>> {
     let sql = format!(
         "SELECT {SUMMARY} FROM batch_instances b
-         WHERE EXISTS (SELECT 1 FROM instance_actions a WHERE a.instance_id = b.id AND a.sheet_id = ?1)
-         ORDER BY b.id DESC LIMIT ?2"
+         WHERE b.id IN (SELECT a.instance_id FROM instance_actions a WHERE a.sheet_id = ?1
+                        GROUP BY a.instance_id ORDER BY a.instance_id DESC LIMIT ?2)
+         ORDER BY b.id DESC"
     );
     conn.rows(&sql, args![sheet, limit], summary)?
         .into_iter()

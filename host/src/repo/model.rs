@@ -528,4 +528,92 @@ pub struct BatchItem {
     pub schedule: String,
     /// Whether it runs.
     pub enabled: bool,
+    /// Its newest planned starts that passed without a run (at most
+    /// [`BatchItem::MISSED_SHOWN`]), newest first.
+    pub missed: Vec<MissedItem>,
+}
+
+impl BatchItem {
+    /// How many missed starts a batch lists.
+    pub const MISSED_SHOWN: i64 = 10;
+}
+
+/// A deploy as the web page's deploy history lists it (`ListDeploys`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeployItem {
+    /// Its number.
+    pub deploy_id: i64,
+    /// When it was committed (UTC, ISO 8601).
+    pub deployed: String,
+    /// How many objects it created.
+    pub created: i64,
+    /// How many it updated.
+    pub updated: i64,
+    /// How many it deleted.
+    pub deleted: i64,
+    /// Its first changes, in the order it made them.
+    pub changes: Vec<HistoryItem>,
+    /// How many more changes it made than `changes` lists.
+    pub more: i64,
+}
+
+/// One change of a deploy: a line of the deploy history.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryItem {
+    /// The line's id (`GetDeployChange`).
+    pub history_id: i64,
+    /// `folder`, `connection`, `sheet` or `batch`.
+    pub kind: String,
+    /// The object's id.
+    pub object_id: i64,
+    /// Its name then (a folder's path), when known.
+    pub name: Option<String>,
+    /// `created`, `updated` or `deleted`.
+    pub change: String,
+}
+
+/// One change with the definition it deployed and the one it replaced (`GetDeployChange`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryDetail {
+    /// The change.
+    #[serde(flatten)]
+    pub item: HistoryItem,
+    /// Its deploy.
+    pub deploy_id: Option<i64>,
+    /// When (UTC, ISO 8601).
+    pub deployed: String,
+    /// The definition deployed, as stored (JSON text).
+    pub definition: Option<String>,
+    /// The object's change before this one, if any.
+    pub previous: Option<PreviousVersion>,
+}
+
+/// The version a change replaced.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviousVersion {
+    /// Its history line.
+    pub history_id: i64,
+    /// Its deploy.
+    pub deploy_id: Option<i64>,
+    /// When (UTC, ISO 8601).
+    pub deployed: String,
+    /// Its definition (JSON text).
+    pub definition: Option<String>,
+}
+
+/// A planned start that passed without a run (`ListBatches`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MissedItem {
+    /// The planned start, wall-clock text in the service zone.
+    pub planned: String,
+    /// When a host passed it (UTC, ISO 8601).
+    pub decided: String,
+    /// Why: `running` (the previous run had not finished), `clockGap` (the clocks skip
+    /// it), or `cannotStart: ` and the error.
+    pub reason: String,
 }

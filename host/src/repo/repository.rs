@@ -207,7 +207,7 @@ impl InstanceStore for Repository {
             }
             let id = instances::create(c, new)?;
             if let Some(s) = scheduled {
-                if !schedules::advance(c, s.batch_id, &s.from, s.next.as_ref())? {
+                if !schedules::advance(c, s.batch_id, &s.from, s.next.as_ref(), None)? {
                     return Err(Error::Conflict(format!(
                         "the planned start of batch {} changed while it was being started",
                         s.batch_id
@@ -362,6 +362,19 @@ impl SheetStore for Repository {
     fn sheet_runs(&self, id: i64, limit: i64) -> Result<Vec<InstanceSummary>> {
         self.with(|c| instances::of_sheet(c, id, limit))
     }
+
+    fn deploys(
+        &self,
+        before: Option<i64>,
+        limit: i64,
+        changes: i64,
+    ) -> Result<Vec<crate::repo::model::DeployItem>> {
+        self.with(|c| super::browse::deploys(c, before, limit, changes))
+    }
+
+    fn history_detail(&self, id: i64) -> Result<Option<crate::repo::model::HistoryDetail>> {
+        self.with(|c| super::browse::history_detail(c, id))
+    }
 }
 
 /// How often a PostgreSQL transaction that met a deadlock or a serialization failure is run
@@ -402,8 +415,14 @@ impl PlannedStarts for Repository {
         self.with(|c| schedules::batch(c, batch_id))
     }
 
-    fn advance_start(&self, batch_id: i64, from: &str, next: Option<&Planned>) -> Result<bool> {
-        self.tx(|c| schedules::advance(c, batch_id, from, next))
+    fn advance_start(
+        &self,
+        batch_id: i64,
+        from: &str,
+        next: Option<&Planned>,
+        missed: Option<&crate::sched::scheduler::Missed>,
+    ) -> Result<bool> {
+        self.tx(|c| schedules::advance(c, batch_id, from, next, missed))
     }
 }
 

@@ -3,9 +3,10 @@
 
 type Result<T, E = crate::repo::error::Error> = std::result::Result<T, E>;
 
+use crate::repo::error::now_utc;
 use crate::repo::sql::{Row, Session, args};
 use crate::sched::schedule::Planned;
-use crate::sched::scheduler::StoredStart;
+use crate::sched::scheduler::{Missed, StoredStart};
 
 const COLUMNS: &str = "b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT)";
 
@@ -59,8 +60,12 @@ pub fn batch(conn: &dyn Session, batch_id: i64) -> Result<Option<StoredStart>> {
     conn.row(&sql, args![batch_id], stored)
 }
 
-/// Moves a batch's planned start from `from` (as read) to `next` (deleted when `None`);
-/// `false` when `start_dt` changed meanwhile (then nothing is written).
+/// How many missed starts are kept per batch: the newest.
+pub const MISSED_KEPT: i64 = 100;
+
+/// Moves a batch's planned start from `from` (as read) to `next` (deleted when `None`),
+/// and records `missed` (keeping the newest [`MISSED_KEPT`] of the batch); `false` when
+/// `start_dt` changed meanwhile (then nothing is written).
 ///
 /// # Errors
 ///
@@ -70,6 +75,7 @@ pub fn advance(
     batch_id: i64,
     from: &str,
     next: Option<&Planned>,
+    missed: Option<&Missed>,
 ) -> Result<bool> {
     let changed = match next {
         Some(n) => {
@@ -91,6 +97,18 @@ pub fn advance(
             args![batch_id, from],
         )?,
     };
+    if changed == 1
+        && let Some(m) = missed
+    {
+        conn.execute(
+            "INSERT INTO missed_starts (batch_id, planned, decided_at, reason) VALUES (?1, ?2, ?3, ?4)",
+            args![batch_id, m.planned, now_utc(), m.reason.to_string()],
+        )?;
+        conn.execute(
+            "DELETE FROM missed_starts WHERE batch_id = ?1 AND id <= (SELECT id FROM missed_starts WHERE batch_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+            args![batch_id, MISSED_KEPT],
+        )?;
+    }
     Ok(changed == 1)
 }
 

@@ -214,6 +214,30 @@ CREATE INDEX instance_actions_instance_state ON instance_actions(instance_id, st
 ",
         then: Some(fill_dependencies),
     },
+    Migration {
+        summary: "deploys: each committed deploy numbered, its history lines tied to it (earlier lines grouped by their time) and naming what changed; the scheduled starts passed over, with why; the actions of a sheet found by an index",
+        sql: "
+CREATE TABLE deploys (
+    id          INTEGER PRIMARY KEY,
+    deployed_at TEXT NOT NULL
+);
+ALTER TABLE deploy_history ADD COLUMN deploy_id INTEGER REFERENCES deploys(id);
+ALTER TABLE deploy_history ADD COLUMN name TEXT;
+INSERT INTO deploys (deployed_at) SELECT DISTINCT deployed_at FROM deploy_history ORDER BY deployed_at;
+UPDATE deploy_history SET deploy_id = (SELECT d.id FROM deploys d WHERE d.deployed_at = deploy_history.deployed_at);
+CREATE INDEX deploy_history_deploy ON deploy_history(deploy_id, id);
+CREATE TABLE missed_starts (
+    id         INTEGER PRIMARY KEY,
+    batch_id   INTEGER NOT NULL REFERENCES batches(id) ON DELETE CASCADE,
+    planned    TEXT NOT NULL,
+    decided_at TEXT NOT NULL,
+    reason     TEXT NOT NULL
+);
+CREATE INDEX missed_starts_batch ON missed_starts(batch_id, id);
+CREATE INDEX instance_actions_sheet ON instance_actions(sheet_id, instance_id);
+",
+        then: Some(fill_history_names),
+    },
 ];
 
 /// Version 6: the plans of every stored sheet, read from its definition once. A sheet whose
@@ -278,6 +302,36 @@ fn fill_dependencies(conn: &dyn Session) -> Result<()> {
             conn.execute(
                 "UPDATE instance_actions SET waits_for = ?3 WHERE instance_id = ?1 AND action_id = ?2",
                 args![instance, action, waits],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Version 9: the name of what each history line changed, read from the definition it
+/// kept (a folder's path; a connection's, sheet's or batch's name). A line whose definition
+/// cannot be read keeps none.
+fn fill_history_names(conn: &dyn Session) -> Result<()> {
+    let lines: Vec<(i64, String, Option<String>)> = conn.rows(
+        "SELECT id, kind, definition FROM deploy_history ORDER BY id",
+        args![],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    for (id, kind, definition) in lines {
+        let name = definition
+            .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
+            .and_then(|v| {
+                let named = match kind.as_str() {
+                    "folder" => v.get("path"),
+                    "sheet" => v.get("attributes").and_then(|a| a.get("name")),
+                    _ => v.get("name"),
+                };
+                named.and_then(|n| n.as_str()).map(str::to_owned)
+            });
+        if let Some(name) = name {
+            conn.execute(
+                "UPDATE deploy_history SET name = ?2 WHERE id = ?1",
+                args![id, name],
             )?;
         }
     }

@@ -36,6 +36,9 @@ pub trait DeployWriter: Facts {
     /// start after now, which the caller computed) when the batch is new, its schedule
     /// changed, or it has none; else the stored one stays (a sheet may have moved it).
     fn batch(&self, b: &Batch, schedule: &Schedule, first: Option<Planned>) -> Result<Change>;
+    /// The number this deploy got with its first change (in `deploys`); `None` while it
+    /// changed nothing.
+    fn deploy_id(&self) -> Option<i64>;
 }
 
 /// Batch instances and their actions, and the hosts that run them. Each method is one
@@ -146,4 +149,14 @@ pub trait SheetStore {
     fn batches(&self) -> Result<Vec<crate::repo::model::BatchItem>>;
     /// The newest `limit` instances that ran actions of sheet `id`.
     fn sheet_runs(&self, id: i64, limit: i64) -> Result<Vec<InstanceSummary>>;
+    /// A page of the deploy history, newest first: at most `limit` deploys before deploy
+    /// `before` (or the newest), each with its first `changes` changes.
+    fn deploys(
+        &self,
+        before: Option<i64>,
+        limit: i64,
+        changes: i64,
+    ) -> Result<Vec<crate::repo::model::DeployItem>>;
+    /// A history line with its definition and the version before it.
+    fn history_detail(&self, id: i64) -> Result<Option<crate::repo::model::HistoryDetail>>;
 }

@@ -126,6 +126,26 @@ fn make_fixture_v7() {
         .expect("checkpoint");
 }
 
+/// Writes `tests/fixtures/repository-v8.db`: made once, when version 9 was added, from the
+/// fixture of version 7 upgraded to version 8, with two more history lines: one written with
+/// the folder's (the same deploy, as version 9 groups them) and one a minute later.
+#[test]
+#[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
+fn make_fixture_v8() {
+    let path = fixtures().join("repository-v8.db");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(fixtures().join("repository-v7.db"), &path).expect("copy v7");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_version(&mut conn, 8).expect("v8");
+    conn.execute_batch(
+        "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES ('2026-01-01 00:00:00', 'sheet', 100, 'created', '{}');
+         INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES ('2026-01-01 00:01:00', 'sheet', 100, 'updated', '{}');",
+    )
+    .expect("v8 rows");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
 #[test]
 fn upgrades_every_earlier_version_and_keeps_the_data() {
     // Version 0: an empty file.
@@ -171,7 +191,30 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
         let history: i64 = conn
             .query_row("SELECT COUNT(*) FROM deploy_history", [], |r| r.get(0))
             .expect("v2 table");
-        assert_eq!(history, i64::from(v >= 2), "version {v}");
+        assert_eq!(
+            history,
+            i64::from(v >= 2) + 2 * i64::from(v >= 8),
+            "version {v}"
+        );
+        // Version 9: every history line belongs to a deploy, those of one time to one.
+        let deploys: Vec<(i64, String, i64)> = conn
+            .prepare(
+                "SELECT d.id, d.deployed_at, COUNT(*) FROM deploys d JOIN deploy_history h ON h.deploy_id = d.id GROUP BY d.id, d.deployed_at ORDER BY d.id",
+            )
+            .and_then(|mut st| {
+                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect::<Result<_, _>>()
+            })
+            .expect("v9 deploys");
+        let expected: Vec<(i64, String, i64)> = match v {
+            1 => vec![],
+            2..=7 => vec![(1, "2026-01-01 00:00:00".into(), 1)],
+            _ => vec![
+                (1, "2026-01-01 00:00:00".into(), 2),
+                (2, "2026-01-01 00:01:00".into(), 1),
+            ],
+        };
+        assert_eq!(deploys, expected, "version {v}");
         let instances: i64 = conn
             .query_row("SELECT COUNT(*) FROM batch_instances", [], |r| r.get(0))
             .expect("v3 table");

@@ -13,16 +13,43 @@ use std::borrow::Cow;
 /// Writes inside one transaction; see [`super::Repository::write`].
 pub struct Writer<'t> {
     tx: &'t dyn Session,
+    /// The deploy's number and time, once its first change made its row in `deploys`.
+    deploy: std::cell::RefCell<Option<(i64, String)>>,
 }
 
 impl<'t> Writer<'t> {
     pub(super) fn new(tx: &'t dyn Session) -> Self {
-        Writer { tx }
+        Writer {
+            tx,
+            deploy: std::cell::RefCell::new(None),
+        }
     }
 
     /// A writer over `conn` used only to read facts outside a transaction.
     pub fn reader(conn: &'t dyn Session) -> Self {
-        Writer { tx: conn }
+        Self::new(conn)
+    }
+
+    /// The number of this deploy and its time: its row in `deploys` is made at its first
+    /// real change, so that a deploy that changes nothing writes nothing.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn deploy(&self) -> Result<(i64, String)> {
+        if let Some(d) = self.deploy.borrow().as_ref() {
+            return Ok(d.clone());
+        }
+        let at = now_utc();
+        let id: i64 = self
+            .tx
+            .value(
+                "INSERT INTO deploys (deployed_at) VALUES (?1) RETURNING id",
+                args![at],
+            )?
+            .ok_or_else(|| Error::Corrupt("a new deploy's row answered no id".to_owned()))?;
+        *self.deploy.borrow_mut() = Some((id, at.clone()));
+        Ok((id, at))
     }
 
     fn one<T: FromValue>(&self, sql: &str, id: impl ToParam) -> Result<Option<T>> {
@@ -35,13 +62,15 @@ impl<'t> Writer<'t> {
 
     fn history(
         &self,
-        kind: &str,
-        id: i64,
+        (kind, id, name): (&str, i64, &str),
         change: ChangeKind,
         definition: Option<&str>,
     ) -> Result<()> {
-        let now = now_utc();
-        if let Some(line) = history_line(kind, id, change, definition, &now) {
+        if change == ChangeKind::Unchanged {
+            return Ok(());
+        }
+        let deploy = self.deploy()?;
+        if let Some(line) = history_line((kind, id, name), change, definition, &deploy) {
             self.tx.execute_all(&[line])?;
         }
         Ok(())
@@ -92,7 +121,7 @@ impl<'t> Writer<'t> {
                 ChangeKind::Created
             }
         };
-        self.history("folder", f.id.v, change, Some(&definition))?;
+        self.history(("folder", f.id.v, &f.path.v), change, Some(&definition))?;
         Ok(Change {
             kind: ObjectKind::Folder,
             id: f.id.v,
@@ -133,7 +162,7 @@ impl<'t> Writer<'t> {
                 ChangeKind::Created
             }
         };
-        self.history("connection", c.id.v, change, Some(&definition))?;
+        self.history(("connection", c.id.v, &c.name.v), change, Some(&definition))?;
         Ok(Change {
             kind: ObjectKind::Connection,
             id: c.id.v,
@@ -254,7 +283,7 @@ impl<'t> Writer<'t> {
                 }
             }
         }
-        self.history("batch", b.id.v, change, Some(&definition))?;
+        self.history(("batch", b.id.v, &b.name.v), change, Some(&definition))?;
         Ok(Change {
             kind: ObjectKind::Batch,
             id: b.id.v,
@@ -320,13 +349,18 @@ impl<'t> Writer<'t> {
         if change != ChangeKind::Unchanged {
             writes.extend(Self::nodes_and_edges(s));
         }
-        writes.extend(history_line(
-            "sheet",
-            s.id.v,
-            change,
-            Some(&definition),
-            &now,
-        ));
+        let deploy = match change {
+            ChangeKind::Unchanged => None,
+            _ => Some(self.deploy()?),
+        };
+        if let Some(deploy) = &deploy {
+            writes.extend(history_line(
+                ("sheet", s.id.v, &a.name.v),
+                change,
+                Some(&definition),
+                deploy,
+            ));
+        }
         self.tx.execute_all(&writes)?;
         changes.insert(
             0,
@@ -453,13 +487,13 @@ impl<'t> Writer<'t> {
     }
 }
 
-/// The statement that adds a change to the deploy history, none for an unchanged object.
+/// The statement that adds a change to the history of `deploy` (its number and time), none
+/// for an unchanged object.
 fn history_line<'a>(
-    kind: &'a str,
-    id: i64,
+    (kind, id, name): (&'a str, i64, &'a str),
     change: ChangeKind,
     definition: Option<&'a str>,
-    at: &'a str,
+    (deploy, at): &'a (i64, String),
 ) -> Option<Statement<'a>> {
     let change = match change {
         ChangeKind::Created => "created",
@@ -468,13 +502,15 @@ fn history_line<'a>(
         ChangeKind::Unchanged => return None,
     };
     Some((
-        "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition, deploy_id, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         vec![
             Param::Text(Cow::Borrowed(at)),
             Param::Text(Cow::Borrowed(kind)),
             Param::Int(id),
             Param::Text(Cow::Borrowed(change)),
             definition.map_or(Param::Null, |d| Param::Text(Cow::Borrowed(d))),
+            Param::Int(*deploy),
+            Param::Text(Cow::Borrowed(name)),
         ],
     ))
 }
@@ -573,5 +609,9 @@ impl crate::repo::store::DeployWriter for Writer<'_> {
         first: Option<crate::sched::schedule::Planned>,
     ) -> Result<Change> {
         Writer::batch(self, b, schedule, first)
+    }
+
+    fn deploy_id(&self) -> Option<i64> {
+        self.deploy.borrow().as_ref().map(|d| d.0)
     }
 }

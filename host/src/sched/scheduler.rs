@@ -113,8 +113,10 @@ pub trait PlannedStarts {
     ///
     /// A repository error.
     fn batch_schedule(&self, batch_id: i64) -> Result<Option<StoredStart>, Self::Error>;
-    /// Moves a planned start from `from` (as read) to `next` (none: removed); `false`, with
-    /// nothing written, when it changed meanwhile.
+    /// Moves a planned start from `from` (as read) to `next` (none: removed), recording
+    /// the start as missed, with why, when `missed` says (in the same transaction, so that
+    /// it is recorded once across hosts); `false`, with nothing written, when it changed
+    /// meanwhile.
     ///
     /// # Errors
     ///
@@ -124,6 +126,7 @@ pub trait PlannedStarts {
         batch_id: i64,
         from: &str,
         next: Option<&Planned>,
+        missed: Option<&Missed>,
     ) -> Result<bool, Self::Error>;
     /// Whether an instance of batch `batch_id` is running or waiting.
     ///
@@ -317,14 +320,18 @@ fn one<S: Starter>(
     let next = d.schedule.next(zone, &d.planned, now);
     let Some(when) = when else {
         // A planned time the clocks skip, whose policy is to skip it.
-        if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref())? {
+        let missed = Missed {
+            planned: d.planned.to_string(),
+            reason: MissedReason::ClockGap,
+        };
+        if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref(), Some(&missed))? {
             tracing::info!(message = "A planned start the clocks skip passed (springGap skip).", batch_id = d.batch_id, planned = %d.planned);
             report.passed.push(d.batch_id);
         }
         return Ok(());
     };
     if !d.enabled {
-        if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref())? {
+        if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref(), None)? {
             report.passed.push(d.batch_id);
         }
         return Ok(());
@@ -332,7 +339,15 @@ fn one<S: Starter>(
     if repo.batch_is_running(d.batch_id)? {
         if d.if_running == "wait" {
             report.waiting.push(d.batch_id);
-        } else if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref())? {
+        } else if repo.advance_start(
+            d.batch_id,
+            &d.start_dt,
+            next.as_ref(),
+            Some(&Missed {
+                planned: d.planned.to_string(),
+                reason: MissedReason::Running,
+            }),
+        )? {
             tracing::warn!(message = "A scheduled start passed: the batch's previous run has not finished (ifRunning skip).", batch_id = d.batch_id, planned = %d.planned);
             crate::metrics::scheduled_start_missed();
             report.passed.push(d.batch_id);
@@ -368,12 +383,47 @@ fn one<S: Starter>(
             // The elements no longer exist, or form a cycle: the start passes, with the
             // reason in the log, so that one broken batch does not block the others.
             tracing::error!(message = "A scheduled batch could not start; its planned start passes.", batch_id = d.batch_id, planned = %planned_text, error = %e);
-            if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref())? {
+            let missed = Missed {
+                planned: planned_text.clone(),
+                reason: MissedReason::CannotStart(e.to_string()),
+            };
+            if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref(), Some(&missed))? {
                 report.passed.push(d.batch_id);
             }
         }
     }
     Ok(())
+}
+
+/// A planned start that passed without a run, as the repository keeps it for the page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missed {
+    /// The planned start, wall-clock text in the service zone.
+    pub planned: String,
+    /// Why it passed.
+    pub reason: MissedReason,
+}
+
+/// Why a planned start passed without a run (a disabled batch's starts are not kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MissedReason {
+    /// The batch's previous run had not finished (`ifRunning: skip`).
+    Running,
+    /// The clocks skip the planned time (`springGap: skip`).
+    ClockGap,
+    /// The batch could not start: its elements are gone or form a cycle.
+    CannotStart(String),
+}
+
+impl std::fmt::Display for MissedReason {
+    /// As stored: `running`, `clockGap`, or `cannotStart: ` and the error.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MissedReason::Running => f.write_str("running"),
+            MissedReason::ClockGap => f.write_str("clockGap"),
+            MissedReason::CannotStart(e) => write!(f, "cannotStart: {e}"),
+        }
+    }
 }
 
 /// The scheduler's thread; stops when dropped.

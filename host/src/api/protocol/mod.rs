@@ -36,6 +36,8 @@ pub const COMMANDS: &[&str] = &[
     "ListSheets",
     "GetSheet",
     "ListBatches",
+    "ListDeploys",
+    "GetDeployChange",
     "AdvanceClock",
 ];
 
@@ -68,6 +70,10 @@ pub enum Command {
     GetSheet(GetSheet),
     /// The scheduled batches.
     ListBatches(ListBatches),
+    /// A page of the deploy history.
+    ListDeploys(ListDeploys),
+    /// One change of a deploy, with the definition it replaced.
+    GetDeployChange(GetDeployChange),
     /// Move a development server's stepped clock (`weft serve --stepped-clock`).
     AdvanceClock(AdvanceClock),
 }
@@ -89,6 +95,8 @@ impl Command {
             Command::ListSheets(_) => ListSheets::NAME,
             Command::GetSheet(_) => GetSheet::NAME,
             Command::ListBatches(_) => ListBatches::NAME,
+            Command::ListDeploys(_) => ListDeploys::NAME,
+            Command::GetDeployChange(_) => GetDeployChange::NAME,
             Command::AdvanceClock(_) => AdvanceClock::NAME,
         }
     }
@@ -117,6 +125,8 @@ impl Serialize for Command {
             Command::ListSheets(p) => map.serialize_entry("payload", p)?,
             Command::GetSheet(p) => map.serialize_entry("payload", p)?,
             Command::ListBatches(p) => map.serialize_entry("payload", p)?,
+            Command::ListDeploys(p) => map.serialize_entry("payload", p)?,
+            Command::GetDeployChange(p) => map.serialize_entry("payload", p)?,
             Command::AdvanceClock(p) => map.serialize_entry("payload", p)?,
         }
         if let Some(v) = variables {
@@ -162,6 +172,8 @@ request! {
     ListSheets => crate::repo::model::Tree,
     GetSheet => SheetView,
     ListBatches => BatchList,
+    ListDeploys => DeployList,
+    GetDeployChange => crate::repo::model::HistoryDetail,
     AdvanceClock => ClockAdvanced,
 }
 
@@ -655,4 +667,42 @@ pub struct ListBatches {}
 pub struct BatchList {
     /// Every scheduled batch, by name.
     pub batches: Vec<crate::repo::model::BatchItem>,
+}
+
+/// `ListDeploys {limit?, before?, changes?}`: a page of the deploy history, newest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListDeploys {
+    /// How many deploys (1 to 200; default 20).
+    pub limit: i64,
+    /// Only deploys older than this one: the page after one whose last deploy it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<i64>,
+    /// How many changes of each deploy are listed (0 to 200; default 20).
+    pub changes: i64,
+}
+
+impl Default for ListDeploys {
+    fn default() -> Self {
+        ListDeploys {
+            limit: 20,
+            before: None,
+            changes: 20,
+        }
+    }
+}
+
+/// `ListDeploys`' answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeployList {
+    /// The deploys, newest first.
+    pub deploys: Vec<crate::repo::model::DeployItem>,
+}
+
+/// `GetDeployChange {historyId}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetDeployChange {
+    /// The change's line in the deploy history.
+    pub history_id: i64,
 }

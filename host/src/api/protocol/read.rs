@@ -7,9 +7,10 @@
 //! was found.
 
 use super::{
-    AdvanceClock, BatchExecution, Command, DeployRepository, GetBatchInstance, GetSheet,
-    HaltBatchInstance, ListBatchInstances, ListBatches, ListHosts, ListPlugins, ListSheets,
-    NextRuns, RestartBatchInstance, RunElements, Variable, WaitBatchInstance,
+    AdvanceClock, BatchExecution, Command, DeployRepository, GetBatchInstance, GetDeployChange,
+    GetSheet, HaltBatchInstance, ListBatchInstances, ListBatches, ListDeploys, ListHosts,
+    ListPlugins, ListSheets, NextRuns, RestartBatchInstance, RunElements, Variable,
+    WaitBatchInstance,
 };
 use crate::deploy;
 use crate::dsr::value::{Member, Spanned, Value};
@@ -126,6 +127,20 @@ pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
             )?
             .finish(&[], problems);
             Command::ListBatches(ListBatches {})
+        }
+        "ListDeploys" => Command::ListDeploys(list_deploys(payload, payload_path, problems)?),
+        "GetDeployChange" => {
+            let mut fields = Fields::of(
+                payload,
+                payload_path,
+                "the GetDeployChange payload {historyId}",
+                problems,
+            )?;
+            let id = fields
+                .required("historyId", problems)
+                .and_then(|(v, p)| whole(v, &p, "historyId", i64::MIN..=i64::MAX, problems));
+            fields.finish(&["historyId"], problems);
+            Command::GetDeployChange(GetDeployChange { history_id: id? })
         }
         "ListHosts" => {
             Fields::of(payload, payload_path, "the ListHosts payload {}", problems)?
@@ -430,14 +445,8 @@ fn list_instances(
     )?;
     let mut list = ListBatchInstances::default();
     let mut ok = true;
-    if let Some((v, p)) = fields.optional("limit")
-        && !matches!(v.value, Value::Null)
-    {
-        match whole(v, &p, "limit", 1..=1000, problems) {
-            Some(n) => list.limit = n,
-            None => ok = false,
-        }
-    }
+    let limit = optional_whole(&mut fields, "limit", 1..=1000, &mut ok, problems);
+    list.limit = limit.unwrap_or(list.limit);
     if let Some((v, p)) = fields.optional("state")
         && !matches!(v.value, Value::Null)
     {
@@ -474,24 +483,53 @@ fn list_instances(
             None => ok = false,
         }
     }
-    if let Some((v, p)) = fields.optional("before")
-        && !matches!(v.value, Value::Null)
-    {
-        match whole(v, &p, "before", 1..=i64::MAX, problems) {
-            Some(n) => list.before = Some(n),
-            None => ok = false,
-        }
-    }
-    if let Some((v, p)) = fields.optional("batchId")
-        && !matches!(v.value, Value::Null)
-    {
-        match whole(v, &p, "batchId", i64::MIN..=i64::MAX, problems) {
-            Some(n) => list.batch_id = Some(n),
-            None => ok = false,
-        }
-    }
+    list.before = optional_whole(&mut fields, "before", 1..=i64::MAX, &mut ok, problems);
+    list.batch_id = optional_whole(
+        &mut fields,
+        "batchId",
+        i64::MIN..=i64::MAX,
+        &mut ok,
+        problems,
+    );
     fields.finish(&["limit", "state", "name", "before", "batchId"], problems);
     ok.then_some(list)
+}
+
+fn list_deploys(payload: &Spanned, path: Path, problems: &mut Problems) -> Option<ListDeploys> {
+    let mut fields = Fields::of(
+        payload,
+        path,
+        "the ListDeploys payload {limit?, before?, changes?}",
+        problems,
+    )?;
+    let mut list = ListDeploys::default();
+    let mut ok = true;
+    if let Some(n) = optional_whole(&mut fields, "limit", 1..=200, &mut ok, problems) {
+        list.limit = n;
+    }
+    if let Some(n) = optional_whole(&mut fields, "changes", 0..=200, &mut ok, problems) {
+        list.changes = n;
+    }
+    list.before = optional_whole(&mut fields, "before", 1..=i64::MAX, &mut ok, problems);
+    fields.finish(&["limit", "before", "changes"], problems);
+    ok.then_some(list)
+}
+
+/// The optional whole number `key` in `range`; `None` when it is absent or null, or wrong
+/// (then the problem is said and `ok` cleared).
+fn optional_whole(
+    fields: &mut Fields<'_>,
+    key: &str,
+    range: std::ops::RangeInclusive<i64>,
+    ok: &mut bool,
+    problems: &mut Problems,
+) -> Option<i64> {
+    let (v, p) = fields
+        .optional(key)
+        .filter(|(v, _)| !matches!(v.value, Value::Null))?;
+    let n = whole(v, &p, key, range, problems);
+    *ok &= n.is_some();
+    n
 }
 
 fn next_runs(payload: &Spanned, path: Path, problems: &mut Problems) -> Option<NextRuns> {

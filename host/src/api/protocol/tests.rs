@@ -101,6 +101,16 @@ fn every_command_the_client_writes_reads_back_as_itself() {
     round_trip(ListSheets {}.into());
     round_trip(GetSheet { sheet_id: 7 }.into());
     round_trip(ListBatches {}.into());
+    round_trip(ListDeploys::default().into());
+    round_trip(
+        ListDeploys {
+            limit: 200,
+            before: Some(12),
+            changes: 0,
+        }
+        .into(),
+    );
+    round_trip(GetDeployChange { history_id: 4 }.into());
     round_trip(
         HaltBatchInstance {
             batch_instance_id: 9,
@@ -248,6 +258,31 @@ fn each_command_names_its_missing_and_mistyped_fields() {
             r#"{"command": "ListBatchInstances", "payload": {"limit": 0}}"#,
             "payload.limit",
             "`limit` must be a whole number from 1 to 1000, found 0",
+        ),
+        (
+            r#"{"command": "ListDeploys", "payload": {"limit": 201}}"#,
+            "payload.limit",
+            "`limit` must be a whole number from 1 to 200, found 201",
+        ),
+        (
+            r#"{"command": "ListDeploys", "payload": {"changes": -1}}"#,
+            "payload.changes",
+            "`changes` must be a whole number from 0 to 200, found -1",
+        ),
+        (
+            r#"{"command": "ListDeploys", "payload": {"before": 0}}"#,
+            "payload.before",
+            "`before` must be a whole number from 1 to",
+        ),
+        (
+            r#"{"command": "ListDeploys", "payload": {"page": 2}}"#,
+            "payload.page",
+            "unknown field `page`",
+        ),
+        (
+            r#"{"command": "GetDeployChange", "payload": {}}"#,
+            "payload.historyId",
+            "missing field `historyId` in the GetDeployChange payload {historyId}",
         ),
         (
             r#"{"command": "NextRuns", "payload": {"batchId": 1, "count": "many"}}"#,
