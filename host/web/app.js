@@ -400,7 +400,7 @@ function runView(id, action) {
 // ---- the sheets ----
 
 async function sheetsView() {
-  const tree = await call('ListSheets', {});
+  const tree = await call('ListSheets', { limit: 5000 });
   const byFolder = new Map();
   for (const s of tree.sheets) {
     if (!byFolder.has(s.folderId)) byFolder.set(s.folderId, []);
@@ -416,6 +416,7 @@ async function sheetsView() {
     return folder;
   });
   show(el('h1', {}, 'Sheets'),
+    tree.more ? el('p', { class: 'muted', id: 'more-sheets' }, `The first ${tree.sheets.length} sheets are shown, by folder and order.`) : null,
     el('section', { class: 'card' },
       tree.folders.length ? el('ul', { class: 'tree', id: 'tree' }, items) : el('p', { class: 'muted' }, 'Nothing is deployed yet.')));
   say('');

@@ -892,4 +892,20 @@ fn the_deploy_history_lists_each_committed_deploy_with_what_it_changed() {
         "{missing}"
     );
     assert_eq!(before, w.dump(), "reading changes nothing");
+
+    // The sheets' tree is bounded: the first ones, and whether there are more.
+    deploy_over_http(&w, &sheet(6), serde_json::Value::Null);
+    let tree = |limit: i64| {
+        let (status, v) = command(&w, "ListSheets", serde_json::json!({ "limit": limit }));
+        assert_eq!(status, 200, "{v}");
+        let ids: Vec<i64> = v["payload"]["sheets"]
+            .as_array()
+            .expect("sheets")
+            .iter()
+            .map(|s| s["sheetId"].as_i64().unwrap_or(0))
+            .collect();
+        (ids, v["payload"]["more"].clone())
+    };
+    assert_eq!(tree(1), (vec![5], serde_json::json!(true)));
+    assert_eq!(tree(2), (vec![5, 6], serde_json::json!(false)));
 }

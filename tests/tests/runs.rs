@@ -327,11 +327,13 @@ fn halt_and_wait(w: &Weft, id: i64) -> (Value, std::time::Duration) {
     (inst, took)
 }
 
-#[test]
-fn halt_stops_an_action_waiting_for_a_lock_and_restart_runs_it_again() {
-    let (w, data) = setup();
+/// Sheets 500 (an Sql action 5000 writing `big`) and 600 (an Insert reading `big` into
+/// `after_big`) run as one instance while the test holds `data`'s write lock: answers the
+/// lock's connection (`COMMIT` lets go) and the instance, once action 5000 runs, waiting on
+/// the lock.
+fn held_chain(w: &Weft, data: &std::path::Path) -> (rusqlite::Connection, i64) {
     deploy(
-        &w,
+        w,
         &sheet(
             500,
             (10, "/etl"),
@@ -342,7 +344,7 @@ fn halt_stops_an_action_waiting_for_a_lock_and_restart_runs_it_again() {
         ),
     );
     deploy(
-        &w,
+        w,
         &sheet(
             600,
             (10, "/etl"),
@@ -352,14 +354,21 @@ fn halt_stops_an_action_waiting_for_a_lock_and_restart_runs_it_again() {
             "after_big",
         ),
     );
+    let gate = rusqlite::Connection::open(data).expect("gate");
+    gate.execute_batch("BEGIN IMMEDIATE")
+        .expect("the write lock");
+    let id = run(w, &[("S", 600), ("S", 500)], None);
+    wait_until_running(w, id, 5000, "Sql action 5000");
+    (gate, id)
+}
+
+#[test]
+fn halt_stops_an_action_waiting_for_a_lock_and_restart_runs_it_again() {
+    let (w, data) = setup();
     // The test holds the data file's write lock: action 5000 starts and then waits on it
     // (a data connection waits up to 30 s for a lock), so the halt surely meets it running,
     // however fast or slow the machine.
-    let gate = rusqlite::Connection::open(&data).expect("gate");
-    gate.execute_batch("BEGIN IMMEDIATE")
-        .expect("the write lock");
-    let id = run(&w, &[("S", 600), ("S", 500)], None);
-    wait_until_running(&w, id, 5000, "Sql action 5000");
+    let (gate, id) = held_chain(&w, &data);
     // The halt ends its wait for the lock at once, not after 30 s.
     let (inst, took) = halt_and_wait(&w, id);
     assert!(
@@ -1174,34 +1183,8 @@ fn instances_are_listed_by_state_and_name_a_page_at_a_time() {
 #[test]
 fn a_wait_with_changed_from_answers_at_each_change_of_a_run_and_not_before() {
     let (w, data) = setup();
-    deploy(
-        &w,
-        &sheet(
-            500,
-            (10, "/etl"),
-            "Sql",
-            "INSERT INTO big SELECT 7",
-            &[],
-            "big",
-        ),
-    );
-    deploy(
-        &w,
-        &sheet(
-            600,
-            (10, "/etl"),
-            "Insert",
-            "SELECT COUNT(*) AS n FROM big",
-            &["big"],
-            "after_big",
-        ),
-    );
     // The first action waits on the data file's write lock the test holds.
-    let gate = rusqlite::Connection::open(&data).expect("gate");
-    gate.execute_batch("BEGIN IMMEDIATE")
-        .expect("the write lock");
-    let id = run(&w, &[("S", 600), ("S", 500)], None);
-    wait_until_running(&w, id, 5000, "Sql action 5000");
+    let (gate, id) = held_chain(&w, &data);
     let watch = |from: &str, seconds: f64| -> Value {
         let (st, v) = command(
             &w,
@@ -1236,6 +1219,14 @@ fn a_wait_with_changed_from_answers_at_each_change_of_a_run_and_not_before() {
         }
     }
     assert!(seen.len() >= 2, "{seen:?}");
+    // An ended run's own version: answered at once, the same version, not timed out.
+    let last = seen.last().expect("a version").clone();
+    let ended = watch(&last, 30.0);
+    assert_eq!(
+        (&ended["timedOut"], &ended["version"]),
+        (&json!(false), &json!(last)),
+        "{ended}"
+    );
     // A version too long to be one is refused at its place.
     let (st, v) = command(
         &w,

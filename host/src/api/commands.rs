@@ -114,24 +114,28 @@ pub async fn wait_instance(
         .timeout_seconds
         .unwrap_or(WaitBatchInstance::DEFAULT_SECONDS)
         .min(WaitBatchInstance::MAX_SECONDS);
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     if let Some(seen) = request.changed_from {
-        // Following a run: the whole instance at each look, answered once it differs.
+        // Following a run: its fingerprint at each look (no logs read), the whole instance
+        // once it differs, the instance has ended, or the time is up.
+        let seconds = seconds.min(WaitBatchInstance::MAX_CHANGE_SECONDS);
+        let deadline = Instant::now() + Duration::from_secs_f64(seconds);
         loop {
-            let instance = read_instance(state, id).await?;
-            let version = version_of(&instance);
-            let ongoing = instance.summary.state.is_ongoing();
+            let (current, version) = fingerprint(state, id)
+                .await?
+                .ok_or(ApiError::NoInstance(id))?;
             let timed_out = Instant::now() >= deadline;
-            if version != seen || !ongoing || timed_out {
+            if version != seen || !current.is_ongoing() || timed_out {
+                let instance = read_instance(state, id).await?;
                 return Ok(Waited {
+                    timed_out: version == seen && instance.summary.state.is_ongoing(),
                     instance,
-                    timed_out: timed_out && ongoing && version == seen,
                     version,
                 });
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     loop {
         // Only the state while waiting; the whole instance once, at the end.
         let repo = Arc::clone(state.executor.repo());
@@ -140,9 +144,12 @@ pub async fn wait_instance(
             .ok_or(ApiError::NoInstance(id))?;
         let timed_out = Instant::now() >= deadline;
         if !current.is_ongoing() || timed_out {
+            let version = fingerprint(state, id)
+                .await?
+                .map(|(_, v)| v)
+                .unwrap_or_default();
             let instance = read_instance(state, id).await?;
             let ongoing = instance.summary.state.is_ongoing();
-            let version = version_of(&instance);
             return Ok(Waited {
                 instance,
                 timed_out: timed_out && ongoing,
@@ -153,14 +160,17 @@ pub async fn wait_instance(
     }
 }
 
-/// A short text that differs whenever anything of `instance` does: a hash of its answer.
-fn version_of(instance: &crate::api::protocol::instances::Instance) -> String {
-    use std::hash::{Hash as _, Hasher as _};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    serde_json::to_string(instance)
-        .unwrap_or_default()
-        .hash(&mut h);
-    format!("{:016x}", h.finish())
+/// Instance `id`'s state and its version as `Waited` answers it (its fingerprint in hex).
+async fn fingerprint(
+    state: &Arc<AppState>,
+    id: i64,
+) -> Result<Option<(crate::repo::model::InstanceState, String)>, ApiError> {
+    let repo = Arc::clone(state.executor.repo());
+    Ok(
+        tokio::task::spawn_blocking(move || repo.instance_fingerprint(id))
+            .await??
+            .map(|(s, f)| (s, format!("{f:016x}"))),
+    )
 }
 
 /// `ListBatchInstances {limit?}`: the most recent instances, newest first.
@@ -223,9 +233,12 @@ pub async fn list_hosts(state: &Arc<AppState>, _request: ListHosts) -> Result<Ho
 }
 
 /// `ListSheets`: every folder and sheet, for the web page's tree.
-pub async fn list_sheets(state: &Arc<AppState>) -> Result<crate::repo::model::Tree, ApiError> {
+pub async fn list_sheets(
+    state: &Arc<AppState>,
+    request: crate::api::protocol::ListSheets,
+) -> Result<crate::repo::model::Tree, ApiError> {
     let repo = Arc::clone(state.executor.repo());
-    Ok(tokio::task::spawn_blocking(move || repo.tree()).await??)
+    Ok(tokio::task::spawn_blocking(move || repo.tree(request.limit)).await??)
 }
 
 /// `ListBatches`: the scheduled batches, for the web page's schedules.

@@ -137,7 +137,7 @@ async fn handle(
         Command::NextRuns(r) => answer(commands::next_runs(state, r).await),
         Command::ListPlugins(r) => answer(Ok(commands::list_plugins(state, r))),
         Command::ListHosts(r) => answer(commands::list_hosts(state, r).await),
-        Command::ListSheets(_) => answer(commands::list_sheets(state).await),
+        Command::ListSheets(r) => answer(commands::list_sheets(state, r).await),
         Command::GetSheet(r) => answer(commands::get_sheet(state, r).await),
         Command::ListBatches(_) => answer(commands::list_batches(state).await),
         Command::ListDeploys(r) => answer(commands::list_deploys(state, r).await),

@@ -10,8 +10,8 @@ use crate::repo::model::{
 };
 use crate::repo::sql::{Row, Session, args};
 
-/// Every folder by path, and every sheet by folder path and order.
-pub fn tree(conn: &dyn Session) -> Result<Tree> {
+/// Every folder by path, and the first `limit` sheets by folder path and order.
+pub fn tree(conn: &dyn Session, limit: i64) -> Result<Tree> {
     let folders = conn.rows(
         "SELECT id, path FROM folders ORDER BY path, id",
         args![],
@@ -22,12 +22,18 @@ pub fn tree(conn: &dyn Session) -> Result<Tree> {
             })
         },
     )?;
-    let sheets = conn.rows(
-        "SELECT s.id, s.name, s.folder_id, f.path FROM sheets s JOIN folders f ON f.id = s.folder_id ORDER BY f.path, s.order_key, s.id",
-        args![],
+    let mut sheets = conn.rows(
+        "SELECT s.id, s.name, s.folder_id, f.path FROM sheets s JOIN folders f ON f.id = s.folder_id ORDER BY f.path, s.order_key, s.id LIMIT ?1",
+        args![limit.saturating_add(1)],
         sheet_item,
     )?;
-    Ok(Tree { folders, sheets })
+    let more = sheets.len() as i64 > limit;
+    sheets.truncate(usize::try_from(limit).unwrap_or(0));
+    Ok(Tree {
+        folders,
+        sheets,
+        more,
+    })
 }
 
 fn sheet_item(r: &Row) -> Result<SheetItem> {

@@ -75,6 +75,39 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
     Ok(id)
 }
 
+/// A number that changes whenever anything a page shows of instance `instance` does (its
+/// state, end and halt; each action's state, attempt, times, host, row counts and the
+/// lengths of its log and error), read without the logs, plans and errors themselves, with
+/// the instance's state; `None` when there is no such instance. Stable within one build of
+/// weft.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn fingerprint(conn: &dyn Session, instance: i64) -> Result<Option<(InstanceState, u64)>> {
+    use std::hash::{Hash as _, Hasher as _};
+    let head: Option<(String, String)> = conn.row(
+        "SELECT state, ended_at, halt_requested FROM batch_instances WHERE id = ?1",
+        args![instance],
+        |r| Ok((r.get(0)?, format!("{:?}", r.0))),
+    )?;
+    let Some((state, head)) = head else {
+        return Ok(None);
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    head.hash(&mut h);
+    conn.query(
+        "SELECT action_id, state, attempt, started_at, ended_at, host, rows_read, rows_written, rows_updated, rows_deleted, length(log), length(error)
+         FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
+        args![instance],
+        &mut |r| {
+            format!("{:?}", r.0).hash(&mut h);
+            Ok(())
+        },
+    )?;
+    Ok(Some((instance_state(&state)?, h.finish())))
+}
+
 /// The state of an instance, if it exists (cheap, for waiting).
 ///
 /// # Errors

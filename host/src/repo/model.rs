@@ -512,8 +512,11 @@ pub struct SheetDetail {
 pub struct Tree {
     /// Every folder, by path.
     pub folders: Vec<FolderItem>,
-    /// Every sheet, by folder path and order.
+    /// The sheets, by folder path and order (the first ones when `more`).
     pub sheets: Vec<SheetItem>,
+    /// Whether the repository holds more sheets than listed.
+    #[serde(default)]
+    pub more: bool,
 }
 
 /// A scheduled batch as the web page's schedules list it (`ListBatches`).

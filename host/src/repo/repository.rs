@@ -231,6 +231,10 @@ impl InstanceStore for Repository {
         self.with(|c| instances::state_of(c, id))
     }
 
+    fn instance_fingerprint(&self, id: i64) -> Result<Option<(InstanceState, u64)>> {
+        self.with(|c| instances::fingerprint(c, id))
+    }
+
     fn list_instances(
         &self,
         filter: &crate::repo::model::InstanceFilter,
@@ -347,8 +351,8 @@ impl SheetStore for Repository {
         self.with(instances::connection_schemas)
     }
 
-    fn tree(&self) -> Result<crate::repo::model::Tree> {
-        self.with(super::browse::tree)
+    fn tree(&self, limit: i64) -> Result<crate::repo::model::Tree> {
+        self.with(|c| super::browse::tree(c, limit))
     }
 
     fn sheet_detail(&self, id: i64) -> Result<Option<crate::repo::model::SheetDetail>> {

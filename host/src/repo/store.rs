@@ -64,6 +64,9 @@ pub trait InstanceStore {
     fn instance_info(&self, id: i64) -> Result<Option<InstanceInfo>>;
     /// An instance's state (cheap, for waiting).
     fn instance_state(&self, id: i64) -> Result<Option<InstanceState>>;
+    /// An instance's state and a number that changes whenever anything shown of it does,
+    /// read without its logs (cheap, for following a run); `None` when there is none.
+    fn instance_fingerprint(&self, id: i64) -> Result<Option<(InstanceState, u64)>>;
     /// The newest `limit` instances, newest first.
     fn list_instances(
         &self,
@@ -141,8 +144,8 @@ pub trait SheetStore {
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;
     /// The default schema of each connection that names one (its `schema` as deployed).
     fn connection_schemas(&self) -> Result<std::collections::BTreeMap<i64, String>>;
-    /// Every folder and sheet, for the web page's tree.
-    fn tree(&self) -> Result<crate::repo::model::Tree>;
+    /// Every folder and the first `limit` sheets, for the web page's tree.
+    fn tree(&self, limit: i64) -> Result<crate::repo::model::Tree>;
     /// A sheet with its nodes and edges; `None` when there is none.
     fn sheet_detail(&self, id: i64) -> Result<Option<crate::repo::model::SheetDetail>>;
     /// Every scheduled batch, by name.

@@ -270,6 +270,8 @@ impl WaitBatchInstance {
     pub const DEFAULT_SECONDS: f64 = 30.0;
     /// The longest wait one request holds.
     pub const MAX_SECONDS: f64 = 3600.0;
+    /// The longest wait one request with `changedFrom` holds: a page asks again.
+    pub const MAX_CHANGE_SECONDS: f64 = 60.0;
 }
 
 /// `ListBatchInstances {limit?, state?, name?, before?}`.
@@ -630,9 +632,19 @@ pub struct ScheduledRun {
 #[cfg(test)]
 mod tests;
 
-/// `ListSheets {}`: the repository's folders and sheets.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct ListSheets {}
+/// `ListSheets {limit?}`: the repository's folders and its first `limit` sheets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ListSheets {
+    /// How many sheets at most (1 to 20,000; default 5,000): the answer says when there
+    /// are more.
+    pub limit: i64,
+}
+
+impl Default for ListSheets {
+    fn default() -> Self {
+        ListSheets { limit: 5000 }
+    }
+}
 
 /// `GetSheet {sheetId}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -101,9 +101,19 @@ pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
             Command::ListPlugins(ListPlugins {})
         }
         "ListSheets" => {
-            Fields::of(payload, payload_path, "the ListSheets payload {}", problems)?
-                .finish(&[], problems);
-            Command::ListSheets(ListSheets {})
+            let mut fields = Fields::of(
+                payload,
+                payload_path,
+                "the ListSheets payload {limit?}",
+                problems,
+            )?;
+            let mut ok = true;
+            let mut list = ListSheets::default();
+            if let Some(n) = optional_whole(&mut fields, "limit", 1..=20_000, &mut ok, problems) {
+                list.limit = n;
+            }
+            fields.finish(&["limit"], problems);
+            Command::ListSheets(ok.then_some(list)?)
         }
         "GetSheet" => {
             let mut fields = Fields::of(

@@ -98,7 +98,8 @@ fn every_command_the_client_writes_reads_back_as_itself() {
         }
         .into(),
     );
-    round_trip(ListSheets {}.into());
+    round_trip(ListSheets::default().into());
+    round_trip(ListSheets { limit: 3 }.into());
     round_trip(GetSheet { sheet_id: 7 }.into());
     round_trip(ListBatches {}.into());
     round_trip(ListDeploys::default().into());
@@ -258,6 +259,11 @@ fn each_command_names_its_missing_and_mistyped_fields() {
             r#"{"command": "ListBatchInstances", "payload": {"limit": 0}}"#,
             "payload.limit",
             "`limit` must be a whole number from 1 to 1000, found 0",
+        ),
+        (
+            r#"{"command": "ListSheets", "payload": {"limit": 20001}}"#,
+            "payload.limit",
+            "`limit` must be a whole number from 1 to 20000, found 20001",
         ),
         (
             r#"{"command": "ListDeploys", "payload": {"limit": 201}}"#,

@@ -238,51 +238,53 @@ impl Session for PgSession<'_> {
     }
 
     fn execute_all(&self, statements: &[crate::repo::sql::Statement<'_>]) -> Result<Vec<usize>> {
-        let mut conn = self.conn.borrow_mut();
-        let prepared = conn.prepared_all(statements)?;
-        let (client, mut driver) = conn.session.parts();
-        let sent = statements
-            .iter()
-            .zip(&prepared)
-            .map(|((sql, params), st)| async move {
-                client
-                    .execute(st, &bound(params))
-                    .await
-                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
-                    .map_err(|e| failed(&e, sql))
-            });
-        let all = futures_util::future::try_join_all(sent);
-        driver
-            .block_on(async { Ok(all.await) })
-            .map_err(|e| failed(&e, first_sql(statements)))?
+        self.pipelined(statements, async |client, st, sql, params| {
+            client
+                .execute(st, &bound(params))
+                .await
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+                .map_err(|e| failed(&e, sql))
+        })
     }
 
     fn first_values(
         &self,
         queries: &[crate::repo::sql::Statement<'_>],
     ) -> Result<Vec<Option<Value>>> {
+        self.pipelined(queries, async |client, st, sql, params| {
+            let rows = client
+                .query(st, &bound(params))
+                .await
+                .map_err(|e| failed(&e, sql))?;
+            match rows.first() {
+                Some(r) if !r.is_empty() => value(r, 0)
+                    .map(|v| Some(v).filter(|v| *v != Value::Null))
+                    .map_err(|m| Error::Corrupt(format!("{m} in `{sql}`"))),
+                _ => Ok(None),
+            }
+        })
+    }
+}
+
+impl PgSession<'_> {
+    /// Sends every statement at once (each prepared once per connection) and answers what
+    /// `each` makes of each, in order: one round trip for all.
+    fn pipelined<T>(
+        &self,
+        statements: &[crate::repo::sql::Statement<'_>],
+        each: impl AsyncFn(&tokio_postgres::Client, &Statement, &str, &[Param<'_>]) -> Result<T>,
+    ) -> Result<Vec<T>> {
         let mut conn = self.conn.borrow_mut();
-        let prepared = conn.prepared_all(queries)?;
+        let prepared = conn.prepared_all(statements)?;
         let (client, mut driver) = conn.session.parts();
-        let sent = queries
+        let sent = statements
             .iter()
             .zip(&prepared)
-            .map(|((sql, params), st)| async move {
-                let rows = client
-                    .query(st, &bound(params))
-                    .await
-                    .map_err(|e| failed(&e, sql))?;
-                match rows.first() {
-                    Some(r) if !r.is_empty() => value(r, 0)
-                        .map(|v| Some(v).filter(|v| *v != Value::Null))
-                        .map_err(|m| Error::Corrupt(format!("{m} in `{sql}`"))),
-                    _ => Ok(None),
-                }
-            });
+            .map(|((sql, params), st)| each(client, st, sql, params));
         let all = futures_util::future::try_join_all(sent);
         driver
             .block_on(async { Ok(all.await) })
-            .map_err(|e| failed(&e, first_sql(queries)))?
+            .map_err(|e| failed(&e, first_sql(statements)))?
     }
 }
 
