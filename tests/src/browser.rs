@@ -44,7 +44,7 @@ pub struct Browser {
 }
 
 impl Browser {
-    /// Starts Chromium with a fresh profile and a 1280x800 window.
+    /// Starts Chromium with a fresh profile, a 1280x800 window and the time zone UTC.
     ///
     /// # Panics
     ///
@@ -62,6 +62,9 @@ impl Browser {
             .window_size(1280, 800)
             .viewport(None)
             .user_data_dir(profile.path())
+            // The page shows times in the browser's zone: UTC, whatever the machine's, so
+            // that tests can name them.
+            .env("TZ", "UTC")
             .launch_timeout(Duration::from_secs(60))
             .request_timeout(Duration::from_secs(60))
             .build()

@@ -517,13 +517,15 @@ fn in_a_real_browser_the_schedules_show_the_next_starts_across_a_clock_change_an
     );
     // The missed start, with why.
     let missed = page.eval(
-        "[...document.querySelectorAll(\".schedule[data-batch='5'] .missed tbody tr\")].map(r => [r.cells[0].textContent, r.cells[1].textContent])",
+        "[...document.querySelectorAll(\".schedule[data-batch='5'] .missed tbody tr\")].map(r => [r.cells[0].textContent, r.cells[1].textContent, r.cells[2].textContent])",
     );
     assert_eq!(
         missed,
         serde_json::json!([[
             "2026-10-24 04:00:00",
-            "the previous run had not finished (ifRunning: skip)"
+            "the previous run had not finished (ifRunning: skip)",
+            // On the service clock (the browser's zone is UTC here: 04:00 in Berlin).
+            "2026-10-24 02:00:00"
         ]])
     );
     assert_eq!(

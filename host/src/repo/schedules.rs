@@ -3,7 +3,6 @@
 
 type Result<T, E = crate::repo::error::Error> = std::result::Result<T, E>;
 
-use crate::repo::error::now_utc;
 use crate::repo::sql::{Row, Session, args};
 use crate::sched::schedule::Planned;
 use crate::sched::scheduler::{Missed, StoredStart};
@@ -102,7 +101,12 @@ pub fn advance(
     {
         conn.execute(
             "INSERT INTO missed_starts (batch_id, planned, decided_at, reason) VALUES (?1, ?2, ?3, ?4)",
-            args![batch_id, m.planned, now_utc(), m.reason.to_string()],
+            args![
+                batch_id,
+                m.planned,
+                m.at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                m.reason.to_string()
+            ],
         )?;
         conn.execute(
             "DELETE FROM missed_starts WHERE batch_id = ?1 AND id <= (SELECT id FROM missed_starts WHERE batch_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",

@@ -323,6 +323,7 @@ fn one<S: Starter>(
         let missed = Missed {
             planned: d.planned.to_string(),
             reason: MissedReason::ClockGap,
+            at: now,
         };
         if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref(), Some(&missed))? {
             tracing::info!(message = "A planned start the clocks skip passed (springGap skip).", batch_id = d.batch_id, planned = %d.planned);
@@ -346,6 +347,7 @@ fn one<S: Starter>(
             Some(&Missed {
                 planned: d.planned.to_string(),
                 reason: MissedReason::Running,
+                at: now,
             }),
         )? {
             tracing::warn!(message = "A scheduled start passed: the batch's previous run has not finished (ifRunning skip).", batch_id = d.batch_id, planned = %d.planned);
@@ -386,6 +388,7 @@ fn one<S: Starter>(
             let missed = Missed {
                 planned: planned_text.clone(),
                 reason: MissedReason::CannotStart(e.to_string()),
+                at: now,
             };
             if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref(), Some(&missed))? {
                 report.passed.push(d.batch_id);
@@ -402,6 +405,8 @@ pub struct Missed {
     pub planned: String,
     /// Why it passed.
     pub reason: MissedReason,
+    /// When it was passed, on the service clock.
+    pub at: DateTime<Utc>,
 }
 
 /// Why a planned start passed without a run (a disabled batch's starts are not kept).
