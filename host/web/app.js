@@ -298,6 +298,10 @@ function timeline(inst, selected, choose) {
   const ends = inst.actions.map((a) => (a.end ? parseTime(a.end) : a.start ? Date.now() : t0));
   const t1 = Math.max(inst.end ? parseTime(inst.end) : Date.now(), ...ends, t0 + 1);
   const whole = t1 - t0;
+  // The selected action's neighbours in the dependencies: what it needs and what needs it.
+  const chosen = inst.actions.find((a) => a.actionId === selected);
+  const needed = new Set(chosen?.dependsOn ?? []);
+  const follows = new Set(inst.actions.filter((a) => (a.dependsOn ?? []).includes(selected)).map((a) => a.actionId));
   const rows = ordered(inst.actions).map((a) => {
     const bar = el('div', { class: `tl-bar st-${a.state}`, title: `${a.name}: ${ACTION_STATES[a.state] ?? a.state}` });
     if (a.start) {
@@ -310,7 +314,7 @@ function timeline(inst, selected, choose) {
       bar.style.width = '0';
     }
     return el('div', {
-      class: `tl-row${a.actionId === selected ? ' selected' : ''}`,
+      class: `tl-row${a.actionId === selected ? ' selected' : ''}${needed.has(a.actionId) ? ' needed' : ''}${follows.has(a.actionId) ? ' follows' : ''}`,
       'data-action': a.actionId,
       'data-state': a.state,
       role: 'button',
@@ -323,7 +327,7 @@ function timeline(inst, selected, choose) {
   });
   return el('section', { class: 'card' },
     el('h2', {}, `Actions (${inst.actions.length})`),
-    el('p', { class: 'muted' }, 'Rows follow the dependencies (what an action needs comes above it); bars run from start to end.'),
+    el('p', { class: 'muted' }, 'Rows follow the dependencies (what an action needs comes above it); bars run from start to end. For the action clicked, what it needs is marked ▲ and what needs it ▼.'),
     el('div', { class: 'timeline', id: 'timeline' }, rows));
 }
 
@@ -621,9 +625,11 @@ const DEPLOYS = 20;
 
 async function deploysView(params) {
   const before = Number(params.get('before')) || null;
-  const payload = { limit: DEPLOYS, changes: 20 };
+  // One more than shown: whether there is an older page.
+  const payload = { limit: DEPLOYS + 1, changes: 20 };
   if (before) payload.before = before;
-  const { deploys } = await call('ListDeploys', payload);
+  const answer = (await call('ListDeploys', payload)).deploys;
+  const deploys = answer.slice(0, DEPLOYS);
   const count = (d) => [['created', d.created], ['updated', d.updated], ['deleted', d.deleted]]
     .filter(([, n]) => n).map(([w, n]) => `${n} ${w}`).join(', ');
   const cards = deploys.map((d) => el('section', { class: 'card deploy', 'data-deploy': d.deployId },
@@ -637,7 +643,7 @@ async function deploysView(params) {
         el('td', { class: 'num' }, c.objectId),
         el('td', {}, el('a', { href: `#/deploys/changes/${c.historyId}` }, c.name ?? `${c.kind} ${c.objectId}`))))))),
     d.more ? el('p', { class: 'muted' }, `and ${d.more} more`) : null));
-  const older = deploys.length === DEPLOYS ? `#/deploys?before=${deploys[deploys.length - 1].deployId}` : null;
+  const older = answer.length > DEPLOYS ? `#/deploys?before=${deploys[deploys.length - 1].deployId}` : null;
   show(el('h1', {}, 'Deploys'),
     el('p', { class: 'muted' }, 'Every committed deploy, newest first, with what it changed (dry runs and deploys that changed nothing are not kept).'),
     cards.length ? cards : el('p', { class: 'muted' }, before ? 'No older deploys.' : 'Nothing has been deployed yet.'),
@@ -659,8 +665,21 @@ function definitionLines(text) {
 }
 
 /** The lines of `a` and `b` as a list of [mark, line], mark ' ', '-' or '+' (a longest
- * common subsequence); `null` when they are too long to compare here. */
+ * common subsequence of what lies between their common first and last lines); `null` when
+ * that middle is too long to compare here. */
 function lineDiff(a, b) {
+  let head = 0;
+  while (head < a.length && head < b.length && a[head] === b[head]) head += 1;
+  let tail = 0;
+  while (tail < a.length - head && tail < b.length - head
+    && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail += 1;
+  const middle = lcsDiff(a.slice(head, a.length - tail), b.slice(head, b.length - tail));
+  if (middle === null) return null;
+  return [...a.slice(0, head).map((l) => [' ', l]), ...middle, ...a.slice(a.length - tail).map((l) => [' ', l])];
+}
+
+/** `lineDiff` of two lists by a longest common subsequence; `null` past 4,000,000 cells. */
+function lcsDiff(a, b) {
   const n = a.length;
   const m = b.length;
   if (n * m > 4000000) return null;
@@ -683,7 +702,8 @@ function lineDiff(a, b) {
   return out;
 }
 
-/** The diff as a `pre`, unchanged stretches longer than six lines folded to their ends. */
+/** The diff as a `pre`: an unchanged stretch keeps three lines next to each change and
+ * folds the rest into one line, when that hides more than one line. */
 function diffBlock(diff) {
   const lines = [];
   let k = 0;

@@ -296,7 +296,23 @@ fn in_a_real_browser_the_runs_and_a_run_follow_what_happens() {
             .as_str()
             .is_some_and(|h| h.ends_with("?action=10"))
     );
+    // Its neighbours in the dependencies are marked: 20 needs it; 10 needs nothing.
+    let marks = "[...document.querySelectorAll('.tl-row')].map(r => [Number(r.dataset.action), r.classList.contains('needed'), r.classList.contains('follows')])";
+    assert_eq!(
+        page.eval(marks),
+        serde_json::json!([[10, false, false], [20, false, true]])
+    );
     page.screenshot("run-action-log");
+    page.click(".tl-row[data-action='20']");
+    page.wait_until(
+        "document.querySelector('.tl-row.selected')?.dataset.action === '20'",
+        "the second action chosen",
+    );
+    assert_eq!(
+        page.eval(marks),
+        serde_json::json!([[10, true, false], [20, false, false]])
+    );
+    page.click(".tl-row[data-action='10']");
 
     // The failed one: its error, and where its statement went wrong.
     page.goto(&format!("{base}/#/runs/{broken}?action=30"));
@@ -647,6 +663,7 @@ fn in_a_real_browser_the_deploys_show_what_each_deploy_changed() {
         first,
         serde_json::json!(["/etl", "data", "sheet 1", "sheet 2", "sheet 3", "sheet 4"])
     );
+    assert_eq!(page.count("#older"), 0, "two deploys fit one page");
     page.screenshot("deploys");
 
     // The change: the SQL line before and after, the rest folded.

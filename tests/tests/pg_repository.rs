@@ -287,7 +287,7 @@ fn the_postgresql_schema_comes_up_from_every_earlier_version_with_the_fixtures_d
             match v {
                 0 | 1 => "0",
                 2..=7 => "1",
-                _ => "3",
+                _ => "4",
             },
             "version {v}"
         );
@@ -299,7 +299,17 @@ fn the_postgresql_schema_comes_up_from_every_earlier_version_with_the_fixtures_d
             match v {
                 0 | 1 => "",
                 2..=7 => "1:1",
-                _ => "1:2,2:1",
+                _ => "1:2,2:2",
+            },
+            "version {v}"
+        );
+        // Named from their definitions (the oldest fixtures keep `{}`: no name).
+        assert_eq!(
+            psql("SELECT string_agg(coalesce(name, '-'), ',' ORDER BY id) FROM deploy_history"),
+            match v {
+                0 | 1 => "",
+                2..=7 => "-",
+                _ => "-,load customers,load customers v2,nightly",
             },
             "version {v}"
         );

@@ -125,7 +125,7 @@ pub async fn wait_instance(
                 .ok_or(ApiError::NoInstance(id))?;
             let timed_out = Instant::now() >= deadline;
             if version != seen || !current.is_ongoing() || timed_out {
-                let instance = read_instance(state, id).await?;
+                let (instance, version) = with_version(state, id, version).await?;
                 return Ok(Waited {
                     timed_out: version == seen && instance.summary.state.is_ongoing(),
                     instance,
@@ -148,7 +148,7 @@ pub async fn wait_instance(
                 .await?
                 .map(|(_, v)| v)
                 .unwrap_or_default();
-            let instance = read_instance(state, id).await?;
+            let (instance, version) = with_version(state, id, version).await?;
             let ongoing = instance.summary.state.is_ongoing();
             return Ok(Waited {
                 instance,
@@ -171,6 +171,26 @@ async fn fingerprint(
             .await??
             .map(|(s, f)| (s, format!("{f:016x}"))),
     )
+}
+
+/// Instance `id` read whole with the version that is its own: `version` (read just before)
+/// when the fingerprint is the same after the read, else read again (at most three times;
+/// then the version read before the last read, which at worst wakes a follower once more).
+async fn with_version(
+    state: &Arc<AppState>,
+    id: i64,
+    mut version: String,
+) -> Result<(Instance, String), ApiError> {
+    for _ in 0..3 {
+        let instance = read_instance(state, id).await?;
+        match fingerprint(state, id).await? {
+            Some((_, after)) if after == version => return Ok((instance, version)),
+            Some((_, after)) => version = after,
+            None => return Err(ApiError::NoInstance(id)),
+        }
+    }
+    let instance = read_instance(state, id).await?;
+    Ok((instance, version))
 }
 
 /// `ListBatchInstances {limit?}`: the most recent instances, newest first.

@@ -134,3 +134,73 @@ pub fn record_start(
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::repo::{Repository, connect};
+    use crate::sched::schedule::Planned;
+    use crate::sched::scheduler::{Missed, MissedReason, PlannedStarts as _};
+
+    fn missed(planned: &str, reason: MissedReason) -> Missed {
+        Missed {
+            planned: planned.to_owned(),
+            reason,
+            at: chrono::Utc::now(),
+        }
+    }
+
+    #[test]
+    fn missed_starts_are_kept_with_the_move_the_newest_hundred_of_each_batch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("repository.db");
+        let repo = Repository::open(&path).expect("open");
+        let conn = connect(&path).expect("a second connection");
+        conn.execute_batch(
+            "INSERT INTO batches (id, name, schedule, elements, variables, created_at, updated_at)
+               VALUES (1, 'a', 'every 60 minutes', '[]', '[]', 'x', 'x'),
+                      (2, 'b', 'every 60 minutes', '[]', '[]', 'x', 'x');
+             INSERT INTO service_batch_next_run (batch_id, start_dt)
+               VALUES (1, '2026-01-01 00:00:00'), (2, '2026-01-01 00:00:00');",
+        )
+        .expect("two batches");
+        let t0 = crate::sched::clock::parse_wall("2026-01-01 00:00:00").expect("time");
+        let at = |h: i64| crate::sched::clock::wall(t0 + chrono::Duration::hours(h));
+        for h in 0..105 {
+            let next = Planned {
+                local: t0 + chrono::Duration::hours(h + 1),
+                second: false,
+            };
+            let passed = missed(&at(h), MissedReason::Running);
+            assert!(
+                repo.advance_start(1, &at(h), Some(&next), Some(&passed))
+                    .expect("advance"),
+                "hour {h}"
+            );
+        }
+        // A move that finds the start changed records nothing.
+        let stale = missed(&at(0), MissedReason::Running);
+        assert!(
+            !repo
+                .advance_start(1, &at(0), None, Some(&stale))
+                .expect("stale")
+        );
+        let gone = missed(&at(0), MissedReason::CannotStart("sheet 7 is gone".into()));
+        assert!(
+            repo.advance_start(2, &at(0), None, Some(&gone))
+                .expect("advance b")
+        );
+        let kept = |batch: i64| -> (i64, String, String) {
+            conn.query_row(
+                "SELECT COUNT(*), MIN(planned), MAX(reason) FROM missed_starts WHERE batch_id = ?1",
+                [batch],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .expect("missed starts")
+        };
+        assert_eq!(kept(1), (100, at(5), "running".to_owned()));
+        assert_eq!(
+            kept(2),
+            (1, at(0), "cannotStart: sheet 7 is gone".to_owned())
+        );
+    }
+}

@@ -312,11 +312,24 @@ fn fill_dependencies(conn: &dyn Session) -> Result<()> {
 /// kept (a folder's path; a connection's, sheet's or batch's name). A line whose definition
 /// cannot be read keeps none.
 fn fill_history_names(conn: &dyn Session) -> Result<()> {
-    let lines: Vec<(i64, String, Option<String>)> = conn.rows(
-        "SELECT id, kind, definition FROM deploy_history ORDER BY id",
-        args![],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-    )?;
+    // A page of lines at a time: a long history's definitions are not all held at once.
+    let mut after = 0;
+    loop {
+        let lines: Vec<(i64, String, Option<String>)> = conn.rows(
+            "SELECT id, kind, definition FROM deploy_history WHERE id > ?1 ORDER BY id LIMIT 500",
+            args![after],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let Some(last) = lines.last() else {
+            return Ok(());
+        };
+        after = last.0;
+        name_lines(conn, lines)?;
+    }
+}
+
+/// Fills the name of each of `lines` (id, kind, definition) that its definition gives.
+fn name_lines(conn: &dyn Session, lines: Vec<(i64, String, Option<String>)>) -> Result<()> {
     for (id, kind, definition) in lines {
         let name = definition
             .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())

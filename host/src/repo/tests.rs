@@ -127,8 +127,9 @@ fn make_fixture_v7() {
 }
 
 /// Writes `tests/fixtures/repository-v8.db`: made once, when version 9 was added, from the
-/// fixture of version 7 upgraded to version 8, with two more history lines: one written with
-/// the folder's (the same deploy, as version 9 groups them) and one a minute later.
+/// fixture of version 7 upgraded to version 8, with three more history lines holding real
+/// definitions: one written with the folder's (the same deploy, as version 9 groups them)
+/// and two a minute later (version 9 names each from its definition).
 #[test]
 #[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
 fn make_fixture_v8() {
@@ -138,8 +139,9 @@ fn make_fixture_v8() {
     let mut conn = connect(&path).expect("open");
     migrations::to_version(&mut conn, 8).expect("v8");
     conn.execute_batch(
-        "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES ('2026-01-01 00:00:00', 'sheet', 100, 'created', '{}');
-         INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES ('2026-01-01 00:01:00', 'sheet', 100, 'updated', '{}');",
+        "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES ('2026-01-01 00:00:00', 'sheet', 100, 'created', '{\"id\":100,\"attributes\":{\"name\":\"load customers\"},\"nodes\":[],\"edges\":[]}');
+         INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES ('2026-01-01 00:01:00', 'sheet', 100, 'updated', '{\"id\":100,\"attributes\":{\"name\":\"load customers v2\"},\"nodes\":[],\"edges\":[]}');
+         INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition) VALUES ('2026-01-01 00:01:00', 'batch', 3, 'created', '{\"id\":3,\"name\":\"nightly\",\"schedule\":\"daily 02:00\"}');",
     )
     .expect("v8 rows");
     conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
@@ -193,7 +195,7 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
             .expect("v2 table");
         assert_eq!(
             history,
-            i64::from(v >= 2) + 2 * i64::from(v >= 8),
+            i64::from(v >= 2) + 3 * i64::from(v >= 8),
             "version {v}"
         );
         // Version 9: every history line belongs to a deploy, those of one time to one.
@@ -211,10 +213,26 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
             2..=7 => vec![(1, "2026-01-01 00:00:00".into(), 1)],
             _ => vec![
                 (1, "2026-01-01 00:00:00".into(), 2),
-                (2, "2026-01-01 00:01:00".into(), 1),
+                (2, "2026-01-01 00:01:00".into(), 2),
             ],
         };
         assert_eq!(deploys, expected, "version {v}");
+        // Named from their definitions (the oldest fixtures keep `{}`: no name).
+        let names: Vec<Option<String>> = conn
+            .prepare("SELECT name FROM deploy_history ORDER BY id")
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>())
+            .expect("v9 names");
+        let expected: Vec<Option<String>> = match v {
+            1 => vec![],
+            2..=7 => vec![None],
+            _ => vec![
+                None,
+                Some("load customers".into()),
+                Some("load customers v2".into()),
+                Some("nightly".into()),
+            ],
+        };
+        assert_eq!(names, expected, "version {v}");
         let instances: i64 = conn
             .query_row("SELECT COUNT(*) FROM batch_instances", [], |r| r.get(0))
             .expect("v3 table");

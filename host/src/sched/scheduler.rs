@@ -325,7 +325,9 @@ fn one<S: Starter>(
             reason: MissedReason::ClockGap,
             at: now,
         };
-        if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref(), Some(&missed))? {
+        // A disabled batch's starts pass unrecorded, this one too.
+        let missed = Some(&missed).filter(|_| d.enabled);
+        if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref(), missed)? {
             tracing::info!(message = "A planned start the clocks skip passed (springGap skip).", batch_id = d.batch_id, planned = %d.planned);
             report.passed.push(d.batch_id);
         }
