@@ -40,6 +40,19 @@ pub fn sqlite(setup: &str) -> PluginResult<Connection> {
     Ok(Connection::new(Sqlite { conn, depth: 0 }))
 }
 
+/// A connection to the SQLite database file at `path` (made when missing), after running
+/// `setup` on it: for a test that runs a module several times on the same data, each run
+/// with a connection of its own.
+///
+/// # Errors
+///
+/// SQLite's, for opening the file or for `setup`.
+pub fn sqlite_file(path: &std::path::Path, setup: &str) -> PluginResult<Connection> {
+    let conn = rusqlite::Connection::open(path).map_err(fail)?;
+    conn.execute_batch(setup).map_err(fail)?;
+    Ok(Connection::new(Sqlite { conn, depth: 0 }))
+}
+
 /// Table `name` (object type 1, no schema) on connection `connection`, as node `node`, on a
 /// SQLite connection.
 pub fn table(node: i64, connection: i64, name: &str) -> ObjectRef {

@@ -909,3 +909,106 @@ fn the_deploy_history_lists_each_committed_deploy_with_what_it_changed() {
     assert_eq!(tree(1), (vec![5], serde_json::json!(true)));
     assert_eq!(tree(2), (vec![5, 6], serde_json::json!(false)));
 }
+
+#[test]
+fn the_history_example_deploys_and_runs_as_written() {
+    let w = Weft::start();
+    let dir = root().join("examples/history");
+    let db = w.home.path().join("warehouse.db");
+    rusqlite::Connection::open(&db)
+        .expect("warehouse")
+        .execute_batch(&std::fs::read_to_string(dir.join("tables.sql")).expect("tables.sql"))
+        .expect("the example's tables");
+    w.add_keys(&format!("1|sqlite|{}|||\n", db.display()));
+    for f in ["1-setup.dsr", "2-customer-history.dsr"] {
+        let o = w.script(
+            "deploySheet.sh",
+            &["--file", dir.join(f).to_str().expect("utf8")],
+            None,
+        );
+        assert_eq!(o.status.code(), Some(0), "{f}: {:?}", text(&o));
+    }
+    let run = || {
+        let o = std::process::Command::new(weft_bin())
+            .args(["run", "--sheet", "300", "--wait", "--url", &w.url])
+            .output()
+            .expect("weft run");
+        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    };
+    run();
+    rusqlite::Connection::open(&db)
+        .expect("warehouse")
+        .execute_batch(
+            "UPDATE stg_customer SET city = 'Paris' WHERE customer_id = 1;
+             DELETE FROM stg_customer WHERE customer_id = 2;
+             INSERT INTO stg_customer VALUES (3, 'Edsger', 'Austin');",
+        )
+        .expect("the README's changes");
+    // A run by hand changes at the action's start: the first run's periods are moved a day
+    // back, as if it had run yesterday, so that the second run's periods begin later.
+    rusqlite::Connection::open(&db)
+        .expect("warehouse")
+        .execute_batch("UPDATE dim_customer SET valid_from_dt = '2026-01-01 00:00:00'")
+        .expect("yesterday");
+    run();
+    let periods = common::actions::rows(
+        &db,
+        "SELECT customer_id, city, invalid_from_dt IS NULL FROM dim_customer ORDER BY customer_id, valid_from_dt",
+    );
+    assert_eq!(
+        periods,
+        ["1|London|0", "1|Paris|1", "2|New York|0", "3|Austin|1"]
+    );
+}
+
+#[test]
+fn history_attributes_are_checked_at_deploy_at_their_place() {
+    let w = Weft::start();
+    let dir = root().join("examples/history");
+    let o = w.script(
+        "deploySheet.sh",
+        &["--file", dir.join("1-setup.dsr").to_str().expect("utf8")],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let sheet = std::fs::read_to_string(dir.join("2-customer-history.dsr")).expect("example");
+    let before = w.dump();
+    let refused = |text: &str, code: &str| -> (i64, i64) {
+        let (status, answer) = post(&w.url, deploy_body(text));
+        assert_eq!(status, 422, "{answer}");
+        answer["error"]["details"]
+            .as_array()
+            .and_then(|all| all.iter().find(|d| d["code"] == code))
+            .map(|d| {
+                (
+                    d["line"].as_i64().unwrap_or(0),
+                    d["column"].as_i64().unwrap_or(0),
+                )
+            })
+            .unwrap_or_else(|| panic!("no {code} in {answer}"))
+    };
+    let place = |text: &str, line_holds: &str, word: &str| -> (i64, i64) {
+        let (i, line) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains(line_holds))
+            .expect("the line");
+        (i as i64 + 1, line.find(word).expect("the word") as i64 + 1)
+    };
+    // A key the query does not return: at the name inside `keys`.
+    let bad_key = sheet.replace("keys: customer_id", "keys: customer_id, nope");
+    assert_eq!(
+        refused(&bad_key, "History.keys"),
+        place(&bad_key, "keys: customer_id, nope", "nope")
+    );
+    // A flag that is no boolean: at its value.
+    let bad_flag = sheet.replace(
+        "compare: name, city",
+        "compare: name, city\n              closeMissing: maybe",
+    );
+    assert_eq!(
+        refused(&bad_flag, "dsr.wrong_type"),
+        place(&bad_flag, "closeMissing: maybe", "maybe")
+    );
+    assert_eq!(before, w.dump(), "the repository is unchanged");
+}

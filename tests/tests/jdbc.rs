@@ -583,3 +583,53 @@ fn postgres_targets_by_schema_with_its_own_types_and_strict_booleans() {
         "0"
     );
 }
+
+#[test]
+fn history_keeps_periods_on_h2_and_hsqldb() {
+    let env = Env::new();
+    for conn in [3, 4] {
+        env.ok(&env.plan(
+            "Sql",
+            "CREATE TABLE stg_h (id INTEGER PRIMARY KEY, name VARCHAR(20));\n\
+             INSERT INTO stg_h VALUES (1, 'a'), (2, NULL);\n\
+             CREATE TABLE dim_h (id INTEGER NOT NULL, name VARCHAR(20), valid_from_dt TIMESTAMP NOT NULL, \
+             invalid_from_dt TIMESTAMP, PRIMARY KEY (id, valid_from_dt))",
+            &[],
+            (conn, "dim_h"),
+        ));
+        let history = |at: &str| {
+            plan_in(
+                "History",
+                "SELECT id, name FROM stg_h",
+                serde_json::json!({"keys": "id", "changeTime": at}),
+                &[(conn, "stg_h")],
+                Some((conn, "dim_h")),
+                &dialect,
+            )
+        };
+        let counts = |o: weft_sdk::RunOutcome| (o.rows_read, o.rows_written, o.rows_updated);
+        assert_eq!(counts(env.ok(&history("2026-01-01 00:00:00"))), (2, 2, 0));
+        // Unchanged, a NULL equal to a NULL.
+        assert_eq!(counts(env.ok(&history("2026-01-02 00:00:00"))), (2, 0, 0));
+        env.ok(&env.plan(
+            "Sql",
+            "UPDATE stg_h SET name = 'b' WHERE id = 2;\nDELETE FROM stg_h WHERE id = 1",
+            &[],
+            (conn, "stg_h"),
+        ));
+        assert_eq!(counts(env.ok(&history("2026-01-03 00:00:00"))), (1, 1, 2));
+        let periods = env.query(
+            &conn.to_string(),
+            "SELECT id, CAST(valid_from_dt AS DATE), CAST(invalid_from_dt AS DATE) FROM dim_h ORDER BY id, valid_from_dt",
+        );
+        assert_eq!(periods.len(), 3, "connection {conn}: {periods:?}");
+        assert!(
+            periods[0].contains("2026-01-01") && periods[0].contains("2026-01-03"),
+            "connection {conn}: {periods:?}"
+        );
+        assert!(
+            periods[2].starts_with("Int(2)") && periods[2].ends_with("Null"),
+            "connection {conn}: {periods:?}"
+        );
+    }
+}

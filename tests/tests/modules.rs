@@ -484,3 +484,152 @@ fn upsert_on_conflict_with_a_composite_primary_key_counts_what_landed() {
         vec!["d1|1|2.0", "d2|1|4.0"]
     );
 }
+
+#[test]
+fn history_keeps_periods_through_the_host_and_a_failed_run_changes_nothing() {
+    let reg = registry();
+    assert!(reg.module("History").is_some(), "{:?}", reg.refused);
+    let dbs = Dbs::new();
+    dbs.db(1)
+        .execute_batch(
+            "CREATE TABLE stg (id INTEGER, name TEXT);
+             INSERT INTO stg VALUES (1, 'a'), (2, 'b');
+             CREATE TABLE dim (id INTEGER, name TEXT, valid_from_dt TEXT, invalid_from_dt TEXT,
+                               PRIMARY KEY (id, valid_from_dt));",
+        )
+        .expect("setup");
+    let history = |at: &str, attributes: serde_json::Value| {
+        let mut attributes = attributes;
+        attributes["changeTime"] = serde_json::json!(at);
+        run_action(
+            &reg,
+            &dbs.keys,
+            &plan(
+                "History",
+                "SELECT id, name FROM stg",
+                attributes,
+                &[(1, "stg")],
+                Some((1, "dim")),
+            ),
+            &[],
+        )
+    };
+    let first = history("2026-01-01", serde_json::json!({}));
+    let o = first.outcome.expect("first run");
+    assert_eq!((o.rows_read, o.rows_written, o.rows_updated), (2, 2, 0));
+    assert!(
+        first
+            .log
+            .iter()
+            .any(|l| l.contains("2 period(s) opened, 0 closed, 0 unchanged")),
+        "{:?}",
+        first.log
+    );
+    dbs.db(1)
+        .execute_batch("UPDATE stg SET name = 'bb' WHERE id = 2")
+        .expect("change");
+    let o = history("2026-01-02", serde_json::json!({}))
+        .outcome
+        .expect("second run");
+    assert_eq!((o.rows_read, o.rows_written, o.rows_updated), (2, 1, 1));
+    let before = dbs.rows(1, "SELECT * FROM dim ORDER BY id, valid_from_dt");
+    assert_eq!(
+        before,
+        [
+            "1|a|2026-01-01|NULL",
+            "2|b|2026-01-01|2026-01-02",
+            "2|bb|2026-01-02|NULL"
+        ]
+    );
+    // Emptied first, then a key returned twice: refused, and the emptying rolled back.
+    dbs.db(1)
+        .execute_batch("INSERT INTO stg VALUES (1, 'again')")
+        .expect("a duplicate");
+    let failed = history("2026-01-03", serde_json::json!({"truncateBefore": true}));
+    let e = failed.outcome.expect_err("a key twice");
+    assert!(e.contains("more than once"), "{e}");
+    assert_eq!(
+        dbs.rows(1, "SELECT * FROM dim ORDER BY id, valid_from_dt"),
+        before
+    );
+    // A second run at the same change time: the primary key refuses it, nothing changes.
+    dbs.db(1)
+        .execute_batch(
+            "DELETE FROM stg WHERE name = 'again'; UPDATE stg SET name = 'bbb' WHERE id = 2",
+        )
+        .expect("change");
+    let again = history("2026-01-02", serde_json::json!({}));
+    assert!(again.outcome.is_err(), "{:?}", again.log);
+    assert_eq!(
+        dbs.rows(1, "SELECT * FROM dim ORDER BY id, valid_from_dt"),
+        before
+    );
+}
+
+#[test]
+fn truncate_before_on_transfer_and_upsert_empties_the_target_in_the_same_transaction() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(2)
+        .execute_batch(
+            "CREATE TABLE src (id INTEGER, v TEXT); INSERT INTO src VALUES (1, 'x'), (2, 'y');",
+        )
+        .expect("source");
+    dbs.db(1)
+        .execute_batch(
+            "CREATE TABLE dst (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO dst VALUES (7, 'old'), (8, 'old');
+             CREATE TABLE src (id INTEGER, v TEXT); INSERT INTO src VALUES (1, 'x'), (1, 'dup');",
+        )
+        .expect("target");
+    let load = |module: &str, from: i64| {
+        run_action(
+            &reg,
+            &dbs.keys,
+            &plan(
+                module,
+                "SELECT id, v FROM src",
+                serde_json::json!({"truncateBefore": true, "keys": "id"})
+                    .as_object()
+                    .map(|o| {
+                        let mut o = o.clone();
+                        if module == "Transfer" {
+                            o.remove("keys");
+                        }
+                        serde_json::Value::Object(o)
+                    })
+                    .expect("attributes"),
+                &[(from, "src")],
+                Some((1, "dst")),
+            ),
+            &[],
+        )
+    };
+    // Transfer across files: the old rows go, the new ones come.
+    let ran = load("Transfer", 2);
+    let o = ran.outcome.expect("transfer");
+    assert_eq!((o.rows_written, o.rows_deleted), (2, 2), "{:?}", ran.log);
+    assert!(
+        ran.log
+            .iter()
+            .any(|l| l.starts_with("Emptied \"dst\": 2 row(s) deleted")),
+        "{:?}",
+        ran.log
+    );
+    assert_eq!(
+        dbs.rows(1, "SELECT id, v FROM dst ORDER BY id"),
+        ["1|x", "2|y"]
+    );
+    // Upsert on the target's file from a query with a key twice... the second row updates
+    // the first: after emptying, one row per key.
+    let ran = load("Upsert", 1);
+    let o = ran.outcome.expect("upsert");
+    assert_eq!(o.rows_deleted, 2, "{:?}", ran.log);
+    assert_eq!(dbs.rows(1, "SELECT COUNT(*) FROM dst"), ["1"]);
+    // A failing Transfer leaves the old rows: the emptying is rolled back with it.
+    dbs.db(2)
+        .execute_batch("INSERT INTO src VALUES (2, 'dup')")
+        .expect("a duplicate key for dst");
+    let ran = load("Transfer", 2);
+    assert!(ran.outcome.is_err(), "{:?}", ran.log);
+    assert_eq!(dbs.rows(1, "SELECT COUNT(*) FROM dst"), ["1"]);
+}

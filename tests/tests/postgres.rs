@@ -1501,3 +1501,97 @@ fn a_session_that_only_checked_tables_keeps_its_catalog_statement_and_one_an_act
         "one pooled session served all"
     );
 }
+
+#[test]
+fn history_and_truncate_before_on_a_native_postgresql_connection() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "CREATE TABLE stg_h (id int PRIMARY KEY, name text, amount numeric(10,2));
+         INSERT INTO stg_h VALUES (1, 'a', 1.50), (2, NULL, 2.00);
+         CREATE TABLE dim_h (id int, name text, amount numeric(10,2),
+             since timestamp NOT NULL, until timestamp NOT NULL, PRIMARY KEY (id, since));
+         CREATE TABLE full_h (id int PRIMARY KEY, name text);
+         INSERT INTO full_h VALUES (7, 'old'), (8, 'old');",
+    )
+    .expect("tables");
+    let (w, _) = setup(&pg);
+    deploy(
+        &w,
+        &sheet(
+            31,
+            "History",
+            "SELECT id, name, amount FROM stg_h",
+            json!({"validFrom": "since", "invalidFrom": "until", "openUntil": "9999-12-31 00:00:00",
+                   "changeTime": "${day} 06:00:00"}),
+            &[("stg_h", 7)],
+            ("dim_h", 7),
+        ),
+    );
+    // The change time comes from a variable of the run.
+    let run_on = |day: &str| {
+        let body = json!({"command": "RunElements",
+            "payload": {"batchExecution": {"batchName": "pg", "user": "t", "elementList": [{"elementType": "S", "elementId": 31}]}},
+            "variableList": [{"variableName": "day", "variableValue": day}]});
+        let (st, v) = post(&w.url, body.to_string().into_bytes());
+        assert_eq!(st, 200, "{v}");
+        wait(&w, v["payload"]["batchInstanceId"].as_i64().expect("id"))
+    };
+    let first = run_on("2026-01-01");
+    assert_eq!(first["state"], "finished", "{first}");
+    pg.psql("UPDATE stg_h SET amount = 2.50 WHERE id = 2; DELETE FROM stg_h WHERE id = 1; INSERT INTO stg_h VALUES (3, 'c', 0)")
+        .expect("changes");
+    let second = run_on("2026-01-02");
+    assert_eq!(second["state"], "finished", "{second}");
+    let action = &second["actions"][0];
+    assert_eq!(
+        (
+            &action["rowsRead"],
+            &action["rowsWritten"],
+            &action["rowsUpdated"]
+        ),
+        (&json!(2), &json!(2), &json!(2)),
+        "{second}"
+    );
+    assert_eq!(
+        pg.psql("SELECT string_agg(id || ':' || coalesce(name, '-') || ':' || amount || ':' || since::date || ':' || until::date, ' ' ORDER BY id, since) FROM dim_h")
+            .expect("history"),
+        "1:a:1.50:2026-01-01:2026-01-02 2:-:2.00:2026-01-01:2026-01-02 2:-:2.50:2026-01-02:9999-12-31 3:c:0.00:2026-01-02:9999-12-31"
+    );
+    // TRUNCATE in the action's transaction: a failing load leaves the old rows.
+    deploy(
+        &w,
+        &sheet(
+            32,
+            "Insert",
+            "SELECT id, name FROM stg_h UNION ALL SELECT 3, 'twice'",
+            json!({"truncateBefore": true}),
+            &[("stg_h", 7)],
+            ("full_h", 7),
+        ),
+    );
+    let failed = run_and_wait(&w, 32);
+    assert_eq!(failed["state"], "failed", "{failed}");
+    assert_eq!(
+        pg.psql("SELECT string_agg(id::text, ',' ORDER BY id) FROM full_h")
+            .expect("kept"),
+        "7,8"
+    );
+    pg.psql("DELETE FROM stg_h WHERE id = 3")
+        .expect("no duplicate");
+    let done = run_and_wait(&w, 32);
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(done["actions"][0]["rowsDeleted"], 2, "{done}");
+    assert!(
+        done["actions"][0]["log"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|x| x
+                .as_str()
+                .is_some_and(|s| s.contains("(TRUNCATE): 2 row(s) removed")))),
+        "{done}"
+    );
+    assert_eq!(
+        pg.psql("SELECT string_agg(id::text, ',' ORDER BY id) FROM full_h")
+            .expect("loaded"),
+        "2,3"
+    );
+}

@@ -882,6 +882,10 @@ impl Executor {
             ("user".to_owned(), info.user.clone()),
             ("schedule_date".to_owned(), schedule_date(info)),
             (
+                "planned_start".to_owned(),
+                info.planned_start.clone().unwrap_or_default(),
+            ),
+            (
                 "action_start_utc".to_owned(),
                 now.format("%Y-%m-%d %H:%M:%S").to_string(),
             ),

@@ -8,8 +8,8 @@
 #![allow(unsafe_code)]
 
 use weft_sdk::{
-    ActionModule, AttributeKind, AttributeSpec, ModuleInfo, PluginError, PluginResult, Problem,
-    RunContext, RunOutcome, ValidateInput, ValidateOutput, export_plugin,
+    ActionModule, ModuleInfo, PluginError, PluginResult, Problem, RunContext, RunOutcome,
+    ValidateInput, ValidateOutput, export_plugin,
 };
 use weft_sql_support::{column_probe, describe_object, described_table, match_columns, quote};
 
@@ -21,7 +21,7 @@ impl ActionModule for Insert {
     fn info(&self) -> ModuleInfo {
         ModuleInfo::new("Insert", "Inserts the rows of the action's query into the target table, columns matched by name.")
             .targets(1, 1)
-            .attribute(AttributeSpec::new("truncateBefore", AttributeKind::Bool, Some("false"), "empty the target before inserting"))
+            .attribute(weft_sql_support::truncate_before_attribute())
             .attribute(weft_sql_support::validate_sql_attribute())
     }
 
@@ -75,13 +75,11 @@ impl ActionModule for Insert {
         let table = described_table(dialect, &info);
         let (names, _) = conn.query_all(&column_probe(dialect, &query), &[])?;
         let columns = match_columns(&names, &info)?;
-        let mut removed = 0;
-        if truncate {
-            removed = conn.execute_batch(format!("DELETE FROM {table}").as_str())?;
-            log.log(
-                format!("Emptied {table}: {removed} row(s) deleted (truncateBefore).").as_str(),
-            );
-        }
+        let removed = if truncate {
+            weft_sql_support::empty_before(conn, log, &table)?
+        } else {
+            0
+        };
         let target_cols: Vec<String> = columns.iter().map(|c| quote(dialect, c)).collect();
         let source_cols: Vec<String> = names
             .iter()

@@ -23,7 +23,8 @@ use sqlparser::parser::Parser;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use weft_sdk::{
-    AttributeValue, Dialect, PluginError, Problem, TableName, ValidateInput, ValidateOutput,
+    AttributeValue, Datum, Dialect, PluginError, Problem, TableName, ValidateInput, ValidateOutput,
+    Value,
 };
 
 /// Replaces every `${name}` by `v___…` of the same byte length; `$${` (a literal `${`) is
@@ -451,6 +452,69 @@ pub fn match_columns(
     Ok(out)
 }
 
+/// A whole number as a database answers a count: an integer, or (Oracle's `NUMBER`, some
+/// drivers' `DECIMAL`) a decimal or double without a fraction.
+pub fn count_of(v: Option<&Value>) -> Option<u64> {
+    match v?.get() {
+        Datum::Int(n) => u64::try_from(n).ok(),
+        Datum::Decimal(d) | Datum::Text(d) => {
+            let d = d.trim();
+            let whole =
+                d.split_once('.').map_or(
+                    d,
+                    |(w, f)| {
+                        if f.chars().all(|c| c == '0') { w } else { "x" }
+                    },
+                );
+            whole.parse().ok()
+        }
+        Datum::Float(f) if f.fract() == 0.0 && (0.0..1.8e19).contains(&f) => Some(f as u64),
+        _ => None,
+    }
+}
+
+/// The attribute `truncateBefore` of the loading modules (Insert, Transfer, Upsert, History).
+pub fn truncate_before_attribute() -> weft_sdk::AttributeSpec {
+    weft_sdk::AttributeSpec::new(
+        "truncateBefore",
+        weft_sdk::AttributeKind::Bool,
+        Some("false"),
+        "empty the target first, in the action's transaction (a failed load leaves the old rows)",
+    )
+}
+
+/// Empties `table` (quoted and qualified) for `truncateBefore`, inside the action's
+/// transaction, so that a failed load leaves the old rows: `TRUNCATE` on PostgreSQL (whose
+/// TRUNCATE a rollback undoes, and which reads no row; the rows are counted first), `DELETE`
+/// elsewhere (SQLite has no TRUNCATE; MySQL's, H2's and HSQLDB's commit at once or are not
+/// undone by a rollback). Answers how many rows it removed, and logs it.
+///
+/// # Errors
+///
+/// The connection's.
+pub fn empty_before(
+    conn: &mut weft_sdk::Connection,
+    log: &mut weft_sdk::Log,
+    table: &str,
+) -> weft_sdk::PluginResult<u64> {
+    let removed = if conn.dialect() == Dialect::Postgres {
+        let (_, rows) = conn.query_all(&format!("SELECT COUNT(*) FROM {table}"), &[])?;
+        let n = count_of(rows.first().and_then(|r| r.first())).unwrap_or(0);
+        conn.execute_batch(&format!("TRUNCATE TABLE {table}"))?;
+        log.log(&format!(
+            "Emptied {table} (TRUNCATE): {n} row(s) removed (truncateBefore)."
+        ));
+        n
+    } else {
+        let n = conn.execute_batch(&format!("DELETE FROM {table}"))?;
+        log.log(&format!(
+            "Emptied {table}: {n} row(s) deleted (truncateBefore)."
+        ));
+        n
+    };
+    Ok(removed)
+}
+
 /// The schema of an object, as the connection calls it.
 pub fn schema_of(o: &weft_sdk::ObjectRef) -> Option<&str> {
     o.schema().filter(|s| !s.is_empty())
@@ -459,6 +523,17 @@ pub fn schema_of(o: &weft_sdk::ObjectRef) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_come_as_integers_decimals_or_doubles() {
+        assert_eq!(count_of(Some(&Value::int(3))), Some(3));
+        assert_eq!(count_of(Some(&Value::decimal("12"))), Some(12));
+        assert_eq!(count_of(Some(&Value::decimal("12.000"))), Some(12));
+        assert_eq!(count_of(Some(&Value::decimal("1.5"))), None);
+        assert_eq!(count_of(Some(&Value::float(4.0))), Some(4));
+        assert_eq!(count_of(Some(&Value::NULL)), None);
+        assert_eq!(count_of(None), None);
+    }
 
     #[test]
     fn masks_variables_keeping_length() {

@@ -32,6 +32,7 @@ impl ActionModule for Transfer {
             .sources(1, u32::MAX)
             .targets(1, 1)
             .attribute(AttributeSpec::new("batchRows", AttributeKind::Integer, Some("10000"), "rows per batch"))
+            .attribute(weft_sql_support::truncate_before_attribute())
             .attribute(weft_sql_support::validate_sql_attribute())
     }
 
@@ -82,7 +83,14 @@ impl ActionModule for Transfer {
             _ => DEFAULT_BATCH_ROWS as u32,
         };
         let query = ctx.action().trim().trim_end_matches(';').to_owned();
-        let outcome = if source.connection_id() == target.connection_id() {
+        let removed = if ctx.flag("truncateBefore", false) {
+            let (conn, log) = ctx.connection_and_log(target.connection_id())?;
+            let info = describe_object(conn, &target)?;
+            weft_sql_support::empty_before(conn, log, &described_table(conn.dialect(), &info))?
+        } else {
+            0
+        };
+        let mut outcome = if source.connection_id() == target.connection_id() {
             // One connection: the database copies the rows itself.
             let conn = ctx.connection(target.connection_id())?;
             let dialect = conn.dialect();
@@ -165,6 +173,7 @@ impl ActionModule for Transfer {
                 rows_deleted: 0,
             })?
         };
+        outcome.rows_deleted = removed;
         ctx.log(&format!(
             "Transferred {} row(s) from connection {} into {} on connection {}.",
             outcome.rows_written,

@@ -12,11 +12,13 @@
 #![allow(unsafe_code)]
 
 use weft_sdk::{
-    ActionModule, AttributeKind, AttributeSpec, AttributeValue, Connection, Datum, ModuleInfo,
+    ActionModule, AttributeKind, AttributeSpec, AttributeValue, Connection, ModuleInfo,
     PluginError, PluginResult, Problem, RunContext, RunOutcome, ValidateInput, ValidateOutput,
     Value, export_plugin,
 };
-use weft_sql_support::{column_probe, describe_object, described_table, match_columns, quote};
+use weft_sql_support::{
+    column_probe, count_of, describe_object, described_table, match_columns, quote,
+};
 
 /// The `Upsert` module.
 #[derive(Debug, Default)]
@@ -33,27 +35,6 @@ fn keys_attribute(a: Option<&AttributeValue>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A whole number as a database answers a count: an integer, or (Oracle's `NUMBER`, some
-/// drivers' `DECIMAL`) a decimal or double without a fraction.
-fn count_of(v: Option<&Value>) -> Option<u64> {
-    match v?.get() {
-        Datum::Int(n) => u64::try_from(n).ok(),
-        Datum::Decimal(d) | Datum::Text(d) => {
-            let d = d.trim();
-            let whole =
-                d.split_once('.').map_or(
-                    d,
-                    |(w, f)| {
-                        if f.chars().all(|c| c == '0') { w } else { "x" }
-                    },
-                );
-            whole.parse().ok()
-        }
-        Datum::Float(f) if f.fract() == 0.0 && (0.0..1.8e19).contains(&f) => Some(f as u64),
-        _ => None,
-    }
-}
-
 fn scalar(conn: &mut Connection, sql: &str) -> PluginResult<u64> {
     let (_, rows) = conn.query_all(sql, &[])?;
     let first = rows.first().and_then(|r| r.first());
@@ -65,6 +46,7 @@ impl ActionModule for Upsert {
         ModuleInfo::new("Upsert", "Updates the target's rows that match the query's by key and inserts the others; deletes nothing.")
             .targets(1, 1)
             .attribute(AttributeSpec::new("keys", AttributeKind::String, None, "key columns, comma-separated; default: the target's primary key"))
+            .attribute(weft_sql_support::truncate_before_attribute())
             .attribute(weft_sql_support::validate_sql_attribute())
     }
 
@@ -152,7 +134,15 @@ impl ActionModule for Upsert {
             )));
         }
         let table = described_table(dialect, &info);
-        let outcome = if source_conn == target.connection_id() {
+        // Emptied first, every row is new: the upsert then only inserts (a reload that keeps
+        // the key checks and the ON CONFLICT path for a query returning a key twice).
+        let removed = if ctx.flag("truncateBefore", false) {
+            let (conn, log) = ctx.connection_and_log(target.connection_id())?;
+            weft_sql_support::empty_before(conn, log, &table)?
+        } else {
+            0
+        };
+        let mut outcome = if source_conn == target.connection_id() {
             let conn = ctx.connection(target.connection_id())?;
             same_connection(conn, &table, &info, &keys, &primary, &query)?
         } else {
@@ -163,6 +153,7 @@ impl ActionModule for Upsert {
                 across(src, dst, &table, &info, &keys, &query)?
             }
         };
+        outcome.rows_deleted = removed;
         ctx.log(&format!(
             "Upsert into {table} by ({}): {} row(s) read, {} inserted, {} updated.",
             keys.join(", "),
@@ -493,20 +484,4 @@ export_plugin! {
     modules: [Upsert],
     object_types: [],
     bridges: [],
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_come_as_integers_decimals_or_doubles() {
-        assert_eq!(count_of(Some(&Value::int(3))), Some(3));
-        assert_eq!(count_of(Some(&Value::decimal("12"))), Some(12));
-        assert_eq!(count_of(Some(&Value::decimal("12.000"))), Some(12));
-        assert_eq!(count_of(Some(&Value::decimal("1.5"))), None);
-        assert_eq!(count_of(Some(&Value::float(4.0))), Some(4));
-        assert_eq!(count_of(Some(&Value::NULL)), None);
-        assert_eq!(count_of(None), None);
-    }
 }
