@@ -22,6 +22,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || packages+=(postgresql)
 command -v psql >/dev/null 2>&1 || packages+=(postgresql-client)
 # The TLS test makes its server's certificates with openssl.
 command -v openssl >/dev/null 2>&1 || packages+=(openssl)
+# The History benchmark compares with the same SQL in the sqlite3 shell.
+command -v sqlite3 >/dev/null 2>&1 || packages+=(sqlite3)
 # The web page's tests drive a real headless Chromium (tests/src/browser.rs).
 test -x /usr/bin/chromium || packages+=(chromium)
 for jar in postgresql:libpostgresql-jdbc-java h2:libh2-java hsqldb:libhsqldb-java \
