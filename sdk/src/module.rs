@@ -157,6 +157,13 @@ impl ModuleInfo {
         self
     }
 
+    /// Takes each of `specs` too (a set several modules share, such as the SQL modules').
+    #[must_use]
+    pub fn with_attributes(mut self, specs: impl IntoIterator<Item = AttributeSpec>) -> Self {
+        self.attributes.extend(specs);
+        self
+    }
+
     /// Its name.
     pub fn name(&self) -> &str {
         &self.name
@@ -709,6 +716,16 @@ impl RunContext {
     /// The action text with variables substituted.
     pub fn action(&self) -> &str {
         &self.action
+    }
+
+    /// For the host, between the runs of a looped action (`loopQuery`): the action text and
+    /// the variables of the next iteration.
+    pub fn next_iteration(&mut self, action: String, variables: Vec<(String, String)>) {
+        self.action = action.into();
+        self.variables = variables
+            .into_iter()
+            .map(|(k, v)| Tuple2(RString::from(k), RString::from(v)))
+            .collect();
     }
 
     /// Source objects.

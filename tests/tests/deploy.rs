@@ -1012,3 +1012,54 @@ fn history_attributes_are_checked_at_deploy_at_their_place() {
     );
     assert_eq!(before, w.dump(), "the repository is unchanged");
 }
+
+#[test]
+fn a_loop_query_that_does_not_parse_is_refused_at_its_place() {
+    let w = Weft::start();
+    for f in ["1-folder.dsr", "2-connection.dsr"] {
+        let o = w.script(
+            "deploySheet.sh",
+            &["--file", example(f).to_str().expect("utf8")],
+            None,
+        );
+        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    }
+    let sheet = std::fs::read_to_string(example("3-sheet.dsr")).expect("example");
+    let bad = sheet.replace(
+        "keys: id",
+        "keys: id\n              loopQuery: SELECT day FROM calendar WHERE",
+    );
+    let before = w.dump();
+    let (status, answer) = post(&w.url, deploy_body(&bad));
+    assert_eq!(status, 422, "{answer}");
+    let d = answer["error"]["details"]
+        .as_array()
+        .and_then(|all| all.iter().find(|d| d["code"] == "sql.syntax"))
+        .unwrap_or_else(|| panic!("no sql.syntax in {answer}"))
+        .clone();
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`loopQuery` does not parse as SQLite")),
+        "{d}"
+    );
+    let line = bad
+        .lines()
+        .position(|l| l.contains("loopQuery:"))
+        .expect("line") as i64
+        + 1;
+    assert_eq!(d["line"], line, "{d}");
+    assert_eq!(
+        d["path"], "transformationData.sheets[0].nodes[1].attributes.loopQuery",
+        "{d}"
+    );
+    // At the end of the query, where it stops making sense.
+    let end = bad.lines().nth(line as usize - 1).map_or(0, str::len) as i64;
+    assert!(
+        d["column"]
+            .as_i64()
+            .is_some_and(|c| c > end - 8 && c <= end + 1),
+        "{d}"
+    );
+    assert_eq!(before, w.dump());
+}

@@ -633,3 +633,162 @@ fn truncate_before_on_transfer_and_upsert_empties_the_target_in_the_same_transac
     assert!(ran.outcome.is_err(), "{:?}", ran.log);
     assert_eq!(dbs.rows(1, "SELECT COUNT(*) FROM dst"), ["1"]);
 }
+
+#[test]
+fn a_loop_query_runs_the_action_once_per_row_with_its_columns_as_variables() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(1)
+        .execute_batch(
+            "CREATE TABLE regions (code TEXT, share INTEGER);
+             INSERT INTO regions VALUES ('EU', 2), ('US', 3), (NULL, 5);
+             CREATE TABLE sales (region TEXT, n INTEGER NOT NULL, iteration INTEGER);",
+        )
+        .expect("setup");
+    let looped = |text: &str, attributes: serde_json::Value| {
+        run_action(
+            &reg,
+            &dbs.keys,
+            &plan(
+                "Sql",
+                text,
+                attributes,
+                &[(1, "regions")],
+                Some((1, "sales")),
+            ),
+            &[("base".to_owned(), "10".to_owned())],
+        )
+    };
+    let ran = looped(
+        "INSERT INTO sales VALUES ('${code}', ${base} * ${share}, ${iteration})",
+        serde_json::json!({"loopQuery": "SELECT code, share FROM regions ORDER BY share"}),
+    );
+    let o = ran.outcome.expect("the loop");
+    assert_eq!(o.rows_written, 3, "{:?}", ran.log);
+    assert_eq!(
+        dbs.rows(
+            1,
+            "SELECT region, n, iteration FROM sales ORDER BY iteration"
+        ),
+        ["EU|20|1", "US|30|2", "|50|3"],
+        "a NULL column is an empty variable"
+    );
+    assert!(
+        ran.log
+            .iter()
+            .any(|l| l.starts_with("loopQuery returned 3 row(s) (columns code, share)")),
+        "{:?}",
+        ran.log
+    );
+    assert!(
+        ran.log.iter().any(|l| l.starts_with(
+            "iteration 2 (code=US, share=3): INSERT INTO sales VALUES ('US', 10 * 3, 2)"
+        )),
+        "{:?}",
+        ran.log
+    );
+    assert!(
+        ran.log
+            .iter()
+            .any(|l| l == "loop: 3 iteration(s), 0 failed"),
+        "{:?}",
+        ran.log
+    );
+
+    // The first failing iteration fails the action, and every iteration is undone.
+    let ran = looped(
+        "INSERT INTO sales VALUES ('${code}', CASE WHEN ${share} = 3 THEN NULL ELSE 1 END, 0)",
+        serde_json::json!({"loopQuery": "SELECT code, share FROM regions ORDER BY share"}),
+    );
+    let e = ran.outcome.expect_err("iteration 2 fails");
+    assert!(
+        e.contains("iteration 2 (code=US, share=3)") && e.contains("NOT NULL"),
+        "{e}"
+    );
+    assert_eq!(dbs.rows(1, "SELECT COUNT(*) FROM sales"), ["3"]);
+
+    // With loopContinueOnError, only the failing iteration is undone.
+    let ran = looped(
+        "INSERT INTO sales VALUES ('${code}', CASE WHEN ${share} = 3 THEN NULL ELSE 7 END, ${iteration})",
+        serde_json::json!({"loopQuery": "SELECT code, share FROM regions ORDER BY share", "loopContinueOnError": true}),
+    );
+    let o = ran.outcome.expect("goes on");
+    assert_eq!(o.rows_written, 2, "{:?}", ran.log);
+    assert!(
+        ran.log
+            .iter()
+            .any(|l| l.starts_with("loop: 3 iteration(s), 1 failed (2;")),
+        "{:?}",
+        ran.log
+    );
+    assert_eq!(
+        dbs.rows(
+            1,
+            "SELECT region, iteration FROM sales WHERE n = 7 ORDER BY iteration"
+        ),
+        ["EU|1", "|3"]
+    );
+
+    // An empty loop does nothing, or fails with errorIfLoopEmpty.
+    let none = serde_json::json!({"loopQuery": "SELECT code FROM regions WHERE 0"});
+    let ran = looped("INSERT INTO sales VALUES ('${code}', 0, 0)", none.clone());
+    assert_eq!(ran.outcome.map(|o| o.rows_written), Ok(0));
+    let mut strict = none;
+    strict["errorIfLoopEmpty"] = serde_json::json!(true);
+    let ran = looped("INSERT INTO sales VALUES ('${code}', 0, 0)", strict);
+    assert!(
+        ran.outcome
+            .expect_err("empty")
+            .contains("loopQuery returned no row"),
+        "{:?}",
+        ran.log
+    );
+    // A variable neither the run nor the loop sets is named.
+    let ran = looped(
+        "INSERT INTO sales VALUES ('${nothing}', 0, 0)",
+        serde_json::json!({"loopQuery": "SELECT code FROM regions"}),
+    );
+    assert!(
+        ran.outcome
+            .expect_err("unset")
+            .contains("variable `nothing` is not set"),
+        "{:?}",
+        ran.log
+    );
+    assert_eq!(dbs.rows(1, "SELECT COUNT(*) FROM sales"), ["5"]);
+}
+
+#[test]
+fn a_loop_query_works_with_every_sql_module() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(1)
+        .execute_batch(
+            "CREATE TABLE days (d TEXT); INSERT INTO days VALUES ('2026-01-01'), ('2026-01-02');
+             CREATE TABLE src (id INTEGER PRIMARY KEY, d TEXT); INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02');
+             CREATE TABLE ins (id INTEGER, d TEXT);
+             CREATE TABLE ups (id INTEGER PRIMARY KEY, d TEXT);",
+        )
+        .expect("setup");
+    for (module, target) in [("Insert", "ins"), ("Upsert", "ups"), ("Transfer", "ins")] {
+        let ran = run_action(
+            &reg,
+            &dbs.keys,
+            &plan(
+                module,
+                "SELECT id, d FROM src WHERE d = '${d}'",
+                serde_json::json!({"loopQuery": "SELECT d FROM days ORDER BY d"}),
+                &[(1, "src")],
+                Some((1, target)),
+            ),
+            &[],
+        );
+        let o = ran.outcome.expect(module);
+        assert_eq!(o.rows_written, 2, "{module}: {:?}", ran.log);
+    }
+    assert_eq!(dbs.rows(1, "SELECT COUNT(*) FROM ins"), ["4"]);
+    assert_eq!(
+        dbs.rows(1, "SELECT id, d FROM ups ORDER BY id"),
+        ["1|2026-01-01", "2|2026-01-02"]
+    );
+}

@@ -1595,3 +1595,35 @@ fn history_and_truncate_before_on_a_native_postgresql_connection() {
         "2,3"
     );
 }
+
+#[test]
+fn a_loop_that_goes_on_after_a_failing_iteration_keeps_the_others_on_postgresql() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "CREATE TABLE loop_days (d date); INSERT INTO loop_days VALUES ('2026-01-01'), ('2026-01-02'), ('2026-01-03');
+         CREATE TABLE loop_out (d date NOT NULL, n int NOT NULL);",
+    )
+    .expect("tables");
+    let (w, _) = setup(&pg);
+    // The second day inserts NULL: PostgreSQL aborts the statement, the iteration's
+    // savepoint is rolled back, and the transaction goes on.
+    deploy(
+        &w,
+        &sheet(
+            41,
+            "Sql",
+            "INSERT INTO loop_out VALUES (DATE '${d}', CASE WHEN ${iteration} = 2 THEN NULL ELSE ${iteration} END)",
+            json!({"loopQuery": "SELECT d FROM loop_days ORDER BY d", "loopContinueOnError": true}),
+            &[("loop_days", 7)],
+            ("loop_out", 7),
+        ),
+    );
+    let done = run_and_wait(&w, 41);
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(done["actions"][0]["rowsWritten"], 2, "{done}");
+    assert_eq!(
+        pg.psql("SELECT string_agg(d || ':' || n, ' ' ORDER BY d) FROM loop_out")
+            .expect("rows"),
+        "2026-01-01:1 2026-01-03:3"
+    );
+}

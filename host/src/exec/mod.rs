@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod expand;
 pub mod halt;
+pub mod looped;
 pub mod slots;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -318,10 +319,13 @@ fn run_inner(
     let module = registry
         .module(&plan.module)
         .ok_or_else(|| format!("action {}: module `{}` is not loaded", plan.id, plan.module))?;
-    let text = match &plan.text {
-        Some(t) => substitute(t, variables)
+    // A looped action's text is substituted at each iteration, with the loop row's columns.
+    let looped = looped::Loop::of(plan);
+    let text = match (&plan.text, &looped) {
+        (Some(t), Some(_)) => t.clone(),
+        (Some(t), None) => substitute(t, variables)
             .map_err(|name| format!("action {}: variable `{name}` is not set", plan.id))?,
-        None => String::new(),
+        (None, _) => String::new(),
     };
     // The statement as run, first in the action's log.
     lines.push(&format!(
@@ -447,6 +451,20 @@ fn run_inner(
             weft_sdk::ErrorKind::Halted,
             "the halt was asked before it began",
         ))
+    } else if let Some(lp) = &looped {
+        let on = target_ids.first().copied().unwrap_or_default();
+        let template = plan.text.clone().unwrap_or_default();
+        let mut call = |c: &mut RunContext| module.module.run(c).into_result();
+        looped::run(
+            lp,
+            &mut call,
+            &mut ctx,
+            &template,
+            variables,
+            on,
+            &target_ids,
+            &|line| lines.push(line),
+        )
     } else {
         module.module.run(&mut ctx).into_result()
     };

@@ -82,7 +82,7 @@ impl ActionModule for History {
         .attribute(AttributeSpec::new("changeTime", AttributeKind::String, None, "when the changes happened (variables allowed, e.g. ${action_start_utc}); default: a scheduled run's schedule_date, else the action's start in the service zone"))
         .attribute(AttributeSpec::new("closeMissing", AttributeKind::Bool, Some("true"), "close the current period of a key the query no longer returns"))
         .attribute(weft_sql_support::truncate_before_attribute())
-        .attribute(weft_sql_support::validate_sql_attribute())
+        .with_attributes(weft_sql_support::sql_attributes())
     }
 
     fn validate(&self, input: &ValidateInput) -> ValidateOutput {

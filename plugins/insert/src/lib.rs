@@ -22,7 +22,7 @@ impl ActionModule for Insert {
         ModuleInfo::new("Insert", "Inserts the rows of the action's query into the target table, columns matched by name.")
             .targets(1, 1)
             .attribute(weft_sql_support::truncate_before_attribute())
-            .attribute(weft_sql_support::validate_sql_attribute())
+            .with_attributes(weft_sql_support::sql_attributes())
     }
 
     fn validate(&self, input: &ValidateInput) -> ValidateOutput {

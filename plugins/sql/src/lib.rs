@@ -22,7 +22,7 @@ impl ActionModule for Sql {
             "Sql",
             "Runs the action text (one or several statements) on the target connection.",
         )
-        .attribute(weft_sql_support::validate_sql_attribute())
+        .with_attributes(weft_sql_support::sql_attributes())
     }
 
     fn validate(&self, input: &ValidateInput) -> ValidateOutput {

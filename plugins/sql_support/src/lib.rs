@@ -316,6 +316,38 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
             out.push(p);
         }
     }
+    // The loop's query reads data too: one query, whose tables order the action as well.
+    if let Some(looped) = input.attribute(LOOP_QUERY).and_then(AttributeValue::as_str) {
+        match parse(looped, dialect) {
+            Ok(statements)
+                if statements.len() == 1 && matches!(statements[0], Statement::Query(_)) =>
+            {
+                for table in reads(&statements, looped) {
+                    out.read(table);
+                }
+            }
+            Ok(_) => out.push(
+                Problem::error(
+                    "sql.loop_not_a_query",
+                    "`loopQuery` is one query (SELECT ...) whose rows the action runs once each for",
+                    Some(0),
+                )
+                .on_attribute(LOOP_QUERY),
+            ),
+            Err((message, offset)) => {
+                let text = format!(
+                    "`loopQuery` does not parse as {}: {message}",
+                    dialect.name()
+                );
+                let p = if dialect.parse_errors_are_errors() {
+                    Problem::error("sql.syntax", text, offset)
+                } else {
+                    Problem::warning("sql.syntax", text, offset)
+                };
+                out.push(p.on_attribute(LOOP_QUERY));
+            }
+        }
+    }
     out
 }
 
@@ -359,6 +391,36 @@ pub fn validate_sql_attribute() -> weft_sdk::AttributeSpec {
         "parse the SQL at deploy; false skips the check",
     )
 }
+
+/// The attributes every SQL module takes: `validateSql`, and the loop the host runs the
+/// action in (`loopQuery`, `errorIfLoopEmpty`, `loopContinueOnError`; docs/modules/loop-query.md).
+pub fn sql_attributes() -> [weft_sdk::AttributeSpec; 4] {
+    use weft_sdk::{AttributeKind, AttributeSpec};
+    [
+        validate_sql_attribute(),
+        AttributeSpec::new(
+            LOOP_QUERY,
+            AttributeKind::String,
+            None,
+            "a query run first on the action's connection: the action runs once per row, with its columns as variables and ${iteration}",
+        ),
+        AttributeSpec::new(
+            "errorIfLoopEmpty",
+            AttributeKind::Bool,
+            Some("false"),
+            "fail the action when loopQuery returns no row (else it does nothing)",
+        ),
+        AttributeSpec::new(
+            "loopContinueOnError",
+            AttributeKind::Bool,
+            Some("false"),
+            "go on after a failing iteration (its work rolled back) instead of failing the action",
+        ),
+    ]
+}
+
+/// The attribute that makes the host run an action once per row of a query.
+pub const LOOP_QUERY: &str = "loopQuery";
 
 /// A problem when the sources of `module`'s action are not all on one connection (the query
 /// runs on theirs).

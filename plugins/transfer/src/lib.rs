@@ -33,7 +33,7 @@ impl ActionModule for Transfer {
             .targets(1, 1)
             .attribute(AttributeSpec::new("batchRows", AttributeKind::Integer, Some("10000"), "rows per batch"))
             .attribute(weft_sql_support::truncate_before_attribute())
-            .attribute(weft_sql_support::validate_sql_attribute())
+            .with_attributes(weft_sql_support::sql_attributes())
     }
 
     fn validate(&self, input: &ValidateInput) -> ValidateOutput {

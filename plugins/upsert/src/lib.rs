@@ -47,7 +47,7 @@ impl ActionModule for Upsert {
             .targets(1, 1)
             .attribute(AttributeSpec::new("keys", AttributeKind::String, None, "key columns, comma-separated; default: the target's primary key"))
             .attribute(weft_sql_support::truncate_before_attribute())
-            .attribute(weft_sql_support::validate_sql_attribute())
+            .with_attributes(weft_sql_support::sql_attributes())
     }
 
     fn validate(&self, input: &ValidateInput) -> ValidateOutput {
