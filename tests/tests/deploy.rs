@@ -435,14 +435,7 @@ fn into_folder_over_http_returns_the_id_map() {
 #[test]
 fn a_dry_run_of_a_sheet_through_the_binary_changes_nothing() {
     let w = Weft::start();
-    for f in ["1-folder.dsr", "2-connection.dsr"] {
-        let o = w.script(
-            "deploySheet.sh",
-            &["--file", example(f).to_str().expect("utf8")],
-            None,
-        );
-        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    }
+    deploy_folder_and_connection(&w);
     let before = w.dump();
     let o = w.script(
         "deploySheet.sh",
@@ -489,14 +482,7 @@ fn into_folder_is_refused_by_a_production_server() {
         &["--listen", "127.0.0.1:0", "--environment", "production"],
         &[],
     );
-    for f in ["1-folder.dsr", "2-connection.dsr"] {
-        let o = w.script(
-            "deploySheet.sh",
-            &["--file", example(f).to_str().expect("utf8")],
-            None,
-        );
-        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    }
+    deploy_folder_and_connection(&w);
     let before = w.dump();
     let o = w.script(
         "deploySheet.sh",
@@ -520,14 +506,7 @@ fn into_folder_is_refused_by_a_production_server() {
 #[test]
 fn objects_missing_on_their_connection_are_warnings() {
     let w = Weft::start();
-    for f in ["1-folder.dsr", "2-connection.dsr"] {
-        let o = w.script(
-            "deploySheet.sh",
-            &["--file", example(f).to_str().expect("utf8")],
-            None,
-        );
-        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    }
+    deploy_folder_and_connection(&w);
     // Connection 1 becomes a real SQLite file holding only the source table; the server
     // re-reads the key file when it changes.
     let data = w.home.path().join("sales.db");
@@ -576,6 +555,18 @@ fn objects_missing_on_their_connection_are_warnings() {
         "{err}"
     );
     writer.execute_batch("ROLLBACK").expect("unlock");
+}
+
+/// Deploys the quickstart's folder and connection with `deploySheet.sh`.
+fn deploy_folder_and_connection(w: &Weft) {
+    for f in ["1-folder.dsr", "2-connection.dsr"] {
+        let o = w.script(
+            "deploySheet.sh",
+            &["--file", example(f).to_str().expect("utf8")],
+            None,
+        );
+        assert_eq!(o.status.code(), Some(0), "{f}: {:?}", text(&o));
+    }
 }
 
 /// Runs a script file with `WEFT_HOME=home` from the folder `cwd`, with `env`.
@@ -1016,14 +1007,7 @@ fn history_attributes_are_checked_at_deploy_at_their_place() {
 #[test]
 fn a_loop_query_that_does_not_parse_is_refused_at_its_place() {
     let w = Weft::start();
-    for f in ["1-folder.dsr", "2-connection.dsr"] {
-        let o = w.script(
-            "deploySheet.sh",
-            &["--file", example(f).to_str().expect("utf8")],
-            None,
-        );
-        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    }
+    deploy_folder_and_connection(&w);
     let sheet = std::fs::read_to_string(example("3-sheet.dsr")).expect("example");
     let bad = sheet.replace(
         "keys: id",
