@@ -93,6 +93,9 @@ pub struct Settings {
     /// With the repository on PostgreSQL: milliseconds between a host's looks at the
     /// repository for ready actions and halts asked on other hosts.
     pub host_poll_ms: u64,
+    /// Whether Shell actions (scripts run on this machine as the service user) may be
+    /// deployed and run; off unless set.
+    pub shell_modules: bool,
 }
 
 /// The default of `max_connections`.
@@ -118,6 +121,7 @@ impl Default for Settings {
             repository_retry_seconds: 60,
             host_lease_seconds: 10,
             host_poll_ms: 250,
+            shell_modules: false,
         }
     }
 }
@@ -202,6 +206,18 @@ impl Settings {
         )?;
         number("WEFT_HOST_LEASE_SECONDS", &mut s.host_lease_seconds)?;
         number("WEFT_HOST_POLL_MS", &mut s.host_poll_ms)?;
+        if let Some(v) = var("WEFT_SHELL_MODULES") {
+            s.shell_modules = match v.to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" => true,
+                "false" | "0" | "no" => false,
+                _ => {
+                    return Err(Error::Env {
+                        name: "WEFT_SHELL_MODULES",
+                        message: format!("`{v}` is not true or false"),
+                    });
+                }
+            };
+        }
         for (name, value, most) in [
             ("max_connections", s.max_connections as u64, 1_000_000),
             ("header_timeout_seconds", s.header_timeout_seconds, 86_400),

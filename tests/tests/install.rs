@@ -98,6 +98,7 @@ fn the_installed_tree_works_from_any_directory_with_its_own_home_plugins_and_dri
         "plugins/libweft_plugin_sql.so",
         "plugins/libweft_plugin_upsert.so",
         "plugins/libweft_plugin_history.so",
+        "plugins/libweft_plugin_shell.so",
         "default-home",
         "lib/systemd/system/weft.service",
         "sdk/Cargo.toml",

@@ -1240,3 +1240,128 @@ fn a_wait_with_changed_from_answers_at_each_change_of_a_run_and_not_before() {
         "{v}"
     );
 }
+
+/// Sheet `id` with one lone Shell action running `script`, with `extra` attributes.
+fn shell_sheet(id: i64, script: &str, extra: Value) -> Value {
+    let mut attributes =
+        json!({"module": "Shell", "name": format!("script {id}"), "action": script});
+    if let (Some(a), Some(e)) = (attributes.as_object_mut(), extra.as_object()) {
+        a.extend(e.clone());
+    }
+    json!({"version": 1, "transformationData": {"sheets": [{"id": id,
+        "attributes": {"name": format!("sheet {id}"), "folder_id": 10, "folder": "/etl"},
+        "nodes": [{"id": id * 10, "type": 0, "attributes": attributes}], "edges": []}]}})
+}
+
+#[test]
+fn shell_actions_are_refused_unless_the_server_allows_them() {
+    let (w, _) = setup();
+    let doc = serde_json::to_string_pretty(&shell_sheet(70, "echo hi", json!({}))).expect("json");
+    let before = w.dump();
+    let (status, answer) = post(&w.url, deploy_body(&doc));
+    assert_eq!(status, 422, "{answer}");
+    let d = answer["error"]["details"]
+        .as_array()
+        .and_then(|all| all.iter().find(|d| d["code"] == "node.module_off"))
+        .unwrap_or_else(|| panic!("no node.module_off in {answer}"))
+        .clone();
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("set `shell_modules = true` in HOME/weft.toml")),
+        "{d}"
+    );
+    // At the module's name in the document.
+    let (line, column) = doc
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| l.find("\"Shell\"").map(|c| (i as i64 + 1, c as i64 + 1)))
+        .expect("the module");
+    assert_eq!(
+        (d["line"].as_i64(), d["column"].as_i64()),
+        (Some(line), Some(column)),
+        "{d}"
+    );
+    assert_eq!(before, w.dump(), "nothing deployed");
+}
+
+#[test]
+fn a_shell_action_runs_its_script_logs_its_output_and_fails_on_its_exit_code() {
+    let (w, _) = setup_with(&[("WEFT_SHELL_MODULES", "true")]);
+    deploy(
+        &w,
+        &shell_sheet(
+            71,
+            "echo \"run ${batch_instance_id} of $batch_name\"; echo warn >&2",
+            json!({}),
+        ),
+    );
+    deploy(
+        &w,
+        &shell_sheet(72, "echo 'it broke' >&2; exit 4", json!({})),
+    );
+    let id = run(&w, &[("S", 71)], None);
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    let log: Vec<String> = action(&inst, 710)["log"]
+        .as_array()
+        .expect("log")
+        .iter()
+        .map(|l| l.as_str().unwrap_or_default().to_owned())
+        .collect();
+    // `${...}` in the text is the host's substitution; `$batch_name` the script's environment.
+    let want = format!("stdout: run {id} of ");
+    assert!(log.iter().any(|l| l.starts_with(&want)), "{log:?}");
+    assert!(log.iter().any(|l| l == "stderr: warn"), "{log:?}");
+    let id = run(&w, &[("S", 72)], None);
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    let error = action(&inst, 720)["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        error.contains("exited with code 4") && error.contains("it broke"),
+        "{error}"
+    );
+}
+
+#[test]
+fn halting_a_shell_action_kills_its_process_group_and_a_server_without_the_setting_refuses_to_run_it()
+ {
+    let (w, _) = setup_with(&[("WEFT_SHELL_MODULES", "true")]);
+    let pidfile = w.home.path().join("child.pid");
+    let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    deploy(&w, &shell_sheet(73, &script, json!({"timeout": 600})));
+    let id = run(&w, &[("S", 73)], None);
+    // Halt once the script runs: its child's pid is written.
+    while !std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n')) {
+        std::thread::yield_now();
+    }
+    let (st, v) = command(
+        &w,
+        "HaltBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "halted", "{inst}");
+    let pid = std::fs::read_to_string(&pidfile).expect("pid");
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    assert!(
+        stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z')),
+        "the script's child is gone: {stat}"
+    );
+    // The same home without the setting: the deployed action is refused when it runs.
+    let w = Weft::start_in(w.stop(), &["--listen", "127.0.0.1:0"], &[]);
+    let id = run(&w, &[("S", 73)], None);
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    assert!(
+        action(&inst, 730)["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("does not allow")),
+        "{inst}"
+    );
+}

@@ -446,7 +446,8 @@ fn node_rules_dependency_module_object_type_connection() {
     );
     let m = find(&d, "node.unknown_module");
     assert!(
-        m.message.contains("Insert, Sql, Transfer, Upsert"),
+        m.message
+            .contains("History, Insert, Shell, Sql, Transfer, Upsert"),
         "{}",
         m.message
     );
@@ -460,12 +461,12 @@ fn node_rules_dependency_module_object_type_connection() {
     // A module attribute the module does not take, and one of the wrong type.
     let d = f.invalid(&SHEET.replace(
         "keys: id",
-        "keys: id\n              truncateBefore: true\n              validateSql: maybe",
+        "keys: id\n              batchRows: 5\n              validateSql: maybe",
     ));
     assert!(
         find(&d, "node.module_attribute")
             .message
-            .contains("truncateBefore")
+            .contains("batchRows")
     );
     assert_eq!(
         find(&d, "dsr.wrong_type").path,

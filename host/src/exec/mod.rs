@@ -319,6 +319,10 @@ fn run_inner(
     let module = registry
         .module(&plan.module)
         .ok_or_else(|| format!("action {}: module `{}` is not loaded", plan.id, plan.module))?;
+    // Deployed elsewhere, or before the setting changed: refused here all the same.
+    if let Some(why) = registry.refusal(&plan.module) {
+        return Err(format!("action {}: {why}", plan.id));
+    }
     // A looped action's text is substituted at each iteration, with the loop row's columns.
     let looped = looped::Loop::of(plan);
     let text = match (&plan.text, &looped) {

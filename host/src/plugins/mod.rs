@@ -81,7 +81,12 @@ pub struct Registry {
     /// The library that provides each bridge (as installed).
     bridge_libraries: BTreeMap<String, PathBuf>,
     bridge_options: Vec<(String, String)>,
+    /// Modules this server does not allow, with why (see [`Registry::turn_off`]).
+    off: BTreeMap<String, String>,
 }
+
+/// The modules a server allows only by a setting: the name, and the setting.
+pub const GATED: &[(&str, &str)] = &[("Shell", "shell_modules")];
 
 /// The order libraries load in, which decides who provides a name two of them provide.
 const LOAD_ORDER: &str =
@@ -172,6 +177,36 @@ fn library_files(dirs: &[(PathBuf, bool)]) -> Vec<PathBuf> {
 }
 
 impl Registry {
+    /// Refuses module `name` on this server, with `why`: deploys of its actions are refused
+    /// at their place and its actions fail (the Shell module without `shell_modules`).
+    pub fn turn_off(&mut self, name: &str, why: &str) {
+        self.off.insert(name.to_owned(), why.to_owned());
+    }
+
+    /// Turns off each module of [`GATED`] whose setting `settings` leaves off.
+    pub fn apply_gates(&mut self, settings: &crate::settings::Settings) {
+        for (module, setting) in GATED {
+            let allowed = match *setting {
+                "shell_modules" => settings.shell_modules,
+                _ => false,
+            };
+            if !allowed {
+                self.turn_off(
+                    module,
+                    &format!(
+                        "module {module} runs programs on this server's machine as its service user, which this server does not allow: set `{setting} = true` in HOME/weft.toml (or WEFT_{}=true) and restart it",
+                        setting.to_ascii_uppercase()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Why module `name` is refused on this server, if it is.
+    pub fn refusal(&self, name: &str) -> Option<&str> {
+        self.off.get(name).map(String::as_str)
+    }
+
     /// Loads every plugin library found in `dirs` (see [`search_path`]) from the files
     /// themselves; tests and one-off commands use this.
     pub fn load(dirs: &[(PathBuf, bool)]) -> Self {

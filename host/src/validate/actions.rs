@@ -30,6 +30,9 @@ pub(super) fn action(
         }
         return;
     };
+    if let Some(why) = catalog.module_refusal(&a.module.v) {
+        problems.error("node.module_off", why, a.module.span, &apath.key("module"));
+    }
     for spec in m.attributes().iter().filter(|s| s.is_required()) {
         if !a.extra.iter().any(|(k, _)| k.v == spec.name()) {
             problems.error(

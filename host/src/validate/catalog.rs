@@ -12,6 +12,11 @@ pub trait Catalog {
     fn module(&self, name: &str) -> Option<weft_sdk::ModuleInfo>;
     /// Every module name, sorted.
     fn module_names(&self) -> Vec<String>;
+    /// Why this server refuses module `name` (a module a setting must allow), if it does.
+    fn module_refusal(&self, name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
     /// Asks module `name` to validate an action.
     ///
     /// # Errors
@@ -55,6 +60,10 @@ impl Catalog for PluginCatalog<'_> {
 
     fn module_names(&self) -> Vec<String> {
         self.registry.module_names()
+    }
+
+    fn module_refusal(&self, name: &str) -> Option<String> {
+        self.registry.refusal(name).map(str::to_owned)
     }
 
     fn validate_action(
