@@ -22,6 +22,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || packages+=(postgresql)
 command -v psql >/dev/null 2>&1 || packages+=(postgresql-client)
 # The TLS test makes its server's certificates with openssl.
 command -v openssl >/dev/null 2>&1 || packages+=(openssl)
+# The reference process module (examples/modules/min_rows) is Python.
+command -v python3 >/dev/null 2>&1 || packages+=(python3)
 # The History benchmark compares with the same SQL in the sqlite3 shell.
 command -v sqlite3 >/dev/null 2>&1 || packages+=(sqlite3)
 # The web page's tests drive a real headless Chromium (tests/src/browser.rs).

@@ -663,8 +663,23 @@ pub fn plugins(url: &str, token: Option<&str>, home: &Path) -> Exit {
     }
 }
 
+/// A module and its attributes, indented by `indent`.
+fn print_module(m: &crate::api::protocol::ModuleView, indent: &str) {
+    println!("{indent}{}: {} ({})", m.name, m.description, m.objects);
+    for a in &m.attributes {
+        let mut what = a.kind.clone();
+        if let Some(d) = &a.default {
+            what.push_str(&format!(", default {d}"));
+        }
+        if a.required {
+            what.push_str(", required");
+        }
+        println!("{indent}  {} ({what}): {}", a.name, a.description);
+    }
+}
+
 /// Prints what a plugin list holds: each library with its modules (their attributes
-/// below them), object types and connection types, then the refusals.
+/// below them), object types and connection types, the process modules, then the refusals.
 pub fn print_plugins(list: &PluginList) {
     println!("weft sdk {}", list.sdk_version);
     for lib in &list.libraries {
@@ -673,17 +688,7 @@ pub fn print_plugins(list: &PluginList) {
             let names: Vec<&str> = lib.modules.iter().map(|m| m.name.as_str()).collect();
             println!("  modules: {}", names.join(", "));
             for m in &lib.modules {
-                println!("    {}: {} ({})", m.name, m.description, m.objects);
-                for a in &m.attributes {
-                    let mut what = a.kind.clone();
-                    if let Some(d) = &a.default {
-                        what.push_str(&format!(", default {d}"));
-                    }
-                    if a.required {
-                        what.push_str(", required");
-                    }
-                    println!("      {} ({what}): {}", a.name, a.description);
-                }
+                print_module(m, "    ");
             }
         }
         if !lib.object_types.is_empty() {
@@ -692,6 +697,13 @@ pub fn print_plugins(list: &PluginList) {
         if !lib.connection_types.is_empty() {
             println!("  connection types: {}", lib.connection_types.join(", "));
         }
+    }
+    for p in &list.process_modules {
+        println!(
+            "process module {} ({}: {})",
+            p.module.name, p.path, p.command
+        );
+        print_module(&p.module, "  ");
     }
     println!(
         "native connection types: {}",

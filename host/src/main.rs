@@ -631,7 +631,8 @@ fn getkey(
 
 fn plugins(home: &std::path::Path) -> ExitCode {
     let dirs = weft::plugins::search_path(home);
-    let registry = weft::plugins::Registry::load(&dirs);
+    let mut registry = weft::plugins::Registry::load(&dirs);
+    registry.load_process_modules(&weft::plugins::process_dirs(home));
     client::print_plugins(&weft::api::protocol::PluginList::of(&registry));
     if registry.libraries.is_empty() {
         let searched: Vec<String> = dirs.iter().map(|(d, _)| d.display().to_string()).collect();

@@ -239,6 +239,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
             .await
             .map_err(|e| Error::Serve(std::io::Error::other(e)))?;
     registry.set_bridge_options(crate::plugins::bridge_options(&settings));
+    registry.load_process_modules(&crate::plugins::process_dirs(&opts.home));
     registry.apply_gates(&settings);
     tracing::info!(
         message = "Plugins loaded.",

@@ -347,6 +347,9 @@ fn run_inner(
         .collect();
     ids.sort_unstable();
     ids.dedup();
+    if let Some(program) = registry.process_module(&plan.module) {
+        return run_process(program, plan, &text, variables, keys, &ids, marking, lines);
+    }
     let mut connections = Vec::with_capacity(ids.len());
     for id in &ids {
         let entry = keys.get(&id.to_string()).ok_or_else(|| {
@@ -510,6 +513,54 @@ fn run_inner(
         }
     }
     result.map_err(|e| format!("action {} ({}): {e}", plan.id, plan.module))
+}
+
+/// Runs a process module: it opens its connections itself (their key file entries go in
+/// its request), so the host opens none and begins no transaction; its writes carry no
+/// commit marker, which is recorded first (a restart may run it again).
+#[allow(clippy::too_many_arguments)]
+fn run_process(
+    program: &crate::plugins::process::ProcessModule,
+    plan: &ActionPlan,
+    text: &str,
+    variables: &[(String, String)],
+    keys: &KeyFile,
+    ids: &[i64],
+    marking: Option<&Marking<'_>>,
+    lines: &Lines,
+) -> Result<RunOutcome, String> {
+    let mut entries = Vec::with_capacity(ids.len());
+    for id in ids {
+        let entry = keys.get(&id.to_string()).ok_or_else(|| {
+            format!(
+                "action {}: the key file has no entry for connection {id}",
+                plan.id
+            )
+        })?;
+        entries.push((*id, entry));
+    }
+    if let Some(m) = marking {
+        let written = written_connections(plan);
+        if !written.is_empty() {
+            (m.unmarked)(&written).map_err(|e| {
+                format!(
+                    "action {}: it did not run, as its writes carry no commit marker and that could not be recorded: {e}",
+                    plan.id
+                )
+            })?;
+        }
+    }
+    let halt = marking.and_then(|m| m.halt);
+    crate::plugins::process::run(
+        program,
+        plan,
+        text,
+        variables,
+        &entries,
+        &|| halt.is_some_and(halt::Halt::is_raised),
+        &|line| lines.push(line),
+    )
+    .map_err(|e| format!("action {} ({}): {}", plan.id, plan.module, e.message()))
 }
 
 /// The connections an action writes, each in one transaction: its targets', or, for an

@@ -12,6 +12,7 @@
 //! since a panic in it would end the server instead of failing an action.
 
 pub mod copies;
+pub mod process;
 pub mod template;
 
 use abi_stable::library::{LibraryError, RootModule, lib_header_from_path};
@@ -83,6 +84,8 @@ pub struct Registry {
     bridge_options: Vec<(String, String)>,
     /// Modules this server does not allow, with why (see [`Registry::turn_off`]).
     off: BTreeMap<String, String>,
+    /// The process modules among `modules`, by name.
+    process: BTreeMap<String, std::sync::Arc<process::ProcessModule>>,
 }
 
 /// The modules a server allows only by a setting: the name, and the setting.
@@ -145,6 +148,16 @@ pub fn search_path(home: &Path) -> Vec<(PathBuf, bool)> {
     dirs
 }
 
+/// Where process modules are looked for: `INSTALL/modules`, then `HOME/modules`.
+pub fn process_dirs(home: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(install) = crate::settings::install_dir() {
+        dirs.push(install.join("modules"));
+    }
+    dirs.push(home.join("modules"));
+    dirs
+}
+
 fn is_shared_library(p: &Path) -> bool {
     matches!(
         p.extension().and_then(|e| e.to_str()),
@@ -200,6 +213,53 @@ impl Registry {
                 );
             }
         }
+    }
+
+    /// Loads the process modules of `dirs` (`INSTALL/modules`, `HOME/modules`): each folder
+    /// with a manifest. A name a loaded module has already is refused, as is a manifest that
+    /// cannot be used; either is listed with its reason.
+    pub fn load_process_modules(&mut self, dirs: &[PathBuf]) {
+        for dir in process::folders(dirs) {
+            let manifest = dir.join(process::MANIFEST);
+            match process::read(&dir) {
+                Ok(m) if self.modules.contains_key(&m.manifest.name) => {
+                    self.refused.push(Refusal {
+                        path: manifest,
+                        reason: format!(
+                            "process module {} is refused: a loaded module has that name",
+                            m.manifest.name
+                        ),
+                    });
+                }
+                Ok(m) => {
+                    let name = m.manifest.name.clone();
+                    let m = std::sync::Arc::new(m);
+                    self.modules.insert(
+                        name.clone(),
+                        LoadedModule {
+                            info: m.info(),
+                            module: weft_sdk::ffi::module_box(m.as_ref().clone()),
+                            library: manifest,
+                        },
+                    );
+                    self.process.insert(name, m);
+                }
+                Err(reason) => self.refused.push(Refusal {
+                    path: manifest,
+                    reason: format!("process module refused: {reason}"),
+                }),
+            }
+        }
+    }
+
+    /// Process module `name`, if it is one.
+    pub fn process_module(&self, name: &str) -> Option<&process::ProcessModule> {
+        self.process.get(name).map(|m| m.as_ref())
+    }
+
+    /// The process modules, by name.
+    pub fn process_modules(&self) -> impl Iterator<Item = &process::ProcessModule> {
+        self.process.values().map(|m| m.as_ref())
     }
 
     /// Why module `name` is refused on this server, if it is.

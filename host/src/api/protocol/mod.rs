@@ -489,6 +489,9 @@ pub struct PluginList {
     pub sdk_version: String,
     /// The libraries that loaded, in load order.
     pub libraries: Vec<LibraryView>,
+    /// The process modules that loaded, by name.
+    #[serde(default)]
+    pub process_modules: Vec<ProcessModuleView>,
     /// The libraries (or plugins in them) refused, with why.
     pub refused: Vec<RefusedView>,
     /// The connection types weft serves itself.
@@ -555,11 +558,6 @@ pub struct RefusedView {
 impl PluginList {
     /// What `registry` holds.
     pub fn of(registry: &crate::plugins::Registry) -> Self {
-        let count = |min: u32, max: u32, what: &str| match (min, max) {
-            (a, b) if a == b => format!("{a} {what}"),
-            (a, u32::MAX) => format!("{a} or more {what}"),
-            (a, b) => format!("{a} to {b} {what}"),
-        };
         let libraries = registry
             .libraries
             .iter()
@@ -571,33 +569,7 @@ impl PluginList {
                     .modules
                     .iter()
                     .filter_map(|name| registry.module(name))
-                    .map(|m| ModuleView {
-                        name: m.info.name().to_string(),
-                        description: m.info.description().to_string(),
-                        attributes: m
-                            .info
-                            .attributes()
-                            .iter()
-                            .map(|a| AttributeView {
-                                name: a.name().to_string(),
-                                kind: format!("{:?}", a.kind()),
-                                default: a.default().map(|d| d.to_string()),
-                                required: a.is_required(),
-                                description: a.description().to_string(),
-                            })
-                            .collect(),
-                        objects: format!(
-                            "{}, {}",
-                            {
-                                let (min, max) = m.info.source_range();
-                                count(min, max, "source(s)")
-                            },
-                            {
-                                let (min, max) = m.info.target_range();
-                                count(min, max, "target(s)")
-                            }
-                        ),
-                    })
+                    .map(|m| ModuleView::of(&m.info))
                     .collect(),
                 object_types: lib.object_types.clone(),
                 connection_types: lib.connection_types.clone(),
@@ -606,6 +578,14 @@ impl PluginList {
         PluginList {
             sdk_version: weft_sdk::SDK_VERSION.to_owned(),
             libraries,
+            process_modules: registry
+                .process_modules()
+                .map(|p| ProcessModuleView {
+                    path: p.dir.display().to_string(),
+                    command: p.manifest.command.join(" "),
+                    module: ModuleView::of(&p.info()),
+                })
+                .collect(),
             refused: registry
                 .refused
                 .iter()
@@ -617,6 +597,49 @@ impl PluginList {
             native_connection_types: vec![crate::connect::SQLITE.to_owned()],
         }
     }
+}
+
+impl ModuleView {
+    /// What a module declares.
+    pub fn of(info: &weft_sdk::ModuleInfo) -> Self {
+        let count = |(min, max): (u32, u32), what: &str| match (min, max) {
+            (a, b) if a == b => format!("{a} {what}"),
+            (a, u32::MAX) => format!("{a} or more {what}"),
+            (a, b) => format!("{a} to {b} {what}"),
+        };
+        ModuleView {
+            name: info.name().to_string(),
+            description: info.description().to_string(),
+            attributes: info
+                .attributes()
+                .iter()
+                .map(|a| AttributeView {
+                    name: a.name().to_string(),
+                    kind: format!("{:?}", a.kind()),
+                    default: a.default().map(|d| d.to_string()),
+                    required: a.is_required(),
+                    description: a.description().to_string(),
+                })
+                .collect(),
+            objects: format!(
+                "{}, {}",
+                count(info.source_range(), "source(s)"),
+                count(info.target_range(), "target(s)")
+            ),
+        }
+    }
+}
+
+/// A process module (a program in any language with a manifest; docs/process-modules.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessModuleView {
+    /// Its folder.
+    pub path: String,
+    /// The program and its arguments.
+    pub command: String,
+    /// The module it declares.
+    pub module: ModuleView,
 }
 
 /// One start of [`ClockAdvanced`].
