@@ -1627,3 +1627,63 @@ fn a_loop_that_goes_on_after_a_failing_iteration_keeps_the_others_on_postgresql(
         "2026-01-01:1 2026-01-03:3"
     );
 }
+
+#[test]
+fn truncate_before_on_transfer_and_upsert_into_postgresql() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql(
+        "CREATE TABLE tb_transfer (id int PRIMARY KEY, name text);
+         INSERT INTO tb_transfer VALUES (90, 'old'), (91, 'old');
+         CREATE TABLE tb_upsert (id int PRIMARY KEY, name text);
+         INSERT INTO tb_upsert VALUES (1, 'stale'), (92, 'old');",
+    )
+    .expect("tables");
+    let (w, _) = setup(&pg);
+    // From SQLite into PostgreSQL (COPY), emptied first by TRUNCATE in the same transaction.
+    deploy(
+        &w,
+        &sheet(
+            51,
+            "Transfer",
+            "SELECT id, name FROM lite_in",
+            json!({"truncateBefore": true}),
+            &[("lite_in", 1)],
+            ("tb_transfer", 7),
+        ),
+    );
+    let done = run_and_wait(&w, 51);
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(done["actions"][0]["rowsDeleted"], 2, "{done}");
+    assert_eq!(
+        pg.psql("SELECT string_agg(id::text, ',' ORDER BY id) FROM tb_transfer")
+            .expect("rows"),
+        "1,2"
+    );
+    // On PostgreSQL's own connection: the upsert after the emptying only inserts.
+    deploy(
+        &w,
+        &sheet(
+            52,
+            "Upsert",
+            "SELECT id, name FROM tb_transfer",
+            json!({"truncateBefore": true, "keys": "id"}),
+            &[("tb_transfer", 7)],
+            ("tb_upsert", 7),
+        ),
+    );
+    let done = run_and_wait(&w, 52);
+    assert_eq!(done["state"], "finished", "{done}");
+    let a = &done["actions"][0];
+    assert_eq!(
+        (&a["rowsDeleted"], &a["rowsWritten"], &a["rowsUpdated"]),
+        (&json!(2), &json!(2), &json!(0)),
+        "{done}"
+    );
+    assert_eq!(
+        pg.psql(
+            "SELECT string_agg(id || ':' || coalesce(name, '-'), ',' ORDER BY id) FROM tb_upsert"
+        )
+        .expect("rows"),
+        "1:Ünïcode ✓,2:-"
+    );
+}

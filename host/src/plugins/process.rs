@@ -237,12 +237,13 @@ impl ProcessModule {
             }
         });
         let stdout = child.stdout.take();
+        let (answered, answer) = std::sync::mpsc::channel::<Vec<u8>>();
         let reader = std::thread::spawn(move || {
             let mut buf = Vec::new();
             if let Some(s) = stdout {
                 let _ = s.take(MAX_ANSWER as u64 + 1).read_to_end(&mut buf);
             }
-            buf
+            let _ = answered.send(buf);
         });
         let stderr = child.stderr.take();
         let errors = std::thread::spawn(move || {
@@ -254,6 +255,7 @@ impl ProcessModule {
         });
         let started = Instant::now();
         let mut stopped = None;
+        let mut out: Option<Vec<u8>> = None;
         let status = loop {
             match child.try_wait() {
                 Ok(Some(status)) => break Some(status),
@@ -276,12 +278,22 @@ impl ProcessModule {
                 let _ = child.wait();
                 break None;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            // Its answer's end (stdout closed) comes just before its exit: wait for that,
+            // and look again at once; after it, in short steps.
+            match out {
+                None => {
+                    if let Ok(buf) = answer.recv_timeout(Duration::from_millis(20)) {
+                        out = Some(buf);
+                    }
+                }
+                Some(_) => std::thread::sleep(Duration::from_millis(1)),
+            }
         };
         // Children of the module that keep its pipes go with the group.
         kill();
         let _ = writer.join();
-        let out = reader.join().unwrap_or_default();
+        let _ = reader.join();
+        let out = out.or_else(|| answer.try_recv().ok()).unwrap_or_default();
         let err = errors.join().unwrap_or_default();
         let tail = stderr_tail(&err);
         if let Some(e) = stopped {

@@ -152,9 +152,14 @@ impl ActionModule for Shell {
                     let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
                 }
             }
-            // The next output or 50 ms, whichever comes first.
-            if let Ok(out) = rx.recv_timeout(Duration::from_millis(50)) {
-                take(ctx, out, &mut kept, &mut dropped, &mut tail);
+            // The next output or 50 ms, whichever comes first; once both streams are closed
+            // (a script may close them and go on), 20 ms steps.
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(out) => take(ctx, out, &mut kept, &mut dropped, &mut tail),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
         };
         // A child of the script may still hold the pipes: it goes with the group.
