@@ -1635,7 +1635,10 @@ fn truncate_before_on_transfer_and_upsert_into_postgresql() {
         "CREATE TABLE tb_transfer (id int PRIMARY KEY, name text);
          INSERT INTO tb_transfer VALUES (90, 'old'), (91, 'old');
          CREATE TABLE tb_upsert (id int PRIMARY KEY, name text);
-         INSERT INTO tb_upsert VALUES (1, 'stale'), (92, 'old');",
+         INSERT INTO tb_upsert VALUES (1, 'stale'), (92, 'old');
+         CREATE TABLE tb_parent (id int PRIMARY KEY, name text);
+         INSERT INTO tb_parent VALUES (93, 'old');
+         CREATE TABLE tb_child (parent int REFERENCES tb_parent);",
     )
     .expect("tables");
     let (w, _) = setup(&pg);
@@ -1685,5 +1688,31 @@ fn truncate_before_on_transfer_and_upsert_into_postgresql() {
         )
         .expect("rows"),
         "1:Ünïcode ✓,2:-"
+    );
+    // A table another table's foreign key names: PostgreSQL refuses TRUNCATE, DELETE does it.
+    deploy(
+        &w,
+        &sheet(
+            53,
+            "Insert",
+            "SELECT id, name FROM tb_transfer",
+            json!({"truncateBefore": true}),
+            &[("tb_transfer", 7)],
+            ("tb_parent", 7),
+        ),
+    );
+    let done = run_and_wait(&w, 53);
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(done["actions"][0]["rowsDeleted"], 1, "{done}");
+    assert!(
+        done["actions"][0]["log"]
+            .to_string()
+            .contains("emptied by DELETE instead"),
+        "{done}"
+    );
+    assert_eq!(
+        pg.psql("SELECT string_agg(id::text, ',' ORDER BY id) FROM tb_parent")
+            .expect("rows"),
+        "1,2"
     );
 }

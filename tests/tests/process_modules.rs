@@ -70,6 +70,15 @@ fn server() -> (Weft, std::path::PathBuf) {
             "#!/bin/sh\nread -r line\ncase \"$line\" in *'\"validate\"'*) echo '{}'; exit 0;; esac\necho 'this is not json'\n",
         ),
     );
+    // Echoes its request (with the connections' passwords) to stderr and fails.
+    install(
+        home.path(),
+        "leaks",
+        manifest("Leaks", 10),
+        Some(
+            "#!/bin/sh\nread -r line\ncase \"$line\" in *'\"validate\"'*) echo '{}'; exit 0;; esac\necho \"$line\" >&2\nexit 1\n",
+        ),
+    );
     install(
         home.path(),
         "missing",
@@ -278,7 +287,12 @@ fn halting_a_process_module_kills_its_process_group() {
     );
     assert_eq!(st, 200, "{v}");
     let id = run_sheet(&w, 15);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n')) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the module never started"
+        );
         std::thread::yield_now();
     }
     let (st, v) = command(&w, "HaltBatchInstance", json!({"batchInstanceId": id}));
@@ -292,4 +306,31 @@ fn halting_a_process_module_kills_its_process_group() {
         "the module's child is gone: {stat}"
     );
     let _ = std::fs::remove_file(&pidfile);
+}
+
+#[test]
+fn the_passwords_a_module_is_given_never_reach_the_log_or_the_error() {
+    let (w, data) = server();
+    let password = "pa$$-wörd-7";
+    w.add_keys(&format!("2|sqlite|{}|reader|{password}|\n", data.display()));
+    let doc = json!({"version": 1, "transformationData": {
+        "connections": [{"id": 2, "name": "guarded", "type": "sqlite"}],
+        "sheets": [{"id": 21, "attributes": {"name": "sheet 21", "folder_id": 10, "folder": "/checks"},
+          "nodes": [{"id": 210, "type": 0, "attributes": {"module": "Leaks", "name": "leaks"}},
+                    {"id": 211, "type": 1, "attributes": {"field1": "few", "objectTypeId": 1, "connectionId": 2}}],
+          "edges": [{"id": 211, "from": 211, "to": 210}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let inst = wait(&w, run_sheet(&w, 21));
+    assert_eq!(inst["state"], "failed", "{inst}");
+    let all = inst.to_string();
+    assert!(all.contains("exited with code 1"), "{all}");
+    assert!(
+        all.contains("\\\"password\\\":\\\"***\\\""),
+        "the request is in the error, its password hidden: {all}"
+    );
+    assert!(
+        !all.contains("wörd") && !all.contains("w\\u00f6rd"),
+        "{all}"
+    );
 }

@@ -1310,8 +1310,9 @@ fn a_shell_action_runs_its_script_logs_its_output_and_fails_on_its_exit_code() {
         .map(|l| l.as_str().unwrap_or_default().to_owned())
         .collect();
     // `${...}` in the text is the host's substitution; `$batch_name` the script's environment.
-    let want = format!("stdout: run {id} of ");
-    assert!(log.iter().any(|l| l.starts_with(&want)), "{log:?}");
+    let batch = inst["batchName"].as_str().expect("batch name");
+    let want = format!("stdout: run {id} of {batch}");
+    assert!(log.contains(&want), "{want}: {log:?}");
     assert!(log.iter().any(|l| l == "stderr: warn"), "{log:?}");
     let id = run(&w, &[("S", 72)], None);
     let inst = wait(&w, id);
@@ -1335,7 +1336,12 @@ fn halting_a_shell_action_kills_its_process_group_and_a_server_without_the_setti
     deploy(&w, &shell_sheet(73, &script, json!({"timeout": 600})));
     let id = run(&w, &[("S", 73)], None);
     // Halt once the script runs: its child's pid is written.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n')) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the script never started"
+        );
         std::thread::yield_now();
     }
     let (st, v) = command(

@@ -96,16 +96,31 @@ pub fn run(
 ) -> PluginResult<RunOutcome> {
     let query = super::substitute(&lp.query, variables)
         .map_err(|name| PluginError::new(format!("loopQuery: variable `{name}` is not set")))?;
-    let (columns, rows) = ctx
-        .connection(on)?
-        .query_all(&query, &[])
+    // Read as a stream, stopping at one row past the bound.
+    let mut columns: Vec<String> = Vec::new();
+    let mut rows: Vec<Vec<Value>> = Vec::new();
+    ctx.connection(on)?
+        .query(
+            &query,
+            &[],
+            1000,
+            |names| {
+                columns = names.to_vec();
+                Ok(())
+            },
+            |batch| {
+                for row in batch {
+                    if rows.len() == MAX_ITERATIONS {
+                        return Err(PluginError::new(format!(
+                            "loopQuery returned more than {MAX_ITERATIONS} rows; a loop runs at most {MAX_ITERATIONS} iterations"
+                        )));
+                    }
+                    rows.push(row.iter().cloned().collect());
+                }
+                Ok(())
+            },
+        )
         .map_err(|e| PluginError::new(format!("loopQuery failed: {}", e.message())))?;
-    if rows.len() > MAX_ITERATIONS {
-        return Err(PluginError::new(format!(
-            "loopQuery returned {} rows; a loop runs at most {MAX_ITERATIONS} iterations",
-            rows.len()
-        )));
-    }
     log(&format!(
         "loopQuery returned {} row(s) (columns {}): the action runs once for each.",
         rows.len(),
@@ -144,14 +159,33 @@ pub fn run(
         })?;
         log(&format!("iteration {n} ({shown}): {}", text.trim()));
         ctx.next_iteration(text, vars);
+        // A savepoint on each written connection; those opened are undone on any error.
+        let mut opened = Vec::with_capacity(written.len());
+        let mut framed = Ok(());
         for id in written {
-            ctx.connection(*id)?.begin()?;
-        }
-        match run(ctx) {
-            Ok(o) => {
-                for id in written {
-                    ctx.connection(*id)?.commit()?;
+            match ctx.connection(*id).and_then(|c| c.begin()) {
+                Ok(()) => opened.push(*id),
+                Err(e) => {
+                    framed = Err(e);
+                    break;
                 }
+            }
+        }
+        let result = framed.and_then(|()| run(ctx)).and_then(|o| {
+            let mut released = Vec::with_capacity(opened.len());
+            for id in &opened {
+                if let Err(e) = ctx.connection(*id).and_then(|c| c.commit()) {
+                    // Those not released yet (this one too) are rolled back below.
+                    opened.retain(|o| !released.contains(o));
+                    return Err(e);
+                }
+                released.push(*id);
+            }
+            opened.clear();
+            Ok(o)
+        });
+        match result {
+            Ok(o) => {
                 log(&format!(
                     "iteration {n}: {} read, {} written, {} updated, {} deleted",
                     o.rows_read, o.rows_written, o.rows_updated, o.rows_deleted
@@ -162,7 +196,7 @@ pub fn run(
                 total.rows_deleted += o.rows_deleted;
             }
             Err(e) => {
-                for id in written {
+                for id in &opened {
                     // The savepoint's rollback; the action's own transaction stays.
                     let _ = ctx.connection(*id).and_then(|c| c.rollback());
                 }

@@ -324,7 +324,7 @@ fn run_inner(
         return Err(format!("action {}: {why}", plan.id));
     }
     // A looped action's text is substituted at each iteration, with the loop row's columns.
-    let looped = looped::Loop::of(plan);
+    let looped = looped::Loop::of(plan).filter(|_| registry.process_module(&plan.module).is_none());
     let text = match (&plan.text, &looped) {
         (Some(t), Some(_)) => t.clone(),
         (Some(t), None) => substitute(t, variables)
@@ -459,7 +459,12 @@ fn run_inner(
             "the halt was asked before it began",
         ))
     } else if let Some(lp) = &looped {
-        let on = target_ids.first().copied().unwrap_or_default();
+        let Some(on) = target_ids.first().copied() else {
+            return Err(format!(
+                "action {}: loopQuery needs a connection to run on, and the action has no object",
+                plan.id
+            ));
+        };
         let template = plan.text.clone().unwrap_or_default();
         let mut call = |c: &mut RunContext| module.module.run(c).into_result();
         looped::run(

@@ -34,6 +34,9 @@ pub const VALIDATE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a `run` request may take unless the manifest says otherwise.
 pub const DEFAULT_RUN_TIMEOUT_SECONDS: u64 = 3600;
 
+/// The longest `timeoutSeconds` (a week).
+pub const MAX_RUN_TIMEOUT_SECONDS: u64 = 7 * 86_400;
+
 /// How much of stderr's end an error names.
 const STDERR_TAIL: usize = 2_000;
 
@@ -125,6 +128,19 @@ pub fn read(dir: &Path) -> Result<ProcessModule, String> {
             dir.join(program).display()
         ));
     }
+    if !program.contains('/')
+        && !std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
+    {
+        return Err(format!("its program `{program}` is not on PATH"));
+    }
+    if let Some(t) = manifest.timeout_seconds
+        && !(1..=MAX_RUN_TIMEOUT_SECONDS).contains(&t)
+    {
+        return Err(format!(
+            "`timeoutSeconds` must be from 1 to {MAX_RUN_TIMEOUT_SECONDS}, not {t}"
+        ));
+    }
     for a in &manifest.attributes {
         if !matches!(a.kind.as_str(), "boolean" | "integer" | "string") {
             return Err(format!(
@@ -201,6 +217,7 @@ impl ProcessModule {
         request: &serde_json::Value,
         timeout: Duration,
         halted: &dyn Fn() -> bool,
+        secrets: &[String],
     ) -> Result<serde_json::Value, PluginError> {
         let name = &self.manifest.name;
         let program = &self.manifest.command[0];
@@ -245,13 +262,23 @@ impl ProcessModule {
             }
             let _ = answered.send(buf);
         });
+        // All of stderr is read (a module blocked on a full pipe would hang), its end kept.
         let stderr = child.stderr.take();
         let errors = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(s) = stderr {
-                let _ = s.take(4 * 1024 * 1024).read_to_end(&mut buf);
+            let mut kept: Vec<u8> = Vec::new();
+            let mut chunk = [0u8; 8192];
+            if let Some(mut s) = stderr {
+                while let Ok(n) = s.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    kept.extend_from_slice(&chunk[..n]);
+                    if kept.len() > 2 * STDERR_KEPT {
+                        kept.drain(..kept.len() - STDERR_KEPT);
+                    }
+                }
             }
-            buf
+            kept
         });
         let started = Instant::now();
         let mut stopped = None;
@@ -289,13 +316,23 @@ impl ProcessModule {
                 Some(_) => std::thread::sleep(Duration::from_millis(1)),
             }
         };
-        // Children of the module that keep its pipes go with the group.
+        // Children of the module that keep its pipes go with the group; one that left the
+        // group (setsid) and holds a pipe is not waited for past a few seconds.
         kill();
-        let _ = writer.join();
-        let _ = reader.join();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        if finished_by(&writer, deadline) {
+            let _ = writer.join();
+        }
+        if finished_by(&reader, deadline) {
+            let _ = reader.join();
+        }
         let out = out.or_else(|| answer.try_recv().ok()).unwrap_or_default();
-        let err = errors.join().unwrap_or_default();
-        let tail = stderr_tail(&err);
+        let err = if finished_by(&errors, deadline) {
+            errors.join().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let tail = redact(&stderr_tail(&err), secrets);
         if let Some(e) = stopped {
             return Err(e);
         }
@@ -324,12 +361,54 @@ impl ProcessModule {
                 } else {
                     format!(
                         ", beginning `{}`",
-                        String::from_utf8_lossy(&out[..out.len().min(80)])
+                        redact(&String::from_utf8_lossy(&out), secrets)
+                            .chars()
+                            .take(80)
+                            .collect::<String>()
                     )
                 }
             ))),
         }
     }
+}
+
+/// Whether thread `h` has ended, waiting for it until `deadline`.
+fn finished_by<T>(h: &std::thread::JoinHandle<T>, deadline: Instant) -> bool {
+    while !h.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.is_finished()
+}
+
+/// How much of stderr's end is kept while it is read.
+const STDERR_KEPT: usize = 64 * 1024;
+
+/// `text` with each of `secrets` replaced by `***`: as written, as JSON escapes it, and with
+/// every non-ASCII character as `\uXXXX` (Python's `json.dumps`).
+pub fn redact(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for s in secrets.iter().filter(|s| !s.is_empty()) {
+        let escaped = serde_json::to_string(s).unwrap_or_default();
+        let escaped = escaped.trim_matches('"').to_owned();
+        let ascii: String = escaped
+            .chars()
+            .map(|c| {
+                if c.is_ascii() {
+                    c.to_string()
+                } else {
+                    let mut units = [0u16; 2];
+                    c.encode_utf16(&mut units)
+                        .iter()
+                        .map(|u| format!("\\u{u:04x}"))
+                        .collect()
+                }
+            })
+            .collect();
+        for form in [s.as_str(), escaped.as_str(), ascii.as_str()] {
+            out = out.replace(form, "***");
+        }
+    }
+    out
 }
 
 /// The end of stderr for an error message.
@@ -473,7 +552,7 @@ impl ActionModule for ProcessModule {
             "dialect": dialect,
         });
         let answer = self
-            .call(&request, VALIDATE_TIMEOUT, &|| false)
+            .call(&request, VALIDATE_TIMEOUT, &|| false, &[])
             .and_then(|v| {
                 serde_json::from_value::<ValidateAnswer>(v).map_err(|e| {
                     PluginError::new(format!(
@@ -567,7 +646,12 @@ pub fn run(
         module.manifest.name,
         module.dir.display()
     ));
-    let answer = module.call(&request, module.run_timeout(), halted)?;
+    let secrets: Vec<String> = entries
+        .iter()
+        .map(|(_, e)| e.password.clone())
+        .filter(|p| !p.is_empty())
+        .collect();
+    let answer = module.call(&request, module.run_timeout(), halted, &secrets)?;
     let answer: RunAnswer = serde_json::from_value(answer).map_err(|e| {
         PluginError::new(format!(
             "process module {}: its run answer is not as the protocol says: {e}",
@@ -575,7 +659,7 @@ pub fn run(
         ))
     })?;
     for m in &answer.messages {
-        log(m);
+        log(&redact(m, &secrets));
     }
     match answer.state.as_str() {
         "finished" => Ok(RunOutcome {
@@ -584,12 +668,36 @@ pub fn run(
             rows_updated: answer.rows_updated,
             rows_deleted: answer.rows_deleted,
         }),
-        "failed" => Err(PluginError::new(answer.error.unwrap_or_else(|| {
-            "the module said it failed, without a reason".to_owned()
-        }))),
+        "failed" => Err(PluginError::new(redact(
+            &answer
+                .error
+                .unwrap_or_else(|| "the module said it failed, without a reason".to_owned()),
+            &secrets,
+        ))),
         other => Err(PluginError::new(format!(
             "process module {}: its answer's state is `{other}`; it is finished or failed",
             module.manifest.name
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn secrets_are_hidden_as_written_and_as_json_escapes_them() {
+        let secrets = vec!["pa\"ss wörd".to_owned(), String::new()];
+        assert_eq!(redact("x pa\"ss wörd y", &secrets), "x *** y");
+        // serde_json's escape of the quote, and Python's of the ö as well.
+        assert_eq!(
+            redact(r#"{"password": "pa\"ss wörd"}"#, &secrets),
+            r#"{"password": "***"}"#
+        );
+        assert_eq!(
+            redact(r#"{"password": "pa\"ss w\u00f6rd"}"#, &secrets),
+            r#"{"password": "***"}"#
+        );
+        assert_eq!(redact("nothing here", &secrets), "nothing here");
     }
 }

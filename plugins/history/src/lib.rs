@@ -138,6 +138,26 @@ impl ActionModule for History {
                 );
             }
         }
+        // Looped, each iteration's query holds only part of the keys: closing the missing
+        // ones would close every other iteration's.
+        if input
+            .attribute("loopQuery")
+            .and_then(AttributeValue::as_str)
+            .is_some()
+            && input
+                .attribute("closeMissing")
+                .and_then(AttributeValue::as_bool)
+                != Some(false)
+        {
+            out.push(
+                Problem::error(
+                    "loop_close_missing",
+                    "with loopQuery each run of History sees a part of the keys, and closeMissing would close the others' periods: set closeMissing: false",
+                    None,
+                )
+                .on_attribute("loopQuery"),
+            );
+        }
         // Keys and compared columns must be columns of the query, the period columns not,
         // when the query names its columns.
         let Some(columns) = statements
@@ -445,7 +465,8 @@ impl Plan {
         // A parameter in a select list has no type of its own: cast to the column's, except
         // on SQLite, whose casts would turn text into a number.
         let typed = |c: &weft_sdk::ColumnInfo| match dialect {
-            Dialect::Sqlite => "?".to_owned(),
+            // MySQL's CAST knows other type names (DATETIME, CHAR), and needs none here.
+            Dialect::Sqlite | Dialect::MySql => "?".to_owned(),
             _ => format!("CAST(? AS {})", c.type_name()),
         };
         let target_cols: Vec<String> = columns.iter().map(|c| q(c)).collect();

@@ -310,6 +310,38 @@ fn validation_names_the_attribute_and_the_place() {
     assert_eq!((got[1].1, got[1].2.as_deref()), (Some(2), Some("compare")));
     let out = input(&[("keys", " , ")]);
     assert!(out.problems()[0].message().contains("names no column"));
+    // Looped: closeMissing must be off, and truncateBefore would empty at each iteration.
+    let codes = |attrs: &[(&str, AttributeValue)]| {
+        let mut v = testing::Validate::new(Some("SELECT id, a, b FROM src WHERE a = ${a}"))
+            .source(testing::table(1, 1, "src"))
+            .target(testing::table(2, 1, "dim"));
+        for (k, val) in attrs {
+            v = v.attribute(k, val.clone());
+        }
+        History
+            .validate(&v.build())
+            .problems()
+            .iter()
+            .map(|p| p.code().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let looped = ("loopQuery", AttributeValue::string("SELECT a FROM src"));
+    assert_eq!(codes(std::slice::from_ref(&looped)), ["loop_close_missing"]);
+    assert_eq!(
+        codes(&[
+            looped.clone(),
+            ("closeMissing", AttributeValue::bool(false))
+        ]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        codes(&[
+            looped,
+            ("closeMissing", AttributeValue::bool(false)),
+            ("truncateBefore", AttributeValue::bool(true))
+        ]),
+        ["loop_truncate"]
+    );
     // A query that returns a period column, and one that is no query.
     let out = History.validate(
         &testing::Validate::new(Some("SELECT id, a, valid_from_dt FROM src"))

@@ -100,7 +100,8 @@ impl ActionModule for Shell {
             .spawn()
             .map_err(|e| PluginError::new(format!("{SHELL} could not start: {e}")))?;
         let group = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-        let (tx, rx) = mpsc::channel::<Output>();
+        // Bounded: a script that writes faster than the log takes waits for it.
+        let (tx, rx) = mpsc::sync_channel::<Output>(1024);
         let readers: Vec<_> = [
             child
                 .stdout
@@ -162,13 +163,25 @@ impl ActionModule for Shell {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
         };
-        // A child of the script may still hold the pipes: it goes with the group.
+        // A child of the script may still hold the pipes: it goes with the group. One that
+        // left the group (setsid) and holds them is not waited for past a few seconds.
         let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-        for reader in readers {
-            let _ = reader.join();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(out) => take(ctx, out, &mut kept, &mut dropped, &mut tail),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                    ctx.log("a process outside the script's group still holds its output; it is no longer read");
+                    break;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
         }
-        while let Ok(out) = rx.try_recv() {
-            take(ctx, out, &mut kept, &mut dropped, &mut tail);
+        for reader in readers {
+            if reader.is_finished() {
+                let _ = reader.join();
+            }
         }
         for (i, name) in ["stdout", "stderr"].iter().enumerate() {
             if dropped[i] > 0 {
@@ -216,7 +229,7 @@ struct Output {
 }
 
 /// Reads `pipe` line by line into `tx` until it closes; lines longer than the cap are cut.
-fn read_lines(stream: Stream, pipe: Box<dyn Read + Send>, tx: &mpsc::Sender<Output>) {
+fn read_lines(stream: Stream, pipe: Box<dyn Read + Send>, tx: &mpsc::SyncSender<Output>) {
     let mut reader = BufReader::new(pipe);
     let mut buf = Vec::new();
     loop {

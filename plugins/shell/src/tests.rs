@@ -121,7 +121,9 @@ fn a_halt_kills_the_process_group_at_once() {
     let watched = pidfile.clone();
     // The halt comes once the script runs: when its child's pid is written.
     let raiser = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
         while !std::fs::read_to_string(&watched).is_ok_and(|s| s.ends_with('\n')) {
+            assert!(Instant::now() < deadline, "the script never started");
             std::thread::yield_now();
         }
         raise.raise();

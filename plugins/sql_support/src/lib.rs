@@ -318,6 +318,20 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
     }
     // The loop's query reads data too: one query, whose tables order the action as well.
     if let Some(looped) = input.attribute(LOOP_QUERY).and_then(AttributeValue::as_str) {
+        if input
+            .attribute("truncateBefore")
+            .and_then(AttributeValue::as_bool)
+            == Some(true)
+        {
+            out.push(
+                Problem::error(
+                    "loop_truncate",
+                    "truncateBefore with loopQuery would empty the target at every iteration, losing what the earlier ones loaded: empty it in an action before this one",
+                    None,
+                )
+                .on_attribute("truncateBefore"),
+            );
+        }
         match parse(looped, dialect) {
             Ok(statements)
                 if statements.len() == 1 && matches!(statements[0], Statement::Query(_)) =>
@@ -547,7 +561,8 @@ pub fn truncate_before_attribute() -> weft_sdk::AttributeSpec {
 
 /// Empties `table` (quoted and qualified) for `truncateBefore`, inside the action's
 /// transaction, so that a failed load leaves the old rows: `TRUNCATE` on PostgreSQL (whose
-/// TRUNCATE a rollback undoes, and which reads no row; the rows are counted first), `DELETE`
+/// TRUNCATE a rollback undoes, and which reads no row; the rows are counted first; where
+/// PostgreSQL refuses it, a foreign key naming the table say, `DELETE`), `DELETE`
 /// elsewhere (SQLite has no TRUNCATE; MySQL's, H2's and HSQLDB's commit at once or are not
 /// undone by a rollback). Answers how many rows it removed, and logs it.
 ///
@@ -559,21 +574,33 @@ pub fn empty_before(
     log: &mut weft_sdk::Log,
     table: &str,
 ) -> weft_sdk::PluginResult<u64> {
-    let removed = if conn.dialect() == Dialect::Postgres {
+    if conn.dialect() == Dialect::Postgres {
+        // TRUNCATE is refused where DELETE works (a table other tables' foreign keys name,
+        // a view, no TRUNCATE privilege): tried in a savepoint, DELETE after a refusal.
         let (_, rows) = conn.query_all(&format!("SELECT COUNT(*) FROM {table}"), &[])?;
         let n = count_of(rows.first().and_then(|r| r.first())).unwrap_or(0);
-        conn.execute_batch(&format!("TRUNCATE TABLE {table}"))?;
-        log.log(&format!(
-            "Emptied {table} (TRUNCATE): {n} row(s) removed (truncateBefore)."
-        ));
-        n
-    } else {
-        let n = conn.execute_batch(&format!("DELETE FROM {table}"))?;
-        log.log(&format!(
-            "Emptied {table}: {n} row(s) deleted (truncateBefore)."
-        ));
-        n
-    };
+        conn.begin()?;
+        match conn.execute_batch(&format!("TRUNCATE TABLE {table}")) {
+            Ok(_) => {
+                conn.commit()?;
+                log.log(&format!(
+                    "Emptied {table} (TRUNCATE): {n} row(s) removed (truncateBefore)."
+                ));
+                return Ok(n);
+            }
+            Err(e) => {
+                conn.rollback()?;
+                log.log(&format!(
+                    "TRUNCATE of {table} was refused ({}); emptied by DELETE instead.",
+                    e.message()
+                ));
+            }
+        }
+    }
+    let removed = conn.execute_batch(&format!("DELETE FROM {table}"))?;
+    log.log(&format!(
+        "Emptied {table}: {removed} row(s) deleted (truncateBefore)."
+    ));
     Ok(removed)
 }
 
