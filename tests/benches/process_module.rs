@@ -5,7 +5,7 @@
 //! started, one JSON request written, one JSON answer read and checked, its group killed):
 //! a module that is a `/bin/sh` script answering at once, and the reference Python module
 //! of `examples/modules/min_rows` counting a table of 3 rows; beside them, a native `Sql`
-//! action (`SELECT 1`) on an SQLite file as the floor. 200 calls each after 5 to warm up;
+//! action (`SELECT 1`) on an SQLite file as the floor, and `python3 -c pass` alone. 200 calls each after 5 to warm up;
 //! p50 and mean. Goal (issue 17): a process module's overhead per call <= 20 ms.
 //!
 //! Needs `cargo build --release --workspace` first and `python3`.
@@ -115,6 +115,22 @@ fn main() {
     let py = measure(
         "the Python reference module MinRows",
         &plan("MinRows", Some("t")),
+    );
+    // What the Python module's own interpreter costs before it reads a byte.
+    let mut starts = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let status = std::process::Command::new("python3")
+            .args(["-c", "pass"])
+            .status()
+            .expect("python3");
+        assert!(status.success());
+        starts.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    starts.sort_by(f64::total_cmp);
+    println!(
+        "process module: `python3 -c pass` alone: p50 {:.2} ms (20 starts)",
+        starts[starts.len() / 2]
     );
     println!(
         "process module: overhead per call over the native action: sh {:.2} ms, Python {:.2} ms (goal <= 20 ms)",

@@ -590,3 +590,24 @@ pub fn warnings(answer: &serde_json::Value, code: &str) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Waits until the file `path` holds a whole line (a process id a script wrote once it ran),
+/// and answers it; fails the test, saying `what` never started, after 60 s.
+pub fn wait_for_pid_file(path: &Path, what: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path)
+            && s.ends_with('\n')
+        {
+            return s.trim().to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "{what} never started");
+        std::thread::yield_now();
+    }
+}
+
+/// Whether process `pid` is gone (a zombie, killed and not reaped yet, counts as gone).
+pub fn process_gone(pid: &str) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z'))
+}

@@ -287,24 +287,12 @@ fn halting_a_process_module_kills_its_process_group() {
     );
     assert_eq!(st, 200, "{v}");
     let id = run_sheet(&w, 15);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n')) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the module never started"
-        );
-        std::thread::yield_now();
-    }
+    let pid = wait_for_pid_file(&pidfile, "the module");
     let (st, v) = command(&w, "HaltBatchInstance", json!({"batchInstanceId": id}));
     assert_eq!(st, 200, "{v}");
     let inst = wait(&w, id);
     assert_eq!(inst["state"], "halted", "{inst}");
-    let pid = std::fs::read_to_string(&pidfile).expect("pid");
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-    assert!(
-        stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z')),
-        "the module's child is gone: {stat}"
-    );
+    assert!(process_gone(&pid), "the module's child is gone");
     let _ = std::fs::remove_file(&pidfile);
 }
 

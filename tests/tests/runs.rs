@@ -1336,14 +1336,7 @@ fn halting_a_shell_action_kills_its_process_group_and_a_server_without_the_setti
     deploy(&w, &shell_sheet(73, &script, json!({"timeout": 600})));
     let id = run(&w, &[("S", 73)], None);
     // Halt once the script runs: its child's pid is written.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n')) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the script never started"
-        );
-        std::thread::yield_now();
-    }
+    let pid = wait_for_pid_file(&pidfile, "the script");
     let (st, v) = command(
         &w,
         "HaltBatchInstance",
@@ -1353,12 +1346,7 @@ fn halting_a_shell_action_kills_its_process_group_and_a_server_without_the_setti
     assert_eq!(st, 200, "{v}");
     let inst = wait(&w, id);
     assert_eq!(inst["state"], "halted", "{inst}");
-    let pid = std::fs::read_to_string(&pidfile).expect("pid");
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-    assert!(
-        stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z')),
-        "the script's child is gone: {stat}"
-    );
+    assert!(process_gone(&pid), "the script's child is gone");
     // The same home without the setting: the deployed action is refused when it runs.
     let w = Weft::start_in(w.stop(), &["--listen", "127.0.0.1:0"], &[]);
     let id = run(&w, &[("S", 73)], None);

@@ -28,7 +28,8 @@ use weft_sdk::{
     ValidateOutput, Value, export_plugin,
 };
 use weft_sql_support::{
-    column_probe, count_of, describe_object, described_table, match_columns, quote,
+    column_probe, count_of, describe_object, described_table, match_columns, names_with_offsets,
+    quote,
 };
 
 /// The default name of the column that holds when a period began.
@@ -39,20 +40,6 @@ pub const INVALID_FROM: &str = "invalid_from_dt";
 /// The `History` module.
 #[derive(Debug, Default)]
 pub struct History;
-
-/// A comma-separated list of column names, each with its byte offset in the text.
-fn names_with_offsets(text: &str) -> Vec<(String, usize)> {
-    let mut at = 0;
-    let mut out = Vec::new();
-    for part in text.split(',') {
-        let name = part.trim();
-        if !name.is_empty() {
-            out.push((name.to_owned(), at + (part.len() - part.trim_start().len())));
-        }
-        at += part.len() + 1;
-    }
-    out
-}
 
 fn names(a: Option<&AttributeValue>) -> Vec<String> {
     a.and_then(AttributeValue::as_str)
@@ -91,28 +78,18 @@ impl ActionModule for History {
             .first()
             .map_or(Dialect::Unknown, |t| t.dialect());
         let mut out = weft_sql_support::check(input, dialect);
-        if let Some(t) = input.targets().first() {
-            for src in input
-                .sources()
-                .iter()
-                .filter(|s| s.connection_id() != t.connection_id())
-            {
-                out.push(Problem::error(
-                    "module.sources",
-                    format!(
-                        "History runs its query on the target's connection {}, but source `{}` is on connection {}; load the rows there first (Transfer)",
-                        t.connection_id(), src.name(), src.connection_id()
-                    ),
-                    None,
-                ));
-            }
+        for p in weft_sql_support::sources_on_target_connection(
+            input,
+            "History",
+            "load the rows there first (Transfer)",
+        ) {
+            out.push(p);
         }
         let statements = input
             .action()
             .and_then(|sql| weft_sql_support::parse(sql, dialect).ok());
         if let Some(statements) = &statements
-            && (statements.len() != 1
-                || !matches!(statements[0], weft_sql_support::Statement::Query(_)))
+            && !weft_sql_support::is_one_query(statements)
         {
             out.push(Problem::error(
                 "sql.not_a_query",

@@ -31,26 +31,16 @@ impl ActionModule for Insert {
             .first()
             .map_or(weft_sdk::Dialect::Unknown, |t| t.dialect());
         let mut out = weft_sql_support::check(input, dialect);
-        if let Some(t) = input.targets().first() {
-            for src in input
-                .sources()
-                .iter()
-                .filter(|s| s.connection_id() != t.connection_id())
-            {
-                out.push(Problem::error(
-                    "module.sources",
-                    format!(
-                        "Insert runs its query on the target's connection {}, but source `{}` is on connection {}; use Transfer to move rows between connections",
-                        t.connection_id(), src.name(), src.connection_id()
-                    ),
-                    None,
-                ));
-            }
+        for p in weft_sql_support::sources_on_target_connection(
+            input,
+            "Insert",
+            "use Transfer to move rows between connections",
+        ) {
+            out.push(p);
         }
         if let Some(sql) = input.action()
             && let Ok(statements) = weft_sql_support::parse(sql, dialect)
-            && (statements.len() != 1
-                || !matches!(statements[0], weft_sql_support::Statement::Query(_)))
+            && !weft_sql_support::is_one_query(&statements)
         {
             out.push(Problem::error(
                         "sql.not_a_query",

@@ -333,9 +333,7 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
             );
         }
         match parse(looped, dialect) {
-            Ok(statements)
-                if statements.len() == 1 && matches!(statements[0], Statement::Query(_)) =>
-            {
+            Ok(statements) if is_one_query(&statements) => {
                 for table in reads(&statements, looped) {
                     out.read(table);
                 }
@@ -435,6 +433,55 @@ pub fn sql_attributes() -> [weft_sdk::AttributeSpec; 4] {
 
 /// The attribute that makes the host run an action once per row of a query.
 pub const LOOP_QUERY: &str = "loopQuery";
+
+/// Whether `statements` are one query (`SELECT ...`, a `UNION`, a `WITH`).
+pub fn is_one_query(statements: &[Statement]) -> bool {
+    matches!(statements, [Statement::Query(_)])
+}
+
+/// The names of a comma-separated list, each with its byte offset in `text` (for problems
+/// that point inside an attribute); empty names are left out.
+pub fn names_with_offsets(text: &str) -> Vec<(String, usize)> {
+    let mut at = 0;
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let name = part.trim();
+        if !name.is_empty() {
+            out.push((name.to_owned(), at + (part.len() - part.trim_start().len())));
+        }
+        at += part.len() + 1;
+    }
+    out
+}
+
+/// A problem for each source of `module`'s action that is not on its target's connection,
+/// where its query runs; `instead` says what to do.
+pub fn sources_on_target_connection(
+    input: &ValidateInput,
+    module: &str,
+    instead: &str,
+) -> Vec<Problem> {
+    let Some(t) = input.targets().first() else {
+        return Vec::new();
+    };
+    input
+        .sources()
+        .iter()
+        .filter(|s| s.connection_id() != t.connection_id())
+        .map(|src| {
+            Problem::error(
+                "module.sources",
+                format!(
+                    "{module} runs its query on the target's connection {}, but source `{}` is on connection {}; {instead}",
+                    t.connection_id(),
+                    src.name(),
+                    src.connection_id()
+                ),
+                None,
+            )
+        })
+        .collect()
+}
 
 /// A problem when the sources of `module`'s action are not all on one connection (the query
 /// runs on theirs).

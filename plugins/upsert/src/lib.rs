@@ -27,9 +27,9 @@ pub struct Upsert;
 fn keys_attribute(a: Option<&AttributeValue>) -> Vec<String> {
     a.and_then(AttributeValue::as_str)
         .map(|s| {
-            s.split(',')
-                .map(|k| k.trim().to_owned())
-                .filter(|k| !k.is_empty())
+            weft_sql_support::names_with_offsets(s)
+                .into_iter()
+                .map(|(k, _)| k)
                 .collect()
         })
         .unwrap_or_default()
@@ -81,12 +81,8 @@ impl ActionModule for Upsert {
             .and_then(|sql| weft_sql_support::parse(sql, dialect).ok())
             .and_then(|statements| weft_sql_support::output_columns(&statements));
         if let Some(columns) = columns {
-            let mut at = 0;
-            for part in keys.split(',') {
-                let key = part.trim();
-                let offset = at + (part.len() - part.trim_start().len());
-                at += part.len() + 1;
-                if !key.is_empty() && !columns.iter().any(|c| c.eq_ignore_ascii_case(key)) {
+            for (key, offset) in weft_sql_support::names_with_offsets(keys) {
+                if !columns.iter().any(|c| c.eq_ignore_ascii_case(&key)) {
                     out.push(
                         Problem::error(
                             "keys",
