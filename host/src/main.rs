@@ -234,6 +234,16 @@ enum Field {
     Token,
 }
 
+/// Marks every process the server's actions will start with the server's HOME
+/// (`exec::leftovers`), so that the next server on it finds what a killed one left running.
+#[allow(unsafe_code)]
+fn tag_children(home: &std::path::Path) {
+    let tag = weft::exec::leftovers::tag(home);
+    // SAFETY: called first in `main` for `weft serve`, before the logger, the async runtime
+    // or anything else has started a thread, so nothing reads the environment meanwhile.
+    unsafe { std::env::set_var(weft::exec::leftovers::TAG, tag) };
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let (home, home_from) = settings::home_and_source(cli.home.as_deref());
@@ -244,6 +254,7 @@ fn main() -> ExitCode {
             fake_now,
             stepped_clock,
         } => {
+            tag_children(&home);
             let _log_guard = init_logging(&home);
             // Commands run on blocking threads: at most 64 at once, the rest wait their turn
             // (with at most `max_connections` connections, each with one request).

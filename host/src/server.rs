@@ -49,6 +49,61 @@ pub enum Error {
     /// The service clock or time zone cannot be set up as asked.
     #[error("{0}")]
     Time(String),
+    /// Another server runs with this HOME.
+    #[error(
+        "another weft server (process {pid}) runs with the home directory {}; stop it first (its lock: {})",
+        path.display(),
+        path.join(HOME_LOCK).display()
+    )]
+    HomeInUse {
+        /// HOME.
+        path: PathBuf,
+        /// The other server's process id, as its lock file says.
+        pid: String,
+    },
+}
+
+/// The file in HOME that the running server holds locked (and writes its process id into).
+pub const HOME_LOCK: &str = "server.lock";
+
+/// Locks HOME for this server as long as the answer lives: a second server on the same
+/// HOME would settle this one's running actions as its own leftovers.
+///
+/// # Errors
+///
+/// [`Error::HomeInUse`] while another process holds it, [`Error::Home`] when the lock file
+/// cannot be opened or written.
+pub fn lock_home(home: &Path) -> Result<std::fs::File, Error> {
+    use std::io::{Read, Seek, Write};
+    let path = home.join(HOME_LOCK);
+    let failed = |source| Error::Home {
+        path: path.clone(),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(failed)?;
+    match file.try_lock() {
+        Ok(()) => {
+            file.set_len(0).map_err(failed)?;
+            file.rewind().map_err(failed)?;
+            writeln!(file, "{}", std::process::id()).map_err(failed)?;
+            Ok(file)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            Err(Error::HomeInUse {
+                path: home.to_path_buf(),
+                pid: pid.trim().to_owned(),
+            })
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(failed(e)),
+    }
 }
 
 /// What `weft serve` was asked.
@@ -150,6 +205,20 @@ pub fn service_url(addr: SocketAddr) -> String {
 /// When HOME, the settings, the repository, the key file or the address is not usable.
 pub async fn run(opts: Options) -> Result<(), Error> {
     prepare_home(&opts.home)?;
+    let _home_lock = lock_home(&opts.home)?;
+    // What a killed server's actions left running goes before anything is settled.
+    let left = {
+        let home = opts.home.clone();
+        tokio::task::spawn_blocking(move || crate::exec::leftovers::kill_left(&home))
+            .await
+            .map_err(|e| Error::Serve(std::io::Error::other(e)))?
+    };
+    if !left.is_empty() {
+        tracing::warn!(
+            message = "Killed the processes that the actions of the last server on this HOME left running.",
+            processes = ?left
+        );
+    }
     let mut settings = Settings::load(&opts.home)?;
     if let Some(env) = opts.environment {
         settings.environment = env;

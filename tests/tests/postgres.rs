@@ -1716,3 +1716,169 @@ fn truncate_before_on_transfer_and_upsert_into_postgresql() {
         "1,2"
     );
 }
+
+#[test]
+fn every_module_across_two_postgresql_connections_and_across_postgresql_and_sqlite() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    // More rows than one batch (10,000), and a short last one.
+    const ROWS: i64 = 25_001;
+    let sum: i64 = (1..=ROWS).sum();
+    let mut ddl = format!(
+        "CREATE TABLE src (id int PRIMARY KEY, name text);
+         INSERT INTO src SELECT g, 'n' || g FROM generate_series(1, {ROWS}) g;"
+    );
+    for t in ["pg_u1", "pg_u2", "pg_u3", "pg_t1", "pg_t2", "pg_i", "pg_h"] {
+        ddl.push_str(&format!(
+            "CREATE TABLE {t} (id int PRIMARY KEY, name text);"
+        ));
+    }
+    pg.psql(&ddl).expect("tables");
+    let (w, data) = setup(&pg);
+    {
+        let mut c = rusqlite::Connection::open(&data).expect("data");
+        let tx = c.transaction().expect("tx");
+        tx.execute_batch(
+            "CREATE TABLE lite_src (id INTEGER PRIMARY KEY, name TEXT);
+             CREATE TABLE lite_u (id INTEGER PRIMARY KEY, name TEXT);
+             CREATE TABLE lite_t (id INTEGER PRIMARY KEY, name TEXT);",
+        )
+        .expect("tables");
+        for g in 1..=ROWS {
+            tx.execute(
+                "INSERT INTO lite_src VALUES (?1, ?2)",
+                rusqlite::params![g, format!("n{g}")],
+            )
+            .expect("row");
+        }
+        tx.commit().expect("commit");
+    }
+    // Connection 8: the same database as 7 through a session of its own.
+    w.add_keys(&format!(
+        "8|postgresql|postgresql://127.0.0.1:{}/weft|weft|secret|sslmode=disable;application_name=weft-test\n",
+        pg.port
+    ));
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"connections": [{"id": 8, "name": "again", "type": "postgresql"}]}}),
+    );
+    let pg_rows = |t: &str| {
+        pg.psql(&format!("SELECT count(*), sum(id) FROM {t}"))
+            .expect("rows")
+    };
+    let lite_rows = |t: &str| {
+        rusqlite::Connection::open(&data)
+            .expect("data")
+            .query_row(
+                &format!("SELECT count(*) || '|' || sum(id) FROM {t}"),
+                [],
+                |r| r.get::<_, String>(0),
+            )
+            .expect("rows")
+    };
+    let want = format!("{ROWS}|{sum}");
+    // (sheet, module, query, source, target): PostgreSQL to PostgreSQL through COPY and
+    // through a plain query (a text COPY does not take), PostgreSQL to SQLite, SQLite to
+    // PostgreSQL.
+    type Object = (&'static str, i64);
+    let cases: &[(i64, &str, &str, Object, Object)] = &[
+        (
+            61,
+            "Upsert",
+            "SELECT id, name FROM src",
+            ("src", 7),
+            ("pg_u1", 8),
+        ),
+        (
+            62,
+            "Upsert",
+            "(SELECT id, name FROM src)",
+            ("src", 7),
+            ("pg_u2", 8),
+        ),
+        (
+            63,
+            "Upsert",
+            "SELECT id, name FROM src",
+            ("src", 7),
+            ("lite_u", 1),
+        ),
+        (
+            64,
+            "Upsert",
+            "SELECT id, name FROM lite_src",
+            ("lite_src", 1),
+            ("pg_u3", 7),
+        ),
+        (
+            65,
+            "Transfer",
+            "SELECT id, name FROM src",
+            ("src", 7),
+            ("pg_t1", 8),
+        ),
+        (
+            66,
+            "Transfer",
+            "SELECT id, name FROM src",
+            ("src", 7),
+            ("lite_t", 1),
+        ),
+        (
+            67,
+            "Transfer",
+            "SELECT id, name FROM lite_src",
+            ("lite_src", 1),
+            ("pg_t2", 7),
+        ),
+    ];
+    for &(id, module, query, source, target) in cases {
+        let extra = if module == "Upsert" {
+            json!({"keys": "id"})
+        } else {
+            json!({})
+        };
+        deploy(&w, &sheet(id, module, query, extra, &[source], target));
+        // Twice: an Upsert's second run updates what its first inserted.
+        for round in 0..2 {
+            let inst = run_and_wait(&w, id);
+            let case = format!("{module} {source:?} -> {target:?}, run {round}");
+            assert_eq!(inst["state"], "finished", "{case}: {inst}");
+            assert_eq!(inst["actions"][0]["rowsRead"], ROWS, "{case}: {inst}");
+            let rows = if target.1 == 1 {
+                lite_rows(target.0)
+            } else {
+                pg_rows(target.0)
+            };
+            assert_eq!(rows, want, "{case}");
+            if module == "Transfer" {
+                break;
+            }
+        }
+    }
+    // The modules that run their query on the target's connection refuse a source elsewhere
+    // at deploy, at their place, before anything runs.
+    for (id, module, extra) in [
+        (68, "Insert", json!({})),
+        (69, "History", json!({"keys": "id"})),
+    ] {
+        let target = if module == "Insert" { "pg_i" } else { "pg_h" };
+        let doc = sheet(
+            id,
+            module,
+            "SELECT id, name FROM src",
+            extra,
+            &[("src", 7)],
+            (target, 8),
+        );
+        let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+        assert_eq!(st, 422, "{module}: {v}");
+        assert!(
+            v["error"]["details"]
+                .as_array()
+                .is_some_and(|d| d.iter().any(|d| d["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("runs its query on the target's connection 8")))),
+            "{module}: {v}"
+        );
+    }
+}

@@ -1359,3 +1359,51 @@ fn halting_a_shell_action_kills_its_process_group_and_a_server_without_the_setti
         "{inst}"
     );
 }
+
+#[test]
+fn a_shell_action_running_at_a_kill_is_recorded_as_may_have_run_and_its_processes_are_killed_at_the_next_start()
+ {
+    let (w, _) = setup_with(&[("WEFT_SHELL_MODULES", "true")]);
+    let pidfile = w.home.path().join("child.pid");
+    // No object at all: nothing can carry a commit marker for it.
+    let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    deploy(&w, &shell_sheet(74, &script, json!({})));
+    let id = run(&w, &[("S", 74)], None);
+    let pid = wait_for_pid_file(&pidfile, "the script");
+    // A second server on the same HOME is refused while this one runs.
+    let second = std::process::Command::new(weft_bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--home"])
+        .arg(w.home.path())
+        .env("WEFT_SHELL_MODULES", "true")
+        .output()
+        .expect("second server");
+    assert!(!second.status.success(), "{second:?}");
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(said.contains("another weft server"), "{said}");
+    assert!(!process_gone(&pid), "the refused server killed nothing");
+    // Killed while the script runs: the script lives on as an orphan until the next start.
+    let home = w.stop();
+    assert!(!process_gone(&pid), "the orphan outlives its server");
+    let w = Weft::start_in(
+        home,
+        &["--listen", "127.0.0.1:0"],
+        &[("WEFT_SHELL_MODULES", "true")],
+    );
+    assert!(
+        process_gone(&pid),
+        "the next start killed what the last server left running"
+    );
+    let inst = wait(&w, id);
+    let a = action(&inst, 740);
+    assert_eq!(
+        a["state"], "E",
+        "not finished by a vacuous marker check: {inst}"
+    );
+    assert!(
+        a["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("it may have run")),
+        "{inst}"
+    );
+    assert_ne!(inst["state"], "finished", "{inst}");
+}

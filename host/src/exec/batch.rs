@@ -548,7 +548,7 @@ impl Executor {
             self.settle(c, false, |verdict| match verdict {
                 Ok(true) => Settle::Committed,
                 Ok(false) => Settle::Failed(format!("{SERVER_STOP} before it committed")),
-                Err(m) => Settle::Failed(format!("{SERVER_STOP}; {m}; it may have committed")),
+                Err(m) => Settle::Failed(format!("{SERVER_STOP}; {}", may_have(&m))),
             })?;
         }
         Ok(self.repo.recover()?)
@@ -985,7 +985,17 @@ fn after_a_host_stop(verdict: Result<bool, String>) -> Settle {
     match verdict {
         Ok(true) => Settle::Committed,
         Ok(false) => Settle::Rerun,
-        Err(m) => Settle::Failed(format!("{HOST_STOP}; {m}; it may have committed")),
+        Err(m) => Settle::Failed(format!("{HOST_STOP}; {}", may_have(&m))),
+    }
+}
+
+/// What an action settled without a verdict may have done: committed, where it writes
+/// connections, or run, where it writes none.
+fn may_have(why: &str) -> String {
+    if why == super::NO_MARKER_PLACE {
+        format!("{why}: it may have run")
+    } else {
+        format!("{why}; it may have committed")
     }
 }
 

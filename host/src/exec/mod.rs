@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod expand;
 pub mod halt;
+pub mod leftovers;
 pub mod looped;
 pub mod slots;
 #[cfg(test)]
@@ -584,9 +585,13 @@ pub fn written_connections(plan: &ActionPlan) -> Vec<i64> {
     ids
 }
 
+/// Why an action that writes no connection cannot be settled by a commit marker.
+pub const NO_MARKER_PLACE: &str =
+    "it writes no connection, so no commit marker can tell whether it ran to its end";
+
 /// Whether the run's commit markers are in every connection `plan` writes: `Ok(true)` when
-/// all are, `Ok(false)` when none is, `Err` with what is known otherwise (some are, or a
-/// connection could not be asked).
+/// all are, `Ok(false)` when none is, `Err` with what is known otherwise (some are, a
+/// connection could not be asked, or the action writes no connection at all).
 ///
 /// # Errors
 ///
@@ -597,9 +602,15 @@ pub fn committed(
     plan: &ActionPlan,
     run: &marker::Run,
 ) -> Result<bool, String> {
+    let written = written_connections(plan);
+    // Nothing to look in: an action with no object (a lone Shell action, a process module
+    // without connections) leaves no marker, so that it ended cannot be told.
+    if written.is_empty() {
+        return Err(NO_MARKER_PLACE.to_owned());
+    }
     let mut found = Vec::new();
     let mut missing = Vec::new();
-    for id in written_connections(plan) {
+    for id in written {
         let entry = keys
             .get(&id.to_string())
             .ok_or_else(|| format!("the key file has no entry for connection {id}"))?;

@@ -207,7 +207,14 @@ impl InstanceStore for Repository {
             }
             let id = instances::create(c, new)?;
             if let Some(s) = scheduled {
-                if !schedules::advance(c, s.batch_id, &s.from, s.next.as_ref(), None)? {
+                if !schedules::advance(
+                    c,
+                    s.batch_id,
+                    &s.from,
+                    s.from_second,
+                    s.next.as_ref(),
+                    None,
+                )? {
                     return Err(Error::Conflict(format!(
                         "the planned start of batch {} changed while it was being started",
                         s.batch_id
@@ -423,10 +430,15 @@ impl PlannedStarts for Repository {
         &self,
         batch_id: i64,
         from: &str,
+        from_second: bool,
         next: Option<&Planned>,
         missed: Option<&crate::sched::scheduler::Missed>,
     ) -> Result<bool> {
-        self.tx(|c| schedules::advance(c, batch_id, from, next, missed))
+        // A conflict rolled the move back: as if it had not been there to move.
+        match self.tx(|c| schedules::advance(c, batch_id, from, from_second, next, missed)) {
+            Err(Error::Conflict(_)) => Ok(false),
+            other => other,
+        }
     }
 }
 

@@ -62,43 +62,56 @@ pub fn batch(conn: &dyn Session, batch_id: i64) -> Result<Option<StoredStart>> {
 /// How many missed starts are kept per batch: the newest.
 pub const MISSED_KEPT: i64 = 100;
 
-/// Moves a batch's planned start from `from` (as read) to `next` (deleted when `None`),
-/// and records `missed` (keeping the newest [`MISSED_KEPT`] of the batch); `false` when
-/// `start_dt` changed meanwhile (then nothing is written).
+/// Moves a batch's planned start from `from` (as read; `from_second` when it meant the
+/// second occurrence of an ambiguous wall-clock time) to `next` (deleted when `None`), and
+/// records `missed` (keeping the newest [`MISSED_KEPT`] of the batch); `false` when it
+/// changed meanwhile (then nothing is written).
+///
+/// The occurrence is part of what is compared: both occurrences of 02:30 in an autumn
+/// overlap are the same text, so the batch's `second_of` is compared and set first (one
+/// row, which PostgreSQL checks again after waiting for another host's move of it), then
+/// `start_dt`. Every planned start thus moves once across hosts, the first occurrence's
+/// move to the second included.
 ///
 /// # Errors
 ///
-/// A repository error.
+/// A repository error. [`Error::Conflict`](crate::repo::error::Error::Conflict) when
+/// `start_dt` changed after the occurrence was moved: the caller's transaction must be
+/// rolled back (its `second_of` was written).
 pub fn advance(
     conn: &dyn Session,
     batch_id: i64,
     from: &str,
+    from_second: bool,
     next: Option<&Planned>,
     missed: Option<&Missed>,
 ) -> Result<bool> {
-    let changed = match next {
-        Some(n) => {
-            let text = crate::sched::clock::wall(n.local);
-            let changed = conn.execute(
-                "UPDATE service_batch_next_run SET start_dt = ?3 WHERE batch_id = ?1 AND start_dt = ?2",
-                args![batch_id, from, text],
-            )?;
-            if changed == 1 {
-                conn.execute(
-                    "UPDATE batches SET second_of = ?2 WHERE id = ?1",
-                    args![batch_id, n.second.then_some(text)],
-                )?;
-            }
-            changed
-        }
+    let text = next.map(|n| crate::sched::clock::wall(n.local));
+    let second_of = next.filter(|n| n.second).and(text.clone());
+    let occurrence = if from_second {
+        "UPDATE batches SET second_of = ?3 WHERE id = ?1 AND second_of = ?2"
+    } else {
+        "UPDATE batches SET second_of = ?3 WHERE id = ?1 AND (second_of IS NULL OR second_of <> ?2)"
+    };
+    if conn.execute(occurrence, args![batch_id, from, second_of])? != 1 {
+        return Ok(false);
+    }
+    let changed = match &text {
+        Some(text) => conn.execute(
+            "UPDATE service_batch_next_run SET start_dt = ?3 WHERE batch_id = ?1 AND start_dt = ?2",
+            args![batch_id, from, text.as_str()],
+        )?,
         None => conn.execute(
             "DELETE FROM service_batch_next_run WHERE batch_id = ?1 AND start_dt = ?2",
             args![batch_id, from],
         )?,
     };
-    if changed == 1
-        && let Some(m) = missed
-    {
+    if changed != 1 {
+        return Err(crate::repo::error::Error::Conflict(format!(
+            "the planned start of batch {batch_id} changed while it was being moved on"
+        )));
+    }
+    if let Some(m) = missed {
         conn.execute(
             "INSERT INTO missed_starts (batch_id, planned, decided_at, reason) VALUES (?1, ?2, ?3, ?4)",
             args![
@@ -113,7 +126,7 @@ pub fn advance(
             args![batch_id, MISSED_KEPT],
         )?;
     }
-    Ok(changed == 1)
+    Ok(true)
 }
 
 /// Records on instance `id` the scheduled start it was started for.
@@ -172,7 +185,7 @@ mod tests {
             };
             let passed = missed(&at(h), MissedReason::Running);
             assert!(
-                repo.advance_start(1, &at(h), Some(&next), Some(&passed))
+                repo.advance_start(1, &at(h), false, Some(&next), Some(&passed))
                     .expect("advance"),
                 "hour {h}"
             );
@@ -181,12 +194,12 @@ mod tests {
         let stale = missed(&at(0), MissedReason::Running);
         assert!(
             !repo
-                .advance_start(1, &at(0), None, Some(&stale))
+                .advance_start(1, &at(0), false, None, Some(&stale))
                 .expect("stale")
         );
         let gone = missed(&at(0), MissedReason::CannotStart("sheet 7 is gone".into()));
         assert!(
-            repo.advance_start(2, &at(0), None, Some(&gone))
+            repo.advance_start(2, &at(0), false, None, Some(&gone))
                 .expect("advance b")
         );
         let kept = |batch: i64| -> (i64, String, String) {
@@ -202,5 +215,77 @@ mod tests {
             kept(2),
             (1, at(0), "cannotStart: sheet 7 is gone".to_owned())
         );
+    }
+
+    #[test]
+    fn both_occurrences_of_an_overlapped_time_move_once_each_whoever_read_them_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("repository.db");
+        let repo = Repository::open(&path).expect("open");
+        let conn = connect(&path).expect("a second connection");
+        conn.execute_batch(
+            "INSERT INTO batches (id, name, schedule, autumn_overlap, elements, variables, created_at, updated_at)
+               VALUES (1, 'a', 'daily 02:30', 'both', '[]', '[]', 'x', 'x');
+             INSERT INTO service_batch_next_run (batch_id, start_dt) VALUES (1, '2026-10-25 02:30:00');",
+        )
+        .expect("a batch");
+        let at = |t: &str| crate::sched::clock::parse_wall(t).expect("time");
+        let first = "2026-10-25 02:30:00";
+        let second = Planned {
+            local: at(first),
+            second: true,
+        };
+        let tomorrow = Planned {
+            local: at("2026-10-26 02:30:00"),
+            second: false,
+        };
+        // Three hosts read the first occurrence; the first move takes it to the second.
+        assert!(
+            repo.advance_start(1, first, false, Some(&second), None)
+                .expect("move")
+        );
+        for host in 0..2 {
+            assert!(
+                !repo
+                    .advance_start(1, first, false, Some(&second), None)
+                    .expect("stale"),
+                "host {host} moved the first occurrence again"
+            );
+        }
+        let stored = repo.batch_schedule(1).expect("read").expect("batch");
+        assert!(
+            stored.second,
+            "the second occurrence is planned: {stored:?}"
+        );
+        // The second occurrence moves once, to the next day.
+        assert!(
+            repo.advance_start(1, first, true, Some(&tomorrow), None)
+                .expect("move")
+        );
+        assert!(
+            !repo
+                .advance_start(1, first, true, Some(&tomorrow), None)
+                .expect("stale")
+        );
+        assert!(
+            !repo
+                .advance_start(1, first, false, Some(&second), None)
+                .expect("stale")
+        );
+        let stored = repo.batch_schedule(1).expect("read").expect("batch");
+        assert_eq!(stored.start_dt.as_deref(), Some("2026-10-26 02:30:00"));
+        assert!(!stored.second);
+        // A move whose occurrence matches but whose text was changed by hand meanwhile
+        // writes nothing, its occurrence included.
+        conn.execute_batch("UPDATE service_batch_next_run SET start_dt = '2026-10-27 02:30:00'")
+            .expect("by hand");
+        assert!(
+            !repo
+                .advance_start(1, "2026-10-26 02:30:00", false, Some(&second), None)
+                .expect("stale")
+        );
+        let stored = repo.batch_schedule(1).expect("read").expect("batch");
+        assert_eq!(stored.start_dt.as_deref(), Some("2026-10-27 02:30:00"));
+        assert!(!stored.second, "the occurrence's move was rolled back");
     }
 }

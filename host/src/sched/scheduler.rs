@@ -61,6 +61,9 @@ pub struct ScheduledStart {
     pub batch_id: i64,
     /// Its planned start as read (`start_dt`).
     pub from: String,
+    /// Whether `from` meant the second occurrence of an ambiguous wall-clock time (both
+    /// occurrences are the same text; the repository compares this too).
+    pub from_second: bool,
     /// Its next planned start; `None` when there is none.
     pub next: Option<Planned>,
     /// How many seconds after its planned start it starts.
@@ -113,7 +116,8 @@ pub trait PlannedStarts {
     ///
     /// A repository error.
     fn batch_schedule(&self, batch_id: i64) -> Result<Option<StoredStart>, Self::Error>;
-    /// Moves a planned start from `from` (as read) to `next` (none: removed), recording
+    /// Moves a planned start from `from` (as read; `from_second` when it meant the second
+    /// occurrence of an ambiguous wall-clock time) to `next` (none: removed), recording
     /// the start as missed, with why, when `missed` says (in the same transaction, so that
     /// it is recorded once across hosts); `false`, with nothing written, when it changed
     /// meanwhile.
@@ -125,6 +129,7 @@ pub trait PlannedStarts {
         &self,
         batch_id: i64,
         from: &str,
+        from_second: bool,
         next: Option<&Planned>,
         missed: Option<&Missed>,
     ) -> Result<bool, Self::Error>;
@@ -327,14 +332,26 @@ fn one<S: Starter>(
         };
         // A disabled batch's starts pass unrecorded, this one too.
         let missed = Some(&missed).filter(|_| d.enabled);
-        if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref(), missed)? {
+        if repo.advance_start(
+            d.batch_id,
+            &d.start_dt,
+            d.planned.second,
+            next.as_ref(),
+            missed,
+        )? {
             tracing::info!(message = "A planned start the clocks skip passed (springGap skip).", batch_id = d.batch_id, planned = %d.planned);
             report.passed.push(d.batch_id);
         }
         return Ok(());
     };
     if !d.enabled {
-        if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref(), None)? {
+        if repo.advance_start(
+            d.batch_id,
+            &d.start_dt,
+            d.planned.second,
+            next.as_ref(),
+            None,
+        )? {
             report.passed.push(d.batch_id);
         }
         return Ok(());
@@ -345,6 +362,7 @@ fn one<S: Starter>(
         } else if repo.advance_start(
             d.batch_id,
             &d.start_dt,
+            d.planned.second,
             next.as_ref(),
             Some(&Missed {
                 planned: d.planned.to_string(),
@@ -363,6 +381,7 @@ fn one<S: Starter>(
     let scheduled = ScheduledStart {
         batch_id: d.batch_id,
         from: d.start_dt.clone(),
+        from_second: d.planned.second,
         next,
         late_seconds: late,
     };
@@ -392,7 +411,13 @@ fn one<S: Starter>(
                 reason: MissedReason::CannotStart(e.to_string()),
                 at: now,
             };
-            if repo.advance_start(d.batch_id, &d.start_dt, next.as_ref(), Some(&missed))? {
+            if repo.advance_start(
+                d.batch_id,
+                &d.start_dt,
+                d.planned.second,
+                next.as_ref(),
+                Some(&missed),
+            )? {
                 report.passed.push(d.batch_id);
             }
         }

@@ -205,6 +205,9 @@ pub struct Driver<'a> {
 impl Driver<'_> {
     /// Runs `f` to its end on this thread; the connection is polled whenever `f` waits, so
     /// `f` may wait for many messages (and call synchronous code between them) in one go.
+    /// That code must not use another `Session`: a runtime cannot be entered from inside
+    /// another one on the same thread (tokio panics), so a caller hands rows to code that
+    /// may write elsewhere after the wait, not inside it.
     ///
     /// # Errors
     ///

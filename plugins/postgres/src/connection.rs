@@ -5,11 +5,11 @@
 
 use crate::clock::{self, ServiceClock};
 use crate::placeholders::numbered;
-use crate::session::Session;
+use crate::session::{Driver, Session};
 use crate::values::{Param, Raw, decode};
 use crate::values::{SessionZone, copyable, encode};
 use futures_util::{SinkExt, StreamExt};
-use std::pin::pin;
+use std::pin::Pin;
 use tokio_postgres::SimpleQueryMessage;
 use tokio_postgres::binary_copy::BinaryCopyOutStream;
 use tokio_postgres::types::Type;
@@ -392,13 +392,21 @@ impl PgConnection {
         };
         let types: Vec<Type> = columns.iter().map(|(_, t)| t.clone()).collect();
         let (client, mut driver) = self.c().parts();
-        // One wait for all the rows: the socket is read whenever the rows at hand are used up.
-        driver
-            .block_on(async {
-                let rows = BinaryCopyOutStream::new(client.copy_out(copy.as_str()).await?, &types);
-                drain(rows, columns, &key, batch_rows, sink, |r, i| r.try_get(i)).await
-            })
-            .map_err(|e| failed(&e))?
+        let drained = driver
+            .block_on(client.copy_out(copy.as_str()))
+            .and_then(|stream| {
+                let rows = Box::pin(BinaryCopyOutStream::new(stream, &types));
+                drain(
+                    &mut driver,
+                    rows,
+                    columns,
+                    &key,
+                    batch_rows,
+                    sink,
+                    |r, i| r.try_get(i),
+                )
+            });
+        drained.map_err(|e| failed(&e))?
     }
 
     /// Before a statement that names a clock function: makes sure the database has the
@@ -511,29 +519,55 @@ fn kind_of(e: &tokio_postgres::Error) -> ErrorKind {
     }
 }
 
-/// Hands the rows of a result to `sink` in batches of `batch_rows`, in one wait: the socket
-/// is read whenever the rows at hand are used up. The count, or (inside `Ok`) the first error
-/// of a row or of the sink.
-async fn drain<R>(
-    rows: impl futures_util::Stream<Item = Result<R, tokio_postgres::Error>>,
+/// Hands the rows of a result to `sink` in batches of `batch_rows`: each batch is read in
+/// one wait (the socket read whenever the rows at hand are used up) and handed over after
+/// it, outside the session's runtime, so that the sink may use another PostgreSQL session
+/// on this thread (an Upsert from one connection into another writes there). The count,
+/// or (inside `Ok`) the first error of a row or of the sink.
+fn drain<R, S>(
+    driver: &mut Driver<'_>,
+    mut rows: Pin<Box<S>>,
     columns: &[(String, Type)],
     key: &str,
     batch_rows: u32,
     sink: &mut RowSink<'_>,
     get: impl for<'r> Fn(&'r R, usize) -> Result<Option<Raw<'r>>, tokio_postgres::Error>,
-) -> Result<PluginResult<u64>, tokio_postgres::Error> {
-    let mut rows = pin!(rows);
+) -> Result<PluginResult<u64>, tokio_postgres::Error>
+where
+    S: futures_util::Stream<Item = Result<R, tokio_postgres::Error>>,
+{
     let mut batch = sink.batched(batch_rows);
     let mut count = 0u64;
-    while let Some(row) = rows.next().await {
-        let row = row?;
-        count += 1;
-        let pushed = row_of(columns, key, count, |i| get(&row, i)).and_then(|r| batch.push(r));
-        if let Err(e) = pushed {
-            return Ok(Err(e));
+    let per_wait = usize::try_from(batch_rows.max(1)).unwrap_or(usize::MAX);
+    loop {
+        let read = driver.block_on(async {
+            let mut got = Vec::with_capacity(per_wait.min(4096));
+            while got.len() < per_wait {
+                let Some(row) = rows.next().await else {
+                    return Ok(Ok((got, true)));
+                };
+                let row = row?;
+                count += 1;
+                match row_of(columns, key, count, |i| get(&row, i)) {
+                    Ok(r) => got.push(r),
+                    Err(e) => return Ok(Err(e)),
+                }
+            }
+            Ok(Ok((got, false)))
+        })?;
+        let (got, done) = match read {
+            Ok(read) => read,
+            Err(e) => return Ok(Err(e)),
+        };
+        for r in got {
+            if let Err(e) = batch.push(r) {
+                return Ok(Err(e));
+            }
+        }
+        if done {
+            return Ok(batch.finish().map(|()| count));
         }
     }
-    Ok(batch.finish().map(|()| count))
 }
 
 /// Row number `count` of a result as weft values, its column `i` got with `get`.
@@ -668,9 +702,17 @@ impl DatabaseConnection for PgConnection {
         let ps = params(values);
         let (client, mut driver) = self.c().parts();
         driver
-            .block_on(async {
-                let rows = client.query_raw(&statement, ps.iter()).await?;
-                drain(rows, &columns, &key, batch_rows, sink, |r, i| r.try_get(i)).await
+            .block_on(client.query_raw(&statement, ps.iter()))
+            .and_then(|rows| {
+                drain(
+                    &mut driver,
+                    Box::pin(rows),
+                    &columns,
+                    &key,
+                    batch_rows,
+                    sink,
+                    |r, i| r.try_get(i),
+                )
             })
             .map_err(|e| {
                 PluginError::of(
