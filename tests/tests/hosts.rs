@@ -530,3 +530,100 @@ fn a_host_killed_in_a_thousand_action_run_leaves_every_row_once() {
         .expect("layers");
     assert_eq!(layers, ["10"; 10].join("\n"), "every chained row, in order");
 }
+
+/// Moves every host's stepped clock to `to` at once; the ids each host's tick started.
+fn advance_all(hosts: &[Weft], to: &str) -> Vec<Vec<i64>> {
+    std::thread::scope(|s| {
+        let asks: Vec<_> = hosts
+            .iter()
+            .map(|w| {
+                s.spawn(move || {
+                    let (st, v) = command(w, "AdvanceClock", json!({ "to": to }));
+                    assert_eq!(st, 200, "{v}");
+                    v["payload"]["started"]
+                        .as_array()
+                        .expect("started")
+                        .iter()
+                        .map(|x| x["batchInstanceId"].as_i64().expect("id"))
+                        .collect::<Vec<i64>>()
+                })
+            })
+            .collect();
+        asks.into_iter().map(|a| a.join().expect("host")).collect()
+    })
+}
+
+#[test]
+fn both_occurrences_of_an_autumn_overlap_start_once_each_across_hosts() {
+    const BATCHES: i64 = 30;
+    let zone = ("WEFT_TIMEZONE", "Europe/Berlin");
+    let (hosts, data) = cluster_with(
+        3,
+        &["--fake-now", "2026-10-24 12:00:00", "--stepped-clock"],
+        &[("WEFT_MAX_PARALLEL_ACTIONS", "40"), zone],
+    );
+    deploy_sql_actions(
+        &hosts[0],
+        1,
+        &format!(
+            "INSERT INTO t SELECT ${{batch_instance_id}} FROM (SELECT pg_advisory_xact_lock_shared({GATE})) g"
+        ),
+    );
+    // Odd batches skip a start while their last run runs, even ones wait for it.
+    let batches: Vec<Value> = (1..=BATCHES)
+        .map(|id| {
+            json!({"id": id, "name": format!("overlap {id}"), "schedule": "daily 02:30",
+                "autumnOverlap": "both", "ifRunning": if id % 2 == 0 { "wait" } else { "skip" },
+                "elements": [{"elementType": "F", "elementId": 10}]})
+        })
+        .collect();
+    let doc = json!({"version": 1, "transformationData": {"batches": batches}});
+    let (st, v) = post(&hosts[1].url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let starts = |to: &str| -> Vec<i64> {
+        let mut s: Vec<i64> = advance_all(&hosts, to).into_iter().flatten().collect();
+        s.sort_unstable();
+        s
+    };
+    let finish = |ids: &[i64]| {
+        for id in ids {
+            let done = wait(&hosts[0], *id);
+            assert_eq!(done["state"], "finished", "{done}");
+        }
+    };
+    // The first 02:30 (CEST, 00:30 UTC), every host at once: each batch starts once, and its
+    // run is held until after the second 02:30.
+    let gate = Gate::hold(&data, GATE);
+    let first = starts("2026-10-25T00:30:00Z");
+    assert_eq!(
+        first.len(),
+        BATCHES as usize,
+        "one start of each: {first:?}"
+    );
+    // The second 02:30 (CET, 01:30 UTC): the skipping batches pass it, the waiting ones wait.
+    let second = starts("2026-10-25T01:30:00Z");
+    assert_eq!(second, Vec::<i64>::new(), "their runs still run");
+    drop(gate);
+    finish(&first);
+    // A second later, every host at once: each waiting batch starts its second 02:30 once.
+    let waited = starts("2026-10-25T01:30:01Z");
+    assert_eq!(waited.len(), (BATCHES / 2) as usize, "one each: {waited:?}");
+    finish(&waited);
+    // The next night: each once again.
+    let next = starts("2026-10-26T01:30:00Z");
+    assert_eq!(next.len(), BATCHES as usize, "one start of each: {next:?}");
+    finish(&next);
+    let counts = hosts[2].repo_rows(
+        "SELECT batch_id || ':' || count(*) FROM batch_instances GROUP BY batch_id ORDER BY batch_id",
+    );
+    let want: Vec<String> = (1..=BATCHES)
+        .map(|b| format!("{b}:{}", if b % 2 == 0 { 3 } else { 2 }))
+        .collect();
+    assert_eq!(counts, want, "starts of each batch in all");
+    let missed = hosts[2].repo_value("SELECT count(*) FROM missed_starts WHERE reason = 'running'");
+    assert_eq!(
+        missed,
+        (BATCHES / 2).to_string(),
+        "each skipping batch passed its second 02:30 once"
+    );
+}
