@@ -25,6 +25,11 @@ const ACTION_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0,
 ];
 
+/// The buckets of the window between a lease check and a commit, in seconds.
+const WINDOW_BUCKETS: &[f64] = &[
+    0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
+
 /// The buckets of scheduler lateness, in seconds.
 const LATENESS_BUCKETS: &[f64] = &[0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 3600.0];
 
@@ -112,6 +117,7 @@ struct Metrics {
     scheduled_starts: IntCounter,
     missed_starts: IntCounter,
     start_lateness: Histogram,
+    commit_window: Histogram,
     plugin_errors: IntCounterVec,
     connection_errors: IntCounterVec,
     instances: IntGaugeVec,
@@ -155,6 +161,14 @@ impl Metrics {
             .buckets(LATENESS_BUCKETS.to_vec()),
         )?;
         registry.register(Box::new(start_lateness.clone()))?;
+        let commit_window = Histogram::with_opts(
+            HistogramOpts::new(
+                "weft_commit_window_seconds",
+                "From an action's last check of this host's lease to its targets' commit: the window in which a pause past the lease could still let an action that another host took over commit twice.",
+            )
+            .buckets(WINDOW_BUCKETS.to_vec()),
+        )?;
+        registry.register(Box::new(commit_window.clone()))?;
         let scheduled_starts = IntCounter::new(
             "weft_scheduled_starts_total",
             "Planned batch starts this host's scheduler started.",
@@ -191,6 +205,7 @@ impl Metrics {
             scheduled_starts,
             missed_starts,
             start_lateness,
+            commit_window,
             plugin_errors: counters(
                 "weft_plugin_errors_total",
                 "Actions whose module failed (an error, or a panic caught by the host), by module.",
@@ -270,6 +285,13 @@ pub fn scheduled_start(late_seconds: f64) {
     if let Some(m) = get() {
         m.scheduled_starts.inc();
         m.start_lateness.observe(late_seconds.max(0.0));
+    }
+}
+
+/// Observes the window from an action's lease check to its targets' commit.
+pub fn commit_window(seconds: f64) {
+    if let Some(m) = get() {
+        m.commit_window.observe(seconds);
     }
 }
 

@@ -257,6 +257,10 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     })
     .await
     .map_err(|e| Error::Serve(std::io::Error::other(e)))??;
+    let repo = Arc::new(repo);
+    // However this start ends, the repository goes off the runtime's threads (a PostgreSQL
+    // session's own runtime cannot be dropped inside this one).
+    let _repo_off_runtime = OffRuntime(Some(Arc::clone(&repo)));
     tracing::info!(message = "The repository is open.", repository = %repo.location());
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
@@ -316,7 +320,6 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         refused = registry.refused.len(),
         modules = %registry.module_names().join(",")
     );
-    let repo = Arc::new(repo);
     let registry = Arc::new(registry);
     let limit = settings.max_parallel_actions.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
@@ -344,6 +347,19 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         settings.repository_retry_seconds,
     ));
     if shared {
+        // A copy of this HOME (a cloned machine, a restored backup) carries this host's id:
+        // nothing is settled under it while another process may hold it.
+        let lease = std::time::Duration::from_secs(settings.host_lease_seconds);
+        let waited = {
+            let executor = Arc::clone(&executor);
+            tokio::task::spawn_blocking(move || executor.claim_id(lease))
+                .await
+                .map_err(|e| Error::Serve(std::io::Error::other(e)))?
+                .map_err(|why| Error::Serve(std::io::Error::other(why)))?
+        };
+        if waited >= std::time::Duration::from_millis(100) {
+            tracing::warn!(message = "This host's id was free after waiting out its lease.", host = %executor.host(), waited_ms = waited.as_millis() as u64);
+        }
         // What this host's last process left running is settled by its commit markers and
         // goes on (run again where nothing committed); what other hosts left is theirs, or
         // taken over when their lease expires.
@@ -441,9 +457,15 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     // recorded. What still runs then dies with the process and is settled by its commit
     // markers at the next start (or taken over by another host).
     stopping.pause();
-    let left = tokio::task::spawn_blocking(move || stopping.wait_idle(STOP_GRACE))
-        .await
-        .unwrap_or(0);
+    let left = tokio::task::spawn_blocking(move || {
+        let left = stopping.wait_idle(STOP_GRACE);
+        if left == 0 {
+            stopping.leave();
+        }
+        left
+    })
+    .await
+    .unwrap_or(0);
     if left > 0 {
         tracing::warn!(
             message = "Actions still running when the server stopped; they are settled at the next start or taken over.",
@@ -452,6 +474,24 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     }
     tracing::info!(message = "Server stopped.");
     Ok(())
+}
+
+/// Holds a reference to the repository and drops it on a blocking thread: declared right
+/// after the repository is opened, it is the last of `run`'s references to go, so the
+/// repository's PostgreSQL sessions (each with a runtime of its own) end off the async
+/// runtime's threads, where dropping a runtime panics.
+struct OffRuntime(Option<Arc<Repository>>);
+
+impl Drop for OffRuntime {
+    fn drop(&mut self) {
+        if let Some(repo) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                drop(tokio::task::spawn_blocking(move || drop(repo)));
+            } else {
+                drop(repo);
+            }
+        }
+    }
 }
 
 /// How long a stopping server waits for its running actions to end.

@@ -627,3 +627,150 @@ fn both_occurrences_of_an_autumn_overlap_start_once_each_across_hosts() {
         "each skipping batch passed its second 02:30 once"
     );
 }
+
+/// This host's id, as it answers `ListHosts`.
+fn this_host(w: &Weft) -> String {
+    let (st, v) = command(w, "ListHosts", json!({}));
+    assert_eq!(st, 200, "{v}");
+    v["payload"]["thisHost"]
+        .as_str()
+        .expect("thisHost")
+        .to_owned()
+}
+
+/// How many actions `w` runs now, as its `/metrics` says.
+fn running_here(w: &Weft) -> i64 {
+    let url = w.url.replace("/weft/service", "/metrics");
+    let body = reqwest::blocking::get(&url)
+        .and_then(reqwest::blocking::Response::text)
+        .expect("metrics");
+    body.lines()
+        .find_map(|l| l.strip_prefix("weft_host_actions_running "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no weft_host_actions_running in {body}"))
+}
+
+#[test]
+fn a_copy_of_a_host_s_home_is_refused_while_the_host_lives_and_a_killed_host_restarts_at_once() {
+    // An hour's lease: a start that waited for it would never answer.
+    let lease = ("WEFT_HOST_LEASE_SECONDS", "3600");
+    let (mut hosts, data) = cluster(1, &[("WEFT_MAX_PARALLEL_ACTIONS", "4"), lease]);
+    let gate = Gate::hold(&data, GATE);
+    deploy_actions(&hosts[0], 4);
+    let id = run_folder(&hosts[0]);
+    let original = this_host(&hosts[0]);
+    assert_eq!(running_on(&hosts[0], id, 4), vec![original.clone(); 4]);
+    // A copy of its HOME (a cloned machine, a restored backup) with the same host-id.
+    let copy = tempfile::tempdir().expect("copy");
+    for f in ["host-id", "keyfile"] {
+        std::fs::copy(hosts[0].home.path().join(f), copy.path().join(f)).expect("copy");
+    }
+    let log = copy.path().join("stderr.log");
+    let mut started = std::process::Command::new(weft_bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--home"])
+        .arg(copy.path())
+        .env("WEFT_HOST_LEASE_SECONDS", "3600")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("the copy");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = started.try_wait().expect("try_wait") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = started.kill();
+            let _ = started.wait();
+            panic!("the copy started and serves beside the original");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let said = std::fs::read_to_string(&log).expect("log");
+    assert!(!status.success(), "the copy is refused: {said}");
+    assert!(
+        said.contains(&format!("host id {original} (HOME/host-id) is in use")),
+        "{said}"
+    );
+    // The original's actions were left alone: still running there, and each row lands once.
+    assert_eq!(running_on(&hosts[0], id, 4), vec![original.clone(); 4]);
+    drop(gate);
+    let done = wait(&hosts[0], id);
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(rows_of_t(&data), (4, 4), "nothing ran twice");
+    // Killed while an action runs, the host starts again at once under its id (its last
+    // process is dead on this machine) and settles what it left.
+    let gate = Gate::hold(&data, GATE);
+    let id = run_folder(&hosts[0]);
+    running_on(&hosts[0], id, 4);
+    let home = hosts.remove(0).stop();
+    let back = Weft::start_in(
+        home,
+        &["--listen", "127.0.0.1:0"],
+        &[("WEFT_MAX_PARALLEL_ACTIONS", "4"), lease],
+    );
+    assert_eq!(this_host(&back), original);
+    drop(gate);
+    let done = wait(&back, id);
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(rows_of_t(&data), (8, 4), "each action once per run");
+}
+
+#[test]
+fn a_host_paused_past_its_lease_commits_nothing_that_was_taken_over() {
+    const N: i64 = 16;
+    let (hosts, data) = cluster(
+        2,
+        &[
+            ("WEFT_MAX_PARALLEL_ACTIONS", "16"),
+            ("WEFT_HOST_LEASE_SECONDS", "4"),
+        ],
+    );
+    let gate = Gate::hold(&data, GATE);
+    deploy_actions(&hosts[0], N);
+    let id = run_folder(&hosts[0]);
+    let on = running_on(&hosts[1], id, N as usize);
+    let paused = this_host(&hosts[0]);
+    let survivor = this_host(&hosts[1]);
+    let mine = on.iter().filter(|h| **h == paused).count();
+    assert!(mine > 0, "the host to pause runs some: {on:?}");
+    // Paused (SIGSTOP: a frozen VM, a long stall) while its statements wait for the gate.
+    let pid = hosts[0].child.id().to_string();
+    let signal = |s: &str| {
+        let st = std::process::Command::new("kill")
+            .args([s, &pid])
+            .status()
+            .expect("kill");
+        assert!(st.success());
+    };
+    signal("-STOP");
+    // The other host takes them over after the lease and runs them again.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let hosts_now = running_on(&hosts[1], id, N as usize);
+        if hosts_now.iter().all(|h| *h == survivor) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never taken over: {hosts_now:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Their statements end on the database, the paused host's included: its sessions wait
+    // for the gate too, and its inserts are done there, waiting for it to commit.
+    drop(gate);
+    let done = wait(&hosts[1], id);
+    assert_eq!(done["state"], "finished", "{done}");
+    assert_eq!(rows_of_t(&data), (N, N));
+    // Resumed: its actions reach their commit with a lapsed lease and roll back.
+    signal("-CONT");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while running_here(&hosts[0]) > 0 {
+        assert!(Instant::now() < deadline, "its actions never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(rows_of_t(&data), (N, N), "nothing committed twice");
+    let after = get(&hosts[1], id);
+    assert_eq!(
+        after["state"], "finished",
+        "its late ends changed nothing: {after}"
+    );
+}

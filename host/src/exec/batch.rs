@@ -21,6 +21,7 @@
 
 use super::expand::{describe_cycle, expand};
 use super::halt::Halt;
+use super::identity;
 use super::slots::FileLocks;
 use super::{ActionPlan, Ran, run_marked};
 use crate::keys::KeyStore;
@@ -29,11 +30,11 @@ use crate::plan::{StoredPlan, dependencies, dependency_cycle};
 use crate::plugins::Registry;
 use crate::repo::model::{ActionEnd, NewAction, NewInstance, Restarted};
 use crate::repo::store::Created;
-use crate::repo::work::{Claimed, Ended, Halted, InstanceInfo, Settle};
+use crate::repo::work::{Beat, Claimed, Ended, Halted, InstanceInfo, Settle};
 use crate::repo::{self, InstanceStore, Repository, SheetStore};
 use crate::sched::scheduler::ScheduledStart;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use weft_sdk::Dialect;
@@ -180,6 +181,13 @@ pub struct Executor {
     repository_id: String,
     /// The SQLite files running actions write, one action at a time per file.
     file_locks: FileLocks,
+    /// This process, as it holds the host id in the repository.
+    process: String,
+    /// The boot clock's milliseconds ([`identity::boot_ms`]) when the last heartbeat that
+    /// was recorded was sent (or the host registered).
+    beat_ok_ms: AtomicI64,
+    /// The lease of a host of a shared repository, in ms; 0 alone (no lease to lose).
+    lease_ms: AtomicI64,
 }
 
 impl std::fmt::Debug for Executor {
@@ -271,6 +279,9 @@ impl Executor {
             }),
             repository_id,
             file_locks: FileLocks::default(),
+            process: identity::Process::this().text(),
+            beat_ok_ms: AtomicI64::new(identity::boot_ms()),
+            lease_ms: AtomicI64::new(0),
         })
     }
 
@@ -321,7 +332,99 @@ impl Executor {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        self.repo.register_host(&self.host, &url, self.limit)
+        let sent = identity::boot_ms();
+        self.repo
+            .register_host(&self.host, &url, self.limit, &self.process)?;
+        self.beat_ok_ms.store(sent, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Before a host of a shared repository settles anything under its id: waits while
+    /// another process may hold the id (a heartbeat younger than `lease` from another
+    /// machine, or from a process of an older weft), and refuses when a live process does
+    /// (one of this machine that still runs, or a heartbeat that goes on meanwhile). A row
+    /// left by a dead process of this machine (this host's own last process, killed) is
+    /// free at once. Answers how long it waited.
+    ///
+    /// # Errors
+    ///
+    /// Why the id is taken, or a repository error.
+    pub fn claim_id(&self, lease: Duration) -> Result<Duration, String> {
+        let me = identity::Process::this();
+        let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+        let began = Instant::now();
+        // A heartbeat that neither moves nor ages is impossible; past this, give up.
+        let deadline = began + lease * 2 + Duration::from_secs(5);
+        let mut first: Option<identity::Holder> = None;
+        loop {
+            let seen = self.repo.host_holder(&self.host).map_err(|e| {
+                format!(
+                    "the repository cannot say who holds host id {}: {e}",
+                    self.host
+                )
+            })?;
+            match identity::judge(&me, seen.as_ref(), first.as_ref(), lease_ms, |p| {
+                p.is_alive_here()
+            }) {
+                identity::Verdict::Free => return Ok(began.elapsed()),
+                identity::Verdict::Refuse(why) => {
+                    return Err(format!(
+                        "host id {} (HOME/host-id) is in use: {why}. A copy of a host's HOME must get an id of its own: delete host-id in the copy's HOME before its first start",
+                        self.host
+                    ));
+                }
+                identity::Verdict::Wait if Instant::now() >= deadline => {
+                    return Err(format!(
+                        "host id {} (HOME/host-id): its heartbeat neither aged past the lease nor moved in {:?}",
+                        self.host,
+                        began.elapsed()
+                    ));
+                }
+                identity::Verdict::Wait => {
+                    if first.is_none() {
+                        tracing::warn!(
+                            message = "This host's id has a recent heartbeat from another process (this host's own last one on another machine, or a copy of this HOME): waiting up to the lease to see whether it goes on.",
+                            host = %self.host,
+                            holder = seen.as_ref().and_then(|h| h.process.as_deref()).unwrap_or("unknown"),
+                            silent_ms = seen.as_ref().map_or(0, |h| h.silent_ms),
+                            lease_ms
+                        );
+                        first = seen;
+                    }
+                    std::thread::sleep(
+                        (lease / 8).clamp(Duration::from_millis(20), Duration::from_millis(500)),
+                    );
+                }
+            }
+        }
+    }
+
+    /// After a clean stop with nothing running: this host leaves the repository's list of
+    /// hosts, so that its next start need not wait for its lease. Its threads end.
+    pub fn leave(&self) {
+        self.local().stopped = true;
+        self.wake.ring();
+        if let Err(e) = self.repo.leave(&self.host, &self.process) {
+            tracing::warn!(message = "This host could not leave the list of hosts; its next start may wait for its lease.", host = %self.host, error = %e);
+        }
+    }
+
+    /// Why this host may no longer commit what it runs: its last recorded heartbeat is half
+    /// a lease old or older by the boot clock (it was paused, or cut off), so another host
+    /// may take its actions over. `None` while its lease holds, and always on a repository
+    /// of its own.
+    pub fn lease_lapsed(&self) -> Option<String> {
+        let lease = self.lease_ms.load(Ordering::SeqCst);
+        if lease <= 0 {
+            return None;
+        }
+        let age = identity::boot_ms() - self.beat_ok_ms.load(Ordering::SeqCst);
+        (age >= lease / 2).then(|| {
+            format!(
+                "this host's last recorded heartbeat is {age} ms old, past half its lease ({} ms): it was paused or cut off, and another host may have taken its actions over, so it commits nothing",
+                lease / 2
+            )
+        })
     }
 
     /// Registers the host and starts claiming work: the worker thread starts.
@@ -383,6 +486,12 @@ impl Executor {
     pub fn join_cluster(self: &Arc<Self>, cluster: Cluster) -> std::io::Result<()> {
         self.poll_ms
             .store(cluster.poll.as_millis().max(1) as u64, Ordering::SeqCst);
+        if cluster.shared {
+            self.lease_ms.store(
+                i64::try_from(cluster.lease.as_millis()).unwrap_or(i64::MAX),
+                Ordering::SeqCst,
+            );
+        }
         let weak = Arc::downgrade(self);
         std::thread::Builder::new()
             .name("weft-heartbeat".to_owned())
@@ -947,11 +1056,21 @@ impl Executor {
                 }
             }
         });
+        // Just before its commit: a host whose lease lapsed (paused past half a lease, say)
+        // commits nothing, stops what it runs, and leaves it to run again.
+        let lease = || {
+            let lapsed = self.lease_lapsed();
+            if lapsed.is_some() {
+                self.abandon_all_here();
+            }
+            lapsed
+        };
         let marking = super::Marking {
             run,
             unmarked: &unmarked,
             live_log: Some(live),
             halt: Some(halt),
+            lease: Some(&lease),
         };
         run_marked(&self.registry, &keys, &plan, &vars, Some(&marking))
     }
@@ -1073,8 +1192,10 @@ fn heartbeat(exec: &Weak<Executor>, cluster: Cluster) {
             if me.local().stopped {
                 return;
             }
-            match me.repo.heartbeat(&me.host) {
-                Ok(true) => {
+            let sent = identity::boot_ms();
+            match me.repo.heartbeat(&me.host, &me.process) {
+                Ok(Beat::Alive) => {
+                    me.beat_ok_ms.store(sent, Ordering::SeqCst);
                     last_beat = Instant::now();
                     let since = *healthy_since.get_or_insert_with(Instant::now);
                     // Only a host that has been beating for a whole lease judges others: a
@@ -1086,12 +1207,20 @@ fn heartbeat(exec: &Weak<Executor>, cluster: Cluster) {
                         tracing::warn!(message = "Taking over from stopped hosts failed; trying again at the next beat.", error = %e);
                     }
                 }
-                Ok(false) if !cluster.shared => {
+                Ok(Beat::Gone) if !cluster.shared => {
                     if let Err(e) = me.register() {
                         tracing::warn!(message = "This host cannot register now.", error = %e);
                     }
                 }
-                Ok(false) => {
+                Ok(Beat::Displaced(other)) => {
+                    // Two processes with one id must not both run actions: this one (whose
+                    // lease had lapsed, or it would have been refused) gives way.
+                    tracing::error!(message = "Another process registered this host's id (a copy of this HOME started after this host's lease had lapsed); this host stops its actions and claims no more work. Give the copy an id of its own (delete host-id in its HOME) and restart this one.", host = %me.host, other = %other);
+                    me.abandon_all_here();
+                    me.pause();
+                    return;
+                }
+                Ok(Beat::Gone) => {
                     tracing::error!(message = "This host's lease had expired and its running actions were taken over by another host; they stop here, and the host registers again.", host = %me.host);
                     me.abandon_all_here();
                     healthy_since = None;

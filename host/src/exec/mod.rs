@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod expand;
 pub mod halt;
+pub mod identity;
 pub mod leftovers;
 pub mod looped;
 pub mod slots;
@@ -270,6 +271,9 @@ pub struct Marking<'a> {
     /// The halt of the action's instance: its signal reaches the module, and raising it
     /// interrupts the action's connections.
     pub halt: Option<&'a halt::Halt>,
+    /// Asked right before the action's targets commit: why its host may no longer commit
+    /// (its lease lapsed), which rolls the action back.
+    pub lease: Option<&'a dyn Fn() -> Option<String>>,
 }
 
 /// [`run_action`] where, with `marking`, each target's transaction also carries the run's
@@ -501,8 +505,19 @@ fn run_inner(
             }
         }
     }
+    let mut checked: Option<std::time::Instant> = None;
     if result.is_ok() {
         crate::fault::hit(crate::fault::BEFORE_TARGET_COMMIT);
+        // The last moment to give way to a host that took this one's actions over.
+        if let Some(lease) = marking.and_then(|m| m.lease) {
+            checked = Some(std::time::Instant::now());
+            if let Some(why) = lease() {
+                result = Err(weft_sdk::PluginError::of(
+                    weft_sdk::ErrorKind::Halted,
+                    format!("rolled back before its commit: {why}"),
+                ));
+            }
+        }
     }
     for id in &target_ids {
         let Ok(c) = ctx.connection(*id) else { continue };
@@ -517,6 +532,9 @@ fn run_inner(
         if result.is_ok() {
             crate::fault::hit(crate::fault::AFTER_TARGET_COMMIT);
         }
+    }
+    if let (Ok(_), Some(at), false) = (&result, checked, target_ids.is_empty()) {
+        crate::metrics::commit_window(at.elapsed().as_secs_f64());
     }
     result.map_err(|e| format!("action {} ({}): {e}", plan.id, plan.module))
 }
@@ -557,13 +575,15 @@ fn run_process(
         }
     }
     let halt = marking.and_then(|m| m.halt);
+    let lease = marking.and_then(|m| m.lease);
     crate::plugins::process::run(
         program,
         plan,
         text,
         variables,
         &entries,
-        &|| halt.is_some_and(halt::Halt::is_raised),
+        // A process module commits itself: it is killed when its host's lease lapses.
+        &|| halt.is_some_and(halt::Halt::is_raised) || lease.is_some_and(|l| l().is_some()),
         &|line| lines.push(line),
     )
     .map_err(|e| format!("action {} ({}): {}", plan.id, plan.module, e.message()))

@@ -222,6 +222,16 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
             Ok(a)
         })
         .collect::<Result<_>>()?;
+    // A claim marks its instance running in a transaction of its own, just after: an action
+    // that began means a running instance, whatever the instance's word still says.
+    if row.summary.state == InstanceState::Waiting
+        && row
+            .actions
+            .iter()
+            .any(|a| !matches!(a.state, ActionState::Waiting | ActionState::Defined))
+    {
+        row.summary.state = InstanceState::Running;
+    }
     Ok(Some(row))
 }
 

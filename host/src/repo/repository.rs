@@ -309,12 +309,20 @@ impl InstanceStore for Repository {
         self.with(|c| instances::append_log(c, id, action, lines))
     }
 
-    fn register_host(&self, host: &str, url: &str, slots: usize) -> Result<()> {
-        self.with(|c| work::register(c, host, url, slots))
+    fn register_host(&self, host: &str, url: &str, slots: usize, process: &str) -> Result<()> {
+        self.with(|c| work::register(c, host, url, slots, process))
     }
 
-    fn heartbeat(&self, host: &str) -> Result<bool> {
-        self.with(|c| work::heartbeat(c, host))
+    fn heartbeat(&self, host: &str, process: &str) -> Result<work::Beat> {
+        self.with(|c| work::heartbeat(c, host, process))
+    }
+
+    fn host_holder(&self, host: &str) -> Result<Option<work::Holder>> {
+        self.with(|c| work::holder(c, host))
+    }
+
+    fn leave(&self, host: &str, process: &str) -> Result<()> {
+        self.with(|c| work::leave(c, host, process))
     }
 
     fn hosts(&self) -> Result<Vec<HostRow>> {

@@ -238,6 +238,13 @@ CREATE INDEX instance_actions_sheet ON instance_actions(sheet_id, instance_id);
 ",
         then: Some(fill_history_names),
     },
+    Migration {
+        summary: "the process holding each host id (its machine's boot id, its process id and start time), so that a second process started with a copy of a host's HOME is refused while the first lives, and a host restarted after a crash need not wait out its lease",
+        sql: "
+ALTER TABLE hosts ADD COLUMN process TEXT;
+",
+        then: None,
+    },
 ];
 
 /// Version 6: the plans of every stored sheet, read from its definition once. A sheet whose

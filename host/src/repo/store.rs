@@ -14,7 +14,7 @@ use super::facts::Facts;
 use super::model::{
     ActionEnd, Change, IdTable, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
 };
-use super::work::{Claimed, Ended, Halted, HostRow, InstanceInfo, Settle};
+use super::work::{Beat, Claimed, Ended, Halted, Holder, HostRow, InstanceInfo, Settle};
 use crate::dsr::model::{Batch, Connection, Folder, Sheet};
 use crate::plan::StoredPlan;
 use crate::sched::schedule::{Planned, Schedule};
@@ -102,10 +102,14 @@ pub trait InstanceStore {
     /// Adds log lines to a running action (its end adds the rest); `false` when the action
     /// is not running (nothing was added).
     fn append_log(&self, id: i64, action: i64, lines: &[String]) -> Result<bool>;
-    /// Registers a host.
-    fn register_host(&self, host: &str, url: &str, slots: usize) -> Result<()>;
-    /// A host's heartbeat; `false` when it was taken over (its row is gone).
-    fn heartbeat(&self, host: &str) -> Result<bool>;
+    /// Registers a host, held by `process`.
+    fn register_host(&self, host: &str, url: &str, slots: usize, process: &str) -> Result<()>;
+    /// A host's heartbeat, recorded only while `process` holds its id.
+    fn heartbeat(&self, host: &str, process: &str) -> Result<Beat>;
+    /// The row of `host`, as a starting host judges it.
+    fn host_holder(&self, host: &str) -> Result<Option<Holder>>;
+    /// `host`, held by `process`, leaves after a clean stop with nothing running.
+    fn leave(&self, host: &str, process: &str) -> Result<()>;
     /// The hosts, with how long each has been silent and what it runs.
     fn hosts(&self) -> Result<Vec<HostRow>>;
     /// The running actions of hosts silent for `lease_ms` become `host`'s.

@@ -148,6 +148,25 @@ fn make_fixture_v8() {
         .expect("checkpoint");
 }
 
+/// Writes `tests/fixtures/repository-v9.db`: made once, when version 10 was added, from the
+/// fixture of version 8 upgraded to version 9, with a host registered before version 10
+/// (no process recorded).
+#[test]
+#[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
+fn make_fixture_v9() {
+    let path = fixtures().join("repository-v9.db");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(fixtures().join("repository-v8.db"), &path).expect("copy v8");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_version(&mut conn, 9).expect("v9");
+    conn.execute_batch(
+        "INSERT INTO hosts (id, url, slots, started_at, heartbeat_ms) VALUES ('old-host-1', 'http://127.0.0.1:17491/weft/service', 4, '2026-01-02 21:00:00', 1767387600000);",
+    )
+    .expect("v9 rows");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
 #[test]
 fn upgrades_every_earlier_version_and_keeps_the_data() {
     // Version 0: an empty file.

@@ -534,34 +534,107 @@ pub fn waiting(conn: &dyn Session) -> Result<i64> {
         .unwrap_or(0))
 }
 
-/// Registers host `id` (or registers it again after a restart), serving `url` with `slots`.
+/// Registers host `id` (or registers it again after a restart), serving `url` with `slots`,
+/// held by `process` (`exec::identity::Process::text`).
 ///
 /// # Errors
 ///
 /// A repository error.
-pub fn register(conn: &dyn Session, id: &str, url: &str, slots: usize) -> Result<()> {
+pub fn register(
+    conn: &dyn Session,
+    id: &str,
+    url: &str,
+    slots: usize,
+    process: &str,
+) -> Result<()> {
     let sql = format!(
-        "INSERT INTO hosts (id, url, slots, started_at, heartbeat_ms) VALUES (?1, ?2, ?3, ?4, {now})
+        "INSERT INTO hosts (id, url, slots, started_at, heartbeat_ms, process) VALUES (?1, ?2, ?3, ?4, {now}, ?5)
          ON CONFLICT (id) DO UPDATE SET url = excluded.url, slots = excluded.slots,
-             started_at = excluded.started_at, heartbeat_ms = excluded.heartbeat_ms",
+             started_at = excluded.started_at, heartbeat_ms = excluded.heartbeat_ms,
+             process = excluded.process",
         now = now_ms(conn.dialect())
     );
-    conn.execute(&sql, args![id, url, slots as i64, now_utc()])?;
+    conn.execute(&sql, args![id, url, slots as i64, now_utc(), process])?;
     Ok(())
 }
 
-/// Host `id` is alive; `false` when its row is gone (another host took over from it after
-/// its heartbeat had stopped for a lease: it must give up what it runs).
+/// What a host's heartbeat found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Beat {
+    /// Recorded.
+    Alive,
+    /// Its row is gone: another host took over from it after its heartbeat had stopped for
+    /// a lease, and it must give up what it runs.
+    Gone,
+    /// Another process (this one) registered the id since: two processes have one id.
+    Displaced(String),
+}
+
+/// Host `id`, held by `process`, is alive.
 ///
 /// # Errors
 ///
 /// A repository error.
-pub fn heartbeat(conn: &dyn Session, id: &str) -> Result<bool> {
+pub fn heartbeat(conn: &dyn Session, id: &str, process: &str) -> Result<Beat> {
     let sql = format!(
-        "UPDATE hosts SET heartbeat_ms = {} WHERE id = ?1",
+        "UPDATE hosts SET heartbeat_ms = {} WHERE id = ?1 AND (process = ?2 OR process IS NULL)",
         now_ms(conn.dialect())
     );
-    Ok(conn.execute(&sql, args![id])? > 0)
+    if conn.execute(&sql, args![id, process])? > 0 {
+        return Ok(Beat::Alive);
+    }
+    let holder: Option<Option<String>> =
+        conn.row("SELECT process FROM hosts WHERE id = ?1", args![id], |r| {
+            r.get(0)
+        })?;
+    Ok(match holder {
+        None => Beat::Gone,
+        Some(other) => Beat::Displaced(other.unwrap_or_default()),
+    })
+}
+
+/// What a starting host finds in the repository for its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The process that registered it, as stored (`None` before schema version 10).
+    pub process: Option<String>,
+    /// Its last heartbeat, milliseconds on the repository's clock.
+    pub heartbeat_ms: i64,
+    /// Milliseconds since that heartbeat, by the repository's clock.
+    pub silent_ms: i64,
+}
+
+/// The row of host `id`, as a starting host judges it: who holds it and how fresh.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn holder(conn: &dyn Session, id: &str) -> Result<Option<Holder>> {
+    let sql = format!(
+        "SELECT process, heartbeat_ms, {now} - heartbeat_ms FROM hosts WHERE id = ?1",
+        now = now_ms(conn.dialect())
+    );
+    conn.row(&sql, args![id], |r| {
+        Ok(Holder {
+            process: r.get(0)?,
+            heartbeat_ms: r.get(1)?,
+            silent_ms: r.get(2)?,
+        })
+    })
+}
+
+/// Host `id`, held by `process`, leaves (a clean stop with nothing running): its next start
+/// need not wait for its lease.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn leave(conn: &dyn Session, id: &str, process: &str) -> Result<()> {
+    conn.execute(
+        "DELETE FROM hosts WHERE id = ?1 AND process = ?2 AND NOT EXISTS (SELECT 1 FROM instance_actions a WHERE a.state = 'R' AND a.host = ?1)",
+        args![id, process],
+    )?;
+    Ok(())
 }
 
 /// The hosts with how long they have been silent and what they run, oldest first.

@@ -208,6 +208,9 @@ impl Driver<'_> {
     /// That code must not use another `Session`: a runtime cannot be entered from inside
     /// another one on the same thread (tokio panics), so a caller hands rows to code that
     /// may write elsewhere after the wait, not inside it.
+    /// That code must not use another `Session`: a runtime cannot be entered from inside
+    /// another one on the same thread (tokio panics), so a caller hands rows to code that
+    /// may write elsewhere after the wait, not inside it.
     ///
     /// # Errors
     ///

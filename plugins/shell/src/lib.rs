@@ -91,10 +91,22 @@ impl ActionModule for Shell {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        let mut kept_out = Vec::new();
         for (name, value) in ctx.variables() {
-            if is_env_name(name) {
+            if !is_env_name(name) {
+                continue;
+            }
+            if is_guarded(name) {
+                kept_out.push(name.to_owned());
+            } else {
                 command.env(name, value);
             }
+        }
+        if !kept_out.is_empty() {
+            ctx.log(&format!(
+                "variables not put into the script's environment (names that the shell, the loader or the server act on; use ${{name}} in the text): {}",
+                kept_out.join(", ")
+            ));
         }
         let mut child = command
             .spawn()
@@ -301,6 +313,49 @@ fn stderr_tail(tail: &str) -> String {
 
 /// Whether `name` may be an environment variable's name (letters, digits and `_`, not
 /// starting with a digit).
+/// Environment names a run's variables never set: what the shell, the dynamic loader, common
+/// interpreters and the server itself act on (a variable `PATH` would choose which program
+/// `date` runs; `LD_PRELOAD` would load a library into every program the script starts).
+const GUARDED: &[&str] = &[
+    "PATH",
+    "IFS",
+    "ENV",
+    "BASH_ENV",
+    "CDPATH",
+    "HOME",
+    "SHELL",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "GLOBIGNORE",
+    "TMPDIR",
+    "GCONV_PATH",
+    "HOSTALIASES",
+    "LOCALDOMAIN",
+    "RES_OPTIONS",
+    "NLSPATH",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PERL5LIB",
+    "PERL5OPT",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "NODE_OPTIONS",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+];
+
+/// Prefixes of guarded names: the dynamic loader's, exported shell functions, and weft's own
+/// (`WEFT_SERVER_HOME` marks what a server's actions start).
+const GUARDED_PREFIXES: &[&str] = &["LD_", "DYLD_", "BASH_FUNC_", "MALLOC_", "WEFT_"];
+
+/// Whether a run's variable `name` is kept out of the script's environment.
+fn is_guarded(name: &str) -> bool {
+    GUARDED.contains(&name) || GUARDED_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 fn is_env_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())

@@ -162,3 +162,42 @@ fn validation_wants_a_script_and_a_sane_timeout() {
         ["`timeout` must be from 1 to 604800 seconds, found 0"]
     );
 }
+
+#[test]
+fn variables_cannot_set_what_the_shell_or_the_loader_act_on() {
+    let dir = tempfile::tempdir().expect("dir");
+    // A `date` of the caller's that would run instead of the real one if PATH were taken.
+    let fake = dir.path().join("date");
+    std::fs::write(&fake, "#!/bin/sh\necho hijacked\n").expect("fake");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    let (mut ctx, log) = Run::new(
+        "date +%Y >/dev/null && echo date-ok; echo \"preload=${LD_PRELOAD:-none} ifs=${IFS:+set} tag=${WEFT_SERVER_HOME:-none} mine=$mine\"",
+    )
+    .variable("PATH", &dir.path().display().to_string())
+    .variable("LD_PRELOAD", "/nonexistent/evil.so")
+    .variable("IFS", "x")
+    .variable("BASH_ENV", "/nonexistent/evil.sh")
+    .variable("WEFT_SERVER_HOME", "/elsewhere")
+    .variable("mine", "kept")
+    .build();
+    let out = Shell.run(&mut ctx);
+    let lines = log.lines();
+    assert!(out.is_ok(), "{out:?}: {lines:?}");
+    assert!(lines.iter().any(|l| l == "stdout: date-ok"), "{lines:?}");
+    assert!(!lines.iter().any(|l| l.contains("hijacked")), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("stdout: preload=none ifs=set") && l.ends_with("mine=kept")),
+        "{lines:?}"
+    );
+    let said = lines
+        .iter()
+        .find(|l| l.starts_with("variables not put into the script's environment"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    for name in ["PATH", "LD_PRELOAD", "IFS", "BASH_ENV", "WEFT_SERVER_HOME"] {
+        assert!(said.contains(name), "{said}");
+    }
+    assert!(!said.contains("mine"), "{said}");
+}

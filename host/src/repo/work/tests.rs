@@ -210,8 +210,8 @@ fn restart_runs_again_what_did_not_finish_with_its_waits_counted_again() {
 #[test]
 fn a_silent_host_is_forgotten_its_actions_taken_and_its_late_end_changes_nothing() {
     let conn = repo();
-    register(&conn, "h1", "http://a", 2).expect("register");
-    register(&conn, "h2", "http://b", 2).expect("register");
+    register(&conn, "h1", "http://a", 2, "p1").expect("register");
+    register(&conn, "h2", "http://b", 2, "p2").expect("register");
     let id = instance(&conn, &[(1, &[]), (2, &[1])]);
     let c = claim(&conn, "h1", 5).expect("claim");
     assert!(
@@ -239,9 +239,28 @@ fn a_silent_host_is_forgotten_its_actions_taken_and_its_late_end_changes_nothing
             .collect::<Vec<_>>(),
         ["h2"]
     );
-    assert!(
-        !heartbeat(&conn, "h1").expect("beat"),
+    assert_eq!(
+        heartbeat(&conn, "h1", "p1").expect("beat"),
+        Beat::Gone,
         "h1 learns it was taken over"
+    );
+    assert_eq!(heartbeat(&conn, "h2", "p2").expect("beat"), Beat::Alive);
+    // A second process registering h2's id displaces the first, whose beats then say so.
+    register(&conn, "h2", "http://b", 2, "p3").expect("register");
+    assert_eq!(
+        heartbeat(&conn, "h2", "p2").expect("beat"),
+        Beat::Displaced("p3".to_owned())
+    );
+    let held = holder(&conn, "h2").expect("holder").expect("a row");
+    assert_eq!(held.process.as_deref(), Some("p3"));
+    assert!(held.silent_ms < 60_000, "{held:?}");
+    // Leaving takes the row only of the process holding it, with nothing running there.
+    leave(&conn, "h2", "p2").expect("leave");
+    assert!(holder(&conn, "h2").expect("holder").is_some(), "not p2's");
+    leave(&conn, "h2", "p3").expect("leave");
+    assert!(
+        holder(&conn, "h2").expect("holder").is_some(),
+        "h2 runs an action"
     );
     assert_eq!(running_on(&conn, "h2").expect("on h2").len(), 1);
     // Nothing committed: it runs again.
