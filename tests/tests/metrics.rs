@@ -196,3 +196,54 @@ fn beyond_loopback_metrics_need_the_token() {
     assert_text_format(&text);
     assert!(!text.contains(&token), "the token is not in the answer");
 }
+
+#[test]
+fn unknown_module_and_connection_type_names_do_not_make_new_series() {
+    let w = Weft::start();
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE t (n INTEGER)")
+        .expect("table");
+    w.add_keys(&format!(
+        "1|sqlite|{}|||\n4|madeup-type-1|x://nowhere|||\n5|madeup-type-2|x://nowhere|||\n",
+        data.display()
+    ));
+    // Forty sheets naming forty modules nobody has, deployed without validation, and two
+    // connections of types nobody has.
+    let sheets: Vec<serde_json::Value> = (1..=40)
+        .map(|id| {
+            let mut s = one_action(
+                id,
+                "SELECT 1",
+                "t",
+                if id % 3 == 0 { 4 + id % 2 } else { 1 },
+            );
+            s["nodes"][0]["attributes"]["module"] = json!(format!("NoSuchModule{id}"));
+            s
+        })
+        .collect();
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/m"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"},
+                        {"id": 4, "name": "odd1", "type": "madeup-type-1"},
+                        {"id": 5, "name": "odd2", "type": "madeup-type-2"}],
+        "sheets": sheets}});
+    let body = json!({"command": "DeployRepository", "payload": {"content": doc.to_string(),
+        "deployOptions": {"validate": "false"}}});
+    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(st, 200, "{v}");
+    for id in 1..=40 {
+        assert_eq!(run_sheet(&w, id)["state"], "failed");
+    }
+    let (st, _, text) = scrape(&w.url, &[]);
+    assert_eq!(st, 200, "{text}");
+    assert_text_format(&text);
+    assert_eq!(
+        sample(&text, r#"weft_plugin_errors_total{module="unknown"}"#),
+        Some(40.0),
+        "{text}"
+    );
+    assert!(!text.contains("NoSuchModule"), "{text}");
+    assert!(!text.contains("madeup-type"), "{text}");
+}

@@ -33,16 +33,19 @@ pub fn open_in(
     registry: &Registry,
     schema: Option<&str>,
 ) -> Result<Connection, PluginError> {
-    counted(entry, open_uncounted(entry, registry, schema))
+    counted(entry, registry, open_uncounted(entry, registry, schema))
 }
 
-/// `opened`, counted for `/metrics` when it failed.
+/// `opened`, counted for `/metrics` when it failed: by its connection type when that is
+/// one this server knows (labels from a closed set), else as `other`.
 fn counted(
     entry: &Entry,
+    registry: &Registry,
     opened: Result<Connection, PluginError>,
 ) -> Result<Connection, PluginError> {
     if opened.is_err() {
-        crate::metrics::connection_failed(&entry.kind);
+        let known = entry.kind == SQLITE || registry.bridge(&entry.kind).is_some();
+        crate::metrics::connection_failed(if known { &entry.kind } else { "other" });
     }
     opened
 }
@@ -129,6 +132,7 @@ pub fn open_briefly(
     if entry.kind == SQLITE {
         return counted(
             entry,
+            registry,
             sqlite::open(&entry.key, &entry.url).map(|c| c.briefly().boxed()),
         );
     }

@@ -188,6 +188,9 @@ pub struct Executor {
     beat_ok_ms: AtomicI64,
     /// The lease of a host of a shared repository, in ms; 0 alone (no lease to lose).
     lease_ms: AtomicI64,
+    /// How many times this host lost its lease (and stopped what it ran): an action claimed
+    /// before a loss commits nothing, even once the host has registered again.
+    lease_epoch: AtomicU64,
 }
 
 impl std::fmt::Debug for Executor {
@@ -282,6 +285,7 @@ impl Executor {
             process: identity::Process::this().text(),
             beat_ok_ms: AtomicI64::new(identity::boot_ms()),
             lease_ms: AtomicI64::new(0),
+            lease_epoch: AtomicU64::new(0),
         })
     }
 
@@ -413,7 +417,12 @@ impl Executor {
     /// a lease old or older by the boot clock (it was paused, or cut off), so another host
     /// may take its actions over. `None` while its lease holds, and always on a repository
     /// of its own.
-    pub fn lease_lapsed(&self) -> Option<String> {
+    pub fn lease_lapsed(&self, epoch: u64) -> Option<String> {
+        if self.lease_epoch.load(Ordering::SeqCst) != epoch {
+            return Some(
+                "this host lost its lease after the action was claimed (another host may have taken it over), so it commits nothing".to_owned(),
+            );
+        }
         let lease = self.lease_ms.load(Ordering::SeqCst);
         if lease <= 0 {
             return None;
@@ -782,6 +791,8 @@ impl Executor {
         if free == 0 {
             return;
         }
+        // Taken before the claim: a loss of the lease after this point stops these actions.
+        let epoch = self.lease_epoch.load(Ordering::SeqCst);
         let claimed = match self.repo.claim(&self.host, free) {
             Ok(c) => c,
             Err(e) => {
@@ -822,7 +833,7 @@ impl Executor {
                 halt.raise();
             }
             let plan = self.plan_of(&c, &schemas);
-            self.launch(c, info, plan, slot, halt);
+            self.launch(c, info, plan, slot, halt, epoch);
         }
     }
 
@@ -862,6 +873,7 @@ impl Executor {
         plan: Result<Arc<ActionPlan>, String>,
         slot: Slot,
         halt: Arc<Halt>,
+        epoch: u64,
     ) {
         let fallback = c.clone();
         let me = Arc::clone(self);
@@ -872,7 +884,7 @@ impl Executor {
                 let action = c.action;
                 let started = Instant::now();
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &info {
-                    Ok(info) => me.run_one(&c, info, plan, &halt),
+                    Ok(info) => me.run_one(&c, info, plan, &halt, epoch),
                     Err(e) => Ran::failed(format!("action {action}: {e}")),
                 }))
                 .unwrap_or_else(|p| {
@@ -881,7 +893,7 @@ impl Executor {
                         weft_sdk::panic_message(p.as_ref())
                     ))
                 });
-                count(&c, &ran, started.elapsed());
+                count(&me.registry, &c, &ran, started.elapsed());
                 me.finished(&c, &ran);
             });
         if let Err(e) = spawned {
@@ -971,6 +983,7 @@ impl Executor {
     /// Stops every action running here, to run again (this host lost its lease: others
     /// may run them).
     fn abandon_all_here(&self) {
+        self.lease_epoch.fetch_add(1, Ordering::SeqCst);
         let mut l = self.local();
         let ids: Vec<i64> = l.instances.keys().copied().collect();
         l.abandoned.extend(ids);
@@ -1014,6 +1027,7 @@ impl Executor {
         info: &InstanceInfo,
         plan: Result<Arc<ActionPlan>, String>,
         halt: &Halt,
+        epoch: u64,
     ) -> Ran {
         let action = c.action;
         let vars = Self::variables(info, c.instance, action);
@@ -1059,7 +1073,7 @@ impl Executor {
         // Just before its commit: a host whose lease lapsed (paused past half a lease, say)
         // commits nothing, stops what it runs, and leaves it to run again.
         let lease = || {
-            let lapsed = self.lease_lapsed();
+            let lapsed = self.lease_lapsed(epoch);
             if lapsed.is_some() {
                 self.abandon_all_here();
             }
@@ -1077,7 +1091,7 @@ impl Executor {
 }
 
 /// Counts an action this host ran for `/metrics`.
-fn count(c: &Claimed, ran: &Ran, took: Duration) {
+fn count(registry: &Registry, c: &Claimed, ran: &Ran, took: Duration) {
     use crate::metrics::{Ended, Rows};
     let (ended, rows) = match &ran.outcome {
         _ if ran.halted => (Ended::Halted, Rows::default()),
@@ -1092,9 +1106,18 @@ fn count(c: &Claimed, ran: &Ran, took: Duration) {
         ),
         Err(_) => (Ended::Failed, Rows::default()),
     };
+    // Labels from a closed set: a module this server loaded, else `unknown` (an action
+    // deployed with validate=false may name anything).
     let module = (ended == Ended::Failed)
         .then(|| c.plan.as_ref().ok().map(StoredPlan::module))
-        .flatten();
+        .flatten()
+        .map(|m| {
+            if registry.module(m).is_some() {
+                m
+            } else {
+                "unknown"
+            }
+        });
     crate::metrics::action_ended(ended, took.as_secs_f64(), rows, module);
 }
 
