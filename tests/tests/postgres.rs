@@ -1882,3 +1882,64 @@ fn every_module_across_two_postgresql_connections_and_across_postgresql_and_sqli
         );
     }
 }
+
+#[test]
+fn pooled_connections_the_server_ended_while_idle_are_replaced_before_an_action_uses_them() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    const SHEETS: i64 = 6;
+    let tables: String = (1..=SHEETS)
+        .map(|id| format!("CREATE TABLE hits_{id} (sheet int, round int);"))
+        .collect();
+    pg.psql(&tables).expect("tables");
+    let (w, _) = setup(&pg);
+    for id in 1..=SHEETS {
+        let t = format!("hits_{id}");
+        let sql = format!("INSERT INTO {t} SELECT {id}, count(*) FROM {t}");
+        deploy(&w, &sheet(80 + id, "Sql", &sql, json!({}), &[], (&t, 7)));
+    }
+    // All six at once, so that several sessions go back to the pool, idle.
+    let run_all = || -> Value {
+        let elements: Vec<Value> = (1..=SHEETS)
+            .map(|id| json!({"elementType": "S", "elementId": 80 + id}))
+            .collect();
+        let (st, v) = command(
+            &w,
+            "RunElements",
+            json!({"batchExecution": {"batchName": "pool", "user": "t", "elementList": elements}}),
+        );
+        assert_eq!(st, 200, "{v}");
+        wait(&w, v["payload"]["batchInstanceId"].as_i64().expect("id"))
+    };
+    let idle = || {
+        pg.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weft-test' AND state = 'idle'")
+            .expect("activity")
+    };
+    let inst = run_all();
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_ne!(idle(), "0", "sessions wait in the pool");
+    // The server ends every idle session (as pg_terminate_backend, or an administrator).
+    pg.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'weft-test' AND pid <> pg_backend_pid()")
+        .expect("terminate");
+    let inst = run_all();
+    assert_eq!(
+        inst["state"], "finished",
+        "after pg_terminate_backend: {inst}"
+    );
+    // The server restarted (a fast shutdown ends every session) while they idle.
+    pg.stop().expect("stop");
+    pg.start_again().expect("start again");
+    let inst = run_all();
+    assert_eq!(inst["state"], "finished", "after a restart: {inst}");
+    let all: Vec<String> = (1..=SHEETS)
+        .map(|id| format!("SELECT * FROM hits_{id}"))
+        .collect();
+    assert_eq!(
+        pg.psql(&format!(
+            "SELECT count(*), count(DISTINCT (sheet, round)) FROM ({}) h",
+            all.join(" UNION ALL ")
+        ))
+        .expect("rows"),
+        format!("{}|{}", 3 * SHEETS, 3 * SHEETS),
+        "each action once a round"
+    );
+}

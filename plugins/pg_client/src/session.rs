@@ -174,6 +174,29 @@ impl Session {
         self.ended || self.client.as_ref().is_none_or(Client::is_closed)
     }
 
+    /// Whether the connection is gone, after reading what the server sent while nobody
+    /// listened (a session idle in a pool learns so that the server ended it: restarted, or
+    /// `pg_terminate_backend`). Costs no round trip.
+    pub fn is_closed_now(&mut self) -> bool {
+        if self.is_closed() {
+            return true;
+        }
+        let connection = &mut self.connection;
+        let ended = &mut self.ended;
+        self.runtime.block_on(async {
+            // The runtime's driver turns once: what came on the socket becomes readable.
+            tokio::task::yield_now().await;
+            poll_fn(|cx| {
+                if let Poll::Ready(_) = connection.as_mut().poll(cx) {
+                    *ended = true;
+                }
+                Poll::Ready(())
+            })
+            .await;
+        });
+        self.is_closed()
+    }
+
     /// What a cancel request for this session's running statement needs.
     pub fn cancel_token(&self) -> Option<CancelToken> {
         self.client.as_ref().map(Client::cancel_token)

@@ -39,15 +39,17 @@ fn idle() -> std::sync::MutexGuard<'static, Idle> {
         .unwrap_or_else(PoisonError::into_inner)
 }
 
-/// An idle connection of `slot` that is still open, if any.
+/// An idle connection of `slot` that is still open, if any (one the server ended while it
+/// was idle is closed and the next is tried).
 pub fn take(slot: &Slot) -> Option<Session> {
     let mut closed = Vec::new();
     let found = {
         let mut idle = idle();
         let mut found = None;
-        while let Some((s, _)) = idle.by_entry.get_mut(slot).and_then(VecDeque::pop_back) {
+        while let Some((mut s, _)) = idle.by_entry.get_mut(slot).and_then(VecDeque::pop_back) {
             idle.count -= 1;
-            if s.is_closed() {
+            // Ended by the server while idle (restarted, terminated): closed, not handed out.
+            if s.is_closed_now() {
                 closed.push(s);
             } else {
                 found = Some(s);
