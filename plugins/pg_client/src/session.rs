@@ -187,7 +187,7 @@ impl Session {
             // The runtime's driver turns once: what came on the socket becomes readable.
             tokio::task::yield_now().await;
             poll_fn(|cx| {
-                if let Poll::Ready(_) = connection.as_mut().poll(cx) {
+                if connection.as_mut().poll(cx).is_ready() {
                     *ended = true;
                 }
                 Poll::Ready(())
