@@ -29,7 +29,7 @@ struct Pool {
     /// Idle connections by file, oldest first, with the moment each went idle.
     idle: std::collections::HashMap<
         String,
-        std::collections::VecDeque<(std::time::Instant, rusqlite::Connection)>,
+        std::collections::VecDeque<(std::time::Instant, rusqlite::Connection, FileId)>,
     >,
     /// How many connections `idle` holds.
     count: usize,
@@ -46,9 +46,9 @@ impl Pool {
         for conns in self.idle.values_mut() {
             while conns
                 .front()
-                .is_some_and(|(since, _)| now.duration_since(*since) >= older)
+                .is_some_and(|(since, _, _)| now.duration_since(*since) >= older)
             {
-                if let Some((_, c)) = conns.pop_front() {
+                if let Some((_, c, _)) = conns.pop_front() {
                     out.push(c);
                 }
             }
@@ -63,11 +63,11 @@ impl Pool {
         let oldest = self
             .idle
             .iter()
-            .filter_map(|(path, conns)| conns.front().map(|(since, _)| (*since, path.clone())))
+            .filter_map(|(path, conns)| conns.front().map(|(since, _, _)| (*since, path.clone())))
             .min();
         let (_, path) = oldest?;
         let conns = self.idle.get_mut(&path)?;
-        let taken = conns.pop_front().map(|(_, c)| c);
+        let taken = conns.pop_front().map(|(_, c, _)| c);
         if taken.is_some() {
             self.count -= 1;
         }
@@ -137,6 +137,19 @@ pub struct SqliteConnection {
     path: String,
     name: String,
     depth: u32,
+    /// The file it opened.
+    file: FileId,
+}
+
+/// Which file a path named when a connection opened it (device and inode), so that a file
+/// replaced under the same name (`mv new.db data.db`) is noticed: a pooled connection would
+/// go on reading the old one. `None` where the path names no file (`:memory:`, a URI).
+type FileId = Option<(u64, u64)>;
+
+/// The file `path` names now.
+fn file_id(path: &str) -> FileId {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl Drop for SqliteConnection {
@@ -181,10 +194,11 @@ impl Drop for SqliteConnection {
                     if pool.count >= max_idle() {
                         closing.extend(pool.take_oldest());
                     }
-                    pool.idle
-                        .entry(self.path.clone())
-                        .or_default()
-                        .push_back((std::time::Instant::now(), conn));
+                    pool.idle.entry(self.path.clone()).or_default().push_back((
+                        std::time::Instant::now(),
+                        conn,
+                        self.file,
+                    ));
                     pool.count += 1;
                     start_sweeping(&mut pool);
                 }
@@ -287,25 +301,34 @@ impl SqliteConnection {
 ///
 /// When the file cannot be opened.
 pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
-    let reused = {
+    let now = file_id(path);
+    let (reused, stale) = {
         let mut pool = pool();
-        let conn = pool
+        let mut stale = Vec::new();
+        let mut conn = None;
+        while let Some((_, c, file)) = pool
             .idle
             .get_mut(path)
             .and_then(std::collections::VecDeque::pop_back)
-            .map(|(_, c)| c);
-        if conn.is_some() {
+        {
             pool.count -= 1;
-            if pool
-                .idle
-                .get(path)
-                .is_some_and(std::collections::VecDeque::is_empty)
-            {
-                pool.idle.remove(path);
+            // A connection to a file since replaced (or removed) under this name is closed.
+            if file == now {
+                conn = Some(c);
+                break;
             }
+            stale.push(c);
         }
-        conn
+        if pool
+            .idle
+            .get(path)
+            .is_some_and(std::collections::VecDeque::is_empty)
+        {
+            pool.idle.remove(path);
+        }
+        (conn, stale)
     };
+    drop(stale);
     if let Some(mut conn) = reused {
         // Settings an action may have changed are set again.
         let _ = conn.busy_handler(Some(wait_while_busy));
@@ -315,6 +338,7 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
             path: path.to_owned(),
             name: name.to_owned(),
             depth: 0,
+            file: now,
         });
     }
     let mut conn = rusqlite::Connection::open(path).map_err(|e| {
@@ -336,6 +360,8 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
         path: path.to_owned(),
         name: name.to_owned(),
         depth: 0,
+        // As opened: a file made by the open itself is named now.
+        file: file_id(path),
     })
 }
 
@@ -675,6 +701,39 @@ pub mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_replaced_under_its_name_is_read_at_once_not_through_a_pooled_connection() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("src.db");
+        let name = path.to_string_lossy().into_owned();
+        let make = |at: &std::path::Path, v: &str| {
+            rusqlite::Connection::open(at)
+                .expect("file")
+                .execute_batch(&format!(
+                    "CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('{v}');"
+                ))
+                .expect("table");
+        };
+        make(&path, "old");
+        let read = || -> String {
+            let mut conn = open("1", &name).expect("open");
+            conn.c()
+                .query_row("SELECT v FROM t", [], |r| r.get(0))
+                .expect("read")
+        };
+        assert_eq!(read(), "old");
+        // Back in the pool; then a new file goes into its place, as `mv new.db src.db` does.
+        let new = dir.path().join("new.db");
+        make(&new, "new");
+        std::fs::rename(&new, &path).expect("mv");
+        assert_eq!(
+            read(),
+            "new",
+            "the pooled connection to the old file is not used"
+        );
+        assert_eq!(read(), "new");
+    }
 
     const ENDLESS: &str = "SELECT COUNT(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10000000000) SELECT x FROM c)";
 
