@@ -717,7 +717,7 @@ mod tests {
         };
         make(&path, "old");
         let read = || -> String {
-            let mut conn = open("1", &name).expect("open");
+            let conn = open("1", &name).expect("open");
             conn.c()
                 .query_row("SELECT v FROM t", [], |r| r.get(0))
                 .expect("read")
