@@ -1047,3 +1047,91 @@ fn a_loop_query_that_does_not_parse_is_refused_at_its_place() {
     );
     assert_eq!(before, w.dump());
 }
+
+#[test]
+fn a_nul_character_is_refused_at_its_place_the_same_on_every_backend() {
+    let w = Weft::start();
+    let before = w.dump();
+    // Every field a person writes, each with a NUL (written as the escape `\u0000`), in a
+    // document deployed without validation (which takes any module name).
+    let doc = r#"{
+  version: 1
+  transformationData: {
+    folders: [{ id: 10, path: "/n", documentation: "a\u0000b" }]
+    sheets: [{
+      id: 1
+      attributes: { name: "sheet\u0000", folder_id: 10, folder: "/n" }
+      nodes: [
+        { id: 11, type: 0, attributes: { module: "Mod\u0000ule", name: "step\u0000", action: "SELECT 1\u0000" } }
+        { id: 12, type: 1, attributes: { field1: "t\u0000", objectTypeId: 1, connectionId: 1 } }
+      ]
+      edges: [{ id: 13, from: 11, to: 12 }]
+    }]
+  }
+}"#;
+    let body = serde_json::json!({"command": "DeployRepository",
+        "payload": {"content": doc, "deployOptions": {"validate": "false"}}});
+    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(st, 422, "{v}");
+    let nul: Vec<(String, i64)> = v["error"]["details"]
+        .as_array()
+        .expect("details")
+        .iter()
+        .filter(|d| d["code"] == "dsr.nul")
+        .map(|d| {
+            (
+                d["path"].as_str().unwrap_or_default().to_owned(),
+                d["line"].as_i64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        nul,
+        [
+            ("transformationData.folders[0].documentation".to_owned(), 4),
+            ("transformationData.sheets[0].attributes.name".to_owned(), 7),
+            (
+                "transformationData.sheets[0].nodes[0].attributes.module".to_owned(),
+                9
+            ),
+            (
+                "transformationData.sheets[0].nodes[0].attributes.name".to_owned(),
+                9
+            ),
+            (
+                "transformationData.sheets[0].nodes[0].attributes.action".to_owned(),
+                9
+            ),
+            (
+                "transformationData.sheets[0].nodes[1].attributes.field1".to_owned(),
+                10
+            ),
+        ],
+        "{v}"
+    );
+    assert_eq!(w.dump(), before, "nothing deployed");
+    // A run's name, user and variables: refused at their place in the request.
+    let body = serde_json::json!({"command": "RunElements",
+        "payload": {"batchExecution": {"batchName": "night\u{0}ly", "user": "\u{0}",
+            "elementList": [{"elementType": "S", "elementId": 1}]}},
+        "variableList": [{"variableName": "x", "variableType": "string", "variableValue": "a\u{0}"}]});
+    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(st, 400, "{v}");
+    let paths: Vec<&str> = v["error"]["details"]
+        .as_array()
+        .expect("details")
+        .iter()
+        .filter(|d| d["code"] == "request.nul")
+        .filter_map(|d| d["path"].as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "payload.batchExecution.batchName",
+            "payload.batchExecution.user",
+            "variableList[0].variableValue"
+        ],
+        "{v}"
+    );
+    assert_eq!(w.dump(), before, "nothing started");
+}

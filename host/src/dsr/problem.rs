@@ -1,7 +1,7 @@
 //! Problems found in a document: errors and warnings, each with a stable code, a message,
 //! a place (span, hence line and column) and a path inside the document.
 
-use super::value::{LineIndex, Path, Span};
+use super::value::{LineIndex, Path, Span, Spanned, Value};
 use serde::Serialize;
 
 use std::borrow::Cow;
@@ -134,6 +134,49 @@ pub struct Problems {
 }
 
 impl Problems {
+    /// An error `code` at every key and string under `root` (at `path`) that holds a NUL
+    /// character, except under the paths `skip` names: no repository stores one (PostgreSQL's
+    /// text cannot hold it), so it is refused where it stands, the same on every backend.
+    pub fn refuse_nul(
+        &mut self,
+        root: &Spanned,
+        path: &Path,
+        code: &'static str,
+        skip: &dyn Fn(&Path) -> bool,
+    ) {
+        if skip(path) {
+            return;
+        }
+        match &root.value {
+            Value::String(s) if s.contains('\0') => self.error(
+                code,
+                "a NUL character (U+0000) cannot be stored; remove it",
+                root.span,
+                path,
+            ),
+            Value::Object(members) => {
+                for m in members {
+                    let at = path.key(&m.key.chars().take(64).collect::<String>());
+                    if m.key.contains('\0') {
+                        self.error(
+                            code,
+                            "a NUL character (U+0000) cannot be stored in a field's name",
+                            m.key_span,
+                            &at,
+                        );
+                    }
+                    self.refuse_nul(&m.value, &at, code, skip);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.refuse_nul(item, &path.index(i), code, skip);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Adds a problem (or counts it, past [`MAX_KEPT`]).
     pub fn push(&mut self, p: Problem) {
         if self.keeps_more() {

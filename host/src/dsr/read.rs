@@ -14,6 +14,7 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
         ..Document::default()
     };
     let path = Path::root();
+    problems.refuse_nul(root, &path, "dsr.nul", &|_| false);
     let Some(mut top) = Obj::new(root, &path, "the document", problems) else {
         doc.complete = false;
         return doc;

@@ -24,11 +24,18 @@ pub const UNKNOWN_COMMAND: &str = "request.unknown_command";
 /// The code of a member given twice.
 pub const DUPLICATE_FIELD: &str = "request.duplicate_field";
 
+/// The code of a NUL character in a request's field or value.
+pub const REQUEST_NUL: &str = "request.nul";
+
 /// Reads a request `{command, payload, variableList?}`: the command, or `None` with the
 /// problems in `problems` (a command this server does not know is one, coded
 /// [`UNKNOWN_COMMAND`], and its payload is not read).
 pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
     duplicates(root, problems);
+    // A document's own text is judged by the document reader, at its place in the document.
+    problems.refuse_nul(root, &Path::root(), REQUEST_NUL, &|p| {
+        p.as_str() == "payload.content"
+    });
     let path = Path::root();
     let mut envelope = Fields::of(
         root,
