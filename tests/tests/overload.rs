@@ -402,3 +402,80 @@ fn a_run_over_many_files_keeps_few_descriptors_and_running_out_of_them_is_surviv
         "the log says why no connection was accepted"
     );
 }
+
+/// A dry-run deploy of one Sql action whose text is `SELECT n FROM t WHERE n IN (...)` with
+/// numbers up to about `bytes` long.
+fn big_in_list(bytes: usize) -> Vec<u8> {
+    let mut sql = String::with_capacity(bytes + 64);
+    sql.push_str("INSERT INTO t SELECT n FROM t WHERE n IN (");
+    let mut i = 0u64;
+    while sql.len() < bytes {
+        if i > 0 {
+            sql.push(',');
+        }
+        sql.push_str(&i.to_string());
+        i += 1;
+    }
+    sql.push(')');
+    let doc = json!({"version": 1, "transformationData": {
+        "sheets": [{"id": 71, "attributes": {"name": "big", "folder_id": 10, "folder": "/etl"},
+            "nodes": [
+                {"id": 710, "type": 0, "attributes": {"module": "Sql", "name": "big", "action": sql}},
+                {"id": 719, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+            "edges": [{"id": 719, "from": 710, "to": 719}]}]}});
+    json!({"command": "DeployRepository", "payload": {"content": doc.to_string(),
+        "deployOptions": {"dryRun": "true"}}})
+    .to_string()
+    .into_bytes()
+}
+
+#[test]
+fn large_action_texts_are_checked_within_a_memory_budget_and_the_largest_refused() {
+    let w = Weft::start();
+    let data = w.home.path().join("data.db");
+    deploy_insert(&w, &data, "INSERT INTO t VALUES (1)");
+    let base = rss_kb(&w);
+    // Eight dry runs at once, each of an action text just under the most that is checked:
+    // they take turns, so the server holds one parse (or two) at a time, not eight.
+    let body = big_in_list(2 * 1024 * 1024 - 1024);
+    let url = w.url.as_str();
+    std::thread::scope(|s| {
+        let asks: Vec<_> = (0..8)
+            .map(|_| {
+                let body = body.clone();
+                s.spawn(move || post(url, body))
+            })
+            .collect();
+        for a in asks {
+            let (st, v) = a.join().expect("deploy");
+            assert_eq!(
+                st,
+                200,
+                "{}",
+                v.to_string().chars().take(500).collect::<String>()
+            );
+        }
+    });
+    let peak = proc_status(w.child.id(), "VmHWM");
+    // One parse of a 2 MiB IN list costs about 180 MB (sqlparser's tree); eight at once
+    // took well over 1 GB.
+    assert!(
+        peak < base + 700 * 1024,
+        "peak {peak} kB over a start of {base} kB"
+    );
+    // Four times that (a 7.9 MiB text within the 8 MiB body) is refused, not parsed.
+    let (st, v) = post(&w.url, big_in_list(8 * 1024 * 1024 - 64 * 1024));
+    assert_eq!(
+        st,
+        422,
+        "{}",
+        v.to_string().chars().take(500).collect::<String>()
+    );
+    let d = &v["error"]["details"][0];
+    assert_eq!(d["code"], "module.text_too_long", "{d}");
+    assert_eq!(
+        d["path"], "transformationData.sheets[0].nodes[0].attributes.action",
+        "{d}"
+    );
+    assert!(proc_status(w.child.id(), "VmHWM") < base + 700 * 1024);
+}

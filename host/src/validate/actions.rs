@@ -186,7 +186,35 @@ pub(super) fn plugin_checks(
             plan.source_refs(),
             plan.target_refs(),
         );
-        let out = match catalog.validate_action(&plan.module, &input) {
+        // What the module parses, bounded: refused past the most a module is asked to
+        // check, and parsed within the budget shared by every deploy in flight.
+        let weight = input.action().map_or(0, str::len)
+            + input
+                .attributes()
+                .filter_map(|(_, v)| v.as_str())
+                .map(str::len)
+                .sum::<usize>();
+        if weight > super::budget::MAX_CHECKED {
+            let (span, at) = match &a.action {
+                Some(t) => (t.span, apath.key("action")),
+                None => (a.module.span, apath.key("module")),
+            };
+            problems.error(
+                "module.text_too_long",
+                format!(
+                    "action {}: its text is {weight} bytes, more than the {} bytes a module is asked to check; split it into smaller actions, or deploy it with validate=false",
+                    plan.id,
+                    super::budget::MAX_CHECKED
+                ),
+                span,
+                &at,
+            );
+            continue;
+        }
+        let share = super::budget::take(weight);
+        let checked = catalog.validate_action(&plan.module, &input);
+        drop(share);
+        let out = match checked {
             Ok(out) => out,
             Err(e) => {
                 problems.error(

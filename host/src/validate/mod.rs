@@ -14,6 +14,7 @@ pub use crate::repo::Facts;
 
 mod actions;
 mod batches;
+pub mod budget;
 mod catalog;
 mod folders;
 mod graph;
