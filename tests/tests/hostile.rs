@@ -385,10 +385,19 @@ fn envelopes_and_payloads_are_read_strictly() {
         );
         let (st, v) = post(&w.url, deploy_body(&doc));
         assert_eq!(st, 422, "{bad}: {v}");
-        assert_eq!(
-            v["error"]["details"][0]["code"], "folder.path",
-            "{bad}: {v}"
-        );
+        let codes: Vec<&str> = v["error"]["details"]
+            .as_array()
+            .expect("details")
+            .iter()
+            .filter_map(|d| d["code"].as_str())
+            .collect();
+        // A NUL is refused as such first, wherever it stands (`dsr.nul`).
+        let want: &[&str] = if bad.contains("u0000") {
+            &["dsr.nul", "folder.path"]
+        } else {
+            &["folder.path"]
+        };
+        assert_eq!(codes, want, "{bad}: {v}");
     }
     // Names with a NUL or a line break (they are shown in logs and messages, where these
     // cut strings or forge lines), each refused at its place.

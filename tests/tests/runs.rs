@@ -1407,3 +1407,65 @@ fn a_shell_action_running_at_a_kill_is_recorded_as_may_have_run_and_its_processe
     );
     assert_ne!(inst["state"], "finished", "{inst}");
 }
+
+#[test]
+fn waits_are_bounded_and_leave_connections_for_other_commands() {
+    // 40 connections: at most 10 of them wait.
+    let (w, data) = setup_with(&[("WEFT_MAX_CONNECTIONS", "40")]);
+    let (gate, id) = held_chain(&w, &data);
+    let (st, v) = command(
+        &w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "timeoutSeconds": 0}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    let version = v["payload"]["version"]
+        .as_str()
+        .expect("version")
+        .to_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let url = w.url.clone();
+    let waiters: Vec<_> = (0..14)
+        .map(|_| {
+            let (tx, url, version) = (tx.clone(), url.clone(), version.clone());
+            std::thread::spawn(move || {
+                let body = json!({"command": "WaitBatchInstance", "payload": {
+                    "batchInstanceId": id, "changedFrom": version, "timeoutSeconds": 60}});
+                let answer = post(&url, body.to_string().into_bytes());
+                let _ = tx.send(answer);
+            })
+        })
+        .collect();
+    // Four are refused at once: the other ten hold every place for waits.
+    for _ in 0..4 {
+        let (st, v) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a refusal");
+        assert_eq!(st, 429, "{v}");
+        assert_eq!(v["error"]["code"], "run.too_many_waits", "{v}");
+    }
+    // A halt still gets a connection and an answer while ten waits hang.
+    let (st, v) = command(
+        &w,
+        "HaltBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    // The ten waiters are woken by the change, each with a new version.
+    for _ in 0..10 {
+        let (st, v) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a waiter's answer");
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["payload"]["timedOut"], false, "{v}");
+        assert_ne!(v["payload"]["version"], version.as_str(), "{v}");
+    }
+    for t in waiters {
+        t.join().expect("waiter");
+    }
+    drop(gate);
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "halted", "{inst}");
+}

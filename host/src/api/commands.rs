@@ -19,7 +19,7 @@ use crate::repo::InstanceStore;
 use crate::repo::store::SheetStore as _;
 use crate::sched::{clock, scheduler};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `DeployRepository`: validates and writes the content in one transaction.
 pub async fn deploy_repository(
@@ -104,60 +104,60 @@ pub async fn get_instance(
     read_instance(state, request.batch_instance_id).await
 }
 
-/// `WaitBatchInstance`: answers when the run has ended or the time is up (`timedOut`).
+/// `WaitBatchInstance`: answers when the run has ended or the time is up (`timedOut`);
+/// with `changedFrom`, also as soon as the instance differs from that version. The wait
+/// holds one of the server's places for waits, and is woken by the instance's one watcher
+/// (`api::waits`), which reads the repository for all its waiters.
 pub async fn wait_instance(
     state: &Arc<AppState>,
     request: WaitBatchInstance,
 ) -> Result<Waited, ApiError> {
     let id = request.batch_instance_id;
-    let seconds = request
+    let mut seconds = request
         .timeout_seconds
         .unwrap_or(WaitBatchInstance::DEFAULT_SECONDS)
         .min(WaitBatchInstance::MAX_SECONDS);
-    if let Some(seen) = request.changed_from {
-        // Following a run: its fingerprint at each look (no logs read), the whole instance
-        // once it differs, the instance has ended, or the time is up.
-        let seconds = seconds.min(WaitBatchInstance::MAX_CHANGE_SECONDS);
-        let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-        loop {
-            let (current, version) = fingerprint(state, id)
-                .await?
-                .ok_or(ApiError::NoInstance(id))?;
-            let timed_out = Instant::now() >= deadline;
-            if version != seen || !current.is_ongoing() || timed_out {
-                let (instance, version) = with_version(state, id, version).await?;
-                return Ok(Waited {
-                    timed_out: version == seen && instance.summary.state.is_ongoing(),
-                    instance,
-                    version,
-                });
+    if request.changed_from.is_some() {
+        seconds = seconds.min(WaitBatchInstance::MAX_CHANGE_SECONDS);
+    }
+    let _place = state.waits.enter()?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(seconds);
+    let mut seen = state.waits.watch(&state.executor, id);
+    let mut timed_out = false;
+    let version = loop {
+        let now = seen.borrow_and_update().clone();
+        match now {
+            Some(None) => return Err(ApiError::NoInstance(id)),
+            Some(Some((current, version))) => {
+                let moved = request
+                    .changed_from
+                    .as_ref()
+                    .is_some_and(|from| *from != version);
+                if moved || !current.is_ongoing() || timed_out {
+                    break version;
+                }
             }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+            // Not read yet.
+            None if timed_out => break String::new(),
+            None => {}
         }
-    }
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-    loop {
-        // Only the state while waiting; the whole instance once, at the end.
-        let repo = Arc::clone(state.executor.repo());
-        let current = tokio::task::spawn_blocking(move || repo.instance_state(id))
-            .await??
-            .ok_or(ApiError::NoInstance(id))?;
-        let timed_out = Instant::now() >= deadline;
-        if !current.is_ongoing() || timed_out {
-            let version = fingerprint(state, id)
-                .await?
-                .map(|(_, v)| v)
-                .unwrap_or_default();
-            let (instance, version) = with_version(state, id, version).await?;
-            let ongoing = instance.summary.state.is_ongoing();
-            return Ok(Waited {
-                instance,
-                timed_out: timed_out && ongoing,
-                version,
-            });
+        match tokio::time::timeout_at(deadline, seen.changed()).await {
+            Ok(Ok(())) => {}
+            // The watcher is gone (it cannot be while this waits); look once more, as at the
+            // end of the time.
+            Ok(Err(_)) | Err(_) => timed_out = true,
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    };
+    let (instance, version) = with_version(state, id, version).await?;
+    let ongoing = instance.summary.state.is_ongoing();
+    Ok(Waited {
+        timed_out: match &request.changed_from {
+            Some(from) => *from == version && ongoing,
+            None => timed_out && ongoing,
+        },
+        instance,
+        version,
+    })
 }
 
 /// Instance `id`'s state and its version as `Waited` answers it (its fingerprint in hex).

@@ -91,6 +91,11 @@ pub enum ApiError {
     /// `AdvanceClock` to a time that does not read (400).
     #[error("to: {0}")]
     ClockTime(String),
+    /// As many `WaitBatchInstance` requests wait as may (429).
+    #[error(
+        "{0} requests already wait for batch instances (a quarter of max_connections); try again shortly, or use GetBatchInstance"
+    )]
+    TooManyWaits(usize),
     /// A fault of the server (500): what happened, for the log only.
     #[error("{0}")]
     Internal(String),
@@ -139,6 +144,7 @@ impl ApiError {
                 StartError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
                 StartError::Invalid(_) | StartError::Repo(_) => StatusCode::INTERNAL_SERVER_ERROR,
             },
+            ApiError::TooManyWaits(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -173,6 +179,7 @@ impl ApiError {
             ApiError::ClockNotStepped => "clock.not_stepped",
             ApiError::ClockBackwards(_) => "clock.backwards",
             ApiError::ClockTime(_) => "request.envelope",
+            ApiError::TooManyWaits(_) => "run.too_many_waits",
             ApiError::Internal(_) => "internal",
         }
     }

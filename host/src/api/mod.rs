@@ -21,6 +21,7 @@ pub mod guard;
 mod page;
 pub mod protocol;
 mod state;
+mod waits;
 
 pub use error::{ApiError, Reply};
 pub use protocol::{COMMANDS, SERVICE_PATH};

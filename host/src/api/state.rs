@@ -27,6 +27,8 @@ pub struct AppState {
     pub executor: Arc<crate::exec::batch::Executor>,
     /// Which `Host` and `Origin` name this server.
     pub hosts: guard::HostRules,
+    /// The `WaitBatchInstance` requests in flight: at most a quarter of `max_connections`.
+    pub waits: Arc<super::waits::Waits>,
     next_request: AtomicU64,
 }
 
@@ -45,7 +47,9 @@ impl AppState {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_millis() as u64);
         let hosts = guard::HostRules::new(None, &settings.allowed_hosts, require_token);
+        let waits = Arc::new(super::waits::Waits::new(settings.max_connections / 4));
         AppState {
+            waits,
             repo,
             settings,
             keys,

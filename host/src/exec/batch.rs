@@ -191,6 +191,11 @@ pub struct Executor {
     /// How many times this host lost its lease (and stopped what it ran): an action claimed
     /// before a loss commits nothing, even once the host has registered again.
     lease_epoch: AtomicU64,
+    /// Counts the changes to instances this host recorded (a start, a claim, a log line, an
+    /// end, a halt, a restart): a waiter looks at the repository again when it moved.
+    changes: Arc<AtomicU64>,
+    /// Rung with every change counted in `changes`.
+    changed_now: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -286,6 +291,8 @@ impl Executor {
             beat_ok_ms: AtomicI64::new(identity::boot_ms()),
             lease_ms: AtomicI64::new(0),
             lease_epoch: AtomicU64::new(0),
+            changes: Arc::new(AtomicU64::new(0)),
+            changed_now: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
@@ -313,6 +320,22 @@ impl Executor {
     pub fn set_write_patience(&self, patience: Duration) {
         self.write_patience_ms
             .store(patience.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// How many changes to instances this host has recorded: when it moves, something an
+    /// instance shows changed here (changes made on other hosts do not move it).
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::SeqCst)
+    }
+
+    /// Rung at every change [`Executor::changes`] counts.
+    pub fn change_bell(&self) -> &Arc<tokio::sync::Notify> {
+        &self.changed_now
+    }
+
+    fn changed(&self) {
+        self.changes.fetch_add(1, Ordering::SeqCst);
+        self.changed_now.notify_waiters();
     }
 
     /// The actions running on this host now.
@@ -578,6 +601,7 @@ impl Executor {
         let max = self.max_waiting.load(Ordering::SeqCst);
         match self.repo.create_instance(&new, scheduled, max)? {
             Created::Stored(id) => {
+                self.changed();
                 tracing::info!(message = "Batch instance started.", batch_instance_id = id, batch_name = %req.batch_name, actions = plans.len());
                 self.wake.ring();
                 Ok(id)
@@ -607,6 +631,7 @@ impl Executor {
                 "batch instance {id} is {state}, not running"
             ))),
             Halted::Asked { running } => {
+                self.changed();
                 let halt = self.local().instances.get(&id).map(|(h, _)| Arc::clone(h));
                 if let Some(h) = halt {
                     h.raise();
@@ -640,6 +665,7 @@ impl Executor {
                 "batch instance {id} is still running"
             ))),
             Restarted::Reset(n) => {
+                self.changed();
                 tracing::info!(
                     message = "Batch instance restarted.",
                     batch_instance_id = id,
@@ -805,6 +831,7 @@ impl Executor {
             self.local().claiming = false;
             return;
         }
+        self.changed();
         let schemas = self.repo.connection_schemas().map_err(|e| {
             format!("the schemas of its connections cannot be read from the repository: {e}")
         });
@@ -943,7 +970,10 @@ impl Executor {
                     .end_action(&self.host, c.instance, c.action, c.attempt, &end)
             };
             match recorded {
-                Ok(ended) => break Some(ended),
+                Ok(ended) => {
+                    self.changed();
+                    break Some(ended);
+                }
                 Err(e) if self.local().stopped => {
                     tracing::error!(message = "The end of an action cannot be recorded and the executor stops; the next start settles it by its commit marker.", batch_instance_id = c.instance, action_id = c.action, error = %e);
                     break None;
@@ -1060,10 +1090,15 @@ impl Executor {
         // Log lines reach the repository while the action runs; lines that cannot be stored
         // now are stored later, at the latest with its end.
         let repo = Arc::clone(&self.repo);
+        let (changes, bell) = (Arc::clone(&self.changes), Arc::clone(&self.changed_now));
         let (instance, action_id) = (run.instance, action);
         let live: super::LiveLog = Arc::new(move |lines: &[String]| {
             match repo.append_log(instance, action_id, lines) {
-                Ok(stored) => stored,
+                Ok(stored) => {
+                    changes.fetch_add(1, Ordering::SeqCst);
+                    bell.notify_waiters();
+                    stored
+                }
                 Err(e) => {
                     tracing::warn!(message = "A running action's log lines could not be stored now.", batch_instance_id = instance, action_id, error = %e);
                     false

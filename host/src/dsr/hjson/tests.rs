@@ -4,14 +4,27 @@ use super::*;
 use crate::dsr::value::LineIndex;
 use std::path::PathBuf;
 
-fn suite_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hjson-suite");
+/// The public HJSON conformance suite, which is not part of this repository: `shared/`
+/// beside the checkout (or `WEFT_HJSON_SUITE`). Where it is missing the tests that need it
+/// say so and pass, unless `WEFT_REQUIRE_SHARED` is set (CI sets it, and has the suite).
+fn suite_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("WEFT_HJSON_SUITE").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hjson-suite"),
+        PathBuf::from,
+    );
+    if dir.join("testlist.txt").is_file() {
+        return Some(dir);
+    }
     assert!(
-        dir.join("testlist.txt").is_file(),
+        std::env::var_os("WEFT_REQUIRE_SHARED").is_none(),
         "the HJSON conformance suite is expected at {} (shared/ beside the repository)",
         dir.display()
     );
-    dir
+    eprintln!(
+        "skipped: the HJSON conformance suite is not at {} (shared/ beside the checkout); CI runs this test",
+        dir.display()
+    );
+    None
 }
 
 /// Numbers agree when they are equal to 15 significant digits (the expected files round).
@@ -40,7 +53,7 @@ fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
 
 #[test]
 fn passes_the_hjson_conformance_suite() {
-    let dir = suite_dir();
+    let Some(dir) = suite_dir() else { return };
     let list = std::fs::read_to_string(dir.join("testlist.txt")).expect("testlist.txt");
     let mut failures = Vec::new();
     let mut cases = 0;
@@ -212,7 +225,7 @@ fn json_value(depth: u32) -> impl proptest::strategy::Strategy<Value = serde_jso
 /// against the cases' texts.
 #[test]
 fn suite_failures_name_their_place() {
-    let dir = suite_dir();
+    let Some(dir) = suite_dir() else { return };
     let list = std::fs::read_to_string(dir.join("testlist.txt")).expect("testlist.txt");
     let mut report = String::new();
     for file in list

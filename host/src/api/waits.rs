@@ -1,0 +1,154 @@
+//! The waits of `WaitBatchInstance`, bounded and shared. Waiting requests hold connections,
+//! so at most a quarter of `max_connections` wait at once (one more is answered 429
+//! `run.too_many_waits`), and the other commands, a halt among them, always find a
+//! connection. However many wait for one instance, one watcher reads its fingerprint: at
+//! once when this host records a change (its bell rings and [`Executor::changes`] moved),
+//! and once a second for changes made on other hosts; never sooner than [`GAP`] (or four
+//! times the last read's time, for a large instance) after its last read, so a run's
+//! followers cost the repository a bounded number of reads however many they are. It wakes
+//! the waiters when what it read differs.
+
+use super::error::ApiError;
+use crate::exec::batch::Executor;
+use crate::repo::InstanceStore;
+use crate::repo::model::InstanceState;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+
+/// The least time between two reads of one instance.
+const GAP: Duration = Duration::from_millis(20);
+
+/// How often a watcher reads the repository without a change seen here.
+const UNPROMPTED: Duration = Duration::from_secs(1);
+
+/// What a watcher last read of an instance: its state and version (fingerprint in hex), or
+/// that it does not exist.
+pub type Seen = Option<(InstanceState, String)>;
+
+/// The waits in flight.
+#[derive(Debug)]
+pub struct Waits {
+    permits: Arc<Semaphore>,
+    most: usize,
+    watchers: Mutex<HashMap<i64, watch::Sender<Option<Seen>>>>,
+}
+
+impl Waits {
+    /// At most `most` waits at once.
+    pub fn new(most: usize) -> Self {
+        let most = most.max(1);
+        Waits {
+            permits: Arc::new(Semaphore::new(most)),
+            most,
+            watchers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A place among the waits, held while the request waits.
+    ///
+    /// # Errors
+    ///
+    /// [`ApiError::TooManyWaits`] when all are taken.
+    pub fn enter(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        Arc::clone(&self.permits)
+            .try_acquire_owned()
+            .map_err(|_| ApiError::TooManyWaits(self.most))
+    }
+
+    /// What is read of instance `id`, updated by its one watcher (started when none runs).
+    pub fn watch(
+        self: &Arc<Self>,
+        executor: &Arc<Executor>,
+        id: i64,
+    ) -> watch::Receiver<Option<Seen>> {
+        let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tx) = watchers.get(&id) {
+            return tx.subscribe();
+        }
+        let (tx, rx) = watch::channel(None);
+        watchers.insert(id, tx.clone());
+        drop(watchers);
+        tokio::spawn(watcher(Arc::clone(self), Arc::clone(executor), id, tx));
+        rx
+    }
+
+    /// Forgets the watcher of `id` when nobody waits on it any more; whether it did.
+    fn leave(&self, id: i64, tx: &watch::Sender<Option<Seen>>) -> bool {
+        let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
+        if tx.receiver_count() == 0 {
+            watchers.remove(&id);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Reads instance `id`'s fingerprint for its waiters until none is left.
+async fn watcher(
+    waits: Arc<Waits>,
+    executor: Arc<Executor>,
+    id: i64,
+    tx: watch::Sender<Option<Seen>>,
+) {
+    let bell = Arc::clone(executor.change_bell());
+    let mut seen_changes = None;
+    let mut read_at = Instant::now();
+    let mut gap = GAP;
+    loop {
+        if waits.leave(id, &tx) {
+            return;
+        }
+        // Listening before the count is looked at: a change after the look still wakes it.
+        let rung = bell.notified();
+        tokio::pin!(rung);
+        rung.as_mut().enable();
+        let changes = executor.changes();
+        if seen_changes != Some(changes) || read_at.elapsed() >= UNPROMPTED {
+            seen_changes = Some(changes);
+            read_at = Instant::now();
+            let repo = Arc::clone(executor.repo());
+            match tokio::task::spawn_blocking(move || repo.instance_fingerprint(id)).await {
+                Ok(Ok(read)) => {
+                    let read = read.map(|(s, f)| (s, format!("{f:016x}")));
+                    tx.send_if_modified(|now| {
+                        let differs = now.as_ref() != Some(&read);
+                        if differs {
+                            *now = Some(read);
+                        }
+                        differs
+                    });
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(message = "A waited-for instance cannot be read now; trying again.", batch_instance_id = id, error = %e);
+                }
+                Err(e) => {
+                    tracing::warn!(message = "A waited-for instance's read failed.", batch_instance_id = id, error = %e);
+                }
+            }
+            gap = GAP.max(read_at.elapsed() * 4);
+            tokio::time::sleep(gap).await;
+            continue;
+        }
+        // Nothing new here: the bell, or a second for what other hosts change, or a look
+        // whether anyone still waits.
+        let _ = tokio::time::timeout(UNPROMPTED.min(gap * 10), rung).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_past_the_most_is_refused_and_its_place_comes_back() {
+        let waits = Waits::new(2);
+        let a = waits.enter().expect("first");
+        let _b = waits.enter().expect("second");
+        assert!(matches!(waits.enter(), Err(ApiError::TooManyWaits(2))));
+        drop(a);
+        assert!(waits.enter().is_ok());
+    }
+}
