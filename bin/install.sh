@@ -63,11 +63,9 @@ done
 
 if [ "$build" = 1 ]; then
   echo "== building weft and its plugins ($profile)"
-  packages=(-p weft)
-  for lib in "${plugin_libs[@]}"; do
-    crate=${lib#lib}; packages+=(-p "${crate%.so}")
-  done
-  (cd "$root" && cargo build --profile "$([ "$profile" = debug ] && echo dev || echo release)" "${packages[@]}") \
+  # The whole workspace, as the README's build does: the same features resolve, so what that
+  # build made is reused instead of compiled again for a subset of the packages.
+  (cd "$root" && cargo build --profile "$([ "$profile" = debug ] && echo dev || echo release)" --workspace) \
     || die "the build failed"
 fi
 target=${from:-"${CARGO_TARGET_DIR:-$root/target}/$profile"}
@@ -113,6 +111,8 @@ fi
 mkdir -p "$home" || die "cannot create HOME $home"
 tmp=$(mktemp "$prefix/.install.XXXXXX")
 printf '# The default HOME of this installation (docs/install.md); --home and WEFT_HOME win.\n%s\n' "$home" >"$tmp"
+# Readable by every user: the service user's scripts and server read it (mktemp makes 0600).
+chmod 644 "$tmp"
 mv -f "$tmp" "$prefix/default-home"
 if [ "$user_given" = 1 ]; then
   chown -R "$user:" "$home" || die "cannot give $home to $user (run as root, or create the user first: useradd --system --home-dir $home --shell /usr/sbin/nologin $user)"
@@ -134,10 +134,11 @@ Type=simple
 User=$user
 Environment=WEFT_HOME=$home
 ExecStart=$prefix/bin/weft serve
-# SIGTERM stops the server cleanly; a run it interrupts is settled by its commit markers at
-# the next start.
+# SIGTERM stops the server cleanly: running actions get up to 30 s to end and be recorded,
+# then a few seconds for open requests, so systemd waits longer than that before it kills;
+# a run it interrupts is settled by its commit markers at the next start.
 KillSignal=SIGTERM
-TimeoutStopSec=30
+TimeoutStopSec=45
 Restart=on-failure
 RestartSec=5
 LimitNOFILE=65536

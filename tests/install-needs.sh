@@ -24,6 +24,8 @@ command -v psql >/dev/null 2>&1 || packages+=(postgresql-client)
 command -v openssl >/dev/null 2>&1 || packages+=(openssl)
 # The reference process module (examples/modules/min_rows) is Python.
 command -v python3 >/dev/null 2>&1 || packages+=(python3)
+# docs/dsr.schema.json is checked with a real JSON Schema validator (Python's jsonschema).
+python3 -c "import jsonschema" >/dev/null 2>&1 || packages+=(python3-jsonschema)
 # The History benchmark compares with the same SQL in the sqlite3 shell.
 command -v sqlite3 >/dev/null 2>&1 || packages+=(sqlite3)
 # The web page's tests drive a real headless Chromium (tests/src/browser.rs).

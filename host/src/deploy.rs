@@ -137,10 +137,14 @@ pub fn deploy(
             s.attributes.order = Some(At::new(derived, s.attributes.name.span));
         }
     }
-    if doc.folders.is_empty() && doc.connections.is_empty() && doc.sheets.is_empty() {
+    if doc.folders.is_empty()
+        && doc.connections.is_empty()
+        && doc.sheets.is_empty()
+        && doc.batches.is_empty()
+    {
         problems.warning(
             "dsr.empty",
-            "the document holds no folder, connection or sheet; nothing was deployed",
+            "the document holds no folder, connection, sheet or batch; nothing was deployed",
             dsr::Span::default(),
             &Path::root().key("transformationData"),
         );
@@ -149,6 +153,14 @@ pub fn deploy(
     // repository is locked: the graph, each module's validation (SQL parsing), and what the
     // data holds (a table that does not exist yet is a warning; it may mean opening
     // connections).
+    if !opts.validate && !doc.sheets.is_empty() {
+        problems.warning(
+            "deploy.not_validated",
+            "validate=false: the sheets' graphs, modules, SQL and objects were not checked (only ids, folders and the types of known modules' attributes); they may fail when they run",
+            dsr::Span::default(),
+            &Path::root().key("transformationData").key("sheets"),
+        );
+    }
     let kinds = repo.read(|w| validate::connection_kinds(&doc, w))?;
     let vopts = validate::Options {
         full: opts.validate,

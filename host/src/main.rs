@@ -246,7 +246,13 @@ fn tag_children(home: &std::path::Path) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let (home, home_from) = settings::home_and_source(cli.home.as_deref());
+    let (home, home_from) = match settings::home_and_source(cli.home.as_deref()) {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("weft: {e}");
+            return ExitCode::from(2);
+        }
+    };
     match cli.command {
         Command::Serve {
             listen,
@@ -373,20 +379,27 @@ fn main() -> ExitCode {
 
 /// Logs to standard error and to `HOME/logs/weft.log.YYYY-MM-DD` (a new file each day).
 /// The returned guard flushes the file when the server stops.
+/// How many daily log files `HOME/logs` keeps.
+const LOG_DAYS_KEPT: usize = 14;
+
 fn init_logging(home: &std::path::Path) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     use tracing_subscriber::prelude::*;
     let filter = || {
         tracing_subscriber::EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
     };
+    // Colours only for a person at a terminal: a journal or a file gets plain text.
     let stderr = tracing_subscriber::fmt::layer()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .with_filter(filter());
     let logs = home.join("logs");
+    // One file a day, the newest LOG_DAYS_KEPT kept (older ones are deleted as days pass).
     let file = std::fs::create_dir_all(&logs).ok().and_then(|()| {
         tracing_appender::rolling::Builder::new()
             .filename_prefix("weft.log")
             .rotation(tracing_appender::rolling::Rotation::DAILY)
+            .max_log_files(LOG_DAYS_KEPT)
             .build(&logs)
             .ok()
     });
@@ -478,6 +491,14 @@ fn schema(
             println!("{}: schema already at version {}", path.display(), u.to);
             ExitCode::SUCCESS
         }
+        Ok(u) if u.from == 0 => {
+            println!(
+                "{}: new repository created at schema version {}",
+                path.display(),
+                u.to
+            );
+            ExitCode::SUCCESS
+        }
         Ok(u) => {
             println!(
                 "{}: schema upgraded from version {} to {}",
@@ -522,6 +543,10 @@ fn schema_on_postgres(entry: &repo::postgres::Entry, status: bool) -> ExitCode {
     match db.upgrade() {
         Ok(u) if u.from == u.to => {
             println!("{place}: schema already at version {}", u.to);
+            ExitCode::SUCCESS
+        }
+        Ok(u) if u.from == 0 => {
+            println!("{place}: new repository created at schema version {}", u.to);
             ExitCode::SUCCESS
         }
         Ok(u) => {
@@ -741,9 +766,23 @@ fn plugins_install(home: &std::path::Path, file: &std::path::Path) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let partial = dir.join(format!(".{}.installing", name.to_string_lossy()));
+    // Whatever stands at the partial's name (a left-over, or a link planted there to have
+    // the copy overwrite its target) is removed, not followed; the partial is then made new
+    // (O_EXCL: a link made again meanwhile fails the install instead).
     let copied = std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::copy(file, &partial))
-        .and_then(|_| std::fs::File::open(&partial).and_then(|f| f.sync_all()))
+        .and_then(|()| match std::fs::remove_file(&partial) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        })
+        .and_then(|()| {
+            let mut from = std::fs::File::open(file)?;
+            let mut to = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&partial)?;
+            std::io::copy(&mut from, &mut to)?;
+            to.sync_all()
+        })
         .and_then(|()| std::fs::rename(&partial, &target));
     if let Err(e) = copied {
         let _ = std::fs::remove_file(&partial);

@@ -264,11 +264,6 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// HOME as [`home_and_source`] finds it, made absolute.
-pub fn home_dir(flag: Option<&Path>) -> PathBuf {
-    home_and_source(flag).0
-}
-
 /// Where HOME came from (see [`home_and_source`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HomeSource {
@@ -311,28 +306,47 @@ pub const DEFAULT_HOME_FILE: &str = "default-home";
 /// `--home DIR`, else `$WEFT_HOME`, else the path in `INSTALL/default-home` when weft runs
 /// from an installed tree that has one, else `weft-home` in the current directory. Made
 /// absolute.
-pub fn home_and_source(flag: Option<&Path>) -> (PathBuf, HomeSource) {
+///
+/// # Errors
+///
+/// `INSTALL/default-home` exists but cannot be read: what is wrong, naming the file (taken
+/// for "no file", the command would use `./weft-home` and make a new, empty repository).
+pub fn home_and_source(flag: Option<&Path>) -> Result<(PathBuf, HomeSource), String> {
     let (dir, source) = match (flag, var("WEFT_HOME")) {
         (Some(f), _) => (f.to_path_buf(), HomeSource::Flag),
         (None, Some(v)) => (PathBuf::from(v), HomeSource::Variable),
-        (None, None) => match install_dir().and_then(|i| installed_home(&i)) {
+        (None, None) => match install_dir()
+            .map(|i| installed_home(&i))
+            .transpose()?
+            .flatten()
+        {
             Some((dir, file)) => (dir, HomeSource::Installation(file)),
             None => (PathBuf::from("weft-home"), HomeSource::Default),
         },
     };
-    (std::path::absolute(&dir).unwrap_or(dir), source)
+    Ok((std::path::absolute(&dir).unwrap_or(dir), source))
 }
 
 /// The default HOME that `INSTALL/default-home` names, with that file's path: its first line
 /// that is neither blank nor a `#` comment.
-fn installed_home(install: &Path) -> Option<(PathBuf, PathBuf)> {
+fn installed_home(install: &Path) -> Result<Option<(PathBuf, PathBuf)>, String> {
     let file = install.join(DEFAULT_HOME_FILE);
-    let text = std::fs::read_to_string(&file).ok()?;
-    let line = text
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(format!(
+                "cannot read {} ({e}), which names this installation's HOME; make it readable (chmod 644 {}) or give --home DIR or WEFT_HOME",
+                file.display(),
+                file.display()
+            ));
+        }
+    };
+    Ok(text
         .lines()
         .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))?;
-    Some((install.join(line), file))
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|line| (install.join(line), file)))
 }
 
 /// INSTALL, the place of weft's code (`bin/`, `plugins/`, `drivers/`, `jdbcList`):
@@ -424,7 +438,7 @@ mod tests {
             Some(checkout.clone())
         );
         assert_eq!(jdbc_list(&checkout), checkout.join("jdbcList"));
-        assert_eq!(installed_home(&checkout), None);
+        assert_eq!(installed_home(&checkout), Ok(None));
         // An installed tree: the list beside the scripts in PREFIX/bin.
         let prefix = dir.path().join("opt/weft");
         std::fs::create_dir_all(prefix.join("bin")).expect("mkdir");
@@ -438,15 +452,24 @@ mod tests {
         std::fs::write(&file, "# the service user's data\n\nhome\n").expect("write");
         assert_eq!(
             installed_home(&prefix),
-            Some((prefix.join("home"), file.clone()))
+            Ok(Some((prefix.join("home"), file.clone())))
         );
         std::fs::write(&file, "/var/lib/weft\n").expect("write");
         assert_eq!(
             installed_home(&prefix),
-            Some((PathBuf::from("/var/lib/weft"), file.clone()))
+            Ok(Some((PathBuf::from("/var/lib/weft"), file.clone())))
         );
         std::fs::write(&file, "# nothing\n").expect("write");
-        assert_eq!(installed_home(&prefix), None);
+        assert_eq!(installed_home(&prefix), Ok(None));
+        // There but unreadable (here: a folder; for the service user: root's 0600 file) is an
+        // error naming it, not "no file".
+        std::fs::remove_file(&file).expect("remove");
+        std::fs::create_dir(&file).expect("a folder in its place");
+        let e = installed_home(&prefix).expect_err("unreadable");
+        assert!(
+            e.contains(&file.display().to_string()) && e.contains("chmod 644"),
+            "{e}"
+        );
         let source = HomeSource::Installation(file.clone());
         assert!(!source.is_explicit());
         assert!(source.to_string().contains(&file.display().to_string()));

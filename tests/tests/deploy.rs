@@ -1135,3 +1135,47 @@ fn a_nul_character_is_refused_at_its_place_the_same_on_every_backend() {
     );
     assert_eq!(w.dump(), before, "nothing started");
 }
+
+#[test]
+fn small_things_a_deploy_says_right() {
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0"],
+        &[("WEFT_SHELL_MODULES", "true")],
+    );
+    // A document holding only a batch deploys it, and says nothing of an empty document.
+    let doc = serde_json::json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/etl"}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let doc = serde_json::json!({"version": 1, "transformationData": {"batches": [{"id": 3,
+        "name": "nightly", "schedule": "daily 22:00",
+        "elements": [{"elementType": "F", "elementId": 10}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    assert!(warnings(&v, "dsr.empty").is_empty(), "{v}");
+    assert!(
+        v["payload"]["created"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["kind"] == "batch" && c["id"] == 3)),
+        "{v}"
+    );
+    // Two lone Shell actions need no edges (they have no objects to join).
+    let shell = |id: i64| {
+        serde_json::json!({"id": id, "type": 0, "attributes": {"module": "Shell",
+            "name": format!("script {id}"), "action": "true"}})
+    };
+    let doc = serde_json::json!({"version": 1, "transformationData": {"sheets": [{"id": 5,
+        "attributes": {"name": "scripts", "folder_id": 10, "folder": "/etl"},
+        "nodes": [shell(51), shell(52)], "edges": []}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    // A deploy without validation says so.
+    let body = serde_json::json!({"command": "DeployRepository", "payload": {
+        "content": doc.to_string().replace("script 51", "script 51 again"),
+        "deployOptions": {"validate": "false"}}});
+    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(st, 200, "{v}");
+    let said = warnings(&v, "deploy.not_validated");
+    assert_eq!(said.len(), 1, "{v}");
+    assert!(said[0].contains("were not checked"), "{said:?}");
+}

@@ -50,8 +50,11 @@ fn concurrent_deploys_all_land() {
     assert_eq!(nodes, 300);
 }
 
+/// A kill of the process (not a power cut: the page cache survives it, so this holds at any
+/// `synchronous` level in WAL mode; the writer's settings for a power cut are asserted by
+/// `repo::tests::the_writer_runs_in_wal_mode_with_synchronous_normal`).
 #[test]
-fn acknowledged_deploys_survive_a_kill() {
+fn acknowledged_deploys_survive_a_process_kill() {
     let w = Weft::start();
     base(&w);
     for n in 1..=40 {

@@ -108,6 +108,15 @@ fn the_installed_tree_works_from_any_directory_with_its_own_home_plugins_and_dri
     ] {
         assert!(prefix.join(file).is_file(), "{file} is installed");
     }
+    // The service user reads the installation's default HOME (root installs it).
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(prefix.join("default-home"))
+            .expect("default-home")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644, "default-home is {mode:o}");
+    }
     // The sdk's companion finds the installed sdk beside it.
     let companion =
         std::fs::read_to_string(prefix.join("sql_support/Cargo.toml")).expect("companion");
@@ -133,6 +142,14 @@ fn the_installed_tree_works_from_any_directory_with_its_own_home_plugins_and_dri
     ] {
         assert!(unit.lines().any(|l| l == line), "`{line}` in\n{unit}");
     }
+    // systemd waits longer than the server's own stop: 30 s for running actions to end and
+    // be recorded, then 5 s for open requests.
+    let stop: u64 = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("TimeoutStopSec="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no TimeoutStopSec in\n{unit}"));
+    assert!(stop > 35, "TimeoutStopSec={stop} in\n{unit}");
 
     // Before the first start: nothing is created by accident, and the messages name the
     // installation's HOME and where it came from.

@@ -100,6 +100,38 @@ fn the_page_and_its_files_are_served_with_a_strict_policy() {
     assert_eq!(st, 403, "{body}");
     let (st, _, body) = get(&w.url, "/ui/app.js", &[("host", "evil.example")]);
     assert_eq!(st, 403, "{body}");
+    // A link to the page followed from another site (a chat, a mail) opens it, as the
+    // browser sends such a navigation; framed or fetched from there, it stays refused, and a
+    // rebound name too.
+    let link = [
+        ("sec-fetch-site", "cross-site"),
+        ("sec-fetch-mode", "navigate"),
+        ("sec-fetch-dest", "document"),
+    ];
+    let (st, h, body) = get(&w.url, "/", &link);
+    assert_eq!(st, 200, "{body}");
+    assert_eq!(header(&h, "content-type"), "text/html; charset=utf-8");
+    for refused in [
+        vec![
+            ("sec-fetch-site", "cross-site"),
+            ("sec-fetch-mode", "navigate"),
+            ("sec-fetch-dest", "iframe"),
+        ],
+        vec![
+            ("sec-fetch-site", "cross-site"),
+            ("sec-fetch-mode", "cors"),
+            ("sec-fetch-dest", "empty"),
+        ],
+        vec![
+            ("sec-fetch-site", "cross-site"),
+            ("sec-fetch-mode", "navigate"),
+            ("sec-fetch-dest", "document"),
+            ("host", "evil.example"),
+        ],
+    ] {
+        let (st, _, body) = get(&w.url, "/", &refused);
+        assert_eq!(st, 403, "{refused:?}: {body}");
+    }
 }
 
 #[test]

@@ -292,9 +292,29 @@ fn weft_plugins_install_checks_the_library_and_installs_it_whole() {
         std::fs::read(&installed).expect("installed"),
         std::fs::read(fixture("panics")).expect("fixture")
     );
-    // An update of the same file installs (it replaces the one that provides its names).
+    // An update of the same file installs (it replaces the one that provides its names),
+    // and a link planted at the partial copy's name is removed, not written through.
+    let victim = home.path().join("victim");
+    std::fs::write(&victim, "keep me").expect("victim");
+    std::os::unix::fs::symlink(
+        &victim,
+        home.path()
+            .join("plugins/.libweft_fixture_panics.so.installing"),
+    )
+    .expect("planted link");
     let o = install(&fixture("panics"));
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "keep me");
+    assert_eq!(
+        std::fs::read(&installed).expect("installed"),
+        std::fs::read(fixture("panics")).expect("fixture")
+    );
+    assert!(
+        !home
+            .path()
+            .join("plugins/.libweft_fixture_panics.so.installing")
+            .exists()
+    );
     // The same modules under another file name would be refused at the next start: the
     // install refuses it now, naming the module and the library that keeps it.
     let elsewhere = tempfile::tempdir().expect("elsewhere");

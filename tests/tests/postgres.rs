@@ -1943,3 +1943,59 @@ fn pooled_connections_the_server_ended_while_idle_are_replaced_before_an_action_
         "each action once a round"
     );
 }
+
+#[test]
+fn commit_markers_live_in_the_connection_s_schema_only_even_before_it_exists() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql("CREATE TABLE public.src (n int); INSERT INTO public.src VALUES (5);")
+        .expect("tables");
+    let (w, _) = setup(&pg);
+    w.add_keys(&format!(
+        "11|postgresql|postgresql://127.0.0.1:{}/weft|weft|secret|sslmode=disable;application_name=weft-test\n",
+        pg.port
+    ));
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {
+            "connections": [{"id": 11, "name": "late", "type": "postgresql", "schema": "late"}]}}),
+    );
+    // The first run makes the schema: its marker has no place yet, and it runs without one
+    // (its log says so) rather than leaving one in `public`.
+    deploy(
+        &w,
+        &sheet(
+            14,
+            "Sql",
+            "CREATE SCHEMA IF NOT EXISTS late; CREATE TABLE IF NOT EXISTS late.copied (n int); INSERT INTO late.copied SELECT n FROM src",
+            json!({}),
+            &[("src", 11)],
+            ("copied", 11),
+        ),
+    );
+    for round in 1..=2 {
+        let inst = run_and_wait(&w, 14);
+        assert_eq!(inst["state"], "finished", "round {round}: {inst}");
+    }
+    let markers = |schema: &str| {
+        let exists = pg
+            .psql(&format!(
+                "SELECT to_regclass('{schema}.weft_commit_marker') IS NOT NULL"
+            ))
+            .expect("table");
+        if exists == "f" {
+            return "none".to_owned();
+        }
+        pg.psql(&format!("SELECT count(*) FROM {schema}.weft_commit_marker"))
+            .expect("markers")
+    };
+    assert_eq!(markers("public"), "none", "no marker table in public");
+    assert_eq!(
+        markers("late"),
+        "1",
+        "the second run's marker, in the schema"
+    );
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM late.copied").expect("rows"),
+        "2"
+    );
+}

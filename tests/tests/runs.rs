@@ -1469,3 +1469,145 @@ fn waits_are_bounded_and_leave_connections_for_other_commands() {
     let inst = wait(&w, id);
     assert_eq!(inst["state"], "halted", "{inst}");
 }
+
+/// The text of the server's log files in its HOME.
+fn log_files(w: &Weft) -> String {
+    let mut all = String::new();
+    for e in std::fs::read_dir(w.home.path().join("logs"))
+        .expect("logs")
+        .flatten()
+    {
+        if e.file_name().to_string_lossy().starts_with("weft.log") {
+            all.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+        }
+    }
+    all
+}
+
+#[test]
+fn a_failed_action_and_its_instance_are_logged_as_warnings_with_the_error() {
+    let (w, _) = setup();
+    deploy(
+        &w,
+        &sheet(
+            90,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO other SELECT nope FROM raw",
+            &["raw"],
+            "other",
+        ),
+    );
+    let id = run(&w, &[("S", 90)], None);
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    // The log is written by a thread of its own: wait for the lines.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let log = log_files(&w);
+        let failed = log.lines().find(|l| l.contains("An action failed."));
+        let ended = log
+            .lines()
+            .find(|l| l.contains("Batch instance ended without finishing."));
+        if let (Some(failed), Some(ended)) = (failed, ended) {
+            assert!(
+                failed.contains("WARN") && failed.contains("no such column: nope"),
+                "{failed}"
+            );
+            assert!(
+                ended.contains("WARN") && ended.contains("failed"),
+                "{ended}"
+            );
+            assert!(!log.contains('\u{1b}'), "no colour codes in the file");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not logged:\n{log}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_server_s_standard_error_has_no_colour_codes_when_it_is_no_terminal() {
+    let home = tempfile::tempdir().expect("home");
+    let err = home.path().join("stderr.txt");
+    let mut child = std::process::Command::new(weft_bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--home"])
+        .arg(home.path().join("h"))
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .spawn()
+        .expect("weft serve");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).expect("listening line");
+    assert!(line.starts_with("weft listening on "), "{line}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let said = std::fs::read_to_string(&err).expect("stderr");
+    // A new HOME is a warning, and the start says where it listens.
+    assert!(
+        said.contains("WARN") && said.contains("Server started."),
+        "{said}"
+    );
+    assert!(!said.contains('\u{1b}'), "{said:?}");
+}
+
+#[test]
+fn built_in_times_and_instance_times_follow_the_service_clock_to_the_millisecond() {
+    let w = Weft::start_with(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--fake-now",
+            "2030-01-02 03:04:05",
+        ],
+        &[("WEFT_TIMEZONE", "UTC")],
+    );
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE raw (id INTEGER, v TEXT); CREATE TABLE other (v TEXT);")
+        .expect("tables");
+    w.add_keys(&format!("1|sqlite|{}|||\n", data.display()));
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/etl"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}]}}),
+    );
+    deploy(
+        &w,
+        &sheet(
+            91,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO other VALUES ('${action_start_utc}'), ('${action_start_local}')",
+            &[],
+            "other",
+        ),
+    );
+    let id = run(&w, &[("S", 91)], None);
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    let got: Vec<String> = rusqlite::Connection::open(&data)
+        .expect("data")
+        .prepare("SELECT v FROM other")
+        .expect("select")
+        .query_map([], |r| r.get(0))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("values");
+    for v in &got {
+        assert!(
+            v.starts_with("2030-01-02 03:0"),
+            "the service clock's day: {got:?}"
+        );
+    }
+    // The instance's and the action's times: the service clock's, with milliseconds.
+    for t in [&inst["start"], &inst["end"], &action(&inst, 910)["start"]] {
+        let t = t.as_str().expect("a time");
+        assert!(t.starts_with("2030-01-02T03:0"), "{t}");
+        assert_eq!(t.len(), "2030-01-02T03:04:05.123Z".len(), "{t}");
+    }
+}

@@ -69,7 +69,14 @@ fn deploy_schema_creates_a_fresh_repository_and_reports_status() {
     assert!(text(&o).0.contains("no repository yet"));
     let o = script(home.path(), "deploySchema.sh", &[], None);
     assert_eq!(o.status.code(), Some(0));
-    assert!(text(&o).0.contains("upgraded from version 0"));
+    let said = text(&o).0;
+    assert!(
+        said.contains(&format!(
+            "new repository created at schema version {}",
+            weft::repo::migrations::latest()
+        )) && !said.contains("upgraded"),
+        "{said}"
+    );
     let o = script(home.path(), "deploySchema.sh", &["--status"], None);
     assert!(text(&o).0.contains(&format!(
         "schema version {}",

@@ -83,6 +83,34 @@ fn refused(code: &'static str, message: String) -> ApiError {
     ApiError::Forbidden { code, message }
 }
 
+/// Whether the request is a browser's top-level navigation to a document (a link followed,
+/// an address typed): `Sec-Fetch-Mode: navigate` with `Sec-Fetch-Dest: document`, which a
+/// page of another site cannot forge (fetches, frames and forms say otherwise).
+pub fn is_navigation(headers: &HeaderMap) -> bool {
+    let is = |name: &str, want: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case(want))
+    };
+    is("sec-fetch-mode", "navigate") && is("sec-fetch-dest", "document")
+}
+
+/// For the page itself: a top-level navigation from anywhere (a link in a chat) checks only
+/// the `Host` (a foreign one is a DNS rebinding); anything else is checked as
+/// [`check_origin`] says.
+///
+/// # Errors
+///
+/// As [`check_origin`].
+pub fn check_navigation(rules: &HostRules, headers: &HeaderMap) -> Result<(), ApiError> {
+    if is_navigation(headers) {
+        check_host(rules, headers)
+    } else {
+        check_origin(rules, headers)
+    }
+}
+
 /// Checks `Host`, `Origin` and `Sec-Fetch-Site`.
 ///
 /// # Errors
@@ -90,6 +118,12 @@ fn refused(code: &'static str, message: String) -> ApiError {
 /// 403 `request.host` for a foreign `Host`, 403 `request.cross_site` for a request a page
 /// of another site made.
 pub fn check_origin(rules: &HostRules, headers: &HeaderMap) -> Result<(), ApiError> {
+    check_host(rules, headers)?;
+    check_site(rules, headers)
+}
+
+/// Checks `Host` alone.
+fn check_host(rules: &HostRules, headers: &HeaderMap) -> Result<(), ApiError> {
     if rules.checks_host()
         && let Some(host) = headers.get(header::HOST)
     {
@@ -104,6 +138,11 @@ pub fn check_origin(rules: &HostRules, headers: &HeaderMap) -> Result<(), ApiErr
             ));
         }
     }
+    Ok(())
+}
+
+/// Checks `Origin` and `Sec-Fetch-Site`.
+fn check_site(rules: &HostRules, headers: &HeaderMap) -> Result<(), ApiError> {
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("null");
         let authority = origin

@@ -48,6 +48,12 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 
 /// `GET /`: the page.
 pub async fn index(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    // A link to the page followed from another site (a chat, a mail) is a top-level
+    // navigation: it gets the page, which then reads everything through the commands, which
+    // refuse other sites as ever. Framing or fetching it from another site stays refused.
+    if let Err(e) = guard::check_navigation(&state.hosts, &headers) {
+        return state.refuse(e);
+    }
     serve(&state, &headers, "text/html; charset=utf-8", INDEX)
 }
 
@@ -71,7 +77,9 @@ fn serve(
 ) -> Response {
     // The files hold no data, but a page of another site has no business loading them, and
     // a foreign Host is a DNS rebinding.
-    if let Err(e) = guard::check_origin(&state.hosts, headers) {
+    if !guard::is_navigation(headers)
+        && let Err(e) = guard::check_origin(&state.hosts, headers)
+    {
         return state.refuse(e);
     }
     let mut resp = (StatusCode::OK, body).into_response();

@@ -70,10 +70,11 @@ pub fn enabled(entry: &crate::keys::Entry) -> bool {
 /// # Errors
 ///
 /// What the database said: the action then runs without a marker on this connection.
-pub fn prepare(conn: &mut Connection) -> Result<(), String> {
+pub fn prepare(conn: &mut Connection, schema: Option<&str>) -> Result<(), String> {
+    let table = table(conn, schema);
     conn.execute_batch(
         &format!(
-            "CREATE TABLE IF NOT EXISTS {TABLE} (token VARCHAR(120) NOT NULL PRIMARY KEY, committed_at VARCHAR(20) NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS {table} (token VARCHAR(120) NOT NULL PRIMARY KEY, committed_at VARCHAR(20) NOT NULL)"
         ),
     )
     .map(|_| ())
@@ -86,20 +87,21 @@ pub fn prepare(conn: &mut Connection) -> Result<(), String> {
 /// # Errors
 ///
 /// What the database said (the action then fails and rolls back).
-pub fn write(conn: &mut Connection, run: &Run) -> Result<(), String> {
+pub fn write(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<(), String> {
+    let table = table(conn, schema);
     let now = chrono::Utc::now();
     if run.instance % 100 == 0 {
         let before = (now - chrono::Duration::days(KEEP_DAYS))
             .format("%Y-%m-%d %H:%M:%S")
             .to_string();
         conn.execute(
-            &format!("DELETE FROM {TABLE} WHERE committed_at < ?"),
+            &format!("DELETE FROM {table} WHERE committed_at < ?"),
             &[Value::text(before)],
         )
         .map_err(|e| e.to_string())?;
     }
     conn.execute(
-        &format!("INSERT INTO {TABLE} (token, committed_at) VALUES (?, ?)"),
+        &format!("INSERT INTO {table} (token, committed_at) VALUES (?, ?)"),
         &[
             Value::text(run.token()),
             Value::text(now.format("%Y-%m-%d %H:%M:%S").to_string()),
@@ -117,22 +119,37 @@ pub fn write(conn: &mut Connection, run: &Run) -> Result<(), String> {
 ///
 /// What the database said, a missing table included: the caller cannot tell then, and
 /// reports that the action may have committed.
-pub fn committed(conn: &mut Connection, run: &Run) -> Result<bool, String> {
-    match count(conn, run) {
+pub fn committed(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<bool, String> {
+    match count(conn, run, schema) {
         Ok(n) => Ok(n > 0),
         // No table yet (the action stopped before it made one): with the table made now,
         // the answer is sure; a table that cannot be made leaves the first error standing.
-        Err(first) => match prepare(conn) {
-            Ok(()) => count(conn, run).map(|n| n > 0),
+        Err(first) => match prepare(conn, schema) {
+            Ok(()) => count(conn, run, schema).map(|n| n > 0),
             Err(_) => Err(first),
         },
     }
 }
 
-fn count(conn: &mut Connection, run: &Run) -> Result<i64, String> {
+/// Where the markers of a connection live: on PostgreSQL, in the connection's schema when
+/// it names one (`schema` in the `.dsr` connection), written out, so that the table is one
+/// whether that schema exists yet or not (unqualified, a table made before the schema was
+/// would land in `public` and a later one in the schema); elsewhere, and without a schema,
+/// where the connection puts an unqualified table.
+fn table(conn: &Connection, schema: Option<&str>) -> String {
+    match schema.filter(|s| !s.is_empty()) {
+        Some(s) if conn.dialect() == weft_sdk::Dialect::Postgres => {
+            format!("\"{}\".{TABLE}", s.replace('"', "\"\""))
+        }
+        _ => TABLE.to_owned(),
+    }
+}
+
+fn count(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<i64, String> {
+    let table = table(conn, schema);
     let (_, rows) = conn
         .query_all(
-            &format!("SELECT COUNT(*) FROM {TABLE} WHERE token = ?"),
+            &format!("SELECT COUNT(*) FROM {table} WHERE token = ?"),
             &[Value::text(run.token())],
         )
         .map_err(|e| e.to_string())?;

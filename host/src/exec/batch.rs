@@ -943,6 +943,13 @@ impl Executor {
             Ok(o) => (None, *o),
             Err(e) => (Some(e.as_str()), weft_sdk::RunOutcome::default()),
         };
+        if let Some(e) = error {
+            if ran.halted {
+                tracing::info!(message = "An action was halted.", batch_instance_id = c.instance, action_id = c.action, error = %e);
+            } else {
+                tracing::warn!(message = "An action failed.", batch_instance_id = c.instance, action_id = c.action, attempt = c.attempt, error = %e);
+            }
+        }
         let abandoned = ran.halted && self.local().abandoned.contains(&c.instance);
         let end = ActionEnd {
             error,
@@ -1004,7 +1011,11 @@ impl Executor {
                 instance: Some(state),
                 ..
             }) => {
-                tracing::info!(message = "Batch instance ended.", batch_instance_id = c.instance, state = %state);
+                if state == crate::repo::model::InstanceState::Finished {
+                    tracing::info!(message = "Batch instance ended.", batch_instance_id = c.instance, state = %state);
+                } else {
+                    tracing::warn!(message = "Batch instance ended without finishing.", batch_instance_id = c.instance, state = %state);
+                }
             }
             _ => {}
         }
@@ -1026,7 +1037,8 @@ impl Executor {
     /// variable of the same name).
     fn variables(info: &InstanceInfo, instance: i64, action: i64) -> Vec<(String, String)> {
         let mut vars = info.variables.clone();
-        let now = chrono::Utc::now();
+        // The service clock, as the scheduler and the SQL clock functions read it.
+        let now = crate::sched::clock::current().clock.now();
         vars.extend([
             ("batch_instance_id".to_owned(), instance.to_string()),
             ("action_id".to_owned(), action.to_string()),

@@ -410,15 +410,16 @@ fn run_inner(
             let allowed = keys.get(&id.to_string()).is_some_and(marker::enabled);
             let prepared = if allowed {
                 // Twice: two actions creating the table at once may make one of them fail.
+                let schema = plan.schemas.get(id).map(String::as_str);
                 let mut tried = ctx
                     .connection(*id)
                     .map_err(|e| e.to_string())
-                    .and_then(marker::prepare);
+                    .and_then(|c| marker::prepare(c, schema));
                 if tried.is_err() {
                     tried = ctx
                         .connection(*id)
                         .map_err(|e| e.to_string())
-                        .and_then(marker::prepare);
+                        .and_then(|c| marker::prepare(c, schema));
                 }
                 tried
             } else {
@@ -496,7 +497,9 @@ fn run_inner(
             let written = ctx
                 .connection(*id)
                 .map_err(|e| e.to_string())
-                .and_then(|c| marker::write(c, marking.run));
+                .and_then(|c| {
+                    marker::write(c, marking.run, plan.schemas.get(id).map(String::as_str))
+                });
             if let Err(e) = written {
                 result = Err(weft_sdk::PluginError::new(format!(
                     "connection {id}: the commit marker could not be written: {e}"
@@ -644,7 +647,7 @@ pub fn committed(
         let mut conn = connect::open_in(entry, registry, schema).map_err(|e| {
             format!("connection {id} cannot be opened to look for the commit marker: {e}")
         })?;
-        match marker::committed(&mut conn, run) {
+        match marker::committed(&mut conn, run, schema) {
             Ok(true) => found.push(id),
             Ok(false) => missing.push(id),
             Err(e) => {

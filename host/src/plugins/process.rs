@@ -669,9 +669,14 @@ pub fn run(
             rows_deleted: answer.rows_deleted,
         }),
         "failed" => Err(PluginError::new(redact(
-            &answer
-                .error
-                .unwrap_or_else(|| "the module said it failed, without a reason".to_owned()),
+            &format!(
+                "{}{}",
+                answer
+                    .error
+                    .as_deref()
+                    .unwrap_or("the module said it failed, without a reason"),
+                counts_before_failing(&answer)
+            ),
             &secrets,
         ))),
         other => Err(PluginError::new(format!(
@@ -681,9 +686,43 @@ pub fn run(
     }
 }
 
+/// The counts a failed answer gave, said after its error (a failed action records none of
+/// its own): ` (it read 10 row(s) before it failed)`, or nothing when all are 0.
+fn counts_before_failing(answer: &RunAnswer) -> String {
+    let said: Vec<String> = [
+        ("read", answer.rows_read),
+        ("wrote", answer.rows_written),
+        ("updated", answer.rows_updated),
+        ("deleted", answer.rows_deleted),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(what, n)| format!("{what} {n} row(s)"))
+    .collect();
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!(" (it {} before it failed)", said.join(", "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::redact;
+
+    #[test]
+    fn a_failed_answer_s_counts_are_said_with_its_error() {
+        let answer: super::RunAnswer = serde_json::from_value(serde_json::json!({
+            "state": "failed", "error": "too few", "rowsRead": 10}))
+        .expect("answer");
+        assert_eq!(
+            super::counts_before_failing(&answer),
+            " (it read 10 row(s) before it failed)"
+        );
+        let none: super::RunAnswer =
+            serde_json::from_value(serde_json::json!({"state": "failed"})).expect("answer");
+        assert_eq!(super::counts_before_failing(&none), "");
+    }
 
     #[test]
     fn secrets_are_hidden_as_written_and_as_json_escapes_them() {

@@ -157,7 +157,13 @@ impl From<rusqlite::Error> for Error {
 /// A repository result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The current UTC time as the repository stores it: `YYYY-MM-DD HH:MM:SS`.
+/// The service clock's now (the one clock of the service: `--fake-now` and
+/// `--stepped-clock` move it too) in UTC as the repository stores it, to the millisecond:
+/// `YYYY-MM-DD HH:MM:SS.mmm` (rows written before kept whole seconds; both sort as text).
 pub fn now_utc() -> String {
-    chrono::Utc::now().format("%Y-%m-%d %H:%M:%S").to_string()
+    crate::sched::clock::current()
+        .clock
+        .now()
+        .format("%Y-%m-%d %H:%M:%S%.3f")
+        .to_string()
 }

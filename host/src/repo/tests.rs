@@ -428,3 +428,23 @@ fn commits_leave_checkpoints_to_the_background() {
         size()
     );
 }
+
+/// An acknowledged deploy outlives a kill of the process at any `synchronous` level in WAL
+/// mode (the page cache keeps it); what outlives a power cut is the writer's settings,
+/// asserted here: WAL, and `synchronous=NORMAL` (the WAL is synced at every checkpoint; a cut
+/// loses at most the transactions since the last one, never the file). `OFF` fails it.
+#[test]
+fn the_writer_runs_in_wal_mode_with_synchronous_normal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = Repository::open(&dir.path().join("repository.db")).expect("open");
+    let (mode, synchronous) = repo
+        .with(|c| {
+            Ok((
+                c.value::<String>("PRAGMA journal_mode", args![])?,
+                c.value::<i64>("PRAGMA synchronous", args![])?,
+            ))
+        })
+        .expect("pragmas");
+    assert_eq!(mode.as_deref(), Some("wal"));
+    assert_eq!(synchronous, Some(1), "1 is NORMAL (0 OFF, 2 FULL)");
+}

@@ -35,10 +35,12 @@ pub(super) fn sheet_attributes(s: &Sheet, path: &Path, problems: &mut Problems) 
 }
 
 /// Edges join nodes of the sheet, run object to action or action to object, and form no
-/// cycle; a sheet of more than one node has edges.
+/// cycle; a sheet of more than one node with an object has edges (a sheet of lone actions,
+/// such as Shell actions needing no objects, has none to have).
 pub(super) fn graph(s: &Sheet, path: &Path, problems: &mut Problems) {
     let kinds: HashMap<i64, i64> = s.nodes.iter().map(|n| (n.id.v, n.kind.v)).collect();
-    if s.nodes.len() > 1 && s.edges.is_empty() {
+    let has_object = s.nodes.iter().any(|n| n.kind.v != 0);
+    if s.nodes.len() > 1 && has_object && s.edges.is_empty() {
         problems.error(
             "sheet.no_edges",
             format!("sheet {} has {} nodes but no edges; connect sources to actions and actions to targets", s.id.v, s.nodes.len()),
