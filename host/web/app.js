@@ -38,18 +38,52 @@ function say(text) {
 /** The server asked for its token (a server listening beyond loopback). */
 class Unauthorized extends Error {}
 
+/** The server cannot be reached now (it restarts, the network is down) or said it is
+ * unavailable (502, 503, 504): worth trying again. */
+class Unreachable extends Error {}
+
+/** When the page last had an answer from the server. */
+let lastUpdated = null;
+
+/** Says that the page reconnects, and when it last heard from the server; resolves after the
+ * back-off of try number `attempt` (1 s, doubling up to 30 s). */
+function reconnecting(attempt) {
+  const since = lastUpdated ? `; last updated ${lastUpdated.toLocaleTimeString()}` : '';
+  say(`reconnecting… (the server cannot be reached${since})`);
+  statusLine.dataset.reconnecting = 'true';
+  return new Promise((resolve) => setTimeout(resolve, Math.min(30000, 1000 * 2 ** Math.min(attempt, 5))));
+}
+
+/** The server answered again after `reconnecting`. */
+function reconnected() {
+  if (statusLine.dataset.reconnecting) {
+    delete statusLine.dataset.reconnecting;
+    say('');
+  }
+}
+
 /** Sends `command` with `payload`; its answer's payload, or an Error with the server's
  * message. */
 async function call(command, payload = {}) {
   const headers = { 'content-type': 'application/json' };
   const token = sessionStorage.getItem(TOKEN);
   if (token) headers.authorization = `Bearer ${token}`;
-  const resp = await fetch('/weft/service', {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ command, payload }),
-    credentials: 'same-origin',
-  });
+  let resp;
+  try {
+    resp = await fetch('/weft/service', {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ command, payload }),
+      credentials: 'same-origin',
+    });
+  } catch (e) {
+    throw new Unreachable(`${command}: the server cannot be reached (${e.message})`);
+  }
+  if ([502, 503, 504].includes(resp.status)) {
+    throw new Unreachable(`${command}: the server is unavailable (${resp.status})`);
+  }
+  lastUpdated = new Date();
+  reconnected();
   let body = null;
   try {
     body = await resp.json();
@@ -203,14 +237,21 @@ async function runsView(params) {
   if (before) return null;
   let stopped = false;
   let timer = null;
+  let attempt = 0;
   const refresh = async () => {
     try {
       const list = (await call('ListBatchInstances', payload)).instances;
       if (stopped) return;
+      attempt = 0;
       drawList(list);
       performance.mark('weft:drawn');
     } catch (e) {
       if (stopped) return;
+      if (e instanceof Unreachable) {
+        await reconnecting(attempt++);
+        if (!stopped) refresh();
+        return;
+      }
       failed(e, () => route());
       return;
     }
@@ -226,15 +267,30 @@ async function runsView(params) {
 function ordered(actions) {
   const byId = new Map(actions.map((a) => [a.actionId, a]));
   const depth = new Map();
-  const level = (a, seen = new Set()) => {
-    if (depth.has(a.actionId)) return depth.get(a.actionId);
-    if (seen.has(a.actionId)) return 0;
-    seen.add(a.actionId);
-    const d = Math.max(-1, ...(a.dependsOn ?? []).map((id) => (byId.has(id) ? level(byId.get(id), seen) : -1))) + 1;
-    depth.set(a.actionId, d);
-    return d;
-  };
-  actions.forEach((a) => level(a));
+  // Depth first with a stack of its own (a chain of thousands of actions would overflow the
+  // call stack); an action on the path being walked (a cycle) counts as depth 0.
+  for (const first of actions) {
+    const stack = [[first, false]];
+    const onPath = new Set();
+    while (stack.length) {
+      const [a, done] = stack.pop();
+      if (depth.has(a.actionId)) continue;
+      // Not done and on the path: a cycle back to it, or a second way to an action being
+      // walked; walked once either way.
+      if (!done && onPath.has(a.actionId)) continue;
+      const deps = (a.dependsOn ?? []).filter((id) => byId.has(id));
+      if (done) {
+        onPath.delete(a.actionId);
+        depth.set(a.actionId, deps.reduce((d, id) => Math.max(d, (depth.get(id) ?? -1) + 1), 0));
+        continue;
+      }
+      onPath.add(a.actionId);
+      stack.push([a, true]);
+      for (const id of deps) {
+        if (!depth.has(id) && !onPath.has(id)) stack.push([byId.get(id), false]);
+      }
+    }
+  }
   const start = (a) => (a.start ? parseTime(a.start) : Infinity);
   return [...actions].sort((a, b) => depth.get(a.actionId) - depth.get(b.actionId) || start(a) - start(b) || a.actionId - b.actionId);
 }
@@ -242,11 +298,19 @@ function ordered(actions) {
 /** Where a SQL error points in its statement: [statement, start, end] or null. */
 function errorPlace(error, log) {
   if (!error) return null;
-  const quoted = /in `([\s\S]*)`\s*$/.exec(error);
-  let statement = quoted ? quoted[1] : null;
+  // The statement quoted at the end ("... in `STATEMENT`"), found without a regular
+  // expression (one that backtracks took seconds on a long error).
+  const trimmed = error.trimEnd();
+  const opening = trimmed.indexOf('in `');
+  let statement = trimmed.endsWith('`') && opening >= 0 && opening + 4 < trimmed.length
+    ? trimmed.slice(opening + 4, -1)
+    : null;
   if (!statement && log?.length) {
-    const first = /^[^:]*`[^`]*`: ([\s\S]*)$/.exec(log[0]);
-    statement = first ? first[1] : null;
+    // "Module action ID `name`: STATEMENT", read without backtracking.
+    const line = log[0];
+    const open = line.indexOf('`');
+    const close = open >= 0 ? line.indexOf('`: ', open + 1) : -1;
+    statement = close >= 0 ? line.slice(close + 3) : null;
   }
   if (!statement) return null;
   let at = null;
@@ -382,9 +446,18 @@ function runView(id, action) {
     following = true;
     let version = '';
     try {
+      let attempt = 0;
       for (;;) {
         if (stopped) return;
-        const w = await call('WaitBatchInstance', { batchInstanceId: id, changedFrom: version, timeoutSeconds: version ? 25 : 0 });
+        let w;
+        try {
+          w = await call('WaitBatchInstance', { batchInstanceId: id, changedFrom: version, timeoutSeconds: version ? 25 : 0 });
+        } catch (e) {
+          if (!(e instanceof Unreachable)) throw e;
+          await reconnecting(attempt++);
+          continue;
+        }
+        attempt = 0;
         if (stopped) return;
         version = w.version;
         inst = w;
@@ -783,11 +856,22 @@ async function route() {
   say('loading…');
   try {
     current = await found[1](found[0].exec(hash));
+    routeAttempt = 0;
   } catch (e) {
+    if (e instanceof Unreachable) {
+      // Not there yet (a restart): the same view again after the back-off, unless another
+      // was asked meanwhile.
+      await reconnecting(routeAttempt++);
+      if ((location.hash || '#/runs') === hash) route();
+      return;
+    }
     say('');
     failed(e, () => route());
   }
 }
+
+/** How many times in a row the view could not be loaded for want of the server. */
+let routeAttempt = 0;
 
 window.addEventListener('hashchange', () => route());
 route();

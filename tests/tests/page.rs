@@ -738,3 +738,93 @@ fn in_a_real_browser_the_deploys_show_what_each_deploy_changed() {
     assert!(errors.iter().all(|e| e.contains("404")), "{errors:?}");
     page.assert_no_errors();
 }
+
+#[test]
+fn in_a_real_browser_a_long_chain_and_a_long_error_draw_and_the_page_reconnects_after_a_restart() {
+    let w = Weft::start();
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let port = base.rsplit(':').next().expect("port").to_owned();
+    // A failed run of 5,000 actions in one chain, the deepest listed first, whose failed
+    // action's error is 800 KB of what made a backtracking expression take minutes.
+    const CHAIN: i64 = 5_000;
+    let id = {
+        let mut c = rusqlite::Connection::open(w.repository()).expect("repository");
+        let tx = c.transaction().expect("tx");
+        tx.execute(
+            "INSERT INTO batch_instances (batch_name, user_name, state, started_at, ended_at, elements, variables) VALUES ('long chain', 'etl', 'failed', '2026-11-25 01:00:00', '2026-11-25 01:10:00', '[]', '[]')",
+            [],
+        )
+        .expect("instance");
+        let id = tx.last_insert_rowid();
+        let error = format!("near \"x\": syntax error {}", "in `x` ".repeat(115_000));
+        {
+            let mut add = tx
+                .prepare("INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state, started_at, ended_at, error, log) VALUES (?1, ?2, 1, ?3, 'Sql', '{}', ?4, ?5, ?6, ?7, ?8, '')")
+                .expect("prepare");
+            // Action 1 needs 2, 2 needs 3, ..., the first listed is the deepest.
+            for a in 1..=CHAIN {
+                let deps = if a == CHAIN {
+                    "[]".to_owned()
+                } else {
+                    format!("[{}]", a + 1)
+                };
+                let (state, at, err) = if a == CHAIN {
+                    ("E", Some("2026-11-25 01:00:00"), Some(error.as_str()))
+                } else {
+                    ("S", None, None)
+                };
+                add.execute(rusqlite::params![
+                    id,
+                    a,
+                    format!("step {a}"),
+                    deps,
+                    state,
+                    at,
+                    at,
+                    err
+                ])
+                .expect("action");
+            }
+        }
+        tx.commit().expect("commit");
+        id
+    };
+    let browser = weft_tests::browser::Browser::start();
+    let page = browser.open(&format!("{base}/#/runs/{id}?action={CHAIN}"));
+    page.wait_until(
+        &format!("document.querySelectorAll('#timeline .tl-row').length === {CHAIN}"),
+        "the whole chain drawn",
+    );
+    page.wait_until(
+        "document.querySelector('#error')?.textContent.length > 800000",
+        "the long error shown",
+    );
+    // In dependency order: what an action needs comes above it.
+    assert_eq!(
+        page.eval("[...document.querySelectorAll('#timeline .tl-row')].slice(0, 3).map((r) => r.dataset.action).join(',')"),
+        serde_json::json!("5000,4999,4998")
+    );
+    page.assert_no_errors();
+    // The runs view follows the list; the server goes away and comes back on its port.
+    page.goto(&format!("{base}/#/runs"));
+    page.wait_for("#runs tbody tr");
+    let home = w.stop();
+    page.wait_until(
+        "document.querySelector('#status')?.textContent.includes('reconnecting')",
+        "the page says it reconnects",
+    );
+    let w = Weft::start_in(home, &["--listen", &format!("127.0.0.1:{port}")], &[]);
+    page.wait_until(
+        "!document.querySelector('#status')?.textContent.includes('reconnecting') && document.querySelectorAll('#runs tbody tr').length === 1",
+        "the page carried on by itself",
+    );
+    // The browser logged the refused connections while the server was gone, nothing else.
+    let errors = page.take_errors();
+    assert!(
+        errors.iter().all(|e| e.contains("ERR_CONNECTION_REFUSED")
+            || e.contains("Failed to fetch")
+            || e.contains("net::")),
+        "{errors:?}"
+    );
+    drop(w);
+}
