@@ -60,6 +60,25 @@ fn main() {
         .expect("version")
         .to_owned();
     let pid = w.child.id();
+    // The same 15 s without followers: what the held run and the other client cost alone.
+    let before = cpu_seconds(pid);
+    let started = Instant::now();
+    let mut alone = Vec::new();
+    while started.elapsed() < FOLLOW {
+        let asked = Instant::now();
+        let (st, _) = command(w, "ListBatchInstances", json!({"limit": 20}));
+        assert_eq!(st, 200);
+        alone.push(asked.elapsed());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let base_cpu = cpu_seconds(pid) - before;
+    alone.sort_unstable();
+    println!(
+        "no followers for {:.1} s: server CPU {base_cpu:.2} s; ListBatchInstances p50 {:.1} ms, p99 {:.1} ms",
+        started.elapsed().as_secs_f64(),
+        alone[alone.len() / 2].as_secs_f64() * 1000.0,
+        alone[(alone.len() - 1) * 99 / 100].as_secs_f64() * 1000.0
+    );
     let before = cpu_seconds(pid);
     let started = Instant::now();
     let mut answers = Vec::new();

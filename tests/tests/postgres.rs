@@ -1999,3 +1999,46 @@ fn commit_markers_live_in_the_connection_s_schema_only_even_before_it_exists() {
         "2"
     );
 }
+
+#[test]
+fn a_failing_statement_of_a_script_is_placed_in_the_action_text_as_on_sqlite() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql("CREATE TABLE placed (n int);").expect("table");
+    let (w, data) = setup(&pg);
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE lite_placed (n INTEGER);")
+        .expect("table");
+    // The same script on both connection types: the typo is on line 3, in the second
+    // statement, `FORM` where `FROM` was meant.
+    let script = "DELETE FROM {t};\nINSERT INTO {t}\n  SELECT n FORM {t};";
+    for (id, conn, table) in [(21, 7, "placed"), (22, 1, "lite_placed")] {
+        let text = script.replace("{t}", table);
+        deploy_unchecked(&w, &sheet(id, "Sql", &text, json!({}), &[], (table, conn)));
+        let inst = run_and_wait(&w, id);
+        assert_eq!(inst["state"], "failed", "{inst}");
+        let e = inst["actions"][0]["error"].as_str().unwrap_or_default();
+        assert!(e.contains("at line 3, column "), "connection {conn}: {e}");
+        let column: usize = e
+            .split("at line 3, column ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .expect("a column");
+        let third = text.lines().nth(2).expect("line 3");
+        let token = &third[column - 1..];
+        // Where each server stumbles: at the misspelt word, or at the word after it.
+        assert!(
+            token.starts_with("FORM") || token.starts_with(table),
+            "connection {conn}: column {column} of `{third}`: {e}"
+        );
+    }
+}
+
+/// Deploys without validation (the deploy's own SQL check would refuse a typo).
+fn deploy_unchecked(w: &Weft, doc: &Value) {
+    let body = json!({"command": "DeployRepository", "payload": {"content": doc.to_string(),
+        "deployOptions": {"validate": "false"}}});
+    let (st, v) = post(&w.url, body.to_string().into_bytes());
+    assert_eq!(st, 200, "deploy failed: {v}");
+}

@@ -148,7 +148,17 @@ pub async fn wait_instance(
             Ok(Err(_)) | Err(_) => timed_out = true,
         }
     };
-    let (instance, version) = with_version(state, id, version).await?;
+    // Read once for all the waiters that end at this version.
+    let (instance, version) = match state.waits.answer(id, &version) {
+        Some(known) => ((*known).clone(), version),
+        None => {
+            let (instance, version) = with_version(state, id, version).await?;
+            state
+                .waits
+                .remember(id, &version, Arc::new(instance.clone()));
+            (instance, version)
+        }
+    };
     let ongoing = instance.summary.state.is_ongoing();
     Ok(Waited {
         timed_out: match &request.changed_from {

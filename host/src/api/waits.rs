@@ -9,6 +9,7 @@
 //! the waiters when what it read differs.
 
 use super::error::ApiError;
+use super::protocol::instances::Instance;
 use crate::exec::batch::Executor;
 use crate::repo::InstanceStore;
 use crate::repo::model::InstanceState;
@@ -33,6 +34,10 @@ pub struct Waits {
     permits: Arc<Semaphore>,
     most: usize,
     watchers: Mutex<HashMap<i64, watch::Sender<Option<Seen>>>>,
+    /// The last whole instance answered for each watched instance, with its version: the
+    /// waiters that end at one version (a time-out of many at once, a change that wakes them
+    /// all) share one read of it.
+    answers: Mutex<HashMap<i64, (String, Arc<Instance>)>>,
 }
 
 impl Waits {
@@ -43,6 +48,33 @@ impl Waits {
             permits: Arc::new(Semaphore::new(most)),
             most,
             watchers: Mutex::new(HashMap::new()),
+            answers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The whole instance `id` as last read at `version`, if it was.
+    pub fn answer(&self, id: i64, version: &str) -> Option<Arc<Instance>> {
+        self.answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&id)
+            .filter(|(v, _)| v == version)
+            .map(|(_, i)| Arc::clone(i))
+    }
+
+    /// Keeps the whole instance `id` read at `version` for the other waiters.
+    pub fn remember(&self, id: i64, version: &str, instance: Arc<Instance>) {
+        if !version.is_empty()
+            && self
+                .watchers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains_key(&id)
+        {
+            self.answers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(id, (version.to_owned(), instance));
         }
     }
 
@@ -79,6 +111,10 @@ impl Waits {
         let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
         if tx.receiver_count() == 0 {
             watchers.remove(&id);
+            self.answers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
             true
         } else {
             false

@@ -379,12 +379,45 @@ impl SqliteConnection {
     }
 
     fn fail(&self, e: rusqlite::Error, sql: &str) -> PluginError {
-        let shown: String = sql.chars().take(300).collect();
         let kind = if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) {
             ErrorKind::Halted
         } else {
             ErrorKind::Failed
         };
+        // A statement SQLite could not read: its place in the whole text of the action (SQLite
+        // counts from the start of the failing statement, which in a script of several is not
+        // the text's start), and that statement alone, quoted with the offset in it.
+        if let rusqlite::Error::SqlInputError {
+            msg,
+            sql: tail,
+            offset,
+            ..
+        } = &e
+            && let Ok(offset) = usize::try_from(*offset)
+        {
+            let start = if sql.ends_with(tail.as_str()) {
+                sql.len() - tail.len()
+            } else {
+                0
+            };
+            let at = (start + offset).min(sql.len());
+            let before = &sql[..sql.floor_char_boundary(at)];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            let keep = tail.floor_char_boundary((offset + 200).clamp(300, 4096));
+            // The statement from its first word (the tail starts where the last one ended).
+            let lead = (tail.len() - tail.trim_start().len()).min(offset).min(keep);
+            let statement = tail[lead..keep].trim_end();
+            let within = offset - lead;
+            return PluginError::of(
+                kind,
+                format!(
+                    "SQLite (connection {}): {msg} at line {line}, column {column} of the action; at offset {within} in `{statement}`",
+                    self.name
+                ),
+            );
+        }
+        let shown: String = sql.chars().take(300).collect();
         PluginError::of(
             kind,
             format!("SQLite (connection {}): {e}; in `{shown}`", self.name),
@@ -701,6 +734,43 @@ pub mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statement_that_does_not_read_is_placed_in_the_whole_text_of_the_action() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("d.db");
+        let mut conn = open("1", &path.to_string_lossy()).expect("open");
+        let text = "DROP TABLE IF EXISTS t;\nCREATE TABLE t AS\n  SELECT 1 AS x\n  FORM other;";
+        let e = conn.execute_batch(text).expect_err("a typo").to_string();
+        // SQLite names the token it stumbled on: `near "T": syntax error`.
+        let token = e
+            .split("near \"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .expect("the token");
+        // Its line and column in the whole text, not in the failing statement.
+        let at = text.rfind(token).expect("in the text");
+        let line = text[..at].matches('\n').count() + 1;
+        let column = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+        assert!(line == 4, "{token} at {line}: {e}");
+        assert!(
+            e.contains(&format!("at line {line}, column {column} of the action")),
+            "{e}"
+        );
+        // The failing statement alone, with the offset in it at that token.
+        let quoted = e
+            .split_once("in `")
+            .map(|(_, q)| q.trim_end_matches('`'))
+            .expect("quoted");
+        assert!(quoted.starts_with("CREATE TABLE t AS"), "{e}");
+        let offset: usize = e
+            .split("at offset ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .expect("an offset");
+        assert!(quoted[offset..].starts_with(token), "{offset} in {quoted}");
+    }
 
     #[test]
     fn a_file_replaced_under_its_name_is_read_at_once_not_through_a_pooled_connection() {

@@ -469,14 +469,44 @@ impl PgConnection {
     }
 
     fn fail(&self, e: &tokio_postgres::Error, sql: &str) -> PluginError {
-        let shown: String = sql.chars().take(300).collect();
         let kind = kind_of(e);
+        let described = crate::describe_error(e);
+        // The server's position counts characters from the start of the text it was sent,
+        // the action's whole text: said as a line and column of it, with the lines around it
+        // quoted and the offset in them, as the native SQLite connection says it.
+        let position = e.as_db_error().and_then(|d| match d.position() {
+            Some(tokio_postgres::error::ErrorPosition::Original(p)) => Some(*p as usize),
+            _ => None,
+        });
+        if let Some(p) = position.filter(|p| (1..=sql.chars().count()).contains(p)) {
+            let at = sql.char_indices().nth(p - 1).map_or(sql.len(), |(i, _)| i);
+            let before = &sql[..at];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            // From the start of the line before it to some way past it.
+            let from = before[..before.rfind('\n').unwrap_or(0)]
+                .rfind('\n')
+                .map_or(0, |i| i + 1);
+            let to = sql.ceil_char_boundary((at + 300).min(sql.len()));
+            let message = described
+                .rsplit_once("; at character ")
+                .map_or(described.as_str(), |(m, _)| m);
+            return PluginError::of(
+                kind,
+                format!(
+                    "PostgreSQL (connection {}): {message} at line {line}, column {column} of the action; at offset {} in `{}`",
+                    self.key,
+                    at - from,
+                    &sql[from..to]
+                ),
+            );
+        }
+        let shown: String = sql.chars().take(300).collect();
         PluginError::of(
             kind,
             format!(
-                "PostgreSQL (connection {}): {}; in `{shown}`",
-                self.key,
-                crate::describe_error(e)
+                "PostgreSQL (connection {}): {described}; in `{shown}`",
+                self.key
             ),
         )
     }
