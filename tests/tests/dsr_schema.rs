@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use std::path::Path;
+use weft_tests::documents::test_documents;
 
 /// Every file under `dir` whose name ends in `.dsr`.
 fn dsr_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -18,29 +19,6 @@ fn dsr_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
             out.push(p);
         }
     }
-}
-
-/// The raw string literals holding a `version` in the end-to-end tests' sources.
-fn test_documents(root: &Path) -> Vec<String> {
-    let mut documents = Vec::new();
-    for e in std::fs::read_dir(root.join("tests/tests"))
-        .expect("tests")
-        .flatten()
-    {
-        let Ok(source) = std::fs::read_to_string(e.path()) else {
-            continue;
-        };
-        let mut rest = source.as_str();
-        while let Some(start) = rest.find("r#\"") {
-            let body = &rest[start + 3..];
-            let Some(end) = body.find("\"#") else { break };
-            if body[..end].contains("version") {
-                documents.push(body[..end].to_owned());
-            }
-            rest = &body[end + 2..];
-        }
-    }
-    documents
 }
 
 #[test]

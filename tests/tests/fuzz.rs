@@ -14,29 +14,13 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::path::Path;
 use std::time::{Duration, Instant};
+use weft_tests::documents::{files, test_documents};
 
 fn cases() -> u32 {
     std::env::var("WEFT_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2_000)
-}
-
-/// Every file below `dir` whose name ends in one of `endings`.
-fn files(dir: &Path, endings: &[&str], out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.filter_map(Result::ok) {
-        let p = e.path();
-        if p.is_dir() {
-            files(&p, endings, out);
-        } else if endings.iter().any(|end| p.to_string_lossy().ends_with(end))
-            && let Ok(text) = std::fs::read_to_string(&p)
-        {
-            out.push(text);
-        }
-    }
 }
 
 /// The `.dsr` seeds: the conformance suite, the examples, the test documents.
@@ -62,33 +46,6 @@ fn dsr_seeds() -> Vec<String> {
     // The project's own documents first: the envelope seeds take the first of them.
     seeds.splice(0..0, ours);
     seeds
-}
-
-/// The documents written inside the test sources (raw string literals that hold a
-/// `version`), read from the files: the end-to-end tests and the host's deploy and
-/// validation tests.
-fn test_documents(root: &Path) -> Vec<String> {
-    let mut sources = Vec::new();
-    files(&root.join("tests/tests"), &[".rs"], &mut sources);
-    files(&root.join("host/src/deploy"), &["tests.rs"], &mut sources);
-    files(&root.join("host/src/validate"), &["tests.rs"], &mut sources);
-    let mut documents = Vec::new();
-    for source in &sources {
-        let mut rest = source.as_str();
-        while let Some(start) = rest.find("r#\"") {
-            let body = &rest[start + 3..];
-            let Some(end) = body.find("\"#") else { break };
-            if body[..end].contains("version") {
-                documents.push(body[..end].to_owned());
-            }
-            rest = &body[end + 2..];
-        }
-    }
-    assert!(
-        !documents.is_empty(),
-        "no test documents were found in the test sources"
-    );
-    documents
 }
 
 /// Request seeds: each `.dsr` seed as a `DeployRepository` body, and the other commands.

@@ -243,25 +243,7 @@ fn scheduled_starts_happen_once_across_hosts_with_kills_between() {
             + chrono::Duration::days(i64::from(day) - 1);
         let to = format!("{date} 22:00:00");
         // Every host's clock reaches the start at once; one of them starts it.
-        let now: Vec<Vec<i64>> = std::thread::scope(|s| {
-            let asks: Vec<_> = hosts
-                .iter()
-                .map(|w| {
-                    let to = to.clone();
-                    s.spawn(move || {
-                        let (st, v) = command(w, "AdvanceClock", json!({ "to": to }));
-                        assert_eq!(st, 200, "{v}");
-                        v["payload"]["started"]
-                            .as_array()
-                            .expect("started")
-                            .iter()
-                            .map(|x| x["batchInstanceId"].as_i64().expect("id"))
-                            .collect()
-                    })
-                })
-                .collect();
-            asks.into_iter().map(|a| a.join().expect("host")).collect()
-        });
+        let now = advance_all(&hosts, &to);
         let all: Vec<i64> = now.iter().flatten().copied().collect();
         assert_eq!(all.len(), 1, "day {day}: one start over all hosts: {now:?}");
         started.push(all[0]);

@@ -1,0 +1,46 @@
+//! The documents the tests hold: every text file under a folder by its ending, and the
+//! `.dsr` documents written inside the test sources, which the fuzzers take as seeds and the
+//! JSON Schema check reads.
+
+use std::path::Path;
+
+/// The text of every file under `dir` (folders included) whose name ends in one of
+/// `endings`.
+pub fn files(dir: &Path, endings: &[&str], out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            files(&p, endings, out);
+        } else if endings.iter().any(|end| p.to_string_lossy().ends_with(end))
+            && let Ok(text) = std::fs::read_to_string(&p)
+        {
+            out.push(text);
+        }
+    }
+}
+
+/// The documents written inside the test sources (raw string literals that hold a
+/// `version`), read from the files under `root`: the end-to-end tests and the host's deploy
+/// and validation tests.
+pub fn test_documents(root: &Path) -> Vec<String> {
+    let mut sources = Vec::new();
+    files(&root.join("tests/tests"), &[".rs"], &mut sources);
+    files(&root.join("host/src/deploy"), &["tests.rs"], &mut sources);
+    files(&root.join("host/src/validate"), &["tests.rs"], &mut sources);
+    let mut documents = Vec::new();
+    for source in &sources {
+        let mut rest = source.as_str();
+        while let Some(start) = rest.find("r#\"") {
+            let body = &rest[start + 3..];
+            let Some(end) = body.find("\"#") else { break };
+            if body[..end].contains("version") {
+                documents.push(body[..end].to_owned());
+            }
+            rest = &body[end + 2..];
+        }
+    }
+    documents
+}
