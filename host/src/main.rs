@@ -238,6 +238,8 @@ enum Field {
 /// (`exec::leftovers`), so that the next server on it finds what a killed one left running.
 #[allow(unsafe_code)]
 fn tag_children(home: &std::path::Path) {
+    // HOME made first, so that the tag is its canonical path, as the next start reads it.
+    let _ = std::fs::create_dir_all(home);
     let tag = weft::exec::leftovers::tag(home);
     // SAFETY: called first in `main` for `weft serve`, before the logger, the async runtime
     // or anything else has started a thread, so nothing reads the environment meanwhile.

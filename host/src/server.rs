@@ -63,6 +63,19 @@ pub enum Error {
     },
 }
 
+/// What a server that stopped with nothing running leaves in its lock file: the next start
+/// need not look for processes its actions left running.
+const STOPPED_CLEANLY: &str = "stopped cleanly";
+
+/// Marks the lock file `file` (from [`lock_home`]) as left by a clean stop.
+fn stopped_cleanly(mut file: &std::fs::File) {
+    use std::io::{Seek, Write};
+    let _ = file
+        .set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|_| writeln!(file, "{STOPPED_CLEANLY}"));
+}
+
 /// The file in HOME that the running server holds locked (and writes its process id into).
 pub const HOME_LOCK: &str = "server.lock";
 
@@ -73,7 +86,7 @@ pub const HOME_LOCK: &str = "server.lock";
 ///
 /// [`Error::HomeInUse`] while another process holds it, [`Error::Home`] when the lock file
 /// cannot be opened or written.
-pub fn lock_home(home: &Path) -> Result<std::fs::File, Error> {
+pub fn lock_home(home: &Path) -> Result<(std::fs::File, bool), Error> {
     use std::io::{Read, Seek, Write};
     let path = home.join(HOME_LOCK);
     let failed = |source| Error::Home {
@@ -89,10 +102,12 @@ pub fn lock_home(home: &Path) -> Result<std::fs::File, Error> {
         .map_err(failed)?;
     match file.try_lock() {
         Ok(()) => {
+            let mut before = String::new();
+            let _ = file.read_to_string(&mut before);
             file.set_len(0).map_err(failed)?;
             file.rewind().map_err(failed)?;
             writeln!(file, "{}", std::process::id()).map_err(failed)?;
-            Ok(file)
+            Ok((file, before.trim() == STOPPED_CLEANLY))
         }
         Err(std::fs::TryLockError::WouldBlock) => {
             let mut pid = String::new();
@@ -205,9 +220,13 @@ pub fn service_url(addr: SocketAddr) -> String {
 /// When HOME, the settings, the repository, the key file or the address is not usable.
 pub async fn run(opts: Options) -> Result<(), Error> {
     prepare_home(&opts.home)?;
-    let _home_lock = lock_home(&opts.home)?;
-    // What a killed server's actions left running goes before anything is settled.
-    let left = {
+    let (home_lock, clean) = lock_home(&opts.home)?;
+    // What a killed server's actions left running goes before anything is settled (after a
+    // clean stop nothing was running: what its actions started on purpose to outlive them,
+    // a daemon, is left alone).
+    let left = if clean {
+        Vec::new()
+    } else {
         let home = opts.home.clone();
         tokio::task::spawn_blocking(move || crate::exec::leftovers::kill_left(&home))
             .await
@@ -257,10 +276,12 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     })
     .await
     .map_err(|e| Error::Serve(std::io::Error::other(e)))??;
-    let repo = Arc::new(repo);
+    let opened = Arc::new(repo);
     // However this start ends, the repository goes off the runtime's threads (a PostgreSQL
-    // session's own runtime cannot be dropped inside this one).
-    let _repo_off_runtime = OffRuntime(Some(Arc::clone(&repo)));
+    // session's own runtime cannot be dropped inside this one): the guard is declared before
+    // every other reference, so it is dropped after them all and holds the last one.
+    let _repo_off_runtime = OffRuntime(Some(Arc::clone(&opened)));
+    let repo = opened;
     tracing::info!(message = "The repository is open.", repository = %repo.location());
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
@@ -466,6 +487,9 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     })
     .await
     .unwrap_or(0);
+    if left == 0 {
+        stopped_cleanly(&home_lock);
+    }
     if left > 0 {
         tracing::warn!(
             message = "Actions still running when the server stopped; they are settled at the next start or taken over.",

@@ -79,7 +79,8 @@ async function call(command, payload = {}) {
   } catch (e) {
     throw new Unreachable(`${command}: the server cannot be reached (${e.message})`);
   }
-  if ([502, 503, 504].includes(resp.status)) {
+  // Unavailable, or too busy for one more wait now (429): worth trying again later.
+  if ([429, 502, 503, 504].includes(resp.status)) {
     throw new Unreachable(`${command}: the server is unavailable (${resp.status})`);
   }
   lastUpdated = new Date();
@@ -844,6 +845,8 @@ let current = null;
 async function route() {
   current?.stop?.();
   current = null;
+  // Only the newest call shows its view: one that a retry or a click overtook stops its own.
+  const generation = ++routeGeneration;
   const hash = location.hash || '#/runs';
   for (const a of document.querySelectorAll('#nav a')) {
     a.classList.toggle('current', hash.startsWith(`#/${a.dataset.view}`));
@@ -855,20 +858,29 @@ async function route() {
   }
   say('loading…');
   try {
-    current = await found[1](found[0].exec(hash));
+    const view = await found[1](found[0].exec(hash));
+    if (generation !== routeGeneration) {
+      view?.stop?.();
+      return;
+    }
+    current = view;
     routeAttempt = 0;
   } catch (e) {
+    if (generation !== routeGeneration) return;
     if (e instanceof Unreachable) {
       // Not there yet (a restart): the same view again after the back-off, unless another
       // was asked meanwhile.
       await reconnecting(routeAttempt++);
-      if ((location.hash || '#/runs') === hash) route();
+      if (generation === routeGeneration) route();
       return;
     }
     say('');
     failed(e, () => route());
   }
 }
+
+/** Counts the calls of `route`: the newest one owns the screen. */
+let routeGeneration = 0;
 
 /** How many times in a row the view could not be loaded for want of the server. */
 let routeAttempt = 0;

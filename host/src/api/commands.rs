@@ -124,6 +124,18 @@ pub async fn wait_instance(
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(seconds);
     let mut seen = state.waits.watch(&state.executor, id);
     let mut timed_out = false;
+    // The watcher may still hold an older read than the one the caller's `changedFrom` came
+    // from: one look of the waiter's own settles which is newer.
+    if let Some(from) = &request.changed_from {
+        let fresh = fingerprint(state, id).await?;
+        if let Some((current, version)) = &fresh
+            && version == from
+            && current.is_ongoing()
+        {
+            state.waits.saw(id, fresh.clone());
+            seen.borrow_and_update();
+        }
+    }
     let version = loop {
         let now = seen.borrow_and_update().clone();
         match now {

@@ -106,6 +106,26 @@ impl Waits {
         rx
     }
 
+    /// Tells the watcher of `id` what a waiter read itself, fresher than what the watcher
+    /// last read (a waiter that answered version V must not be woken again by the watcher's
+    /// older value).
+    pub fn saw(&self, id: i64, seen: Seen) {
+        if let Some(tx) = self
+            .watchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&id)
+        {
+            tx.send_if_modified(|now| {
+                let differs = now.as_ref() != Some(&seen);
+                if differs {
+                    *now = Some(seen);
+                }
+                differs
+            });
+        }
+    }
+
     /// Forgets the watcher of `id` when nobody waits on it any more; whether it did.
     fn leave(&self, id: i64, tx: &watch::Sender<Option<Seen>>) -> bool {
         let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);

@@ -404,11 +404,16 @@ impl SqliteConnection {
             let before = &sql[..sql.floor_char_boundary(at)];
             let line = before.matches('\n').count() + 1;
             let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-            let keep = tail.floor_char_boundary((offset + 200).clamp(300, 4096));
-            // The statement from its first word (the tail starts where the last one ended).
-            let lead = (tail.len() - tail.trim_start().len()).min(offset).min(keep);
+            let offset = tail.floor_char_boundary(offset.min(tail.len()));
+            let keep = tail.ceil_char_boundary((offset + 300).min(tail.len()));
+            // The statement from its first word (the tail starts where the last one ended),
+            // at most 300 bytes before the place.
+            let lead = (tail.len() - tail.trim_start().len())
+                .max(tail.floor_char_boundary(offset.saturating_sub(300)))
+                .min(offset);
             let statement = tail[lead..keep].trim_end();
-            let within = offset - lead;
+            // In characters, as the page counts them.
+            let within = tail[lead..offset].chars().count();
             return PluginError::of(
                 kind,
                 format!(

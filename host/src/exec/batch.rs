@@ -196,6 +196,8 @@ pub struct Executor {
     changes: Arc<AtomicU64>,
     /// Rung with every change counted in `changes`.
     changed_now: Arc<tokio::sync::Notify>,
+    /// Whether a thread takes over from stopped hosts now (one at a time).
+    taking_over: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Executor {
@@ -293,6 +295,7 @@ impl Executor {
             lease_epoch: AtomicU64::new(0),
             changes: Arc::new(AtomicU64::new(0)),
             changed_now: Arc::new(tokio::sync::Notify::new()),
+            taking_over: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -446,6 +449,12 @@ impl Executor {
                 "this host lost its lease after the action was claimed (another host may have taken it over), so it commits nothing".to_owned(),
             );
         }
+        self.lease_aged()
+    }
+
+    /// Why this host's lease is out of date by the boot clock now (its last recorded
+    /// heartbeat half a lease old or older), if it is.
+    fn lease_aged(&self) -> Option<String> {
         let lease = self.lease_ms.load(Ordering::SeqCst);
         if lease <= 0 {
             return None;
@@ -1121,7 +1130,9 @@ impl Executor {
         // commits nothing, stops what it runs, and leaves it to run again.
         let lease = || {
             let lapsed = self.lease_lapsed(epoch);
-            if lapsed.is_some() {
+            // A lease out of date now stops everything here; an action of an earlier lease
+            // (the host has registered again since) gives up alone.
+            if lapsed.is_some() && self.lease_aged().is_some() {
                 self.abandon_all_here();
             }
             lapsed
@@ -1270,14 +1281,38 @@ fn heartbeat(exec: &Weak<Executor>, cluster: Cluster) {
                     let since = *healthy_since.get_or_insert_with(Instant::now);
                     // Only a host that has been beating for a whole lease judges others: a
                     // host back from a pause must first be seen alive itself.
+                    // On a thread of its own: settling what it takes over opens connections,
+                    // which must not hold up this host's own beats (and so its lease).
                     if cluster.shared
                         && since.elapsed() >= cluster.lease
-                        && let Err(e) = me.take_over(cluster.lease)
+                        && !me.taking_over.swap(true, Ordering::SeqCst)
                     {
-                        tracing::warn!(message = "Taking over from stopped hosts failed; trying again at the next beat.", error = %e);
+                        let (taker, lease) = (Arc::clone(&me), cluster.lease);
+                        let spawned = std::thread::Builder::new()
+                            .name("weft-take-over".to_owned())
+                            .spawn(move || {
+                                if let Err(e) = taker.take_over(lease) {
+                                    tracing::warn!(message = "Taking over from stopped hosts failed; trying again at the next beat.", error = %e);
+                                }
+                                taker.taking_over.store(false, Ordering::SeqCst);
+                            });
+                        if spawned.is_err() {
+                            me.taking_over.store(false, Ordering::SeqCst);
+                        }
                     }
                 }
                 Ok(Beat::Gone) if !cluster.shared => {
+                    if let Err(e) = me.register() {
+                        tracing::warn!(message = "This host cannot register now.", error = %e);
+                    }
+                }
+                Ok(Beat::Displaced(other))
+                    if other.is_empty()
+                        || identity::Process::parse(&other)
+                            .is_some_and(|p| p.is_of_this_machine() && !p.is_alive_here()) =>
+                {
+                    // The row names a process of this machine that is gone (the last one, when
+                    // this host could not register at its start): this one takes its id.
                     if let Err(e) = me.register() {
                         tracing::warn!(message = "This host cannot register now.", error = %e);
                     }
@@ -1290,6 +1325,7 @@ fn heartbeat(exec: &Weak<Executor>, cluster: Cluster) {
                     me.pause();
                     return;
                 }
+                Ok(Beat::Gone) if me.local().stopped => return,
                 Ok(Beat::Gone) => {
                     tracing::error!(message = "This host's lease had expired and its running actions were taken over by another host; they stop here, and the host registers again.", host = %me.host);
                     me.abandon_all_here();

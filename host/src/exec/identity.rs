@@ -55,6 +55,13 @@ impl Process {
     pub fn is_alive_here(&self) -> bool {
         started(self.pid).is_some_and(|s| s == self.started)
     }
+
+    /// Whether it is of this machine and process namespace, where its pid means a process
+    /// this one can see (an unknown boot is no machine's).
+    #[must_use]
+    pub fn is_of_this_machine(&self) -> bool {
+        !self.boot.is_empty() && self.boot == boot_id()
+    }
 }
 
 /// What a starting host does about the row of its id.
@@ -86,6 +93,7 @@ pub fn judge(
     }
     let holder = seen.process.as_deref().and_then(Process::parse);
     if let Some(p) = &holder
+        && !me.boot.is_empty()
         && p.boot == me.boot
     {
         if p.pid == me.pid && p.started == me.started {
@@ -124,12 +132,20 @@ pub fn boot_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// The machine's boot id; empty where it cannot be read (then no row is judged as this
-/// machine's).
+/// The machine's boot id with this process's pid namespace (containers on one machine share
+/// the boot but not the pids); empty where either cannot be read (then no row is judged as
+/// this machine's).
 fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let namespace = std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    if boot.is_empty() || namespace.is_empty() {
+        return String::new();
+    }
+    format!("{boot}:{namespace}")
 }
 
 /// A live (not zombie) process's start time in clock ticks after the boot.
@@ -216,6 +232,23 @@ mod tests {
         let unknown = holder(None, 5, 100);
         assert_eq!(
             judge(&me, Some(&unknown), None, lease, alive),
+            Verdict::Wait
+        );
+        // A machine whose boot cannot be read knows no row as its own: it waits and watches.
+        let blind = Process {
+            boot: String::new(),
+            ..me.clone()
+        };
+        let blind_row = holder(
+            Some(&Process {
+                pid: 1,
+                ..blind.clone()
+            }),
+            5,
+            100,
+        );
+        assert_eq!(
+            judge(&blind, Some(&blind_row), None, lease, dead),
             Verdict::Wait
         );
     }

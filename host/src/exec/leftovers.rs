@@ -14,11 +14,14 @@ pub const TAG: &str = "WEFT_SERVER_HOME";
 /// start another before its turn comes).
 const ROUNDS: usize = 20;
 
-/// The value of [`TAG`] for `home`: its absolute path, as written, so that the server and
-/// its children agree without asking the file system.
+/// The value of [`TAG`] for `home`: its canonical path (links resolved), so that `--home
+/// /h/`, `--home /h` and a link to it name one HOME; its absolute path where it does not
+/// exist yet.
 #[must_use]
 pub fn tag(home: &Path) -> PathBuf {
-    std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf())
+    std::fs::canonicalize(home)
+        .or_else(|_| std::path::absolute(home))
+        .unwrap_or_else(|_| home.to_path_buf())
 }
 
 /// Kills every process on this machine (that this user may see) whose environment carries

@@ -2,8 +2,9 @@
 //! more memory than its text (sqlparser: about 85 bytes a byte for an `IN` list of a million
 //! numbers), so the texts that modules validate at once, over every deploy in flight, share
 //! [`BUDGET`] bytes: a module's `validate` waits until its action's texts fit beside the others
-//! (a text larger than the budget runs alone), and a text longer than [`MAX_CHECKED`] is
-//! refused rather than parsed. Small texts (under [`FREE`]) pass without waiting.
+//! (a text larger than the budget runs alone), in the order they asked, and a text longer
+//! than [`MAX_CHECKED`] is refused rather than parsed. Small texts (under [`FREE`]) pass
+//! without waiting.
 
 use std::sync::{Condvar, Mutex, PoisonError};
 
@@ -18,13 +19,27 @@ pub const MAX_CHECKED: usize = 2 * 1024 * 1024;
 /// Texts this short are parsed without taking from the budget.
 pub const FREE: usize = 16 * 1024;
 
+/// What is being parsed, and the turns of those that wait.
 struct Pool {
-    in_use: Mutex<usize>,
+    state: Mutex<State>,
     freed: Condvar,
 }
 
+struct State {
+    /// Bytes being parsed now.
+    in_use: usize,
+    /// The next turn to hand out, and the turn that may go next: texts take the budget in the
+    /// order they asked for it, so a large one is not passed over for ever by smaller ones.
+    next: u64,
+    serving: u64,
+}
+
 static POOL: Pool = Pool {
-    in_use: Mutex::new(0),
+    state: Mutex::new(State {
+        in_use: 0,
+        next: 0,
+        serving: 0,
+    }),
     freed: Condvar::new(),
 };
 
@@ -37,14 +52,19 @@ pub fn take(bytes: usize) -> Share {
     if bytes < FREE {
         return Share(0);
     }
-    let mut in_use = POOL.in_use.lock().unwrap_or_else(PoisonError::into_inner);
-    while *in_use > 0 && *in_use + bytes > BUDGET {
-        in_use = POOL
+    let mut state = POOL.state.lock().unwrap_or_else(PoisonError::into_inner);
+    let turn = state.next;
+    state.next += 1;
+    while state.serving != turn || (state.in_use > 0 && state.in_use + bytes > BUDGET) {
+        state = POOL
             .freed
-            .wait(in_use)
+            .wait(state)
             .unwrap_or_else(PoisonError::into_inner);
     }
-    *in_use += bytes;
+    state.in_use += bytes;
+    state.serving += 1;
+    // The next in turn may fit beside this one.
+    POOL.freed.notify_all();
     Share(bytes)
 }
 
@@ -53,8 +73,8 @@ impl Drop for Share {
         if self.0 == 0 {
             return;
         }
-        let mut in_use = POOL.in_use.lock().unwrap_or_else(PoisonError::into_inner);
-        *in_use = in_use.saturating_sub(self.0);
+        let mut state = POOL.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.in_use = state.in_use.saturating_sub(self.0);
         POOL.freed.notify_all();
     }
 }

@@ -483,10 +483,11 @@ impl PgConnection {
             let before = &sql[..at];
             let line = before.matches('\n').count() + 1;
             let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-            // From the start of the line before it to some way past it.
+            // From the start of the line before it (at most 300 bytes back) to some way past.
             let from = before[..before.rfind('\n').unwrap_or(0)]
                 .rfind('\n')
-                .map_or(0, |i| i + 1);
+                .map_or(0, |i| i + 1)
+                .max(sql.floor_char_boundary(at.saturating_sub(300)));
             let to = sql.ceil_char_boundary((at + 300).min(sql.len()));
             let message = described
                 .rsplit_once("; at character ")
@@ -496,7 +497,8 @@ impl PgConnection {
                 format!(
                     "PostgreSQL (connection {}): {message} at line {line}, column {column} of the action; at offset {} in `{}`",
                     self.key,
-                    at - from,
+                    // In characters, as the page counts them.
+                    sql[from..at].chars().count(),
                     &sql[from..to]
                 ),
             );
@@ -700,7 +702,7 @@ impl DatabaseConnection for PgConnection {
             .collect();
         self.c()
             .execute(text.as_str(), &refs)
-            .map_err(|e| self.fail(&e, sql))
+            .map_err(|e| self.fail(&e, &text))
     }
 
     fn query(
@@ -718,7 +720,7 @@ impl DatabaseConnection for PgConnection {
             numbered(sql)
         };
         let key = self.key.clone();
-        let statement = self.c().prepare(&text).map_err(|e| self.fail(&e, sql))?;
+        let statement = self.c().prepare(&text).map_err(|e| self.fail(&e, &text))?;
         let columns: Vec<(String, tokio_postgres::types::Type)> = statement
             .columns()
             .iter()
