@@ -37,6 +37,11 @@ fn cpu_seconds(pid: u32) -> f64 {
 }
 
 fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("waits bench: run with `cargo bench -p weft_tests --bench waits` for numbers");
+        return;
+    }
+    weft::init_tls();
     println!("weft binary: {}", weft_bin().display());
     let (hosts, data) = cluster(1, &[("WEFT_MAX_PARALLEL_ACTIONS", "4")]);
     let w = &hosts[0];
