@@ -20,25 +20,9 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::{Duration, Instant};
 use weft_tests::server::*;
-
-/// Waits for the instance's end (WaitBatchInstance, 25 s at a time).
-fn finish(w: &Weft, id: i64) -> Value {
-    loop {
-        let (st, v) = command(
-            w,
-            "WaitBatchInstance",
-            json!({"batchInstanceId": id, "timeoutSeconds": 25}),
-        );
-        assert_eq!(st, 200, "{v}");
-        if v["payload"]["timedOut"] == false {
-            assert_eq!(v["payload"]["state"], "finished", "{v}");
-            return v["payload"].clone();
-        }
-    }
-}
 
 fn rows(data: &str) -> i64 {
     repository_server()

@@ -123,16 +123,5 @@ fn main() {
         at(1.0)
     );
     drop(gate);
-    loop {
-        let (st, v) = command(
-            w,
-            "WaitBatchInstance",
-            json!({"batchInstanceId": id, "timeoutSeconds": 25}),
-        );
-        assert_eq!(st, 200, "{v}");
-        if v["payload"]["timedOut"] == false {
-            assert_eq!(v["payload"]["state"], "finished", "{v}");
-            break;
-        }
-    }
+    finish(w, id);
 }

@@ -611,3 +611,20 @@ pub fn process_gone(pid: &str) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     stat.is_empty() || stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z'))
 }
+
+/// Waits for instance `id`'s end on `w` (WaitBatchInstance, 25 s at a time), asserting it
+/// finished; the instance (for the benches).
+pub fn finish(w: &Weft, id: i64) -> serde_json::Value {
+    loop {
+        let (st, v) = command(
+            w,
+            "WaitBatchInstance",
+            serde_json::json!({"batchInstanceId": id, "timeoutSeconds": 25}),
+        );
+        assert_eq!(st, 200, "{v}");
+        if v["payload"]["timedOut"] == false {
+            assert_eq!(v["payload"]["state"], "finished", "{v}");
+            return v["payload"].clone();
+        }
+    }
+}
