@@ -8,7 +8,9 @@ use crate::repo::{self, Change, ChangeKind, DeployWriter, IdTable, ObjectKind, R
 use crate::settings::Environment;
 use crate::validate;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+mod cycles;
 
 /// The deploy options of SPEC 4.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,6 +239,24 @@ pub fn deploy(
                     changes.push(w.batch(b, &schedule, first)?);
                 }
             }
+        }
+        let touched = |kind: ObjectKind| -> HashSet<i64> {
+            changes
+                .iter()
+                .filter(|c| {
+                    c.kind == kind && matches!(c.change, ChangeKind::Created | ChangeKind::Updated)
+                })
+                .map(|c| c.id)
+                .collect()
+        };
+        let (sheets, batches) = (touched(ObjectKind::Sheet), touched(ObjectKind::Batch));
+        let changed = cycles::Changed {
+            sheets: &sheets,
+            batches: &batches,
+        };
+        cycles::check(&doc, &changed, w, catalog, &mut problems)?;
+        if problems.has_errors() {
+            return invalid(&mut problems);
         }
         let wrote = changes.iter().any(|c| c.change != ChangeKind::Unchanged);
         for c in changes {

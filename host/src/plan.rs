@@ -192,6 +192,12 @@ pub fn identity(registry: &Registry, o: &ObjectRef) -> (i64, String, String) {
             id.name().to_string(),
         );
     }
+    plain_identity(o)
+}
+
+/// The identity of an object whose type is not loaded: the connection, and the schema and
+/// name in lower case.
+pub fn plain_identity(o: &ObjectRef) -> (i64, String, String) {
     let schema = o
         .schema()
         .as_ref()

@@ -1179,3 +1179,105 @@ fn small_things_a_deploy_says_right() {
     assert_eq!(said.len(), 1, "{v}");
     assert!(said[0].contains("were not checked"), "{said:?}");
 }
+
+#[test]
+fn a_cycle_between_sheets_is_warned_at_deploy_and_refused_inside_a_scheduled_batch() {
+    let w = Weft::start();
+    // Sheet `id`: one Sql action (node `id * 10`) reading `from` and writing `to`.
+    let sheet = |id: i64, from: &str, to: &str| {
+        let (a, s, t) = (id * 10, id * 10 + 1, id * 10 + 2);
+        serde_json::json!({"id": id, "attributes": {"name": format!("{from} to {to}"), "folder_id": 10, "folder": "/etl"},
+          "nodes": [
+            {"id": a, "type": 0, "attributes": {"module": "Sql", "name": format!("load {to}"),
+                "action": format!("INSERT INTO {to} SELECT * FROM {from}")}},
+            {"id": s, "type": 1, "attributes": {"field1": from, "objectTypeId": 1, "connectionId": 1}},
+            {"id": t, "type": 1, "attributes": {"field1": to, "objectTypeId": 1, "connectionId": 1}}],
+          "edges": [{"id": s, "from": s, "to": a}, {"id": t, "from": a, "to": t}]})
+    };
+    let deploy = |doc: serde_json::Value| post(&w.url, deploy_body(&doc.to_string()));
+    let (st, v) = deploy(serde_json::json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/etl"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [sheet(1, "a", "b")]}}));
+    assert_eq!(st, 200, "{v}");
+    assert!(warnings(&v, "deploy.cycle").is_empty(), "{v}");
+    let (st, v) = deploy(serde_json::json!({"version": 1, "transformationData": {
+        "sheets": [sheet(2, "b", "a")]}}));
+    assert_eq!(st, 200, "{v}");
+    let said = warnings(&v, "deploy.cycle");
+    assert_eq!(said.len(), 1, "{v}");
+    assert!(
+        said[0].contains("action 20 `load a` (sheet 2) writes a (connection 1), which action 10 `load b` (sheet 1) reads"),
+        "{said:?}"
+    );
+    // What the deploy warned of is what a start refuses.
+    let (st, v) = command(
+        &w,
+        "RunElements",
+        serde_json::json!({"batchExecution": {"batchName": "etl", "user": "tester",
+            "elementList": [{"elementType": "F", "elementId": 10}]}}),
+    );
+    assert_eq!(
+        (st, v["error"]["code"].as_str()),
+        (422, Some("run.cycle")),
+        "{v}"
+    );
+    // A scheduled batch over the folder is refused, and nothing changes.
+    let before = w.dump();
+    let batch = |enabled: bool| {
+        serde_json::json!({"version": 1, "transformationData": {"batches": [{"id": 3,
+            "name": "nightly", "schedule": "daily 02:00", "enabled": enabled,
+            "elements": [{"elementType": "F", "elementId": 10}]}]}})
+    };
+    let (st, v) = deploy(batch(true));
+    assert_eq!(
+        (st, v["error"]["code"].as_str()),
+        (422, Some("deploy.invalid")),
+        "{v}"
+    );
+    let details = v["error"]["details"].as_array().expect("details");
+    let refusal = details
+        .iter()
+        .find(|d| d["code"] == "deploy.cycle_in_batch")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(
+        refusal["path"], "transformationData.batches[0].elements",
+        "{v}"
+    );
+    assert_eq!(w.dump(), before);
+    // Disabled it deploys; the cycle broken (b is now read by sheet 2 with dependency N),
+    // enabling it is fine.
+    let (st, v) = deploy(batch(false));
+    assert_eq!(st, 200, "{v}");
+    let mut broken = sheet(2, "b", "a");
+    broken["nodes"][1]["attributes"]["dependency"] = "N".into();
+    let (st, v) =
+        deploy(serde_json::json!({"version": 1, "transformationData": {"sheets": [broken]}}));
+    assert_eq!(st, 200, "{v}");
+    assert!(warnings(&v, "deploy.cycle").is_empty(), "{v}");
+    let (st, v) = deploy(batch(true));
+    assert_eq!(st, 200, "{v}");
+    // Closing it again while the batch is enabled is refused at the action.
+    let (st, v) = deploy(
+        serde_json::json!({"version": 1, "transformationData": {"sheets": [sheet(2, "b", "a")]}}),
+    );
+    assert_eq!(st, 422, "{v}");
+    let refusal = v["error"]["details"]
+        .as_array()
+        .and_then(|d| {
+            d.iter()
+                .find(|d| d["code"] == "deploy.cycle_in_batch")
+                .cloned()
+        })
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(
+        refusal["path"], "transformationData.sheets[0].nodes[0]",
+        "{v}"
+    );
+    assert!(
+        refusal["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("batch 3 `nightly` runs every action of a cycle")),
+        "{v}"
+    );
+}

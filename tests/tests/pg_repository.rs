@@ -199,6 +199,7 @@ fn copy_rows(from: &std::path::Path, to: &PgRepo) {
         "sheets",
         "nodes",
         "edges",
+        "data_flow",
         "deploys",
         "deploy_history",
         "batches",

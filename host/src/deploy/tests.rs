@@ -1153,3 +1153,185 @@ fn an_upsert_key_the_query_does_not_return_is_named_at_its_place_in_keys() {
     let star = text.replace("SELECT id, name, email", "SELECT *");
     f.ok(&star);
 }
+
+/// A sheet `id` in folder 10 whose one Upsert action (node `id + 2`) reads `from` and
+/// writes `to` (both with dependency `dependency`).
+fn copy_sheet(id: i64, from: &str, to: &str, dependency: &str) -> String {
+    let object = |node: i64, name: &str| {
+        serde_json::json!({"id": node, "type": 1,
+            "layout": {"x": 0, "y": 0, "width": 10, "height": 10},
+            "attributes": {"field1": name, "field2": "main", "field3": null,
+                "objectTypeId": 1, "connectionId": 1, "dependency": dependency}})
+    };
+    serde_json::json!({"version": 1, "transformationData": {"sheets": [{
+        "id": id,
+        "attributes": {"name": format!("copy {from} to {to}"), "folder_id": 10, "folder": "/sales"},
+        "nodes": [
+            object(id + 1, from),
+            {"id": id + 2, "type": 0, "layout": {"x": 0, "y": 0, "width": 10, "height": 10},
+             "attributes": {"module": "Upsert", "name": format!("{from} into {to}"),
+                "action": format!("SELECT id FROM {from}"), "keys": "id"}},
+            object(id + 3, to)
+        ],
+        "edges": [{"id": id + 4, "from": id + 1, "to": id + 2}, {"id": id + 5, "from": id + 2, "to": id + 3}]
+    }]}})
+    .to_string()
+}
+
+fn warnings<'a>(r: &'a Report, code: &str) -> Vec<&'a Detail> {
+    r.warnings.iter().filter(|d| d.code == code).collect()
+}
+
+#[test]
+fn a_deploy_that_closes_a_cycle_between_sheets_is_warned_with_the_whole_cycle() {
+    let f = Fixture::with_base();
+    // a -> b -> c: a chain, no cycle.
+    assert!(warnings(&f.ok(&copy_sheet(200, "a", "b", "Y")), "deploy.cycle").is_empty());
+    assert!(warnings(&f.ok(&copy_sheet(300, "b", "c", "Y")), "deploy.cycle").is_empty());
+    // A reader of c writing b with dependency N orders nothing: no cycle.
+    assert!(warnings(&f.ok(&copy_sheet(400, "c", "b", "N")), "deploy.cycle").is_empty());
+    // With dependency Y it closes b -> c -> b.
+    let text = copy_sheet(400, "c", "b", "Y");
+    let r = f.ok(&text);
+    let w = warnings(&r, "deploy.cycle");
+    assert_eq!(w.len(), 1, "{:#?}", r.warnings);
+    assert_eq!(w[0].path, "transformationData.sheets[0].nodes[1]");
+    assert!(
+        w[0].message.contains(
+            "action 402 `c into b` (sheet 400) writes main.b (connection 1), which action 302 `b into c` (sheet 300) reads; action 302 `b into c` (sheet 300) writes main.c (connection 1), which action 402 `c into b` (sheet 400) reads"
+        ),
+        "{}",
+        w[0].message
+    );
+    assert!(w[0].message.contains("run.cycle"), "{}", w[0].message);
+    // The deploy went through; redeploying the other side names the same cycle, and an
+    // identical redeploy (nothing changed) says nothing.
+    assert!(
+        crate::repo::SheetStore::plans(&f.repo, 400)
+            .expect("plans")
+            .is_some()
+    );
+    let r = f.ok(&copy_sheet(300, "b", "c", "Y"));
+    assert!(warnings(&r, "deploy.cycle").is_empty(), "unchanged: {r:#?}");
+    let r = f.ok(&copy_sheet(300, "B", "c", "Y").replace("\"name\":\"copy B", "\"name\":\"copy b"));
+    assert_eq!(warnings(&r, "deploy.cycle").len(), 1, "{:#?}", r.warnings);
+    // Breaking the cycle ends the warnings.
+    let r = f.ok(&copy_sheet(400, "c", "d", "Y"));
+    assert!(warnings(&r, "deploy.cycle").is_empty());
+    let r = f.ok(&copy_sheet(300, "b", "c", "Y"));
+    assert!(warnings(&r, "deploy.cycle").is_empty(), "{:#?}", r.warnings);
+}
+
+#[test]
+fn a_cycle_inside_an_enabled_batch_is_refused_and_outside_one_only_warned() {
+    let f = Fixture::with_base();
+    f.ok(&copy_sheet(200, "a", "b", "Y"));
+    f.ok(&copy_sheet(300, "b", "a", "N"));
+    // The nightly runs folder /sales (10): every sheet above.
+    let batch = |enabled: bool, elements: serde_json::Value| {
+        serde_json::json!({"version": 1, "transformationData": {"batches": [{
+            "id": 7, "name": "nightly", "schedule": "daily 02:00", "enabled": enabled,
+            "elements": elements, "variables": []}]}})
+        .to_string()
+    };
+    f.ok(&batch(
+        true,
+        serde_json::json!([{"elementType": "F", "elementId": 10}]),
+    ));
+    // Closing a cycle among its actions is refused, the repository unchanged.
+    let d = f.invalid(&copy_sheet(300, "b", "a", "Y"));
+    let e = find(&d, "deploy.cycle_in_batch");
+    assert_eq!(e.path, "transformationData.sheets[0].nodes[1]");
+    assert!(
+        e.message
+            .starts_with("batch 7 `nightly` runs every action of a cycle"),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.message.contains("action 202 `a into b` (sheet 200)"),
+        "{}",
+        e.message
+    );
+    // A batch that runs only one side: a warning, the deploy goes through.
+    f.ok(&batch(
+        true,
+        serde_json::json!([{"elementType": "S", "elementId": 200}]),
+    ));
+    let r = f.ok(&copy_sheet(300, "b", "a", "Y"));
+    assert_eq!(warnings(&r, "deploy.cycle").len(), 1, "{:#?}", r.warnings);
+    // Deploying the batch over both sides is refused at its elements, even though the
+    // cycle was there before; disabled, it deploys.
+    let both = serde_json::json!([{"elementType": "S", "elementId": 200}, {"elementType": "A", "elementId": 302}]);
+    let d = f.invalid(&batch(true, both.clone()));
+    let e = find(&d, "deploy.cycle_in_batch");
+    assert_eq!(e.path, "transformationData.batches[0].elements");
+    assert!(
+        e.message.contains("action 302 `b into a` (sheet 300)"),
+        "{}",
+        e.message
+    );
+    f.ok(&batch(false, both.clone()));
+    // Enabling it again is refused too; the folder's root holds everything.
+    find(&f.invalid(&batch(true, both)), "deploy.cycle_in_batch");
+    let root =
+        f.ok(r#"{"version": 1, "transformationData": {"folders": [{"id": 1, "path": "/"}]}}"#);
+    assert!(root.warnings.is_empty(), "{root:#?}");
+    find(
+        &f.invalid(&batch(
+            true,
+            serde_json::json!([{"elementType": "F", "elementId": 1}]),
+        )),
+        "deploy.cycle_in_batch",
+    );
+}
+
+#[test]
+fn sheets_stored_before_the_data_graph_join_it_at_the_next_deploy() {
+    let f = Fixture::with_base();
+    f.ok(&copy_sheet(200, "a", "b", "Y"));
+    // As a repository upgraded to version 11 holds it: no lines, not recorded.
+    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
+    conn.execute_batch("DELETE FROM data_flow; UPDATE sheets SET flow_recorded = NULL;")
+        .expect("forget the data graph");
+    let r = f.ok(&copy_sheet(300, "b", "a", "Y"));
+    let w = warnings(&r, "deploy.cycle");
+    assert_eq!(w.len(), 1, "{:#?}", r.warnings);
+    assert!(
+        w[0].message.contains("action 202 `a into b`"),
+        "{}",
+        w[0].message
+    );
+    let unrecorded: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sheets WHERE flow_recorded IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert_eq!(unrecorded, 0);
+}
+
+#[test]
+fn a_long_chain_is_searched_from_its_short_side() {
+    // 300 sheets in a chain; the last one closes it round to the first.
+    let f = Fixture::with_base();
+    for i in 0..300 {
+        let r = f.ok(&copy_sheet(
+            1000 + 10 * i,
+            &format!("t{i}"),
+            &format!("t{}", i + 1),
+            "Y",
+        ));
+        assert!(warnings(&r, "deploy.cycle").is_empty());
+    }
+    let r = f.ok(&copy_sheet(9000, "t300", "t0", "Y"));
+    let w = warnings(&r, "deploy.cycle");
+    assert_eq!(w.len(), 1);
+    assert_eq!(
+        w[0].message.matches(" writes ").count(),
+        301,
+        "{}",
+        w[0].message
+    );
+}

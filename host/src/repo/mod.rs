@@ -7,6 +7,7 @@
 mod browse;
 mod error;
 mod facts;
+mod flow;
 pub(crate) mod instances;
 pub mod model;
 pub mod postgres;

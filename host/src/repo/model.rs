@@ -620,3 +620,51 @@ pub struct MissedItem {
     /// it), or `cannotStart: ` and the error.
     pub reason: String,
 }
+
+/// An object as the data graph knows it: its identity as its object type gives it (the
+/// connection, the schema and the name, in the type's own spelling).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// The connection number.
+    pub connection_id: i64,
+    /// The schema (empty for the connection's default).
+    pub schema: String,
+    /// The name.
+    pub name: String,
+}
+
+/// One line of the data graph: an action reads or writes an object with dependency `Y`
+/// (what orders a run).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FlowRow {
+    /// The action node.
+    pub action_id: i64,
+    /// The object.
+    pub object: ObjectKey,
+    /// Whether the action writes it (else it reads it).
+    pub writes: bool,
+}
+
+/// Where an action lives, for naming it and for asking whether a batch runs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionPlace {
+    /// The action's name.
+    pub name: String,
+    /// Its sheet.
+    pub sheet_id: i64,
+    /// The path of the sheet's folder.
+    pub folder: String,
+}
+
+/// A deployed batch as a deploy's cycle check reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchScope {
+    /// The batch id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// Whether the scheduler starts it.
+    pub enabled: bool,
+    /// What it runs.
+    pub elements: Vec<Element>,
+}

@@ -245,6 +245,25 @@ ALTER TABLE hosts ADD COLUMN process TEXT;
 ",
         then: None,
     },
+    Migration {
+        summary: "the repository's data graph: which objects each action reads and writes (as its object type names them), so that a deploy finds a cycle it closes without reading every plan; sheets stored before it get theirs at the next deploy",
+        sql: "
+CREATE TABLE data_flow (
+    sheet_id      INTEGER NOT NULL REFERENCES sheets(id) ON DELETE CASCADE,
+    action_id     INTEGER NOT NULL,
+    connection_id INTEGER NOT NULL,
+    schema_name   TEXT NOT NULL,
+    object_name   TEXT NOT NULL,
+    writes        INTEGER NOT NULL
+);
+CREATE INDEX data_flow_object ON data_flow(connection_id, object_name, schema_name, writes);
+CREATE INDEX data_flow_action ON data_flow(action_id, writes);
+CREATE INDEX data_flow_sheet ON data_flow(sheet_id);
+ALTER TABLE sheets ADD COLUMN flow_recorded INTEGER;
+CREATE INDEX sheets_flow_unrecorded ON sheets(id) WHERE flow_recorded IS NULL;
+",
+        then: None,
+    },
 ];
 
 /// Version 6: the plans of every stored sheet, read from its definition once. A sheet whose

@@ -12,7 +12,8 @@
 use super::error::Result;
 use super::facts::Facts;
 use super::model::{
-    ActionEnd, Change, IdTable, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
+    ActionEnd, ActionPlace, BatchScope, Change, FlowRow, IdTable, InstanceRow, InstanceState,
+    InstanceSummary, NewInstance, ObjectKey, Restarted,
 };
 use super::work::{Beat, Claimed, Ended, Halted, Holder, HostRow, InstanceInfo, Settle};
 use crate::dsr::model::{Batch, Connection, Folder, Sheet};
@@ -39,6 +40,23 @@ pub trait DeployWriter: Facts {
     /// The number this deploy got with its first change (in `deploys`); `None` while it
     /// changed nothing.
     fn deploy_id(&self) -> Option<i64>;
+    /// Replaces sheet `sheet`'s lines of the data graph with `rows`.
+    fn record_flow(&self, sheet: i64, rows: &[FlowRow]) -> Result<()>;
+    /// The sheets whose lines of the data graph are not recorded yet (stored by a weft
+    /// before the data graph), each with its stored plans (`None`: unreadable).
+    fn unrecorded_flow(&self) -> Result<Vec<(i64, Option<Vec<StoredPlan>>)>>;
+    /// The actions next to `action` in the data graph with the object between: with
+    /// `forward` those that read what it writes, else those that write what it reads.
+    fn flow_neighbours(&self, action: i64, forward: bool) -> Result<Vec<(i64, ObjectKey)>>;
+    /// Where action `action` lives (its name, sheet and folder); `None` for no action.
+    fn action_place(&self, action: i64) -> Result<Option<ActionPlace>>;
+    /// Every deployed batch with its elements.
+    fn batch_scopes(&self) -> Result<Vec<BatchScope>>;
+    /// The actions of the data graph in sheet `sheet`.
+    fn flow_actions_in_sheet(&self, sheet: i64) -> Result<Vec<i64>>;
+    /// The sheets in folder `folder` and every folder below it; `None` when it does not
+    /// exist.
+    fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;
 }
 
 /// Batch instances and their actions, and the hosts that run them. Each method is one

@@ -4,9 +4,13 @@
 //! an identical redeploy leaves the file byte-identical.
 
 use crate::dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
+use crate::plan::StoredPlan;
 use crate::repo::error::{Error, Result, now_utc};
 use crate::repo::facts::Facts;
-use crate::repo::model::{Change, ChangeKind, IdTable, ObjectKind};
+use crate::repo::flow;
+use crate::repo::model::{
+    ActionPlace, BatchScope, Change, ChangeKind, FlowRow, IdTable, ObjectKey, ObjectKind,
+};
 use crate::repo::sql::{FromValue, Param, Session, Statement, ToParam, args};
 use std::borrow::Cow;
 
@@ -613,5 +617,41 @@ impl crate::repo::store::DeployWriter for Writer<'_> {
 
     fn deploy_id(&self) -> Option<i64> {
         self.deploy.borrow().as_ref().map(|d| d.0)
+    }
+
+    fn record_flow(&self, sheet: i64, rows: &[FlowRow]) -> Result<()> {
+        flow::record(self.tx, sheet, rows)
+    }
+
+    fn unrecorded_flow(&self) -> Result<Vec<(i64, Option<Vec<StoredPlan>>)>> {
+        flow::unrecorded(self.tx)?
+            .into_iter()
+            .map(|(id, plans)| {
+                let plans = plans.map(|p| serde_json::from_str(&p)).transpose();
+                // Plans that cannot be read leave the sheet out of the graph, as its runs
+                // fail until it is deployed again.
+                Ok((id, plans.ok().flatten()))
+            })
+            .collect()
+    }
+
+    fn flow_neighbours(&self, action: i64, forward: bool) -> Result<Vec<(i64, ObjectKey)>> {
+        flow::neighbours(self.tx, action, forward)
+    }
+
+    fn action_place(&self, action: i64) -> Result<Option<ActionPlace>> {
+        flow::place(self.tx, action)
+    }
+
+    fn batch_scopes(&self) -> Result<Vec<BatchScope>> {
+        flow::batches(self.tx)
+    }
+
+    fn flow_actions_in_sheet(&self, sheet: i64) -> Result<Vec<i64>> {
+        flow::actions_in_sheet(self.tx, sheet)
+    }
+
+    fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>> {
+        crate::repo::instances::sheets_below(self.tx, folder)
     }
 }

@@ -43,6 +43,11 @@ pub trait Catalog {
         objects: &[weft_sdk::ObjectRef],
         schemas: &BTreeMap<i64, String>,
     ) -> Vec<(i64, String)>;
+    /// The identity of an object as its object type gives it (two references with one
+    /// identity are one object): the connection, the schema and the name.
+    fn identity(&self, object: &weft_sdk::ObjectRef) -> (i64, String, String) {
+        crate::plan::plain_identity(object)
+    }
 }
 
 /// The validator's view of the loaded plugins, with the key file for connection dialects.
@@ -101,6 +106,10 @@ impl Catalog for PluginCatalog<'_> {
         schemas: &BTreeMap<i64, String>,
     ) -> Vec<(i64, String)> {
         PluginCatalog::check_objects(self, objects, schemas)
+    }
+
+    fn identity(&self, object: &weft_sdk::ObjectRef) -> (i64, String, String) {
+        crate::plan::identity(self.registry, object)
     }
 
     fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect {

@@ -1,0 +1,143 @@
+//! The repository's data graph (`data_flow`): which objects each action reads and writes
+//! with dependency `Y`, one row per pair, replaced with its sheet at every deploy. A deploy
+//! walks it from the actions it changed to find a cycle it closes (the rows of an action and
+//! of an object are each one indexed read), never reading every plan.
+
+use crate::repo::error::{Error, Result};
+use crate::repo::model::{ActionPlace, BatchScope, FlowRow, ObjectKey};
+use crate::repo::sql::{Param, Session, Statement, args};
+use std::borrow::Cow;
+
+/// Replaces the rows of sheet `sheet` with `rows` and marks its flow recorded.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn record(tx: &dyn Session, sheet: i64, rows: &[FlowRow]) -> Result<()> {
+    let mut writes: Vec<Statement<'_>> = Vec::with_capacity(rows.len() + 2);
+    writes.push((
+        "DELETE FROM data_flow WHERE sheet_id = ?1",
+        vec![Param::Int(sheet)],
+    ));
+    for r in rows {
+        writes.push((
+            "INSERT INTO data_flow (sheet_id, action_id, connection_id, schema_name, object_name, writes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            vec![
+                Param::Int(sheet),
+                Param::Int(r.action_id),
+                Param::Int(r.object.connection_id),
+                Param::Text(Cow::Borrowed(&r.object.schema)),
+                Param::Text(Cow::Borrowed(&r.object.name)),
+                Param::Int(i64::from(r.writes)),
+            ],
+        ));
+    }
+    writes.push((
+        "UPDATE sheets SET flow_recorded = 1 WHERE id = ?1 AND flow_recorded IS NULL",
+        vec![Param::Int(sheet)],
+    ));
+    tx.execute_all(&writes)?;
+    Ok(())
+}
+
+/// The sheets whose data flow is not recorded yet (stored before schema version 11), each
+/// with its stored plans (`None` when an upgrade could not read its definition).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn unrecorded(tx: &dyn Session) -> Result<Vec<(i64, Option<String>)>> {
+    tx.rows(
+        "SELECT id, plans FROM sheets WHERE flow_recorded IS NULL ORDER BY id",
+        args![],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+}
+
+/// The actions next to `action` in the data graph, with the object between: with `forward`
+/// those that read what it writes, else those that write what it reads. Never itself.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn neighbours(tx: &dyn Session, action: i64, forward: bool) -> Result<Vec<(i64, ObjectKey)>> {
+    tx.rows(
+        "SELECT o.action_id, o.connection_id, o.schema_name, o.object_name
+           FROM data_flow a JOIN data_flow o
+             ON o.connection_id = a.connection_id AND o.object_name = a.object_name
+            AND o.schema_name = a.schema_name AND o.writes = ?3
+          WHERE a.action_id = ?1 AND a.writes = ?2 AND o.action_id <> ?1
+          ORDER BY o.action_id, o.connection_id, o.schema_name, o.object_name",
+        args![action, i64::from(forward), i64::from(!forward)],
+        |r| {
+            Ok((
+                r.get(0)?,
+                ObjectKey {
+                    connection_id: r.get(1)?,
+                    schema: r.get(2)?,
+                    name: r.get(3)?,
+                },
+            ))
+        },
+    )
+}
+
+/// Where action `action` lives; `None` when it is no action of a stored sheet.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn place(tx: &dyn Session, action: i64) -> Result<Option<ActionPlace>> {
+    tx.row(
+        "SELECT COALESCE(n.name, ''), n.sheet_id, f.path FROM nodes n
+           JOIN sheets s ON s.id = n.sheet_id JOIN folders f ON f.id = s.folder_id
+          WHERE n.id = ?1 AND n.type = 0",
+        args![action],
+        |r| {
+            Ok(ActionPlace {
+                name: r.get(0)?,
+                sheet_id: r.get(1)?,
+                folder: r.get(2)?,
+            })
+        },
+    )
+}
+
+/// Every deployed batch with its elements, by id.
+///
+/// # Errors
+///
+/// A repository error; [`Error::Corrupt`] for elements that cannot be read.
+pub fn batches(tx: &dyn Session) -> Result<Vec<BatchScope>> {
+    tx.rows(
+        "SELECT id, name, enabled, elements FROM batches ORDER BY id",
+        args![],
+        |r| {
+            let id: i64 = r.get(0)?;
+            let elements: String = r.get(3)?;
+            Ok(BatchScope {
+                id,
+                name: r.get(1)?,
+                enabled: r.get(2)?,
+                elements: serde_json::from_str(&elements).map_err(|e| {
+                    Error::Corrupt(format!(
+                        "batch {id}: its stored elements cannot be read: {e}"
+                    ))
+                })?,
+            })
+        },
+    )
+}
+
+/// The actions of the data graph in sheet `sheet`.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn actions_in_sheet(tx: &dyn Session, sheet: i64) -> Result<Vec<i64>> {
+    tx.rows(
+        "SELECT DISTINCT action_id FROM data_flow WHERE sheet_id = ?1 ORDER BY action_id",
+        args![sheet],
+        |r| r.get(0),
+    )
+}
