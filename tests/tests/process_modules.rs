@@ -226,6 +226,8 @@ fn the_python_reference_module_validates_at_deploy_and_runs_with_its_connections
             .is_some_and(|e| e.contains("few holds 2 row(s), fewer than minRows 3")),
         "{inst}"
     );
+    // The rows its failed answer says it read are recorded with the action.
+    assert_eq!(inst["actions"][0]["rowsRead"], 2, "{inst}");
 }
 
 #[test]

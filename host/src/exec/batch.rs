@@ -950,7 +950,8 @@ impl Executor {
     fn finished(&self, c: &Claimed, ran: &Ran) {
         let (error, o) = match &ran.outcome {
             Ok(o) => (None, *o),
-            Err(e) => (Some(e.as_str()), weft_sdk::RunOutcome::default()),
+            // What a failed process module said it handled before it failed.
+            Err(e) => (Some(e.as_str()), ran.partial),
         };
         if let Some(e) = error {
             if ran.halted {

@@ -227,6 +227,10 @@ mod flusher {
 pub struct Ran {
     /// Rows read, written, updated; `Err` with the message when it failed.
     pub outcome: Result<RunOutcome, String>,
+    /// For a failed action, the rows it said it handled before it failed: a process
+    /// module's `failed` answer gives them (it commits itself, so they may be written);
+    /// zero otherwise (a failed action's transactions were rolled back).
+    pub partial: RunOutcome,
     /// The log lines of the plugin (with a live log, those it was not handed).
     pub log: Vec<String>,
     /// Whether it stopped because its instance was halted (then `outcome` is `Err`, and its
@@ -239,6 +243,7 @@ impl Ran {
     pub fn failed(message: String) -> Self {
         Ran {
             outcome: Err(message),
+            partial: RunOutcome::default(),
             log: Vec::new(),
             halted: false,
         }
@@ -291,10 +296,12 @@ pub fn run_marked(
         Some(live) => Lines::live(live, secrets.clone()),
         None => Lines::default(),
     };
-    let outcome = run_inner(registry, keys, plan, variables, marking, &lines);
+    let (outcome, partial) = match run_inner(registry, keys, plan, variables, marking, &lines) {
+        Ok(o) => (Ok(o), RunOutcome::default()),
+        Err(f) => (Err(redact(&f.message, &secrets)), f.partial),
+    };
     let log = lines.rest();
     let log = log.iter().map(|l| redact(l, &secrets)).collect();
-    let outcome = outcome.map_err(|e| redact(&e, &secrets));
     // Whatever ended it, an action that did not commit after its instance was asked to halt
     // counts as halted.
     let halted = outcome.is_err()
@@ -308,8 +315,24 @@ pub fn run_marked(
     };
     Ran {
         outcome,
+        partial,
         log,
         halted,
+    }
+}
+
+/// Why an action failed: the message, and the rows it reported before it failed.
+struct Failure {
+    message: String,
+    partial: RunOutcome,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure {
+            message,
+            partial: RunOutcome::default(),
+        }
     }
 }
 
@@ -320,13 +343,13 @@ fn run_inner(
     variables: &[(String, String)],
     marking: Option<&Marking<'_>>,
     lines: &Lines,
-) -> Result<RunOutcome, String> {
+) -> Result<RunOutcome, Failure> {
     let module = registry
         .module(&plan.module)
         .ok_or_else(|| format!("action {}: module `{}` is not loaded", plan.id, plan.module))?;
     // Deployed elsewhere, or before the setting changed: refused here all the same.
     if let Some(why) = registry.refusal(&plan.module) {
-        return Err(format!("action {}: {why}", plan.id));
+        return Err(format!("action {}: {why}", plan.id).into());
     }
     // A looped action's text is substituted at each iteration, with the loop row's columns.
     let looped = looped::Loop::of(plan).filter(|_| registry.process_module(&plan.module).is_none());
@@ -431,7 +454,8 @@ fn run_inner(
                     return Err(format!(
                         "action {}: stopped before it began: {e}",
                         plan.id
-                    ));
+                    )
+                    .into());
                 }
                 Err(e) => lines.push(&format!(
                     "connection {id}: no commit marker ({e}); if the server stops between this action's commit and its record, a restart runs it again (at-least-once; run {})",
@@ -469,7 +493,8 @@ fn run_inner(
             return Err(format!(
                 "action {}: loopQuery needs a connection to run on, and the action has no object",
                 plan.id
-            ));
+            )
+            .into());
         };
         let template = plan.text.clone().unwrap_or_default();
         let mut call = |c: &mut RunContext| module.module.run(c).into_result();
@@ -530,7 +555,7 @@ fn run_inner(
             c.rollback()
         };
         if let (Ok(_), Err(e)) = (&result, end) {
-            return Err(format!("action {}: commit failed: {e}", plan.id));
+            return Err(format!("action {}: commit failed: {e}", plan.id).into());
         }
         if result.is_ok() {
             crate::fault::hit(crate::fault::AFTER_TARGET_COMMIT);
@@ -539,7 +564,7 @@ fn run_inner(
     if let (Ok(_), Some(at), false) = (&result, checked, target_ids.is_empty()) {
         crate::metrics::commit_window(at.elapsed().as_secs_f64());
     }
-    result.map_err(|e| format!("action {} ({}): {e}", plan.id, plan.module))
+    result.map_err(|e| format!("action {} ({}): {e}", plan.id, plan.module).into())
 }
 
 /// Runs a process module: it opens its connections itself (their key file entries go in
@@ -555,7 +580,7 @@ fn run_process(
     ids: &[i64],
     marking: Option<&Marking<'_>>,
     lines: &Lines,
-) -> Result<RunOutcome, String> {
+) -> Result<RunOutcome, Failure> {
     let mut entries = Vec::with_capacity(ids.len());
     for id in ids {
         let entry = keys.get(&id.to_string()).ok_or_else(|| {
@@ -589,7 +614,15 @@ fn run_process(
         &|| halt.is_some_and(halt::Halt::is_raised) || lease.is_some_and(|l| l().is_some()),
         &|line| lines.push(line),
     )
-    .map_err(|e| format!("action {} ({}): {}", plan.id, plan.module, e.message()))
+    .map_err(|e| Failure {
+        message: format!(
+            "action {} ({}): {}",
+            plan.id,
+            plan.module,
+            e.error.message()
+        ),
+        partial: e.counts,
+    })
 }
 
 /// The connections an action writes, each in one transaction: its targets', or, for an

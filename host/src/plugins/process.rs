@@ -593,13 +593,33 @@ impl ActionModule for ProcessModule {
     }
 }
 
+/// Why a process module's run failed, with the rows its `failed` answer says it handled
+/// before (it commits itself, so they may be in its targets).
+#[derive(Debug)]
+pub struct RunFailure {
+    /// What went wrong.
+    pub error: PluginError,
+    /// The counts of a `failed` answer; zero when there was none.
+    pub counts: RunOutcome,
+}
+
+impl From<PluginError> for RunFailure {
+    fn from(error: PluginError) -> Self {
+        RunFailure {
+            error,
+            counts: RunOutcome::default(),
+        }
+    }
+}
+
 /// Runs `module` for `plan` with the action text `text` and `variables`; `entries` are the
 /// key file entries of its connections (the module opens them itself); `log` takes its
 /// messages.
 ///
 /// # Errors
 ///
-/// The call's, an answer that is not as the protocol says, or the module's own `failed`.
+/// The call's, an answer that is not as the protocol says, or the module's own `failed`
+/// with the counts it gave.
 pub fn run(
     module: &ProcessModule,
     plan: &crate::plan::ActionPlan,
@@ -608,7 +628,7 @@ pub fn run(
     entries: &[(i64, &crate::keys::Entry)],
     halted: &dyn Fn() -> bool,
     log: &dyn Fn(&str),
-) -> Result<RunOutcome, PluginError> {
+) -> Result<RunOutcome, RunFailure> {
     let mut vars = serde_json::Map::new();
     for (k, v) in variables {
         vars.insert(k.clone(), serde_json::Value::from(v.as_str()));
@@ -661,28 +681,33 @@ pub fn run(
     for m in &answer.messages {
         log(&redact(m, &secrets));
     }
+    let counts = RunOutcome {
+        rows_read: answer.rows_read,
+        rows_written: answer.rows_written,
+        rows_updated: answer.rows_updated,
+        rows_deleted: answer.rows_deleted,
+    };
     match answer.state.as_str() {
-        "finished" => Ok(RunOutcome {
-            rows_read: answer.rows_read,
-            rows_written: answer.rows_written,
-            rows_updated: answer.rows_updated,
-            rows_deleted: answer.rows_deleted,
+        "finished" => Ok(counts),
+        "failed" => Err(RunFailure {
+            error: PluginError::new(redact(
+                &format!(
+                    "{}{}",
+                    answer
+                        .error
+                        .as_deref()
+                        .unwrap_or("the module said it failed, without a reason"),
+                    counts_before_failing(&answer)
+                ),
+                &secrets,
+            )),
+            counts,
         }),
-        "failed" => Err(PluginError::new(redact(
-            &format!(
-                "{}{}",
-                answer
-                    .error
-                    .as_deref()
-                    .unwrap_or("the module said it failed, without a reason"),
-                counts_before_failing(&answer)
-            ),
-            &secrets,
-        ))),
         other => Err(PluginError::new(format!(
             "process module {}: its answer's state is `{other}`; it is finished or failed",
             module.manifest.name
-        ))),
+        ))
+        .into()),
     }
 }
 
