@@ -633,3 +633,36 @@ fn history_keeps_periods_on_h2_and_hsqldb() {
         );
     }
 }
+
+#[test]
+fn an_error_in_a_script_is_placed_in_the_action_text_on_every_driver() {
+    let env = Env::new();
+    // The second statement of three fails; each driver says where in its own words.
+    let script = |table: &str| {
+        format!(
+            "CREATE TABLE {table} (id INT);\nINSERT INTO {table}\n  SELEC id FROM {table};\nDROP TABLE {table}"
+        )
+    };
+    for (key, table) in [(2, "placed_pg"), (3, "placed_h2"), (4, "placed_hsql")] {
+        let sql = script(table);
+        let e = env
+            .run(&env.plan("Sql", &sql, &[], (key, table)))
+            .expect_err("a typo in the second statement");
+        let offset = "INSERT INTO \n  ".len() + table.len();
+        match key {
+            // PostgreSQL says a position and H2 marks it: the line and column of the whole
+            // text, and the offset in the statement quoted.
+            2 | 3 => {
+                let statement = format!("INSERT INTO {table}\n  SELEC id FROM {table}");
+                let said = format!("at line 3, column 3 of the action; at offset {offset} in `{statement}`");
+                assert!(e.contains(&said), "connection {key}: {e}");
+            }
+            // HSQLDB says no place: the statement's own.
+            _ => assert!(
+                e.contains("statement 2 of 3, from line 2, column 1 of the action, in `INSERT INTO placed_hsql"),
+                "{e}"
+            ),
+        }
+        assert!(!e.contains("\n  Position:"), "{e}");
+    }
+}

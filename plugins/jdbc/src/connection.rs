@@ -11,7 +11,7 @@ use weft_sdk::{
     DatabaseConnection, Dialect, ErrorKind, PluginError, PluginResult, Row, RowSink, TableInfo,
     Value,
 };
-use weft_sql_support::{qualified, quote, split_statements};
+use weft_sql_support::{qualified, quote, statement_ranges};
 
 /// What a connection is opened from.
 pub struct Target<'a> {
@@ -202,20 +202,60 @@ impl JdbcConnection {
         })
     }
 
+    /// Runs `f` for statement `index` of `count`, at `range` in the text `sql`: a driver's
+    /// error is placed in the whole text ([`crate::place`]).
+    fn call_placed<T>(
+        &self,
+        what: &str,
+        sql: &str,
+        range: std::ops::Range<usize>,
+        (index, count): (usize, usize),
+        f: impl FnOnce(&mut Env, &JObject<'static>) -> jni::errors::Result<T>,
+    ) -> Result<T, PluginError> {
+        let bridge = &self.bridge;
+        with_env(self.jvm, |env| f(env, bridge)).map_err(|e| match e {
+            Failure::Java(m) => PluginError::new(scrub(
+                &format!(
+                    "connection {}: {what}: {}",
+                    self.key,
+                    crate::place::describe(&m, sql, range, index, count)
+                ),
+                &self.password,
+                &self.url,
+            )),
+            Failure::Jni(e) => PluginError::of(
+                ErrorKind::Connection,
+                format!("connection {}: {what}: JNI: {e}", self.key),
+            ),
+        })
+    }
+
+    /// Runs a script one statement at a time (one call each), so that an error names its
+    /// statement and its place in the script.
     fn script(&mut self, sql: &str) -> Result<u64, PluginError> {
-        let statements = split_statements(sql, self.dialect);
-        let n = self.call("statement failed", |env, b| {
-            let refs: Vec<&str> = statements.iter().map(String::as_str).collect();
-            let a = string_array(env, &refs)?;
-            env.call_method(
-                b,
-                jni_str!("script"),
-                jni_sig!("([Ljava/lang/String;)J"),
-                &[JValue::Object(&a)],
-            )?
-            .j()
-        })?;
-        Ok(n.max(0) as u64)
+        let ranges = statement_ranges(sql, self.dialect);
+        let mut changed = 0u64;
+        for (i, range) in ranges.iter().enumerate() {
+            let statement = &sql[range.clone()];
+            let n = self.call_placed(
+                "statement failed",
+                sql,
+                range.clone(),
+                (i, ranges.len()),
+                |env, b| {
+                    let a = string_array(env, &[statement])?;
+                    env.call_method(
+                        b,
+                        jni_str!("script"),
+                        jni_sig!("([Ljava/lang/String;)J"),
+                        &[JValue::Object(&a)],
+                    )?
+                    .j()
+                },
+            )?;
+            changed += n.max(0) as u64;
+        }
+        Ok(changed)
     }
 
     fn run_query(
@@ -227,7 +267,7 @@ impl JdbcConnection {
     ) -> Result<u64, PluginError> {
         let batch_rows = batch_rows.clamp(1, i32::MAX as u32) as i32;
         let encoded = codec::params(params).map_err(|m| self.format_error("query", &m))?;
-        let header = self.call("query failed", |env, b| {
+        let header = self.call_placed("query failed", sql, 0..sql.len(), (0, 1), |env, b| {
             let s = env.new_string(sql)?;
             let p = env.byte_array_from_slice(&encoded)?;
             let h = env
@@ -445,7 +485,7 @@ impl DatabaseConnection for JdbcConnection {
 
     fn execute(&mut self, sql: &str, params: &[Value]) -> PluginResult<u64> {
         let encoded = codec::params(params).map_err(|m| self.format_error("statement", &m))?;
-        self.call("statement failed", |env, b| {
+        self.call_placed("statement failed", sql, 0..sql.len(), (0, 1), |env, b| {
             let s = env.new_string(sql)?;
             let p = env.byte_array_from_slice(&encoded)?;
             env.call_method(

@@ -16,6 +16,7 @@
 pub mod codec;
 pub mod connection;
 pub mod jvm;
+mod place;
 
 use std::path::{Path, PathBuf};
 use weft_sdk::{Connection, ConnectionBridge, ErrorKind, KeyEntry, PluginError, PluginResult};

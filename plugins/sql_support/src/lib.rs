@@ -799,22 +799,40 @@ mod tests {
 /// statement at a time. Empty statements are dropped; text the tokenizer cannot read is
 /// returned whole, so that the database reports the error.
 pub fn split_statements(sql: &str, dialect: Dialect) -> Vec<String> {
+    statement_ranges(sql, dialect)
+        .into_iter()
+        .map(|r| sql[r].to_owned())
+        .collect()
+}
+
+/// Where each statement of `sql` lies in it, as [`split_statements`] cuts them (trimmed,
+/// empty ones left out): byte ranges, so that an error in one statement can be placed in
+/// the whole text.
+pub fn statement_ranges(sql: &str, dialect: Dialect) -> Vec<std::ops::Range<usize>> {
+    let trimmed = |r: std::ops::Range<usize>| {
+        let piece = &sql[r.clone()];
+        let start = r.start + (piece.len() - piece.trim_start().len());
+        start..(r.end - (piece.len() - piece.trim_end().len())).max(start)
+    };
     let d = sp_dialect(dialect);
     let Ok(tokens) = sqlparser::tokenizer::Tokenizer::new(d.as_ref(), sql).tokenize_with_location()
     else {
-        return vec![sql.trim().to_owned()];
+        return vec![trimmed(0..sql.len())]
+            .into_iter()
+            .filter(|r| !r.is_empty())
+            .collect();
     };
     let mut out = Vec::new();
     let mut start = 0;
     for t in tokens {
         if t.token == sqlparser::tokenizer::Token::SemiColon {
             let at = offset_of(sql, t.span.start.line, t.span.start.column);
-            out.push(sql[start..at].trim().to_owned());
+            out.push(trimmed(start..at));
             start = at + 1;
         }
     }
-    out.push(sql[start..].trim().to_owned());
-    out.retain(|s| !s.is_empty());
+    out.push(trimmed(start..sql.len()));
+    out.retain(|r| !r.is_empty());
     out
 }
 
@@ -845,5 +863,20 @@ mod split_tests {
             vec!["select 'open; string".to_owned()]
         );
         assert!(split_statements(" ; ;\n", Dialect::Generic).is_empty());
+    }
+
+    #[test]
+    fn ranges_place_each_statement_in_the_whole_text() {
+        let sql = "DROP TABLE t;\n  CREATE TABLE t AS\n  SELECT 'é;' FORM s ;  ";
+        let ranges = statement_ranges(sql, Dialect::Sqlite);
+        assert_eq!(ranges, vec![0..12, 16..55]);
+        assert_eq!(
+            &sql[ranges[1].clone()],
+            "CREATE TABLE t AS\n  SELECT 'é;' FORM s"
+        );
+        assert_eq!(
+            statement_ranges("  select 'open; string ", Dialect::H2),
+            vec![2..22]
+        );
     }
 }
