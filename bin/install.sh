@@ -92,6 +92,19 @@ put "$root/bin/_weft_bin" "$prefix/bin/_weft_bin" 644
 for lib in "${plugin_libs[@]}"; do
   put "$target/$lib" "$prefix/plugins/$lib" 755
 done
+# The copies servers load (never the installed files, which a later install may rewrite):
+# one per library and build, named by the first 16 hex digits of its SHA-256, shared by
+# every HOME (the service user cannot write here); older builds' copies go.
+mkdir -p "$prefix/plugins/.loaded" && chmod 755 "$prefix/plugins/.loaded"
+for lib in "${plugin_libs[@]}"; do
+  hash=$(sha256sum "$prefix/plugins/$lib" | cut -c1-16)
+  stem=${lib%.so}
+  copy="$prefix/plugins/.loaded/$stem-$hash.so"
+  [ -f "$copy" ] || put "$prefix/plugins/$lib" "$copy" 444
+  for old in "$prefix/plugins/.loaded/$stem"-????????????????.so; do
+    if [ -e "$old" ] && [ "$old" != "$copy" ]; then rm -f "$old"; fi
+  done
+done
 if [ -f "$prefix/bin/jdbcList" ] && ! cmp -s "$root/jdbcList" "$prefix/bin/jdbcList"; then
   put "$root/jdbcList" "$prefix/bin/jdbcList.dist" 644
   echo "kept the edited $prefix/bin/jdbcList; the delivered list is $prefix/bin/jdbcList.dist"

@@ -188,8 +188,40 @@ fn the_installed_tree_works_from_any_directory_with_its_own_home_plugins_and_dri
         c.env_remove("RUST_LOG");
         c
     });
+    let pid = child.id();
     let _served = Served(child);
     assert!(repository.is_file());
+    // The plugins are loaded from the copies install.sh made beside them, one per library,
+    // shared by every HOME: this HOME holds none.
+    let store = prefix.join("plugins/.loaded");
+    let stored: Vec<String> = std::fs::read_dir(&store)
+        .expect("PREFIX/plugins/.loaded")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for lib in [
+        "libweft_plugin_sql",
+        "libweft_plugin_upsert",
+        "libweft_plugin_table",
+    ] {
+        assert_eq!(
+            stored
+                .iter()
+                .filter(|n| n.starts_with(&format!("{lib}-")))
+                .count(),
+            1,
+            "{stored:?}"
+        );
+    }
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
+    assert!(
+        maps.contains(&format!("{}/libweft_plugin_upsert-", store.display())),
+        "the server maps the stored copies: {maps}"
+    );
+    let own: Vec<_> = std::fs::read_dir(t.home().join("plugins/.loaded"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(own.is_empty(), "the HOME holds no copies: {own:?}");
     let o = t.run("getkey", &["weft_server"]);
     assert_eq!(text(&o).0.trim(), url, "the server wrote its address");
     for file in ["1-folder.dsr", "2-connection.dsr", "3-sheet.dsr"] {
@@ -262,6 +294,18 @@ fn the_installed_tree_works_from_any_directory_with_its_own_home_plugins_and_dri
 
     // A reinstall while the server runs: the code is replaced by renames, the edited
     // jdbcList, the drivers and HOME are kept, and the running server goes on answering.
+    // The same build's stored copies stay as they were.
+    let inode = |p: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(p).expect("stored copy").ino()
+    };
+    let sql_copy = store.join(
+        stored
+            .iter()
+            .find(|n| n.starts_with("libweft_plugin_sql-"))
+            .expect("the Sql copy"),
+    );
+    let before = inode(&sql_copy);
     let o = install_sh(&[prefix.to_str().expect("utf-8")]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
@@ -275,6 +319,11 @@ fn the_installed_tree_works_from_any_directory_with_its_own_home_plugins_and_dri
     );
     assert!(prefix.join("drivers/local.jar").is_file());
     assert!(repository.is_file());
+    assert_eq!(
+        inode(&sql_copy),
+        before,
+        "the stored copy was not rewritten"
+    );
     let path = example("3-sheet.dsr");
     let o = t.run("deploySheet.sh", &["--file", path.to_str().expect("utf-8")]);
     let (out, err) = text(&o);

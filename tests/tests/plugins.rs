@@ -667,3 +667,37 @@ fn weft_plugins_new_writes_a_crate_that_builds_passes_its_tests_and_loads() {
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(out.contains("modules Dedupe"), "{out}");
 }
+
+#[test]
+fn every_home_loads_the_same_copies_of_the_built_plugins() {
+    // Two servers on two HOMEs, from the checkout's build: both map the copies in the store
+    // beside the libraries, and neither HOME holds a copy of its own.
+    let (a, b) = (Weft::start(), Weft::start());
+    let store = weft_bin().parent().expect("target dir").join(".loaded");
+    let mapped = |w: &Weft| -> Vec<String> {
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", w.child.id())).expect("maps");
+        let mut libs: Vec<String> = maps
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .filter(|p| p.contains("libweft_plugin_"))
+            .map(str::to_owned)
+            .collect();
+        libs.sort();
+        libs.dedup();
+        libs
+    };
+    let (in_a, in_b) = (mapped(&a), mapped(&b));
+    assert!(in_a.len() >= 9, "{in_a:?}");
+    assert_eq!(in_a, in_b);
+    assert!(
+        in_a.iter()
+            .all(|p| p.starts_with(&store.display().to_string())),
+        "{in_a:?}"
+    );
+    for w in [&a, &b] {
+        let own: Vec<_> = std::fs::read_dir(w.home.path().join("plugins/.loaded"))
+            .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(own.is_empty(), "{own:?}");
+    }
+}

@@ -277,14 +277,40 @@ impl Registry {
         r
     }
 
-    /// Loads every plugin library found in `dirs` from a private copy in `copies` (see
-    /// [`copies`]), and removes the copies no library uses any more. A library that cannot
-    /// be copied (a full disk, a folder that cannot be written) is loaded from its file, with
-    /// a warning that replacing that file while the server runs will crash it.
+    /// Loads every plugin library found in `dirs` from a copy (see [`copies`]): the
+    /// installation's from the store beside them, shared by every HOME, where it can be; the
+    /// others from a private copy in `copies` (`HOME/plugins/.loaded`), whose copies no
+    /// library uses any more are removed. A library that cannot be copied at all (a full
+    /// disk, a folder that cannot be written) is loaded from its file, with a warning that
+    /// replacing that file while the server runs will crash it.
     pub fn load_private(dirs: &[(PathBuf, bool)], copies_dir: &Path) -> Self {
         let mut r = Registry::default();
         let mut kept = Vec::new();
+        let home_plugins = copies_dir.parent();
         for f in library_files(dirs) {
+            let store = f
+                .parent()
+                .filter(|d| Some(*d) != home_plugins)
+                .map(|d| d.join(copies::LOADED));
+            if let Some(store) = store {
+                match copies::shared_copy(&f, &store) {
+                    Ok(copy) => {
+                        let refused = r.refused.len();
+                        r.load_library_as(&f, &copy);
+                        // Removed by a newer build's start in between: a copy of its own.
+                        if r.refused.len() == refused || copy.exists() {
+                            continue;
+                        }
+                        r.refused.pop();
+                    }
+                    Err(e) => tracing::debug!(
+                        message = "The installation's store of plugin copies is not used; this HOME gets its own copy.",
+                        file = %f.display(),
+                        store = %store.display(),
+                        error = %e
+                    ),
+                }
+            }
             match copies::private_copy(&f, copies_dir) {
                 Ok(copy) => {
                     r.load_library_as(&f, &copy);
