@@ -240,16 +240,29 @@ pub fn deploy(
                 }
             }
         }
-        let touched = |kind: ObjectKind| -> HashSet<i64> {
-            changes
-                .iter()
-                .filter(|c| {
-                    c.kind == kind && matches!(c.change, ChangeKind::Created | ChangeKind::Updated)
-                })
-                .map(|c| c.id)
-                .collect()
-        };
-        let (sheets, batches) = (touched(ObjectKind::Sheet), touched(ObjectKind::Batch));
+        // The sheets created (no lines yet) or updated (with the nodes they no longer hold),
+        // and the batches created or updated.
+        let mut sheets: HashMap<i64, Option<Vec<i64>>> = HashMap::new();
+        let mut batches: HashSet<i64> = HashSet::new();
+        for c in &changes {
+            match (c.kind, c.change) {
+                (ObjectKind::Sheet, ChangeKind::Created) => {
+                    sheets.insert(c.id, None);
+                }
+                (ObjectKind::Sheet, ChangeKind::Updated) => {
+                    sheets.insert(c.id, Some(Vec::new()));
+                }
+                (ObjectKind::Node, ChangeKind::Deleted) => {
+                    if let Some(Some(gone)) = c.sheet_id.and_then(|s| sheets.get_mut(&s)) {
+                        gone.push(c.id);
+                    }
+                }
+                (ObjectKind::Batch, ChangeKind::Created | ChangeKind::Updated) => {
+                    batches.insert(c.id);
+                }
+                _ => {}
+            }
+        }
         let changed = cycles::Changed {
             sheets: &sheets,
             batches: &batches,

@@ -51,8 +51,9 @@ pub fn flow_rows(plans: &[ActionPlan], catalog: &dyn Catalog) -> Vec<FlowRow> {
 
 /// What a deploy changed, for [`check`].
 pub struct Changed<'a> {
-    /// The sheets created or updated, by id.
-    pub sheets: &'a HashSet<i64>,
+    /// The sheets created (`None`) or updated (with the nodes the new version no longer
+    /// holds), by id.
+    pub sheets: &'a HashMap<i64, Option<Vec<i64>>>,
     /// The batches created or updated, by id.
     pub batches: &'a HashSet<i64>,
 }
@@ -76,11 +77,21 @@ pub fn check(
     // Each changed action's place in the document.
     let mut at: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
     for (i, s) in doc.sheets.iter().enumerate() {
-        if !changed.sheets.contains(&s.id.v) {
+        let Some(gone) = changed.sheets.get(&s.id.v) else {
             continue;
-        }
-        let rows = flow_rows(&plan::actions_of(s, &dialect), catalog);
-        w.record_flow(s.id.v, &rows)?;
+        };
+        let plans = plan::actions_of(s, &dialect);
+        let rows = flow_rows(&plans, catalog);
+        // An updated sheet's earlier lines: of its actions, and of those it no longer holds.
+        let clear: Vec<i64> = match gone {
+            Some(gone) => plans
+                .iter()
+                .map(|p| p.id)
+                .chain(gone.iter().copied())
+                .collect(),
+            None => Vec::new(),
+        };
+        w.record_flow(&clear, &rows)?;
         for r in &rows {
             if let Some(j) = s.nodes.iter().position(|n| n.id.v == r.action_id) {
                 at.insert(r.action_id, (i, j));
@@ -93,7 +104,7 @@ pub fn check(
             .iter()
             .map(|p| p.to_plan(&dialect))
             .collect();
-        w.record_flow(sheet, &flow_rows(&plans, catalog))?;
+        w.record_unrecorded_flow(sheet, &flow_rows(&plans, catalog))?;
     }
     let node_path = |(i, j): (usize, usize)| td.key("sheets").index(i).key("nodes").index(j);
     let mut graph = Graph::new(w);

@@ -1335,3 +1335,31 @@ fn a_long_chain_is_searched_from_its_short_side() {
         w[0].message
     );
 }
+
+#[test]
+fn a_redeploy_replaces_the_lines_of_the_actions_it_drops() {
+    let f = Fixture::with_base();
+    f.ok(&copy_sheet(200, "a", "b", "Y"));
+    f.ok(&copy_sheet(300, "b", "a", "Y"));
+    // Sheet 300 again, its action renumbered 352 (302 is gone) and reading c instead.
+    let text = copy_sheet(300, "c", "a", "Y").replace("302", "352");
+    let r = f.ok(&text);
+    assert!(warnings(&r, "deploy.cycle").is_empty(), "{:#?}", r.warnings);
+    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let lines: Vec<(i64, i64, String)> = conn
+        .prepare("SELECT action_id, writes, object_name FROM data_flow ORDER BY 1, 2")
+        .and_then(|mut st| {
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<_, _>>()
+        })
+        .expect("lines");
+    assert_eq!(
+        lines,
+        [
+            (202, 0, "a".to_owned()),
+            (202, 1, "b".to_owned()),
+            (352, 0, "c".to_owned()),
+            (352, 1, "a".to_owned())
+        ]
+    );
+}

@@ -1,5 +1,6 @@
 //! The repository's data graph (`data_flow`): which objects each action reads and writes
-//! with dependency `Y`, one row per pair, replaced with its sheet at every deploy. A deploy
+//! with dependency `Y`, one row per pair, replaced with its sheet's actions at every deploy
+//! (clustered by action, so a deploy's lines are one place on disk). A deploy
 //! walks it from the actions it changed to find a cycle it closes (the rows of an action and
 //! of an object are each one indexed read), never reading every plan.
 
@@ -8,34 +9,39 @@ use crate::repo::model::{ActionPlace, BatchScope, FlowRow, ObjectKey};
 use crate::repo::sql::{Param, Session, Statement, args};
 use std::borrow::Cow;
 
-/// Replaces the rows of sheet `sheet` with `rows` and marks its flow recorded.
+/// Replaces the lines of the actions `clear` (a redeployed sheet's actions, those it no
+/// longer holds included) with `rows`; with `sheet`, marks that sheet's flow recorded (a
+/// sheet stored before the data graph; one a deploy writes is marked as it is written).
 ///
 /// # Errors
 ///
 /// A repository error.
-pub fn record(tx: &dyn Session, sheet: i64, rows: &[FlowRow]) -> Result<()> {
-    let mut writes: Vec<Statement<'_>> = Vec::with_capacity(rows.len() + 2);
-    writes.push((
-        "DELETE FROM data_flow WHERE sheet_id = ?1",
-        vec![Param::Int(sheet)],
-    ));
+pub fn record(tx: &dyn Session, sheet: Option<i64>, clear: &[i64], rows: &[FlowRow]) -> Result<()> {
+    let mut writes: Vec<Statement<'_>> = Vec::with_capacity(clear.len() + rows.len() + 1);
+    for &action in clear {
+        writes.push((
+            "DELETE FROM data_flow WHERE action_id = ?1",
+            vec![Param::Int(action)],
+        ));
+    }
     for r in rows {
         writes.push((
-            "INSERT INTO data_flow (sheet_id, action_id, connection_id, schema_name, object_name, writes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO data_flow (action_id, writes, connection_id, schema_name, object_name) VALUES (?1, ?2, ?3, ?4, ?5)",
             vec![
-                Param::Int(sheet),
                 Param::Int(r.action_id),
+                Param::Int(i64::from(r.writes)),
                 Param::Int(r.object.connection_id),
                 Param::Text(Cow::Borrowed(&r.object.schema)),
                 Param::Text(Cow::Borrowed(&r.object.name)),
-                Param::Int(i64::from(r.writes)),
             ],
         ));
     }
-    writes.push((
-        "UPDATE sheets SET flow_recorded = 1 WHERE id = ?1 AND flow_recorded IS NULL",
-        vec![Param::Int(sheet)],
-    ));
+    if let Some(sheet) = sheet {
+        writes.push((
+            "UPDATE sheets SET flow_recorded = 1 WHERE id = ?1",
+            vec![Param::Int(sheet)],
+        ));
+    }
     tx.execute_all(&writes)?;
     Ok(())
 }
@@ -136,7 +142,8 @@ pub fn batches(tx: &dyn Session) -> Result<Vec<BatchScope>> {
 /// A repository error.
 pub fn actions_in_sheet(tx: &dyn Session, sheet: i64) -> Result<Vec<i64>> {
     tx.rows(
-        "SELECT DISTINCT action_id FROM data_flow WHERE sheet_id = ?1 ORDER BY action_id",
+        "SELECT DISTINCT d.action_id FROM nodes n JOIN data_flow d ON d.action_id = n.id
+          WHERE n.sheet_id = ?1 ORDER BY d.action_id",
         args![sheet],
         |r| r.get(0),
     )

@@ -31,7 +31,9 @@ pub trait DeployWriter: Facts {
     /// Creates or updates a connection.
     fn connection(&self, c: &Connection) -> Result<Change>;
     /// Creates or replaces a sheet with its nodes and edges: the sheet's change first, then
-    /// every node and edge the new version no longer holds.
+    /// every node and edge the new version no longer holds. The sheet counts as having its
+    /// lines of the data graph: the caller records them ([`DeployWriter::record_flow`]) in
+    /// the same transaction.
     fn sheet(&self, s: &Sheet) -> Result<Vec<Change>>;
     /// Creates or updates a batch. Its planned start becomes `first` (the first planned
     /// start after now, which the caller computed) when the batch is new, its schedule
@@ -40,8 +42,12 @@ pub trait DeployWriter: Facts {
     /// The number this deploy got with its first change (in `deploys`); `None` while it
     /// changed nothing.
     fn deploy_id(&self) -> Option<i64>;
-    /// Replaces sheet `sheet`'s lines of the data graph with `rows`.
-    fn record_flow(&self, sheet: i64, rows: &[FlowRow]) -> Result<()>;
+    /// Replaces the lines of the data graph of the actions `clear` (a redeployed sheet's,
+    /// those it no longer holds included) with `rows`, of a sheet this deploy wrote.
+    fn record_flow(&self, clear: &[i64], rows: &[FlowRow]) -> Result<()>;
+    /// Records the lines of the data graph of sheet `sheet`, one [`Self::unrecorded_flow`]
+    /// names, and marks it recorded.
+    fn record_unrecorded_flow(&self, sheet: i64, rows: &[FlowRow]) -> Result<()>;
     /// The sheets whose lines of the data graph are not recorded yet (stored by a weft
     /// before the data graph), each with its stored plans (`None`: unreadable).
     fn unrecorded_flow(&self) -> Result<Vec<(i64, Option<Vec<StoredPlan>>)>>;

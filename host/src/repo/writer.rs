@@ -339,14 +339,14 @@ impl<'t> Writer<'t> {
                 (
                     ChangeKind::Updated,
                     vec![row(
-                        "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, plans = ?8 WHERE id = ?1",
+                        "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, plans = ?8, flow_recorded = 1 WHERE id = ?1",
                     )?],
                 )
             }
             None => (
                 ChangeKind::Created,
                 vec![row(
-                    "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at, plans) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
+                    "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at, plans, flow_recorded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, 1)",
                 )?],
             ),
         };
@@ -619,8 +619,12 @@ impl crate::repo::store::DeployWriter for Writer<'_> {
         self.deploy.borrow().as_ref().map(|d| d.0)
     }
 
-    fn record_flow(&self, sheet: i64, rows: &[FlowRow]) -> Result<()> {
-        flow::record(self.tx, sheet, rows)
+    fn record_flow(&self, clear: &[i64], rows: &[FlowRow]) -> Result<()> {
+        flow::record(self.tx, None, clear, rows)
+    }
+
+    fn record_unrecorded_flow(&self, sheet: i64, rows: &[FlowRow]) -> Result<()> {
+        flow::record(self.tx, Some(sheet), &[], rows)
     }
 
     fn unrecorded_flow(&self) -> Result<Vec<(i64, Option<Vec<StoredPlan>>)>> {
