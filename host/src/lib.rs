@@ -25,6 +25,8 @@ pub mod repo;
 pub mod sched;
 pub mod server;
 pub mod settings;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod validate;
 
 /// Makes rustls with ring the process's crypto provider, which every HTTP client (reqwest

@@ -9,7 +9,7 @@
 //! else's page), and content sniffing.
 
 use super::guard;
-use super::{ApiError, AppState};
+use super::{error::ApiError, state::AppState};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -19,12 +19,13 @@
 //! are taken over and settled by their commit markers (finished where the target
 //! committed, run again where nothing did).
 
+use super::action::{Ran, run_marked};
 use super::expand::{describe_cycle, expand};
 use super::halt::Halt;
 use super::identity;
 use super::slots::FileLocks;
-use super::{ActionPlan, Ran, run_marked};
 use crate::keys::KeyStore;
+use crate::plan::ActionPlan;
 pub use crate::plan::Element;
 use crate::plan::{StoredPlan, dependencies, dependency_cycle};
 use crate::plugins::Registry;
@@ -782,7 +783,7 @@ impl Executor {
             format!("the schemas of its connections cannot be read from the repository: {e}")
         })?;
         let plan = self.plan_of(c, &Ok(schemas))?;
-        super::committed(&self.registry, &keys, &plan, &self.run_of(c, &info))
+        super::action::committed(&self.registry, &keys, &plan, &self.run_of(c, &info))
     }
 
     /// The run a commit marker names.
@@ -1114,7 +1115,7 @@ impl Executor {
         let repo = Arc::clone(&self.repo);
         let (changes, bell) = (Arc::clone(&self.changes), Arc::clone(&self.changed_now));
         let (instance, action_id) = (run.instance, action);
-        let live: super::LiveLog = Arc::new(move |lines: &[String]| {
+        let live: super::action::LiveLog = Arc::new(move |lines: &[String]| {
             match repo.append_log(instance, action_id, lines) {
                 Ok(stored) => {
                     changes.fetch_add(1, Ordering::SeqCst);
@@ -1138,7 +1139,7 @@ impl Executor {
             }
             lapsed
         };
-        let marking = super::Marking {
+        let marking = super::action::Marking {
             run,
             unmarked: &unmarked,
             live_log: Some(live),
@@ -1193,7 +1194,7 @@ fn after_a_host_stop(verdict: Result<bool, String>) -> Settle {
 /// What an action settled without a verdict may have done: committed, where it writes
 /// connections, or run, where it writes none.
 fn may_have(why: &str) -> String {
-    if why == super::NO_MARKER_PLACE {
+    if why == super::action::NO_MARKER_PLACE {
         format!("{why}: it may have run")
     } else {
         format!("{why}; it may have committed")

@@ -94,7 +94,7 @@ pub fn run(
     written: &[i64],
     log: &dyn Fn(&str),
 ) -> PluginResult<RunOutcome> {
-    let query = super::substitute(&lp.query, variables)
+    let query = super::variables::substitute(&lp.query, variables)
         .map_err(|name| PluginError::new(format!("loopQuery: variable `{name}` is not set")))?;
     // Read as a stream, stopping at one row past the bound.
     let mut columns: Vec<String> = Vec::new();
@@ -152,7 +152,7 @@ pub fn run(
             .map(|(c, v)| format!("{c}={v}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let text = super::substitute(template, &vars).map_err(|name| {
+        let text = super::variables::substitute(template, &vars).map_err(|name| {
             PluginError::new(format!(
                 "iteration {n} ({shown}): variable `{name}` is not set"
             ))

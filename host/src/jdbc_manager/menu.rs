@@ -3,7 +3,7 @@
 //! bar and confirms in a dialog; `d` (DELETE) removes an installed driver after a
 //! confirmation; both as often as the user likes; `q` quits.
 
-use super::{Entry, InstallError, delete, install, installed};
+use super::drivers::{Entry, InstallError, Installed, delete, install, installed};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -174,7 +174,7 @@ fn draw(
     screen: &mut Screen,
     entries: &[Entry],
     problems: &[String],
-    installed_now: &[super::Installed],
+    installed_now: &[Installed],
 ) {
     let [body, foot] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(3)]).areas(f.area());

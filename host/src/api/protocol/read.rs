@@ -6,7 +6,7 @@
 //! or strings, options as `true` or `"true"`), and no more: anything else is named with what
 //! was found.
 
-use super::{
+use super::commands::{
     AdvanceClock, BatchExecution, Command, DeployRepository, GetBatchInstance, GetDeployChange,
     GetSheet, HaltBatchInstance, ListBatchInstances, ListBatches, ListDeploys, ListHosts,
     ListPlugins, ListSheets, NextRuns, RestartBatchInstance, RunElements, Variable,
@@ -50,13 +50,13 @@ pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
     let variables = envelope.optional("variableList");
     envelope.finish(&["command", "payload", "variableList"], problems);
     let (name, span, command_path) = command?;
-    if !super::COMMANDS.contains(&name.as_str()) {
+    if !super::commands::COMMANDS.contains(&name.as_str()) {
         problems.error(
             UNKNOWN_COMMAND,
             format!(
                 "unknown command `{}`; known commands: {}",
                 cut(&name, 64),
-                super::COMMANDS.join(", ")
+                super::commands::COMMANDS.join(", ")
             ),
             span,
             &command_path,

@@ -3,7 +3,9 @@
 
 use super::read;
 use super::*;
+use crate::deploy;
 use crate::dsr::{LineIndex, Problems, json};
+use crate::plan::Element;
 use proptest::prelude::*;
 
 /// Reads `text` as the server does: the command, or every problem as `(line, column, path,

@@ -30,7 +30,7 @@ fn env_with(limit: usize, options: Vec<(String, String)>) -> Env {
             {"id": 52, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
           "edges": [{"id": 53, "from": 51, "to": 52}]}]}})
     .to_string();
-    let home = crate::exec::testing::home(limit, options, &doc);
+    let home = crate::testing::home(limit, options, &doc);
     execute(&home.data(), "CREATE TABLE t (n INTEGER);");
     Env {
         dir: home.dir,

@@ -32,7 +32,7 @@ fn env(extra: &str) -> Env {
           "elements": [{"elementType": "S", "elementId": 50}]}]}})
     .to_string()
     .replacen("}]}}", &format!("{extra}}}]}}}}"), 1);
-    let home = crate::exec::testing::home(2, Vec::new(), &doc);
+    let home = crate::testing::home(2, Vec::new(), &doc);
     let (dir, exec) = (home.dir, home.exec);
     let repo = Arc::clone(exec.repo());
     execute(

@@ -1,8 +1,9 @@
 //! What the unit tests of the executor and the scheduler share: a real repository in a
 //! temporary folder, a key file whose connection 1 is the SQLite file `data.db` beside it,
-//! the real plugins, an executor, and a document deployed into the repository.
+//! the real plugins, an executor, and a document deployed into the repository. Test code
+//! only, above every floor (it deploys, which the executor's floor lies below).
 
-use super::batch::Executor;
+use crate::exec::batch::Executor;
 use crate::keys::{Entry, KeyFile, KeyStore};
 use crate::repo::Repository;
 use std::sync::Arc;

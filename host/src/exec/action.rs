@@ -1,0 +1,691 @@
+//! Running one action: [`run_action`] (and [`run_marked`] for a batch run, whose commits
+//! carry the run's marker) opens the connections, substitutes the variables, runs the
+//! module in one transaction per target connection, and commits or rolls back; the log
+//! lines on their way ([`Lines`], live to the repository while it runs); whether a run's
+//! commit markers are in every connection an action writes ([`committed`]).
+
+use super::variables::substitute;
+use super::{halt, looped, process};
+use crate::connect;
+use crate::connect::marker;
+use crate::keys::KeyFile;
+use crate::plan::ActionPlan;
+use crate::plugins::Registry;
+use std::sync::{Arc, Mutex};
+use weft_sdk::{Log, RunContext, RunOutcome, RunParts};
+
+/// `text` with every secret replaced by `***`.
+pub fn redact(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for s in secrets.iter().filter(|s| s.len() >= 3) {
+        out = out.replace(s.as_str(), "***");
+    }
+    out
+}
+
+/// Where a batch run's log lines go while its action runs (the repository, so that
+/// `GetBatchInstance` shows them): called with lines already redacted; `false` when they
+/// could not be stored now (they are tried again with the next line, or come back at the
+/// end).
+pub type LiveLog = Arc<dyn Fn(&[String]) -> bool + Send + Sync>;
+
+/// How often at most a running action's new lines are handed to its [`LiveLog`].
+const LIVE_LOG_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// A logger that keeps the lines for the caller, and hands them to a [`LiveLog`] as they
+/// come: the first at once, then at most every 250 ms, and a line held back is handed on at
+/// the latest 250 ms after the last hand-over even when no line follows it (the log
+/// flusher's thread does that). The lines not handed on are the caller's at the end.
+#[derive(Clone, Default)]
+pub struct Lines(Arc<Mutex<LinesState>>);
+
+#[derive(Default)]
+struct LinesState {
+    lines: Vec<String>,
+    handed: usize,
+    last: Option<std::time::Instant>,
+    live: Option<(LiveLog, Vec<String>)>,
+    /// Whether the flusher holds a hand-over for it.
+    deferred: bool,
+}
+
+impl LinesState {
+    /// Hands the lines not yet handed to the live log.
+    fn hand_over(&mut self) {
+        if let Some((live, secrets)) = &self.live
+            && self.handed < self.lines.len()
+        {
+            let new: Vec<String> = self.lines[self.handed..]
+                .iter()
+                .map(|l| redact(l, secrets))
+                .collect();
+            if live(&new) {
+                self.handed = self.lines.len();
+            }
+        }
+        self.last = Some(std::time::Instant::now());
+    }
+}
+
+impl Lines {
+    /// A logger whose lines also go to `live`, each redacted of `secrets`.
+    pub fn live(live: LiveLog, secrets: Vec<String>) -> Self {
+        Lines(Arc::new(Mutex::new(LinesState {
+            live: Some((live, secrets)),
+            ..LinesState::default()
+        })))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, LinesState> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The lines not yet handed to the live log (all of them without one); nothing is
+    /// handed to it afterwards.
+    pub fn rest(&self) -> Vec<String> {
+        let mut state = self.state();
+        state.live = None;
+        state.lines[state.handed..].to_vec()
+    }
+}
+
+impl Lines {
+    /// Keeps a line, and hands it on when its time comes.
+    pub fn push(&self, line: &str) {
+        let mut state = self.state();
+        state.lines.push(line.to_string());
+        if state.live.is_none() {
+            return;
+        }
+        match state.last {
+            Some(t) if t.elapsed() < LIVE_LOG_EVERY => {
+                if !state.deferred {
+                    state.deferred = true;
+                    flusher::defer(Arc::downgrade(&self.0), t + LIVE_LOG_EVERY);
+                }
+            }
+            _ => state.hand_over(),
+        }
+    }
+}
+
+/// The one thread that hands on the log lines held back by [`Lines`] when their time comes.
+mod flusher {
+    use super::LinesState;
+    use std::sync::{Condvar, Mutex, Once, OnceLock, PoisonError, Weak};
+    use std::time::Instant;
+
+    struct Flusher {
+        due: Mutex<Vec<(Instant, Weak<Mutex<LinesState>>)>>,
+        wake: Condvar,
+    }
+
+    static FLUSHER: OnceLock<Flusher> = OnceLock::new();
+    static STARTED: Once = Once::new();
+
+    /// Hands on the lines of `lines` at `at` (nothing when the action ended before).
+    pub(super) fn defer(lines: Weak<Mutex<LinesState>>, at: Instant) {
+        let f = FLUSHER.get_or_init(|| Flusher {
+            due: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+        });
+        STARTED.call_once(|| {
+            let spawned = std::thread::Builder::new()
+                .name("weft-log-flush".to_owned())
+                .spawn(move || run(f));
+            if let Err(e) = spawned {
+                // Held-back lines then come with the next line or the action's end.
+                tracing::warn!(message = "Cannot start the log flusher's thread.", error = %e);
+            }
+        });
+        f.due
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((at, lines));
+        f.wake.notify_one();
+    }
+
+    fn run(f: &Flusher) {
+        let mut due = f.due.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            let now = Instant::now();
+            let (ready, later): (Vec<_>, Vec<_>) = due.drain(..).partition(|(at, _)| *at <= now);
+            *due = later;
+            if !ready.is_empty() {
+                drop(due);
+                for (_, lines) in ready {
+                    if let Some(lines) = lines.upgrade() {
+                        let mut state = lines.lock().unwrap_or_else(PoisonError::into_inner);
+                        state.deferred = false;
+                        state.hand_over();
+                    }
+                }
+                due = f.due.lock().unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            due = match due.iter().map(|(at, _)| *at).min() {
+                Some(next) => {
+                    f.wake
+                        .wait_timeout(due, next.saturating_duration_since(now))
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+                None => f.wake.wait(due).unwrap_or_else(PoisonError::into_inner),
+            };
+        }
+    }
+}
+
+/// What running an action gave.
+#[derive(Debug)]
+pub struct Ran {
+    /// Rows read, written, updated; `Err` with the message when it failed.
+    pub outcome: Result<RunOutcome, String>,
+    /// For a failed action, the rows it said it handled before it failed: a process
+    /// module's `failed` answer gives them (it commits itself, so they may be written);
+    /// zero otherwise (a failed action's transactions were rolled back).
+    pub partial: RunOutcome,
+    /// The log lines of the plugin (with a live log, those it was not handed).
+    pub log: Vec<String>,
+    /// Whether it stopped because its instance was halted (then `outcome` is `Err`, and its
+    /// transactions were rolled back).
+    pub halted: bool,
+}
+
+impl Ran {
+    /// An action that failed before it ran, with `message`.
+    pub fn failed(message: String) -> Self {
+        Ran {
+            outcome: Err(message),
+            partial: RunOutcome::default(),
+            log: Vec::new(),
+            halted: false,
+        }
+    }
+}
+
+/// Runs one action: opens a connection for every connection number its objects use (from
+/// the key file), substitutes the variables, starts a transaction on every target
+/// connection, runs the module, and commits when it succeeded, rolls back when it failed.
+pub fn run_action(
+    registry: &Registry,
+    keys: &KeyFile,
+    plan: &ActionPlan,
+    variables: &[(String, String)],
+) -> Ran {
+    run_marked(registry, keys, plan, variables, None)
+}
+
+/// How a batch run marks an action's commits: the run the markers name, and where to record,
+/// before the action begins, the connections it writes without a marker.
+pub struct Marking<'a> {
+    /// The run.
+    pub run: &'a marker::Run,
+    /// Records the connections written without a marker; an error keeps the action from
+    /// running.
+    pub unmarked: &'a dyn Fn(&[i64]) -> Result<(), String>,
+    /// Where the action's log lines go while it runs; those not handed there come back in
+    /// [`Ran::log`].
+    pub live_log: Option<LiveLog>,
+    /// The halt of the action's instance: its signal reaches the module, and raising it
+    /// interrupts the action's connections.
+    pub halt: Option<&'a halt::Halt>,
+    /// Asked right before the action's targets commit: why its host may no longer commit
+    /// (its lease lapsed), which rolls the action back.
+    pub lease: Option<&'a dyn Fn() -> Option<String>>,
+}
+
+/// [`run_action`] where, with `marking`, each target's transaction also carries the run's
+/// commit marker ([`marker`]), as batch instances run actions.
+pub fn run_marked(
+    registry: &Registry,
+    keys: &KeyFile,
+    plan: &ActionPlan,
+    variables: &[(String, String)],
+    marking: Option<&Marking<'_>>,
+) -> Ran {
+    // Secrets from the key file never reach a log or an error.
+    let secrets = keys.secrets();
+    let lines = match marking.and_then(|m| m.live_log.clone()) {
+        Some(live) => Lines::live(live, secrets.clone()),
+        None => Lines::default(),
+    };
+    let (outcome, partial) = match run_inner(registry, keys, plan, variables, marking, &lines) {
+        Ok(o) => (Ok(o), RunOutcome::default()),
+        Err(f) => (Err(redact(&f.message, &secrets)), f.partial),
+    };
+    let log = lines.rest();
+    let log = log.iter().map(|l| redact(l, &secrets)).collect();
+    // Whatever ended it, an action that did not commit after its instance was asked to halt
+    // counts as halted.
+    let halted = outcome.is_err()
+        && marking
+            .and_then(|m| m.halt)
+            .is_some_and(halt::Halt::is_raised);
+    let outcome = if halted {
+        outcome.map_err(|e| format!("halted on request: {e}"))
+    } else {
+        outcome
+    };
+    Ran {
+        outcome,
+        partial,
+        log,
+        halted,
+    }
+}
+
+/// Why an action failed: the message, and the rows it reported before it failed.
+struct Failure {
+    message: String,
+    partial: RunOutcome,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure {
+            message,
+            partial: RunOutcome::default(),
+        }
+    }
+}
+
+fn run_inner(
+    registry: &Registry,
+    keys: &KeyFile,
+    plan: &ActionPlan,
+    variables: &[(String, String)],
+    marking: Option<&Marking<'_>>,
+    lines: &Lines,
+) -> Result<RunOutcome, Failure> {
+    let module = registry
+        .module(&plan.module)
+        .ok_or_else(|| format!("action {}: module `{}` is not loaded", plan.id, plan.module))?;
+    // Deployed elsewhere, or before the setting changed: refused here all the same.
+    if let Some(why) = registry.refusal(&plan.module) {
+        return Err(format!("action {}: {why}", plan.id).into());
+    }
+    // A looped action's text is substituted at each iteration, with the loop row's columns.
+    let looped = looped::Loop::of(plan).filter(|_| registry.process_module(&plan.module).is_none());
+    let text = match (&plan.text, &looped) {
+        (Some(t), Some(_)) => t.clone(),
+        (Some(t), None) => substitute(t, variables)
+            .map_err(|name| format!("action {}: variable `{name}` is not set", plan.id))?,
+        (None, _) => String::new(),
+    };
+    // The statement as run, first in the action's log.
+    lines.push(&format!(
+        "{} action {} `{}`: {}",
+        plan.module,
+        plan.id,
+        plan.name,
+        text.trim()
+    ));
+    let mut ids: Vec<i64> = plan
+        .sources
+        .iter()
+        .chain(&plan.targets)
+        .map(|(o, _)| o.connection_id())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if let Some(program) = registry.process_module(&plan.module) {
+        return run_process(program, plan, &text, variables, keys, &ids, marking, lines);
+    }
+    let mut connections = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let entry = keys.get(&id.to_string()).ok_or_else(|| {
+            format!(
+                "action {}: the key file has no entry for connection {id}",
+                plan.id
+            )
+        })?;
+        let connection =
+            connect::open_in(entry, registry, plan.schemas.get(id).map(String::as_str))
+                .map_err(|e| format!("action {}: {e}", plan.id))?;
+        connections.push((*id, connection));
+    }
+    // One transaction on each connection the action writes: its targets', or, for an action
+    // without targets (a Sql action on its source's connection), the connection it runs on.
+    let target_ids = written_connections(plan);
+    let halt_signal = marking
+        .and_then(|m| m.halt)
+        .map(halt::Halt::signal)
+        .unwrap_or_default();
+    let log = {
+        let lines = lines.clone();
+        Log::new(move |line| lines.push(line))
+    };
+    let mut ctx = RunContext::new(RunParts {
+        action_id: plan.id,
+        action_name: plan.name.clone(),
+        action: text,
+        attributes: plan.sdk_attributes(registry.module(&plan.module).map(|m| &m.info)),
+        sources: plan.source_refs(),
+        targets: plan.target_refs(),
+        connections,
+        variables: variables.to_vec(),
+        log,
+        halt: halt_signal.clone(),
+    });
+    // A halt interrupts what runs on the action's connections, until the action ends (the
+    // registration goes before the connections do), and stops the SQLite statements and
+    // lock waits of this thread.
+    let _on_this_thread = connect::sqlite::halt_on_this_thread(halt_signal.clone());
+    let _interrupts = marking.and_then(|m| m.halt).map(|h| {
+        h.register(
+            ctx.connections()
+                .filter_map(|(_, c)| c.interrupter())
+                .collect(),
+        )
+    });
+    // The connections whose transaction carries the run's commit marker.
+    let mut marked: Vec<i64> = Vec::new();
+    if let Some(marking) = marking {
+        let run = marking.run;
+        for id in &target_ids {
+            let allowed = keys.get(&id.to_string()).is_some_and(marker::enabled);
+            let prepared = if allowed {
+                // Twice: two actions creating the table at once may make one of them fail.
+                let schema = plan.schemas.get(id).map(String::as_str);
+                let mut tried = ctx
+                    .connection(*id)
+                    .map_err(|e| e.to_string())
+                    .and_then(|c| marker::prepare(c, schema));
+                if tried.is_err() {
+                    tried = ctx
+                        .connection(*id)
+                        .map_err(|e| e.to_string())
+                        .and_then(|c| marker::prepare(c, schema));
+                }
+                tried
+            } else {
+                Err(format!("the key file entry sets {}=off", marker::OPTION))
+            };
+            match prepared {
+                Ok(()) => marked.push(*id),
+                Err(e) if halt_signal.is_raised() => {
+                    return Err(format!(
+                        "action {}: stopped before it began: {e}",
+                        plan.id
+                    )
+                    .into());
+                }
+                Err(e) => lines.push(&format!(
+                    "connection {id}: no commit marker ({e}); if the server stops between this action's commit and its record, a restart runs it again (at-least-once; run {})",
+                    run.token()
+                )),
+            }
+        }
+        let unmarked: Vec<i64> = target_ids
+            .iter()
+            .copied()
+            .filter(|id| !marked.contains(id))
+            .collect();
+        if !unmarked.is_empty() {
+            (marking.unmarked)(&unmarked).map_err(|e| {
+                format!(
+                    "action {}: it did not run, as it writes connection(s) {unmarked:?} without a commit marker and that could not be recorded: {e}",
+                    plan.id
+                )
+            })?;
+        }
+    }
+    for id in &target_ids {
+        ctx.connection(*id)
+            .and_then(|c| c.begin())
+            .map_err(|e| format!("action {}: {e}", plan.id))?;
+    }
+    // A halt asked before this point finds no statement running to interrupt.
+    let mut result = if halt_signal.is_raised() {
+        Err(weft_sdk::PluginError::of(
+            weft_sdk::ErrorKind::Halted,
+            "the halt was asked before it began",
+        ))
+    } else if let Some(lp) = &looped {
+        let Some(on) = target_ids.first().copied() else {
+            return Err(format!(
+                "action {}: loopQuery needs a connection to run on, and the action has no object",
+                plan.id
+            )
+            .into());
+        };
+        let template = plan.text.clone().unwrap_or_default();
+        let mut call = |c: &mut RunContext| module.module.run(c).into_result();
+        looped::run(
+            lp,
+            &mut call,
+            &mut ctx,
+            &template,
+            variables,
+            on,
+            &target_ids,
+            &|line| lines.push(line),
+        )
+    } else {
+        module.module.run(&mut ctx).into_result()
+    };
+    if result.is_ok() && halt_signal.is_raised() {
+        result = Err(weft_sdk::PluginError::of(
+            weft_sdk::ErrorKind::Halted,
+            "it ended after the halt was asked, so it was not committed",
+        ));
+    }
+    if let (Ok(_), Some(marking)) = (&result, marking) {
+        for id in &marked {
+            let written = ctx
+                .connection(*id)
+                .map_err(|e| e.to_string())
+                .and_then(|c| {
+                    marker::write(c, marking.run, plan.schemas.get(id).map(String::as_str))
+                });
+            if let Err(e) = written {
+                result = Err(weft_sdk::PluginError::new(format!(
+                    "connection {id}: the commit marker could not be written: {e}"
+                )));
+                break;
+            }
+        }
+    }
+    let mut checked: Option<std::time::Instant> = None;
+    if result.is_ok() {
+        crate::fault::hit(crate::fault::BEFORE_TARGET_COMMIT);
+        // The last moment to give way to a host that took this one's actions over.
+        if let Some(lease) = marking.and_then(|m| m.lease) {
+            checked = Some(std::time::Instant::now());
+            if let Some(why) = lease() {
+                result = Err(weft_sdk::PluginError::of(
+                    weft_sdk::ErrorKind::Halted,
+                    format!("rolled back before its commit: {why}"),
+                ));
+            }
+        }
+    }
+    for id in &target_ids {
+        let Ok(c) = ctx.connection(*id) else { continue };
+        let end = if result.is_ok() {
+            c.commit()
+        } else {
+            c.rollback()
+        };
+        if let (Ok(_), Err(e)) = (&result, end) {
+            return Err(format!("action {}: commit failed: {e}", plan.id).into());
+        }
+        if result.is_ok() {
+            crate::fault::hit(crate::fault::AFTER_TARGET_COMMIT);
+        }
+    }
+    if let (Ok(_), Some(at), false) = (&result, checked, target_ids.is_empty()) {
+        crate::metrics::commit_window(at.elapsed().as_secs_f64());
+    }
+    result.map_err(|e| format!("action {} ({}): {e}", plan.id, plan.module).into())
+}
+
+/// Runs a process module: it opens its connections itself (their key file entries go in
+/// its request), so the host opens none and begins no transaction; its writes carry no
+/// commit marker, which is recorded first (a restart may run it again).
+#[allow(clippy::too_many_arguments)]
+fn run_process(
+    program: &crate::plugins::process::ProcessModule,
+    plan: &ActionPlan,
+    text: &str,
+    variables: &[(String, String)],
+    keys: &KeyFile,
+    ids: &[i64],
+    marking: Option<&Marking<'_>>,
+    lines: &Lines,
+) -> Result<RunOutcome, Failure> {
+    let mut entries = Vec::with_capacity(ids.len());
+    for id in ids {
+        let entry = keys.get(&id.to_string()).ok_or_else(|| {
+            format!(
+                "action {}: the key file has no entry for connection {id}",
+                plan.id
+            )
+        })?;
+        entries.push((*id, entry));
+    }
+    if let Some(m) = marking {
+        let written = written_connections(plan);
+        if !written.is_empty() {
+            (m.unmarked)(&written).map_err(|e| {
+                format!(
+                    "action {}: it did not run, as its writes carry no commit marker and that could not be recorded: {e}",
+                    plan.id
+                )
+            })?;
+        }
+    }
+    let halt = marking.and_then(|m| m.halt);
+    let lease = marking.and_then(|m| m.lease);
+    process::run(
+        program,
+        plan,
+        text,
+        variables,
+        &entries,
+        // A process module commits itself: it is killed when its host's lease lapses.
+        &|| halt.is_some_and(halt::Halt::is_raised) || lease.is_some_and(|l| l().is_some()),
+        &|line| lines.push(line),
+    )
+    .map_err(|e| Failure {
+        message: format!(
+            "action {} ({}): {}",
+            plan.id,
+            plan.module,
+            e.error.message()
+        ),
+        partial: e.counts,
+    })
+}
+
+/// The connections an action writes, each in one transaction: its targets', or, for an
+/// action without targets (a Sql action on its source's connection), the one it runs on.
+pub fn written_connections(plan: &ActionPlan) -> Vec<i64> {
+    let mut ids = plan.written_connections();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Why an action that writes no connection cannot be settled by a commit marker.
+pub const NO_MARKER_PLACE: &str =
+    "it writes no connection, so no commit marker can tell whether it ran to its end";
+
+/// Whether the run's commit markers are in every connection `plan` writes: `Ok(true)` when
+/// all are, `Ok(false)` when none is, `Err` with what is known otherwise (some are, a
+/// connection could not be asked, or the action writes no connection at all).
+///
+/// # Errors
+///
+/// A description of a partial commit, or of why it cannot be told.
+pub fn committed(
+    registry: &Registry,
+    keys: &KeyFile,
+    plan: &ActionPlan,
+    run: &marker::Run,
+) -> Result<bool, String> {
+    let written = written_connections(plan);
+    // Nothing to look in: an action with no object (a lone Shell action, a process module
+    // without connections) leaves no marker, so that it ended cannot be told.
+    if written.is_empty() {
+        return Err(NO_MARKER_PLACE.to_owned());
+    }
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for id in written {
+        let entry = keys
+            .get(&id.to_string())
+            .ok_or_else(|| format!("the key file has no entry for connection {id}"))?;
+        if !marker::enabled(entry) {
+            return Err(format!(
+                "connection {id} keeps no commit marker ({}=off)",
+                marker::OPTION
+            ));
+        }
+        let schema = plan.schemas.get(&id).map(String::as_str);
+        let mut conn = connect::open_in(entry, registry, schema).map_err(|e| {
+            format!("connection {id} cannot be opened to look for the commit marker: {e}")
+        })?;
+        match marker::committed(&mut conn, run, schema) {
+            Ok(true) => found.push(id),
+            Ok(false) => missing.push(id),
+            Err(e) => {
+                return Err(format!(
+                    "connection {id}: the commit marker cannot be read: {e}"
+                ));
+            }
+        }
+    }
+    match (found.is_empty(), missing.is_empty()) {
+        (_, true) => Ok(true),
+        (true, false) => Ok(false),
+        (false, false) => Err(format!(
+            "committed on connection(s) {found:?} but not on {missing:?}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_back_line_is_handed_on_without_a_line_after_it() {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<String>>();
+        let tx = Mutex::new(tx);
+        let live: LiveLog = Arc::new(move |lines: &[String]| {
+            let _ = tx
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .send(lines.to_vec());
+            true
+        });
+        let lines = Lines::live(live, vec!["s3cret".to_owned()]);
+        lines.push("first");
+        lines.push("second, with s3cret");
+        let wait = std::time::Duration::from_secs(30);
+        assert_eq!(rx.recv_timeout(wait).expect("the first"), vec!["first"]);
+        // Held back (it came within 250 ms), then handed on by the flusher, redacted.
+        assert_eq!(
+            rx.recv_timeout(wait)
+                .expect("the second, with no line after it"),
+            vec!["second, with ***"]
+        );
+        assert!(lines.rest().is_empty(), "each line once");
+        // After the end nothing more goes to the live log.
+        lines.push("late");
+        assert_eq!(lines.rest(), vec!["late"]);
+    }
+
+    #[test]
+    fn redacts_secrets() {
+        let secrets = vec!["s3cret-pw".to_owned()];
+        assert_eq!(
+            redact("login failed for etl/s3cret-pw at host", &secrets),
+            "login failed for etl/*** at host"
+        );
+    }
+}

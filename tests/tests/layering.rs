@@ -1,0 +1,514 @@
+//! The host's layering, checked from its sources as docs/ARCHITECTURE.md states it: every
+//! module the host declares (from `lib.rs`, by its `mod` items; test modules left out) and
+//! every path it names with `crate::`, `super::` or `self::` (in `use` items and in code),
+//! each resolved to the module that holds it. The check fails, naming the file and the path,
+//! on:
+//! - an import circle between modules (at file level);
+//! - an arrow back up: a module of one floor naming a module of a higher floor (the floors
+//!   are the order of [`FLOORS`], the one ARCHITECTURE.md gives);
+//! - a child module taking something from its parent (it takes what it shares with its
+//!   siblings from a sibling file).
+//!
+//! Test code (`#[cfg(test)]` items and modules) is outside the floors: a test may use what
+//! it needs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use syn::visit::Visit;
+
+/// The host's top-level modules from the bottom up: a module may name those below it.
+const FLOORS: &[&str] = &[
+    "settings",
+    "keys",
+    "fault",
+    "metrics",
+    "dsr",
+    "plugins",
+    "plan",
+    "sched",
+    "connect",
+    "repo",
+    "validate",
+    "exec",
+    "deploy",
+    "jdbc_manager",
+    "api",
+    "server",
+    "client",
+];
+
+type ModPath = Vec<String>;
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src")
+}
+
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+/// One named path: where it is (file, line) and the module it resolves to.
+#[derive(Debug, Clone)]
+struct Reference {
+    file: PathBuf,
+    line: usize,
+    path: String,
+}
+
+/// The paths one file names, and the modules it declares.
+struct Collector {
+    /// The module of the file, then of each inline module entered.
+    scope: Vec<ModPath>,
+    declared: Vec<(ModPath, bool)>,
+    named: Vec<(ModPath, usize, String)>,
+}
+
+impl Collector {
+    /// `segments` (from `crate`, `super` or `self`) as an absolute path, if it is one.
+    fn absolute(&self, segments: &[String]) -> Option<ModPath> {
+        let here = self.scope.last().cloned().unwrap_or_default();
+        let mut it = segments.iter().peekable();
+        let mut base = match it.next()?.as_str() {
+            "crate" => Vec::new(),
+            "self" => here,
+            "super" => {
+                let mut b = here;
+                b.pop();
+                b
+            }
+            _ => return None,
+        };
+        while it.peek().is_some_and(|s| *s == "super") {
+            it.next();
+            base.pop();
+        }
+        base.extend(it.cloned());
+        Some(base)
+    }
+
+    fn name(&mut self, segments: &[String], line: usize) {
+        if let Some(abs) = self.absolute(segments) {
+            self.named.push((abs, line, segments.join("::")));
+        }
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree, line: usize) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(prefix, &p.tree, line);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut full = prefix.clone();
+                if n.ident != "self" {
+                    full.push(n.ident.to_string());
+                }
+                self.name(&full, line);
+            }
+            syn::UseTree::Rename(r) => {
+                let mut full = prefix.clone();
+                if r.ident != "self" {
+                    full.push(r.ident.to_string());
+                }
+                self.name(&full, line);
+            }
+            syn::UseTree::Glob(_) => {
+                let full = prefix.clone();
+                self.name(&full, line);
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(prefix, t, line);
+                }
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Collector {
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        let attrs = match i {
+            syn::Item::Const(x) => &x.attrs,
+            syn::Item::Enum(x) => &x.attrs,
+            syn::Item::Fn(x) => &x.attrs,
+            syn::Item::Impl(x) => &x.attrs,
+            syn::Item::Mod(x) => &x.attrs,
+            syn::Item::Static(x) => &x.attrs,
+            syn::Item::Struct(x) => &x.attrs,
+            syn::Item::Trait(x) => &x.attrs,
+            syn::Item::Type(x) => &x.attrs,
+            syn::Item::Use(x) => &x.attrs,
+            syn::Item::Macro(x) => &x.attrs,
+            _ => return syn::visit::visit_item(self, i),
+        };
+        if is_test(attrs) {
+            return;
+        }
+        syn::visit::visit_item(self, i);
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        let mut path = self.scope.last().cloned().unwrap_or_default();
+        path.push(m.ident.to_string());
+        match &m.content {
+            None => self.declared.push((path, false)),
+            Some((_, items)) => {
+                self.declared.push((path.clone(), true));
+                self.scope.push(path);
+                for item in items {
+                    self.visit_item(item);
+                }
+                self.scope.pop();
+            }
+        }
+    }
+
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {
+        // `pub(super)`, `pub(in crate::x)`: who may see an item, not a path it uses.
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        let line = u.use_token.span.start().line;
+        self.use_tree(&mut Vec::new(), &u.tree, line);
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        if p.leading_colon.is_none() {
+            let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+            let line = p
+                .segments
+                .first()
+                .map_or(0, |s| s.ident.span().start().line);
+            self.name(&segments, line);
+        }
+        syn::visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        // Paths inside macro calls (format!, tracing's) are tokens: read `crate::a::b`
+        // sequences from them.
+        let tokens: Vec<proc_macro2::TokenTree> = m.tokens.clone().into_iter().collect();
+        self.macro_tokens(&tokens);
+        syn::visit::visit_macro(self, m);
+    }
+}
+
+impl Collector {
+    fn macro_tokens(&mut self, tokens: &[proc_macro2::TokenTree]) {
+        use proc_macro2::TokenTree;
+        let mut i = 0;
+        while i < tokens.len() {
+            match &tokens[i] {
+                TokenTree::Group(g) => {
+                    let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+                    self.macro_tokens(&inner);
+                    i += 1;
+                }
+                TokenTree::Ident(id)
+                    if ["crate", "super", "self"].contains(&id.to_string().as_str()) =>
+                {
+                    let line = id.span().start().line;
+                    let mut segments = vec![id.to_string()];
+                    let mut j = i + 1;
+                    while j + 2 < tokens.len() + 1 {
+                        match (&tokens.get(j), &tokens.get(j + 1), &tokens.get(j + 2)) {
+                            (
+                                Some(TokenTree::Punct(a)),
+                                Some(TokenTree::Punct(b)),
+                                Some(TokenTree::Ident(n)),
+                            ) if a.as_char() == ':' && b.as_char() == ':' => {
+                                segments.push(n.to_string());
+                                j += 3;
+                            }
+                            _ => break,
+                        }
+                    }
+                    if segments.len() > 1 {
+                        self.name(&segments, line);
+                    }
+                    i = j;
+                }
+                _ => i += 1,
+            }
+        }
+    }
+}
+
+/// The modules and named paths of a crate.
+type Tree = (
+    BTreeMap<ModPath, PathBuf>,
+    BTreeMap<ModPath, Vec<(ModPath, Reference)>>,
+);
+
+/// Every module the crate at `src` declares outside tests (from its `lib.rs`), with its
+/// file, and what each names.
+fn read_tree(src: &Path) -> Tree {
+    let mut modules: BTreeMap<ModPath, PathBuf> = BTreeMap::new();
+    let mut named: BTreeMap<ModPath, Vec<(ModPath, Reference)>> = BTreeMap::new();
+    let mut todo: Vec<(ModPath, PathBuf)> = vec![(Vec::new(), src.join("lib.rs"))];
+    while let Some((path, file)) = todo.pop() {
+        let text =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let mut c = Collector {
+            scope: vec![path.clone()],
+            declared: Vec::new(),
+            named: Vec::new(),
+        };
+        c.visit_file(&ast);
+        modules.insert(path.clone(), file.clone());
+        // A child's file: `dir/name.rs` or `dir/name/mod.rs`, where `dir` is the folder of
+        // this module's children.
+        let children_dir = if path.is_empty() || file.ends_with("mod.rs") {
+            file.parent().map(Path::to_path_buf).unwrap_or_default()
+        } else {
+            file.with_extension("")
+        };
+        for (child, inline) in c.declared {
+            if inline {
+                modules.insert(child, file.clone());
+                continue;
+            }
+            let name = child.last().cloned().unwrap_or_default();
+            let flat = children_dir.join(format!("{name}.rs"));
+            let nested = children_dir.join(&name).join("mod.rs");
+            let f = if flat.is_file() { flat } else { nested };
+            todo.push((child, f));
+        }
+        for (target, line, text) in c.named {
+            named.entry(path.clone()).or_default().push((
+                target,
+                Reference {
+                    file: file.strip_prefix(src).unwrap_or(&file).to_path_buf(),
+                    line,
+                    path: text,
+                },
+            ));
+        }
+    }
+    (modules, named)
+}
+
+/// The module a path names: its longest prefix that is a module.
+fn resolve(modules: &BTreeMap<ModPath, PathBuf>, path: &ModPath) -> ModPath {
+    (0..=path.len())
+        .rev()
+        .map(|n| path[..n].to_vec())
+        .find(|p| modules.contains_key(p))
+        .unwrap_or_default()
+}
+
+fn show(p: &ModPath) -> String {
+    if p.is_empty() {
+        "crate".to_owned()
+    } else {
+        p.join("::")
+    }
+}
+
+fn place(r: &Reference) -> String {
+    format!("{}:{} `{}`", r.file.display(), r.line, r.path)
+}
+
+/// The edges between modules: from each module to each other module it names that is not
+/// one of its descendants (a parent may use its children), with one reference for each.
+fn edges(src: &Path) -> BTreeMap<(ModPath, ModPath), Reference> {
+    let (modules, named) = read_tree(src);
+    let mut out = BTreeMap::new();
+    for (from, refs) in named {
+        for (target, r) in refs {
+            let to = resolve(&modules, &target);
+            if to.is_empty() || to == from || to.starts_with(&from) {
+                continue;
+            }
+            out.entry((from.clone(), to)).or_insert(r);
+        }
+    }
+    out
+}
+
+/// The arrows from a module on one floor of `floors` to one on a higher floor.
+fn arrows_up(src: &Path, floors: &[&str]) -> Vec<String> {
+    let floor = |m: &ModPath| {
+        floors
+            .iter()
+            .position(|f| m.first().is_some_and(|x| x == f))
+    };
+    edges(src)
+        .into_iter()
+        .filter(|((from, to), _)| match (floor(from), floor(to)) {
+            (Some(a), Some(b)) => b > a,
+            _ => false,
+        })
+        .map(|((from, to), r)| format!("{} -> {}: {}", show(&from), show(&to), place(&r)))
+        .collect()
+}
+
+/// The child modules that name something of their parent's (or an ancestor's).
+fn from_parents(src: &Path) -> Vec<String> {
+    edges(src)
+        .into_iter()
+        .filter(|((from, to), _)| from.len() > to.len() && from.starts_with(to))
+        .map(|((from, to), r)| format!("{} -> {}: {}", show(&from), show(&to), place(&r)))
+        .collect()
+}
+
+/// The import circles between modules, each as its steps.
+fn circles(src: &Path) -> Vec<String> {
+    let edges = edges(src);
+    let mut next: BTreeMap<ModPath, BTreeSet<ModPath>> = BTreeMap::new();
+    for (from, to) in edges.keys() {
+        next.entry(from.clone()).or_default().insert(to.clone());
+    }
+    // Depth first from every module; a module met again on the current path closes a
+    // circle.
+    let mut done: BTreeSet<ModPath> = BTreeSet::new();
+    let mut circles: Vec<String> = Vec::new();
+    for start in next.keys() {
+        if done.contains(start) {
+            continue;
+        }
+        let successors = |m: &ModPath| -> Vec<ModPath> {
+            next.get(m)
+                .map(|s| s.iter().cloned().collect())
+                .unwrap_or_default()
+        };
+        let mut stack: Vec<(ModPath, Vec<ModPath>)> = vec![(start.clone(), successors(start))];
+        let mut on_path: BTreeSet<ModPath> = BTreeSet::from([start.clone()]);
+        while let Some((node, rest)) = stack.last_mut() {
+            let node = node.clone();
+            match rest.pop() {
+                Some(to) if on_path.contains(&to) => {
+                    let from = stack.iter().position(|(n, _)| *n == to).unwrap_or(0);
+                    let mut path: Vec<ModPath> =
+                        stack[from..].iter().map(|(n, _)| n.clone()).collect();
+                    path.push(to.clone());
+                    let steps: Vec<String> = path
+                        .windows(2)
+                        .map(|w| {
+                            let r = &edges[&(w[0].clone(), w[1].clone())];
+                            format!("  {} -> {}: {}", show(&w[0]), show(&w[1]), place(r))
+                        })
+                        .collect();
+                    circles.push(steps.join("\n"));
+                }
+                Some(to) if !done.contains(&to) => {
+                    on_path.insert(to.clone());
+                    let succ = successors(&to);
+                    stack.push((to, succ));
+                }
+                Some(_) => {}
+                None => {
+                    on_path.remove(&node);
+                    done.insert(node);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    circles
+}
+
+#[test]
+fn the_host_reads_as_its_modules_and_paths() {
+    let (modules, named) = read_tree(&src());
+    // The reader found the host as it is: its top floors and deeper modules, and paths.
+    for m in [
+        "repo::writer",
+        "exec::batch",
+        "api::protocol::read",
+        "deploy::cycles",
+    ] {
+        let p: ModPath = m.split("::").map(str::to_owned).collect();
+        assert!(
+            modules.contains_key(&p),
+            "{m} in {:?}",
+            modules.keys().collect::<Vec<_>>()
+        );
+    }
+    assert!(modules.len() > 60, "{}", modules.len());
+    let refs: usize = named.values().map(Vec::len).sum();
+    assert!(refs > 500, "{refs}");
+    // Every top-level module has its floor.
+    for m in modules.keys().filter(|m| m.len() == 1) {
+        assert!(
+            FLOORS.contains(&m[0].as_str()),
+            "{} has no floor in FLOORS",
+            m[0]
+        );
+    }
+}
+
+#[test]
+fn no_module_names_one_on_a_higher_floor() {
+    let up = arrows_up(&src(), FLOORS);
+    assert!(up.is_empty(), "arrows back up:\n{}", up.join("\n"));
+}
+
+#[test]
+fn no_child_module_takes_from_its_parent() {
+    let up = from_parents(&src());
+    assert!(
+        up.is_empty(),
+        "children taking from their parents:\n{}",
+        up.join("\n")
+    );
+}
+
+#[test]
+fn no_import_circles_between_modules() {
+    let found = circles(&src());
+    assert!(found.is_empty(), "import circles:\n{}", found.join("\n\n"));
+}
+
+#[test]
+fn each_check_finds_what_it_is_for_and_nothing_in_tests_or_visibilities() {
+    let dir = tempfile::tempdir().expect("dir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().expect("folder")).expect("folder");
+        std::fs::write(path, text).expect("write");
+    };
+    write("lib.rs", "pub mod low;\npub mod mid;\npub mod high;\n");
+    // low names high in a macro call (an arrow up and, with high naming low, a circle).
+    write(
+        "low.rs",
+        "pub fn f() -> String { format!(\"{}\", crate::high::g()) }\n\
+         pub(super) fn quiet() {}\n\
+         #[cfg(test)]\nmod tests { use crate::mid::*; }\n",
+    );
+    write(
+        "high.rs",
+        "use crate::low::f;\npub fn g() -> String { f() }\n",
+    );
+    // mid's child takes from mid; mid itself names only its child (allowed).
+    write(
+        "mid/mod.rs",
+        "mod part;\npub struct Shared;\npub use part::*;\n",
+    );
+    write(
+        "mid/part.rs",
+        "use super::Shared;\npub fn h(_: Shared) {}\npub(in crate::mid) fn i() {}\n",
+    );
+    let floors = ["low", "mid", "high"];
+    let up = arrows_up(dir.path(), &floors);
+    assert_eq!(up, ["low -> high: low.rs:1 `crate::high::g`"], "{up:?}");
+    let parents = from_parents(dir.path());
+    assert_eq!(
+        parents,
+        ["mid::part -> mid: mid/part.rs:1 `super::Shared`"],
+        "{parents:?}"
+    );
+    let found = circles(dir.path());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("high -> low: high.rs:1 `crate::low::f`")
+            && found[0].contains("low -> high: low.rs:1 `crate::high::g`"),
+        "{found:?}"
+    );
+}
