@@ -164,7 +164,17 @@ pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
                 .finish(&[], problems);
             Command::ListHosts(ListHosts {})
         }
-        _ => Command::AdvanceClock(advance_clock(payload, payload_path, problems)?),
+        "AdvanceClock" => Command::AdvanceClock(advance_clock(payload, payload_path, problems)?),
+        // A name in COMMANDS without an arm here: refused, never read as another command.
+        _ => {
+            problems.error(
+                UNKNOWN_COMMAND,
+                format!("command `{name}` is listed but this server cannot read it"),
+                span,
+                &command_path,
+            );
+            return None;
+        }
     };
     (!problems.has_errors()).then_some(command)
 }

@@ -333,6 +333,27 @@ fn each_command_names_its_missing_and_mistyped_fields() {
 }
 
 #[test]
+fn every_listed_command_is_read_as_itself_and_never_as_another() {
+    for &name in COMMANDS {
+        let text = serde_json::json!({"command": name, "payload": {}}).to_string();
+        match read_text(&text) {
+            Ok(command) => assert_eq!(command.name(), name),
+            Err(problems) => {
+                for (_, _, _, message) in &problems {
+                    assert!(!message.contains("cannot read it"), "{name}: {message}");
+                    for &other in COMMANDS.iter().filter(|o| **o != name) {
+                        assert!(
+                            !message.contains(&format!("the {other} payload")),
+                            "{name} was read as {other}: {message}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn an_unknown_command_is_named_at_its_place_and_its_payload_is_not_read() {
     let problems = read_text("{\"payload\": {\"x\": 1},\n \"command\": \"DeploySheet\"}")
         .expect_err("unknown");
