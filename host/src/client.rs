@@ -1,5 +1,7 @@
-//! `weft deploy`, the client behind `bin/deploySheet.sh`: sends a `.dsr` file to the service
-//! and reports the answer as `FILE:LINE:COLUMN: message` lines.
+//! The command line's clients of a running server, speaking `api::protocol`'s types: `weft
+//! deploy` (behind `bin/deploySheet.sh`: sends a `.dsr` file and reports the answer as
+//! `FILE:LINE:COLUMN: message` lines), `weft run` (starts a batch instance and follows it
+//! with `--wait`), `weft next-runs`, `weft hosts` and `weft plugins --url`.
 //!
 //! Exit codes ([`Exit`]): 0 deployed, 1 content invalid, 2 usage, 3 service unreachable,
 //! 4 request refused for another reason, 5 service failure.

@@ -1,6 +1,9 @@
 //! The `weft` command: the server (`weft serve`), the schema upgrade (`weft schema`, behind
-//! `bin/deploySchema.sh`), the deploy client (`weft deploy`, behind `bin/deploySheet.sh`) and
-//! `weft getkey` (behind `bin/getkey`). Run `weft --help` for the list.
+//! `bin/deploySchema.sh`), the clients of a running server (`weft deploy`, behind
+//! `bin/deploySheet.sh`; `weft run`, `weft next-runs`, `weft hosts`, `weft plugins --url`),
+//! the plugin libraries (`weft plugins`, `install`, `new`), JDBC drivers (`weft jdbc`, behind
+//! `bin/jdbcManager`) and the key file (`weft keys`, `weft getkey` behind `bin/getkey`). Run
+//! `weft --help` for the list.
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

@@ -557,7 +557,7 @@ impl ActionModule for ProcessModule {
         out
     }
 
-    /// Never called: the host runs process modules itself ([`run`]), without opening
+    /// Never called: the host runs process modules itself (`exec::process::run`), without opening
     /// connections for them.
     fn run(&self, _ctx: &mut RunContext) -> PluginResult<RunOutcome> {
         Err(PluginError::new(format!(

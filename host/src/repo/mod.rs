@@ -1,7 +1,7 @@
 //! The repository: what weft keeps (deployed sheets, connections, batches and their planned
 //! starts, batch instances and their actions), behind domain-typed stores ([`store`]) over
-//! domain types ([`model`]). [`sqlite`] is the one backend today; `docs/ARCHITECTURE.md` says
-//! what a second one implements. This module knows nothing of HTTP or of the API's answer
+//! domain types ([`model`]), on two backends: [`sqlite`] (a file in HOME) and [`postgres`]
+//! (several hosts on one repository); `docs/ARCHITECTURE.md` says what a backend implements. This module knows nothing of HTTP or of the API's answer
 //! shapes; callers bring a parsed and validated document.
 
 mod browse;
