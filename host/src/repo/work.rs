@@ -134,6 +134,8 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Claimed
     }
     let set = "state = 'R', host = ?1, started_at = ?2, ended_at = NULL, error = NULL,
              attempt = attempt + 1, unmarked = NULL";
+    // The limit written into the statement: bound as a parameter, SQLite prepared the
+    // statement again at every claim (a slot count: a few statements in all).
     let sql = match conn.dialect() {
         // The rows picked are locked, and rows another host locked are skipped. The pick is
         // a materialized CTE: as `IN (subquery)` PostgreSQL may run the subquery again for
@@ -141,7 +143,7 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Claimed
         Dialect::Postgres => format!(
             "WITH picked AS MATERIALIZED (
                  SELECT instance_id, action_id FROM instance_actions WHERE state = 'W'
-                 ORDER BY instance_id, action_id LIMIT ?3 FOR UPDATE SKIP LOCKED)
+                 ORDER BY instance_id, action_id LIMIT {limit} FOR UPDATE SKIP LOCKED)
              UPDATE instance_actions a SET {set}
              FROM picked WHERE a.instance_id = picked.instance_id AND a.action_id = picked.action_id
              RETURNING a.instance_id, a.action_id, a.attempt, a.plan"
@@ -151,11 +153,11 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Claimed
             "UPDATE instance_actions SET {set}
              WHERE state = 'W' AND (instance_id, action_id) IN (
                  SELECT instance_id, action_id FROM instance_actions WHERE state = 'W'
-                 ORDER BY instance_id, action_id LIMIT ?3)
+                 ORDER BY instance_id, action_id LIMIT {limit})
              RETURNING instance_id, action_id, attempt, plan"
         ),
     };
-    let mut claimed = conn.rows(&sql, args![host, now_utc(), limit as i64], |r| {
+    let mut claimed = conn.rows(&sql, args![host, now_utc()], |r| {
         Ok(Claimed {
             instance: r.get(0)?,
             action: r.get(1)?,
