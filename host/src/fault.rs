@@ -4,17 +4,18 @@
 //!
 //! The point to hit is named by the environment variable `WEFT_FAULT` (read once), e.g.
 //! `WEFT_FAULT=after_target_commit`. Unset, every point costs one atomic load. It is meant
-//! for end-to-end tests of the real binary; nothing in normal operation sets it.
-
-use std::sync::OnceLock;
+//! for end-to-end tests of the real binary, and compiled only into test builds: unit tests,
+//! and the binary built with the feature `fault-injection`, which the end-to-end tests'
+//! crate turns on. A build without it (`install.sh`'s) has no fault points at all.
 
 /// An action's first target connection has committed; the repository has not recorded it.
 pub const AFTER_TARGET_COMMIT: &str = "after_target_commit";
 /// An action's module has run; its target connections have not committed yet.
 pub const BEFORE_TARGET_COMMIT: &str = "before_target_commit";
 
+#[cfg(any(test, feature = "fault-injection"))]
 fn armed() -> Option<&'static str> {
-    static POINT: OnceLock<Option<String>> = OnceLock::new();
+    static POINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     POINT
         .get_or_init(|| std::env::var("WEFT_FAULT").ok().filter(|v| !v.is_empty()))
         .as_deref()
@@ -22,9 +23,15 @@ fn armed() -> Option<&'static str> {
 
 /// Stops the process at once (no destructor runs, nothing is flushed) when `point` is the
 /// one `WEFT_FAULT` names.
+#[cfg(any(test, feature = "fault-injection"))]
 pub fn hit(point: &str) {
     if armed() == Some(point) {
         eprintln!("weft: WEFT_FAULT={point}: stopping the process here");
         std::process::abort();
     }
 }
+
+/// Nothing: this build has no fault points (see the module's words).
+#[cfg(not(any(test, feature = "fault-injection")))]
+#[inline(always)]
+pub fn hit(_point: &str) {}
