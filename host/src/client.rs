@@ -315,7 +315,7 @@ pub fn deploy(args: &DeployArgs) -> Exit {
     let Refusal { status, error } = &refusal;
     if error.code == "deploy.invalid" {
         for d in &error.details {
-            let prefix = if d.severity == crate::dsr::Severity::Warning {
+            let prefix = if d.severity == weft_protocol::Severity::Warning {
                 "warning: "
             } else {
                 ""

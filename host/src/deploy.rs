@@ -7,82 +7,12 @@ use crate::dsr::{self, Detail, LineIndex, Path, Problem, Problems, Severity};
 use crate::repo::{self, Change, ChangeKind, DeployWriter, IdTable, ObjectKind, Repository};
 use crate::settings::Environment;
 use crate::validate;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod cycles;
 
-/// The deploy options of SPEC 4.2.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Options {
-    /// Check the graph, modules and types (default true).
-    pub validate: bool,
-    /// Validate only; change nothing (default false).
-    pub dry_run: bool,
-    /// Copy the sheets into this folder with fresh ids.
-    pub into_folder: Option<i64>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            validate: true,
-            dry_run: false,
-            into_folder: None,
-        }
-    }
-}
-
-/// Old-to-new ids of an `intoFolder` copy.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct IdMap {
-    /// Sheet ids.
-    pub sheets: BTreeMap<String, i64>,
-    /// Node ids.
-    pub nodes: BTreeMap<String, i64>,
-    /// Edge ids.
-    pub edges: BTreeMap<String, i64>,
-}
-
-/// What a successful deploy did (or, in a dry run, would do).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Report {
-    /// Whether this was a dry run (nothing was written).
-    pub dry_run: bool,
-    /// Whether the graph, module and type checks ran.
-    pub validated: bool,
-    /// Objects created.
-    pub created: Vec<Touched>,
-    /// Objects updated.
-    pub updated: Vec<Touched>,
-    /// Objects found identical.
-    pub unchanged: Vec<Touched>,
-    /// Nodes and edges a redeployed sheet no longer holds.
-    pub deleted: Vec<Touched>,
-    /// Warnings (the deploy went on).
-    pub warnings: Vec<Detail>,
-    /// For `intoFolder`: old-to-new ids.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id_map: Option<IdMap>,
-    /// The number of the deploy in the deploy history (`ListDeploys`); none for a dry run
-    /// and for a deploy that changed nothing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deploy_id: Option<i64>,
-}
-
-/// One object a deploy touched, as the answer lists it under what happened to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Touched {
-    /// What it is.
-    pub kind: ObjectKind,
-    /// Its id.
-    pub id: i64,
-    /// For nodes and edges: the sheet.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sheet_id: Option<i64>,
-}
+/// The deploy options of SPEC 4.2 and a deploy's report: `weft_protocol`'s types.
+pub use weft_protocol::deploys::{IdMap, Options, Report, Touched};
 
 impl From<Change> for Touched {
     fn from(c: Change) -> Self {
@@ -98,7 +28,7 @@ impl From<Change> for Touched {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The content has errors; every problem is listed (warnings too).
-    #[error("the content is invalid: {} error(s)", .0.iter().filter(|d| d.severity == Severity::Error).count())]
+    #[error("the content is invalid: {} error(s)", .0.iter().filter(|d| d.severity == weft_protocol::Severity::Error).count())]
     Invalid(Vec<Detail>),
     /// `intoFolder` outside a development environment.
     #[error(

@@ -674,7 +674,7 @@ fn plugins(home: &std::path::Path) -> ExitCode {
     let dirs = weft::plugins::search_path(home);
     let mut registry = weft::plugins::Registry::load(&dirs);
     registry.load_process_modules(&weft::plugins::process_dirs(home));
-    client::print_plugins(&weft::api::protocol::PluginList::of(&registry));
+    client::print_plugins(&weft::api::protocol::plugin_list(&registry));
     if registry.libraries.is_empty() {
         let searched: Vec<String> = dirs.iter().map(|(d, _)| d.display().to_string()).collect();
         eprintln!(

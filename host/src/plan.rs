@@ -11,17 +11,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use weft_sdk::{AttributeValue, Dialect, ObjectRef};
 
-/// One element of `elementList` (a run's or a scheduled batch's): a sheet, an action or a
-/// folder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Element {
-    /// `S` sheet, `A` action, `F` folder.
-    #[serde(rename = "elementType")]
-    pub kind: char,
-    /// Its id.
-    #[serde(rename = "elementId")]
-    pub id: i64,
-}
+/// One element of `elementList` (a run's or a scheduled batch's), as the protocol has it.
+pub use weft_protocol::Element;
 
 /// An action with everything its module needs.
 #[derive(Debug, Clone)]

@@ -466,6 +466,49 @@ fn no_import_circles_between_modules() {
     assert!(found.is_empty(), "import circles:\n{}", found.join("\n\n"));
 }
 
+/// `weft_protocol` is the leaf both sides of the service share: serde and nothing else, no
+/// other weft crate and no I/O, so that a client can take it without the server.
+#[test]
+fn the_protocol_crate_is_a_leaf_without_io() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/protocol");
+    let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml"))
+        .expect("host/protocol/Cargo.toml")
+        .parse()
+        .expect("a manifest");
+    let deps: Vec<&String> = manifest
+        .get("dependencies")
+        .and_then(|d| d.as_table())
+        .map(|d| d.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(deps, ["serde"], "weft_protocol may depend on serde only");
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("protocol sources") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() >= 5, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("a source");
+        for io in [
+            "std::fs",
+            "std::net",
+            "std::io",
+            "std::process",
+            "std::thread",
+            "std::env",
+        ] {
+            assert!(!text.contains(io), "{} names {io}", file.display());
+        }
+    }
+}
+
 #[test]
 fn each_check_finds_what_it_is_for_and_nothing_in_tests_or_visibilities() {
     let dir = tempfile::tempdir().expect("dir");

@@ -5,13 +5,13 @@
 //! threads; their errors become [`ApiError`]s by `?`.
 
 use super::error::ApiError;
-use super::protocol::instances::{Instance, Listed};
 use super::protocol::{
     AdvanceClock, ClockAdvanced, DeployRepository, GetBatchInstance, HaltBatchInstance,
     HaltRequested, HostList, HostView, InstanceList, ListBatchInstances, ListHosts, ListPlugins,
     NextRuns, PluginList, RestartBatchInstance, Restarting, RunElements, ScheduledRun, Started,
     WaitBatchInstance, Waited,
 };
+use super::protocol::{Instance, Listed};
 use super::state::AppState;
 use crate::deploy;
 use crate::exec::batch::RunRequest;
@@ -250,7 +250,7 @@ pub async fn next_runs(
 
 /// `ListPlugins`: what this server loaded at its start.
 pub fn list_plugins(state: &Arc<AppState>, _request: ListPlugins) -> PluginList {
-    PluginList::of(&state.registry)
+    super::protocol::plugin_list(&state.registry)
 }
 
 /// `ListHosts`: the hosts on the repository with their last heartbeat (one, alone on

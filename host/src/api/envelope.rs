@@ -4,7 +4,8 @@
 
 use super::error::ApiError;
 use super::protocol::{self, Command};
-use crate::dsr::{Detail, LineIndex, Problems, Severity, json};
+use crate::dsr::{Detail, LineIndex, Problems, json};
+use weft_protocol::Severity;
 
 /// Reads the command of `body`.
 ///

@@ -7,10 +7,11 @@
 
 use super::protocol::{Answer, ErrorBody, SERVICE_PATH};
 use crate::deploy;
-use crate::dsr::{Detail, Severity};
+use crate::dsr::Detail;
 use crate::exec::batch::StartError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use weft_protocol::Severity;
 
 /// A refused request.
 #[derive(Debug, thiserror::Error)]

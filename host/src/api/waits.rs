@@ -9,7 +9,7 @@
 //! the waiters when what it read differs.
 
 use super::error::ApiError;
-use super::protocol::instances::Instance;
+use super::protocol::Instance;
 use crate::exec::batch::Executor;
 use crate::repo::InstanceStore;
 use crate::repo::model::InstanceState;

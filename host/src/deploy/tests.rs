@@ -5,6 +5,7 @@
 use super::*;
 use crate::repo::Repository;
 use crate::settings::Environment;
+use weft_protocol::Severity;
 
 const FOLDER: &str = include_str!("../../../examples/quickstart/1-folder.dsr");
 const CONNECTION: &str = include_str!("../../../examples/quickstart/2-connection.dsr");

@@ -2,38 +2,12 @@
 //! a place (span, hence line and column) and a path inside the document.
 
 use super::value::{LineIndex, Path, Span, Spanned, Value};
-use serde::Serialize;
 
 use std::borrow::Cow;
 /// How bad a problem is: an error rejects the deploy, a warning is only reported. One enum
 /// for the host's problems and those a plugin reports (the sdk's); answered as `error` or
 /// `warning`.
 pub use weft_sdk::Severity;
-
-/// Severity as the word the API answers and the client reads.
-mod severity_word {
-    use super::Severity;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(s: &Severity, ser: S) -> Result<S::Ok, S::Error> {
-        ser.serialize_str(match *s {
-            Severity::Warning => "warning",
-            // A severity this host does not know (from a newer plugin) counts as an error.
-            _ => "error",
-        })
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Severity, D::Error> {
-        match String::deserialize(de)?.as_str() {
-            "error" => Ok(Severity::Error),
-            "warning" => Ok(Severity::Warning),
-            other => Err(serde::de::Error::unknown_variant(
-                other,
-                &["error", "warning"],
-            )),
-        }
-    }
-}
 
 /// One problem of a document.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,7 +59,7 @@ impl Problem {
     pub fn detail(&self, index: &LineIndex<'_>) -> Detail {
         let pos = self.span.map(|s| index.position(s.start));
         Detail {
-            severity: self.severity,
+            severity: answered(self.severity),
             code: self.code.to_string(),
             message: self.message.clone(),
             line: pos.map(|p| p.line),
@@ -96,30 +70,17 @@ impl Problem {
     }
 }
 
-/// A problem placed in its text: what the API answers and the deploy script prints.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct Detail {
-    /// Error or warning.
-    #[serde(with = "severity_word")]
-    pub severity: Severity,
-    /// Stable code.
-    pub code: String,
-    /// What is wrong.
-    pub message: String,
-    /// Line, from 1, in the submitted content.
-    pub line: Option<u32>,
-    /// Column, from 1, in characters.
-    pub column: Option<u32>,
-    /// Path in the document.
-    pub path: String,
-    /// On the entry that stands for problems not listed one by one: how many of its code
-    /// there are.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub more: Option<usize>,
-}
+/// A problem placed in its text, as the API answers it; the most one answer lists.
+pub use weft_protocol::problems::{Detail, MAX_DETAILS};
 
-/// The most problems one answer lists one by one.
-pub const MAX_DETAILS: usize = 100;
+/// The severity a problem is answered with: a severity this host does not know (from a
+/// newer plugin) counts as an error.
+pub fn answered(severity: Severity) -> weft_protocol::Severity {
+    match severity {
+        Severity::Warning => weft_protocol::Severity::Warning,
+        _ => weft_protocol::Severity::Error,
+    }
+}
 
 /// The most problems kept with their message and place; past that they are only counted
 /// per code, so that a hostile document cannot fill the memory with problems.
@@ -277,7 +238,7 @@ impl Problems {
             }
         }
         details.extend(more.into_iter().map(|(code, severity, n)| Detail {
-            severity,
+            severity: answered(severity),
             code: code.to_string(),
             message: format!(
                 "and {n} more problem{} of code {code}, not listed",

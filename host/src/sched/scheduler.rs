@@ -19,7 +19,6 @@ use crate::sched::clock::{self, wall};
 use crate::sched::schedule::{GapPolicy, OverlapPolicy, Planned, Schedule};
 use chrono::{DateTime, Duration, NaiveDateTime, Utc};
 use chrono_tz::Tz;
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -520,47 +519,7 @@ pub fn spawn(
 }
 
 /// A batch's next planned starts, as `NextRuns` answers them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NextRuns {
-    /// The batch.
-    pub batch_id: i64,
-    /// Its name.
-    pub name: String,
-    /// Its schedule's text.
-    pub schedule: String,
-    /// Its spring-gap policy.
-    pub spring_gap: String,
-    /// Its autumn-overlap policy.
-    pub autumn_overlap: String,
-    /// Whether it runs.
-    pub enabled: bool,
-    /// The service time zone.
-    pub time_zone: String,
-    /// The planned starts.
-    pub starts: Vec<NextStart>,
-    /// Why the batch does not run, when its stored planned start is not one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-}
-
-/// One planned start of [`NextRuns`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NextStart {
-    /// The planned wall-clock time.
-    pub planned: String,
-    /// Whether it means the second occurrence of an ambiguous time.
-    pub second_occurrence: bool,
-    /// The wall-clock time it runs at (a skipped time runs when the clocks jump to).
-    pub local: String,
-    /// The instant it runs, UTC.
-    pub utc: String,
-    /// The zone's UTC offset then.
-    pub utc_offset: Option<String>,
-    /// A clock change near it, said in words.
-    pub clock_change: Option<String>,
-}
+pub use weft_protocol::schedules::{NextRuns, NextStart};
 
 /// The next `count` planned starts of batch `id` (from its current planned start), for
 /// `NextRuns`: `None` when the batch does not exist.

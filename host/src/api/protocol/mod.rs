@@ -1,18 +1,19 @@
-//! The service's commands and answers as types, shared by the server (`api`) and the client
-//! (`client.rs`), so that both sides speak one shape and a change to it is a change to a type.
-//!
-//! A request is `{command, payload, variableList?}` (SPEC 4.1); [`Command`] is one of them,
-//! each payload a struct named for its command. The server reads a command with [`read`],
-//! the positional reader that collects every problem of the body at once with its line,
-//! column and path; the client writes one with serde ([`Command`] serialises to the
-//! envelope). An answer is `{requestId, payload}` or `{requestId, error}` ([`Answer`]); each
-//! command names its payload type through [`Request::Answer`]. Nothing here knows HTTP.
+//! The service's commands and answers as the server and the client use them: the types are
+//! `weft_protocol`'s (re-exported here, so that `api::protocol::X` is the protocol's `X`),
+//! and this module adds what needs the host: [`read`], the positioned reader that collects
+//! every problem of a request body at once with its line, column and path; the instance
+//! answers made from the repository's rows ([`instances`]); and `ListPlugins`' answer made
+//! from the loaded plugins ([`plugin_list`]). The client writes a command with serde
+//! ([`Command`] serialises to the envelope). Nothing here knows HTTP.
 
-pub mod commands;
 pub mod instances;
+mod plugins;
 pub mod read;
 
-pub use commands::*;
+pub use plugins::{module_view, plugin_list};
+pub use weft_protocol::commands::*;
+pub use weft_protocol::instances::{Action, Instance, Listed};
+pub use weft_protocol::plugins::*;
 
 #[cfg(test)]
 mod tests;

@@ -6,16 +6,16 @@
 //! or strings, options as `true` or `"true"`), and no more: anything else is named with what
 //! was found.
 
-use super::commands::{
+use crate::deploy;
+use crate::dsr::value::{Member, Spanned, Value};
+use crate::dsr::{Path, Problems, Severity, Span};
+use crate::plan::Element;
+use weft_protocol::commands::{
     AdvanceClock, BatchExecution, Command, DeployRepository, GetBatchInstance, GetDeployChange,
     GetSheet, HaltBatchInstance, ListBatchInstances, ListBatches, ListDeploys, ListHosts,
     ListPlugins, ListSheets, NextRuns, RestartBatchInstance, RunElements, Variable,
     WaitBatchInstance,
 };
-use crate::deploy;
-use crate::dsr::value::{Member, Spanned, Value};
-use crate::dsr::{Path, Problems, Severity, Span};
-use crate::plan::Element;
 
 /// The code of a problem with a field of the request.
 pub const ENVELOPE: &str = "request.envelope";
@@ -50,13 +50,13 @@ pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
     let variables = envelope.optional("variableList");
     envelope.finish(&["command", "payload", "variableList"], problems);
     let (name, span, command_path) = command?;
-    if !super::commands::COMMANDS.contains(&name.as_str()) {
+    if !weft_protocol::COMMANDS.contains(&name.as_str()) {
         problems.error(
             UNKNOWN_COMMAND,
             format!(
                 "unknown command `{}`; known commands: {}",
                 cut(&name, 64),
-                super::commands::COMMANDS.join(", ")
+                weft_protocol::COMMANDS.join(", ")
             ),
             span,
             &command_path,

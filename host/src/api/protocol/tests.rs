@@ -372,67 +372,6 @@ fn an_unknown_command_is_named_at_its_place_and_its_payload_is_not_read() {
     assert!(problems[3].3.contains("given twice"), "{problems:?}");
 }
 
-#[test]
-fn the_answers_read_back_as_the_server_wrote_them() {
-    use crate::repo::model::{ActionState, InstanceState};
-    use instances::{Action, Instance, Listed};
-    let instance = Instance {
-        summary: Listed {
-            batch_instance_id: 3,
-            batch_name: "b".to_owned(),
-            user: "u".to_owned(),
-            state: InstanceState::Failed,
-            start: "2026-11-23T10:00:00Z".to_owned(),
-            end: None,
-            batch_id: Some(2),
-            planned_start: Some("2026-11-23 11:00".to_owned()),
-            late_seconds: Some(1),
-            late: Some(false),
-            running_on: vec!["h1".to_owned()],
-        },
-        elements: vec![Element { kind: 'S', id: 100 }],
-        actions: vec![Action {
-            action_id: 1,
-            sheet_id: 100,
-            name: "load".to_owned(),
-            module: "Sql".to_owned(),
-            state: ActionState::Error,
-            start: Some("2026-11-23T10:00:00Z".to_owned()),
-            end: None,
-            rows_read: 1,
-            rows_written: 2,
-            rows_updated: 3,
-            rows_deleted: 0,
-            error: Some("no such table".to_owned()),
-            log: vec!["one".to_owned()],
-            host: Some("h1".to_owned()),
-            depends_on: vec![3, 4],
-        }],
-    };
-    let waited = Waited {
-        instance,
-        timed_out: true,
-        version: "0123456789abcdef".to_owned(),
-    };
-    let text = serde_json::to_string(&Answer {
-        request_id: 8,
-        payload: Some(&waited),
-        error: None,
-    })
-    .expect("write");
-    assert!(text.contains(r#""state":"E""#) && text.contains(r#""timedOut":true"#));
-    let back: Answer<Waited> = serde_json::from_str(&text).expect("read");
-    assert_eq!(back.payload, Some(waited));
-    let refused: Answer<Waited> = serde_json::from_str(
-        r#"{"requestId": 9, "error": {"code": "run.not_found", "message": "no"}}"#,
-    )
-    .expect("read");
-    assert_eq!(
-        refused.error.map(|e| e.code),
-        Some("run.not_found".to_owned())
-    );
-}
-
 fn element() -> impl Strategy<Value = Element> {
     (prop_oneof![Just('S'), Just('A'), Just('F')], any::<i64>())
         .prop_map(|(kind, id)| Element { kind, id })

@@ -1,12 +1,14 @@
-//! The commands and their answers as types ([`Command`], one struct per payload, the
-//! answers, the lists of names): what `api::protocol` re-exports.
+//! The commands and their answers as types: [`Command`] (the envelope), one struct per
+//! payload, the answers, and the list of names.
 
-use super::instances;
-
-use crate::deploy;
-use crate::dsr::Detail;
-use crate::plan::Element;
-use crate::sched::scheduler;
+use crate::browse::{BatchItem, DeployItem, HistoryDetail, SheetDetail, Tree};
+use crate::deploys;
+use crate::elements::Element;
+use crate::instances;
+use crate::plugins::PluginList;
+use crate::problems::Detail;
+use crate::schedules;
+use crate::states::InstanceState;
 use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Serialize};
 
@@ -151,21 +153,21 @@ macro_rules! request {
 }
 
 request! {
-    DeployRepository => deploy::Report,
+    DeployRepository => deploys::Report,
     RunElements => Started,
     GetBatchInstance => instances::Instance,
     WaitBatchInstance => Waited,
     ListBatchInstances => InstanceList,
     HaltBatchInstance => HaltRequested,
     RestartBatchInstance => Restarting,
-    NextRuns => scheduler::NextRuns,
+    NextRuns => schedules::NextRuns,
     ListPlugins => PluginList,
     ListHosts => HostList,
-    ListSheets => crate::repo::model::Tree,
+    ListSheets => Tree,
     GetSheet => SheetView,
     ListBatches => BatchList,
     ListDeploys => DeployList,
-    GetDeployChange => crate::repo::model::HistoryDetail,
+    GetDeployChange => HistoryDetail,
     AdvanceClock => ClockAdvanced,
 }
 
@@ -177,12 +179,12 @@ pub struct DeployRepository {
     pub content: String,
     /// The deploy options.
     #[serde(with = "options_wire")]
-    pub deploy_options: deploy::Options,
+    pub deploy_options: deploys::Options,
 }
 
 /// `deployOptions` as sent: `{validate, dryRun, intoFolder}`.
 mod options_wire {
-    use crate::deploy::Options;
+    use crate::deploys::Options;
     use serde::ser::SerializeMap as _;
 
     pub fn serialize<S: serde::Serializer>(o: &Options, s: S) -> Result<S::Ok, S::Error> {
@@ -274,7 +276,7 @@ pub struct ListBatchInstances {
     pub limit: i64,
     /// Only instances in this state.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<crate::repo::model::InstanceState>,
+    pub state: Option<InstanceState>,
     /// Only instances whose batch name holds this text, in any case.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -473,167 +475,6 @@ pub struct ClockAdvanced {
     pub waiting: Vec<i64>,
 }
 
-/// `ListPlugins`' answer: what a server loaded at its start (or `weft plugins` finds).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PluginList {
-    /// The sdk (plugin ABI) version of this weft.
-    pub sdk_version: String,
-    /// The libraries that loaded, in load order.
-    pub libraries: Vec<LibraryView>,
-    /// The process modules that loaded, by name.
-    #[serde(default)]
-    pub process_modules: Vec<ProcessModuleView>,
-    /// The libraries (or plugins in them) refused, with why.
-    pub refused: Vec<RefusedView>,
-    /// The connection types weft serves itself.
-    pub native_connection_types: Vec<String>,
-}
-
-/// A loaded library.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LibraryView {
-    /// Its crate name.
-    pub name: String,
-    /// Its crate version.
-    pub version: String,
-    /// The installed file.
-    pub path: String,
-    /// Its action modules.
-    pub modules: Vec<ModuleView>,
-    /// Its object types, as `id name`.
-    pub object_types: Vec<String>,
-    /// Its connection types.
-    pub connection_types: Vec<String>,
-}
-
-/// An action module as it declares itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ModuleView {
-    /// The name written in `module`.
-    pub name: String,
-    /// What it does.
-    pub description: String,
-    /// Its attributes beyond table A.
-    pub attributes: Vec<AttributeView>,
-    /// How many sources and targets it takes, in words (`1 source, 1 target`).
-    pub objects: String,
-}
-
-/// An attribute a module takes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AttributeView {
-    /// Its name.
-    pub name: String,
-    /// `Bool`, `String`, `Integer` (or a type this weft does not know, by code).
-    pub kind: String,
-    /// The default, as written.
-    pub default: Option<String>,
-    /// Whether an action must write it.
-    pub required: bool,
-    /// What it does.
-    pub description: String,
-}
-
-/// A refused library.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RefusedView {
-    /// The file.
-    pub path: String,
-    /// Why, in one line.
-    pub reason: String,
-}
-
-impl PluginList {
-    /// What `registry` holds.
-    pub fn of(registry: &crate::plugins::Registry) -> Self {
-        let libraries = registry
-            .libraries
-            .iter()
-            .map(|lib| LibraryView {
-                name: lib.name.clone(),
-                version: lib.version.clone(),
-                path: lib.path.display().to_string(),
-                modules: lib
-                    .modules
-                    .iter()
-                    .filter_map(|name| registry.module(name))
-                    .map(|m| ModuleView::of(&m.info))
-                    .collect(),
-                object_types: lib.object_types.clone(),
-                connection_types: lib.connection_types.clone(),
-            })
-            .collect();
-        PluginList {
-            sdk_version: weft_sdk::SDK_VERSION.to_owned(),
-            libraries,
-            process_modules: registry
-                .process_modules()
-                .map(|p| ProcessModuleView {
-                    path: p.dir.display().to_string(),
-                    command: p.manifest.command.join(" "),
-                    module: ModuleView::of(&p.info()),
-                })
-                .collect(),
-            refused: registry
-                .refused
-                .iter()
-                .map(|r| RefusedView {
-                    path: r.path.display().to_string(),
-                    reason: r.reason.clone(),
-                })
-                .collect(),
-            native_connection_types: vec![crate::connect::SQLITE.to_owned()],
-        }
-    }
-}
-
-impl ModuleView {
-    /// What a module declares.
-    pub fn of(info: &weft_sdk::ModuleInfo) -> Self {
-        let count = |(min, max): (u32, u32), what: &str| match (min, max) {
-            (a, b) if a == b => format!("{a} {what}"),
-            (a, u32::MAX) => format!("{a} or more {what}"),
-            (a, b) => format!("{a} to {b} {what}"),
-        };
-        ModuleView {
-            name: info.name().to_string(),
-            description: info.description().to_string(),
-            attributes: info
-                .attributes()
-                .iter()
-                .map(|a| AttributeView {
-                    name: a.name().to_string(),
-                    kind: format!("{:?}", a.kind()),
-                    default: a.default().map(|d| d.to_string()),
-                    required: a.is_required(),
-                    description: a.description().to_string(),
-                })
-                .collect(),
-            objects: format!(
-                "{}, {}",
-                count(info.source_range(), "source(s)"),
-                count(info.target_range(), "target(s)")
-            ),
-        }
-    }
-}
-
-/// A process module (a program in any language with a manifest; docs/process-modules.md).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProcessModuleView {
-    /// Its folder.
-    pub path: String,
-    /// The program and its arguments.
-    pub command: String,
-    /// The module it declares.
-    pub module: ModuleView,
-}
-
 /// One start of [`ClockAdvanced`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -672,7 +513,7 @@ pub struct GetSheet {
 pub struct SheetView {
     /// The sheet.
     #[serde(flatten)]
-    pub sheet: crate::repo::model::SheetDetail,
+    pub sheet: SheetDetail,
     /// The newest instances that ran its actions (at most [`SheetView::RUNS`]).
     pub runs: Vec<instances::Listed>,
 }
@@ -690,7 +531,7 @@ pub struct ListBatches {}
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchList {
     /// Every scheduled batch, by name.
-    pub batches: Vec<crate::repo::model::BatchItem>,
+    pub batches: Vec<BatchItem>,
 }
 
 /// `ListDeploys {limit?, before?, changes?}`: a page of the deploy history, newest first.
@@ -720,7 +561,7 @@ impl Default for ListDeploys {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeployList {
     /// The deploys, newest first.
-    pub deploys: Vec<crate::repo::model::DeployItem>,
+    pub deploys: Vec<DeployItem>,
 }
 
 /// `GetDeployChange {historyId}`.

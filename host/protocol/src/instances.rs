@@ -1,0 +1,91 @@
+//! The answers that show batch instances (DESIGN.md section 1): an instance with its
+//! actions (`GetBatchInstance`, `WaitBatchInstance`) and without them
+//! (`ListBatchInstances`).
+
+use crate::elements::Element;
+use crate::states::{ActionState, InstanceState};
+use serde::{Deserialize, Serialize};
+
+/// An instance as monitoring shows it: what `ListBatchInstances` shows of it, its elements
+/// and its actions.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Instance {
+    /// The instance itself.
+    #[serde(flatten)]
+    pub summary: Listed,
+    /// The elements asked for.
+    pub elements: Vec<Element>,
+    /// The actions.
+    pub actions: Vec<Action>,
+}
+
+/// An instance without its actions.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Listed {
+    /// Id.
+    pub batch_instance_id: i64,
+    /// Name.
+    pub batch_name: String,
+    /// User.
+    pub user: String,
+    /// State word.
+    pub state: InstanceState,
+    /// Start, UTC ISO 8601.
+    pub start: String,
+    /// End, UTC ISO 8601.
+    pub end: Option<String>,
+    /// The scheduled batch that started it, if the scheduler did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<i64>,
+    /// The planned start it was started for, for a scheduled run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_start: Option<String>,
+    /// How many seconds after its planned start it started, for a scheduled run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_seconds: Option<i64>,
+    /// Whether it started late, for a scheduled run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late: Option<bool>,
+    /// The hosts its running actions run on (in `ListBatchInstances`, while it runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running_on: Vec<String>,
+}
+
+/// An action of an instance.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Action {
+    /// Action id.
+    pub action_id: i64,
+    /// Sheet id.
+    pub sheet_id: i64,
+    /// Name.
+    pub name: String,
+    /// Module.
+    pub module: String,
+    /// State letter: D W R F E S H.
+    pub state: ActionState,
+    /// Start, UTC ISO 8601.
+    pub start: Option<String>,
+    /// End, UTC ISO 8601.
+    pub end: Option<String>,
+    /// Rows read.
+    pub rows_read: i64,
+    /// Rows written.
+    pub rows_written: i64,
+    /// Rows updated.
+    pub rows_updated: i64,
+    /// Rows deleted.
+    pub rows_deleted: i64,
+    /// Error message.
+    pub error: Option<String>,
+    /// Log lines.
+    pub log: Vec<String>,
+    /// The host that runs it, or that ran its last attempt to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The actions of this instance it runs after (their data comes first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<i64>,
+}
