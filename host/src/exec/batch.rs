@@ -576,20 +576,12 @@ impl Executor {
         scheduled: Option<&ScheduledStart>,
     ) -> Result<i64, StartError> {
         let dialect = self.dialect_fn();
-        let plans = expand(&*self.repo, &req.elements, &dialect)?.map_err(StartError::NotFound)?;
-        let deps = dependencies(&self.registry, &plans);
+        let expanded =
+            expand(&*self.repo, &req.elements, &dialect)?.map_err(StartError::NotFound)?;
+        let plans = &expanded.plans;
+        let deps = dependencies(&self.registry, plans);
         if let Some(c) = dependency_cycle(&deps) {
-            return Err(StartError::Cycle(describe_cycle(
-                &self.registry,
-                &plans,
-                &c,
-            )));
-        }
-        let mut sheet_of: HashMap<i64, i64> = HashMap::new();
-        for p in &plans {
-            if let Some((sheet, _)) = self.repo.node(p.id)? {
-                sheet_of.insert(p.id, sheet);
-            }
+            return Err(StartError::Cycle(describe_cycle(&self.registry, plans, &c)));
         }
         let new = NewInstance {
             batch_name: req.batch_name.clone(),
@@ -598,12 +590,14 @@ impl Executor {
             variables: req.variables.clone(),
             actions: plans
                 .iter()
-                .map(|p| NewAction {
+                .zip(expanded.stored)
+                .zip(&expanded.sheets)
+                .map(|((p, stored), sheet)| NewAction {
                     action_id: p.id,
-                    sheet_id: sheet_of.get(&p.id).copied().unwrap_or(0),
+                    sheet_id: *sheet,
                     name: p.name.clone(),
                     module: p.module.clone(),
-                    plan: StoredPlan::from_plan(p),
+                    plan: stored,
                     depends_on: deps.get(&p.id).cloned().unwrap_or_default(),
                 })
                 .collect(),

@@ -2,37 +2,51 @@
 //! the plans the repository stores with each deployed sheet, and the words for a cycle among
 //! them. No threads, no writes.
 
-use crate::plan::{ActionPlan, Element, identity};
+use crate::plan::{ActionPlan, Element, StoredPlan, identity};
 use crate::plugins::Registry;
 use crate::repo::{self, SheetStore};
 use std::collections::{HashMap, HashSet};
 use weft_sdk::Dialect;
 
+/// What a run starts with: each action's plan (objects with the dialects of their
+/// connections), its stored form (kept with the instance as the sheet stored it), and its
+/// sheet, in parallel and in run order.
+#[derive(Debug, Default)]
+pub struct Expanded {
+    /// The plans.
+    pub plans: Vec<ActionPlan>,
+    /// The same plans as stored.
+    pub stored: Vec<StoredPlan>,
+    /// Each plan's sheet.
+    pub sheets: Vec<i64>,
+}
+
 /// The actions the elements name, from the repository's current state: each sheet's stored
 /// plans (read once per run), each object with the dialect of its connection. An element
-/// that names nothing is the message of the outer `Err`.
+/// that names nothing is the message of the outer `Err`. The repository is asked once per
+/// element (and once per sheet), never once per action.
 pub fn expand(
     sheets_store: &dyn SheetStore,
     elements: &[Element],
     dialect: &dyn Fn(i64) -> Dialect,
-) -> repo::Result<Result<Vec<ActionPlan>, String>> {
+) -> repo::Result<Result<Expanded, String>> {
     let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
-    let mut parsed: HashMap<i64, Vec<ActionPlan>> = HashMap::new();
+    let mut stored: HashMap<i64, Vec<StoredPlan>> = HashMap::new();
     // A sheet's plans, read once per run; false when the sheet does not exist.
-    let load = |parsed: &mut HashMap<i64, Vec<ActionPlan>>, sheet: i64| -> repo::Result<bool> {
-        if parsed.contains_key(&sheet) {
+    let load = |stored: &mut HashMap<i64, Vec<StoredPlan>>, sheet: i64| -> repo::Result<bool> {
+        if stored.contains_key(&sheet) {
             return Ok(true);
         }
-        let Some(stored) = sheets_store.plans(sheet)? else {
+        let Some(plans) = sheets_store.plans(sheet)? else {
             return Ok(false);
         };
-        parsed.insert(sheet, stored.iter().map(|p| p.to_plan(dialect)).collect());
+        stored.insert(sheet, plans);
         Ok(true)
     };
     for e in elements {
         match e.kind {
             'S' => {
-                if !load(&mut parsed, e.id)? {
+                if !load(&mut stored, e.id)? {
                     return Ok(Err(format!(
                         "element S {}: sheet {} does not exist",
                         e.id, e.id
@@ -71,19 +85,21 @@ pub fn expand(
             }
         }
     }
-    let mut plans: Vec<ActionPlan> = Vec::new();
+    let mut out = Expanded::default();
     let mut seen: HashSet<i64> = HashSet::new();
     for (sheet, only) in sheets {
-        if !load(&mut parsed, sheet)? {
+        if !load(&mut stored, sheet)? {
             continue;
         }
-        for p in &parsed[&sheet] {
-            if only.is_none_or(|a| a == p.id) && seen.insert(p.id) {
-                plans.push(p.clone());
+        for p in &stored[&sheet] {
+            if only.is_none_or(|a| a == p.id()) && seen.insert(p.id()) {
+                out.plans.push(p.to_plan(dialect));
+                out.stored.push(p.clone());
+                out.sheets.push(sheet);
             }
         }
     }
-    Ok(Ok(plans))
+    Ok(Ok(out))
 }
 
 /// What a cycle of waiting actions `c` (each waits for the next) means: which object each

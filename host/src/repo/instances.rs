@@ -1,4 +1,4 @@
-//! Batch instances and their actions in the SQLite repository: created when a run starts
+//! Batch instances and their actions in the repository (both backends): created when a run starts
 //! (with the plan of every action, so that a deploy during the run changes nothing of it),
 //! updated as states change, read by the monitoring commands, and repaired after a crash.
 
@@ -7,7 +7,7 @@ use crate::repo::model::{
     ActionRow, ActionState, InstanceFilter, InstanceRow, InstanceState, InstanceSummary,
     LATE_AFTER_SECONDS, NewInstance,
 };
-use crate::repo::sql::{Row, Session, args};
+use crate::repo::sql::{Param, Row, Session, ToParam as _, args, insert_rows};
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) to ISO 8601 with a `Z`.
 pub fn iso(t: &str) -> String {
@@ -40,38 +40,52 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
             args![new.batch_name, new.user, state.word(), now, elements, variables, ended],
         )?
         .ok_or_else(|| Error::Corrupt("a new batch instance got no id".to_owned()))?;
+    // Every action and every dependency in a few multi-row statements (sql::insert_rows):
+    // a run of 10,000 actions is stored in about 80 statements, not 20,000.
+    let mut texts: Vec<(String, String, usize)> = Vec::with_capacity(new.actions.len());
+    let mut all_deps: Vec<(i64, i64)> = Vec::new();
     for a in &new.actions {
         let mut depends_on = a.depends_on.clone();
         depends_on.sort_unstable();
         depends_on.dedup();
-        let deps = json(&depends_on)?;
-        let plan = json(&a.plan)?;
-        let st_letter = if depends_on.is_empty() {
+        all_deps.extend(depends_on.iter().map(|d| (a.action_id, *d)));
+        texts.push((json(&a.plan)?, json(&depends_on)?, depends_on.len()));
+    }
+    let mut rows = Vec::with_capacity(new.actions.len() * 9);
+    for (a, (plan, deps, waits)) in new.actions.iter().zip(&texts) {
+        let state = if *waits == 0 {
             ActionState::Waiting
         } else {
             ActionState::Defined
-        }
-        .code();
-        conn.execute(
-            "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state, waits_for) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            args![
-            id,
-            a.action_id,
-            a.sheet_id,
-            a.name,
-            a.module,
-            plan,
-            deps,
-            st_letter,
-            depends_on.len() as i64
-        ])?;
-        for d in &depends_on {
-            conn.execute(
-                "INSERT INTO instance_action_deps (instance_id, action_id, depends_on) VALUES (?1, ?2, ?3)",
-                args![id, a.action_id, d],
-            )?;
-        }
+        };
+        rows.extend([
+            Param::Int(id),
+            Param::Int(a.action_id),
+            Param::Int(a.sheet_id),
+            a.name.to_param(),
+            a.module.to_param(),
+            plan.to_param(),
+            deps.to_param(),
+            state.code().to_param(),
+            Param::Int(*waits as i64),
+        ]);
     }
+    insert_rows(
+        conn,
+        "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state, waits_for)",
+        9,
+        rows,
+    )?;
+    let mut rows = Vec::with_capacity(all_deps.len() * 3);
+    for (action, dep) in &all_deps {
+        rows.extend([Param::Int(id), Param::Int(*action), Param::Int(*dep)]);
+    }
+    insert_rows(
+        conn,
+        "INSERT INTO instance_action_deps (instance_id, action_id, depends_on)",
+        3,
+        rows,
+    )?;
     Ok(id)
 }
 

@@ -251,6 +251,77 @@ pub trait Session {
 /// A statement with its parameters, as [`Session::execute_all`] takes them.
 pub type Statement<'a> = (&'a str, Vec<Param<'a>>);
 
+/// The row counts multi-row inserts are cut into, largest first: few statement texts, so
+/// that the statement caches of both backends hold them all.
+const INSERT_CHUNKS: [usize; 3] = [256, 16, 1];
+
+/// Inserts rows of `columns` parameters each (`params`, row after row) with multi-row
+/// statements `head VALUES (?1, ?2, ...), (...)`, cut into [`INSERT_CHUNKS`], all sent at
+/// once with [`Session::execute_all`] (one round trip on PostgreSQL): a thousand rows cost
+/// a handful of statements instead of a thousand.
+///
+/// # Errors
+///
+/// The first statement's error; `params` not a whole number of rows is
+/// [`Error::Corrupt`] (a mistake of the caller's).
+pub fn insert_rows(
+    conn: &dyn Session,
+    head: &str,
+    columns: usize,
+    params: Vec<Param<'_>>,
+) -> Result<()> {
+    if columns == 0 || !params.len().is_multiple_of(columns) {
+        return Err(Error::Corrupt(format!(
+            "{} parameters are not rows of {columns} for `{head}`",
+            params.len()
+        )));
+    }
+    let mut rows = params.len() / columns;
+    let mut texts: Vec<(usize, String)> = Vec::new();
+    let mut cuts: Vec<usize> = Vec::new();
+    for size in INSERT_CHUNKS {
+        while rows >= size {
+            cuts.push(size);
+            rows -= size;
+        }
+    }
+    for &size in &cuts {
+        if !texts.iter().any(|(n, _)| *n == size) {
+            texts.push((size, values_text(head, columns, size)));
+        }
+    }
+    let mut params = params.into_iter();
+    let statements: Vec<Statement<'_>> = cuts
+        .iter()
+        .map(|&size| {
+            let text = texts
+                .iter()
+                .find(|(n, _)| *n == size)
+                .map_or("", |(_, t)| t.as_str());
+            (text, params.by_ref().take(size * columns).collect())
+        })
+        .collect();
+    conn.execute_all(&statements)?;
+    Ok(())
+}
+
+/// `head VALUES (?1, ..., ?columns), ...` for `rows` rows.
+fn values_text(head: &str, columns: usize, rows: usize) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::with_capacity(head.len() + 8 + rows * columns * 7);
+    text.push_str(head);
+    text.push_str(" VALUES ");
+    for r in 0..rows {
+        text.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..columns {
+            let sep = if c == 0 { "" } else { ", " };
+            let _ = write!(text, "{sep}?{}", r * columns + c + 1);
+        }
+        text.push(')');
+    }
+    text
+}
+
 impl dyn Session + '_ {
     /// Every row of a query, each read by `f`.
     ///
@@ -305,6 +376,7 @@ impl dyn Session + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
 
     #[test]
     fn parameters_come_from_what_the_repository_stores() {
@@ -333,5 +405,83 @@ mod tests {
         let e = r.get::<i64>(2).expect_err("text").to_string();
         assert!(e.contains("column 2") && e.contains("integer"), "{e}");
         assert!(r.get::<String>(5).is_err());
+    }
+
+    /// A SQLite connection that counts the statements sent through it.
+    struct Counted {
+        conn: rusqlite::Connection,
+        statements: Cell<usize>,
+    }
+
+    impl Session for Counted {
+        fn dialect(&self) -> Dialect {
+            Dialect::Sqlite
+        }
+        fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<usize> {
+            self.statements.set(self.statements.get() + 1);
+            Session::execute(&self.conn, sql, params)
+        }
+        fn query(
+            &self,
+            sql: &str,
+            params: &[Param<'_>],
+            each: &mut dyn FnMut(&Row) -> Result<()>,
+        ) -> Result<()> {
+            Session::query(&self.conn, sql, params, each)
+        }
+        fn execute_batch(&self, sql: &str) -> Result<()> {
+            Session::execute_batch(&self.conn, sql)
+        }
+    }
+
+    #[test]
+    fn rows_are_inserted_whole_and_in_order_in_few_statements_whatever_their_number() {
+        let s = Counted {
+            conn: rusqlite::Connection::open_in_memory().expect("memory"),
+            statements: Cell::new(0),
+        };
+        Session::execute_batch(&s, "CREATE TABLE t (a INTEGER, b TEXT)").expect("table");
+        for (n, statements) in [
+            (0, 0),
+            (1, 1),
+            (15, 15),
+            (16, 1),
+            (17, 2),
+            (256, 1),
+            (273, 3),
+            (1000, 3 + 14 + 8),
+        ] {
+            Session::execute_batch(&s, "DELETE FROM t").expect("empty");
+            s.statements.set(0);
+            let texts: Vec<String> = (0..n).map(|i| format!("row {i}")).collect();
+            let mut params = Vec::new();
+            for (i, t) in texts.iter().enumerate() {
+                params.push(Param::Int(i as i64));
+                params.push(if i % 7 == 3 {
+                    Param::Null
+                } else {
+                    t.to_param()
+                });
+            }
+            insert_rows(&s, "INSERT INTO t (a, b)", 2, params).expect("insert");
+            assert_eq!(s.statements.get(), statements, "{n} rows");
+            let rows: Vec<(i64, Option<String>)> = (&s as &dyn Session)
+                .rows("SELECT a, b FROM t ORDER BY rowid", &[], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .expect("read");
+            let expected: Vec<(i64, Option<String>)> = (0..n)
+                .map(|i| (i as i64, (i % 7 != 3).then(|| format!("row {i}"))))
+                .collect();
+            assert_eq!(rows, expected, "{n} rows");
+        }
+        let wrong = insert_rows(&s, "INSERT INTO t (a, b)", 2, vec![Param::Int(1)])
+            .expect_err("half a row");
+        assert!(
+            wrong
+                .to_string()
+                .contains("1 parameters are not rows of 2 for `INSERT INTO t (a, b)`"),
+            "{wrong}"
+        );
     }
 }
