@@ -116,6 +116,7 @@ struct Metrics {
     deploys: IntCounterVec,
     scheduled_starts: IntCounter,
     missed_starts: IntCounter,
+    wait_reads: IntCounter,
     start_lateness: Histogram,
     commit_window: Histogram,
     plugin_errors: IntCounterVec,
@@ -179,6 +180,11 @@ impl Metrics {
             "Planned batch starts this host's scheduler passed because the batch's previous run had not finished (ifRunning skip).",
         )?;
         registry.register(Box::new(missed_starts.clone()))?;
+        let wait_reads = IntCounter::new(
+            "weft_wait_reads_total",
+            "Reads of the repository this host made for WaitBatchInstance requests (a watcher's look at an instance, a waiter's own): none while nothing changes.",
+        )?;
+        registry.register(Box::new(wait_reads.clone()))?;
         let build = gauges(
             "weft_build_info",
             "The weft build this server runs (always 1).",
@@ -204,6 +210,7 @@ impl Metrics {
             )?,
             scheduled_starts,
             missed_starts,
+            wait_reads,
             start_lateness,
             commit_window,
             plugin_errors: counters(
@@ -299,6 +306,13 @@ pub fn commit_window(seconds: f64) {
 pub fn scheduled_start_missed() {
     if let Some(m) = get() {
         m.missed_starts.inc();
+    }
+}
+
+/// Counts a read of the repository made for a wait.
+pub fn wait_read() {
+    if let Some(m) = get() {
+        m.wait_reads.inc();
     }
 }
 

@@ -256,6 +256,20 @@ pub struct Weft {
 }
 
 impl Weft {
+    /// How many reads of the repository the server made for waits, as its `/metrics` says
+    /// (`weft_wait_reads_total`).
+    pub fn wait_reads(&self) -> u64 {
+        weft::init_tls();
+        let text = reqwest::blocking::get(self.url.replace("/weft/service", "/metrics"))
+            .and_then(|r| r.text())
+            .expect("GET /metrics");
+        text.lines()
+            .find_map(|l| l.strip_prefix("weft_wait_reads_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map(|v| v as u64)
+            .unwrap_or_else(|| panic!("no weft_wait_reads_total in:\n{text}"))
+    }
+
     /// Starts `weft serve` on 127.0.0.1 with a free port and a fresh home.
     pub fn start() -> Self {
         Self::start_with(&["--listen", "127.0.0.1:0"], &[])

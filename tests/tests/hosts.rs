@@ -157,6 +157,70 @@ fn a_halt_asked_on_one_host_stops_an_action_running_on_another() {
 }
 
 #[test]
+fn a_wait_on_one_host_reads_nothing_while_nothing_changes_and_wakes_at_a_change_on_another() {
+    let (hosts, data) = cluster(2, &[("WEFT_MAX_PARALLEL_ACTIONS", "1")]);
+    let gate = Gate::hold(&data, GATE);
+    deploy_actions(&hosts[0], 1);
+    let id = run_folder(&hosts[0]);
+    running_on(&hosts[0], id, 1);
+    // Host 1 follows the run: while the action waits for the gate nothing changes, and it
+    // reads the repository only for its first look and its answer (PostgreSQL's notices
+    // would wake it; a poll once a second would have made three more reads).
+    let before = hosts[1].wait_reads();
+    let (st, v) = command(
+        &hosts[1],
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "timeoutSeconds": 3}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["timedOut"], true, "{v}");
+    let reads = hosts[1].wait_reads() - before;
+    assert!(reads <= 3, "{reads} reads while nothing changed");
+    // A halt asked on host 0 answers host 1's wait before its time is up, change by change.
+    let mut version = v["payload"]["version"]
+        .as_str()
+        .expect("version")
+        .to_owned();
+    let waiting = {
+        let (url, from) = (hosts[1].url.clone(), version.clone());
+        std::thread::spawn(move || {
+            let body = json!({"command": "WaitBatchInstance",
+                "payload": {"batchInstanceId": id, "timeoutSeconds": 60, "changedFrom": from}});
+            post(&url, body.to_string().into_bytes())
+        })
+    };
+    while hosts[1].wait_reads() < before + reads + 1 {
+        std::thread::yield_now();
+    }
+    let (st, v) = command(
+        &hosts[0],
+        "HaltBatchInstance",
+        json!({"batchInstanceId": id}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, mut v) = waiting.join().expect("the waiting thread");
+    assert_eq!(st, 200, "{v}");
+    loop {
+        assert_eq!(v["payload"]["timedOut"], false, "{v}");
+        assert_ne!(v["payload"]["version"], version, "{v}");
+        if v["payload"]["state"] == "halted" {
+            break;
+        }
+        version = v["payload"]["version"]
+            .as_str()
+            .expect("version")
+            .to_owned();
+        let (_, next) = command(
+            &hosts[1],
+            "WaitBatchInstance",
+            json!({"batchInstanceId": id, "timeoutSeconds": 60, "changedFrom": version}),
+        );
+        v = next;
+    }
+    drop(gate);
+}
+
+#[test]
 fn a_killed_host_is_taken_over_and_its_actions_run_again_once() {
     let (mut hosts, data) = cluster(
         2,

@@ -1611,3 +1611,75 @@ fn built_in_times_and_instance_times_follow_the_service_clock_to_the_millisecond
         assert_eq!(t.len(), "2030-01-02T03:04:05.123Z".len(), "{t}");
     }
 }
+
+#[test]
+fn a_waiting_client_costs_no_repository_reads_while_nothing_changes_and_wakes_at_a_change() {
+    let (w, _) = setup_with(&[("WEFT_SHELL_MODULES", "true")]);
+    let pidfile = w.home.path().join("child.pid");
+    // A run that stays as it is: one action that sleeps and writes nothing to its log.
+    let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    deploy(&w, &shell_sheet(76, &script, json!({"timeout": 600})));
+    let id = run(&w, &[("S", 76)], None);
+    wait_for_pid_file(&pidfile, "the script");
+    let before = w.wait_reads();
+    let (st, v) = command(
+        &w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "timeoutSeconds": 3}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["timedOut"], true, "{v}");
+    assert_eq!(v["payload"]["state"], "running", "{v}");
+    // The watcher's first look, and the answer's two (the version before and after the
+    // instance is read whole): no look per second, which would have made three more.
+    let reads = w.wait_reads() - before;
+    assert!(reads <= 3, "{reads} reads while nothing changed");
+    // A change wakes a long wait at once: the halt, sent while it waits. A wait from the
+    // version answered looks at the instance first (a read), so it is in place once the
+    // count moved.
+    let mut version = v["payload"]["version"]
+        .as_str()
+        .expect("version")
+        .to_owned();
+    let from = version.clone();
+    let waiting = {
+        let url = w.url.clone();
+        std::thread::spawn(move || {
+            let body = json!({"command": "WaitBatchInstance",
+                "payload": {"batchInstanceId": id, "timeoutSeconds": 60, "changedFrom": from}});
+            post(&url, body.to_string().into_bytes())
+        })
+    };
+    while w.wait_reads() < before + reads + 1 {
+        std::thread::yield_now();
+    }
+    let (st, v) = command(
+        &w,
+        "HaltBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, mut v) = waiting.join().expect("the waiting thread");
+    // Each change answers the wait before its time is up, until the instance is halted.
+    loop {
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["payload"]["timedOut"], false, "{v}");
+        assert_ne!(v["payload"]["version"], version, "{v}");
+        if v["payload"]["state"] == "halted" {
+            break;
+        }
+        version = v["payload"]["version"]
+            .as_str()
+            .expect("version")
+            .to_owned();
+        let (_, next) = command(
+            &w,
+            "WaitBatchInstance",
+            json!({"batchInstanceId": id, "timeoutSeconds": 60, "changedFrom": version}),
+            None,
+        );
+        v = next;
+    }
+}

@@ -1,12 +1,14 @@
 //! The waits of `WaitBatchInstance`, bounded and shared. Waiting requests hold connections,
 //! so at most a quarter of `max_connections` wait at once (one more is answered 429
 //! `run.too_many_waits`), and the other commands, a halt among them, always find a
-//! connection. However many wait for one instance, one watcher reads its fingerprint: at
-//! once when this host records a change (its bell rings and [`Executor::changes`] moved),
-//! and once a second for changes made on other hosts; never sooner than [`GAP`] (or four
-//! times the last read's time, for a large instance) after its last read, so a run's
-//! followers cost the repository a bounded number of reads however many they are. It wakes
-//! the waiters when what it read differs.
+//! connection. However many wait for one instance, one watcher reads its fingerprint, and
+//! only when the count of changes ([`Executor::changes`]) moved: at once when this host
+//! records a change, and on PostgreSQL when any host does (the repository's change feed);
+//! while the feed is down, also once a second. Never sooner than [`GAP`] (or four times the
+//! last read's time, for a large instance) after its last read, so a run's followers cost
+//! the repository a bounded number of reads however many they are, and none while nothing
+//! changes (`weft_wait_reads_total` on `/metrics` counts them). It wakes the waiters when
+//! what it read differs.
 
 use super::error::ApiError;
 use super::protocol::Instance;
@@ -149,7 +151,7 @@ async fn watcher(
     id: i64,
     tx: watch::Sender<Option<Seen>>,
 ) {
-    let bell = Arc::clone(executor.change_bell());
+    let bell = Arc::clone(executor.changes().bell());
     let mut seen_changes = None;
     let mut read_at = Instant::now();
     let mut gap = GAP;
@@ -161,11 +163,15 @@ async fn watcher(
         let rung = bell.notified();
         tokio::pin!(rung);
         rung.as_mut().enable();
-        let changes = executor.changes();
-        if seen_changes != Some(changes) || read_at.elapsed() >= UNPROMPTED {
+        let changes = executor.changes().count();
+        // Other hosts' changes move the count only while the repository's feed is up;
+        // while it is not, a look of its own now and then.
+        let blind = !executor.changes().complete() && read_at.elapsed() >= UNPROMPTED;
+        if seen_changes != Some(changes) || blind {
             seen_changes = Some(changes);
             read_at = Instant::now();
             let repo = Arc::clone(executor.repo());
+            crate::metrics::wait_read();
             match tokio::task::spawn_blocking(move || repo.instance_fingerprint(id)).await {
                 Ok(Ok(read)) => {
                     let read = read.map(|(s, f)| (s, format!("{f:016x}")));
@@ -188,8 +194,8 @@ async fn watcher(
             tokio::time::sleep(gap).await;
             continue;
         }
-        // Nothing new here: the bell, or a second for what other hosts change, or a look
-        // whether anyone still waits.
+        // Nothing new here: the bell, or a look whether anyone still waits (and, while the
+        // count does not see other hosts' changes, whether a second has passed).
         let _ = tokio::time::timeout(UNPROMPTED.min(gap * 10), rung).await;
     }
 }

@@ -20,6 +20,7 @@
 //! committed, run again where nothing did).
 
 use super::action::{Ran, run_marked};
+use super::changes::Changes;
 use super::expand::{describe_cycle, expand};
 use super::halt::Halt;
 use super::identity;
@@ -192,11 +193,11 @@ pub struct Executor {
     /// How many times this host lost its lease (and stopped what it ran): an action claimed
     /// before a loss commits nothing, even once the host has registered again.
     lease_epoch: AtomicU64,
-    /// Counts the changes to instances this host recorded (a start, a claim, a log line, an
-    /// end, a halt, a restart): a waiter looks at the repository again when it moved.
-    changes: Arc<AtomicU64>,
-    /// Rung with every change counted in `changes`.
-    changed_now: Arc<tokio::sync::Notify>,
+    /// The changes to instances this host knows of: a waiter looks at the repository again
+    /// when their count moved.
+    changes: Arc<Changes>,
+    /// The repository's feed of every host's changes, once the host joined its cluster.
+    feed: Mutex<Option<crate::repo::postgres::changes::Feed>>,
     /// Whether a thread takes over from stopped hosts now (one at a time).
     taking_over: std::sync::atomic::AtomicBool,
 }
@@ -294,8 +295,8 @@ impl Executor {
             beat_ok_ms: AtomicI64::new(identity::boot_ms()),
             lease_ms: AtomicI64::new(0),
             lease_epoch: AtomicU64::new(0),
-            changes: Arc::new(AtomicU64::new(0)),
-            changed_now: Arc::new(tokio::sync::Notify::new()),
+            changes: Arc::new(Changes::new(!shared)),
+            feed: Mutex::new(None),
             taking_over: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -326,20 +327,14 @@ impl Executor {
             .store(patience.as_millis() as u64, Ordering::SeqCst);
     }
 
-    /// How many changes to instances this host has recorded: when it moves, something an
-    /// instance shows changed here (changes made on other hosts do not move it).
-    pub fn changes(&self) -> u64 {
-        self.changes.load(Ordering::SeqCst)
-    }
-
-    /// Rung at every change [`Executor::changes`] counts.
-    pub fn change_bell(&self) -> &Arc<tokio::sync::Notify> {
-        &self.changed_now
+    /// The changes to instances this host knows of: its own, and on PostgreSQL every
+    /// host's while the repository's change feed is up.
+    pub fn changes(&self) -> &Changes {
+        &self.changes
     }
 
     fn changed(&self) {
-        self.changes.fetch_add(1, Ordering::SeqCst);
-        self.changed_now.notify_waiters();
+        self.changes.changed();
     }
 
     /// The actions running on this host now.
@@ -533,6 +528,11 @@ impl Executor {
                 i64::try_from(cluster.lease.as_millis()).unwrap_or(i64::MAX),
                 Ordering::SeqCst,
             );
+        }
+        if cluster.shared
+            && let Some(feed) = self.repo.change_feed(Arc::clone(&self.changes) as _)
+        {
+            *self.feed.lock().unwrap_or_else(PoisonError::into_inner) = Some(feed?);
         }
         let weak = Arc::downgrade(self);
         std::thread::Builder::new()
@@ -1107,13 +1107,12 @@ impl Executor {
         // Log lines reach the repository while the action runs; lines that cannot be stored
         // now are stored later, at the latest with its end.
         let repo = Arc::clone(&self.repo);
-        let (changes, bell) = (Arc::clone(&self.changes), Arc::clone(&self.changed_now));
+        let changes = Arc::clone(&self.changes);
         let (instance, action_id) = (run.instance, action);
         let live: super::action::LiveLog = Arc::new(move |lines: &[String]| {
             match repo.append_log(instance, action_id, lines) {
                 Ok(stored) => {
-                    changes.fetch_add(1, Ordering::SeqCst);
-                    bell.notify_waiters();
+                    changes.changed();
                     stored
                 }
                 Err(e) => {

@@ -6,6 +6,7 @@
 
 pub mod action;
 pub mod batch;
+pub mod changes;
 pub mod expand;
 pub mod halt;
 pub mod identity;

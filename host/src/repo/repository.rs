@@ -67,6 +67,23 @@ impl Repository {
         }
     }
 
+    /// Starts the repository's change feed, when it has one: PostgreSQL's, which says the
+    /// changes every host makes to instances (`None` on SQLite, which one host alone
+    /// changes, so that its own changes are all there are).
+    ///
+    /// # Errors
+    ///
+    /// When the feed's thread cannot be started.
+    pub fn change_feed(
+        &self,
+        listener: std::sync::Arc<dyn super::postgres::changes::Listener>,
+    ) -> Option<std::io::Result<super::postgres::changes::Feed>> {
+        match &self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(p) => Some(p.listen(listener)),
+        }
+    }
+
     /// Where it is, for messages: the file, or the PostgreSQL server's `host:port`.
     pub fn location(&self) -> String {
         match &self.backend {

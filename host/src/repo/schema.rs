@@ -16,6 +16,8 @@ pub struct Migration {
     pub summary: &'static str,
     /// The SQL, run as one batch.
     pub sql: &'static str,
+    /// What PostgreSQL runs after it (what SQLite has no use for), as one batch.
+    pub postgres: Option<&'static str>,
     /// What the SQL cannot do, run after it in the same transaction (filling a new column
     /// from what the rows hold).
     pub then: Option<fn(&dyn Session) -> Result<()>>,
@@ -81,6 +83,7 @@ CREATE TABLE edges (
 );
 CREATE INDEX edges_sheet ON edges(sheet_id);
 ",
+        postgres: None,
         then: None,
     },
     Migration {
@@ -96,6 +99,7 @@ CREATE TABLE deploy_history (
 );
 CREATE INDEX deploy_history_object ON deploy_history(kind, object_id);
 ",
+        postgres: None,
         then: None,
     },
     Migration {
@@ -132,6 +136,7 @@ CREATE TABLE instance_actions (
     PRIMARY KEY (instance_id, action_id)
 );
 ",
+        postgres: None,
         then: None,
     },
     Migration {
@@ -162,6 +167,7 @@ ALTER TABLE batch_instances ADD COLUMN planned_start TEXT;
 ALTER TABLE batch_instances ADD COLUMN late_seconds INTEGER;
 CREATE INDEX batch_instances_batch ON batch_instances(batch_id, state);
 ",
+        postgres: None,
         then: None,
     },
     Migration {
@@ -174,6 +180,7 @@ INSERT INTO repository_identity (id) VALUES (lower(hex(randomblob(8))));
 ALTER TABLE instance_actions ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE instance_actions ADD COLUMN unmarked TEXT;
 ",
+        postgres: None,
         then: None,
     },
     Migration {
@@ -181,6 +188,7 @@ ALTER TABLE instance_actions ADD COLUMN unmarked TEXT;
         sql: "
 ALTER TABLE sheets ADD COLUMN plans TEXT;
 ",
+        postgres: None,
         then: Some(fill_plans),
     },
     Migration {
@@ -188,6 +196,7 @@ ALTER TABLE sheets ADD COLUMN plans TEXT;
         sql: "
 ALTER TABLE instance_actions ADD COLUMN rows_deleted INTEGER NOT NULL DEFAULT 0;
 ",
+        postgres: None,
         then: None,
     },
     Migration {
@@ -212,6 +221,7 @@ CREATE INDEX instance_action_deps_dependents ON instance_action_deps(instance_id
 CREATE INDEX instance_actions_ready ON instance_actions(state, instance_id, action_id);
 CREATE INDEX instance_actions_instance_state ON instance_actions(instance_id, state);
 ",
+        postgres: None,
         then: Some(fill_dependencies),
     },
     Migration {
@@ -236,6 +246,7 @@ CREATE TABLE missed_starts (
 CREATE INDEX missed_starts_batch ON missed_starts(batch_id, id);
 CREATE INDEX instance_actions_sheet ON instance_actions(sheet_id, instance_id);
 ",
+        postgres: None,
         then: Some(fill_history_names),
     },
     Migration {
@@ -243,6 +254,7 @@ CREATE INDEX instance_actions_sheet ON instance_actions(sheet_id, instance_id);
         sql: "
 ALTER TABLE hosts ADD COLUMN process TEXT;
 ",
+        postgres: None,
         then: None,
     },
     Migration {
@@ -260,9 +272,52 @@ CREATE INDEX data_flow_object ON data_flow(connection_id, object_name, schema_na
 ALTER TABLE sheets ADD COLUMN flow_recorded INTEGER;
 CREATE INDEX sheets_flow_unrecorded ON sheets(id) WHERE flow_recorded IS NULL;
 ",
+        postgres: None,
+        then: None,
+    },
+    Migration {
+        summary: "on PostgreSQL, a notice on the channel `weft_instances` at the commit of every change to instances and their actions, so that the hosts' waits wake at a change instead of polling (SQLite, one host's, needs none)",
+        sql: "
+-- PostgreSQL only (a statement that changed no rows, such as a claim that found nothing
+-- ready, notifies nothing; one transaction's notices are one, sent at its commit).
+",
+        postgres: Some(
+            "
+CREATE FUNCTION weft_instances_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM changed) THEN
+        PERFORM pg_notify('weft_instances', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER batch_instances_insert AFTER INSERT ON batch_instances
+    REFERENCING NEW TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION weft_instances_changed();
+CREATE TRIGGER batch_instances_update AFTER UPDATE ON batch_instances
+    REFERENCING NEW TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION weft_instances_changed();
+CREATE TRIGGER batch_instances_delete AFTER DELETE ON batch_instances
+    REFERENCING OLD TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION weft_instances_changed();
+CREATE TRIGGER instance_actions_insert AFTER INSERT ON instance_actions
+    REFERENCING NEW TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION weft_instances_changed();
+CREATE TRIGGER instance_actions_update AFTER UPDATE ON instance_actions
+    REFERENCING NEW TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION weft_instances_changed();
+CREATE TRIGGER instance_actions_delete AFTER DELETE ON instance_actions
+    REFERENCING OLD TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION weft_instances_changed();
+",
+        ),
         then: None,
     },
 ];
+
+/// The channel PostgreSQL notifies at the commit of a change to instances or their actions
+/// (schema version 12's triggers); `repo::postgres::changes` listens on it.
+pub const CHANGES_CHANNEL: &str = "weft_instances";
 
 /// Version 6: the plans of every stored sheet, read from its definition once. A sheet whose
 /// definition cannot be read keeps none (NULL): it cannot run until it is deployed again,
@@ -423,6 +478,12 @@ pub fn run_steps(
             source: Box::new(e),
         };
         s.execute_batch(&ddl(m.sql)).map_err(failed)?;
+        if let Some(pg) = m
+            .postgres
+            .filter(|_| s.dialect() == super::sql::Dialect::Postgres)
+        {
+            s.execute_batch(pg).map_err(failed)?;
+        }
         if let Some(then) = m.then {
             then(s).map_err(failed)?;
         }

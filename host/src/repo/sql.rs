@@ -256,7 +256,7 @@ pub type Statement<'a> = (&'a str, Vec<Param<'a>>);
 const INSERT_CHUNKS: [usize; 3] = [256, 16, 1];
 
 /// Inserts rows of `columns` parameters each (`params`, row after row) with multi-row
-/// statements `head VALUES (?1, ?2, ...), (...)`, cut into [`INSERT_CHUNKS`], all sent at
+/// statements `head VALUES (?1, ?2, ...), (...)`, cut into statements of 256, 16 and 1 rows, all sent at
 /// once with [`Session::execute_all`] (one round trip on PostgreSQL): a thousand rows cost
 /// a handful of statements instead of a thousand.
 ///

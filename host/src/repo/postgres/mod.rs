@@ -8,6 +8,7 @@
 //! ([`DEPLOY_LOCK`]), so that two deploys never number new ids from the same maxima, and a
 //! schema upgrade holds one of its own.
 
+pub mod changes;
 pub mod migrations;
 pub mod session;
 
@@ -120,6 +121,18 @@ impl Postgres {
         let conn = repo.take()?;
         repo.give(conn);
         Ok(repo)
+    }
+
+    /// Starts this repository's change feed ([`changes`]), telling `listener`.
+    ///
+    /// # Errors
+    ///
+    /// When its thread cannot be started.
+    pub fn listen(
+        &self,
+        listener: std::sync::Arc<dyn changes::Listener>,
+    ) -> std::io::Result<changes::Feed> {
+        changes::listen(self.config.clone(), self.tls.clone(), listener)
     }
 
     /// `host:port` of the server.
