@@ -117,6 +117,7 @@ struct Metrics {
     scheduled_starts: IntCounter,
     missed_starts: IntCounter,
     wait_reads: IntCounter,
+    change_feed: IntGauge,
     start_lateness: Histogram,
     commit_window: Histogram,
     plugin_errors: IntCounterVec,
@@ -185,6 +186,10 @@ impl Metrics {
             "Reads of the repository this host made for WaitBatchInstance requests (a watcher's look at an instance, a waiter's own): none while nothing changes.",
         )?;
         registry.register(Box::new(wait_reads.clone()))?;
+        let change_feed = IntGauge::new(
+            "weft_change_feed_up",
+            "Whether this host hears the changes other hosts make to instances (1: its connection listening on a PostgreSQL repository is up; 0: down, and its waits look once a second). Absent alone on SQLite.",
+        )?;
         let build = gauges(
             "weft_build_info",
             "The weft build this server runs (always 1).",
@@ -211,6 +216,7 @@ impl Metrics {
             scheduled_starts,
             missed_starts,
             wait_reads,
+            change_feed,
             start_lateness,
             commit_window,
             plugin_errors: counters(
@@ -313,6 +319,16 @@ pub fn scheduled_start_missed() {
 pub fn wait_read() {
     if let Some(m) = get() {
         m.wait_reads.inc();
+    }
+}
+
+/// Says whether the repository's change feed is up; the gauge appears with the first call.
+pub fn change_feed(up: bool) {
+    if let Some(m) = get() {
+        // Registered at the first report (a host alone on SQLite has no feed to show); the
+        // later registrations are refused as repeated, which is what is meant.
+        let _ = m.registry.register(Box::new(m.change_feed.clone()));
+        m.change_feed.set(i64::from(up));
     }
 }
 

@@ -176,6 +176,13 @@ fn a_wait_on_one_host_reads_nothing_while_nothing_changes_and_wakes_at_a_change_
     assert_eq!(v["payload"]["timedOut"], true, "{v}");
     let reads = hosts[1].wait_reads() - before;
     assert!(reads <= 3, "{reads} reads while nothing changed");
+    let metrics = reqwest::blocking::get(hosts[1].url.replace("/weft/service", "/metrics"))
+        .and_then(|r| r.text())
+        .expect("GET /metrics");
+    assert!(
+        metrics.lines().any(|l| l == "weft_change_feed_up 1"),
+        "{metrics}"
+    );
     // A halt asked on host 0 answers host 1's wait before its time is up, change by change.
     let mut version = v["payload"]["version"]
         .as_str()
