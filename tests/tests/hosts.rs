@@ -164,18 +164,19 @@ fn a_wait_on_one_host_reads_nothing_while_nothing_changes_and_wakes_at_a_change_
     let id = run_folder(&hosts[0]);
     running_on(&hosts[0], id, 1);
     // Host 1 follows the run: while the action waits for the gate nothing changes, and it
-    // reads the repository only for its first look and its answer (PostgreSQL's notices
-    // would wake it; a poll once a second would have made three more reads).
+    // reads the repository only for its first look and its answer, and at most once more
+    // for a notice of the action's start that arrives late (a poll once a second would have
+    // made five more reads).
     let before = hosts[1].wait_reads();
     let (st, v) = command(
         &hosts[1],
         "WaitBatchInstance",
-        json!({"batchInstanceId": id, "timeoutSeconds": 3}),
+        json!({"batchInstanceId": id, "timeoutSeconds": 5}),
     );
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["payload"]["timedOut"], true, "{v}");
     let reads = hosts[1].wait_reads() - before;
-    assert!(reads <= 3, "{reads} reads while nothing changed");
+    assert!(reads <= 4, "{reads} reads while nothing changed");
     let metrics = reqwest::blocking::get(hosts[1].url.replace("/weft/service", "/metrics"))
         .and_then(|r| r.text())
         .expect("GET /metrics");
