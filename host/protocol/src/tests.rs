@@ -196,3 +196,17 @@ fn a_problem_is_answered_with_its_severity_as_a_word() {
         "{wrong}"
     );
 }
+
+#[test]
+fn each_command_is_named_as_its_payload_type_and_listed_once() {
+    assert_eq!(COMMANDS, commands::TYPE_NAMES);
+    let mut names = COMMANDS.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), COMMANDS.len(), "a name twice in {COMMANDS:?}");
+    let halt: Command = HaltBatchInstance {
+        batch_instance_id: 1,
+    }
+    .into();
+    assert_eq!(halt.name(), "HaltBatchInstance");
+}

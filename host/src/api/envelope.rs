@@ -1,11 +1,17 @@
-//! Reading a request body into a [`Command`]: UTF-8, then strict JSON, then the positional
-//! reader of [`protocol::read`], so that every problem of the body is answered at once with
-//! its line, column and path.
+//! Reading a request body into a [`Command`]: UTF-8, then strict JSON, then the envelope
+//! `{command, payload, variableList?}` and the command's payload by its reader in
+//! `api::commands`, so that every problem of the body is answered at once with its line,
+//! column and path.
 
+use super::commands;
 use super::error::ApiError;
-use super::protocol::{self, Command};
-use crate::dsr::{Detail, LineIndex, Problems, json};
+use super::protocol::read::{
+    ENVELOPE, Fields, REQUEST_NUL, UNKNOWN_COMMAND, cut, duplicates, text, variable_list,
+};
+use crate::dsr::value::Spanned;
+use crate::dsr::{Detail, LineIndex, Path, Problems, json};
 use weft_protocol::Severity;
+use weft_protocol::commands::{COMMANDS, Command};
 
 /// Reads the command of `body`.
 ///
@@ -63,21 +69,70 @@ pub fn read(body: &[u8]) -> Result<Command, ApiError> {
         }
     })?;
     let mut problems = Problems::default();
-    match protocol::read::request(&root, &mut problems) {
+    match request(&root, &mut problems) {
         Some(command) if !problems.has_errors() => Ok(command),
         _ => Err(refusal(text, problems)),
     }
+}
+
+/// Reads a request `{command, payload, variableList?}`: the command, or `None` with the
+/// problems in `problems` (a command this server does not know is one, coded
+/// [`UNKNOWN_COMMAND`], and its payload is not read).
+pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
+    duplicates(root, problems);
+    // A document's own text is judged by the document reader, at its place in the document.
+    problems.refuse_nul(root, &Path::root(), REQUEST_NUL, &|p| {
+        p.as_str() == "payload.content"
+    });
+    let path = Path::root();
+    let mut envelope = Fields::of(
+        root,
+        path.clone(),
+        "the request {command, payload, variableList?}",
+        problems,
+    )?;
+    let command = envelope
+        .required("command", problems)
+        .and_then(|(v, p)| text(v, &p, "command", problems).map(|t| (t, v.span, p)));
+    let payload = envelope.required("payload", problems);
+    let variables = envelope.optional("variableList");
+    envelope.finish(&["command", "payload", "variableList"], problems);
+    let (name, span, command_path) = command?;
+    if !COMMANDS.contains(&name.as_str()) {
+        problems.error(
+            UNKNOWN_COMMAND,
+            format!(
+                "unknown command `{}`; known commands: {}",
+                cut(&name, 64),
+                COMMANDS.join(", ")
+            ),
+            span,
+            &command_path,
+        );
+        return None;
+    }
+    // Read for every command (its problems are the request's); only RunElements takes it.
+    let variables = variables.map_or_else(Vec::new, |(v, p)| variable_list(v, &p, problems));
+    let (payload, payload_path) = payload?;
+    let command = commands::read(
+        &name,
+        commands::Payload {
+            value: payload,
+            path: payload_path,
+            variables,
+        },
+        problems,
+    )?;
+    (!problems.has_errors()).then_some(command)
 }
 
 /// The answer to a request with problems: `request.unknown_command` when it names a command
 /// this server does not know, else `request.envelope`, the first problem in the message.
 fn refusal(text: &str, problems: Problems) -> ApiError {
     let details = problems.into_details(&LineIndex::new(text));
-    let unknown = details
-        .iter()
-        .find(|d| d.code == protocol::read::UNKNOWN_COMMAND);
+    let unknown = details.iter().find(|d| d.code == UNKNOWN_COMMAND);
     let (code, message) = match unknown {
-        Some(d) => (protocol::read::UNKNOWN_COMMAND, d.message.clone()),
+        Some(d) => (UNKNOWN_COMMAND, d.message.clone()),
         None => {
             let first = details
                 .first()
@@ -96,7 +151,7 @@ fn refusal(text: &str, problems: Problems) -> ApiError {
                 n => format!("; and {n} more problems"),
             };
             (
-                protocol::read::ENVELOPE,
+                ENVELOPE,
                 format!("the request is not a valid command: {first}{more}"),
             )
         }

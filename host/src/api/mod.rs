@@ -33,7 +33,6 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use protocol::Command;
 use std::sync::Arc;
 
 /// The path of the metrics, in Prometheus's text format.
@@ -127,24 +126,7 @@ async fn handle(
     .map_err(|_| ApiError::BodyTimeout(seconds))??;
     // Reading a large body takes a while: not on the async workers.
     let command = tokio::task::spawn_blocking(move || envelope::read(&body)).await??;
-    match command {
-        Command::DeployRepository(r) => answer(commands::deploy_repository(state, r, id).await),
-        Command::RunElements(r) => answer(commands::run_elements(state, r).await),
-        Command::GetBatchInstance(r) => answer(commands::get_instance(state, r).await),
-        Command::WaitBatchInstance(r) => answer(commands::wait_instance(state, r).await),
-        Command::ListBatchInstances(r) => answer(commands::list_instances(state, r).await),
-        Command::HaltBatchInstance(r) => answer(commands::halt_instance(state, r).await),
-        Command::RestartBatchInstance(r) => answer(commands::restart_instance(state, r).await),
-        Command::NextRuns(r) => answer(commands::next_runs(state, r).await),
-        Command::ListPlugins(r) => answer(Ok(commands::list_plugins(state, r))),
-        Command::ListHosts(r) => answer(commands::list_hosts(state, r).await),
-        Command::ListSheets(r) => answer(commands::list_sheets(state, r).await),
-        Command::GetSheet(r) => answer(commands::get_sheet(state, r).await),
-        Command::ListBatches(_) => answer(commands::list_batches(state).await),
-        Command::ListDeploys(r) => answer(commands::list_deploys(state, r).await),
-        Command::GetDeployChange(r) => answer(commands::get_deploy_change(state, r).await),
-        Command::AdvanceClock(r) => answer(commands::advance_clock(state, r).await),
-    }
+    commands::answer(command, state, id).await
 }
 
 /// `GET /metrics`: what this process counted and what the repository holds now, in
@@ -188,12 +170,6 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
             state.refuse(e)
         }
     }
-}
-
-/// A command's typed answer as the payload of the reply.
-fn answer<T: serde::Serialize>(result: Result<T, ApiError>) -> Result<serde_json::Value, ApiError> {
-    serde_json::to_value(result?)
-        .map_err(|e| ApiError::internal(format!("an answer could not be written: {e}")))
 }
 
 /// Reads the body up to `limit` bytes. A larger one is read on (and dropped) up to four

@@ -30,12 +30,24 @@ const UNPROMPTED: Duration = Duration::from_secs(1);
 /// that it does not exist.
 pub type Seen = Option<(InstanceState, String)>;
 
+/// A read of an instance and the count of changes ([`Executor::changes`]) taken just before
+/// it: the read holds every change up to that count. A waiter takes only a read at least as
+/// new as the count when it came, never one the watcher made before a change it already
+/// knows of (a restart it asked for, say).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    /// The count of changes before the read.
+    pub changes: u64,
+    /// What was read.
+    pub seen: Seen,
+}
+
 /// The waits in flight.
 #[derive(Debug)]
 pub struct Waits {
     permits: Arc<Semaphore>,
     most: usize,
-    watchers: Mutex<HashMap<i64, watch::Sender<Option<Seen>>>>,
+    watchers: Mutex<HashMap<i64, watch::Sender<Option<Read>>>>,
     /// The last whole instance answered for each watched instance, with its version: the
     /// waiters that end at one version (a time-out of many at once, a change that wakes them
     /// all) share one read of it.
@@ -96,7 +108,7 @@ impl Waits {
         self: &Arc<Self>,
         executor: &Arc<Executor>,
         id: i64,
-    ) -> watch::Receiver<Option<Seen>> {
+    ) -> watch::Receiver<Option<Read>> {
         let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(tx) = watchers.get(&id) {
             return tx.subscribe();
@@ -111,25 +123,19 @@ impl Waits {
     /// Tells the watcher of `id` what a waiter read itself, fresher than what the watcher
     /// last read (a waiter that answered version V must not be woken again by the watcher's
     /// older value).
-    pub fn saw(&self, id: i64, seen: Seen) {
+    pub fn saw(&self, id: i64, read: Read) {
         if let Some(tx) = self
             .watchers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&id)
         {
-            tx.send_if_modified(|now| {
-                let differs = now.as_ref() != Some(&seen);
-                if differs {
-                    *now = Some(seen);
-                }
-                differs
-            });
+            tx.send_if_modified(|now| newer(now, read));
         }
     }
 
     /// Forgets the watcher of `id` when nobody waits on it any more; whether it did.
-    fn leave(&self, id: i64, tx: &watch::Sender<Option<Seen>>) -> bool {
+    fn leave(&self, id: i64, tx: &watch::Sender<Option<Read>>) -> bool {
         let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
         if tx.receiver_count() == 0 {
             watchers.remove(&id);
@@ -144,12 +150,26 @@ impl Waits {
     }
 }
 
+/// Keeps `read` in `now` unless `now` is newer; whether the waiters are to look again: when
+/// what was read differs, or it is the same but of a later count (a waiter that came after
+/// a change waits for a read that holds it).
+fn newer(now: &mut Option<Read>, read: Read) -> bool {
+    match now {
+        Some(old) if old.changes > read.changes => false,
+        Some(old) if *old == read => false,
+        _ => {
+            *now = Some(read);
+            true
+        }
+    }
+}
+
 /// Reads instance `id`'s fingerprint for its waiters until none is left.
 async fn watcher(
     waits: Arc<Waits>,
     executor: Arc<Executor>,
     id: i64,
-    tx: watch::Sender<Option<Seen>>,
+    tx: watch::Sender<Option<Read>>,
 ) {
     let bell = Arc::clone(executor.changes().bell());
     let mut seen_changes = None;
@@ -174,14 +194,11 @@ async fn watcher(
             crate::metrics::wait_read();
             match tokio::task::spawn_blocking(move || repo.instance_fingerprint(id)).await {
                 Ok(Ok(read)) => {
-                    let read = read.map(|(s, f)| (s, format!("{f:016x}")));
-                    tx.send_if_modified(|now| {
-                        let differs = now.as_ref() != Some(&read);
-                        if differs {
-                            *now = Some(read);
-                        }
-                        differs
-                    });
+                    let read = Read {
+                        changes,
+                        seen: read.map(|(s, f)| (s, format!("{f:016x}"))),
+                    };
+                    tx.send_if_modified(|now| newer(now, read));
                 }
                 Ok(Err(e)) => {
                     tracing::warn!(message = "A waited-for instance cannot be read now; trying again.", batch_instance_id = id, error = %e);
@@ -212,5 +229,26 @@ mod tests {
         assert!(matches!(waits.enter(), Err(ApiError::TooManyWaits(2))));
         drop(a);
         assert!(waits.enter().is_ok());
+    }
+
+    #[test]
+    fn a_read_older_than_the_one_kept_never_replaces_it_and_a_later_count_wakes_the_waiters() {
+        let halted = |changes| Read {
+            changes,
+            seen: Some((InstanceState::Halted, "a".to_owned())),
+        };
+        let running = |changes| Read {
+            changes,
+            seen: Some((InstanceState::Running, "b".to_owned())),
+        };
+        let mut now = None;
+        assert!(newer(&mut now, halted(3)), "the first read");
+        assert!(!newer(&mut now, halted(3)), "the same read again");
+        assert!(newer(&mut now, halted(4)), "the same at a later count");
+        assert_eq!(now, Some(halted(4)));
+        assert!(!newer(&mut now, running(2)), "an older read");
+        assert_eq!(now, Some(halted(4)));
+        assert!(newer(&mut now, running(5)), "a change");
+        assert_eq!(now, Some(running(5)));
     }
 }

@@ -1,7 +1,6 @@
 //! The typed commands against their reader: what the client writes, the server reads back as
 //! the same command; what is wrong in a body is named all at once, each with its place.
 
-use super::read;
 use super::*;
 use crate::deploy;
 use crate::dsr::{LineIndex, Problems, json};
@@ -13,7 +12,7 @@ use proptest::prelude::*;
 fn read_text(text: &str) -> Result<Command, Vec<(u32, u32, String, String)>> {
     let root = json::parse(text).expect("JSON");
     let mut problems = Problems::default();
-    match read::request(&root, &mut problems) {
+    match crate::api::envelope::request(&root, &mut problems) {
         Some(c) if !problems.has_errors() => Ok(c),
         _ => Err(problems
             .into_details(&LineIndex::new(text))

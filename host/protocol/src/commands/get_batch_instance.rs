@@ -1,0 +1,18 @@
+//! `GetBatchInstance`: an instance with its actions.
+
+use super::Request;
+use crate::instances::Instance;
+use serde::Serialize;
+
+impl Request for GetBatchInstance {
+    const NAME: &'static str = "GetBatchInstance";
+    type Answer = Instance;
+}
+
+/// `GetBatchInstance {batchInstanceId}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetBatchInstance {
+    /// The instance.
+    pub batch_instance_id: i64,
+}

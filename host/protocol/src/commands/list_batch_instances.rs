@@ -1,0 +1,50 @@
+//! `ListBatchInstances`: the most recent instances, newest first, with filters.
+
+use super::Request;
+use crate::instances;
+use crate::states::InstanceState;
+use serde::{Deserialize, Serialize};
+
+impl Request for ListBatchInstances {
+    const NAME: &'static str = "ListBatchInstances";
+    type Answer = InstanceList;
+}
+
+/// `ListBatchInstances {limit?, state?, name?, before?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListBatchInstances {
+    /// How many, newest first (1 to 1,000; default 20).
+    pub limit: i64,
+    /// Only instances in this state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<InstanceState>,
+    /// Only instances whose batch name holds this text, in any case.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Only instances older than this id: the page after one whose last id it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<i64>,
+    /// Only instances the scheduler started for this batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<i64>,
+}
+
+impl Default for ListBatchInstances {
+    fn default() -> Self {
+        ListBatchInstances {
+            limit: 20,
+            state: None,
+            name: None,
+            before: None,
+            batch_id: None,
+        }
+    }
+}
+
+/// `ListBatchInstances`' answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceList {
+    /// The instances, newest first, without their actions.
+    pub instances: Vec<instances::Listed>,
+}

@@ -1,0 +1,21 @@
+//! `ListBatches`: the scheduled batches.
+
+use super::Request;
+use crate::browse::BatchItem;
+use serde::{Deserialize, Serialize};
+
+impl Request for ListBatches {
+    const NAME: &'static str = "ListBatches";
+    type Answer = BatchList;
+}
+
+/// `ListBatches {}`: the scheduled batches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ListBatches {}
+
+/// `ListBatches`' answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchList {
+    /// Every scheduled batch, by name.
+    pub batches: Vec<BatchItem>,
+}

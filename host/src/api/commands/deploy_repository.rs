@@ -1,0 +1,92 @@
+//! `DeployRepository {content, deployOptions?}`: validates the `.dsr` content and writes it
+//! in one transaction (SPEC 4.2).
+
+use super::handler::{Handler, Payload};
+use crate::api::error::ApiError;
+use crate::api::protocol::read::{ENVELOPE, Fields, deploy_options};
+use crate::api::state::AppState;
+use crate::deploy;
+use crate::dsr::Problems;
+use crate::dsr::value::Value;
+use std::sync::Arc;
+use weft_protocol::commands::DeployRepository;
+
+impl Handler for DeployRepository {
+    fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
+        let mut fields = Fields::of(
+            payload.value,
+            payload.path,
+            "the DeployRepository payload",
+            problems,
+        )?;
+        let content = fields
+            .required("content", problems)
+            .and_then(|(v, p)| match &v.value {
+                Value::String(s) => Some(s.clone()),
+                other => {
+                    problems.error(
+                        ENVELOPE,
+                        format!(
+                            "`content` must be a string holding the .dsr text, found {}",
+                            other.kind()
+                        ),
+                        v.span,
+                        &p,
+                    );
+                    None
+                }
+            });
+        let deploy_options = fields
+            .optional("deployOptions")
+            .map(|(v, p)| deploy_options(v, &p, problems))
+            .unwrap_or_default();
+        fields.finish(&["content", "deployOptions"], problems);
+        Some(DeployRepository {
+            content: content?,
+            deploy_options,
+        })
+    }
+
+    async fn handle(
+        self,
+        state: &Arc<AppState>,
+        request_id: u64,
+    ) -> Result<deploy::Report, ApiError> {
+        let state = Arc::clone(state);
+        let report = tokio::task::spawn_blocking(move || {
+            let catalog = crate::validate::PluginCatalog {
+                registry: &state.registry,
+                keys: state.keys.as_ref().and_then(|k| k.current().ok()),
+            };
+            deploy::deploy(
+                &state.repo,
+                &catalog,
+                &self.content,
+                self.deploy_options,
+                state.settings.environment,
+            )
+        })
+        .await?;
+        crate::metrics::deployed(match &report {
+            Ok(r) if r.dry_run => crate::metrics::Deployed::DryRun,
+            Ok(r) if r.created.is_empty() && r.updated.is_empty() && r.deleted.is_empty() => {
+                crate::metrics::Deployed::Unchanged
+            }
+            Ok(_) => crate::metrics::Deployed::Applied,
+            Err(deploy::Error::Invalid(_) | deploy::Error::IntoFolderRefused(_)) => {
+                crate::metrics::Deployed::Rejected
+            }
+            Err(_) => crate::metrics::Deployed::Failed,
+        });
+        let report = report?;
+        tracing::info!(
+            message = "Deployed.",
+            request_id,
+            created = report.created.len(),
+            updated = report.updated.len(),
+            unchanged = report.unchanged.len(),
+            dry_run = report.dry_run
+        );
+        Ok(report)
+    }
+}

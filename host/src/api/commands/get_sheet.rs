@@ -1,0 +1,45 @@
+//! `GetSheet {sheetId}`: the sheet as drawn, and its last runs.
+
+use super::handler::{Handler, Payload};
+use crate::api::error::ApiError;
+use crate::api::protocol::Listed;
+use crate::api::protocol::read::{Fields, whole};
+use crate::api::state::AppState;
+use crate::dsr::Problems;
+use crate::repo::store::SheetStore as _;
+use std::sync::Arc;
+use weft_protocol::commands::{GetSheet, SheetView};
+
+impl Handler for GetSheet {
+    fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
+        let mut fields = Fields::of(
+            payload.value,
+            payload.path,
+            "the GetSheet payload {sheetId}",
+            problems,
+        )?;
+        let id = fields
+            .required("sheetId", problems)
+            .and_then(|(v, p)| whole(v, &p, "sheetId", i64::MIN..=i64::MAX, problems));
+        fields.finish(&["sheetId"], problems);
+        Some(GetSheet { sheet_id: id? })
+    }
+
+    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<SheetView, ApiError> {
+        let id = self.sheet_id;
+        let repo = Arc::clone(state.executor.repo());
+        let (sheet, runs) = tokio::task::spawn_blocking(move || {
+            let sheet = repo.sheet_detail(id)?;
+            let runs = match sheet {
+                Some(_) => repo.sheet_runs(id, SheetView::RUNS)?,
+                None => Vec::new(),
+            };
+            Ok::<_, crate::repo::Error>((sheet, runs))
+        })
+        .await??;
+        Ok(SheetView {
+            sheet: sheet.ok_or(ApiError::NoSheet(id))?,
+            runs: runs.into_iter().map(Listed::from).collect(),
+        })
+    }
+}

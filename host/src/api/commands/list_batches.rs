@@ -1,0 +1,29 @@
+//! `ListBatches {}`: the scheduled batches, for the web page's schedules.
+
+use super::handler::{Handler, Payload};
+use crate::api::error::ApiError;
+use crate::api::protocol::read::Fields;
+use crate::api::state::AppState;
+use crate::dsr::Problems;
+use crate::repo::store::SheetStore as _;
+use std::sync::Arc;
+use weft_protocol::commands::{BatchList, ListBatches};
+
+impl Handler for ListBatches {
+    fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
+        Fields::of(
+            payload.value,
+            payload.path,
+            "the ListBatches payload {}",
+            problems,
+        )?
+        .finish(&[], problems);
+        Some(ListBatches {})
+    }
+
+    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<BatchList, ApiError> {
+        let repo = Arc::clone(state.executor.repo());
+        let batches = tokio::task::spawn_blocking(move || repo.batches()).await??;
+        Ok(BatchList { batches })
+    }
+}

@@ -1,0 +1,43 @@
+//! `ListHosts {}`: the hosts on the repository with their last heartbeat (one, alone on
+//! SQLite).
+
+use super::handler::{Handler, Payload};
+use crate::api::error::ApiError;
+use crate::api::protocol::read::Fields;
+use crate::api::state::AppState;
+use crate::dsr::Problems;
+use crate::repo::InstanceStore as _;
+use std::sync::Arc;
+use weft_protocol::commands::{HostList, HostView, ListHosts};
+
+impl Handler for ListHosts {
+    fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
+        Fields::of(
+            payload.value,
+            payload.path,
+            "the ListHosts payload {}",
+            problems,
+        )?
+        .finish(&[], problems);
+        Some(ListHosts {})
+    }
+
+    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<HostList, ApiError> {
+        let repo = Arc::clone(state.executor.repo());
+        let hosts = tokio::task::spawn_blocking(move || repo.hosts()).await??;
+        Ok(HostList {
+            this_host: state.executor.host().to_owned(),
+            hosts: hosts
+                .into_iter()
+                .map(|h| HostView {
+                    host: h.id,
+                    url: h.url,
+                    slots: h.slots,
+                    started: crate::repo::instances::iso(&h.started_at),
+                    silent_ms: h.silent_ms.max(0),
+                    running: h.running,
+                })
+                .collect(),
+        })
+    }
+}

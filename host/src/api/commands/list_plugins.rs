@@ -1,0 +1,27 @@
+//! `ListPlugins {}`: what this server loaded at its start (libraries, modules, refusals).
+
+use super::handler::{Handler, Payload};
+use crate::api::error::ApiError;
+use crate::api::protocol::PluginList;
+use crate::api::protocol::read::Fields;
+use crate::api::state::AppState;
+use crate::dsr::Problems;
+use std::sync::Arc;
+use weft_protocol::commands::ListPlugins;
+
+impl Handler for ListPlugins {
+    fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
+        Fields::of(
+            payload.value,
+            payload.path,
+            "the ListPlugins payload {}",
+            problems,
+        )?
+        .finish(&[], problems);
+        Some(ListPlugins {})
+    }
+
+    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<PluginList, ApiError> {
+        Ok(crate::api::protocol::plugin_list(&state.registry))
+    }
+}

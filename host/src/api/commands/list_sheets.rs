@@ -1,0 +1,34 @@
+//! `ListSheets {limit?}`: every folder and the first `limit` sheets, for the web page's tree.
+
+use super::handler::{Handler, Payload};
+use crate::api::error::ApiError;
+use crate::api::protocol::read::{Fields, optional_whole};
+use crate::api::state::AppState;
+use crate::dsr::Problems;
+use crate::repo::model::Tree;
+use crate::repo::store::SheetStore as _;
+use std::sync::Arc;
+use weft_protocol::commands::ListSheets;
+
+impl Handler for ListSheets {
+    fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
+        let mut fields = Fields::of(
+            payload.value,
+            payload.path,
+            "the ListSheets payload {limit?}",
+            problems,
+        )?;
+        let mut ok = true;
+        let mut list = ListSheets::default();
+        if let Some(n) = optional_whole(&mut fields, "limit", 1..=20_000, &mut ok, problems) {
+            list.limit = n;
+        }
+        fields.finish(&["limit"], problems);
+        ok.then_some(list)
+    }
+
+    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Tree, ApiError> {
+        let repo = Arc::clone(state.executor.repo());
+        Ok(tokio::task::spawn_blocking(move || repo.tree(self.limit)).await??)
+    }
+}

@@ -1,0 +1,72 @@
+//! The commands as the server answers them: one file per command, each a [`Handler`] that
+//! reads the command's payload at its place and answers it (the payload and answer types
+//! are `weft_protocol`'s, one file per command there too). The reading and the answering of
+//! a command by its name are made here from the protocol's one list,
+//! [`weft_protocol::for_each_command!`], so that a listed command without its file here
+//! does not compile, and a name not listed is refused before any payload is read.
+//!
+//! The commands: `DeployRepository` (SPEC 4.2), `RunElements` (SPEC 4.3), and the
+//! monitoring and operation commands of docs/api.md.
+
+mod advance_clock;
+mod deploy_repository;
+mod get_batch_instance;
+mod get_deploy_change;
+mod get_sheet;
+mod halt_batch_instance;
+mod handler;
+mod list_batch_instances;
+mod list_batches;
+mod list_deploys;
+mod list_hosts;
+mod list_plugins;
+mod list_sheets;
+mod next_runs;
+mod restart_batch_instance;
+mod run_elements;
+mod wait_batch_instance;
+
+pub use handler::{Handler, Payload};
+
+use super::error::ApiError;
+use super::state::AppState;
+use crate::dsr::Problems;
+use std::sync::Arc;
+use weft_protocol::commands::*;
+
+macro_rules! by_name {
+    ($($name:ident),* $(,)?) => {
+        /// Reads the payload of the command named `name` (one of
+        /// [`COMMANDS`](weft_protocol::COMMANDS)); `None` after its problems are in
+        /// `problems`, or for a name not listed.
+        pub fn read(name: &str, payload: Payload<'_>, problems: &mut Problems) -> Option<Command> {
+            $(
+                if name == <$name as Request>::NAME {
+                    return <$name as Handler>::read(payload, problems).map(Command::$name);
+                }
+            )*
+            None
+        }
+
+        /// Answers `command`: its typed answer as the payload of the reply.
+        pub async fn answer(
+            command: Command,
+            state: &Arc<AppState>,
+            request_id: u64,
+        ) -> Result<serde_json::Value, ApiError> {
+            match command {
+                $(Command::$name(r) => to_payload(r.handle(state, request_id).await),)*
+            }
+        }
+    };
+}
+
+weft_protocol::for_each_command!(by_name);
+
+/// A command's typed answer as the payload of the reply.
+fn to_payload<T: serde::Serialize>(
+    result: Result<T, ApiError>,
+) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(result?)
+        .map_err(|e| ApiError::internal(format!("an answer could not be written: {e}")))
+}

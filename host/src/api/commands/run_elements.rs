@@ -1,0 +1,118 @@
+//! `RunElements {batchExecution: {batchName, user, elementList}}` with the envelope's
+//! `variableList`: starts a batch instance and answers with its id at once (SPEC 4.3).
+
+use super::handler::{Handler, Payload};
+use crate::api::error::ApiError;
+use crate::api::protocol::read::{ENVELOPE, Fields, text, whole, wrong};
+use crate::api::state::AppState;
+use crate::dsr::value::{Spanned, Value};
+use crate::dsr::{Path, Problems};
+use crate::exec::batch::RunRequest;
+use crate::plan::Element;
+use std::sync::Arc;
+use weft_protocol::commands::{BatchExecution, RunElements, Started};
+
+impl Handler for RunElements {
+    fn read(mut payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
+        let variables = payload.take_variables();
+        let mut fields = Fields::of(
+            payload.value,
+            payload.path,
+            "the RunElements payload",
+            problems,
+        )?;
+        let execution = fields.required("batchExecution", problems);
+        fields.finish(&["batchExecution"], problems);
+        let (v, path) = execution?;
+        let mut fields = Fields::of(
+            v,
+            path,
+            "`batchExecution` {batchName, user, elementList}",
+            problems,
+        )?;
+        let batch_name = fields
+            .required("batchName", problems)
+            .and_then(|(v, p)| text(v, &p, "batchName", problems));
+        let user = fields
+            .required("user", problems)
+            .and_then(|(v, p)| text(v, &p, "user", problems));
+        let elements = fields
+            .required("elementList", problems)
+            .and_then(|(v, p)| element_list(v, &p, problems));
+        fields.finish(&["batchName", "user", "elementList"], problems);
+        Some(RunElements {
+            batch_execution: BatchExecution {
+                batch_name: batch_name?,
+                user: user?,
+                element_list: elements?,
+            },
+            variables,
+        })
+    }
+
+    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Started, ApiError> {
+        let execution = self.batch_execution;
+        let run = RunRequest {
+            batch_name: execution.batch_name,
+            user: execution.user,
+            elements: execution.element_list,
+            variables: self
+                .variables
+                .into_iter()
+                .map(|v| (v.name, v.value))
+                .collect(),
+        };
+        let exec = Arc::clone(&state.executor);
+        let id = tokio::task::spawn_blocking(move || exec.start(run)).await??;
+        Ok(Started {
+            batch_instance_id: id,
+        })
+    }
+}
+
+fn element_list(v: &Spanned, path: &Path, problems: &mut Problems) -> Option<Vec<Element>> {
+    let Value::Array(items) = &v.value else {
+        wrong(v, path, "`elementList` must be an array", problems);
+        return None;
+    };
+    if items.is_empty() {
+        problems.error(
+            ENVELOPE,
+            "elementList is empty: name at least one sheet (S), action (A) or folder (F)",
+            v.span,
+            path,
+        );
+        return None;
+    }
+    let mut elements = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let ipath = path.index(i);
+        let Some(mut fields) =
+            Fields::of(item, ipath, "an element {elementType, elementId}", problems)
+        else {
+            continue;
+        };
+        let kind = fields
+            .required("elementType", problems)
+            .and_then(|(v, p)| match &v.value {
+                Value::String(s) if matches!(s.as_str(), "S" | "A" | "F") => s.chars().next(),
+                _ => {
+                    wrong(
+                        v,
+                        &p,
+                        "`elementType` must be S (sheet), A (action) or F (folder)",
+                        problems,
+                    );
+                    None
+                }
+            });
+        let id = fields
+            .required("elementId", problems)
+            .and_then(|(v, p)| whole(v, &p, "elementId", i64::MIN..=i64::MAX, problems));
+        fields.finish(&["elementType", "elementId"], problems);
+        if let (Some(kind), Some(id)) = (kind, id) {
+            elements.push(Element { kind, id });
+        }
+    }
+    Some(elements)
+}
