@@ -2,21 +2,21 @@
 //!
 //! It keeps a repository of worksheets, connections and folders, deploys them from `.dsr`
 //! files through one HTTP endpoint or a script, validates them before it accepts them, and
-//! (in later versions) runs them as batches through plugins. This crate is the host: the
-//! `weft` binary and the library behind it.
+//! runs them as batches through plugins. This crate is the host's library: the repository,
+//! the engine and the server; the `weft` command line over it is the crate `weft_cli`
+//! (`host/cli`), the types of the service protocol the crate `weft_protocol`
+//! (`host/protocol`).
 //!
 //! Data flows one way: a request goes `api` -> `deploy` -> `dsr` (read) -> `validate` ->
 //! `repo` (write). `api` never touches SQL, `repo` never knows HTTP. See
 //! `docs/ARCHITECTURE.md` for the whole picture.
 
 pub mod api;
-pub mod client;
 pub mod connect;
 pub mod deploy;
 pub mod dsr;
 pub mod exec;
 pub mod fault;
-pub mod jdbc_manager;
 pub mod keys;
 pub mod metrics;
 pub mod plan;

@@ -287,7 +287,7 @@ fn the_key_file_parser_takes_any_text() {
 #[test]
 fn the_jdbc_list_parser_takes_any_text() {
     fuzz("jdbcList", jdbc_list_seeds(), |b| {
-        let _ = weft::jdbc_manager::parse_list(&text(b));
+        let _ = weft_cli::jdbc_manager::parse_list(&text(b));
     });
 }
 
@@ -442,7 +442,7 @@ fn every_reader_takes_time_linear_in_its_input() {
                 .collect()
         },
         |t| {
-            let _ = weft::jdbc_manager::parse_list(t);
+            let _ = weft_cli::jdbc_manager::parse_list(t);
         },
     );
 }

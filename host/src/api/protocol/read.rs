@@ -1,4 +1,4 @@
-//! The positional reader's parts for requests: [`Fields`], an object whose members are
+//! The positional reader's parts for requests: `Fields`, an object whose members are
 //! taken one by one (those left are unknown fields), and readers of the values a payload
 //! holds, each a [`Problem`](crate::dsr::Problem) with its place when wrong, so that reading
 //! goes on and an answer lists every problem. The envelope is read by `api::envelope`, each

@@ -16,6 +16,7 @@
 //! is installed only when it is a jar: a zip archive naming at least one `.class` file or
 //! `META-INF/services/java.sql.Driver` (a key file, a web page or a truncated file is not).
 
+use crate::client::error_chain;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -416,17 +417,6 @@ fn check_jar(path: &Path, url: &str) -> Result<(), InstallError> {
     }
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(inner) = source {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    s
-}
-
 fn classify(url: &str, e: &reqwest::Error) -> InstallError {
     let detail = error_chain(e);
     let lower = detail.to_ascii_lowercase();
@@ -591,7 +581,7 @@ pub fn install_within(
         let total = Some(meta.len());
         copy(&mut f, total, progress)?;
     } else {
-        crate::init_tls();
+        weft::init_tls();
         let client = reqwest::blocking::Client::builder()
             .connect_timeout(limits.connect)
             // In the blocking client this bounds the wait for the answer's head and each

@@ -1,0 +1,27 @@
+//! What several subcommands share: the data directory ([`Home`]) and the address and token
+//! of a running server ([`Endpoint`]).
+
+use clap::Args;
+use std::path::PathBuf;
+use weft::settings::HomeSource;
+
+/// The data directory the command works on, and where it came from (for messages).
+#[derive(Debug, Clone)]
+pub struct Home {
+    /// The folder.
+    pub dir: PathBuf,
+    /// `--home`, `$WEFT_HOME`, the installation's default or `./weft-home`.
+    pub from: HomeSource,
+}
+
+/// Where a running server is and how to prove the right to ask it: the options of every
+/// client subcommand.
+#[derive(Debug, Clone, Args)]
+pub struct Endpoint {
+    /// The service endpoint; default the URL of key file entry weft_server, else http://localhost:17491/weft/service.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The bearer token of a server listening beyond loopback; default option token of key file entry weft_server.
+    #[arg(long, env = "WEFT_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+}

@@ -1,0 +1,85 @@
+//! The subcommands, one file each: its arguments as a clap struct (the help text is on the
+//! fields) and its `run`, which returns the process's exit code. [`Cli`] is the command line
+//! as a whole: `--home` and the subcommand.
+
+mod args;
+mod deploy;
+mod getkey;
+mod hosts;
+mod jdbc;
+mod keys;
+mod next_runs;
+mod plugins;
+mod run;
+mod schema;
+mod serve;
+
+pub use args::{Endpoint, Home};
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use weft::settings;
+
+/// weft: a server for data transformations.
+#[derive(Debug, Parser)]
+#[command(name = "weft", version, about, long_about = None)]
+pub struct Cli {
+    /// The data directory (repository, key file, settings); default $WEFT_HOME, else the
+    /// installation's default-home, else ./weft-home (docs/install.md).
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start the server (initialises a fresh home on first start).
+    Serve(serve::Serve),
+    /// Bring the repository schema to the current version (what deploySchema.sh runs).
+    Schema(schema::Schema),
+    /// Deploy a .dsr file to the service (what deploySheet.sh runs).
+    Deploy(deploy::Deploy),
+    /// Run sheets, actions or folders as a batch instance (RunElements), and follow it with --wait.
+    Run(run::Run),
+    /// Manage JDBC drivers: the interactive menu, or list, add, delete for scripts (what bin/jdbcManager runs).
+    Jdbc(jdbc::Jdbc),
+    /// List the plugin libraries found (next to the binary, in INSTALL/plugins and in HOME/plugins) and what they provide, refused ones with the reason; or install one.
+    Plugins(plugins::Plugins),
+    /// List the next planned starts of a scheduled batch, in local time and UTC, with clock
+    /// changes marked (the NextRuns command).
+    NextRuns(next_runs::NextRuns),
+    /// List the hosts on the repository with their last heartbeat and what runs on each
+    /// (the ListHosts command): several with the repository on PostgreSQL, else one.
+    Hosts(hosts::Hosts),
+    /// Work on the key file (HOME/keyfile).
+    Keys(keys::Keys),
+    /// Print a field of a key file entry (default its URL).
+    Getkey(getkey::Getkey),
+}
+
+impl Cli {
+    /// Runs the subcommand; its exit code.
+    pub fn run(self) -> ExitCode {
+        let home = match settings::home_and_source(self.home.as_deref()) {
+            Ok((dir, from)) => Home { dir, from },
+            Err(e) => {
+                eprintln!("weft: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        match self.command {
+            Command::Serve(c) => c.run(home),
+            Command::Schema(c) => c.run(&home),
+            Command::Deploy(c) => c.run(&home),
+            Command::Run(c) => c.run(&home),
+            Command::Jdbc(c) => c.run(),
+            Command::Plugins(c) => c.run(&home),
+            Command::NextRuns(c) => c.run(&home),
+            Command::Hosts(c) => c.run(&home),
+            Command::Keys(c) => c.run(&home),
+            Command::Getkey(c) => c.run(&home),
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `weft run`: starts a batch instance of sheets, actions or folders (`RunElements`); with
+//! `--wait`, follows it (`WaitBatchInstance`) and exits 0 when it finished, 1 when not.
+
+use super::args::{Endpoint, Home};
+use crate::client::{Exit, Service};
+use clap::Args;
+use std::path::Path;
+use std::process::ExitCode;
+use weft_protocol::{
+    ActionState, BatchExecution, Element, InstanceState, RunElements, Variable, WaitBatchInstance,
+};
+
+/// `weft run`'s arguments.
+#[derive(Debug, Args)]
+pub struct Run {
+    #[command(flatten)]
+    endpoint: Endpoint,
+    /// A sheet to run (repeatable).
+    #[arg(long = "sheet", value_name = "ID")]
+    sheets: Vec<i64>,
+    /// An action to run (repeatable).
+    #[arg(long = "action", value_name = "ID")]
+    actions: Vec<i64>,
+    /// A folder whose sheets, at any depth, run (repeatable).
+    #[arg(long = "folder", value_name = "ID")]
+    folders: Vec<i64>,
+    /// A variable for the run (repeatable).
+    #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
+    vars: Vec<(String, String)>,
+    /// The batch name.
+    #[arg(long, default_value = "manual run")]
+    name: String,
+    /// The user the run is for; default $USER.
+    #[arg(long)]
+    user: Option<String>,
+    /// Show the actions' states while the run goes on; the exit code says finished (0) or not (1).
+    #[arg(long)]
+    wait: bool,
+}
+
+impl Run {
+    /// Starts the run (and follows it); the exit code of [`Exit`].
+    pub fn run(self, home: &Home) -> ExitCode {
+        let user = self
+            .user
+            .clone()
+            .or_else(|| std::env::var("USER").ok())
+            .unwrap_or_else(|| "weft".to_owned());
+        ExitCode::from(run(&self, user, &home.dir) as u8)
+    }
+}
+
+/// `NAME=VALUE` of `--var`.
+fn parse_var(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().to_owned(), v.to_owned())),
+        _ => Err(format!("`{s}` is not NAME=VALUE")),
+    }
+}
+
+/// Runs `weft run`: starts a batch instance; with `--wait`, shows the actions' states while
+/// it runs and exits 0 when it finished, 1 when it failed, was halted or interrupted.
+fn run(args: &Run, user: String, home: &Path) -> Exit {
+    use std::io::Write as _;
+    let service = match Service::locate(
+        args.endpoint.url.as_deref(),
+        args.endpoint.token.as_deref(),
+        home,
+        "weft run",
+    ) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let mut elements = Vec::new();
+    for (kind, ids) in [
+        ('S', &args.sheets),
+        ('A', &args.actions),
+        ('F', &args.folders),
+    ] {
+        elements.extend(ids.iter().map(|&id| Element { kind, id }));
+    }
+    if elements.is_empty() {
+        eprintln!(
+            "weft run: name something to run: --sheet ID, --action ID or --folder ID (each may be repeated)"
+        );
+        return Exit::Usage;
+    }
+    let request = RunElements {
+        batch_execution: BatchExecution {
+            batch_name: args.name.clone(),
+            user,
+            element_list: elements,
+        },
+        variables: args
+            .vars
+            .iter()
+            .map(|(name, value)| Variable {
+                name: name.clone(),
+                kind: Some("String".to_owned()),
+                value: value.clone(),
+            })
+            .collect(),
+    };
+    let id = match service.call(request) {
+        Ok(Ok(started)) => started.batch_instance_id,
+        Ok(Err(refusal)) => {
+            eprintln!(
+                "weft run: the service refused the run ({}, {}): {}",
+                refusal.status, refusal.error.code, refusal.error.message
+            );
+            return refusal.exit();
+        }
+        Err(code) => return code,
+    };
+    println!("batch instance {id} started");
+    if !args.wait {
+        return Exit::Ok;
+    }
+    let mut last = String::new();
+    loop {
+        let wait = WaitBatchInstance {
+            batch_instance_id: id,
+            timeout_seconds: Some(1.0),
+            changed_from: None,
+        };
+        let instance = match service.call(wait) {
+            Ok(Ok(waited)) => waited.instance,
+            Ok(Err(refusal)) => {
+                eprintln!(
+                    "weft run: cannot follow instance {id}: {}",
+                    refusal.error.message
+                );
+                return Exit::Refused;
+            }
+            Err(code) => return code,
+        };
+        let state = instance.summary.state;
+        let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+        for a in &instance.actions {
+            *counts.entry(a.state.code()).or_default() += 1;
+        }
+        let running: Vec<String> = instance
+            .actions
+            .iter()
+            .filter(|a| a.state == ActionState::Running)
+            .map(|a| format!("{} {}", a.action_id, a.name))
+            .collect();
+        let line = format!(
+            "instance {id} {state}: {}{}",
+            counts
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if running.is_empty() {
+                String::new()
+            } else {
+                format!("; running: {}", running.join(", "))
+            }
+        );
+        if line != last {
+            eprintln!("{line}");
+            let _ = std::io::stderr().flush();
+            last = line;
+        }
+        if !state.is_ongoing() {
+            for a in &instance.actions {
+                let mut l = format!(
+                    "  {} {:<24} {}  read {} written {} updated {}",
+                    a.state,
+                    format!("{} {}", a.action_id, a.name),
+                    a.module,
+                    a.rows_read,
+                    a.rows_written,
+                    a.rows_updated
+                );
+                if a.rows_deleted > 0 {
+                    l.push_str(&format!(" deleted {}", a.rows_deleted));
+                }
+                if let Some(e) = &a.error {
+                    l.push_str(&format!("\n      error: {e}"));
+                }
+                println!("{l}");
+            }
+            println!("batch instance {id} {state}");
+            return if state == InstanceState::Finished {
+                Exit::Ok
+            } else {
+                Exit::Invalid
+            };
+        }
+    }
+}
