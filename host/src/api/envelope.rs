@@ -6,7 +6,7 @@
 use super::commands;
 use super::error::ApiError;
 use super::protocol::read::{
-    ENVELOPE, Fields, REQUEST_NUL, UNKNOWN_COMMAND, cut, duplicates, text, variable_list,
+    ENVELOPE, REQUEST_NUL, UNKNOWN_COMMAND, cut, duplicates, object, text, variable_list,
 };
 use crate::dsr::value::Spanned;
 use crate::dsr::{Detail, LineIndex, Path, Problems, json};
@@ -85,7 +85,7 @@ pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
         p.as_str() == "payload.content"
     });
     let path = Path::root();
-    let mut envelope = Fields::of(
+    let mut envelope = object(
         root,
         path.clone(),
         "the request {command, payload, variableList?}",
@@ -96,7 +96,7 @@ pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
         .and_then(|(v, p)| text(v, &p, "command", problems).map(|t| (t, v.span, p)));
     let payload = envelope.required("payload", problems);
     let variables = envelope.optional("variableList");
-    envelope.finish(&["command", "payload", "variableList"], problems);
+    envelope.finish(problems);
     let (name, span, command_path) = command?;
     if !COMMANDS.contains(&name.as_str()) {
         problems.error(

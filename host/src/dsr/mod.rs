@@ -6,6 +6,7 @@
 //! [`Problem`]. Graph, module and repository rules are the job of `validate`. [`json`] is the
 //! strict JSON reader the endpoint uses for request bodies; it shares the value tree.
 
+pub mod fields;
 pub mod hjson;
 pub mod json;
 pub mod model;

@@ -2,9 +2,10 @@
 //! duplicate or unknown field becomes a [`Problem`](super::Problem) with its place, and reading goes on so
 //! that one answer lists every problem of the document.
 
+use super::fields::{Dialect, Fields};
 use super::model::*;
 use super::problem::Problems;
-use super::value::{Member, Path, Span, Spanned, Value};
+use super::value::{Path, Span, Spanned, Value};
 
 /// Reads a document from its value tree. `text` is the source the spans point into.
 /// Problems are added to `problems`; the returned model holds whatever could be read.
@@ -15,7 +16,7 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
     };
     let path = Path::root();
     problems.refuse_nul(root, &path, "dsr.nul", &|_| false);
-    let Some(mut top) = Obj::new(root, &path, "the document", problems) else {
+    let Some(mut top) = Fields::of(root, &path, "the document", Dialect::Document, problems) else {
         doc.complete = false;
         return doc;
     };
@@ -33,9 +34,15 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
             &path.key("version"),
         );
     }
-    if let Some(td) = top.get("transformationData", problems) {
+    if let Some(td) = top.get("transformationData") {
         let td_path = path.key("transformationData");
-        if let Some(mut td_obj) = Obj::new(td, &td_path, "transformationData", problems) {
+        if let Some(mut td_obj) = Fields::of(
+            td,
+            &td_path,
+            "transformationData",
+            Dialect::Document,
+            problems,
+        ) {
             let mut complete = true;
             if let Some(list) = td_obj.array("folders", problems) {
                 doc.folders = each(list, &td_path.key("folders"), &mut complete, |v, p| {
@@ -67,7 +74,7 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
                 doc.complete &= complete;
             }
             // Unknown fields here and at the top are warned about; nothing stores them.
-            let _ = td_obj.finish(&["sheets", "connections", "folders", "batches"], problems);
+            let _ = td_obj.finish(problems);
         }
     } else {
         problems.error(
@@ -77,7 +84,7 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
             &path,
         );
     }
-    let _ = top.finish(&["version", "transformationData"], problems);
+    let _ = top.finish(problems);
     doc
 }
 
@@ -100,11 +107,11 @@ fn each<T>(
 }
 
 fn folder(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Folder> {
-    let mut o = Obj::new(v, path, "a folder", problems)?;
+    let mut o = Fields::of(v, path, "a folder", Dialect::Document, problems)?;
     let id = o.id("id", text, problems);
     let folder_path = o.string("path", true, text, problems);
     let documentation = o.nullable_string("documentation", text, problems);
-    let extra = o.finish(&["id", "path", "documentation"], problems);
+    let extra = o.finish(problems);
     Some(Folder {
         id: id?,
         path: folder_path?,
@@ -115,7 +122,7 @@ fn folder(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Opti
 }
 
 fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Batch> {
-    let mut o = Obj::new(v, path, "a batch", problems)?;
+    let mut o = Fields::of(v, path, "a batch", Dialect::Document, problems)?;
     let id = o.id("id", text, problems);
     let name = o.string("name", true, text, problems);
     let schedule = o.string("schedule", true, text, problems);
@@ -125,41 +132,45 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
         Some(list) => {
             for (i, e) in list.iter().enumerate() {
                 let epath = path.key("elements").index(i);
-                let Some(mut eo) = Obj::new(e, &epath, "a batch element", problems) else {
+                let Some(mut eo) =
+                    Fields::of(e, &epath, "a batch element", Dialect::Document, problems)
+                else {
                     ok = false;
                     continue;
                 };
                 let kind = eo.string("elementType", true, text, problems);
                 let eid = eo.int("elementId", true, text, problems);
-                let _ = eo.finish(&["elementType", "elementId"], problems);
+                let _ = eo.finish(problems);
                 match (kind, eid) {
                     (Some(kind), Some(id)) => elements.push(BatchElement { kind, id }),
                     _ => ok = false,
                 }
             }
         }
-        None if !o.has("elements") => o.missing("elements", "a batch", problems),
+        None if !o.has("elements") => o.missing("elements", problems),
         None => ok = false,
     }
     let mut variables = Vec::new();
     if let Some(list) = o.array("variables", problems) {
         for (i, e) in list.iter().enumerate() {
             let vpath = path.key("variables").index(i);
-            let Some(mut vo) = Obj::new(e, &vpath, "a batch variable", problems) else {
+            let Some(mut vo) =
+                Fields::of(e, &vpath, "a batch variable", Dialect::Document, problems)
+            else {
                 ok = false;
                 continue;
             };
             let name = vo.string("variableName", true, text, problems);
             let _kind = vo.string("variableType", false, text, problems);
             let value = vo.string("variableValue", true, text, problems);
-            let _ = vo.finish(&["variableName", "variableType", "variableValue"], problems);
+            let _ = vo.finish(problems);
             match (name, value) {
                 (Some(n), Some(v)) => variables.push((n.v, v.v)),
                 _ => ok = false,
             }
         }
     }
-    let enabled = match o.get("enabled", problems) {
+    let enabled = match o.get("enabled") {
         None => true,
         Some(Spanned {
             value: Value::Bool(b),
@@ -174,21 +185,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
     let spring_gap = o.string("springGap", false, text, problems);
     let autumn_overlap = o.string("autumnOverlap", false, text, problems);
     let documentation = o.nullable_string("documentation", text, problems);
-    let extra = o.finish(
-        &[
-            "id",
-            "name",
-            "schedule",
-            "elements",
-            "variables",
-            "enabled",
-            "ifRunning",
-            "springGap",
-            "autumnOverlap",
-            "documentation",
-        ],
-        problems,
-    );
+    let extra = o.finish(problems);
     if !ok {
         return None;
     }
@@ -209,7 +206,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
 }
 
 fn connection(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Connection> {
-    let mut o = Obj::new(v, path, "a connection", problems)?;
+    let mut o = Fields::of(v, path, "a connection", Dialect::Document, problems)?;
     let id = o.int("id", true, text, problems);
     if let Some(id) = &id
         && id.v < 0
@@ -224,7 +221,7 @@ fn connection(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> 
     let name = o.string("name", true, text, problems);
     let schema = o.nullable_at_string("schema", text, problems);
     let kind = o.string("type", true, text, problems);
-    let extra = o.finish(&["id", "name", "schema", "type"], problems);
+    let extra = o.finish(problems);
     Some(Connection {
         id: id?,
         name: name?,
@@ -242,12 +239,12 @@ fn sheet(
     problems: &mut Problems,
     complete: &mut bool,
 ) -> Option<Sheet> {
-    let mut o = Obj::new(v, path, "a sheet", problems)?;
+    let mut o = Fields::of(v, path, "a sheet", Dialect::Document, problems)?;
     let id = o.id("id", text, problems);
-    let attributes = match o.get("attributes", problems) {
+    let attributes = match o.get("attributes") {
         Some(a) => sheet_attributes(a, &path.key("attributes"), text, problems),
         None => {
-            o.missing("attributes", "a sheet", problems);
+            o.missing("attributes", problems);
             None
         }
     };
@@ -258,7 +255,7 @@ fn sheet(
         }),
         None => {
             if !o.has("nodes") {
-                o.missing("nodes", "a sheet", problems);
+                o.missing("nodes", problems);
             }
             *complete = false;
             Vec::new()
@@ -275,7 +272,7 @@ fn sheet(
             Vec::new()
         }
     };
-    let extra = o.finish(&["id", "attributes", "nodes", "edges"], problems);
+    let extra = o.finish(problems);
     Some(Sheet {
         id: id?,
         attributes: attributes?,
@@ -292,16 +289,13 @@ fn sheet_attributes(
     text: &str,
     problems: &mut Problems,
 ) -> Option<SheetAttributes> {
-    let mut o = Obj::new(v, path, "sheet attributes", problems)?;
+    let mut o = Fields::of(v, path, "sheet attributes", Dialect::Document, problems)?;
     let documentation = o.nullable_string("documentation", text, problems);
     let name = o.string("name", true, text, problems);
     let order = o.string("order", false, text, problems);
     let folder_id = o.id("folder_id", text, problems);
     let folder = o.string("folder", true, text, problems);
-    let extra = o.finish(
-        &["documentation", "name", "order", "folder_id", "folder"],
-        problems,
-    );
+    let extra = o.finish(problems);
     Some(SheetAttributes {
         documentation,
         name: name?,
@@ -326,16 +320,16 @@ pub const OBJECT_ATTRIBUTES: &[&str] = &[
 ];
 
 fn node(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Node> {
-    let mut o = Obj::new(v, path, "a node", problems)?;
+    let mut o = Fields::of(v, path, "a node", Dialect::Document, problems)?;
     let id = o.id("id", text, problems);
     let kind = o.int("type", true, text, problems);
-    let layout = match o.get("layout", problems) {
+    let layout = match o.get("layout") {
         Some(l) => layout(l, &path.key("layout"), text, problems),
         None => Layout::default(),
     };
-    let attributes = match (o.get("attributes", problems), &kind) {
+    let attributes = match (o.get("attributes"), &kind) {
         (None, _) => {
-            o.missing("attributes", "a node", problems);
+            o.missing("attributes", problems);
             NodeAttributes::Invalid
         }
         (Some(_), None) => NodeAttributes::Invalid,
@@ -355,7 +349,7 @@ fn node(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option
             }
         },
     };
-    let extra = o.finish(&["id", "type", "layout", "attributes"], problems);
+    let extra = o.finish(problems);
     Some(Node {
         id: id?,
         kind: kind?,
@@ -367,12 +361,12 @@ fn node(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option
 }
 
 fn layout(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Layout {
-    let Some(mut o) = Obj::new(v, path, "a layout", problems) else {
+    let Some(mut o) = Fields::of(v, path, "a layout", Dialect::Document, problems) else {
         return Layout::default();
     };
-    let mut get = |k: &str| o.int(k, false, text, problems).map_or(0, |a| a.v);
+    let mut get = |k: &'static str| o.int(k, false, text, problems).map_or(0, |a| a.v);
     let (x, y, width, height) = (get("x"), get("y"), get("width"), get("height"));
-    let extra = o.finish(&["x", "y", "width", "height"], problems);
+    let extra = o.finish(problems);
     Layout {
         x,
         y,
@@ -388,16 +382,13 @@ fn action_attributes(
     text: &str,
     problems: &mut Problems,
 ) -> Option<ActionAttributes> {
-    let mut o = Obj::new(v, path, "action attributes", problems)?;
+    let mut o = Fields::of(v, path, "action attributes", Dialect::Document, problems)?;
     let module = o.string("module", true, text, problems);
     let documentation = o.nullable_string("documentation", text, problems);
     let name = o.string("name", true, text, problems);
     let action = o.nullable_at_string("action", text, problems);
     let mut extra = Vec::new();
-    for (i, m) in o.members.iter().enumerate() {
-        if o.used[i] || o.duplicate[i] {
-            continue;
-        }
+    for m in o.take_rest(|_| true) {
         if OBJECT_ATTRIBUTES.contains(&m.key.as_str()) {
             problems.error(
                 "dsr.attribute_of_other_type",
@@ -411,10 +402,9 @@ fn action_attributes(
         } else {
             extra.push((At::new(m.key.clone(), m.key_span), m.value.clone()));
         }
-        o.used[i] = true;
     }
     // Every other member became a module attribute above (judged by the module).
-    let _ = o.finish(ACTION_ATTRIBUTES, problems);
+    let _ = o.finish(problems);
     Some(ActionAttributes {
         module: module?,
         documentation,
@@ -430,7 +420,7 @@ fn object_attributes(
     text: &str,
     problems: &mut Problems,
 ) -> Option<ObjectAttributes> {
-    let mut o = Obj::new(v, path, "object attributes", problems)?;
+    let mut o = Fields::of(v, path, "object attributes", Dialect::Document, problems)?;
     let field1 = o.string("field1", true, text, problems);
     let field2 = o.nullable_string("field2", text, problems);
     let field3 = o.nullable_string("field3", text, problems);
@@ -439,22 +429,19 @@ fn object_attributes(
     let dependency = o
         .string("dependency", false, text, problems)
         .unwrap_or_else(|| At::new("Y".to_owned(), v.span));
-    for (i, m) in o.members.iter().enumerate() {
-        if !o.used[i] && !o.duplicate[i] && ACTION_ATTRIBUTES.contains(&m.key.as_str()) {
-            problems.error(
-                "dsr.attribute_of_other_type",
-                format!(
-                    "`{}` is an attribute of action nodes (type 0); this node has type 1 (an object), whose attributes are {}",
-                    m.key,
-                    OBJECT_ATTRIBUTES.join(", ")
-                ),
-                m.key_span,
-                &path.key(&m.key),
-            );
-            o.used[i] = true;
-        }
+    for m in o.take_rest(|key| ACTION_ATTRIBUTES.contains(&key)) {
+        problems.error(
+            "dsr.attribute_of_other_type",
+            format!(
+                "`{}` is an attribute of action nodes (type 0); this node has type 1 (an object), whose attributes are {}",
+                m.key,
+                OBJECT_ATTRIBUTES.join(", ")
+            ),
+            m.key_span,
+            &path.key(&m.key),
+        );
     }
-    let extra = o.finish(OBJECT_ATTRIBUTES, problems);
+    let extra = o.finish(problems);
     Some(ObjectAttributes {
         extra,
         field1: field1?,
@@ -467,11 +454,11 @@ fn object_attributes(
 }
 
 fn edge(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Edge> {
-    let mut o = Obj::new(v, path, "an edge", problems)?;
+    let mut o = Fields::of(v, path, "an edge", Dialect::Document, problems)?;
     let id = o.id("id", text, problems);
     let from = o.int("from", true, text, problems);
     let to = o.int("to", true, text, problems);
-    let extra = o.finish(&["id", "from", "to"], problems);
+    let extra = o.finish(problems);
     Some(Edge {
         id: id?,
         from: from?,
@@ -481,92 +468,57 @@ fn edge(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option
     })
 }
 
-/// An object being read: which members were taken, which are duplicates.
-struct Obj<'a> {
-    members: &'a [Member],
-    used: Vec<bool>,
-    duplicate: Vec<bool>,
-    span: Span,
-    path: &'a Path,
-    what: &'static str,
-}
-
-impl<'a> Obj<'a> {
-    fn new(
-        v: &'a Spanned,
-        path: &'a Path,
-        what: &'static str,
-        problems: &mut Problems,
-    ) -> Option<Self> {
-        let Value::Object(members) = &v.value else {
-            problems.error(
-                "dsr.wrong_type",
-                format!("{what} must be an object, found {}", v.value.kind()),
-                v.span,
-                path,
-            );
-            return None;
-        };
-        let duplicate = super::value::repeated_keys(members);
-        for (m, _) in members.iter().zip(&duplicate).filter(|(_, d)| **d) {
-            {
-                problems.error(
-                    "dsr.duplicate_field",
-                    format!("field `{}` is given twice in {what}", m.key),
-                    m.key_span,
-                    &path.key(&m.key),
-                );
-            }
-        }
-        Some(Obj {
-            members,
-            used: vec![false; members.len()],
-            duplicate,
-            span: v.span,
-            path,
-            what,
-        })
-    }
-
-    fn has(&self, key: &str) -> bool {
-        self.members.iter().any(|m| m.key == key)
-    }
-
-    fn get(&mut self, key: &str, _problems: &mut Problems) -> Option<&'a Spanned> {
-        let i = self.members.iter().position(|m| m.key == key)?;
-        self.used[i] = true;
-        Some(&self.members[i].value)
-    }
-
-    fn missing(&self, key: &str, what: &str, problems: &mut Problems) {
-        problems.error(
-            "dsr.missing_field",
-            format!("missing field `{key}` in {what}"),
-            Span::new(self.span.start as usize, self.span.start as usize + 1),
-            &self.path.key(key),
-        );
-    }
-
-    fn wrong(&self, key: &str, expected: &str, found: &Spanned, problems: &mut Problems) {
-        problems.error(
-            "dsr.wrong_type",
-            format!("`{key}` must be {expected}, found {}", found.value.kind()),
-            found.span,
-            &self.path.key(key),
-        );
-    }
-
+/// The values of a document's fields: integers, ids and texts as the format writes them.
+trait DocumentValues<'a> {
+    /// An integer; `None` when absent (a problem when `required`) or of another kind.
     fn int(
         &mut self,
-        key: &str,
+        key: &'static str,
+        required: bool,
+        text: &str,
+        problems: &mut Problems,
+    ) -> Option<At<i64>>;
+    /// A required positive id.
+    fn id(&mut self, key: &'static str, text: &str, problems: &mut Problems) -> Option<At<i64>>;
+    /// A string; a quoteless number or literal counts as the text it was written as.
+    fn string(
+        &mut self,
+        key: &'static str,
+        required: bool,
+        text: &str,
+        problems: &mut Problems,
+    ) -> Option<At<String>>;
+    /// An optional string that may be `null`.
+    fn nullable_at_string(
+        &mut self,
+        key: &'static str,
+        text: &str,
+        problems: &mut Problems,
+    ) -> Option<At<String>>;
+    /// As [`DocumentValues::nullable_at_string`], without the place.
+    fn nullable_string(
+        &mut self,
+        key: &'static str,
+        text: &str,
+        problems: &mut Problems,
+    ) -> Option<String> {
+        self.nullable_at_string(key, text, problems).map(|a| a.v)
+    }
+    /// An array's items.
+    fn array(&mut self, key: &'static str, problems: &mut Problems) -> Option<&'a [Spanned]>;
+}
+
+impl<'a> DocumentValues<'a> for Fields<'a> {
+    fn int(
+        &mut self,
+        key: &'static str,
         required: bool,
         _text: &str,
         problems: &mut Problems,
     ) -> Option<At<i64>> {
-        let what = self.what;
-        let Some(v) = self.get(key, problems) else {
+        let Some(v) = self.get(key) else {
             if required {
-                self.missing(key, what, problems);
+                self.missing(key, problems);
             }
             return None;
         };
@@ -579,33 +531,30 @@ impl<'a> Obj<'a> {
         }
     }
 
-    /// A required positive id.
-    fn id(&mut self, key: &str, text: &str, problems: &mut Problems) -> Option<At<i64>> {
+    fn id(&mut self, key: &'static str, text: &str, problems: &mut Problems) -> Option<At<i64>> {
         let id = self.int(key, true, text, problems)?;
         if id.v <= 0 {
             problems.error(
                 "dsr.wrong_type",
                 format!("`{key}` must be a positive integer, found {}", id.v),
                 id.span,
-                &self.path.key(key),
+                &self.path().key(key),
             );
             return None;
         }
         Some(id)
     }
 
-    /// A string; a quoteless number or literal counts as the text it was written as.
     fn string(
         &mut self,
-        key: &str,
+        key: &'static str,
         required: bool,
         text: &str,
         problems: &mut Problems,
     ) -> Option<At<String>> {
-        let what = self.what;
-        let Some(v) = self.get(key, problems) else {
+        let Some(v) = self.get(key) else {
             if required {
-                self.missing(key, what, problems);
+                self.missing(key, problems);
             }
             return None;
         };
@@ -628,29 +577,19 @@ impl<'a> Obj<'a> {
 
     fn nullable_at_string(
         &mut self,
-        key: &str,
+        key: &'static str,
         text: &str,
         problems: &mut Problems,
     ) -> Option<At<String>> {
-        let i = self.members.iter().position(|m| m.key == key)?;
-        if self.members[i].value.value == Value::Null {
-            self.used[i] = true;
-            return None;
+        match self.get(key) {
+            Some(v) if v.value == Value::Null => None,
+            Some(_) => self.string(key, false, text, problems),
+            None => None,
         }
-        self.string(key, false, text, problems)
     }
 
-    fn nullable_string(
-        &mut self,
-        key: &str,
-        text: &str,
-        problems: &mut Problems,
-    ) -> Option<String> {
-        self.nullable_at_string(key, text, problems).map(|a| a.v)
-    }
-
-    fn array(&mut self, key: &str, problems: &mut Problems) -> Option<&'a [Spanned]> {
-        let v = self.get(key, problems)?;
+    fn array(&mut self, key: &'static str, problems: &mut Problems) -> Option<&'a [Spanned]> {
+        let v = self.get(key)?;
         match &v.value {
             Value::Array(items) => Some(items),
             _ => {
@@ -659,73 +598,4 @@ impl<'a> Obj<'a> {
             }
         }
     }
-
-    /// The members that were not taken: each is a warning and is kept (returned), unless it
-    /// is almost certainly a typo of an allowed field (the same but for case, or one or two
-    /// letters off), which is an error saying what was meant.
-    fn finish(self, allowed: &[&str], problems: &mut Problems) -> Extra {
-        let mut kept = Vec::new();
-        for (i, m) in self.members.iter().enumerate() {
-            if self.used[i] || self.duplicate[i] {
-                continue;
-            }
-            if let Some(meant) = typo_of(&m.key, allowed) {
-                problems.error(
-                    "dsr.unknown_field",
-                    format!(
-                        "unknown field `{}` in {}; did you mean `{meant}`?",
-                        m.key, self.what
-                    ),
-                    m.key_span,
-                    &self.path.key(&m.key),
-                );
-            } else {
-                problems.warning(
-                    "dsr.unknown_field",
-                    format!(
-                        "field `{}` in {} is not one weft knows (it knows {}); it is kept as written",
-                        m.key,
-                        self.what,
-                        allowed.join(", ")
-                    ),
-                    m.key_span,
-                    &self.path.key(&m.key),
-                );
-                kept.push((m.key.clone(), m.value.value.to_json()));
-            }
-        }
-        Extra(kept)
-    }
-}
-
-/// The allowed field that `key` almost certainly means: equal but for case, or at most one
-/// edit away (two for names of six letters or more).
-pub(crate) fn typo_of<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
-    let lower = key.to_lowercase();
-    allowed.iter().copied().find(|a| {
-        let a_lower = a.to_lowercase();
-        let most = if a.len() >= 6 { 2 } else { 1 };
-        a_lower == lower || edits(&lower, &a_lower) <= most
-    })
-}
-
-/// The edit distance between `a` and `b` (insertions, deletions, substitutions), stopping
-/// early past 3: only small distances matter here.
-fn edits(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    if a.len().abs_diff(b.len()) > 3 || a.len() > 64 || b.len() > 64 {
-        return usize::MAX;
-    }
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }

@@ -3,7 +3,7 @@
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::{ENVELOPE, Fields, text, whole};
+use crate::api::protocol::read::{ENVELOPE, object, text, whole};
 use crate::api::state::AppState;
 use crate::dsr::value::Spanned;
 use crate::dsr::{Path, Problems};
@@ -26,7 +26,7 @@ impl Handler for AdvanceClock {
 }
 
 fn read_payload(payload: &Spanned, path: Path, problems: &mut Problems) -> Option<AdvanceClock> {
-    let mut fields = Fields::of(
+    let mut fields = object(
         payload,
         path.clone(),
         "the AdvanceClock payload {seconds} or {to}",
@@ -34,7 +34,7 @@ fn read_payload(payload: &Spanned, path: Path, problems: &mut Problems) -> Optio
     )?;
     let seconds = fields.optional("seconds");
     let to = fields.optional("to");
-    fields.finish(&["seconds", "to"], problems);
+    fields.finish(problems);
     match (seconds, to) {
         (Some((v, p)), None) => Some(AdvanceClock::By {
             seconds: whole(v, &p, "seconds", 0..=AdvanceClock::MAX_SECONDS, problems)?,

@@ -3,7 +3,7 @@
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::{ENVELOPE, Fields, deploy_options};
+use crate::api::protocol::read::{ENVELOPE, deploy_options, object};
 use crate::api::state::AppState;
 use crate::deploy;
 use crate::dsr::Problems;
@@ -13,7 +13,7 @@ use weft_protocol::commands::DeployRepository;
 
 impl Handler for DeployRepository {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
-        let mut fields = Fields::of(
+        let mut fields = object(
             payload.value,
             payload.path,
             "the DeployRepository payload",
@@ -40,7 +40,7 @@ impl Handler for DeployRepository {
             .optional("deployOptions")
             .map(|(v, p)| deploy_options(v, &p, problems))
             .unwrap_or_default();
-        fields.finish(&["content", "deployOptions"], problems);
+        fields.finish(problems);
         Some(DeployRepository {
             content: content?,
             deploy_options,

@@ -3,7 +3,7 @@
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::{Fields, whole};
+use crate::api::protocol::read::{object, whole};
 use crate::api::state::AppState;
 use crate::dsr::Problems;
 use crate::repo::model::HistoryDetail;
@@ -13,7 +13,7 @@ use weft_protocol::commands::GetDeployChange;
 
 impl Handler for GetDeployChange {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
-        let mut fields = Fields::of(
+        let mut fields = object(
             payload.value,
             payload.path,
             "the GetDeployChange payload {historyId}",
@@ -22,7 +22,7 @@ impl Handler for GetDeployChange {
         let id = fields
             .required("historyId", problems)
             .and_then(|(v, p)| whole(v, &p, "historyId", i64::MIN..=i64::MAX, problems));
-        fields.finish(&["historyId"], problems);
+        fields.finish(problems);
         Some(GetDeployChange { history_id: id? })
     }
 

@@ -3,7 +3,7 @@
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::Listed;
-use crate::api::protocol::read::{Fields, whole};
+use crate::api::protocol::read::{object, whole};
 use crate::api::state::AppState;
 use crate::dsr::Problems;
 use crate::repo::store::SheetStore as _;
@@ -12,7 +12,7 @@ use weft_protocol::commands::{GetSheet, SheetView};
 
 impl Handler for GetSheet {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
-        let mut fields = Fields::of(
+        let mut fields = object(
             payload.value,
             payload.path,
             "the GetSheet payload {sheetId}",
@@ -21,7 +21,7 @@ impl Handler for GetSheet {
         let id = fields
             .required("sheetId", problems)
             .and_then(|(v, p)| whole(v, &p, "sheetId", i64::MIN..=i64::MAX, problems));
-        fields.finish(&["sheetId"], problems);
+        fields.finish(problems);
         Some(GetSheet { sheet_id: id? })
     }
 

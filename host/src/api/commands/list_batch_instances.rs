@@ -4,7 +4,7 @@
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::Listed;
-use crate::api::protocol::read::{ENVELOPE, Fields, optional_whole, text};
+use crate::api::protocol::read::{ENVELOPE, object, optional_whole, text};
 use crate::api::state::AppState;
 use crate::dsr::value::{Spanned, Value};
 use crate::dsr::{Path, Problems};
@@ -31,7 +31,7 @@ fn read_payload(
     path: Path,
     problems: &mut Problems,
 ) -> Option<ListBatchInstances> {
-    let mut fields = Fields::of(
+    let mut fields = object(
         payload,
         path,
         "the ListBatchInstances payload {limit?, state?, name?, before?, batchId?}",
@@ -85,7 +85,7 @@ fn read_payload(
         &mut ok,
         problems,
     );
-    fields.finish(&["limit", "state", "name", "before", "batchId"], problems);
+    fields.finish(problems);
     ok.then_some(list)
 }
 

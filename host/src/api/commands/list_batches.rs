@@ -2,7 +2,7 @@
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::Fields;
+use crate::api::protocol::read::object;
 use crate::api::state::AppState;
 use crate::dsr::Problems;
 use crate::repo::store::SheetStore as _;
@@ -11,13 +11,13 @@ use weft_protocol::commands::{BatchList, ListBatches};
 
 impl Handler for ListBatches {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
-        Fields::of(
+        object(
             payload.value,
             payload.path,
             "the ListBatches payload {}",
             problems,
         )?
-        .finish(&[], problems);
+        .finish(problems);
         Some(ListBatches {})
     }
 

@@ -2,7 +2,7 @@
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::{Fields, optional_whole};
+use crate::api::protocol::read::{object, optional_whole};
 use crate::api::state::AppState;
 use crate::dsr::value::Spanned;
 use crate::dsr::{Path, Problems};
@@ -21,7 +21,7 @@ impl Handler for ListDeploys {
 }
 
 fn read_payload(payload: &Spanned, path: Path, problems: &mut Problems) -> Option<ListDeploys> {
-    let mut fields = Fields::of(
+    let mut fields = object(
         payload,
         path,
         "the ListDeploys payload {limit?, before?, changes?}",
@@ -32,11 +32,11 @@ fn read_payload(payload: &Spanned, path: Path, problems: &mut Problems) -> Optio
     if let Some(n) = optional_whole(&mut fields, "limit", 1..=200, &mut ok, problems) {
         list.limit = n;
     }
+    list.before = optional_whole(&mut fields, "before", 1..=i64::MAX, &mut ok, problems);
     if let Some(n) = optional_whole(&mut fields, "changes", 0..=200, &mut ok, problems) {
         list.changes = n;
     }
-    list.before = optional_whole(&mut fields, "before", 1..=i64::MAX, &mut ok, problems);
-    fields.finish(&["limit", "before", "changes"], problems);
+    fields.finish(problems);
     ok.then_some(list)
 }
 

@@ -3,7 +3,7 @@
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::Fields;
+use crate::api::protocol::read::object;
 use crate::api::state::AppState;
 use crate::dsr::Problems;
 use crate::repo::InstanceStore as _;
@@ -12,13 +12,13 @@ use weft_protocol::commands::{HostList, HostView, ListHosts};
 
 impl Handler for ListHosts {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
-        Fields::of(
+        object(
             payload.value,
             payload.path,
             "the ListHosts payload {}",
             problems,
         )?
-        .finish(&[], problems);
+        .finish(problems);
         Some(ListHosts {})
     }
 

@@ -3,7 +3,7 @@
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::PluginList;
-use crate::api::protocol::read::Fields;
+use crate::api::protocol::read::object;
 use crate::api::state::AppState;
 use crate::dsr::Problems;
 use std::sync::Arc;
@@ -11,13 +11,13 @@ use weft_protocol::commands::ListPlugins;
 
 impl Handler for ListPlugins {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
-        Fields::of(
+        object(
             payload.value,
             payload.path,
             "the ListPlugins payload {}",
             problems,
         )?
-        .finish(&[], problems);
+        .finish(problems);
         Some(ListPlugins {})
     }
 

@@ -2,7 +2,7 @@
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::{Fields, optional_whole};
+use crate::api::protocol::read::{object, optional_whole};
 use crate::api::state::AppState;
 use crate::dsr::Problems;
 use crate::repo::model::Tree;
@@ -12,7 +12,7 @@ use weft_protocol::commands::ListSheets;
 
 impl Handler for ListSheets {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
-        let mut fields = Fields::of(
+        let mut fields = object(
             payload.value,
             payload.path,
             "the ListSheets payload {limit?}",
@@ -23,7 +23,7 @@ impl Handler for ListSheets {
         if let Some(n) = optional_whole(&mut fields, "limit", 1..=20_000, &mut ok, problems) {
             list.limit = n;
         }
-        fields.finish(&["limit"], problems);
+        fields.finish(problems);
         ok.then_some(list)
     }
 

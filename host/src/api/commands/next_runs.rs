@@ -3,7 +3,7 @@
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::{Fields, whole};
+use crate::api::protocol::read::{object, whole};
 use crate::api::state::AppState;
 use crate::dsr::value::{Spanned, Value};
 use crate::dsr::{Path, Problems};
@@ -26,7 +26,7 @@ impl Handler for NextRuns {
 }
 
 fn read_payload(payload: &Spanned, path: Path, problems: &mut Problems) -> Option<NextRuns> {
-    let mut fields = Fields::of(
+    let mut fields = object(
         payload,
         path,
         "the NextRuns payload {batchId, count?}",
@@ -41,7 +41,7 @@ fn read_payload(payload: &Spanned, path: Path, problems: &mut Problems) -> Optio
         }
         _ => Some(10),
     };
-    fields.finish(&["batchId", "count"], problems);
+    fields.finish(problems);
     Some(NextRuns {
         batch_id: id?,
         count: count?,

@@ -3,7 +3,7 @@
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::{ENVELOPE, Fields, text, whole, wrong};
+use crate::api::protocol::read::{ENVELOPE, object, text, whole, wrong};
 use crate::api::state::AppState;
 use crate::dsr::value::{Spanned, Value};
 use crate::dsr::{Path, Problems};
@@ -15,16 +15,16 @@ use weft_protocol::commands::{BatchExecution, RunElements, Started};
 impl Handler for RunElements {
     fn read(mut payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
         let variables = payload.take_variables();
-        let mut fields = Fields::of(
+        let mut fields = object(
             payload.value,
             payload.path,
             "the RunElements payload",
             problems,
         )?;
         let execution = fields.required("batchExecution", problems);
-        fields.finish(&["batchExecution"], problems);
+        fields.finish(problems);
         let (v, path) = execution?;
-        let mut fields = Fields::of(
+        let mut fields = object(
             v,
             path,
             "`batchExecution` {batchName, user, elementList}",
@@ -39,7 +39,7 @@ impl Handler for RunElements {
         let elements = fields
             .required("elementList", problems)
             .and_then(|(v, p)| element_list(v, &p, problems));
-        fields.finish(&["batchName", "user", "elementList"], problems);
+        fields.finish(problems);
         Some(RunElements {
             batch_execution: BatchExecution {
                 batch_name: batch_name?,
@@ -87,8 +87,7 @@ fn element_list(v: &Spanned, path: &Path, problems: &mut Problems) -> Option<Vec
     let mut elements = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let ipath = path.index(i);
-        let Some(mut fields) =
-            Fields::of(item, ipath, "an element {elementType, elementId}", problems)
+        let Some(mut fields) = object(item, ipath, "an element {elementType, elementId}", problems)
         else {
             continue;
         };
@@ -109,7 +108,7 @@ fn element_list(v: &Spanned, path: &Path, problems: &mut Problems) -> Option<Vec
         let id = fields
             .required("elementId", problems)
             .and_then(|(v, p)| whole(v, &p, "elementId", i64::MIN..=i64::MAX, problems));
-        fields.finish(&["elementType", "elementId"], problems);
+        fields.finish(problems);
         if let (Some(kind), Some(id)) = (kind, id) {
             elements.push(Element { kind, id });
         }

@@ -6,7 +6,7 @@ use super::get_batch_instance::read_instance;
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::Instance;
-use crate::api::protocol::read::{Fields, text, whole, wrong};
+use crate::api::protocol::read::{object, text, whole, wrong};
 use crate::api::state::AppState;
 use crate::api::waits::Read;
 use crate::dsr::value::{Spanned, Value};
@@ -31,7 +31,7 @@ fn read_payload(
     path: Path,
     problems: &mut Problems,
 ) -> Option<WaitBatchInstance> {
-    let mut fields = Fields::of(
+    let mut fields = object(
         payload,
         path,
         "the WaitBatchInstance payload {batchInstanceId, timeoutSeconds?, changedFrom?}",
@@ -76,10 +76,7 @@ fn read_payload(
         },
         None => Some(None),
     };
-    fields.finish(
-        &["batchInstanceId", "timeoutSeconds", "changedFrom"],
-        problems,
-    );
+    fields.finish(problems);
     Some(WaitBatchInstance {
         batch_instance_id: id?,
         timeout_seconds: timeout,

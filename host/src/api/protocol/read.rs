@@ -9,12 +9,13 @@
 //! was found.
 
 use crate::deploy;
-use crate::dsr::value::{Member, Spanned, Value};
-use crate::dsr::{Path, Problems, Severity, Span};
+use crate::dsr::fields::{Dialect, Fields};
+use crate::dsr::value::{Spanned, Value};
+use crate::dsr::{Path, Problems, Severity};
 use weft_protocol::commands::Variable;
 
 /// The code of a problem with a field of the request.
-pub const ENVELOPE: &str = "request.envelope";
+pub const ENVELOPE: &str = crate::dsr::fields::REQUEST_CODE;
 /// The code of a command this server does not know.
 pub const UNKNOWN_COMMAND: &str = "request.unknown_command";
 /// The code of a member given twice.
@@ -30,7 +31,7 @@ pub fn deploy_options(v: &Spanned, path: &Path, problems: &mut Problems) -> depl
     if matches!(v.value, Value::Null) {
         return options;
     }
-    let Some(mut fields) = Fields::of(v, path.clone(), "`deployOptions`", problems) else {
+    let Some(mut fields) = object(v, path.clone(), "`deployOptions`", problems) else {
         return options;
     };
     for (key, slot) in [
@@ -47,7 +48,6 @@ pub fn deploy_options(v: &Spanned, path: &Path, problems: &mut Problems) -> depl
         options.into_folder = folder_id(v, &p, problems);
     }
     fields.finish_as(
-        &["validate", "dryRun", "intoFolder"],
         "unknown deploy option `{}`; the options are validate, dryRun, intoFolder",
         problems,
     );
@@ -70,7 +70,7 @@ pub(crate) fn variable_list(v: &Spanned, path: &Path, problems: &mut Problems) -
     };
     let mut variables = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let Some(mut fields) = Fields::of(
+        let Some(mut fields) = object(
             item,
             path.index(i),
             "a variable {variableName, variableType, variableValue}",
@@ -107,7 +107,7 @@ pub(crate) fn variable_list(v: &Spanned, path: &Path, problems: &mut Problems) -
                     None
                 }
             });
-        fields.finish(&["variableName", "variableType", "variableValue"], problems);
+        fields.finish(problems);
         if let (Some(name), Some(value)) = (name, value) {
             variables.push(Variable { name, kind, value });
         }
@@ -119,7 +119,7 @@ pub(crate) fn variable_list(v: &Spanned, path: &Path, problems: &mut Problems) -
 /// (then the problem is said and `ok` cleared).
 pub(crate) fn optional_whole(
     fields: &mut Fields<'_>,
-    key: &str,
+    key: &'static str,
     range: std::ops::RangeInclusive<i64>,
     ok: &mut bool,
     problems: &mut Problems,
@@ -140,110 +140,23 @@ pub(crate) fn instance_id(
     problems: &mut Problems,
 ) -> Option<i64> {
     let what = format!("the {command} payload {{batchInstanceId}}");
-    let mut fields = Fields::of(payload, path, what, problems)?;
+    let mut fields = object(payload, path, what, problems)?;
     let id = fields
         .required("batchInstanceId", problems)
         .and_then(|(v, p)| whole(v, &p, "batchInstanceId", i64::MIN..=i64::MAX, problems));
-    fields.finish(&["batchInstanceId"], problems);
+    fields.finish(problems);
     id
 }
 
-/// An object of the request being read: each member is taken at most once, and those not
-/// taken are unknown fields.
-pub(crate) struct Fields<'a> {
-    members: &'a [Member],
-    used: Vec<bool>,
-    span: Span,
+/// The object `v` of a request at `path`, named `what` in messages, read by the request's
+/// rules (`Dialect::Request`): an unknown field is refused.
+pub(crate) fn object<'a>(
+    v: &'a Spanned,
     path: Path,
-    what: String,
-}
-
-impl<'a> Fields<'a> {
-    /// The object `v`, or `None` after a problem saying it is not one.
-    pub(crate) fn of(
-        v: &'a Spanned,
-        path: Path,
-        what: impl Into<String>,
-        problems: &mut Problems,
-    ) -> Option<Self> {
-        let what = what.into();
-        let Value::Object(members) = &v.value else {
-            problems.error(
-                ENVELOPE,
-                format!("{what} must be an object, found {}", v.value.kind()),
-                v.span,
-                &path,
-            );
-            return None;
-        };
-        Some(Fields {
-            members,
-            used: vec![false; members.len()],
-            span: v.span,
-            path,
-            what,
-        })
-    }
-
-    /// Member `key` (its first occurrence; a repeated one is a problem of its own).
-    pub(crate) fn optional(&mut self, key: &str) -> Option<(&'a Spanned, Path)> {
-        let i = self.members.iter().position(|m| m.key == key)?;
-        self.used[i] = true;
-        Some((&self.members[i].value, self.path.key(key)))
-    }
-
-    /// Member `key`, or a problem at the object saying it is missing.
-    pub(crate) fn required(
-        &mut self,
-        key: &str,
-        problems: &mut Problems,
-    ) -> Option<(&'a Spanned, Path)> {
-        let found = self.optional(key);
-        if found.is_none() {
-            problems.error(
-                ENVELOPE,
-                format!("missing field `{key}` in {}", self.what),
-                Span::new(self.span.start as usize, self.span.start as usize + 1),
-                &self.path.key(key),
-            );
-        }
-        found
-    }
-
-    /// Each member not taken is an unknown field.
-    pub(crate) fn finish(self, allowed: &[&str], problems: &mut Problems) {
-        let what = self.what.clone();
-        let expected = allowed.join(", ");
-        self.finish_with(allowed, problems, |key| {
-            format!("unknown field `{key}` in {what}; expected {expected}")
-        });
-    }
-
-    /// As [`Fields::finish`], the message `template` with `{}` for the key.
-    pub(crate) fn finish_as(self, allowed: &[&str], template: &str, problems: &mut Problems) {
-        self.finish_with(allowed, problems, |key| template.replace("{}", key));
-    }
-
-    fn finish_with(
-        self,
-        allowed: &[&str],
-        problems: &mut Problems,
-        message: impl Fn(&str) -> String,
-    ) {
-        // A repeated member is a problem of its own (`duplicates`), not a second unknown one.
-        let repeated = crate::dsr::value::repeated_keys(self.members);
-        for ((m, used), again) in self.members.iter().zip(&self.used).zip(repeated) {
-            if *used || again || allowed.contains(&m.key.as_str()) {
-                continue;
-            }
-            let key = cut(&m.key, 64);
-            let mut text = message(&key);
-            if let Some(meant) = crate::dsr::read::typo_of(&m.key, allowed) {
-                text.push_str(&format!("; did you mean `{meant}`?"));
-            }
-            problems.error(ENVELOPE, text, m.key_span, &self.path.key(&key));
-        }
-    }
+    what: impl Into<std::borrow::Cow<'a, str>>,
+    problems: &mut Problems,
+) -> Option<Fields<'a>> {
+    Fields::of(v, path, what, Dialect::Request, problems)
 }
 
 /// A member given twice anywhere in the request is refused (as in `.dsr` files), rather
@@ -315,9 +228,7 @@ fn found(v: &Spanned) -> String {
     }
 }
 
-pub(crate) fn cut(s: &str, most: usize) -> String {
-    s.chars().take(most).collect()
-}
+pub(crate) use crate::dsr::fields::cut;
 
 /// A string.
 pub(crate) fn text(v: &Spanned, path: &Path, key: &str, problems: &mut Problems) -> Option<String> {
