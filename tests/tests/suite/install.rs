@@ -3,7 +3,7 @@
 //! HOME of the installation, the plugins in `PREFIX/plugins`, the scripts, jdbcManager
 //! installing into `PREFIX/drivers`, a reinstall while the server runs, the systemd unit.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! requests refused, half-sent and idle connections closed, connections past the cap
 //! answered 503, and the repository unchanged by every refusal.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::io::{Read as _, Write as _};

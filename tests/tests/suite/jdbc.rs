@@ -3,7 +3,7 @@
 //! installs (`.ci/run` installs them). The action modules run through the host's runner on
 //! the plugins' shared libraries, and every value that lands is compared.
 
-mod common;
+use crate::common;
 
 use common::actions::{plan_in, rows};
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! `Origin` refused, unknown files 404 and other methods 405, the page the same beyond
 //! loopback (it holds no data; its commands need the token as every client does).
 
-mod common;
+use crate::common;
 
 use common::*;
 

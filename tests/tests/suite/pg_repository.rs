@@ -4,7 +4,7 @@
 //! it; and its schema comes up from every earlier version with the data of the SQLite
 //! fixtures of that version.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! connections that could not be opened, instances by state, the build; every line in the
 //! format; the guard of the commands (a token beyond loopback, no cross-site page, GET only).
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! Transfer from a real PostgreSQL server into SQLite, and a server that finds no Java still
 //! runs its SQLite actions and says, for the JDBC one, what is missing.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

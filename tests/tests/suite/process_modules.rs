@@ -3,7 +3,7 @@
 //! `examples/modules/min_rows` validated at deploy and run, listed by `weft plugins`; and
 //! modules that hang, crash, write garbage, are missing or are halted.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! states could not be recorded is settled by halt or restart once space is back, without a
 //! server restart, its action counted once by its commit marker.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! (built by the test command), run through the host's runner, and the rows that land are
 //! compared.
 
-mod common;
+use crate::common;
 
 use common::actions::{plan, rows};
 

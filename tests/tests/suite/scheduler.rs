@@ -5,7 +5,7 @@
 //! made by the scheduler itself, at the exact instant the test chose, and no test waits for
 //! real seconds to pass.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

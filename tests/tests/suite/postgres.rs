@@ -7,7 +7,7 @@
 //! PostgreSQL's dialect (positions; table functions are no tables), and the clock functions
 //! (`current_local_timestamp()`, `is_dst_change_tonight()`) as on SQLite.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

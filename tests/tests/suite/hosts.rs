@@ -9,7 +9,7 @@
 //! actions wait on a PostgreSQL advisory lock the test holds, so what runs where is seen, not
 //! raced.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

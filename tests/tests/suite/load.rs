@@ -7,9 +7,9 @@
 //! from repeating it), and the last server's memory and descriptors stayed flat.
 //!
 //! It runs for `WEFT_SOAK_SECONDS` seconds (default 45, well under two minutes); the soak run
-//! is `WEFT_SOAK_SECONDS=600 cargo test --release -p weft_tests --test load -- --nocapture`.
+//! is `WEFT_SOAK_SECONDS=600 cargo test --release -p weft_tests --test suite -- load:: --nocapture`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! starts anyway; a plugin that panics in `validate` or in `run` turns into an error, and the
 //! server keeps serving.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! End to end: `bin/deploySchema.sh` upgrades a repository of every earlier schema version,
 //! is idempotent, refuses a newer one; the server upgrades on start.
 
-mod common;
+use crate::common;
 
 use common::*;
 

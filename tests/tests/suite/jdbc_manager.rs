@@ -1,7 +1,7 @@
 //! End to end: `bin/jdbcManager list | add | delete` for scripts, on a temporary INSTALL
 //! with its own jdbcList, from a `file:` URL, with the checksum checked.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::process::Command;

@@ -8,7 +8,7 @@
 //! against a path dependency; the build is cached under the target directory, so only the
 //! first run pays for it (about a minute in debug).
 
-mod common;
+use crate::common;
 
 use common::actions::plan_in;
 use common::*;

@@ -7,7 +7,7 @@
 //! root braces left out, and now and then a real syntax error. Both readers must accept the
 //! same documents with the same value, and reject the same documents.
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};

@@ -5,10 +5,10 @@
 //! and each must answer in time linear in its input.
 //!
 //! CI runs a short round (`WEFT_FUZZ_CASES`, default 2,000 inputs per reader). The long run
-//! is `WEFT_FUZZ_CASES=10000000 cargo test --release -p weft_tests --test fuzz`
+//! is `WEFT_FUZZ_CASES=10000000 cargo test --release -p weft_tests --test suite -- fuzz::`
 //! (docs/ARCHITECTURE.md, "Hostile input, faults and load").
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};

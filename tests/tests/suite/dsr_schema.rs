@@ -3,7 +3,7 @@
 //! tools read it) against every example and every test document that weft itself reads without an
 //! error: the schema must accept whatever weft accepts.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

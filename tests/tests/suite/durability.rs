@@ -1,7 +1,7 @@
 //! End to end: concurrent deploys all land (no SQLITE_BUSY, nothing interleaved), and an
 //! acknowledged deploy survives a SIGKILL of the server.
 
-mod common;
+use crate::common;
 
 use common::*;
 

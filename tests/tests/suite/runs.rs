@@ -4,7 +4,7 @@
 //! exactly its dependants; halt (which stops running actions) and restart; unknown elements
 //! and cycles are refused.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! End to end: the real `weft serve` on a free port with a fresh home, deploys through
 //! `bin/deploySheet.sh` and through raw HTTP, and the repository file checked after each.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -1,0 +1,33 @@
+//! weft's integration tests in one binary (`cargo test -p weft_tests --test suite`), a module
+//! per area: most start the real `weft` binary (build it first: `cargo build --workspace
+//! --bins`), some read the host's sources (`layering`) or fuzz its readers (`fuzz`). One
+//! binary links the host once instead of once per area. Run one area with its module's
+//! name as the filter: `cargo test -p weft_tests --test suite -- runs::`.
+
+mod common;
+
+mod compat;
+mod deploy;
+mod dsr_schema;
+mod durability;
+mod fuzz;
+mod hjson_differential;
+mod hostile;
+mod hosts;
+mod install;
+mod jdbc;
+mod jdbc_manager;
+mod jdbc_server;
+mod layering;
+mod load;
+mod metrics;
+mod modules;
+mod overload;
+mod page;
+mod pg_repository;
+mod plugins;
+mod postgres;
+mod process_modules;
+mod runs;
+mod scheduler;
+mod schema;
