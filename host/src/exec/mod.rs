@@ -7,6 +7,8 @@
 pub mod action;
 pub mod batch;
 pub mod changes;
+pub mod cluster;
+pub mod ends;
 pub mod expand;
 pub mod halt;
 pub mod identity;
@@ -14,7 +16,9 @@ pub mod leftovers;
 pub mod looped;
 pub mod process;
 pub mod slots;
+pub mod start;
 pub mod variables;
+pub mod worker;
 
 pub use crate::plan::{ActionPlan, actions_of, objects_of};
 pub use action::*;

@@ -1,5 +1,8 @@
-//! `${name}` variable substitution in an action's text, shared by a plain run
-//! (`exec::action`) and a loop's iterations (`exec::looped`).
+//! An action's variables: `${name}` substitution in its text, shared by a plain run
+//! (`exec::action`) and a loop's iterations (`exec::looped`), and the variables an action
+//! of a batch instance runs with ([`of_action`]: the instance's, then the built-ins).
+
+use crate::repo::work::InstanceInfo;
 
 /// Substitutes `${name}` in `text` with the variables' values, as text; `$${` writes a
 /// literal `${`.
@@ -35,6 +38,51 @@ pub fn substitute(text: &str, variables: &[(String, String)]) -> Result<String, 
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// The variables of one action: the instance's, then the built-ins (which win over a
+/// variable of the same name).
+pub fn of_action(info: &InstanceInfo, instance: i64, action: i64) -> Vec<(String, String)> {
+    let mut vars = info.variables.clone();
+    // The service clock, as the scheduler and the SQL clock functions read it.
+    let now = crate::sched::clock::current().clock.now();
+    vars.extend([
+        ("batch_instance_id".to_owned(), instance.to_string()),
+        ("action_id".to_owned(), action.to_string()),
+        ("batch_name".to_owned(), info.batch_name.clone()),
+        ("user".to_owned(), info.user.clone()),
+        ("schedule_date".to_owned(), schedule_date(info)),
+        (
+            "planned_start".to_owned(),
+            info.planned_start.clone().unwrap_or_default(),
+        ),
+        (
+            "action_start_utc".to_owned(),
+            now.format("%Y-%m-%d %H:%M:%S").to_string(),
+        ),
+        (
+            "action_start_local".to_owned(),
+            now.with_timezone(&crate::sched::clock::current().zone)
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string(),
+        ),
+    ]);
+    vars
+}
+
+/// The day of `schedule_date`: the planned start's day for a scheduled run, else the day the
+/// run started, both in the service time zone.
+fn schedule_date(info: &InstanceInfo) -> String {
+    match &info.planned_start {
+        Some(p) => p.get(..10).unwrap_or_default().to_owned(),
+        None => chrono::DateTime::parse_from_rfc3339(&info.start)
+            .map(|t| {
+                t.with_timezone(&crate::sched::clock::current().zone)
+                    .format("%Y-%m-%d")
+                    .to_string()
+            })
+            .unwrap_or_else(|_| info.start.get(..10).unwrap_or_default().to_owned()),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,219 @@
+//! Recording how actions ended, and settling the ones whose end was never recorded: an
+//! end is tried again while the repository fails (it must not be lost); an action a stopped
+//! server or host left running is settled by its commit markers (finished where its target
+//! committed, run again where nothing did, failed where that cannot be told).
+
+use super::action::Ran;
+use super::batch::{Executor, HOST_STOP, SERVER_STOP, StartError};
+use crate::repo::model::ActionEnd;
+use crate::repo::work::{Claimed, Ended, Settle};
+use crate::repo::{InstanceStore as _, SheetStore as _};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+impl Executor {
+    /// Records how a claimed action ended (trying again while the repository fails: the
+    /// end is known and must not be lost; its slot is held meanwhile).
+    pub(super) fn finished(&self, c: &Claimed, ran: &Ran) {
+        let (error, o) = match &ran.outcome {
+            Ok(o) => (None, *o),
+            // What a failed process module said it handled before it failed.
+            Err(e) => (Some(e.as_str()), ran.partial),
+        };
+        if let Some(e) = error {
+            if ran.halted {
+                tracing::info!(message = "An action was halted.", batch_instance_id = c.instance, action_id = c.action, error = %e);
+            } else {
+                tracing::warn!(message = "An action failed.", batch_instance_id = c.instance, action_id = c.action, attempt = c.attempt, error = %e);
+            }
+        }
+        let abandoned = ran.halted && self.local().abandoned.contains(&c.instance);
+        let end = ActionEnd {
+            error,
+            halted: ran.halted,
+            rows_read: o.rows_read,
+            rows_written: o.rows_written,
+            rows_updated: o.rows_updated,
+            rows_deleted: o.rows_deleted,
+            log: &ran.log,
+        };
+        let patience = Duration::from_millis(self.write_patience_ms.load(Ordering::SeqCst));
+        let since = Instant::now();
+        let mut pause = Duration::from_millis(20);
+        let ended = loop {
+            let recorded = if abandoned {
+                self.repo.settled(
+                    &self.host,
+                    c,
+                    &Settle::Rerun,
+                    "stopped: its host lost its lease; it runs again",
+                    true,
+                )
+            } else {
+                self.repo
+                    .end_action(&self.host, c.instance, c.action, c.attempt, &end)
+            };
+            match recorded {
+                Ok(ended) => {
+                    self.changed();
+                    break Some(ended);
+                }
+                Err(e) if self.local().stopped => {
+                    tracing::error!(message = "The end of an action cannot be recorded and the executor stops; the next start settles it by its commit marker.", batch_instance_id = c.instance, action_id = c.action, error = %e);
+                    break None;
+                }
+                Err(e) => {
+                    if since.elapsed() < patience {
+                        tracing::warn!(message = "Recording the end of an action failed; trying again.", batch_instance_id = c.instance, action_id = c.action, error = %e, pause_ms = pause.as_millis() as u64);
+                    } else {
+                        tracing::error!(message = "Recording the end of an action still fails; trying again until it is recorded.", batch_instance_id = c.instance, action_id = c.action, error = %e, pause_ms = pause.as_millis() as u64);
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
+        };
+        match ended {
+            Some(Ended {
+                recorded: false, ..
+            }) => {
+                tracing::warn!(
+                    message = "An action ended on a host that no longer owned it (another host took it over); its end here was not recorded.",
+                    batch_instance_id = c.instance,
+                    action_id = c.action,
+                    attempt = c.attempt
+                );
+            }
+            Some(Ended {
+                instance: Some(state),
+                ..
+            }) => {
+                if state == crate::repo::model::InstanceState::Finished {
+                    tracing::info!(message = "Batch instance ended.", batch_instance_id = c.instance, state = %state);
+                } else {
+                    tracing::warn!(message = "Batch instance ended without finishing.", batch_instance_id = c.instance, state = %state);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// At the start of a server alone on its repository (SQLite): what the last server left
+    /// running or waiting. Running actions are settled by their commit markers; the rest of
+    /// such an instance is halted and the instance is interrupted (finished when every
+    /// action turned out to have finished). Returns the ids of the instances. Call it before
+    /// [`Executor::open`].
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn recover(&self) -> Result<Vec<i64>, StartError> {
+        let taken = self.repo.take_over(&self.host, 0)?;
+        for c in &taken {
+            self.settle(c, false, |verdict| match verdict {
+                Ok(true) => Settle::Committed,
+                Ok(false) => Settle::Failed(format!("{SERVER_STOP} before it committed")),
+                Err(m) => Settle::Failed(format!("{SERVER_STOP}; {}", may_have(&m))),
+            })?;
+        }
+        Ok(self.repo.recover()?)
+    }
+
+    /// At the start of a host of a shared repository: the actions its last process left
+    /// running are settled by their commit markers (finished where the target committed,
+    /// run again where nothing did), and their instances go on. Answers how many there were.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn resume_own(&self) -> Result<usize, StartError> {
+        let mine = self.repo.running_on(&self.host)?;
+        for c in &mine {
+            self.settle(c, true, after_a_host_stop)?;
+        }
+        Ok(mine.len())
+    }
+
+    /// Takes over the running actions of the hosts silent for `lease` and settles them by
+    /// their commit markers (finished, run again, or failed when that cannot be told).
+    /// Answers how many were taken over.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn take_over(&self, lease: Duration) -> Result<usize, StartError> {
+        let taken = self.repo.take_over(&self.host, lease.as_millis() as i64)?;
+        for c in &taken {
+            self.settle(c, true, after_a_host_stop)?;
+        }
+        if !taken.is_empty() {
+            tracing::warn!(message = "Took over the running actions of hosts whose lease expired.", host = %self.host, actions = taken.len());
+            self.wake.ring();
+        }
+        Ok(taken.len())
+    }
+
+    /// Settles one action this host took over: by its commit markers, `outcome` decides.
+    fn settle(
+        &self,
+        c: &Claimed,
+        follow: bool,
+        outcome: impl Fn(Result<bool, String>) -> Settle,
+    ) -> Result<Ended, StartError> {
+        let verdict = self.verdict(c);
+        let note = match &verdict {
+            Ok(true) => "committed before its end was recorded: its commit marker was found in its target; row counts are not known".to_owned(),
+            Ok(false) => "not committed: no commit marker in its target".to_owned(),
+            Err(m) => m.clone(),
+        };
+        let outcome = outcome(verdict);
+        tracing::warn!(message = "An action whose end was not recorded was settled.", batch_instance_id = c.instance, action_id = c.action, outcome = ?outcome, note = %note);
+        Ok(self.repo.settled(&self.host, c, &outcome, &note, follow)?)
+    }
+
+    /// Whether the attempt `c` committed: `Ok(true)` when its marker is in every
+    /// connection it writes, `Ok(false)` when in none, else what is known.
+    fn verdict(&self, c: &Claimed) -> Result<bool, String> {
+        if !c.unmarked.is_empty() {
+            return Err(format!(
+                "it wrote connection(s) {:?} without a commit marker",
+                c.unmarked
+            ));
+        }
+        let info = match self.repo.instance_info(c.instance) {
+            Ok(Some(info)) => info,
+            Ok(None) => return Err("its batch instance is gone".to_owned()),
+            Err(e) => return Err(format!("its batch instance cannot be read: {e}")),
+        };
+        let keys = match self.keys.as_ref().map(|k| k.current()) {
+            Some(Ok(keys)) => keys,
+            Some(Err(e)) => return Err(format!("the key file cannot be read: {e}")),
+            None => return Err("there is no key file".to_owned()),
+        };
+        let schemas = self.repo.connection_schemas().map_err(|e| {
+            format!("the schemas of its connections cannot be read from the repository: {e}")
+        })?;
+        let plan = self.plan_of(c, &Ok(schemas))?;
+        super::action::committed(&self.registry, &keys, &plan, &self.run_of(c, &info))
+    }
+}
+
+/// How an action this host took over from a stopped host is settled: finished where it
+/// committed, run again where nothing did, failed where that cannot be told.
+fn after_a_host_stop(verdict: Result<bool, String>) -> Settle {
+    match verdict {
+        Ok(true) => Settle::Committed,
+        Ok(false) => Settle::Rerun,
+        Err(m) => Settle::Failed(format!("{HOST_STOP}; {}", may_have(&m))),
+    }
+}
+
+/// What an action settled without a verdict may have done: committed, where it writes
+/// connections, or run, where it writes none.
+fn may_have(why: &str) -> String {
+    if why == super::action::NO_MARKER_PLACE {
+        format!("{why}: it may have run")
+    } else {
+        format!("{why}; it may have committed")
+    }
+}

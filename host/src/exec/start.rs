@@ -1,0 +1,176 @@
+//! Starting batch instances: `RunElements` (and the scheduler's starts) expanded into
+//! actions, ordered by the data they share, and stored with their plans and dependencies
+//! in one transaction; halts and restarts asked of an instance.
+
+use super::batch::{Executor, RunRequest, StartError};
+use super::expand::{describe_cycle, expand};
+use crate::plan::{dependencies, dependency_cycle};
+use crate::repo::model::{NewAction, NewInstance, Restarted};
+use crate::repo::store::Created;
+use crate::repo::work::Halted;
+use crate::repo::{self, InstanceStore as _, Repository};
+use crate::sched::scheduler::ScheduledStart;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+impl Executor {
+    /// Expands `req` into actions, orders them, stores the instance, and wakes the worker.
+    /// Answers with the instance id at once; the run goes on in the background, on
+    /// whichever host has a free slot.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::NotFound`] naming a missing element, [`StartError::Cycle`] naming the
+    /// actions and objects of a cycle, [`StartError::Busy`]; nothing is stored then.
+    pub fn start(&self, req: RunRequest) -> Result<i64, StartError> {
+        self.start_scheduled(req, None)
+    }
+
+    /// [`Executor::start`] for a scheduled start: the instance records its batch and planned
+    /// start, and the batch's next planned start is written in the same transaction, so
+    /// that a kill between the two can neither lose nor repeat a start, and of several
+    /// hosts one starts it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Executor::start`]; [`repo::Error::Conflict`] (nothing started) when the planned
+    /// start changed meanwhile.
+    pub fn start_scheduled(
+        &self,
+        req: RunRequest,
+        scheduled: Option<&ScheduledStart>,
+    ) -> Result<i64, StartError> {
+        let dialect = self.dialect_fn();
+        let expanded =
+            expand(&*self.repo, &req.elements, &dialect)?.map_err(StartError::NotFound)?;
+        let plans = &expanded.plans;
+        let deps = dependencies(&self.registry, plans);
+        if let Some(c) = dependency_cycle(&deps) {
+            return Err(StartError::Cycle(describe_cycle(&self.registry, plans, &c)));
+        }
+        let new = NewInstance {
+            batch_name: req.batch_name.clone(),
+            user: req.user.clone(),
+            elements: req.elements.clone(),
+            variables: req.variables.clone(),
+            actions: plans
+                .iter()
+                .zip(expanded.stored)
+                .zip(&expanded.sheets)
+                .map(|((p, stored), sheet)| NewAction {
+                    action_id: p.id,
+                    sheet_id: *sheet,
+                    name: p.name.clone(),
+                    module: p.module.clone(),
+                    plan: stored,
+                    depends_on: deps.get(&p.id).cloned().unwrap_or_default(),
+                })
+                .collect(),
+        };
+        let max = self.max_waiting.load(Ordering::SeqCst);
+        match self.repo.create_instance(&new, scheduled, max)? {
+            Created::Stored(id) => {
+                self.changed();
+                tracing::info!(message = "Batch instance started.", batch_instance_id = id, batch_name = %req.batch_name, actions = plans.len());
+                self.wake.ring();
+                Ok(id)
+            }
+            Created::Busy(waiting) => Err(StartError::Busy(format!(
+                "{waiting} batch instances wait for a free slot already (setting max_waiting_instances = {max}); try again later"
+            ))),
+        }
+    }
+
+    /// Asks an instance to halt: what waits is halted at once, nothing new starts, and its
+    /// running actions stop (their running statements interrupted where the connection
+    /// allows it, their modules told through the halt signal), are rolled back and recorded
+    /// halted; one that commits first is recorded finished. The instance ends halted with
+    /// the last of them. Actions running on another host stop at its next look at the
+    /// repository.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::NotFound`] or [`StartError::Conflict`] when it is not running.
+    pub fn halt(&self, id: i64) -> Result<(), StartError> {
+        match self.repo.halt(id)? {
+            Halted::NotFound => Err(StartError::NotFound(format!(
+                "batch instance {id} does not exist"
+            ))),
+            Halted::NotRunning(state) => Err(StartError::Conflict(format!(
+                "batch instance {id} is {state}, not running"
+            ))),
+            Halted::Asked { running } => {
+                self.changed();
+                let halt = self.local().instances.get(&id).map(|(h, _)| Arc::clone(h));
+                if let Some(h) = halt {
+                    h.raise();
+                }
+                tracing::info!(
+                    message = "Batch instance asked to halt.",
+                    batch_instance_id = id,
+                    running_actions = running
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs again what failed, was skipped or halted in an instance that has ended; never
+    /// what finished. Returns how many actions run again. The check and the reset are one
+    /// transaction: two restarts at once, on any hosts, start one run.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::NotFound`], or [`StartError::Conflict`] for a running or finished one.
+    pub fn restart(&self, id: i64) -> Result<usize, StartError> {
+        match self.repo.restart(id)? {
+            Restarted::NotFound => Err(StartError::NotFound(format!(
+                "batch instance {id} does not exist"
+            ))),
+            Restarted::Finished => Err(StartError::Conflict(format!(
+                "batch instance {id} finished; there is nothing to run again"
+            ))),
+            Restarted::Running => Err(StartError::Conflict(format!(
+                "batch instance {id} is still running"
+            ))),
+            Restarted::Reset(n) => {
+                self.changed();
+                tracing::info!(
+                    message = "Batch instance restarted.",
+                    batch_instance_id = id,
+                    actions = n
+                );
+                self.wake.ring();
+                Ok(n)
+            }
+        }
+    }
+}
+
+/// The scheduler starts its batches through the executor.
+impl crate::sched::scheduler::Starter for Arc<Executor> {
+    type Store = Repository;
+
+    fn store(&self) -> &Repository {
+        &self.repo
+    }
+
+    fn start_scheduled(
+        &self,
+        due: &crate::sched::scheduler::Due,
+        scheduled: &ScheduledStart,
+    ) -> Result<i64, crate::sched::scheduler::NotStarted> {
+        use crate::sched::scheduler::{NotStarted, USER};
+        let req = RunRequest {
+            batch_name: due.name.clone(),
+            user: USER.to_owned(),
+            elements: due.elements.clone(),
+            variables: due.variables.clone(),
+        };
+        Executor::start_scheduled(self, req, Some(scheduled)).map_err(|e| match e {
+            StartError::Repo(repo::Error::Conflict(_)) => NotStarted::Changed,
+            e @ (StartError::Repo(_) | StartError::Busy(_)) => NotStarted::Later(e.to_string()),
+            e => NotStarted::Never(e.to_string()),
+        })
+    }
+}
