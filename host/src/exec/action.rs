@@ -311,8 +311,9 @@ fn run_inner(
     let looped = looped::Loop::of(plan).filter(|_| registry.process_module(&plan.module).is_none());
     let text = match (&plan.text, &looped) {
         (Some(t), Some(_)) => t.clone(),
-        (Some(t), None) => substitute(t, variables)
-            .map_err(|name| format!("action {}: variable `{name}` is not set", plan.id))?,
+        (Some(t), None) => {
+            substitute(t, variables).map_err(|unset| format!("action {}: {unset}", plan.id))?
+        }
         (None, _) => String::new(),
     };
     // The statement as run, first in the action's log.

@@ -23,6 +23,7 @@
 //! committed, run again where nothing did).
 
 use super::changes::Changes;
+use super::error::Unrunnable;
 use super::halt::Halt;
 use super::identity;
 use super::slots::FileLocks;
@@ -368,9 +369,9 @@ impl Executor {
     pub(super) fn plan_of(
         &self,
         c: &Claimed,
-        schemas: &Result<std::collections::BTreeMap<i64, String>, String>,
-    ) -> Result<Arc<ActionPlan>, String> {
-        let stored = c.plan.as_ref().map_err(Clone::clone)?;
+        schemas: &Result<std::collections::BTreeMap<i64, String>, Unrunnable>,
+    ) -> Result<Arc<ActionPlan>, Unrunnable> {
+        let stored = c.plan.as_ref().map_err(|e| Unrunnable::Plan(e.clone()))?;
         let schemas = schemas.as_ref().map_err(Clone::clone)?;
         let mut plan = stored.to_plan(&self.dialect_fn());
         plan.schemas = schemas.clone();

@@ -3,6 +3,7 @@
 //! check that stops this host's own actions once it may have lost them.
 
 use super::batch::{Cluster, Executor};
+use super::error::IdTaken;
 use super::identity;
 use crate::repo::work::Beat;
 use crate::repo::{self, InstanceStore as _};
@@ -39,7 +40,7 @@ impl Executor {
     /// # Errors
     ///
     /// Why the id is taken, or a repository error.
-    pub fn claim_id(&self, lease: Duration) -> Result<Duration, String> {
+    pub fn claim_id(&self, lease: Duration) -> Result<Duration, IdTaken> {
         let me = identity::Process::this();
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         let began = Instant::now();
@@ -47,28 +48,28 @@ impl Executor {
         let deadline = began + lease * 2 + Duration::from_secs(5);
         let mut first: Option<identity::Holder> = None;
         loop {
-            let seen = self.repo.host_holder(&self.host).map_err(|e| {
-                format!(
-                    "the repository cannot say who holds host id {}: {e}",
-                    self.host
-                )
-            })?;
+            let seen = self
+                .repo
+                .host_holder(&self.host)
+                .map_err(|source| IdTaken::Unreadable {
+                    host: self.host.clone(),
+                    source,
+                })?;
             match identity::judge(&me, seen.as_ref(), first.as_ref(), lease_ms, |p| {
                 p.is_alive_here()
             }) {
                 identity::Verdict::Free => return Ok(began.elapsed()),
                 identity::Verdict::Refuse(why) => {
-                    return Err(format!(
-                        "host id {} (HOME/host-id) is in use: {why}. A copy of a host's HOME must get an id of its own: delete host-id in the copy's HOME before its first start",
-                        self.host
-                    ));
+                    return Err(IdTaken::InUse {
+                        host: self.host.clone(),
+                        why,
+                    });
                 }
                 identity::Verdict::Wait if Instant::now() >= deadline => {
-                    return Err(format!(
-                        "host id {} (HOME/host-id): its heartbeat neither aged past the lease nor moved in {:?}",
-                        self.host,
-                        began.elapsed()
-                    ));
+                    return Err(IdTaken::Stuck {
+                        host: self.host.clone(),
+                        waited: began.elapsed(),
+                    });
                 }
                 identity::Verdict::Wait => {
                     if first.is_none() {

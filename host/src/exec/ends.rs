@@ -5,9 +5,11 @@
 
 use super::action::Ran;
 use super::batch::{Executor, HOST_STOP, SERVER_STOP, StartError};
+use super::error::{Unrunnable, Unsettled};
 use crate::repo::model::ActionEnd;
 use crate::repo::work::{Claimed, Ended, Settle};
 use crate::repo::{InstanceStore as _, SheetStore as _};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -158,13 +160,13 @@ impl Executor {
         &self,
         c: &Claimed,
         follow: bool,
-        outcome: impl Fn(Result<bool, String>) -> Settle,
+        outcome: impl Fn(Result<bool, Unsettled>) -> Settle,
     ) -> Result<Ended, StartError> {
         let verdict = self.verdict(c);
         let note = match &verdict {
             Ok(true) => "committed before its end was recorded: its commit marker was found in its target; row counts are not known".to_owned(),
             Ok(false) => "not committed: no commit marker in its target".to_owned(),
-            Err(m) => m.clone(),
+            Err(why) => why.to_string(),
         };
         let outcome = outcome(verdict);
         tracing::warn!(message = "An action whose end was not recorded was settled.", batch_instance_id = c.instance, action_id = c.action, outcome = ?outcome, note = %note);
@@ -173,34 +175,33 @@ impl Executor {
 
     /// Whether the attempt `c` committed: `Ok(true)` when its marker is in every
     /// connection it writes, `Ok(false)` when in none, else what is known.
-    fn verdict(&self, c: &Claimed) -> Result<bool, String> {
+    fn verdict(&self, c: &Claimed) -> Result<bool, Unsettled> {
         if !c.unmarked.is_empty() {
-            return Err(format!(
-                "it wrote connection(s) {:?} without a commit marker",
-                c.unmarked
-            ));
+            return Err(Unsettled::Unmarked(c.unmarked.clone()));
         }
         let info = match self.repo.instance_info(c.instance) {
             Ok(Some(info)) => info,
-            Ok(None) => return Err("its batch instance is gone".to_owned()),
-            Err(e) => return Err(format!("its batch instance cannot be read: {e}")),
+            Ok(None) => return Err(Unrunnable::InstanceGone.into()),
+            Err(e) => return Err(Unrunnable::InstanceUnreadable(Arc::new(e)).into()),
         };
         let keys = match self.keys.as_ref().map(|k| k.current()) {
             Some(Ok(keys)) => keys,
-            Some(Err(e)) => return Err(format!("the key file cannot be read: {e}")),
-            None => return Err("there is no key file".to_owned()),
+            Some(Err(e)) => return Err(Unsettled::KeyFile(e)),
+            None => return Err(Unsettled::NoKeyFile),
         };
-        let schemas = self.repo.connection_schemas().map_err(|e| {
-            format!("the schemas of its connections cannot be read from the repository: {e}")
-        })?;
+        let schemas = self
+            .repo
+            .connection_schemas()
+            .map_err(|e| Unrunnable::Schemas(Arc::new(e)))?;
         let plan = self.plan_of(c, &Ok(schemas))?;
         super::action::committed(&self.registry, &keys, &plan, &self.run_of(c, &info))
+            .map_err(Unsettled::Markers)
     }
 }
 
 /// How an action this host took over from a stopped host is settled: finished where it
 /// committed, run again where nothing did, failed where that cannot be told.
-fn after_a_host_stop(verdict: Result<bool, String>) -> Settle {
+fn after_a_host_stop(verdict: Result<bool, Unsettled>) -> Settle {
     match verdict {
         Ok(true) => Settle::Committed,
         Ok(false) => Settle::Rerun,
@@ -210,8 +211,8 @@ fn after_a_host_stop(verdict: Result<bool, String>) -> Settle {
 
 /// What an action settled without a verdict may have done: committed, where it writes
 /// connections, or run, where it writes none.
-fn may_have(why: &str) -> String {
-    if why == super::action::NO_MARKER_PLACE {
+fn may_have(why: &Unsettled) -> String {
+    if matches!(why, Unsettled::Markers(m) if m == super::action::NO_MARKER_PLACE) {
         format!("{why}: it may have run")
     } else {
         format!("{why}; it may have committed")

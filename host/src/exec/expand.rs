@@ -2,6 +2,7 @@
 //! the plans the repository stores with each deployed sheet, and the words for a cycle among
 //! them. No threads, no writes.
 
+use super::error::NoSuchElement;
 use crate::plan::{ActionPlan, Element, StoredPlan, identity};
 use crate::plugins::Registry;
 use crate::repo::{self, SheetStore};
@@ -23,13 +24,13 @@ pub struct Expanded {
 
 /// The actions the elements name, from the repository's current state: each sheet's stored
 /// plans (read once per run), each object with the dialect of its connection. An element
-/// that names nothing is the message of the outer `Err`. The repository is asked once per
+/// that names nothing is the inner `Err`. The repository is asked once per
 /// element (and once per sheet), never once per action.
 pub fn expand(
     sheets_store: &dyn SheetStore,
     elements: &[Element],
     dialect: &dyn Fn(i64) -> Dialect,
-) -> repo::Result<Result<Expanded, String>> {
+) -> repo::Result<Result<Expanded, NoSuchElement>> {
     let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
     let mut stored: HashMap<i64, Vec<StoredPlan>> = HashMap::new();
     // A sheet's plans, read once per run; false when the sheet does not exist.
@@ -47,41 +48,27 @@ pub fn expand(
         match e.kind {
             'S' => {
                 if !load(&mut stored, e.id)? {
-                    return Ok(Err(format!(
-                        "element S {}: sheet {} does not exist",
-                        e.id, e.id
-                    )));
+                    return Ok(Err(NoSuchElement::Sheet(e.id)));
                 }
                 sheets.push((e.id, None));
             }
             'A' => match sheets_store.node(e.id)? {
                 Some((sheet, 0)) => sheets.push((sheet, Some(e.id))),
                 Some((_, _)) => {
-                    return Ok(Err(format!(
-                        "element A {}: node {} is an object, not an action",
-                        e.id, e.id
-                    )));
+                    return Ok(Err(NoSuchElement::NotAnAction(e.id)));
                 }
                 None => {
-                    return Ok(Err(format!(
-                        "element A {}: action {} does not exist",
-                        e.id, e.id
-                    )));
+                    return Ok(Err(NoSuchElement::Action(e.id)));
                 }
             },
             'F' => match sheets_store.sheets_below(e.id)? {
                 Some(ids) => sheets.extend(ids.into_iter().map(|s| (s, None))),
                 None => {
-                    return Ok(Err(format!(
-                        "element F {}: folder {} does not exist",
-                        e.id, e.id
-                    )));
+                    return Ok(Err(NoSuchElement::Folder(e.id)));
                 }
             },
             other => {
-                return Ok(Err(format!(
-                    "element type `{other}` is not known; use S (sheet), A (action) or F (folder)"
-                )));
+                return Ok(Err(NoSuchElement::Kind(other)));
             }
         }
     }

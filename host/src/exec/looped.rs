@@ -95,7 +95,7 @@ pub fn run(
     log: &dyn Fn(&str),
 ) -> PluginResult<RunOutcome> {
     let query = super::variables::substitute(&lp.query, variables)
-        .map_err(|name| PluginError::new(format!("loopQuery: variable `{name}` is not set")))?;
+        .map_err(|unset| PluginError::new(format!("loopQuery: {unset}")))?;
     // Read as a stream, stopping at one row past the bound.
     let mut columns: Vec<String> = Vec::new();
     let mut rows: Vec<Vec<Value>> = Vec::new();
@@ -152,11 +152,8 @@ pub fn run(
             .map(|(c, v)| format!("{c}={v}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let text = super::variables::substitute(template, &vars).map_err(|name| {
-            PluginError::new(format!(
-                "iteration {n} ({shown}): variable `{name}` is not set"
-            ))
-        })?;
+        let text = super::variables::substitute(template, &vars)
+            .map_err(|unset| PluginError::new(format!("iteration {n} ({shown}): {unset}")))?;
         log(&format!("iteration {n} ({shown}): {}", text.trim()));
         ctx.next_iteration(text, vars);
         // A savepoint on each written connection; those opened are undone on any error.

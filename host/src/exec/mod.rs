@@ -9,6 +9,7 @@ pub mod batch;
 pub mod changes;
 pub mod cluster;
 pub mod ends;
+pub mod error;
 pub mod expand;
 pub mod halt;
 pub mod identity;

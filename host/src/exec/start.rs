@@ -41,8 +41,8 @@ impl Executor {
         scheduled: Option<&ScheduledStart>,
     ) -> Result<i64, StartError> {
         let dialect = self.dialect_fn();
-        let expanded =
-            expand(&*self.repo, &req.elements, &dialect)?.map_err(StartError::NotFound)?;
+        let expanded = expand(&*self.repo, &req.elements, &dialect)?
+            .map_err(|e| StartError::NotFound(e.to_string()))?;
         let plans = &expanded.plans;
         let deps = dependencies(&self.registry, plans);
         if let Some(c) = dependency_cycle(&deps) {

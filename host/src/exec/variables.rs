@@ -4,13 +4,18 @@
 
 use crate::repo::work::InstanceInfo;
 
+/// A variable the text names that is not set: its name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("variable `{0}` is not set")]
+pub struct Unset(pub String);
+
 /// Substitutes `${name}` in `text` with the variables' values, as text; `$${` writes a
 /// literal `${`.
 ///
 /// # Errors
 ///
-/// The name of the first variable that is not set.
-pub fn substitute(text: &str, variables: &[(String, String)]) -> Result<String, String> {
+/// [`Unset`]: the first variable that is not set.
+pub fn substitute(text: &str, variables: &[(String, String)]) -> Result<String, Unset> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find('$') {
@@ -28,7 +33,7 @@ pub fn substitute(text: &str, variables: &[(String, String)]) -> Result<String, 
             let name = &after[..close];
             match variables.iter().rev().find(|(n, _)| n == name) {
                 Some((_, v)) => out.push_str(v),
-                None => return Err(name.to_owned()),
+                None => return Err(Unset(name.to_owned())),
             }
             rest = &after[close + 1..];
         } else {
@@ -104,7 +109,7 @@ mod tests {
         );
         assert_eq!(
             substitute("x = ${missing}", &vars),
-            Err("missing".to_owned())
+            Err(Unset("missing".to_owned()))
         );
     }
 }

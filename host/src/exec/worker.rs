@@ -7,6 +7,7 @@
 
 use super::action::{Ran, run_marked};
 use super::batch::{Executor, Wake};
+use super::error::Unrunnable;
 use super::halt::Halt;
 use crate::plan::{ActionPlan, StoredPlan};
 use crate::plugins::Registry;
@@ -97,17 +98,18 @@ impl Executor {
             return;
         }
         self.changed();
-        let schemas = self.repo.connection_schemas().map_err(|e| {
-            format!("the schemas of its connections cannot be read from the repository: {e}")
-        });
-        let mut infos: HashMap<i64, Result<InstanceInfo, String>> = HashMap::new();
+        let schemas = self
+            .repo
+            .connection_schemas()
+            .map_err(|e| Unrunnable::Schemas(Arc::new(e)));
+        let mut infos: HashMap<i64, Result<InstanceInfo, Unrunnable>> = HashMap::new();
         for c in &claimed {
             infos
                 .entry(c.instance)
                 .or_insert_with(|| match self.repo.instance_info(c.instance) {
                     Ok(Some(info)) => Ok(info),
-                    Ok(None) => Err("its batch instance is gone".to_owned()),
-                    Err(e) => Err(format!("its batch instance cannot be read: {e}")),
+                    Ok(None) => Err(Unrunnable::InstanceGone),
+                    Err(e) => Err(Unrunnable::InstanceUnreadable(Arc::new(e))),
                 });
         }
         // Each claimed action holds its slot before the host counts as idle again.
@@ -120,7 +122,7 @@ impl Executor {
             let info = infos
                 .get(&c.instance)
                 .cloned()
-                .unwrap_or_else(|| Err("its batch instance is gone".to_owned()));
+                .unwrap_or(Err(Unrunnable::InstanceGone));
             if info.as_ref().is_ok_and(|i| i.halt_requested) {
                 halt.raise();
             }
@@ -161,8 +163,8 @@ impl Executor {
     fn launch(
         self: &Arc<Self>,
         c: Claimed,
-        info: Result<InstanceInfo, String>,
-        plan: Result<Arc<ActionPlan>, String>,
+        info: Result<InstanceInfo, Unrunnable>,
+        plan: Result<Arc<ActionPlan>, Unrunnable>,
         slot: Slot,
         halt: Arc<Halt>,
         epoch: u64,
@@ -205,7 +207,7 @@ impl Executor {
         &self,
         c: &Claimed,
         info: &InstanceInfo,
-        plan: Result<Arc<ActionPlan>, String>,
+        plan: Result<Arc<ActionPlan>, Unrunnable>,
         halt: &Halt,
         epoch: u64,
     ) -> Ran {

@@ -1,8 +1,10 @@
 //! The repository: what weft keeps (deployed sheets, connections, batches and their planned
 //! starts, batch instances and their actions), behind domain-typed stores ([`store`]) over
 //! domain types ([`model`]), on two backends: [`sqlite`] (a file in HOME) and [`postgres`]
-//! (several hosts on one repository); `docs/ARCHITECTURE.md` says what a backend implements. This module knows nothing of HTTP or of the API's answer
-//! shapes; callers bring a parsed and validated document.
+//! (several hosts on one repository); `docs/ARCHITECTURE.md` says what a backend implements.
+//! It knows nothing of HTTP; what the web page browses it reads straight into
+//! `weft_protocol`'s answer types (a types-only leaf), and no type of its own is an answer.
+//! Callers bring a parsed and validated document.
 
 mod browse;
 mod error;
