@@ -1,6 +1,117 @@
 //! The deploy service behind `DeployRepository`: read the `.dsr` content, copy it into a
 //! folder when `intoFolder` asks, validate it against the repository and write it, all in
 //! one transaction. A rejected deploy and a dry run change nothing.
+//!
+//! # A deploy, from request to repository
+//!
+//! The detail behind docs/ARCHITECTURE.md's map.
+//!
+//! Data flows one way: `api` -> `deploy` -> `dsr` -> `validate` -> `repo`.
+//!
+//! 1. **`server::http`** accepts connections (hyper's HTTP/1 connection builder, not
+//!    `axum::serve`, for its header timeout): at most `max_connections` open, one past the cap
+//!    answered 503; a head (and a kept-alive connection's next head) within
+//!    `header_timeout_seconds`; accept failures (descriptors used up) logged, with a growing
+//!    pause and the idle SQLite pool closed, never a silent spin. `ErrorBodies` wraps each
+//!    connection's stream so that hyper's own 400/431/414 answers carry weft's error
+//!    shape. **`api`** (axum) serves the route `POST /weft/service` (and `GET /metrics`, behind
+//!    the same guard and token, and the monitoring page: `api::page` serves the files of
+//!    `host/web/`, embedded at build time, at `/` and `/ui/FILE`; the page reads everything
+//!    through the commands, from the browser). `api::guard` refuses
+//!    what a web page in a browser could send (a foreign `Host` or `Origin`, `Sec-Fetch-Site`
+//!    of another site, a body not declared JSON) before anything is read. It reads the body
+//!    raw within `body_timeout_seconds` (so that a malformed body still gets weft's error
+//!    shape), checks the bearer token when the server listens beyond loopback, and parses the body with the strict JSON reader of `dsr::json`,
+//!    which accepts the raw TABs that SPEC 4.2's content encoding leaves in strings. Every
+//!    command is a type of `weft_protocol`, one file per command in
+//!    `host/protocol/src/commands/` (its payload struct, its answer, and `impl Request` naming
+//!    the two), listed once in `weft_protocol::for_each_command!`, from which `Command`, its
+//!    envelope and `COMMANDS` are made; `api::protocol` re-exports them and adds what needs the
+//!    host. On the server each command has its file in `host/src/api/commands/`: an
+//!    `impl Handler` that reads its payload from the spanned value tree (with the parts of
+//!    `api::protocol::read`: `object` (the one positioned reader `dsr::fields::Fields` by the
+//!    request's rules), numbers, texts, each problem with line, column and path,
+//!    reading on after one so that the answer lists them all) and answers it, typed request in,
+//!    typed answer out. `api::commands` makes the reading and answering by name from the same
+//!    list, so a listed command without its handler does not compile and an unlisted name is
+//!    refused before its payload is read. `api/envelope.rs` puts UTF-8, JSON and the envelope
+//!    `{command, payload, variableList?}` together, refusing a field given twice anywhere
+//!    (`Problems::refuse_nul` refuses a NUL anywhere, as the document reader does). `api::waits` bounds the
+//!    `WaitBatchInstance` requests (a quarter of `max_connections`) and gives each waited-for
+//!    instance one watcher, which reads only when `exec::changes` counted a change: this
+//!    host's own, and on PostgreSQL every host's (`repo::postgres::changes`, a connection
+//!    listening for the notices schema version 12's triggers send at each commit); a waiter
+//!    takes only a read made after the changes it knew of when it came. The services run on blocking
+//!    threads, and `api` never touches SQL. `ApiError` (`api/error.rs`) is an enum of every
+//!    refusal, the services' errors converting into it with `?`; it knows its status, code,
+//!    message and details, and `Reply` is the one `IntoResponse` of success and refusal:
+//!    `{requestId, payload}` or `{requestId, error: {code, message, details}}`, 4xx for the
+//!    client's mistakes, 5xx only for the server's faults, whose details go to the log.
+//! 2. **`deploy`** is the service behind `DeployRepository`: it reads the content, refuses
+//!    `intoFolder` outside a development environment, runs the checks that need nothing of the
+//!    repository but the connection types (`validate::sheets`: graph, modules, each module's SQL
+//!    validation) and checks the objects against their connections where the key file names
+//!    them (warnings only) before the repository is locked, as these may take a while, and does
+//!    everything else inside one repository transaction: the `intoFolder` move into the folder, validation (of the ids as
+//!    written), the renumbering of a copy (fresh ids after the repository's maxima), and the
+//!    writes. It commits only when something really changed and the deploy
+//!    is not a dry run, so a rejected deploy, a dry run and an identical redeploy leave the file
+//!    byte-identical.
+//! 3. **`dsr`** turns text into the typed model. `dsr::hjson` is a spanned HJSON reader written for
+//!    this project (it follows hjson-js rule for rule and passes the whole public conformance suite
+//!    in `../shared/hjson-suite`); every value keeps its byte span, and `LineIndex` turns a span
+//!    into line and column only when a problem needs it. Both readers (HJSON and the strict JSON of
+//!    request bodies) share a `Budget`: 256 levels, 10,000 members per object, 1,000,000 values
+//!    per text, each with its own code, so no input costs more than time linear in its size
+//!    (duplicate keys are found with a set). `Problems::into_details` lists at most 100
+//!    problems and counts the rest per code. `dsr::read` turns the value tree into the
+//!    model of `dsr::model` through `dsr::fields::Fields`, the one positioned reader of objects
+//!    that request payloads are read with too (each member taken once by name; the names asked
+//!    for are the fields the object knows, so no list of them is written twice; two dialects:
+//!    a document keeps an unknown field with a warning, a request refuses it),
+//!    collecting every missing, mistyped, duplicate and unknown field as a
+//!    `Problem` with a stable code and a path such as `transformationData.sheets[0].edges[1].to`.
+//!    A field the format does not have is a warning and is kept in the object's `Extra` (and so
+//!    in the stored definition), unless it is a near-miss of a known name (`typo_of`), which is
+//!    an error. A syntax error stops reading; other problems do not.
+//! 4. **`validate`** judges the model (what modules parse at once is bounded by
+//!    `validate::budget`: 2 MiB of text over all deploys in flight, 2 MiB at most an action) (`validate::sheets` outside the lock, `validate::document`
+//!    inside it): ids unique and not taken by another sheet, folders and their
+//!    paths, each sheet's graph (edges within the sheet, object to action or action to object, no
+//!    cycle), dependency letters, modules and their attributes, object and connection types, and
+//!    connection references. It asks the repository through the `Facts` trait, inside the deploy's
+//!    transaction, so it knows no SQL, and the loaded plugins through the `Catalog` trait
+//!    (`validate::PluginCatalog`): which modules exist and the attributes they declare, object and
+//!    connection types, the dialect of each connection (from its key file entry), and each
+//!    module's own `validate` hook (`validate::actions`). The host first checks each attribute
+//!    against the module's declaration (type, `required`, unknown names, `module.attribute`),
+//!    gives the module the declared default of every attribute the action does not write, and
+//!    does not call the module's `validate` for an action whose attributes it refused. A
+//!    module's problems carry byte offsets in the action text, or, with `on_attribute(name)`, in
+//!    that attribute's value (`place_in_string`); `dsr::hjson::string_source_map` turns them
+//!    into places in the `.dsr` file, through escapes and the indentation of `'''` strings. A
+//!    module's own codes are answered namespaced with its name (`Upsert.keys`), the shared
+//!    `sql.*` and `module.*` codes as they are (`module_code`); a panic in `validate` is
+//!    `module.failed` with the plugin's file and line. Every table the action text reads must be one of the
+//!    action's objects. With `validate=false` only the checks that keep the repository consistent
+//!    run (ids, folders, attribute types of known modules).
+//! 5. **`repo`** owns the repository: the SQLite file (`HOME/repository.db`, WAL,
+//!    `synchronous=NORMAL`, a busy timeout, foreign keys; all writes through one writer
+//!    connection in `BEGIN IMMEDIATE` transactions) or the PostgreSQL database of the key
+//!    file's entry 0 (a deploy's transaction under an advisory lock). A deploy writes in one
+//!    transaction that no other deploy runs beside (`Repository::write`). `repo::DeployWriter` (`repo::writer::Writer`, on any backend's `repo::sql::Session`) creates, updates or finds unchanged each
+//!    folder, connection and sheet; a sheet's canonical JSON (`sheets.definition`) tells an
+//!    identical redeploy from a change; a redeployed sheet's nodes and edges are replaced and what
+//!    it lacks is deleted and reported. `deploy_history` gets a row for every real change.
+//!    `repo::flow` keeps the data graph (`data_flow`: which objects each action reads and
+//!    writes with dependency `Y`); after the writes, `deploy::cycles` records the changed
+//!    sheets' lines and searches it from each changed action in both directions, reading
+//!    neighbours lazily, for a cycle it closes (a warning; an error inside an enabled
+//!    scheduled batch's elements).
+//!    On SQLite the writer does not checkpoint the WAL in its commits
+//!    (`wal_autocheckpoint = 0`): a background thread with its own connection runs a `PASSIVE`
+//!    checkpoint every 500 ms, which never blocks writers, so no request pays for copying the
+//!    log.
 
 use crate::dsr::model::{At, Document};
 use crate::dsr::{self, Detail, LineIndex, Path, Problem, Problems, Severity};

@@ -1,5 +1,22 @@
 //! `weft serve`: prepares HOME (folders, repository, key file), listens, and serves the
 //! endpoint until SIGINT or SIGTERM.
+//!
+//! # The key file and the server's start
+//!
+//! The detail behind docs/ARCHITECTURE.md's map.
+//!
+//! `keys` reads `HOME/keyfile` (`KEY|TYPE|URL|USER|PASSWORD|OPTIONS`, mode 0600 required). The
+//! first start writes entry `0` (the repository) and `weft_server` (the URL actually listened on,
+//! loopback for an unspecified address); later starts keep the entry's URL current. Listening
+//! beyond loopback requires `Authorization: Bearer TOKEN` on every request; a token is generated
+//! into the `weft_server` entry's options when none is there. `KeyStore` re-reads the file when
+//! its modification time changes.
+//!
+//! `server` prepares HOME (`logs/`, `plugins/`), loads settings (`settings`: `weft.toml`, then
+//! `WEFT_*` variables, then flags), opens and upgrades the repository, binds, writes the key file,
+//! settles what the last server left running, prints `weft listening on URL` on standard
+//! output and serves (`server::http`) until SIGINT or SIGTERM, giving open connections five
+//! seconds to finish. The async runtime runs commands on at most 64 blocking threads.
 
 mod http;
 

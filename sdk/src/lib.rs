@@ -31,6 +31,10 @@
 //! ```
 //!
 //! `docs/plugin-guide.md` in the repository walks through a real plugin.
+//!
+//! Inside, the modules have no import circles: `error` (with `catch`, panics into errors) and
+//! `value` at the bottom, then `halt`, `connection`, `module`, `object_type` in that order, and
+//! `guard`, `root` and `testing` above them.
 
 // abi_stable's derive macros generate items these lints flag.
 #![allow(non_local_definitions, non_camel_case_types)]

@@ -21,6 +21,100 @@
 //! leases ([`Cluster`]): the running actions of a host whose heartbeat stopped for a lease
 //! are taken over and settled by their commit markers (finished where the target
 //! committed, run again where nothing did).
+//!
+//! # Batch runs
+//!
+//! The detail behind docs/ARCHITECTURE.md's map.
+//!
+//! `exec::batch::Executor` runs instances; the repository decides (`repo::work`), so that
+//! several hosts can share one repository (PostgreSQL; see `docs/scale-out.md`).
+//! `start` (`exec::start`) expands the elements of `RunElements`
+//! (sheets, actions, folders by path) into `ActionPlan`s from the plans the repository stores
+//! with each deployed sheet (`SheetStore::plans`: `plan::StoredPlan`s, made once by the deploy
+//! from the typed sheet, so a run reads no definition and no HJSON again; the dialect of each
+//! object comes from the key file as the action starts), orders them (`dependencies`: an action
+//! waits for the actions whose targets are its sources, by the object type plugin's identity; a
+//! cycle is refused, naming actions and objects), and stores the instance `waiting` with every
+//! action's plan, its dependencies as rows (`instance_action_deps`) and the count of those it
+//! still waits for (`waits_for`), in one transaction (`InstanceStore::create_instance`), which
+//! also refuses (`Created::Busy`, 429, nothing stored) when `max_waiting_instances` instances
+//! wait already (on PostgreSQL under an advisory lock, so hosts counting at once never pass the
+//! limit together). Then it rings the worker.
+//!
+//! Each executor (one per host) has one worker thread (`exec::worker`). A round of it: halts asked on other
+//! hosts reach the actions running here (`halts_asked`), then the free slots
+//! (`max_parallel_actions` per host; a running action holds an `exec::worker::Slot`, which
+//! gives the slot back when dropped, whatever ended the action) are filled by
+//! `InstanceStore::claim`: ready (`W`) actions become `R` on this host, oldest instance first,
+//! in one transaction (PostgreSQL: a materialized `FOR UPDATE SKIP LOCKED` pick, so two hosts
+//! never claim one action; the instances of what was claimed become `running` in a second
+//! transaction). Every other decision about an instance (an end, a settlement, a halt, a
+//! restart) first locks the instance's row (`FOR UPDATE` on PostgreSQL): two ends recorded at
+//! once on two hosts would otherwise each see the other's action still running, as each
+//! statement reads what was committed when it began, and neither would end the instance; the
+//! claim locks no instance row, so the two never wait for each other in a circle. Each claimed
+//! action runs on a thread of its own with its plan made runnable (the dialects from the key
+//! file, each connection's `schema` as deployed) and its variables from `InstanceInfo`. Its end
+//! is recorded by `InstanceStore::end_action`, fenced by host and attempt (`WHERE host = ? AND
+//! attempt = ?`: a host that lost the action to a takeover records nothing), and the same
+//! transaction decides what follows (`work::follow`): its dependents count down and those that
+//! wait for nothing more become `W` (or `H` after a halt), or after a failure every action that
+//! depends on it is skipped, transitively; when nothing of the instance waits or runs, it ends
+//! (`halted`, `failed` or `finished`). So an end touches only its dependents, and a batch costs
+//! time linear in its actions and dependencies. A failing repository is tried again (pauses up
+//! to 2 s) until the end is recorded, the slot held meanwhile; after `repository_retry_seconds`
+//! each failure is an error in the log. The worker is rung by a start, a restart and every end,
+//! and looks every `poll` (250 ms on PostgreSQL, 1 s alone on SQLite) for what other hosts made
+//! ready. Halt (`work::halt`, one transaction) halts what waits and marks the instance; the
+//! running actions stop: each instance running here has an `exec::halt::Halt`, whose
+//! `HaltSignal` (the sdk's, an atomic flag) every `RunContext` of the instance carries, and with
+//! which each running action registers the `Interrupt`s of its connections until it ends
+//! (before they go back to their pool); raising it calls them. Native SQLite connections add two
+//! things `sqlite3_interrupt` lacks: a progress handler and the busy handler look at the halt
+//! signal of the action their thread runs (`connect::sqlite::halt_on_this_thread`), so that a
+//! statement started after the halt and a wait for a lock stop too. An action that ends with an
+//! error after the halt, or returns `Ok` after it but before its commit, is rolled back and
+//! recorded `H`. The decisions are unit-tested on an in-memory SQLite repository without
+//! threads (`repo::work::tests`: dependency order, the claim's limit, error skipping, halt,
+//! restart, fenced ends, takeover). Restart (`work::restart`, one transaction: two restarts on any hosts start one
+//! run) makes what failed, was skipped or halted wait again. Native SQLite connections are
+//! pooled per file, since opening a database parses its whole schema; a connection goes back to
+//! the pool only as it was opened, and is used again only while its path names the file it
+//! opened (device and inode compared). The pool is bounded (8 per file, 64 in all or an eighth of
+//! the descriptor limit, the oldest closed first), a thread closes what has been idle for 30 s,
+//! and `close_idle` empties it when accept runs out of descriptors. Actions that write the same
+//! SQLite file take turns on a per-file lock (`exec::slots::FileLocks`: all of an action's
+//! files taken at once, given back when its `FilesHeld` is dropped), as SQLite admits one
+//! writer at a time.
+//!
+//! Every claim of an action counts its `attempt` up; `exec::run_marked` writes the run's
+//! commit marker (`connect::marker`: repository identity, instance and its start, action, attempt)
+//! into the table `weft_commit_marker` of each connection the action writes, inside the
+//! action's transaction there, so the marker exists exactly when the writes committed; a
+//! connection that cannot carry one is recorded (`instance_actions.unmarked`) before the action
+//! begins. Actions whose host stopped are settled by their markers (`Executor::settle`, opening
+//! their connections; `work::settled` records the outcome, fenced like an end): at the start
+//! of a server alone on SQLite (`Executor::recover`: every running action is taken over,
+//! `F` where its marker is found, else `E` "interrupted by a server stop", then
+//! `InstanceStore::recover` interrupts the instances); at the start of a host of a shared
+//! repository, for what its last process left (`Executor::resume_own`, the host id kept in
+//! `HOME/host-id`); and when another host's lease expired (`Executor::take_over`, from the
+//! heartbeat thread of `Executor::join_cluster`): `F` where committed, `W` again where nothing
+//! committed (its transaction died with the host's connections), `E` "may have committed" where
+//! that cannot be told (an action that writes no connection has no marker to look at: `E` "may
+//! have run"); the instance goes on. A host whose heartbeat cannot be recorded for
+//! half a lease stops its own actions (they wait again), so that two hosts run one action at
+//! once for at most that window, and right before an action's targets commit the host checks
+//! its lease by the boot clock and an epoch taken before the claim (`Executor::lease_lapsed`,
+//! the `Marking::lease` hook of `exec::run_marked`), rolling back after a pause.
+//! `exec::identity` judges who holds a host id (`hosts.process`: boot id, pid, start) before a
+//! host settles anything under it: a copy of a live host's HOME is refused, a killed host's own
+//! restart goes on at once. `exec::leftovers` kills at start what a killed server's actions left
+//! running (every child carries `WEFT_SERVER_HOME`; `server` holds `HOME/server.lock`, one
+//! server per HOME). `fault` has named points (`WEFT_FAULT=after_target_commit`,
+//! `before_target_commit`) where the process aborts, for the end-to-end tests of a kill at the
+//! exact moment; they exist only in test builds (unit tests, and the host's feature
+//! `fault-injection`, which `weft_tests` turns on): `install.sh` builds without them.
 
 use super::changes::Changes;
 use super::error::Unrunnable;

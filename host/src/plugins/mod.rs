@@ -10,6 +10,58 @@
 //! A server loads private copies ([`copies`]): replacing an installed file while it runs
 //! changes nothing until the next start. A library built with `panic = "abort"` is refused,
 //! since a panic in it would end the server instead of failing an action.
+//!
+//! # Plugins, connections and running an action
+//!
+//! The detail behind docs/ARCHITECTURE.md's map.
+//!
+//! `plugins` finds libraries (`libweft_plugin_*` next to the executable, every shared library in
+//! `INSTALL/plugins` and `HOME/plugins`; `settings::install_dir` and `settings::home_and_source`
+//! hold the rules for INSTALL and HOME, docs/install.md), loads each with `lib_header_from_path(..).init_root_module()` (layout and sdk
+//! version checked, semver), and keeps a `Registry` of modules by name, object types by id and
+//! bridges by connection type. A refused library is one line in the log and in `weft plugins`;
+//! the server starts anyway. The server loads copies (`plugins::copies`: each library copied
+//! by content hash into a store beside the installation's libraries, `INSTALL/plugins/.loaded/`,
+//! shared by every HOME, or for a HOME's own libraries into `HOME/plugins/.loaded/`, and loaded
+//! from there), so that an installed file replaced while it runs cannot rewrite mapped code; `weft plugins install`
+//! checks a library by loading it and installs it by rename; `plugins::template` is what
+//! `weft plugins new` writes (a crate from the templates in `host/src/plugins/template/`,
+//! depending on `INSTALL/sdk` by path). The command `ListPlugins` (and
+//! `weft plugins --url`) answers what a running server loaded, as `api::protocol::PluginList`,
+//! the same listing `weft plugins` prints from HOME. A library whose root module says
+//! it was built with `panic = "abort"` (`PluginMod::panic_unwind`, which `export_plugin!`
+//! fills and refuses to compile without) is refused before any of its modules, object types or
+//! bridges is made or called (only its root module's constructor has run, as loading needs it). `connect` opens connections: the native `sqlite` type
+//! (`connect::sqlite`, the host's rusqlite: one SQLite in the process) or a bridge's. `plan`
+//! holds `actions_of` (an action's module, text, attributes, sources and targets from a sheet,
+//! one pass over the sheet's edges), `dependencies` and `find_cycle`. `exec` holds what runs
+//! an action: `substitute` (`${name}` variables, `$${` for a literal), and
+//! `run_action`, which opens the connections, begins a transaction on each target connection,
+//! calls the module on the calling (blocking) thread, and commits or rolls back. A batch run
+//! gives it a live log (`exec::Lines` with a `LiveLog`): the module's lines, redacted, are
+//! appended to the running action's log in the repository as they come (the first at once,
+//! then at most every 250 ms; a line held back is handed on by the one `weft-log-flush` thread
+//! 250 ms after the last hand-over even when no line follows; lines not stored then come with
+//! the action's end). The outermost
+//! transaction on a native SQLite connection is `BEGIN IMMEDIATE`; nested ones are savepoints.
+//! Every call into a plugin is guarded by the sdk (`export_plugin!`, and `Connection::new` for the
+//! connections a bridge returns): a panic becomes an error. The host enforces the source and
+//! target counts each module declares.
+//!
+//! The ABI is built to grow without refusing older plugins (the rules are in plugin-guide.md,
+//! "What changes keep a plugin loading"). abi_stable checks every enum's variants at load, so
+//! the sets that grow are not Rust enums: `open_enum!` (sdk/src/open_enum.rs) makes `Dialect`,
+//! `ValueKind`, `ErrorKind`, `AttributeKind` and `Severity` a `u8` newtype with one constant per
+//! member, named like a variant, and `Value` and `AttributeValue` are structs of such a kind and
+//! its data (`Value::get` gives the `Datum` view to match on; a kind a plugin does not know is
+//! `Datum::Other`, passed on as it came). abi_stable's own `NonExhaustive` was not used: its
+//! check lets the *loaded* library have more variants than the loader, which fits a library
+//! that grows under older callers, not plugins that stay older than the host that loads them.
+//! `tests/tests/suite/compat.rs` builds a plugin against a copy of the sdk with one dialect fewer and
+//! loads it into the current host. The sdk's manifest inherits nothing from the workspace, and
+//! `export_plugin!` writes abi_stable's library header itself through `$crate::abi_stable`
+//! (the symbol name is checked against abi_stable's in the sdk's tests), so a plugin depends on
+//! the sdk alone; the compat fixture does.
 
 pub mod copies;
 pub mod process;

@@ -1,10 +1,100 @@
 //! The repository: what weft keeps (deployed sheets, connections, batches and their planned
 //! starts, batch instances and their actions), behind domain-typed stores ([`store`]) over
 //! domain types ([`model`]), on two backends: [`sqlite`] (a file in HOME) and [`postgres`]
-//! (several hosts on one repository); `docs/ARCHITECTURE.md` says what a backend implements.
+//! (several hosts on one repository); the section below says what a backend implements.
 //! It knows nothing of HTTP; what the web page browses it reads straight into
 //! `weft_protocol`'s answer types (a types-only leaf), and no type of its own is an answer.
 //! Callers bring a parsed and validated document.
+//!
+//! # The repository layer, and what a backend implements
+//!
+//! The detail behind docs/ARCHITECTURE.md's map.
+//!
+//! Nothing outside `repo` sees the repository's SQL or its storage formats: `grep rusqlite
+//! host/src` finds it only in `repo/` and in `connect/` (the native SQLite connection type,
+//! which also carries the test helpers other modules' tests use to read SQLite files; the
+//! commit markers' statements go to data connections). `repo::connect` (a raw connection to a
+//! SQLite repository file) serves tests and `weft schema` only. The parts:
+//!
+//! - `repo::model`: the domain types every backend stores and reads: `InstanceState` and
+//!   `ActionState` (`weft_protocol`'s enums, stored and answered as a word and a letter), `NewInstance` and
+//!   `NewAction`, `InstanceRow` (typed elements, variables and each action's `StoredPlan`,
+//!   which the repository stores as JSON text and reads back), `InstanceSummary`, `ActionEnd`,
+//!   `Change`, `Restarted`, and `LATE_AFTER_SECONDS` (the scheduler's, re-exported).
+//!   `api::protocol::instances` makes `GetBatchInstance`'s and `ListBatchInstances`' answers
+//!   from them, and `deploy::Touched` the deploy's lists. The browse answers (`Tree`,
+//!   `SheetDetail`, `BatchItem`, `DeployItem`, `HistoryDetail`) are `weft_protocol::browse`'s
+//!   types, which the repository reads in that shape (`ListSheets`, `GetSheet`, `ListBatches`,
+//!   `ListDeploys`, `GetDeployChange`): no type of the repository's own is an answer.
+//! - `repo::error`: `Error` (each variant names the statement or the place), `Fault` (what a
+//!   client is told: full, I/O, busy, other, from SQLite's codes or PostgreSQL's SQLSTATE),
+//!   `Result`, `now_utc`.
+//! - `repo::store`: the traits callers use. `InstanceStore` (create an instance, with a
+//!   scheduled start in the same transaction; read, list, state changes, halt, restart as one
+//!   check-and-reset, recovery after a crash, commit-marker bookkeeping), `SheetStore` (the
+//!   stored plans of the deployed sheets a run reads when it starts), and the scheduler's
+//!   `sched::scheduler::PlannedStarts` (due planned starts, one batch's schedule,
+//!   compare-and-set of a planned start, whether a batch runs). Every method is one
+//!   transaction; what must happen together is one method.
+//! - `repo::Facts` and `repo::DeployWriter`: a deploy's questions and writes inside its one
+//!   transaction (`Repository::write`), and `Repository::read` for the questions outside it.
+//! - `repo::sql`: the statement layer the backends share. A `Session` (one connection, in a
+//!   transaction or not) runs a SQL text with numbered parameters (`?1`, written with `args![]`
+//!   from the values the repository stores) and hands back rows of plain `Value`s, read with
+//!   `Row::get`. `execute_all` and `first_values` take several statements at once, which the
+//!   PostgreSQL session sends before it waits for the first answer (one round trip; SQLite
+//!   runs them one by one): a deploy writes a sheet's row, nodes, edges and history line so.
+//!   The store's statements are written once on it, in the SQL that SQLite and
+//!   PostgreSQL both read (`INSERT ... RETURNING id` for a new instance, `ON CONFLICT ... DO
+//!   UPDATE`, `substr`/`length`, `CASE`): `repo::writer` (the deploy's `Writer`, which is the
+//!   `DeployWriter` and answers `Facts`), `repo::instances` and `repo::schedules`.
+//! - `repo::Repository`: the one type callers hold, over either backend (chosen at start: the
+//!   key file's entry 0 of type `postgresql` puts the repository into that database, else it
+//!   is `HOME/repository.db`). It alone implements the store traits, each method running the
+//!   shared statements on the backend's `Session` (`with` outside a transaction, `tx` in one);
+//!   the backend is a private `enum Backend` matched in `with`, `tx`, `write` and `dump`.
+//! - `repo::browse`: what the web page reads of the deployed repository (the folder tree, a
+//!   sheet with its nodes and edges as drawn, the scheduled batches with their missed starts,
+//!   the deploy history), answered through `SheetStore` as `ListSheets`, `GetSheet`,
+//!   `ListBatches`, `ListDeploys` and `GetDeployChange`. The deploy's `Writer` makes the
+//!   deploy's row in `deploys` at its first real change (so a deploy that changes nothing
+//!   writes nothing) and ties every history line to it; `PlannedStarts::advance_start` records
+//!   a missed start (`sched::scheduler::Missed`) in the transaction that moves the planned
+//!   start on, so that it is recorded once across hosts.
+//! - `repo::schema`: the schema's versions (`MIGRATIONS`), the same for both backends, written
+//!   in SQLite's SQL; `postgres_ddl` is how PostgreSQL runs a step (integers `BIGINT`, an
+//!   `id INTEGER PRIMARY KEY` an identity column, its own random text), so that the two cannot
+//!   drift apart; `fill_plans` (version 6) runs on either.
+//! - `repo::postgres`: the PostgreSQL backend: `Postgres` (up to 8 idle connections from
+//!   `weft_pg_client`, each statement prepared once per connection; `session` binds each
+//!   parameter as the type the server inferred and reads a column by its type), `migrations`
+//!   (the version in `weft_schema_version`, every upgrade one transaction under an advisory
+//!   lock, so hosts starting together upgrade once), a deploy's transaction under the advisory
+//!   lock `DEPLOY_LOCK` (deploys never number ids from the same maxima), `dump`. Ids of new
+//!   instances and history rows come from identity sequences (`INSERT ... RETURNING id`).
+//! - `repo::sqlite`: the SQLite backend: `Sqlite` (one writer connection behind a mutex,
+//!   `BEGIN IMMEDIATE` transactions, a background WAL checkpointer; `with`, `tx`, `write`),
+//!   `connect`, `migrations` (the steps of `repo::schema` under `PRAGMA user_version`), `dump`,
+//!   `session` (the `Session` on a rusqlite connection: statements prepared once per
+//!   connection). `sqlite::testing` lets other modules' tests write and read the repository's
+//!   tables as a sheet or a person would.
+//!
+//! What a backend implements, then (PostgreSQL did): a `Session` on its connections (so the
+//! shared statements run on it), `with`/`tx`/`write` (a deploy's transaction locking out other
+//! deploys) and `dump`, a variant of `Backend` matched in those, its `Error` variants with
+//! their `fault()`, and how it runs each step of `repo::schema::MIGRATIONS` (PostgreSQL:
+//! `postgres_ddl`), under these rules: ids of instances are allocated by the store
+//! (SQLite: the row id; PostgreSQL: an identity column), and ids of sheets, nodes and edges
+//! renumbered by a deploy are the largest stored id plus one, read inside the deploy's
+//! transaction (`DeployWriter::max_id`), which must lock out other deploys (SQLite: the one writer;
+//! PostgreSQL: an advisory lock or `LOCK TABLE` in that transaction); times written by the
+//! store are its own UTC now as `YYYY-MM-DD HH:MM:SS` (answered as ISO 8601 with `Z`), and
+//! planned starts are wall-clock text the caller computed, compared as text (a `T` between
+//! date and time counts as a space), so the store does no time-zone arithmetic;
+//! `create_instance` with a `ScheduledStart` is one transaction that fails with
+//! `Error::Conflict` and stores nothing when the planned start is no longer `from`;
+//! `restart` checks and resets in one transaction; errors are classified by `Error::fault`
+//! (full, I/O, busy, other) for what a client is told.
 
 mod browse;
 mod error;

@@ -5,6 +5,32 @@
 //! together with a fixture of the previous version in `tests/fixtures/` that a test upgrades.
 //! How a backend records its version and applies the steps is its own (`sqlite::migrations`,
 //! `postgres::migrations`).
+//!
+//! # The repository schema
+//!
+//! The detail behind docs/ARCHITECTURE.md's map.
+//!
+//! `repo::schema::MIGRATIONS` lists the steps, one list for both backends; the version is
+//! `PRAGMA user_version` on SQLite and the table `weft_schema_version` on PostgreSQL.
+//! `weft schema` (`bin/deploySchema.sh`) and the server's start bring a repository of any earlier
+//! version to the latest in one transaction; a newer repository is refused and left untouched. A
+//! released migration is never edited (an insta snapshot of all migrations shows any edit), and
+//! each new version comes with a fixture of the previous one in `tests/fixtures/`, which tests
+//! upgrade.
+//!
+//! | version | adds |
+//! |---|---|
+//! | 1 | `folders`, `connections`, `sheets`, `nodes`, `edges` |
+//! | 2 | `deploy_history` |
+//! | 3 | `batch_instances`, `instance_actions` |
+//! | 4 | `batches`, `service_batch_next_run` (`batch_id`, `start_dt` as wall-clock text in the service time zone); `batch_instances.batch_id`, `planned_start`, `late_seconds` |
+//! | 5 | `repository_identity` (a random id, part of every commit marker), `instance_actions.attempt` |
+//! | 6 | `sheets.plans` (the stored plans of a sheet's actions); the upgrade fills it from each definition (a Rust step after the SQL, `Migration::then`), leaving NULL, with a warning, where a definition cannot be read |
+//! | 7 | `instance_actions.rows_deleted` |
+//! | 8 | `hosts` (heartbeats), `instance_actions.host` and `waits_for`, `instance_action_deps` (each action's dependencies as rows; filled from `depends_on`) |
+//! | 9 | `deploys` (a committed deploy's number and time; earlier history lines grouped by their time), `deploy_history.deploy_id` and `name` (filled from the definitions), `missed_starts` (planned starts passed without a run, with why), the index `instance_actions(sheet_id, instance_id)` |
+//! | 10 | `hosts.process` (the process holding each host id: boot id, pid, start time) |
+//! | 11 | `data_flow` (the data graph: the objects each action reads and writes with dependency `Y`, keyed by action), `sheets.flow_recorded` (sheets stored before it get their lines at the next deploy) |
 
 use crate::repo::error::{Error, Result};
 use crate::repo::sql::{Session, args};
