@@ -276,23 +276,19 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     } else {
         None
     };
-    let repo_path = opts.home.join("repository.db");
+    let repo_path = opts.home.join(crate::repo::place::FILE_NAME);
     // Entry 0 of type `postgresql` puts the repository there; else it is the file in HOME.
-    let on_postgres = existing.as_ref().and_then(crate::repo::postgres::Entry::of);
-    if on_postgres.is_none() && !repo_path.exists() {
+    let place = crate::repo::Place::of(&opts.home, existing.as_ref());
+    if place.is_missing_file() {
         tracing::warn!(
             message = "No repository in HOME: a new, empty one is created. If you meant an existing one, stop this server and give --home DIR or WEFT_HOME.",
             home = %opts.home.display(),
             home_from = %opts.home_from
         );
     }
-    let opening = repo_path.clone();
-    let repo = tokio::task::spawn_blocking(move || match on_postgres {
-        Some(entry) => Repository::open_postgres(&entry),
-        None => Repository::open(&opening),
-    })
-    .await
-    .map_err(|e| Error::Serve(std::io::Error::other(e)))??;
+    let repo = tokio::task::spawn_blocking(move || place.open())
+        .await
+        .map_err(|e| Error::Serve(std::io::Error::other(e)))??;
     let opened = Arc::new(repo);
     // However this start ends, the repository goes off the runtime's threads (a PostgreSQL
     // session's own runtime cannot be dropped inside this one): the guard is declared before

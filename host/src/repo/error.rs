@@ -70,6 +70,10 @@ pub enum Error {
     /// A row changed between reading and writing it (the transaction was rolled back).
     #[error("changed meanwhile: {0}")]
     Conflict(String),
+    /// A backend did not run the work it was given exactly once: a bug of weft's, named as
+    /// such rather than hidden.
+    #[error("the repository backend did not run {0}")]
+    NotRun(&'static str),
 }
 
 fn sql_suffix(sql: &str) -> String {

@@ -48,11 +48,12 @@
 //!   PostgreSQL both read (`INSERT ... RETURNING id` for a new instance, `ON CONFLICT ... DO
 //!   UPDATE`, `substr`/`length`, `CASE`): `repo::writer` (the deploy's `Writer`, which is the
 //!   `DeployWriter` and answers `Facts`), `repo::instances` and `repo::schedules`.
-//! - `repo::Repository`: the one type callers hold, over either backend (chosen at start: the
-//!   key file's entry 0 of type `postgresql` puts the repository into that database, else it
-//!   is `HOME/repository.db`). It alone implements the store traits, each method running the
-//!   shared statements on the backend's `Session` (`with` outside a transaction, `tx` in one);
-//!   the backend is a private `enum Backend` matched in `with`, `tx`, `write` and `dump`.
+//! - `repo::Repository`: the one type callers hold, over either backend, chosen in one place
+//!   for the server and `weft schema` alike (`repo::Place::of`: the key file's entry 0 of type
+//!   `postgresql` puts the repository into that database, else it is `HOME/repository.db`).
+//!   It alone implements the store traits, each method running the shared statements on the
+//!   backend's `Session` (`with` outside a transaction, `tx` in one); the backend is a
+//!   `Box<dyn repo::backend::Backend>`, a trait both backends implement.
 //! - `repo::browse`: what the web page reads of the deployed repository (the folder tree, a
 //!   sheet with its nodes and edges as drawn, the scheduled batches with their missed starts,
 //!   the deploy history), answered through `SheetStore` as `ListSheets`, `GetSheet`,
@@ -73,15 +74,17 @@
 //!   lock `DEPLOY_LOCK` (deploys never number ids from the same maxima), `dump`. Ids of new
 //!   instances and history rows come from identity sequences (`INSERT ... RETURNING id`).
 //! - `repo::sqlite`: the SQLite backend: `Sqlite` (one writer connection behind a mutex,
-//!   `BEGIN IMMEDIATE` transactions, a background WAL checkpointer; `with`, `tx`, `write`),
+//!   `BEGIN IMMEDIATE` transactions, a background WAL checkpointer; `with`, `tx_if`),
 //!   `connect`, `migrations` (the steps of `repo::schema` under `PRAGMA user_version`), `dump`,
 //!   `session` (the `Session` on a rusqlite connection: statements prepared once per
 //!   connection). `sqlite::testing` lets other modules' tests write and read the repository's
 //!   tables as a sheet or a person would.
 //!
 //! What a backend implements, then (PostgreSQL did): a `Session` on its connections (so the
-//! shared statements run on it), `with`/`tx`/`write` (a deploy's transaction locking out other
-//! deploys) and `dump`, a variant of `Backend` matched in those, its `Error` variants with
+//! shared statements run on it), the trait `repo::backend::Backend` (a session, a transaction
+//! committed or rolled back as its work says, under an advisory lock where a deploy must lock
+//! out other deploys, whether a lost deadlock runs again, where it is, its change feed,
+//! `dump`), a variant of `repo::Place` that opens it, its `Error` variants with
 //! their `fault()`, and how it runs each step of `repo::schema::MIGRATIONS` (PostgreSQL:
 //! `postgres_ddl`), under these rules: ids of instances are allocated by the store
 //! (SQLite: the row id; PostgreSQL: an identity column), and ids of sheets, nodes and edges
@@ -96,12 +99,14 @@
 //! `restart` checks and resets in one transaction; errors are classified by `Error::fault`
 //! (full, I/O, busy, other) for what a client is told.
 
+mod backend;
 mod browse;
 mod error;
 mod facts;
 mod flow;
 pub(crate) mod instances;
 pub mod model;
+pub mod place;
 pub mod postgres;
 mod repository;
 mod schedules;
@@ -115,6 +120,7 @@ pub(crate) mod writer;
 pub use error::{Error, Fault, Result, now_utc};
 pub use facts::Facts;
 pub use model::{Change, ChangeKind, IdTable, ObjectKind};
+pub use place::Place;
 pub use repository::Repository;
 pub use sqlite::{connect, dump, migrations, schema_version, upgrade};
 pub use store::{DeployWriter, InstanceStore, SheetStore};

@@ -4,6 +4,7 @@
 //! [`super::schedules`], [`super::writer`]) on a [`Session`] of the backend, as one
 //! transaction where it must be one.
 
+use super::backend::Backend;
 use super::error::{Error, Result};
 use super::model::{
     ActionEnd, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
@@ -23,13 +24,7 @@ use std::path::Path;
 /// The repository of a running server.
 #[derive(Debug)]
 pub struct Repository {
-    backend: Backend,
-}
-
-#[derive(Debug)]
-enum Backend {
-    Sqlite(Sqlite),
-    Postgres(Postgres),
+    backend: Box<dyn Backend>,
 }
 
 impl Repository {
@@ -42,7 +37,7 @@ impl Repository {
     /// migration fails.
     pub fn open(path: &Path) -> Result<Self> {
         Ok(Repository {
-            backend: Backend::Sqlite(Sqlite::open(path)?),
+            backend: Box::new(Sqlite::open(path)?),
         })
     }
 
@@ -55,16 +50,13 @@ impl Repository {
     /// program's, or a migration fails.
     pub fn open_postgres(entry: &postgres::Entry) -> Result<Self> {
         Ok(Repository {
-            backend: Backend::Postgres(Postgres::open(entry)?),
+            backend: Box::new(Postgres::open(entry)?),
         })
     }
 
     /// The SQLite file, for a repository that is one.
     pub fn path(&self) -> Option<&Path> {
-        match &self.backend {
-            Backend::Sqlite(s) => Some(s.path()),
-            Backend::Postgres(_) => None,
-        }
+        self.backend.sqlite().map(Sqlite::path)
     }
 
     /// Starts the repository's change feed, when it has one: PostgreSQL's, which says the
@@ -78,33 +70,24 @@ impl Repository {
         &self,
         listener: std::sync::Arc<dyn super::postgres::changes::Listener>,
     ) -> Option<std::io::Result<super::postgres::changes::Feed>> {
-        match &self.backend {
-            Backend::Sqlite(_) => None,
-            Backend::Postgres(p) => Some(p.listen(listener)),
-        }
+        self.backend.change_feed(listener)
     }
 
     /// Where it is, for messages: the file, or the PostgreSQL server's `host:port`.
     pub fn location(&self) -> String {
-        match &self.backend {
-            Backend::Sqlite(s) => s.path().display().to_string(),
-            Backend::Postgres(p) => format!("postgresql at {}", p.place()),
-        }
+        self.backend.location()
     }
 
     /// How many background checkpoints copied something so far (SQLite; 0 on PostgreSQL).
     pub fn checkpoints(&self) -> u64 {
-        match &self.backend {
-            Backend::Sqlite(s) => s.checkpoints(),
-            Backend::Postgres(_) => 0,
-        }
+        self.backend.sqlite().map_or(0, Sqlite::checkpoints)
     }
 
     /// Tests only: makes every use of the SQLite writer connection fail as on a full disk
     /// (`true`), or work again (`false`).
     #[cfg(test)]
     pub fn fill_disk(&self, full: bool) {
-        if let Backend::Sqlite(s) = &self.backend {
+        if let Some(s) = self.backend.sqlite() {
             s.fill_disk(full);
         }
     }
@@ -112,7 +95,7 @@ impl Repository {
     /// Tests only: how long the SQLite writer waits for another writer's lock.
     #[cfg(test)]
     pub fn set_busy_timeout(&self, patience: std::time::Duration) {
-        if let Backend::Sqlite(s) = &self.backend {
+        if let Some(s) = self.backend.sqlite() {
             s.set_busy_timeout(patience);
         }
     }
@@ -124,10 +107,15 @@ impl Repository {
     ///
     /// What `f` returns.
     pub(super) fn with<R>(&self, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.with(|c| f(c)),
-            Backend::Postgres(p) => p.with(f),
-        }
+        let mut f = Some(f);
+        let mut out = None;
+        self.backend.session(&mut |s| {
+            if let Some(f) = f.take() {
+                out = Some(f(s));
+            }
+            Ok(())
+        })?;
+        out.unwrap_or(Err(Error::NotRun("a session")))
     }
 
     /// Runs `f` in one transaction, committed when `f` succeeds. On PostgreSQL a
@@ -157,11 +145,18 @@ impl Repository {
         lock: Option<i64>,
         mut f: impl FnMut(&dyn Session) -> Result<R>,
     ) -> Result<R> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.tx(|c| f(c)),
-            Backend::Postgres(p) => {
-                again_on_conflict(|| p.tx_if(lock, |s| f(s).map(|v| (v, true))))
-            }
+        let mut once = || {
+            let mut out = None;
+            self.backend.transaction(lock, &mut |s| {
+                out = Some(f(s)?);
+                Ok(true)
+            })?;
+            out.ok_or(Error::NotRun("a transaction"))
+        };
+        if self.backend.runs_conflicts_again() {
+            again_on_conflict(once)
+        } else {
+            once()
         }
     }
 
@@ -184,10 +179,18 @@ impl Repository {
     ///
     /// A repository error from `f`, or from beginning or committing the transaction.
     pub fn write<R>(&self, f: impl FnOnce(&dyn DeployWriter) -> Result<(R, bool)>) -> Result<R> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.write(f),
-            Backend::Postgres(p) => p.tx_if(Some(postgres::DEPLOY_LOCK), |c| f(&Writer::new(c))),
-        }
+        let mut f = Some(f);
+        let mut out = None;
+        self.backend
+            .transaction(Some(postgres::DEPLOY_LOCK), &mut |s| match f.take() {
+                Some(f) => {
+                    let (value, commit) = f(&Writer::new(s))?;
+                    out = Some(value);
+                    Ok(commit)
+                }
+                None => Ok(false),
+            })?;
+        out.ok_or(Error::NotRun("the deploy's transaction"))
     }
 
     /// The whole repository as text, in a stable order: tests compare dumps taken before and
@@ -197,10 +200,7 @@ impl Repository {
     ///
     /// A repository error while reading.
     pub fn dump(&self) -> Result<String> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.with(super::sqlite::dump),
-            Backend::Postgres(p) => p.dump(),
-        }
+        self.backend.dump()
     }
 }
 

@@ -4,6 +4,7 @@
 use super::args::Home;
 use clap::Args;
 use std::process::ExitCode;
+use weft::keys::KeyFile;
 use weft::repo::{self, migrations};
 use weft::settings;
 
@@ -33,25 +34,28 @@ fn upgrade(
     status: bool,
     init: bool,
 ) -> ExitCode {
-    // Entry 0 of type `postgresql`: the repository is that database.
-    let keyfile = weft::keys::KeyFile::path_in(home);
-    if keyfile.exists() {
-        match weft::keys::KeyFile::load(&keyfile) {
-            Ok(keys) => {
-                if let Some(entry) = repo::postgres::Entry::of(&keys) {
-                    return schema_on_postgres(&entry, status);
-                }
-            }
+    let keyfile = KeyFile::path_in(home);
+    let keys = if keyfile.exists() {
+        match KeyFile::load(&keyfile) {
+            Ok(keys) => Some(keys),
             Err(e) => {
                 eprintln!("weft schema: {e}");
                 return ExitCode::FAILURE;
             }
         }
-    }
-    let path = home.join("repository.db");
+    } else {
+        None
+    };
+    // Entry 0 of type `postgresql`: the repository is that database; else the file in HOME.
+    let place = repo::Place::of(home, keys.as_ref());
     // A repository is created only on purpose: not because the command ran in another
     // folder (during an update that would upgrade nothing and say it did).
-    if !status && !init && !home_from.is_explicit() && !path.exists() {
+    if let repo::Place::File(path) = &place
+        && !status
+        && !init
+        && !home_from.is_explicit()
+        && !path.exists()
+    {
         eprintln!(
             "weft schema: there is no repository at {} (HOME {} comes from {home_from}); nothing was created. Give --home DIR or WEFT_HOME for the repository to upgrade, or --init to create a new one there.",
             path.display(),
@@ -60,20 +64,18 @@ fn upgrade(
         return ExitCode::from(2);
     }
     if status {
-        if !path.exists() {
-            println!(
-                "{}: no repository yet; this weft writes schema version {}",
-                path.display(),
-                migrations::latest()
-            );
-            return ExitCode::SUCCESS;
-        }
         // Read-only: --status changes nothing.
-        return match repo::schema_version(&path) {
-            Ok(v) => {
+        return match place.version() {
+            Ok((at, Some(v))) => {
                 println!(
-                    "{}: schema version {v}; this weft writes version {}",
-                    path.display(),
+                    "{at}: schema version {v}; this weft writes version {}",
+                    migrations::latest()
+                );
+                ExitCode::SUCCESS
+            }
+            Ok((at, None)) => {
+                println!(
+                    "{at}: no repository yet; this weft writes schema version {}",
                     migrations::latest()
                 );
                 ExitCode::SUCCESS
@@ -84,83 +86,30 @@ fn upgrade(
             }
         };
     }
-    if let Err(e) = weft::server::prepare_home(home) {
+    if matches!(place, repo::Place::File(_))
+        && let Err(e) = weft::server::prepare_home(home)
+    {
         eprintln!("weft schema: {e}");
         return ExitCode::FAILURE;
     }
-    let result = repo::upgrade(&path);
-    match result {
-        Ok(u) if u.from == u.to => {
-            println!("{}: schema already at version {}", path.display(), u.to);
+    match place.upgrade() {
+        Ok((at, u)) if u.from == u.to => {
+            println!("{at}: schema already at version {}", u.to);
             ExitCode::SUCCESS
         }
-        Ok(u) if u.from == 0 => {
-            println!(
-                "{}: new repository created at schema version {}",
-                path.display(),
-                u.to
-            );
+        Ok((at, u)) if u.from == 0 => {
+            println!("{at}: new repository created at schema version {}", u.to);
             ExitCode::SUCCESS
         }
-        Ok(u) => {
-            println!(
-                "{}: schema upgraded from version {} to {}",
-                path.display(),
-                u.from,
-                u.to
-            );
+        Ok((at, u)) => {
+            println!("{at}: schema upgraded from version {} to {}", u.from, u.to);
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("weft schema: {}: {e}", path.display());
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// `weft schema` for a repository on PostgreSQL (entry 0): its version, or its upgrade.
-fn schema_on_postgres(entry: &repo::postgres::Entry, status: bool) -> ExitCode {
-    let db = match repo::postgres::Postgres::connect(entry) {
-        Ok(db) => db,
-        Err(e) => {
-            eprintln!("weft schema: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let place = format!("postgresql at {}", db.place());
-    if status {
-        return match db.schema_version() {
-            Ok(v) => {
-                println!(
-                    "{place}: schema version {v}; this weft writes version {}",
-                    migrations::latest()
-                );
-                ExitCode::SUCCESS
+            match &place {
+                repo::Place::File(path) => eprintln!("weft schema: {}: {e}", path.display()),
+                repo::Place::Postgres(_) => eprintln!("weft schema: {e}"),
             }
-            Err(e) => {
-                eprintln!("weft schema: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    match db.upgrade() {
-        Ok(u) if u.from == u.to => {
-            println!("{place}: schema already at version {}", u.to);
-            ExitCode::SUCCESS
-        }
-        Ok(u) if u.from == 0 => {
-            println!("{place}: new repository created at schema version {}", u.to);
-            ExitCode::SUCCESS
-        }
-        Ok(u) => {
-            println!(
-                "{place}: schema upgraded from version {} to {}",
-                u.from, u.to
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("weft schema: {place}: {e}");
             ExitCode::FAILURE
         }
     }

@@ -13,8 +13,6 @@ pub use dump::dump;
 pub mod migrations;
 mod session;
 
-use super::store::DeployWriter;
-use super::writer::Writer;
 use crate::repo::error::{Error, Result};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
@@ -198,37 +196,21 @@ impl Sqlite {
         f(&conn)
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed when `f` succeeds.
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection, committed
+    /// when `f` returns `Ok((value, true))` and rolled back otherwise (a rejected or dry-run
+    /// deploy changes nothing).
     ///
     /// # Errors
     ///
-    /// What `f` returns, or a failure to begin or commit.
-    pub(super) fn tx<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
-        let mut conn = self.lock()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
-        let value = f(&tx)?;
-        tx.commit().map_err(|e| Error::with_sql(e, "COMMIT"))?;
-        Ok(value)
-    }
-
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection. The
-    /// transaction commits when `f` returns `Ok((value, true))` and rolls back otherwise, so a
-    /// rejected or dry-run deploy changes nothing.
-    ///
-    /// # Errors
-    ///
-    /// A repository error from `f`, or from beginning or committing the transaction.
-    pub fn write<R>(&self, f: impl FnOnce(&dyn DeployWriter) -> Result<(R, bool)>) -> Result<R> {
+    /// What `f` returns, or a failure to begin, commit or roll back.
+    pub(super) fn tx_if<R>(&self, f: impl FnOnce(&Connection) -> Result<(R, bool)>) -> Result<R> {
         // A panic while holding the lock cannot leave a half-done transaction behind (the
         // transaction rolls back when dropped), so a poisoned lock is safe to take over.
         let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
-        let writer = Writer::new(&*tx);
-        let (value, commit) = f(&writer)?;
+        let (value, commit) = f(&tx)?;
         if commit {
             tx.commit().map_err(|e| Error::with_sql(e, "COMMIT"))?;
         } else {
