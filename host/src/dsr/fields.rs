@@ -275,7 +275,8 @@ pub fn cut(s: &str, most: usize) -> String {
 }
 
 /// The known field that `key` almost certainly means: equal but for case, or at most one
-/// edit away (two for names of six letters or more).
+/// slip away (a letter added, left out, changed, or two neighbours swapped; two slips for
+/// names of six letters or more).
 fn typo_of<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
     let lower = key.to_lowercase();
     known.iter().copied().find(|a| {
@@ -285,25 +286,36 @@ fn typo_of<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
     })
 }
 
-/// The edit distance between `a` and `b` (insertions, deletions, substitutions), stopping
-/// early past 3: only small distances matter here.
+/// The edit distance between `a` and `b` (insertions, deletions, substitutions, and the swap
+/// of two neighbouring letters, a typist's commonest slip), stopping early past 3: only small
+/// distances matter here.
 fn edits(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     if a.len().abs_diff(b.len()) > 3 || a.len() > 64 || b.len() > 64 {
         return usize::MAX;
     }
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
+    // d[i][j]: the distance between a[..i] and b[..j].
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
         }
     }
-    row[b.len()]
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -377,5 +389,8 @@ mod tests {
         assert_eq!(typo_of("schedul", &["schedule"]), Some("schedule"));
         assert_eq!(typo_of("x", &["name"]), None);
         assert_eq!(edits("kitten", "sitting"), 3);
+        // Two neighbours swapped are one slip.
+        assert_eq!(edits("edgse", "edges"), 1);
+        assert_eq!(typo_of("nmae", &["name"]), Some("name"));
     }
 }

@@ -38,3 +38,6 @@ pub fn parse(text: &str) -> (Option<Document>, Problems) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -217,10 +217,11 @@ pub(crate) fn wrong(v: &Spanned, path: &Path, message: &str, problems: &mut Prob
     );
 }
 
-/// What a value is, for a message: a scalar as written (cut), a container by its kind.
+/// What a value is, for a message: a scalar as written (cut, control characters escaped),
+/// a container by its kind.
 fn found(v: &Spanned) -> String {
     match &v.value {
-        Value::String(s) => format!("\"{}\"", cut(s, 40)),
+        Value::String(s) => format!("\"{}\"", cut(s, 40).escape_debug()),
         Value::Int(i) => i.to_string(),
         Value::Float(f) => f.to_string(),
         Value::Bool(b) => b.to_string(),

@@ -438,3 +438,52 @@ proptest! {
         prop_assert_eq!(read_text(&text), Ok(command));
     }
 }
+
+/// Every refusal of a request body, as the client reads it: its code, its message and each
+/// detail with its place. A change to any of these words shows as a diff here.
+#[test]
+fn every_refusal_of_a_request_reads_as_written_down() {
+    let bodies: &[(&str, &[u8])] = &[
+        ("not UTF-8", b"{\"command\": \"ListHosts\", \"payload\": {\xff}}"),
+        ("not JSON", b"{\"command\": \"ListHosts\",\n \"payload\": {]}"),
+        ("not an object", b"[1, 2]"),
+        ("no command, no payload", b"{}"),
+        ("command not a string", br#"{"command": 7, "payload": {}}"#),
+        ("unknown command", br#"{"command": "DropEverything", "payload": {}}"#),
+        ("unknown envelope field", br#"{"command": "ListHosts", "payload": {}, "paylod": 1}"#),
+        ("payload not an object", br#"{"command": "ListHosts", "payload": []}"#),
+        ("a field given twice", br#"{"command": "ListHosts", "payload": {}, "command": "ListHosts"}"#),
+        ("NUL in a value", b"{\"command\": \"GetSheet\", \"payload\": {\"sheetId\": \"1\\u0000\"}}"),
+        ("deploy: content missing, options wrong", br#"{"command": "DeployRepository", "payload": {"deployOptions": {"dryRun": "maybe", "intoFolder": -3, "validat": true}}}"#),
+        ("deploy: content not a string", br#"{"command": "DeployRepository", "payload": {"content": 5}}"#),
+        ("run: elements empty, user missing", br#"{"command": "RunElements", "payload": {"batchExecution": {"batchName": "b", "elementList": []}}}"#),
+        ("run: element wrong", br#"{"command": "RunElements", "payload": {"batchExecution": {"batchName": "b", "user": "u", "elementList": [{"elementType": "X", "elementId": "x"}, 3]}}}"#),
+        ("run: variables wrong", br#"{"command": "RunElements", "payload": {"batchExecution": {"batchName": "b", "user": "u", "elementList": [{"elementType": "S", "elementId": 1}]}}, "variableList": [{"variableName": "", "variableValue": [1]}, 4]}"#),
+        ("get: id not whole", br#"{"command": "GetBatchInstance", "payload": {"batchInstanceId": 1.5}}"#),
+        ("wait: times wrong", br#"{"command": "WaitBatchInstance", "payload": {"batchInstanceId": 1, "timeoutSeconds": -1, "changedFrom": 12}}"#),
+        ("list: out of range, unknown state", br#"{"command": "ListBatchInstances", "payload": {"limit": 0, "state": "sleeping", "before": 0}}"#),
+        ("next runs: count out of range", br#"{"command": "NextRuns", "payload": {"batchId": 1, "count": 1001}}"#),
+        ("deploys: a typo", br#"{"command": "ListDeploys", "payload": {"limits": 5}}"#),
+        ("clock: neither seconds nor to", br#"{"command": "AdvanceClock", "payload": {}}"#),
+        ("clock: a bad time", br#"{"command": "AdvanceClock", "payload": {"to": "tomorrow"}}"#),
+    ];
+    let mut out = String::new();
+    for (case, body) in bodies {
+        let line = match crate::api::envelope::read(body) {
+            Ok(command) => format!("accepted: {command:?}"),
+            Err(e) => {
+                let mut text = format!("{} {}: {}", e.status().as_u16(), e.code(), e.message());
+                for d in e.details() {
+                    let at = match (d.line, d.column) {
+                        (Some(l), Some(c)) => format!("{l}:{c}"),
+                        _ => "-".to_owned(),
+                    };
+                    text.push_str(&format!("\n    {at} {} [{}] {}", d.path, d.code, d.message));
+                }
+                text
+            }
+        };
+        out.push_str(&format!("## {case}\n{line}\n\n"));
+    }
+    insta::assert_snapshot!(out);
+}
