@@ -173,11 +173,11 @@ for f in "$root"/sdk/src/*.rs; do put "$f" "$prefix/sdk/src/${f##*/}" 644; done
 # manifest is made the installed one.
 mkdir -p "$prefix/sql_support/src"
 manifest=$(mktemp "$prefix/sql_support/.install.XXXXXX")
-sed 's|path = "../../sdk"|path = "../sdk"|' "$root/plugins/sql_support/Cargo.toml" >"$manifest" \
+sed 's|path = "../../sdk"|path = "../sdk"|' "$root/host/sql_support/Cargo.toml" >"$manifest" \
   && grep -q 'path = "../sdk"' "$manifest" && chmod 644 "$manifest" \
   && mv -f "$manifest" "$prefix/sql_support/Cargo.toml" \
   || { rm -f "$manifest"; die "cannot install $prefix/sql_support/Cargo.toml"; }
-for f in "$root"/plugins/sql_support/src/*.rs; do put "$f" "$prefix/sql_support/src/${f##*/}" 644; done
+for f in "$root"/host/sql_support/src/*.rs; do put "$f" "$prefix/sql_support/src/${f##*/}" 644; done
 
 version=$("$prefix/bin/weft" --version) || die "the installed $prefix/bin/weft does not start"
 echo "installed $version into $prefix"

@@ -369,12 +369,12 @@ fn build_example() -> std::path::PathBuf {
     let sdk = format!("path = \"{}\"", root().join("sdk").display());
     let sql = format!(
         "path = \"{}\"",
-        root().join("plugins/sql_support").display()
+        root().join("host/sql_support").display()
     );
     assert!(manifest.contains("path = \"../../sdk\""), "{manifest}");
     let manifest = manifest
         .replace("path = \"../../sdk\"", &sdk)
-        .replace("path = \"../../plugins/sql_support\"", &sql);
+        .replace("path = \"../../host/sql_support\"", &sql);
     let o = weft_tests::outside::build(&dir, &manifest, &[]);
     let (out, err) = text(&o);
     assert!(
