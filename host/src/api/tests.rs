@@ -11,9 +11,9 @@ use axum::http::StatusCode;
 use http_body_util::BodyExt as _;
 use tower::ServiceExt as _;
 
-const FOLDER: &str = include_str!("../../../examples/quickstart/1-folder.dsr");
-const CONNECTION: &str = include_str!("../../../examples/quickstart/2-connection.dsr");
-const SHEET: &str = include_str!("../../../examples/quickstart/3-sheet.dsr");
+const FOLDER: &str = include_str!("../deploy/fixtures/one-upsert-sheet/folder.dsr");
+const CONNECTION: &str = include_str!("../deploy/fixtures/one-upsert-sheet/connection.dsr");
+const SHEET: &str = include_str!("../deploy/fixtures/one-upsert-sheet/sheet.dsr");
 
 struct Server {
     dir: tempfile::TempDir,

@@ -7,9 +7,9 @@ use crate::repo::Repository;
 use crate::settings::Environment;
 use weft_protocol::Severity;
 
-const FOLDER: &str = include_str!("../../../examples/quickstart/1-folder.dsr");
-const CONNECTION: &str = include_str!("../../../examples/quickstart/2-connection.dsr");
-const SHEET: &str = include_str!("../../../examples/quickstart/3-sheet.dsr");
+const FOLDER: &str = include_str!("fixtures/one-upsert-sheet/folder.dsr");
+const CONNECTION: &str = include_str!("fixtures/one-upsert-sheet/connection.dsr");
+const SHEET: &str = include_str!("fixtures/one-upsert-sheet/sheet.dsr");
 
 fn catalog() -> crate::validate::PluginCatalog<'static> {
     crate::validate::PluginCatalog {
@@ -96,6 +96,21 @@ fn pos_of(text: &str, needle: &str) -> (Option<u32>, Option<u32>) {
         .unwrap_or_else(|| panic!("{needle:?} not in text"));
     let p = LineIndex::new(text).position(offset as u32);
     (Some(p.line), Some(p.column))
+}
+
+/// The quickstart as a new user deploys it (the other tests judge their own fixtures).
+#[test]
+fn the_quickstart_as_published_deploys_in_its_order() {
+    let f = Fixture::new();
+    for text in [
+        include_str!("../../../examples/quickstart/1-folder.dsr"),
+        include_str!("../../../examples/quickstart/2-connection.dsr"),
+        include_str!("../../../examples/quickstart/3-sheet.dsr"),
+    ] {
+        let r = f.ok(text);
+        assert_eq!(r.created.len(), 1, "{r:?}");
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
 }
 
 #[test]
