@@ -367,10 +367,7 @@ fn build_example() -> std::path::PathBuf {
     std::fs::copy(example.join("src/lib.rs"), dir.join("src/lib.rs")).expect("example source");
     let manifest = std::fs::read_to_string(example.join("Cargo.toml")).expect("manifest");
     let sdk = format!("path = \"{}\"", root().join("sdk").display());
-    let sql = format!(
-        "path = \"{}\"",
-        root().join("host/sql_support").display()
-    );
+    let sql = format!("path = \"{}\"", root().join("host/sql_support").display());
     assert!(manifest.contains("path = \"../../sdk\""), "{manifest}");
     let manifest = manifest
         .replace("path = \"../../sdk\"", &sdk)
