@@ -208,19 +208,26 @@ impl<'a> Fields<'a> {
     /// (equal but for case, or one or two letters off), which is an error saying what was
     /// meant. A request refuses each, naming the fields it expected.
     pub fn finish(self, problems: &mut Problems) -> Extra {
-        let expected = self.known.join(", ");
-        let what = self.what.clone();
-        let message =
-            move |key: &str| format!("unknown field `{key}` in {what}; expected {expected}");
-        self.finish_with(problems, message)
+        self.finish_with(problems, |what, known, key| {
+            format!(
+                "unknown field `{key}` in {what}; expected {}",
+                known.join(", ")
+            )
+        })
     }
 
     /// As [`Fields::finish`], a request's message `template` with `{}` for the field.
     pub fn finish_as(self, template: &str, problems: &mut Problems) -> Extra {
-        self.finish_with(problems, |key| template.replace("{}", key))
+        self.finish_with(problems, |_, _, key| template.replace("{}", key))
     }
 
-    fn finish_with(self, problems: &mut Problems, refusal: impl Fn(&str) -> String) -> Extra {
+    /// Judges the members left; `refusal` (the object's name, the known fields, the key)
+    /// words a request's refusal, and is called only for a member left.
+    fn finish_with(
+        self,
+        problems: &mut Problems,
+        refusal: impl Fn(&str, &[&str], &str) -> String,
+    ) -> Extra {
         let mut kept = Vec::new();
         for ((m, used), again) in self.members.iter().zip(&self.used).zip(&self.repeated) {
             // Taken, given twice (said as such), or looked at and left on purpose.
@@ -257,7 +264,7 @@ impl<'a> Fields<'a> {
                     }
                 },
                 Dialect::Request => {
-                    let mut text = refusal(&key);
+                    let mut text = refusal(&self.what, &self.known, &key);
                     if let Some(meant) = meant {
                         text.push_str(&format!("; did you mean `{meant}`?"));
                     }
