@@ -81,9 +81,7 @@ pub fn read(body: &[u8]) -> Result<Command, ApiError> {
 pub fn request(root: &Spanned, problems: &mut Problems) -> Option<Command> {
     duplicates(root, problems);
     // A document's own text is judged by the document reader, at its place in the document.
-    problems.refuse_nul(root, &Path::root(), REQUEST_NUL, &|p| {
-        p.as_str() == "payload.content"
-    });
+    problems.refuse_nul(root, REQUEST_NUL, &["payload", "content"]);
     let path = Path::root();
     let mut envelope = object(
         root,

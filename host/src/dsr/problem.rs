@@ -95,47 +95,74 @@ pub struct Problems {
 }
 
 impl Problems {
-    /// An error `code` at every key and string under `root` (at `path`) that holds a NUL
-    /// character, except under the paths `skip` names: no repository stores one (PostgreSQL's
-    /// text cannot hold it), so it is refused where it stands, the same on every backend.
-    pub fn refuse_nul(
-        &mut self,
-        root: &Spanned,
-        path: &Path,
-        code: &'static str,
-        skip: &dyn Fn(&Path) -> bool,
-    ) {
-        if skip(path) {
-            return;
+    /// An error `code` at every key and string under `root` that holds a NUL character,
+    /// except under the path of keys `skip` (`["payload", "content"]`; empty: nothing is
+    /// skipped): no repository stores one (PostgreSQL's text cannot hold it), so it is
+    /// refused where it stands, the same on every backend. The walk keeps the path as a
+    /// stack of borrowed segments and writes it out only for a problem, so a document
+    /// without a NUL costs no allocation however large it is.
+    pub fn refuse_nul(&mut self, root: &Spanned, code: &'static str, skip: &[&str]) {
+        enum Seg<'a> {
+            Key(&'a str),
+            Index(usize),
         }
-        match &root.value {
-            Value::String(s) if s.contains('\0') => self.error(
-                code,
-                "a NUL character (U+0000) cannot be stored; remove it",
-                root.span,
-                path,
-            ),
-            Value::Object(members) => {
-                for m in members {
-                    let at = path.key(&m.key.chars().take(64).collect::<String>());
-                    if m.key.contains('\0') {
-                        self.error(
-                            code,
-                            "a NUL character (U+0000) cannot be stored in a field's name",
-                            m.key_span,
-                            &at,
-                        );
+        fn path_of(segs: &[Seg<'_>]) -> Path {
+            segs.iter().fold(Path::root(), |p, s| match s {
+                Seg::Key(k) => p.key(&k.chars().take(64).collect::<String>()),
+                Seg::Index(i) => p.index(*i),
+            })
+        }
+        fn skipped(segs: &[Seg<'_>], skip: &[&str]) -> bool {
+            !skip.is_empty()
+                && segs.len() == skip.len()
+                && segs
+                    .iter()
+                    .zip(skip)
+                    .all(|(s, k)| matches!(s, Seg::Key(key) if key == k))
+        }
+        fn walk<'a>(
+            problems: &mut Problems,
+            v: &'a Spanned,
+            segs: &mut Vec<Seg<'a>>,
+            code: &'static str,
+            skip: &[&str],
+        ) {
+            if skipped(segs, skip) {
+                return;
+            }
+            match &v.value {
+                Value::String(s) if s.contains('\0') => problems.error(
+                    code,
+                    "a NUL character (U+0000) cannot be stored; remove it",
+                    v.span,
+                    &path_of(segs),
+                ),
+                Value::Object(members) => {
+                    for m in members {
+                        segs.push(Seg::Key(&m.key));
+                        if m.key.contains('\0') {
+                            problems.error(
+                                code,
+                                "a NUL character (U+0000) cannot be stored in a field's name",
+                                m.key_span,
+                                &path_of(segs),
+                            );
+                        }
+                        walk(problems, &m.value, segs, code, skip);
+                        segs.pop();
                     }
-                    self.refuse_nul(&m.value, &at, code, skip);
                 }
-            }
-            Value::Array(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    self.refuse_nul(item, &path.index(i), code, skip);
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        segs.push(Seg::Index(i));
+                        walk(problems, item, segs, code, skip);
+                        segs.pop();
+                    }
                 }
+                _ => {}
             }
-            _ => {}
         }
+        walk(self, root, &mut Vec::new(), code, skip);
     }
 
     /// Adds a problem (or counts it, past [`MAX_KEPT`]).

@@ -15,7 +15,11 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
         ..Document::default()
     };
     let path = Path::root();
-    problems.refuse_nul(root, &path, "dsr.nul", &|_| false);
+    // A NUL comes into a value only as itself or as the escape `\u0000`: a text with
+    // neither has none, and is not walked for one.
+    if might_hold_nul(text) {
+        problems.refuse_nul(root, "dsr.nul", &[]);
+    }
     let Some(mut top) = Fields::of(root, &path, "the document", Dialect::Document, problems) else {
         doc.complete = false;
         return doc;
@@ -86,6 +90,11 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
     }
     let _ = top.finish(problems);
     doc
+}
+
+/// Whether a text may hold a NUL in a value: as the character itself, or escaped.
+pub(crate) fn might_hold_nul(text: &str) -> bool {
+    text.contains('\0') || text.contains("\\u0000")
 }
 
 /// Reads each element; clears `complete` when one cannot be read.
