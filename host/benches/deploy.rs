@@ -101,17 +101,17 @@ fn bench_parser() {
     let t = Instant::now();
     let mut problems = 0;
     for _ in 0..rounds {
-        let (doc, p) = weft::dsr::parse(&text);
+        let (doc, p) = weft_dsr::parse(&text);
         problems += p.as_slice().len();
         std::hint::black_box(doc);
     }
     let full = t.elapsed().as_secs_f64() / rounds as f64;
     let t = Instant::now();
     for _ in 0..rounds {
-        std::hint::black_box(weft::dsr::hjson::parse(&text).ok());
+        std::hint::black_box(weft_dsr::hjson::parse(&text).ok());
     }
     let syntax = t.elapsed().as_secs_f64() / rounds as f64;
-    let json = weft::dsr::hjson::parse(&text)
+    let json = weft_dsr::hjson::parse(&text)
         .map(|v| v.value.to_json().to_string())
         .unwrap_or_default();
     let t = Instant::now();

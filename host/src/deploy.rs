@@ -113,12 +113,12 @@
 //!    checkpoint every 500 ms, which never blocks writers, so no request pays for copying the
 //!    log.
 
-use crate::dsr::model::{At, Document};
-use crate::dsr::{self, Detail, LineIndex, Path, Problem, Problems, Severity};
 use crate::repo::{self, Change, ChangeKind, DeployWriter, IdTable, ObjectKind, Repository};
 use crate::settings::Environment;
 use crate::validate;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use weft_dsr::model::{At, Document};
+use weft_dsr::{self as dsr, Detail, LineIndex, Path, Problem, Problems, Severity};
 
 mod cycles;
 
@@ -269,7 +269,7 @@ pub fn deploy(
         if !doc.batches.is_empty() {
             let time = crate::sched::clock::current();
             let now = time.clock.now();
-            let td = crate::dsr::Path::root().key("transformationData");
+            let td = weft_dsr::Path::root().key("transformationData");
             for (i, b) in doc.batches.iter().enumerate() {
                 // Validation read every schedule already; nothing is reported twice.
                 let mut again = Problems::default();

@@ -14,7 +14,6 @@
 pub mod api;
 pub mod connect;
 pub mod deploy;
-pub mod dsr;
 pub mod exec;
 pub mod fault;
 pub mod keys;

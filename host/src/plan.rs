@@ -5,10 +5,10 @@
 //! Used by validate, deploy, exec and the scheduler alike; it knows no repository and no
 //! running.
 
-use crate::dsr::model::{Node, NodeAttributes, Sheet};
 use crate::plugins::Registry;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
+use weft_dsr::model::{Node, NodeAttributes, Sheet};
 use weft_sdk::{AttributeValue, Dialect, ObjectRef};
 
 /// One element of `elementList` (a run's or a scheduled batch's), as the protocol has it.
@@ -161,8 +161,8 @@ pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Action
         .collect()
 }
 
-fn attribute_value(v: &crate::dsr::value::Value) -> Option<AttributeValue> {
-    use crate::dsr::value::Value;
+fn attribute_value(v: &weft_dsr::value::Value) -> Option<AttributeValue> {
+    use weft_dsr::value::Value;
     match v {
         Value::Bool(b) => Some(AttributeValue::bool(*b)),
         Value::Int(i) => Some(AttributeValue::integer(*i)),

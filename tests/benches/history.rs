@@ -92,7 +92,7 @@ fn main() {
                 {"id": 2, "type": 1, "attributes": {"field1": "stg", "objectTypeId": 1, "connectionId": 1}},
                 {"id": 3, "type": 1, "attributes": {"field1": "dim", "objectTypeId": 1, "connectionId": 1}}],
             "edges": [{"id": 1, "from": 2, "to": 1}, {"id": 2, "from": 1, "to": 3}]}]}});
-        let (doc, _) = weft::dsr::parse(&sheet.to_string());
+        let (doc, _) = weft_dsr::parse(&sheet.to_string());
         weft::exec::actions_of(&doc.expect("sheet").sheets[0], &|_| {
             weft_sdk::Dialect::Sqlite
         })

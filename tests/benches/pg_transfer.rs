@@ -65,7 +65,7 @@ fn plan(from: i64, to: i64, dialect: impl Fn(i64) -> weft_sdk::Dialect) -> weft:
             {"id": 2, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": from}},
             {"id": 3, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": to}}],
         "edges": [{"id": 1, "from": 2, "to": 1}, {"id": 2, "from": 1, "to": 3}]}]}});
-    let (doc, _) = weft::dsr::parse(&sheet.to_string());
+    let (doc, _) = weft_dsr::parse(&sheet.to_string());
     weft::exec::actions_of(&doc.expect("sheet").sheets[0], &dialect).remove(0)
 }
 

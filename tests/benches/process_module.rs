@@ -27,7 +27,7 @@ fn plan(module: &str, source: Option<&str>) -> weft::exec::ActionPlan {
     }
     let sheet = serde_json::json!({"version": 1, "transformationData": {"sheets": [{"id": 1, "attributes": {"name": "bench", "folder_id": 1, "folder": "/"},
         "nodes": nodes, "edges": edges}]}});
-    let (doc, _) = weft::dsr::parse(&sheet.to_string());
+    let (doc, _) = weft_dsr::parse(&sheet.to_string());
     weft::exec::actions_of(&doc.expect("sheet").sheets[0], &|_| {
         weft_sdk::Dialect::Sqlite
     })

@@ -8,8 +8,8 @@ use super::error::ApiError;
 use super::protocol::read::{
     ENVELOPE, REQUEST_NUL, UNKNOWN_COMMAND, cut, duplicates, object, text, variable_list,
 };
-use crate::dsr::value::Spanned;
-use crate::dsr::{Detail, LineIndex, Path, Problems, json};
+use weft_dsr::value::Spanned;
+use weft_dsr::{Detail, LineIndex, Path, Problems, json};
 use weft_protocol::Severity;
 use weft_protocol::commands::{COMMANDS, Command};
 

@@ -7,10 +7,10 @@
 
 use super::protocol::{Answer, ErrorBody, SERVICE_PATH};
 use crate::deploy;
-use crate::dsr::Detail;
 use crate::exec::batch::StartError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use weft_dsr::Detail;
 use weft_protocol::Severity;
 
 /// A refused request.

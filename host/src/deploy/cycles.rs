@@ -11,13 +11,13 @@
 //! reads about as much of it as the smaller side of the changed action reaches: nothing for
 //! a sheet that only reads sources or only feeds reports.
 
-use crate::dsr::model::Document;
-use crate::dsr::{Path, Problems};
 use crate::plan::{self, ActionPlan, Element};
 use crate::repo::model::{ActionPlace, BatchScope, FlowRow, ObjectKey};
 use crate::repo::{self, DeployWriter};
 use crate::validate::Catalog;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use weft_dsr::model::Document;
+use weft_dsr::{Path, Problems};
 
 /// The lines of the data graph for `plans`: each object read or written with dependency
 /// `Y`, as its object type identifies it.
@@ -171,7 +171,7 @@ pub fn check(
                 let place = cycle.iter().find_map(|s| at.get(&s.reader).copied());
                 let (span, path) = match place {
                     Some(p) => (doc.sheets[p.0].nodes[p.1].span, node_path(p)),
-                    None => (crate::dsr::Span::default(), td.key("sheets")),
+                    None => (weft_dsr::Span::default(), td.key("sheets")),
                 };
                 problems.error("deploy.cycle_in_batch", message, span, &path);
             }

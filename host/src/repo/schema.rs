@@ -573,9 +573,9 @@ pub fn postgres_ddl(sqlite: &str) -> String {
 /// # Errors
 ///
 /// [`Error::Corrupt`] when the definition cannot be read.
-fn read_definition(id: i64, definition: &str) -> Result<crate::dsr::model::Sheet> {
+fn read_definition(id: i64, definition: &str) -> Result<weft_dsr::model::Sheet> {
     let doc = format!("{{\"version\": 1, \"transformationData\": {{\"sheets\": [{definition}]}}}}");
-    let (doc, problems) = crate::dsr::parse(&doc);
+    let (doc, problems) = weft_dsr::parse(&doc);
     doc.filter(|_| !problems.has_errors())
         .and_then(|d| d.sheets.into_iter().next())
         .ok_or_else(|| Error::Corrupt(format!("sheet {id}: its stored definition cannot be read")))

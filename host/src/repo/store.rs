@@ -16,10 +16,10 @@ use super::model::{
     InstanceSummary, NewInstance, ObjectKey, Restarted,
 };
 use super::work::{Beat, Claimed, Ended, Halted, Holder, HostRow, InstanceInfo, Settle};
-use crate::dsr::model::{Batch, Connection, Folder, Sheet};
 use crate::plan::StoredPlan;
 use crate::sched::schedule::{Planned, Schedule};
 use crate::sched::scheduler::ScheduledStart;
+use weft_dsr::model::{Batch, Connection, Folder, Sheet};
 
 /// A deploy's writes, inside its one transaction (`Repository::write`), with the
 /// [`Facts`] validation asks in the same transaction. Each write reports what it changed.

@@ -3,7 +3,6 @@
 //! version's, and what it lacks is deleted. Nothing is written for an unchanged object, so
 //! an identical redeploy leaves the file byte-identical.
 
-use crate::dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 use crate::plan::StoredPlan;
 use crate::repo::error::{Error, Result, now_utc};
 use crate::repo::facts::Facts;
@@ -13,6 +12,7 @@ use crate::repo::model::{
 };
 use crate::repo::sql::{FromValue, Param, Session, Statement, ToParam, args};
 use std::borrow::Cow;
+use weft_dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 
 /// Writes inside one transaction; see [`super::Repository::write`].
 pub struct Writer<'t> {

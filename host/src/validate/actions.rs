@@ -3,8 +3,8 @@
 //! text, and objects checked against their connections.
 
 use super::catalog::Catalog;
-use crate::dsr::model::*;
-use crate::dsr::{Path, Problems, Span};
+use weft_dsr::model::*;
+use weft_dsr::{Path, Problems, Span};
 
 /// Checks an action's module and the attributes it takes; an unknown module is an error only
 /// when `module_required` (full validation).
@@ -84,9 +84,9 @@ pub(super) fn action(
 /// What an attribute's value should be, when it is not of the declared `kind`.
 fn wrong_kind(
     kind: weft_sdk::AttributeKind,
-    value: &crate::dsr::value::Value,
+    value: &weft_dsr::value::Value,
 ) -> Option<&'static str> {
-    use crate::dsr::value::Value;
+    use weft_dsr::value::Value;
     use weft_sdk::AttributeKind;
     let (fits, expected) = match kind {
         AttributeKind::Bool => (matches!(value, Value::Bool(_)), "true or false"),
@@ -145,7 +145,7 @@ pub(super) fn module_code(module: &str, code: &str) -> std::borrow::Cow<'static,
 /// end of the string is just after its last character (the literal's closing quotes may
 /// stand on a later line).
 fn place_in_string(text: &str, start: usize, offset: u32) -> usize {
-    let map = crate::dsr::hjson::string_source_map(text, start);
+    let map = weft_dsr::hjson::string_source_map(text, start);
     let o = offset as usize;
     if o + 1 >= map.len() && map.len() >= 2 {
         let last = map[map.len() - 2];
@@ -236,7 +236,7 @@ pub(super) fn plugin_checks(
                 return match a.extra.iter().find(|(k, _)| k.v == name) {
                     Some((_, value)) => {
                         let at = match (&value.value, offset) {
-                            (crate::dsr::value::Value::String(_), Some(o)) => {
+                            (weft_dsr::value::Value::String(_), Some(o)) => {
                                 let at = place_in_string(text, value.span.start as usize, o);
                                 Span::new(at, at)
                             }
@@ -262,7 +262,7 @@ pub(super) fn plugin_checks(
             let message = format!("action {}: {}", plan.id, p.message());
             let code = module_code(&plan.module, p.code());
             // A severity this host does not know (from a newer plugin) counts as an error.
-            if p.severity() == crate::dsr::Severity::Warning {
+            if p.severity() == weft_dsr::Severity::Warning {
                 problems.warning(code, message, span, &ppath);
             } else {
                 problems.error(code, message, span, &ppath);

@@ -2,10 +2,10 @@
 //! elements they run, in the document or in the repository.
 
 use super::ids::has_control;
-use crate::dsr::model::*;
-use crate::dsr::{Path, Problems, Span};
 use crate::repo::Facts;
 use std::collections::{HashMap, HashSet};
+use weft_dsr::model::*;
+use weft_dsr::{Path, Problems, Span};
 
 /// The schedule of a batch, read with its policies; problems placed in the `.dsr` text.
 pub fn batch_schedule(

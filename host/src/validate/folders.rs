@@ -2,10 +2,10 @@
 //! sheet's folder, in the document or in the repository.
 
 use super::ids::has_control;
-use crate::dsr::model::*;
-use crate::dsr::{Path, Problems};
 use crate::repo::Facts;
 use std::collections::HashMap;
+use weft_dsr::model::*;
+use weft_dsr::{Path, Problems};
 
 pub(super) fn folder(
     f: &Folder,

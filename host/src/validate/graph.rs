@@ -4,9 +4,9 @@
 use super::actions::action;
 use super::catalog::Catalog;
 use super::ids::has_control;
-use crate::dsr::model::*;
-use crate::dsr::{Path, Problems};
 use std::collections::{HashMap, HashSet};
+use weft_dsr::model::*;
+use weft_dsr::{Path, Problems};
 
 pub(super) fn sheet_attributes(s: &Sheet, path: &Path, problems: &mut Problems) {
     let a = &s.attributes;

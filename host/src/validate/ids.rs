@@ -1,10 +1,10 @@
 //! Ids: unique per kind in a document, and not taken by another sheet in the repository;
 //! names without control characters.
 
-use crate::dsr::model::*;
-use crate::dsr::{Path, Problems};
 use crate::repo::Facts;
 use std::collections::HashMap;
+use weft_dsr::model::*;
+use weft_dsr::{Path, Problems};
 
 /// Ids are unique per kind in the document: sheets, nodes (of all sheets), edges, folders,
 /// connections. Folder paths are unique too.

@@ -6,9 +6,9 @@
 //! consistent is checked: ids unique and not taken by another sheet, folders and paths; the
 //! graph, module, object type, connection and SQL checks are skipped.
 
-use crate::dsr::model::*;
-use crate::dsr::{Path, Problems};
 use std::collections::HashMap;
+use weft_dsr::model::*;
+use weft_dsr::{Path, Problems};
 
 pub use crate::repo::Facts;
 

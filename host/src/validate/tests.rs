@@ -156,7 +156,7 @@ fn codes(problems: &Problems) -> Vec<&str> {
 
 /// The problems of validating `text` against `facts`: both halves, as a deploy runs them.
 fn judge(text: &str, facts: &FakeFacts) -> Problems {
-    let (doc, mut problems) = crate::dsr::parse(text);
+    let (doc, mut problems) = weft_dsr::parse(text);
     let doc = doc.expect("the test document parses");
     let kinds: HashMap<i64, Option<String>> = doc
         .connections
@@ -283,7 +283,7 @@ fn a_connection_whose_database_is_not_known_here_is_warned_of_once_per_sheet() {
         p.as_slice()
     );
     let w = &p.as_slice()[0];
-    assert_eq!(w.severity, crate::dsr::Severity::Warning);
+    assert_eq!(w.severity, weft_dsr::Severity::Warning);
     assert!(
         w.message
             .contains("node 51: connection 3 (type `bridge`) has no entry"),

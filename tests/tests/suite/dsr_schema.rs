@@ -42,13 +42,13 @@ fn the_json_schema_accepts_every_document_weft_accepts() {
     let dir = tempfile::tempdir().expect("dir");
     let mut checked = Vec::new();
     for (name, text) in &texts {
-        let (doc, problems) = weft::dsr::parse(text);
+        let (doc, problems) = weft_dsr::parse(text);
         let example = name.ends_with(".dsr");
         if doc.is_none() || problems.has_errors() {
             assert!(!example, "an example weft does not read: {name}");
             continue;
         }
-        let root = weft::dsr::hjson::parse(text).expect("read once already");
+        let root = weft_dsr::hjson::parse(text).expect("read once already");
         let json = dir.path().join(format!("{}.json", checked.len()));
         std::fs::write(&json, root.value.to_json().to_string()).expect("json");
         checked.push((name.clone(), json));

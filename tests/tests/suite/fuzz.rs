@@ -256,9 +256,9 @@ fn text(b: &[u8]) -> std::borrow::Cow<'_, str> {
 fn the_dsr_reader_takes_any_text() {
     fuzz("dsr", dsr_seeds(), |b| {
         let t = text(b);
-        let (doc, problems) = weft::dsr::parse(&t);
+        let (doc, problems) = weft_dsr::parse(&t);
         // Every problem can be placed in the text.
-        let _ = problems.into_details(&weft::dsr::LineIndex::new(&t));
+        let _ = problems.into_details(&weft_dsr::LineIndex::new(&t));
         drop(doc);
     });
 }
@@ -269,7 +269,7 @@ fn the_envelope_reader_takes_any_bytes() {
         if let Ok(weft::api::protocol::Command::DeployRepository(deploy)) =
             weft::api::envelope::read(b)
         {
-            let _ = weft::dsr::parse(&deploy.content);
+            let _ = weft_dsr::parse(&deploy.content);
         }
     });
 }
@@ -323,8 +323,8 @@ fn linear(name: &str, n: usize, make: impl Fn(usize) -> String, read: impl Fn(&s
 #[test]
 fn every_reader_takes_time_linear_in_its_input() {
     let dsr = |t: &str| {
-        let (_, problems) = weft::dsr::parse(t);
-        let _ = problems.into_details(&weft::dsr::LineIndex::new(t));
+        let (_, problems) = weft_dsr::parse(t);
+        let _ = problems.into_details(&weft_dsr::LineIndex::new(t));
     };
     // Distinct keys, under the limit of 10,000 members.
     linear(

@@ -273,7 +273,7 @@ fn agrees_with_hjson_js_on_generated_documents() {
     let mut disagreements = Vec::new();
     let (mut accepted, mut rejected) = (0, 0);
     for (doc, reference) in docs.iter().zip(&answers) {
-        let ours = weft::dsr::hjson::parse(doc);
+        let ours = weft_dsr::hjson::parse(doc);
         match (&ours, reference.get("ok")) {
             (Ok(v), Some(expected)) if same(&v.value.to_json(), expected) => accepted += 1,
             (Err(_), None) => rejected += 1,

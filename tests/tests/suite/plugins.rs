@@ -120,7 +120,7 @@ fn a_panic_in_run_fails_the_action_only() {
     let home = tempfile::tempdir().expect("home");
     with_fixtures(home.path());
     let reg = weft::plugins::Registry::load(&[(dir, false), (home.path().join("plugins"), true)]);
-    let (doc, problems) = weft::dsr::parse(&panicky_sheet("calm"));
+    let (doc, problems) = weft_dsr::parse(&panicky_sheet("calm"));
     assert!(!problems.has_errors());
     let plan = weft::exec::actions_of(&doc.expect("doc").sheets[0], &|_| weft_sdk::Dialect::Sqlite)
         .remove(0);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft::api::protocol::read;
 use weft::deploy;
-use weft::dsr::LineIndex;
+use weft_dsr::LineIndex;
 use weft_protocol::DeployRepository;
 
 /// `weft deploy`'s arguments.
@@ -43,13 +43,13 @@ impl Deploy {
 /// Reads `--option`, a JSON object of deploy options, with the server's own reader: each
 /// problem with its line and column in the option's text.
 fn deploy_options(text: &str) -> Result<deploy::Options, String> {
-    let root = weft::dsr::json::parse(text).map_err(|e| {
+    let root = weft_dsr::json::parse(text).map_err(|e| {
         let pos = LineIndex::new(text).position(e.offset as u32);
         format!("--option is not valid JSON: {} at {pos}", e.message)
     })?;
-    let mut problems = weft::dsr::Problems::default();
+    let mut problems = weft_dsr::Problems::default();
     read::duplicates(&root, &mut problems);
-    let options = read::deploy_options(&root, &weft::dsr::Path::root(), &mut problems);
+    let options = read::deploy_options(&root, &weft_dsr::Path::root(), &mut problems);
     if problems.has_errors() {
         let lines: Vec<String> = problems
             .into_details(&LineIndex::new(text))

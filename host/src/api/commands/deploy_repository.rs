@@ -6,9 +6,9 @@ use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, deploy_options, object};
 use crate::api::state::AppState;
 use crate::deploy;
-use crate::dsr::Problems;
-use crate::dsr::value::Value;
 use std::sync::Arc;
+use weft_dsr::Problems;
+use weft_dsr::value::Value;
 use weft_protocol::commands::DeployRepository;
 
 impl Handler for DeployRepository {

@@ -5,9 +5,9 @@ use crate::api::error::ApiError;
 use crate::api::protocol::Instance;
 use crate::api::protocol::read::instance_id;
 use crate::api::state::AppState;
-use crate::dsr::Problems;
 use crate::repo::InstanceStore as _;
 use std::sync::Arc;
+use weft_dsr::Problems;
 use weft_protocol::commands::GetBatchInstance;
 
 impl Handler for GetBatchInstance {

@@ -5,10 +5,10 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, whole};
 use crate::api::state::AppState;
-use crate::dsr::Problems;
 use crate::repo::model::HistoryDetail;
 use crate::repo::store::SheetStore as _;
 use std::sync::Arc;
+use weft_dsr::Problems;
 use weft_protocol::commands::GetDeployChange;
 
 impl Handler for GetDeployChange {

@@ -5,9 +5,9 @@ use crate::api::error::ApiError;
 use crate::api::protocol::Listed;
 use crate::api::protocol::read::{object, whole};
 use crate::api::state::AppState;
-use crate::dsr::Problems;
 use crate::repo::store::SheetStore as _;
 use std::sync::Arc;
+use weft_dsr::Problems;
 use weft_protocol::commands::{GetSheet, SheetView};
 
 impl Handler for GetSheet {

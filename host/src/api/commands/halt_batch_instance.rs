@@ -5,8 +5,8 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::instance_id;
 use crate::api::state::AppState;
-use crate::dsr::Problems;
 use std::sync::Arc;
+use weft_dsr::Problems;
 use weft_protocol::commands::{HaltBatchInstance, HaltRequested};
 
 impl Handler for HaltBatchInstance {

@@ -3,10 +3,10 @@
 
 use crate::api::error::ApiError;
 use crate::api::state::AppState;
-use crate::dsr::value::Spanned;
-use crate::dsr::{Path, Problems};
 use std::future::Future;
 use std::sync::Arc;
+use weft_dsr::value::Spanned;
+use weft_dsr::{Path, Problems};
 use weft_protocol::commands::{Request, Variable};
 
 /// A command's payload as the envelope brought it.

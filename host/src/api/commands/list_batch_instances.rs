@@ -6,10 +6,10 @@ use crate::api::error::ApiError;
 use crate::api::protocol::Listed;
 use crate::api::protocol::read::{ENVELOPE, object, optional_whole, text};
 use crate::api::state::AppState;
-use crate::dsr::value::{Spanned, Value};
-use crate::dsr::{Path, Problems};
 use crate::repo::InstanceStore as _;
 use std::sync::Arc;
+use weft_dsr::value::{Spanned, Value};
+use weft_dsr::{Path, Problems};
 use weft_protocol::commands::{InstanceList, ListBatchInstances};
 
 impl Handler for ListBatchInstances {

@@ -4,9 +4,9 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::object;
 use crate::api::state::AppState;
-use crate::dsr::Problems;
 use crate::repo::store::SheetStore as _;
 use std::sync::Arc;
+use weft_dsr::Problems;
 use weft_protocol::commands::{BatchList, ListBatches};
 
 impl Handler for ListBatches {

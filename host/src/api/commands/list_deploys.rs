@@ -4,10 +4,10 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, optional_whole};
 use crate::api::state::AppState;
-use crate::dsr::value::Spanned;
-use crate::dsr::{Path, Problems};
 use crate::repo::store::SheetStore as _;
 use std::sync::Arc;
+use weft_dsr::value::Spanned;
+use weft_dsr::{Path, Problems};
 use weft_protocol::commands::{DeployList, ListDeploys};
 
 impl Handler for ListDeploys {

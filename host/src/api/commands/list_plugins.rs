@@ -5,8 +5,8 @@ use crate::api::error::ApiError;
 use crate::api::protocol::PluginList;
 use crate::api::protocol::read::object;
 use crate::api::state::AppState;
-use crate::dsr::Problems;
 use std::sync::Arc;
+use weft_dsr::Problems;
 use weft_protocol::commands::ListPlugins;
 
 impl Handler for ListPlugins {

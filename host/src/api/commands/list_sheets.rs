@@ -4,10 +4,10 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, optional_whole};
 use crate::api::state::AppState;
-use crate::dsr::Problems;
 use crate::repo::model::Tree;
 use crate::repo::store::SheetStore as _;
 use std::sync::Arc;
+use weft_dsr::Problems;
 use weft_protocol::commands::ListSheets;
 
 impl Handler for ListSheets {

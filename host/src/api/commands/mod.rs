@@ -30,8 +30,8 @@ pub use handler::{Handler, Payload};
 
 use super::error::ApiError;
 use super::state::AppState;
-use crate::dsr::Problems;
 use std::sync::Arc;
+use weft_dsr::Problems;
 use weft_protocol::commands::*;
 
 macro_rules! by_name {

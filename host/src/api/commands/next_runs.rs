@@ -5,10 +5,10 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, whole};
 use crate::api::state::AppState;
-use crate::dsr::value::{Spanned, Value};
-use crate::dsr::{Path, Problems};
 use crate::sched::{clock, scheduler};
 use std::sync::Arc;
+use weft_dsr::value::{Spanned, Value};
+use weft_dsr::{Path, Problems};
 use weft_protocol::commands::NextRuns;
 
 impl Handler for NextRuns {

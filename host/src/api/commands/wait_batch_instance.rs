@@ -9,11 +9,11 @@ use crate::api::protocol::Instance;
 use crate::api::protocol::read::{object, text, whole, wrong};
 use crate::api::state::AppState;
 use crate::api::waits::Read;
-use crate::dsr::value::{Spanned, Value};
-use crate::dsr::{Path, Problems};
 use crate::repo::InstanceStore as _;
 use std::sync::Arc;
 use std::time::Duration;
+use weft_dsr::value::{Spanned, Value};
+use weft_dsr::{Path, Problems};
 use weft_protocol::commands::{WaitBatchInstance, Waited};
 
 impl Handler for WaitBatchInstance {

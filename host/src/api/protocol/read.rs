@@ -1,6 +1,6 @@
 //! The positional reader's parts for requests: `Fields`, an object whose members are
 //! taken one by one (those left are unknown fields), and readers of the values a payload
-//! holds, each a [`Problem`](crate::dsr::Problem) with its place when wrong, so that reading
+//! holds, each a [`Problem`](weft_dsr::Problem) with its place when wrong, so that reading
 //! goes on and an answer lists every problem. The envelope is read by `api::envelope`, each
 //! payload by its command's file in `api::commands`.
 //!
@@ -9,13 +9,13 @@
 //! was found.
 
 use crate::deploy;
-use crate::dsr::fields::{Dialect, Fields};
-use crate::dsr::value::{Spanned, Value};
-use crate::dsr::{Path, Problems, Severity};
+use weft_dsr::fields::{Dialect, Fields};
+use weft_dsr::value::{Spanned, Value};
+use weft_dsr::{Path, Problems, Severity};
 use weft_protocol::commands::Variable;
 
 /// The code of a problem with a field of the request.
-pub const ENVELOPE: &str = crate::dsr::fields::REQUEST_CODE;
+pub const ENVELOPE: &str = weft_dsr::fields::REQUEST_CODE;
 /// The code of a command this server does not know.
 pub const UNKNOWN_COMMAND: &str = "request.unknown_command";
 /// The code of a member given twice.
@@ -177,7 +177,7 @@ pub fn duplicates(root: &Spanned, problems: &mut Problems) {
     fn walk<'a>(v: &'a Spanned, segs: &mut Vec<Seg<'a>>, problems: &mut Problems) {
         match &v.value {
             Value::Object(members) => {
-                let repeated = crate::dsr::value::repeated_keys(members);
+                let repeated = weft_dsr::value::repeated_keys(members);
                 for (m, again) in members.iter().zip(repeated) {
                     segs.push(Seg::Key(&m.key));
                     if again && !problems.keeps_more() {
@@ -229,7 +229,7 @@ fn found(v: &Spanned) -> String {
     }
 }
 
-pub(crate) use crate::dsr::fields::cut;
+pub(crate) use weft_dsr::fields::cut;
 
 /// A string.
 pub(crate) fn text(v: &Spanned, path: &Path, key: &str, problems: &mut Problems) -> Option<String> {

@@ -3,9 +3,9 @@
 
 use super::*;
 use crate::deploy;
-use crate::dsr::{LineIndex, Problems, json};
 use crate::plan::Element;
 use proptest::prelude::*;
+use weft_dsr::{LineIndex, Problems, json};
 
 /// Reads `text` as the server does: the command, or every problem as `(line, column, path,
 /// message)`.

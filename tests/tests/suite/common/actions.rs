@@ -75,7 +75,7 @@ pub fn plan_in(
     }
     let doc = serde_json::json!({"version": 1, "transformationData": {"sheets": [{
         "id": 1, "attributes": {"name": "s", "folder_id": 1, "folder": "/"}, "nodes": nodes, "edges": edges}]}});
-    let (doc, problems) = weft::dsr::parse(&doc.to_string());
+    let (doc, problems) = weft_dsr::parse(&doc.to_string());
     assert!(!problems.has_errors(), "{:?}", problems.as_slice());
     let doc = doc.expect("document");
     actions_of(&doc.sheets[0], dialect).remove(0)

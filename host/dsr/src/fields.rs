@@ -328,7 +328,7 @@ fn edits(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dsr::json;
+    use crate::json;
 
     fn read(text: &str, dialect: Dialect) -> (Vec<String>, Extra) {
         let root = json::parse(text).expect("json");
@@ -340,7 +340,7 @@ mod tests {
         let _ = f.has("size");
         let extra = f.finish(&mut problems);
         let messages = problems
-            .into_details(&crate::dsr::LineIndex::new(text))
+            .into_details(&crate::LineIndex::new(text))
             .into_iter()
             .map(|d| format!("{} {}: {}", d.code, d.path, d.message))
             .collect();

@@ -1,7 +1,7 @@
 //! Tests of the HJSON reader: the public conformance suite and the project's own cases.
 
 use super::*;
-use crate::dsr::value::LineIndex;
+use crate::value::LineIndex;
 use std::path::PathBuf;
 
 /// The public HJSON conformance suite, which is not part of this repository: `shared/`
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// say so and pass, unless `WEFT_REQUIRE_SHARED` is set (CI sets it, and has the suite).
 fn suite_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("WEFT_HJSON_SUITE").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/hjson-suite"),
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/hjson-suite"),
         PathBuf::from,
     );
     if dir.join("testlist.txt").is_file() {
