@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft::api::{AppState, app};
 use weft::repo::Repository;
-use weft::settings::Settings;
+use weft_core::settings::Settings;
 
 /// A three-node sheet (source, action, target) with ids derived from `n`.
 fn sheet(n: i64) -> String {
@@ -193,7 +193,7 @@ fn bench_http() {
         // The plugins are loaded from the release target directory: build them first with
         // `cargo build --release --workspace`.
         let dir = std::env::current_exe().ok().and_then(|e| e.parent().and_then(|p| p.parent()).map(std::path::Path::to_path_buf)).unwrap_or_default();
-        let registry = weft::plugins::Registry::load(&[(dir.clone(), false)]);
+        let registry = weft_core::plugins::Registry::load(&[(dir.clone(), false)]);
         assert!(registry.module("Insert").is_some(), "no plugins in {}: run `cargo build --release --workspace` first", dir.display());
         let registry = Arc::new(registry);
         let executor = weft::exec::batch::Executor::new(Arc::clone(&repo), Arc::clone(&registry), None, 2);

@@ -46,7 +46,7 @@ fn main() {
                 .map(std::path::Path::to_path_buf)
         })
         .unwrap_or_default();
-    let registry = weft::plugins::Registry::load(&[(dir.clone(), false)]);
+    let registry = weft_core::plugins::Registry::load(&[(dir.clone(), false)]);
     let (Some(sql), Some(insert)) = (registry.module("Sql"), registry.module("Insert")) else {
         panic!(
             "no plugins in {}: run `cargo build --release --workspace` first",

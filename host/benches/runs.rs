@@ -189,14 +189,14 @@ fn main() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&keyfile, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     }
-    let keys = Arc::new(weft::keys::KeyStore::new(
+    let keys = Arc::new(weft_core::keys::KeyStore::new(
         keyfile.clone(),
-        weft::keys::KeyFile::load(&keyfile).expect("keys"),
+        weft_core::keys::KeyFile::load(&keyfile).expect("keys"),
     ));
     let repo = Arc::new(
         weft::repo::Repository::open(&dir.path().join("repository.db")).expect("repository"),
     );
-    let registry = Arc::new(weft::plugins::Registry::load(&[(
+    let registry = Arc::new(weft_core::plugins::Registry::load(&[(
         target_dir.clone(),
         false,
     )]));
@@ -214,7 +214,7 @@ fn main() {
     );
     let state = Arc::new(weft::api::AppState::new(
         repo,
-        weft::settings::Settings::default(),
+        weft_core::settings::Settings::default(),
         Some(keys),
         false,
         registry,

@@ -10,7 +10,7 @@
 use chrono::{DateTime, Duration, Utc};
 use std::sync::Arc;
 use std::time::Instant;
-use weft::sched::schedule::{GapPolicy, OverlapPolicy, Planned, Schedule, parse};
+use weft_core::sched::schedule::{GapPolicy, OverlapPolicy, Planned, Schedule, parse};
 
 const BATCHES: i64 = 10_000;
 
@@ -55,12 +55,12 @@ fn main() {
                 .expect("batch");
             // Planned starts spread over the next 48 hours, none due yet.
             let start = local_now + Duration::seconds(60 + (i * 17) % (48 * 3600));
-            n.execute(rusqlite::params![i, weft::sched::clock::wall(start)])
+            n.execute(rusqlite::params![i, weft_core::sched::clock::wall(start)])
                 .expect("planned start");
         }
     }
     c.commit().expect("batches");
-    let registry = Arc::new(weft::plugins::Registry::default());
+    let registry = Arc::new(weft_core::plugins::Registry::default());
     let exec = weft::exec::batch::Executor::new(Arc::clone(&repo), registry, None, 2);
 
     // Ticks: the server makes one a second.
@@ -68,7 +68,7 @@ fn main() {
     let mut looked = 0;
     for k in 0..50 {
         let t = Instant::now();
-        let r = weft::sched::scheduler::tick(&exec, zone, now + Duration::milliseconds(k))
+        let r = weft_core::sched::scheduler::tick(&exec, zone, now + Duration::milliseconds(k))
             .expect("tick");
         ticks.push(t.elapsed().as_secs_f64() * 1e3);
         assert!(r.started.is_empty());

@@ -114,9 +114,9 @@
 //!    log.
 
 use crate::repo::{self, Change, ChangeKind, DeployWriter, IdTable, ObjectKind, Repository};
-use crate::settings::Environment;
 use crate::validate;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use weft_core::settings::Environment;
 use weft_dsr::model::{At, Document};
 use weft_dsr::{self as dsr, Detail, LineIndex, Path, Problem, Problems, Severity};
 
@@ -267,7 +267,7 @@ pub fn deploy(
             changes.extend(w.sheet(s)?);
         }
         if !doc.batches.is_empty() {
-            let time = crate::sched::clock::current();
+            let time = weft_core::sched::clock::current();
             let now = time.clock.now();
             let td = weft_dsr::Path::root().key("transformationData");
             for (i, b) in doc.batches.iter().enumerate() {
@@ -338,7 +338,7 @@ fn object_warnings(
     let td = Path::root().key("transformationData");
     for (i, s) in doc.sheets.iter().enumerate() {
         let objects: Vec<weft_sdk::ObjectRef> =
-            crate::plan::objects_of(s, &|id| catalog.dialect(id, None));
+            weft_core::plan::objects_of(s, &|id| catalog.dialect(id, None));
         for (node_id, message) in catalog.check_objects(&objects, schemas) {
             if let Some((j, n)) = s.nodes.iter().enumerate().find(|(_, n)| n.id.v == node_id) {
                 problems.warning(

@@ -21,12 +21,12 @@
 mod http;
 
 use crate::api::{self, AppState};
-use crate::keys::{self, KeyFile, KeyStore};
 use crate::repo::{self, Repository};
-use crate::settings::{self, Environment, Settings};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use weft_core::keys::{self, KeyFile, KeyStore};
+use weft_core::settings::{self, Environment, Settings};
 
 /// The default listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:17491";
@@ -144,7 +144,7 @@ pub struct Options {
     /// HOME.
     pub home: PathBuf,
     /// Where HOME came from, for the log.
-    pub home_from: crate::settings::HomeSource,
+    pub home_from: weft_core::settings::HomeSource,
     /// `HOST:PORT`; port 0 picks a free port (printed on start).
     pub listen: String,
     /// `--environment`, overriding the settings.
@@ -170,9 +170,9 @@ pub fn service_time(
     settings: &Settings,
     fake_now: Option<&str>,
     stepped: bool,
-) -> Result<crate::sched::clock::ServiceTime, Error> {
+) -> Result<weft_core::sched::clock::ServiceTime, Error> {
     let (zone, zone_source) =
-        crate::sched::clock::resolve_zone(settings.timezone.as_deref()).map_err(Error::Time)?;
+        weft_core::sched::clock::resolve_zone(settings.timezone.as_deref()).map_err(Error::Time)?;
     if (fake_now.is_some() || stepped) && settings.environment != Environment::Development {
         let flag = if stepped {
             "--stepped-clock"
@@ -186,18 +186,18 @@ pub fn service_time(
     }
     let start = fake_now
         .map(|text| {
-            crate::sched::clock::parse_timestamp(text, zone)
+            weft_core::sched::clock::parse_timestamp(text, zone)
                 .map_err(|e| Error::Time(format!("--fake-now: {e}")))
         })
         .transpose()?;
     let clock = match (start, stepped) {
-        (None, false) => crate::sched::clock::ServiceClock::system(),
-        (Some(at), false) => crate::sched::clock::ServiceClock::starting_at(at),
+        (None, false) => weft_core::sched::clock::ServiceClock::system(),
+        (Some(at), false) => weft_core::sched::clock::ServiceClock::starting_at(at),
         (at, true) => {
-            crate::sched::clock::ServiceClock::stepped_at(at.unwrap_or_else(chrono::Utc::now))
+            weft_core::sched::clock::ServiceClock::stepped_at(at.unwrap_or_else(chrono::Utc::now))
         }
     };
-    Ok(crate::sched::clock::ServiceTime {
+    Ok(weft_core::sched::clock::ServiceTime {
         clock,
         zone,
         zone_source,
@@ -268,7 +268,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         fake = time.clock.is_fake(),
         stepped = time.clock.is_stepped()
     );
-    crate::sched::clock::install(time);
+    weft_core::sched::clock::install(time);
     // Refuse a loose or broken key file before anything is opened or upgraded.
     let keyfile_path = KeyFile::path_in(&opts.home);
     let existing = if keyfile_path.exists() {
@@ -334,19 +334,20 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         }
     }
     let keys = Arc::new(KeyStore::new(KeyFile::path_in(&opts.home), keyfile));
-    let dirs = crate::plugins::search_path(&opts.home);
+    let dirs = weft_core::plugins::search_path(&opts.home);
     // Private copies: an installed library replaced while the server runs changes nothing
     // until the next start.
     let copies = opts
         .home
         .join("plugins")
-        .join(crate::plugins::copies::LOADED);
-    let mut registry =
-        tokio::task::spawn_blocking(move || crate::plugins::Registry::load_private(&dirs, &copies))
-            .await
-            .map_err(|e| Error::Serve(std::io::Error::other(e)))?;
-    registry.set_bridge_options(crate::plugins::bridge_options(&settings));
-    registry.load_process_modules(&crate::plugins::process_dirs(&opts.home));
+        .join(weft_core::plugins::copies::LOADED);
+    let mut registry = tokio::task::spawn_blocking(move || {
+        weft_core::plugins::Registry::load_private(&dirs, &copies)
+    })
+    .await
+    .map_err(|e| Error::Serve(std::io::Error::other(e)))?;
+    registry.set_bridge_options(weft_core::plugins::bridge_options(&settings));
+    registry.load_process_modules(&weft_core::plugins::process_dirs(&opts.home));
     registry.apply_gates(&settings);
     tracing::info!(
         message = "Plugins loaded.",
@@ -448,11 +449,11 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     tracing::info!(message = "This host runs batch actions.", host = %executor.host(), shared_repository = shared, max_parallel_actions = limit);
     // Stopped (and joined) when the server returns. A stepped clock's ticks are made by
     // `AdvanceClock` alone, so that each answer names every start its move caused.
-    let _scheduler = if crate::sched::clock::current().clock.is_stepped() {
+    let _scheduler = if weft_core::sched::clock::current().clock.is_stepped() {
         None
     } else {
         Some(
-            crate::sched::scheduler::spawn(
+            weft_core::sched::scheduler::spawn(
                 Arc::clone(&executor),
                 std::time::Duration::from_secs(1),
             )

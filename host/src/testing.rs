@@ -4,9 +4,9 @@
 //! only, above every floor (it deploys, which the executor's floor lies below).
 
 use crate::exec::batch::Executor;
-use crate::keys::{Entry, KeyFile, KeyStore};
 use crate::repo::Repository;
 use std::sync::Arc;
+use weft_core::keys::{Entry, KeyFile, KeyStore};
 
 /// A temporary home with an executor over it.
 pub(crate) struct Home {
@@ -44,7 +44,7 @@ pub(crate) fn home(limit: usize, options: Vec<(String, String)>, doc: &str) -> H
     });
     kf.save().expect("save");
     let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
-    let registry = Arc::new(crate::plugins::load_test_registry());
+    let registry = Arc::new(weft_core::plugins::load_test_registry());
     let exec = Executor::new(Arc::clone(&repo), Arc::clone(&registry), Some(keys), limit);
     let catalog = crate::validate::PluginCatalog {
         registry: &registry,
@@ -55,7 +55,7 @@ pub(crate) fn home(limit: usize, options: Vec<(String, String)>, doc: &str) -> H
         &catalog,
         doc,
         crate::deploy::Options::default(),
-        crate::settings::Environment::Development,
+        weft_core::settings::Environment::Development,
     )
     .expect("deploy");
     Home { dir, exec }

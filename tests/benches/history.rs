@@ -57,12 +57,12 @@ fn digest(path: &Path) -> (i64, i64, i64) {
         .expect("digest")
 }
 
-fn keyfile(dir: &Path, db: &Path, round: usize) -> weft::keys::KeyFile {
+fn keyfile(dir: &Path, db: &Path, round: usize) -> weft_core::keys::KeyFile {
     use std::os::unix::fs::PermissionsExt;
     let kf = dir.join(format!("keyfile{round}"));
     std::fs::write(&kf, format!("1|sqlite|{}|||\n", db.display())).expect("keyfile");
     std::fs::set_permissions(&kf, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    weft::keys::KeyFile::load(&kf).expect("keys")
+    weft_core::keys::KeyFile::load(&kf).expect("keys")
 }
 
 fn main() {
@@ -78,7 +78,7 @@ fn main() {
         .ok()
         .and_then(|e| e.parent().and_then(|p| p.parent()).map(Path::to_path_buf))
         .unwrap_or_default();
-    let registry = weft::plugins::Registry::load(&[(target_dir.clone(), false)]);
+    let registry = weft_core::plugins::Registry::load(&[(target_dir.clone(), false)]);
     assert!(
         registry.module("History").is_some(),
         "no History plugin in {}: run `cargo build --release --workspace` first",

@@ -82,7 +82,7 @@ fn main() {
         .ok()
         .and_then(|e| e.parent().and_then(|p| p.parent()).map(Path::to_path_buf))
         .unwrap_or_default();
-    let mut registry = weft::plugins::Registry::load(&[(target_dir.clone(), false)]);
+    let mut registry = weft_core::plugins::Registry::load(&[(target_dir.clone(), false)]);
     assert!(
         registry.module("Transfer").is_some() && registry.bridge("jdbc").is_some(),
         "no Transfer plugin or jdbc bridge in {}: run `cargo build --release --workspace` first",
@@ -137,7 +137,7 @@ fn main() {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&kf, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         }
-        let keys = weft::keys::KeyFile::load(&kf).expect("keys");
+        let keys = weft_core::keys::KeyFile::load(&kf).expect("keys");
         let t = Instant::now();
         let ran = weft::exec::run_action(&registry, &keys, &plan, &[]);
         weft_times.push(t.elapsed().as_secs_f64());

@@ -113,7 +113,7 @@ fn main() {
         .ok()
         .and_then(|e| e.parent().and_then(|p| p.parent()).map(Path::to_path_buf))
         .unwrap_or_default();
-    let mut registry = weft::plugins::Registry::load(&[(target_dir.clone(), false)]);
+    let mut registry = weft_core::plugins::Registry::load(&[(target_dir.clone(), false)]);
     assert!(
         registry.module("Transfer").is_some()
             && registry.bridge("postgresql").is_some()
@@ -148,7 +148,7 @@ fn main() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&kf, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     }
-    let keys = weft::keys::KeyFile::load(&kf).expect("keys");
+    let keys = weft_core::keys::KeyFile::load(&kf).expect("keys");
     let dialect = |c: i64| match c {
         1 | 6 => weft_sdk::Dialect::Sqlite,
         _ => weft_sdk::Dialect::Postgres,

@@ -61,7 +61,7 @@ fn main() {
     for f in ["weft-module.json", "min_rows.py"] {
         std::fs::copy(example.join(f), min_rows.join(f)).expect("copy");
     }
-    let mut registry = weft::plugins::Registry::load(&[(target_dir.clone(), false)]);
+    let mut registry = weft_core::plugins::Registry::load(&[(target_dir.clone(), false)]);
     registry.load_process_modules(&[modules]);
     assert!(
         registry.module("Sql").is_some() && registry.process_module("Noop").is_some(),
@@ -84,7 +84,7 @@ fn main() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&kf, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     }
-    let keys = weft::keys::KeyFile::load(&kf).expect("keys");
+    let keys = weft_core::keys::KeyFile::load(&kf).expect("keys");
     let measure = |what: &str, p: &weft::exec::ActionPlan| -> f64 {
         let mut times = Vec::new();
         for i in 0..205 {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::time::Duration;
-use weft::keys::{self, KeyFile};
+use weft_core::keys::{self, KeyFile};
 use weft_protocol::{Answer, Detail, ErrorBody, Request};
 
 /// Exit codes of the client commands.

@@ -146,7 +146,7 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
             use crate::repo::InstanceStore as _;
             let counts = repo.state_counts()?;
             let hosts = exec.repo().hosts()?;
-            Ok::<_, crate::repo::Error>(crate::metrics::Snapshot {
+            Ok::<_, crate::repo::Error>(weft_core::metrics::Snapshot {
                 instances: counts.instances,
                 actions: counts.actions,
                 hosts: hosts.iter().filter(|h| h.silent_ms <= lease_ms).count() as i64,
@@ -154,13 +154,13 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
             })
         })
         .await??;
-        Ok::<_, ApiError>(crate::metrics::render(&snapshot))
+        Ok::<_, ApiError>(weft_core::metrics::render(&snapshot))
     };
     match answer.await {
         Ok(text) => (
             [(
                 axum::http::header::CONTENT_TYPE,
-                crate::metrics::CONTENT_TYPE,
+                weft_core::metrics::CONTENT_TYPE,
             )],
             text,
         )
@@ -207,7 +207,7 @@ fn check_token(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
         None => None,
     };
     let expected = keyfile.and_then(|kf| {
-        kf.get(crate::keys::SERVER_KEY)
+        kf.get(weft_core::keys::SERVER_KEY)
             .and_then(|e| e.option("token").map(str::to_owned))
     });
     let Some(expected) = expected.filter(|t| !t.is_empty()) else {

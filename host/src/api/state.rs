@@ -3,12 +3,12 @@
 
 use super::error::{ApiError, Reply};
 use super::guard;
-use crate::keys::KeyStore;
 use crate::repo::Repository;
-use crate::settings::Settings;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use weft_core::keys::KeyStore;
+use weft_core::settings::Settings;
 
 /// What every request handler shares.
 #[derive(Debug)]
@@ -22,7 +22,7 @@ pub struct AppState {
     /// Whether requests need `Authorization: Bearer TOKEN` (non-loopback listening).
     pub require_token: bool,
     /// The loaded plugins.
-    pub registry: Arc<crate::plugins::Registry>,
+    pub registry: Arc<weft_core::plugins::Registry>,
     /// Runs batch instances.
     pub executor: Arc<crate::exec::batch::Executor>,
     /// Which `Host` and `Origin` name this server.
@@ -40,7 +40,7 @@ impl AppState {
         settings: Settings,
         keys: Option<Arc<KeyStore>>,
         require_token: bool,
-        registry: Arc<crate::plugins::Registry>,
+        registry: Arc<weft_core::plugins::Registry>,
         executor: Arc<crate::exec::batch::Executor>,
     ) -> Self {
         let start = std::time::SystemTime::now()

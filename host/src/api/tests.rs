@@ -2,14 +2,14 @@
 //! repository in a temporary directory.
 
 use super::*;
-use crate::keys::{KeyFile, KeyStore};
 use crate::repo::Repository;
-use crate::settings::Settings;
 use axum::body::Body;
 use axum::http::Request;
 use axum::http::StatusCode;
 use http_body_util::BodyExt as _;
 use tower::ServiceExt as _;
+use weft_core::keys::{KeyFile, KeyStore};
+use weft_core::settings::Settings;
 
 const FOLDER: &str = include_str!("../deploy/fixtures/one-upsert-sheet/folder.dsr");
 const CONNECTION: &str = include_str!("../deploy/fixtures/one-upsert-sheet/connection.dsr");
@@ -35,12 +35,15 @@ impl Server {
         )
         .expect("keys");
         let mut kf = kf;
-        let mut e = kf.require(crate::keys::SERVER_KEY).expect("entry").clone();
+        let mut e = kf
+            .require(weft_core::keys::SERVER_KEY)
+            .expect("entry")
+            .clone();
         e.options.push(("token".into(), "s3cret".into()));
         kf.set(e);
         kf.save().expect("save");
         let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
-        let registry = Arc::new(crate::plugins::load_test_registry());
+        let registry = Arc::new(weft_core::plugins::load_test_registry());
         let executor = crate::exec::batch::Executor::new(
             Arc::clone(&repo),
             Arc::clone(&registry),
@@ -334,7 +337,7 @@ async fn a_token_is_required_when_asked() {
 #[tokio::test]
 async fn into_folder_is_refused_outside_development() {
     let settings = Settings {
-        environment: crate::settings::Environment::Production,
+        environment: weft_core::settings::Environment::Production,
         ..Settings::default()
     };
     let s = Server::with(settings, false);

@@ -191,7 +191,7 @@ async fn watcher(
             seen_changes = Some(changes);
             read_at = Instant::now();
             let repo = Arc::clone(executor.repo());
-            crate::metrics::wait_read();
+            weft_core::metrics::wait_read();
             match tokio::task::spawn_blocking(move || repo.instance_fingerprint(id)).await {
                 Ok(Ok(read)) => {
                     let read = Read {

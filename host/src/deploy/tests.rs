@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::repo::Repository;
-use crate::settings::Environment;
+use weft_core::settings::Environment;
 use weft_protocol::Severity;
 
 const FOLDER: &str = include_str!("fixtures/one-upsert-sheet/folder.dsr");
@@ -13,7 +13,7 @@ const SHEET: &str = include_str!("fixtures/one-upsert-sheet/sheet.dsr");
 
 fn catalog() -> crate::validate::PluginCatalog<'static> {
     crate::validate::PluginCatalog {
-        registry: crate::plugins::test_registry(),
+        registry: weft_core::plugins::test_registry(),
         keys: None,
     }
 }

@@ -6,12 +6,12 @@
 
 use super::variables::substitute;
 use super::{halt, looped, process};
-use crate::connect;
-use crate::connect::marker;
-use crate::keys::KeyFile;
-use crate::plan::ActionPlan;
-use crate::plugins::Registry;
 use std::sync::{Arc, Mutex};
+use weft_core::connect;
+use weft_core::connect::marker;
+use weft_core::keys::KeyFile;
+use weft_core::plan::ActionPlan;
+use weft_core::plugins::Registry;
 use weft_sdk::{Log, RunContext, RunOutcome, RunParts};
 
 /// `text` with every secret replaced by `***`.
@@ -519,7 +519,7 @@ fn run_inner(
         }
     }
     if let (Ok(_), Some(at), false) = (&result, checked, target_ids.is_empty()) {
-        crate::metrics::commit_window(at.elapsed().as_secs_f64());
+        weft_core::metrics::commit_window(at.elapsed().as_secs_f64());
     }
     result.map_err(|e| format!("action {} ({}): {e}", plan.id, plan.module).into())
 }
@@ -529,7 +529,7 @@ fn run_inner(
 /// commit marker, which is recorded first (a restart may run it again).
 #[allow(clippy::too_many_arguments)]
 fn run_process(
-    program: &crate::plugins::process::ProcessModule,
+    program: &weft_core::plugins::process::ProcessModule,
     plan: &ActionPlan,
     text: &str,
     variables: &[(String, String)],

@@ -121,16 +121,16 @@ use super::error::Unrunnable;
 use super::halt::Halt;
 use super::identity;
 use super::slots::FileLocks;
-use crate::keys::KeyStore;
-use crate::plan::ActionPlan;
-pub use crate::plan::Element;
-use crate::plugins::Registry;
 use crate::repo::work::{Claimed, InstanceInfo};
 use crate::repo::{self, InstanceStore as _, Repository};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
+use weft_core::keys::KeyStore;
+use weft_core::plan::ActionPlan;
+pub use weft_core::plan::Element;
+use weft_core::plugins::Registry;
 use weft_sdk::Dialect;
 
 /// A request to run elements.
@@ -199,7 +199,7 @@ pub(super) const SERVER_STOP: &str = "interrupted by a server stop";
 /// How an action whose host stopped while it ran ended, when it cannot run again.
 pub(super) const HOST_STOP: &str = "its host stopped while it ran";
 
-pub use crate::settings::DEFAULT_MAX_WAITING;
+pub use weft_core::settings::DEFAULT_MAX_WAITING;
 
 /// The default time the end of an action is tried again before each failure is an error.
 const DEFAULT_WRITE_PATIENCE: Duration = Duration::from_secs(60);
@@ -442,14 +442,18 @@ impl Executor {
     pub(super) fn dialect_fn(&self) -> impl Fn(i64) -> Dialect + use<> {
         let keys = self.keys.as_ref().and_then(|k| k.current().ok());
         move |id| match keys.as_ref().and_then(|k| k.get(&id.to_string())) {
-            Some(e) => crate::connect::dialect_of(&e.kind, &e.url),
+            Some(e) => weft_core::connect::dialect_of(&e.kind, &e.url),
             None => Dialect::Unknown,
         }
     }
 
     /// The run a commit marker names.
-    pub(super) fn run_of(&self, c: &Claimed, info: &InstanceInfo) -> crate::connect::marker::Run {
-        crate::connect::marker::Run {
+    pub(super) fn run_of(
+        &self,
+        c: &Claimed,
+        info: &InstanceInfo,
+    ) -> weft_core::connect::marker::Run {
+        weft_core::connect::marker::Run {
             repository: self.repository_id.clone(),
             instance: c.instance,
             started: digits(&info.start),

@@ -59,6 +59,6 @@ impl Listener for Changes {
 
     fn up(&self, up: bool) {
         self.complete.store(up, Ordering::SeqCst);
-        crate::metrics::change_feed(up);
+        weft_core::metrics::change_feed(up);
     }
 }

@@ -90,7 +90,7 @@ pub enum Unsettled {
     Unrunnable(#[from] Unrunnable),
     /// The key file cannot be read.
     #[error("the key file cannot be read: {0}")]
-    KeyFile(crate::keys::Error),
+    KeyFile(weft_core::keys::Error),
     /// There is no key file.
     #[error("there is no key file")]
     NoKeyFile,

@@ -7,7 +7,7 @@
 //! rolled back) or, with `loopContinueOnError`, is logged and passed over. Each iteration's
 //! start, counts and error go to the action's log; the counts add up in its result.
 
-use crate::plan::ActionPlan;
+use weft_core::plan::ActionPlan;
 use weft_sdk::{AttributeValue, Datum, PluginError, PluginResult, RunContext, RunOutcome, Value};
 
 /// The attribute that asks for the loop (the SQL modules declare it with the others of the

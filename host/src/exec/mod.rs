@@ -2,7 +2,7 @@
 //! runs the module in one transaction per target connection, and commits or rolls back),
 //! `${name}` substitution ([`variables`]), a loop's iterations ([`looped`]), a process
 //! module's run ([`process`]), and the executor of batch instances ([`batch`]) with what it
-//! starts from ([`expand`]). What an action is made of is `crate::plan`'s.
+//! starts from ([`expand`]). What an action is made of is `weft_core::plan`'s.
 
 pub mod action;
 pub mod batch;
@@ -21,6 +21,6 @@ pub mod start;
 pub mod variables;
 pub mod worker;
 
-pub use crate::plan::{ActionPlan, actions_of, objects_of};
 pub use action::*;
 pub use variables::substitute;
+pub use weft_core::plan::{ActionPlan, actions_of, objects_of};

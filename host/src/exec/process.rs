@@ -3,9 +3,9 @@
 //! messages into the action's log and its counts into the action's result; a failed answer
 //! keeps its counts ([`RunFailure`]).
 
-use crate::plan::ActionPlan;
-use crate::plugins::process::{PROTOCOL, ProcessModule, attribute_json, object_json, redact};
 use serde::Deserialize;
+use weft_core::plan::ActionPlan;
+use weft_core::plugins::process::{PROTOCOL, ProcessModule, attribute_json, object_json, redact};
 use weft_sdk::{PluginError, RunOutcome};
 
 /// The `run` answer.
@@ -66,7 +66,7 @@ pub fn run(
     plan: &ActionPlan,
     text: &str,
     variables: &[(String, String)],
-    entries: &[(i64, &crate::keys::Entry)],
+    entries: &[(i64, &weft_core::keys::Entry)],
     halted: &dyn Fn() -> bool,
     log: &dyn Fn(&str),
 ) -> Result<RunOutcome, RunFailure> {

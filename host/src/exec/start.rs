@@ -4,14 +4,14 @@
 
 use super::batch::{Executor, RunRequest, StartError};
 use super::expand::{describe_cycle, expand};
-use crate::plan::{dependencies, dependency_cycle};
 use crate::repo::model::{NewAction, NewInstance, Restarted};
 use crate::repo::store::Created;
 use crate::repo::work::Halted;
 use crate::repo::{self, InstanceStore as _, Repository};
-use crate::sched::scheduler::ScheduledStart;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use weft_core::plan::{dependencies, dependency_cycle};
+use weft_core::sched::scheduler::ScheduledStart;
 
 impl Executor {
     /// Expands `req` into actions, orders them, stores the instance, and wakes the worker.
@@ -148,7 +148,7 @@ impl Executor {
 }
 
 /// The scheduler starts its batches through the executor.
-impl crate::sched::scheduler::Starter for Arc<Executor> {
+impl weft_core::sched::scheduler::Starter for Executor {
     type Store = Repository;
 
     fn store(&self) -> &Repository {
@@ -156,11 +156,11 @@ impl crate::sched::scheduler::Starter for Arc<Executor> {
     }
 
     fn start_scheduled(
-        &self,
-        due: &crate::sched::scheduler::Due,
+        self: &Arc<Self>,
+        due: &weft_core::sched::scheduler::Due,
         scheduled: &ScheduledStart,
-    ) -> Result<i64, crate::sched::scheduler::NotStarted> {
-        use crate::sched::scheduler::{NotStarted, USER};
+    ) -> Result<i64, weft_core::sched::scheduler::NotStarted> {
+        use weft_core::sched::scheduler::{NotStarted, USER};
         let req = RunRequest {
             batch_name: due.name.clone(),
             user: USER.to_owned(),
@@ -174,3 +174,6 @@ impl crate::sched::scheduler::Starter for Arc<Executor> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

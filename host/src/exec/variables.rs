@@ -50,7 +50,7 @@ pub fn substitute(text: &str, variables: &[(String, String)]) -> Result<String, 
 pub fn of_action(info: &InstanceInfo, instance: i64, action: i64) -> Vec<(String, String)> {
     let mut vars = info.variables.clone();
     // The service clock, as the scheduler and the SQL clock functions read it.
-    let now = crate::sched::clock::current().clock.now();
+    let now = weft_core::sched::clock::current().clock.now();
     vars.extend([
         ("batch_instance_id".to_owned(), instance.to_string()),
         ("action_id".to_owned(), action.to_string()),
@@ -67,7 +67,7 @@ pub fn of_action(info: &InstanceInfo, instance: i64, action: i64) -> Vec<(String
         ),
         (
             "action_start_local".to_owned(),
-            now.with_timezone(&crate::sched::clock::current().zone)
+            now.with_timezone(&weft_core::sched::clock::current().zone)
                 .format("%Y-%m-%d %H:%M:%S")
                 .to_string(),
         ),
@@ -82,7 +82,7 @@ fn schedule_date(info: &InstanceInfo) -> String {
         Some(p) => p.get(..10).unwrap_or_default().to_owned(),
         None => chrono::DateTime::parse_from_rfc3339(&info.start)
             .map(|t| {
-                t.with_timezone(&crate::sched::clock::current().zone)
+                t.with_timezone(&weft_core::sched::clock::current().zone)
                     .format("%Y-%m-%d")
                     .to_string()
             })

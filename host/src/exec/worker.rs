@@ -9,14 +9,14 @@ use super::action::{Ran, run_marked};
 use super::batch::{Executor, Wake};
 use super::error::Unrunnable;
 use super::halt::Halt;
-use crate::plan::{ActionPlan, StoredPlan};
-use crate::plugins::Registry;
 use crate::repo::work::{Claimed, InstanceInfo};
 use crate::repo::{InstanceStore as _, SheetStore as _};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
+use weft_core::plan::{ActionPlan, StoredPlan};
+use weft_core::plugins::Registry;
 
 impl Executor {
     /// Registers the host and starts claiming work: the worker thread starts.
@@ -230,7 +230,7 @@ impl Executor {
             plan.written_connections()
                 .iter()
                 .filter_map(|id| keys.get(&id.to_string()))
-                .filter(|e| e.kind == crate::connect::SQLITE)
+                .filter(|e| e.kind == weft_core::connect::SQLITE)
                 .map(|e| e.url.clone())
                 .collect(),
         );
@@ -280,7 +280,7 @@ impl Executor {
 
 /// Counts an action this host ran for `/metrics`.
 fn count(registry: &Registry, c: &Claimed, ran: &Ran, took: Duration) {
-    use crate::metrics::{Ended, Rows};
+    use weft_core::metrics::{Ended, Rows};
     let (ended, rows) = match &ran.outcome {
         _ if ran.halted => (Ended::Halted, Rows::default()),
         Ok(o) => (
@@ -306,7 +306,7 @@ fn count(registry: &Registry, c: &Claimed, ran: &Ran, took: Duration) {
                 "unknown"
             }
         });
-    crate::metrics::action_ended(ended, took.as_secs_f64(), rows, module);
+    weft_core::metrics::action_ended(ended, took.as_secs_f64(), rows, module);
 }
 
 /// One of a host's `max_parallel_actions` slots, held by a running action: dropping it gives

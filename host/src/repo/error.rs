@@ -165,7 +165,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// `--stepped-clock` move it too) in UTC as the repository stores it, to the millisecond:
 /// `YYYY-MM-DD HH:MM:SS.mmm` (rows written before kept whole seconds; both sort as text).
 pub fn now_utc() -> String {
-    crate::sched::clock::current()
+    weft_core::sched::clock::current()
         .clock
         .now()
         .format("%Y-%m-%d %H:%M:%S%.3f")

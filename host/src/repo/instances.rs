@@ -513,7 +513,10 @@ pub fn connection_schemas(conn: &dyn Session) -> Result<std::collections::BTreeM
 /// # Errors
 ///
 /// A repository error; [`Error::Corrupt`] when they cannot be read.
-pub fn sheet_plans(conn: &dyn Session, id: i64) -> Result<Option<Vec<crate::plan::StoredPlan>>> {
+pub fn sheet_plans(
+    conn: &dyn Session,
+    id: i64,
+) -> Result<Option<Vec<weft_core::plan::StoredPlan>>> {
     let plans: Option<Option<String>> =
         conn.value("SELECT plans FROM sheets WHERE id = ?1", args![id])?;
     match plans {

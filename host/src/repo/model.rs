@@ -3,7 +3,7 @@
 //! types, read by the repository in those shapes; the rows of instances and actions are
 //! this module's own, and `api::protocol` makes its answers from them.
 
-use crate::plan::{Element, StoredPlan};
+use weft_core::plan::{Element, StoredPlan};
 pub use weft_protocol::browse::{
     BatchItem, DeployItem, EdgeItem, FolderItem, HistoryDetail, HistoryItem, MissedItem, NodeItem,
     PreviousVersion, SheetDetail, SheetItem, Tree,
@@ -12,7 +12,7 @@ pub use weft_protocol::deploys::ObjectKind;
 pub use weft_protocol::states::{ActionState, InstanceState};
 
 /// A scheduled start this much later than planned is recorded as late.
-pub use crate::sched::scheduler::LATE_AFTER_SECONDS;
+pub use weft_core::sched::scheduler::LATE_AFTER_SECONDS;
 
 /// One action of a new instance.
 #[derive(Debug, Clone)]

@@ -6,8 +6,8 @@ use super::error::Result;
 use super::postgres::{Entry, Postgres};
 use super::repository::Repository;
 use super::schema::Upgrade;
-use crate::keys::KeyFile;
 use std::path::{Path, PathBuf};
+use weft_core::keys::KeyFile;
 
 /// The name of the SQLite repository in HOME.
 pub const FILE_NAME: &str = "repository.db";

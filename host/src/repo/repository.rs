@@ -16,10 +16,10 @@ use super::store::{Created, DeployWriter, InstanceStore, SheetStore};
 use super::work::{self, Claimed, Ended, Halted, HostRow, InstanceInfo, Settle};
 use super::writer::Writer;
 use super::{instances, schedules};
-use crate::plan::StoredPlan;
-use crate::sched::schedule::Planned;
-use crate::sched::scheduler::{PlannedStarts, ScheduledStart, StoredStart};
 use std::path::Path;
+use weft_core::plan::StoredPlan;
+use weft_core::sched::schedule::Planned;
+use weft_core::sched::scheduler::{PlannedStarts, ScheduledStart, StoredStart};
 
 /// The repository of a running server.
 #[derive(Debug)]
@@ -457,7 +457,7 @@ impl PlannedStarts for Repository {
         from: &str,
         from_second: bool,
         next: Option<&Planned>,
-        missed: Option<&crate::sched::scheduler::Missed>,
+        missed: Option<&weft_core::sched::scheduler::Missed>,
     ) -> Result<bool> {
         // A conflict rolled the move back: as if it had not been there to move.
         match self.tx(|c| schedules::advance(c, batch_id, from, from_second, next, missed)) {

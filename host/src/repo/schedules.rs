@@ -4,8 +4,8 @@
 type Result<T, E = crate::repo::error::Error> = std::result::Result<T, E>;
 
 use crate::repo::sql::{Row, Session, args};
-use crate::sched::schedule::Planned;
-use crate::sched::scheduler::{Missed, StoredStart};
+use weft_core::sched::schedule::Planned;
+use weft_core::sched::scheduler::{Missed, StoredStart};
 
 const COLUMNS: &str = "b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT)";
 
@@ -86,7 +86,7 @@ pub fn advance(
     next: Option<&Planned>,
     missed: Option<&Missed>,
 ) -> Result<bool> {
-    let text = next.map(|n| crate::sched::clock::wall(n.local));
+    let text = next.map(|n| weft_core::sched::clock::wall(n.local));
     let second_of = next.filter(|n| n.second).and(text.clone());
     let occurrence = if from_second {
         "UPDATE batches SET second_of = ?3 WHERE id = ?1 AND second_of = ?2"
@@ -151,8 +151,8 @@ pub fn record_start(
 #[cfg(test)]
 mod tests {
     use crate::repo::{Repository, connect};
-    use crate::sched::schedule::Planned;
-    use crate::sched::scheduler::{Missed, MissedReason, PlannedStarts as _};
+    use weft_core::sched::schedule::Planned;
+    use weft_core::sched::scheduler::{Missed, MissedReason, PlannedStarts as _};
 
     fn missed(planned: &str, reason: MissedReason) -> Missed {
         Missed {
@@ -176,8 +176,8 @@ mod tests {
                VALUES (1, '2026-01-01 00:00:00'), (2, '2026-01-01 00:00:00');",
         )
         .expect("two batches");
-        let t0 = crate::sched::clock::parse_wall("2026-01-01 00:00:00").expect("time");
-        let at = |h: i64| crate::sched::clock::wall(t0 + chrono::Duration::hours(h));
+        let t0 = weft_core::sched::clock::parse_wall("2026-01-01 00:00:00").expect("time");
+        let at = |h: i64| weft_core::sched::clock::wall(t0 + chrono::Duration::hours(h));
         for h in 0..105 {
             let next = Planned {
                 local: t0 + chrono::Duration::hours(h + 1),
@@ -229,7 +229,7 @@ mod tests {
              INSERT INTO service_batch_next_run (batch_id, start_dt) VALUES (1, '2026-10-25 02:30:00');",
         )
         .expect("a batch");
-        let at = |t: &str| crate::sched::clock::parse_wall(t).expect("time");
+        let at = |t: &str| weft_core::sched::clock::parse_wall(t).expect("time");
         let first = "2026-10-25 02:30:00";
         let second = Planned {
             local: at(first),

@@ -361,7 +361,7 @@ fn fill_plans(conn: &dyn Session) -> Result<()> {
                 continue;
             }
         };
-        let plans = serde_json::to_string(&crate::plan::stored_plans(&sheet))
+        let plans = serde_json::to_string(&weft_core::plan::stored_plans(&sheet))
             .map_err(|e| Error::Corrupt(format!("sheet {id}: {e}")))?;
         conn.execute(
             "UPDATE sheets SET plans = ?2 WHERE id = ?1",

@@ -16,9 +16,9 @@ use super::model::{
     InstanceSummary, NewInstance, ObjectKey, Restarted,
 };
 use super::work::{Beat, Claimed, Ended, Halted, Holder, HostRow, InstanceInfo, Settle};
-use crate::plan::StoredPlan;
-use crate::sched::schedule::{Planned, Schedule};
-use crate::sched::scheduler::ScheduledStart;
+use weft_core::plan::StoredPlan;
+use weft_core::sched::schedule::{Planned, Schedule};
+use weft_core::sched::scheduler::ScheduledStart;
 use weft_dsr::model::{Batch, Connection, Folder, Sheet};
 
 /// A deploy's writes, inside its one transaction (`Repository::write`), with the

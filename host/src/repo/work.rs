@@ -17,10 +17,10 @@
 //! and each waiting action counts what it still waits for (`waits_for`), so an action's end
 //! touches its dependents only, whatever the size of the instance.
 
-use crate::plan::StoredPlan;
 use crate::repo::error::{Error, Result, now_utc};
 use crate::repo::model::{ActionEnd, ActionState, InstanceState};
 use crate::repo::sql::{Dialect, Row, Session, args};
+use weft_core::plan::StoredPlan;
 
 /// An action a host claimed.
 #[derive(Debug, Clone)]

@@ -3,7 +3,6 @@
 //! version's, and what it lacks is deleted. Nothing is written for an unchanged object, so
 //! an identical redeploy leaves the file byte-identical.
 
-use crate::plan::StoredPlan;
 use crate::repo::error::{Error, Result, now_utc};
 use crate::repo::facts::Facts;
 use crate::repo::flow;
@@ -12,6 +11,7 @@ use crate::repo::model::{
 };
 use crate::repo::sql::{FromValue, Param, Session, Statement, ToParam, args};
 use std::borrow::Cow;
+use weft_core::plan::StoredPlan;
 use weft_dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 
 /// Writes inside one transaction; see [`super::Repository::write`].
@@ -186,8 +186,8 @@ impl<'t> Writer<'t> {
     pub fn batch(
         &self,
         b: &Batch,
-        schedule: &crate::sched::schedule::Schedule,
-        first: Option<crate::sched::schedule::Planned>,
+        schedule: &weft_core::sched::schedule::Schedule,
+        first: Option<weft_core::sched::schedule::Planned>,
     ) -> Result<Change> {
         let definition = serde_json::to_string(b).map_err(|e| Error::Corrupt(e.to_string()))?;
         let elements =
@@ -269,7 +269,7 @@ impl<'t> Writer<'t> {
         if reschedule || restore {
             match first {
                 Some(first) => {
-                    let start = crate::sched::clock::wall(first.local);
+                    let start = weft_core::sched::clock::wall(first.local);
                     self.exec(
                         "INSERT INTO service_batch_next_run (batch_id, start_dt) VALUES (?1, ?2) ON CONFLICT (batch_id) DO UPDATE SET start_dt = excluded.start_dt",
                         args![b.id.v, start],
@@ -311,7 +311,7 @@ impl<'t> Writer<'t> {
         let mut changes = Vec::new();
         // The plans a run reads, made once here rather than at every run.
         let plans = || {
-            serde_json::to_string(&crate::plan::stored_plans(s))
+            serde_json::to_string(&weft_core::plan::stored_plans(s))
                 .map_err(|e| Error::Corrupt(e.to_string()))
         };
         // The sheet's row, its nodes and edges and its history line go to the repository
@@ -609,8 +609,8 @@ impl crate::repo::store::DeployWriter for Writer<'_> {
     fn batch(
         &self,
         b: &Batch,
-        schedule: &crate::sched::schedule::Schedule,
-        first: Option<crate::sched::schedule::Planned>,
+        schedule: &weft_core::sched::schedule::Schedule,
+        first: Option<weft_core::sched::schedule::Planned>,
     ) -> Result<Change> {
         Writer::batch(self, b, schedule, first)
     }

@@ -74,7 +74,7 @@ pub async fn serve(
             Err(e) => {
                 // Out of descriptors: idle pooled SQLite connections give theirs back.
                 if matches!(e.raw_os_error(), Some(23 | 24)) {
-                    tokio::task::spawn_blocking(crate::connect::sqlite::close_idle);
+                    tokio::task::spawn_blocking(weft_core::connect::sqlite::close_idle);
                 }
                 tracing::error!(
                     message = "Accepting a connection failed; pausing before the next accept.",

@@ -165,7 +165,7 @@ pub(super) fn plugin_checks(
     text: &str,
     problems: &mut Problems,
 ) {
-    for plan in crate::plan::actions_of(s, dialect) {
+    for plan in weft_core::plan::actions_of(s, dialect) {
         let node = &s.nodes[plan.index];
         let NodeAttributes::Action(a) = &node.attributes else {
             continue;

@@ -12,8 +12,8 @@ pub fn batch_schedule(
     b: &Batch,
     path: &Path,
     problems: &mut Problems,
-) -> Option<crate::sched::schedule::Schedule> {
-    use crate::sched::schedule::{GapPolicy, OverlapPolicy, parse};
+) -> Option<weft_core::sched::schedule::Schedule> {
+    use weft_core::sched::schedule::{GapPolicy, OverlapPolicy, parse};
     let repeat = match parse(&b.schedule.v) {
         Ok(r) => Some(r),
         Err(e) => {
@@ -80,7 +80,7 @@ pub fn batch_schedule(
         "`skip` or `wait`",
         running != Some(false),
     );
-    Some(crate::sched::schedule::Schedule {
+    Some(weft_core::sched::schedule::Schedule {
         repeat: repeat?,
         gap: gap.unwrap_or(Some(GapPolicy::Next))?,
         overlap: overlap.unwrap_or(Some(OverlapPolicy::First))?,

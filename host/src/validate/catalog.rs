@@ -2,8 +2,8 @@
 //! their modules and object types, the connection types, each connection's dialect from the
 //! key file, and the deploy's quick look at whether the objects exist.
 
-use crate::plugins::Registry;
 use std::collections::BTreeMap;
+use weft_core::plugins::Registry;
 use weft_sdk::ModuleInfo;
 
 /// What validation needs to know of the loaded plugins and the connections' dialects.
@@ -46,7 +46,7 @@ pub trait Catalog {
     /// The identity of an object as its object type gives it (two references with one
     /// identity are one object): the connection, the schema and the name.
     fn identity(&self, object: &weft_sdk::ObjectRef) -> (i64, String, String) {
-        crate::plan::plain_identity(object)
+        weft_core::plan::plain_identity(object)
     }
 }
 
@@ -55,7 +55,7 @@ pub struct PluginCatalog<'a> {
     /// The loaded plugins.
     pub registry: &'a Registry,
     /// The key file, whose entries name each connection's URL (hence its dialect).
-    pub keys: Option<crate::keys::KeyFile>,
+    pub keys: Option<weft_core::keys::KeyFile>,
 }
 
 impl Catalog for PluginCatalog<'_> {
@@ -95,7 +95,7 @@ impl Catalog for PluginCatalog<'_> {
     }
 
     fn connection_types(&self) -> Vec<String> {
-        let mut v = vec![crate::connect::SQLITE.to_owned()];
+        let mut v = vec![weft_core::connect::SQLITE.to_owned()];
         v.extend(self.registry.connection_types());
         v
     }
@@ -109,15 +109,15 @@ impl Catalog for PluginCatalog<'_> {
     }
 
     fn identity(&self, object: &weft_sdk::ObjectRef) -> (i64, String, String) {
-        crate::plan::identity(self.registry, object)
+        weft_core::plan::identity(self.registry, object)
     }
 
     fn dialect(&self, id: i64, kind: Option<&str>) -> weft_sdk::Dialect {
         match self.keys.as_ref().and_then(|k| k.get(&id.to_string())) {
-            Some(e) => crate::connect::dialect_of(&e.kind, &e.url),
+            Some(e) => weft_core::connect::dialect_of(&e.kind, &e.url),
             // Without the entry only a type that names its database says the dialect.
             None => kind
-                .and_then(crate::connect::dialect_of_type)
+                .and_then(weft_core::connect::dialect_of_type)
                 .unwrap_or(weft_sdk::Dialect::Unknown),
         }
     }
@@ -148,7 +148,7 @@ impl PluginCatalog<'_> {
                 continue;
             };
             let schema = schemas.get(&id).map(String::as_str);
-            let mut conn = match crate::connect::open_briefly(entry, self.registry, schema) {
+            let mut conn = match weft_core::connect::open_briefly(entry, self.registry, schema) {
                 Ok(c) => c,
                 Err(e) => {
                     for o in objs {
@@ -168,7 +168,7 @@ impl PluginCatalog<'_> {
                 let Some(t) = self.registry.object_type(o.object_type_id()) else {
                     continue;
                 };
-                if entry.kind == crate::connect::SQLITE && started.elapsed() > CHECK_BUDGET {
+                if entry.kind == weft_core::connect::SQLITE && started.elapsed() > CHECK_BUDGET {
                     out.push((
                         o.node_id(),
                         format!(

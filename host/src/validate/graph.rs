@@ -100,7 +100,7 @@ pub(super) fn graph(s: &Sheet, path: &Path, problems: &mut Problems) {
             }
         }
     }
-    if let Some(cycle) = crate::plan::find_cycle(s.nodes.iter().map(|n| n.id.v), |n| {
+    if let Some(cycle) = weft_core::plan::find_cycle(s.nodes.iter().map(|n| n.id.v), |n| {
         next.get(&n).map_or(&[][..], Vec::as_slice)
     }) {
         let shown: Vec<String> = cycle.iter().map(i64::to_string).collect();

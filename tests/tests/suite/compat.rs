@@ -13,8 +13,8 @@ use crate::common;
 use common::actions::plan_in;
 use common::*;
 use std::path::{Path, PathBuf};
-use weft::keys::KeyFile;
-use weft::plugins::Registry;
+use weft_core::keys::KeyFile;
+use weft_core::plugins::Registry;
 use weft_sdk::{Dialect, ValidateInput};
 
 /// The member the copy of the sdk leaves out, and the lines that name it.

@@ -277,7 +277,7 @@ fn the_envelope_reader_takes_any_bytes() {
 #[test]
 fn the_key_file_parser_takes_any_text() {
     fuzz("keyfile", keyfile_seeds(), |b| {
-        if let Ok(kf) = weft::keys::KeyFile::parse(Path::new("keyfile"), &text(b)) {
+        if let Ok(kf) = weft_core::keys::KeyFile::parse(Path::new("keyfile"), &text(b)) {
             let _ = kf.secrets();
             let _ = kf.get("0");
         }
@@ -430,7 +430,7 @@ fn every_reader_takes_time_linear_in_its_input() {
                 .collect()
         },
         |t| {
-            let _ = weft::keys::KeyFile::parse(Path::new("keyfile"), t);
+            let _ = weft_core::keys::KeyFile::parse(Path::new("keyfile"), t);
         },
     );
     linear(

@@ -9,8 +9,8 @@ use common::actions::{plan_in, rows};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use weft::exec::{ActionPlan, run_action};
-use weft::keys::KeyFile;
-use weft::plugins::Registry;
+use weft_core::keys::KeyFile;
+use weft_core::plugins::Registry;
 use weft_sdk::Dialect;
 use weft_tests::postgres::Postgres;
 
@@ -178,7 +178,7 @@ impl Env {
     /// Every row of `sql` on connection `key`, through the bridge, as text.
     fn query(&self, key: &str, sql: &str) -> Vec<String> {
         let entry = self.keys.get(key).expect("key");
-        let mut c = weft::connect::open(entry, &self.reg).expect("open");
+        let mut c = weft_core::connect::open(entry, &self.reg).expect("open");
         let (_, rows) = c.query_all(sql, &[]).expect("query");
         rows.iter()
             .map(|r| {
@@ -192,7 +192,7 @@ impl Env {
 
     fn open_error(&self, key: &str) -> String {
         let entry = self.keys.get(key).expect("key");
-        match weft::connect::open(entry, &self.reg) {
+        match weft_core::connect::open(entry, &self.reg) {
             Ok(_) => panic!("connection {key} opened"),
             Err(e) => e.to_string(),
         }

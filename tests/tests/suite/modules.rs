@@ -9,8 +9,8 @@ use common::actions::{plan, rows};
 use rusqlite::Connection;
 use std::path::PathBuf;
 use weft::exec::{ActionPlan, run_action};
-use weft::keys::KeyFile;
-use weft::plugins::Registry;
+use weft_core::keys::KeyFile;
+use weft_core::plugins::Registry;
 
 fn registry() -> Registry {
     let dir = common::weft_bin()

@@ -119,7 +119,8 @@ fn a_panic_in_run_fails_the_action_only() {
     let dir = weft_bin().parent().expect("target dir").to_path_buf();
     let home = tempfile::tempdir().expect("home");
     with_fixtures(home.path());
-    let reg = weft::plugins::Registry::load(&[(dir, false), (home.path().join("plugins"), true)]);
+    let reg =
+        weft_core::plugins::Registry::load(&[(dir, false), (home.path().join("plugins"), true)]);
     let (doc, problems) = weft_dsr::parse(&panicky_sheet("calm"));
     assert!(!problems.has_errors());
     let plan = weft::exec::actions_of(&doc.expect("doc").sheets[0], &|_| weft_sdk::Dialect::Sqlite)
@@ -128,7 +129,7 @@ fn a_panic_in_run_fails_the_action_only() {
     std::fs::write(&kf, "").expect("keyfile");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&kf, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    let keys = weft::keys::KeyFile::load(&kf).expect("keys");
+    let keys = weft_core::keys::KeyFile::load(&kf).expect("keys");
     let ran = weft::exec::run_action(&reg, &keys, &plan, &[]);
     let e = ran.outcome.expect_err("panicked");
     assert!(

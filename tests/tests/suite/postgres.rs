@@ -1341,7 +1341,7 @@ fn the_postgresql_clock_functions_agree_with_weft_s_own_around_every_clock_chang
                 let f: Vec<&str> = line.split('|').collect();
                 let local =
                     NaiveDateTime::parse_from_str(f[0], "%Y-%m-%d %H:%M:%S").expect("local time");
-                let want = weft::sched::clock::is_dst_change_tonight(tz, local);
+                let want = weft_core::sched::clock::is_dst_change_tonight(tz, local);
                 let want = if want { "t" } else { "f" };
                 assert_eq!(f[1], want, "{zone} {local}: PostgreSQL says {}", f[1]);
                 assert_eq!(f[2], want, "{zone} {local} as text");
@@ -1365,7 +1365,7 @@ fn the_postgresql_clock_functions_agree_with_weft_s_own_around_every_clock_chang
         .expect("rows");
     for line in out.lines() {
         let f: Vec<&str> = line.split('|').collect();
-        let want = weft::sched::clock::is_dst_change_tonight_at(tz, f[0]).expect("instant");
+        let want = weft_core::sched::clock::is_dst_change_tonight_at(tz, f[0]).expect("instant");
         let want = if want { "t" } else { "f" };
         assert_eq!((f[1], f[2]), (want, want), "{}", f[0]);
     }

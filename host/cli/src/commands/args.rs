@@ -3,7 +3,7 @@
 
 use clap::Args;
 use std::path::PathBuf;
-use weft::settings::HomeSource;
+use weft_core::settings::HomeSource;
 
 /// The data directory the command works on, and where it came from (for messages).
 #[derive(Debug, Clone)]

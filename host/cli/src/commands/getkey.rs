@@ -4,8 +4,8 @@ use super::args::Home;
 use super::keys::no_key_file;
 use clap::Args;
 use std::process::ExitCode;
-use weft::keys::{self, KeyFile};
-use weft::settings;
+use weft_core::keys::{self, KeyFile};
+use weft_core::settings;
 
 /// `weft getkey`'s arguments.
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use weft::settings;
+use weft_core::settings;
 
 /// `weft jdbc`'s arguments.
 #[derive(Debug, Args)]

@@ -4,8 +4,8 @@
 use super::args::Home;
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
-use weft::keys::KeyFile;
-use weft::settings;
+use weft_core::keys::KeyFile;
+use weft_core::settings;
 
 /// `weft keys`' arguments.
 #[derive(Debug, Args)]
@@ -66,7 +66,7 @@ fn keys_copy(
         eprintln!("{}", no_key_file("weft keys copy", &path, home_from));
         return ExitCode::from(2);
     }
-    let vital = [String::from("0"), weft::keys::SERVER_KEY.to_owned()];
+    let vital = [String::from("0"), weft_core::keys::SERVER_KEY.to_owned()];
     if !force && vital.iter().any(|v| v == to) {
         eprintln!(
             "weft keys copy: entry {to} is the {}; every script and the server rely on it, so it is not replaced (give --force to replace it anyway)",

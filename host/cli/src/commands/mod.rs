@@ -19,7 +19,7 @@ pub use args::{Endpoint, Home};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use weft::settings;
+use weft_core::settings;
 
 /// weft: a server for data transformations.
 #[derive(Debug, Parser)]

@@ -61,9 +61,9 @@ impl Plugins {
 }
 
 fn list(home: &std::path::Path) -> ExitCode {
-    let dirs = weft::plugins::search_path(home);
-    let mut registry = weft::plugins::Registry::load(&dirs);
-    registry.load_process_modules(&weft::plugins::process_dirs(home));
+    let dirs = weft_core::plugins::search_path(home);
+    let mut registry = weft_core::plugins::Registry::load(&dirs);
+    registry.load_process_modules(&weft_core::plugins::process_dirs(home));
     print_plugins(&weft::api::protocol::plugin_list(&registry));
     if registry.libraries.is_empty() {
         let searched: Vec<String> = dirs.iter().map(|(d, _)| d.display().to_string()).collect();
@@ -79,9 +79,10 @@ fn list(home: &std::path::Path) -> ExitCode {
 /// `weft plugins new NAME`: writes a plugin crate to start from (exit 1 when it cannot, 2 for
 /// a name that cannot be a plugin's).
 fn new(name: &str, dir: Option<PathBuf>, sdk: Option<PathBuf>) -> ExitCode {
-    use weft::plugins::template::{TemplateError, write_crate};
+    use weft_core::plugins::template::{TemplateError, write_crate};
     let dir = dir.unwrap_or_else(|| PathBuf::from(name));
-    let Some(sdk) = sdk.or_else(|| weft::settings::install_dir().map(|i| i.join("sdk"))) else {
+    let Some(sdk) = sdk.or_else(|| weft_core::settings::install_dir().map(|i| i.join("sdk")))
+    else {
         eprintln!(
             "weft plugins new: INSTALL is unknown, so the sdk cannot be found; give its folder with --sdk"
         );
@@ -122,7 +123,7 @@ fn install(home: &std::path::Path, file: &std::path::Path) -> ExitCode {
         eprintln!("weft plugins install: {} is not a file", file.display());
         return ExitCode::from(2);
     }
-    let mut checked = weft::plugins::Registry::default();
+    let mut checked = weft_core::plugins::Registry::default();
     checked.load_library(file);
     if let Some(r) = checked.refused.first() {
         eprintln!("weft plugins install: not installed: {}", r.reason);
@@ -139,8 +140,8 @@ fn install(home: &std::path::Path, file: &std::path::Path) -> ExitCode {
     let target = dir.join(name);
     // Beside what is installed: a name another library provides would be refused (or would
     // take it from a library loaded after this one) at the next start.
-    let beside = weft::plugins::Registry::load_as_installed(
-        &weft::plugins::search_path(home),
+    let beside = weft_core::plugins::Registry::load_as_installed(
+        &weft_core::plugins::search_path(home),
         &target,
         file,
     );

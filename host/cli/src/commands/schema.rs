@@ -4,9 +4,9 @@
 use super::args::Home;
 use clap::Args;
 use std::process::ExitCode;
-use weft::keys::KeyFile;
 use weft::repo::{self, migrations};
-use weft::settings;
+use weft_core::keys::KeyFile;
+use weft_core::settings;
 
 /// `weft schema`'s arguments.
 #[derive(Debug, Args)]

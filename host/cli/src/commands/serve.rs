@@ -4,7 +4,7 @@
 use super::args::Home;
 use clap::Args;
 use std::process::ExitCode;
-use weft::settings::Environment;
+use weft_core::settings::Environment;
 
 /// `weft serve`'s arguments.
 #[derive(Debug, Args)]

@@ -5,8 +5,8 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, object, text, whole};
 use crate::api::state::AppState;
-use crate::sched::{clock, scheduler};
 use std::sync::Arc;
+use weft_core::sched::{clock, scheduler};
 use weft_dsr::value::Spanned;
 use weft_dsr::{Path, Problems};
 use weft_protocol::commands::{AdvanceClock, ClockAdvanced, ScheduledRun};
@@ -42,7 +42,7 @@ fn read_payload(payload: &Spanned, path: Path, problems: &mut Problems) -> Optio
         (None, Some((v, p))) => {
             let to = text(v, &p, "to", problems)?;
             // The zone matters only for the wall-clock form, not for its syntax.
-            if let Err(e) = crate::sched::clock::parse_timestamp(&to, chrono_tz::UTC) {
+            if let Err(e) = weft_core::sched::clock::parse_timestamp(&to, chrono_tz::UTC) {
                 problems.error(ENVELOPE, format!("`to`: {e}"), v.span, &p);
                 return None;
             }

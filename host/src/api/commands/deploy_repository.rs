@@ -67,16 +67,16 @@ impl Handler for DeployRepository {
             )
         })
         .await?;
-        crate::metrics::deployed(match &report {
-            Ok(r) if r.dry_run => crate::metrics::Deployed::DryRun,
+        weft_core::metrics::deployed(match &report {
+            Ok(r) if r.dry_run => weft_core::metrics::Deployed::DryRun,
             Ok(r) if r.created.is_empty() && r.updated.is_empty() && r.deleted.is_empty() => {
-                crate::metrics::Deployed::Unchanged
+                weft_core::metrics::Deployed::Unchanged
             }
-            Ok(_) => crate::metrics::Deployed::Applied,
+            Ok(_) => weft_core::metrics::Deployed::Applied,
             Err(deploy::Error::Invalid(_) | deploy::Error::IntoFolderRefused(_)) => {
-                crate::metrics::Deployed::Rejected
+                weft_core::metrics::Deployed::Rejected
             }
-            Err(_) => crate::metrics::Deployed::Failed,
+            Err(_) => weft_core::metrics::Deployed::Failed,
         });
         let report = report?;
         tracing::info!(

@@ -179,7 +179,7 @@ async fn fingerprint(
     id: i64,
 ) -> Result<Option<(crate::repo::model::InstanceState, String)>, ApiError> {
     let repo = Arc::clone(state.executor.repo());
-    crate::metrics::wait_read();
+    weft_core::metrics::wait_read();
     Ok(
         tokio::task::spawn_blocking(move || repo.instance_fingerprint(id))
             .await??

@@ -5,7 +5,7 @@ use weft_protocol::plugins::{
 };
 
 /// What `registry` holds, as `ListPlugins` answers it.
-pub fn plugin_list(registry: &crate::plugins::Registry) -> PluginList {
+pub fn plugin_list(registry: &weft_core::plugins::Registry) -> PluginList {
     let libraries = registry
         .libraries
         .iter()
@@ -42,7 +42,7 @@ pub fn plugin_list(registry: &crate::plugins::Registry) -> PluginList {
                 reason: r.reason.clone(),
             })
             .collect(),
-        native_connection_types: vec![crate::connect::SQLITE.to_owned()],
+        native_connection_types: vec![weft_core::connect::SQLITE.to_owned()],
     }
 }
 

@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::deploy;
-use crate::plan::Element;
 use proptest::prelude::*;
+use weft_core::plan::Element;
 use weft_dsr::{LineIndex, Problems, json};
 
 /// Reads `text` as the server does: the command, or every problem as `(line, column, path,

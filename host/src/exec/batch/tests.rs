@@ -4,9 +4,9 @@
 //! changes nothing).
 
 use super::*;
-use crate::connect::sqlite::testing::{WriteLock, execute, rows};
 use crate::repo::model::{ActionState, InstanceRow, InstanceState};
 use std::time::{Duration, Instant};
+use weft_core::connect::sqlite::testing::{WriteLock, execute, rows};
 
 struct Env {
     dir: tempfile::TempDir,
@@ -168,9 +168,9 @@ fn a_waiting_instance_is_halted_at_once_and_never_runs() {
 fn restarted_server(env: &Env) -> Arc<Executor> {
     let dir = env.dir.path();
     let repo = Arc::new(Repository::open(&dir.join("repository.db")).expect("open"));
-    let kf = crate::keys::KeyFile::load(&crate::keys::KeyFile::path_in(dir)).expect("keys");
-    let keys = Arc::new(KeyStore::new(crate::keys::KeyFile::path_in(dir), kf));
-    let registry = Arc::new(crate::plugins::load_test_registry());
+    let kf = weft_core::keys::KeyFile::load(&weft_core::keys::KeyFile::path_in(dir)).expect("keys");
+    let keys = Arc::new(KeyStore::new(weft_core::keys::KeyFile::path_in(dir), kf));
+    let registry = Arc::new(weft_core::plugins::load_test_registry());
     Executor::paused(repo, registry, Some(keys), 1, "restarted".to_owned())
 }
 

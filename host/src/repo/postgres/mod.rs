@@ -43,9 +43,9 @@ pub struct Entry {
 
 impl Entry {
     /// Entry 0 of `keys`, when its type is `postgresql` (the repository lives there).
-    pub fn of(keys: &crate::keys::KeyFile) -> Option<Self> {
+    pub fn of(keys: &weft_core::keys::KeyFile) -> Option<Self> {
         keys.get("0")
-            .filter(|e| e.kind == crate::connect::POSTGRESQL)
+            .filter(|e| e.kind == weft_core::connect::POSTGRESQL)
             .map(|e| Entry {
                 url: e.url.clone(),
                 user: e.user.clone(),

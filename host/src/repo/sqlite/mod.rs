@@ -43,7 +43,7 @@ pub fn connect(path: &Path) -> Result<Connection> {
         .map_err(open)?;
     conn.pragma_update(None, "foreign_keys", "ON")
         .map_err(open)?;
-    crate::connect::sqlite::register_clock_functions(&conn).map_err(open)?;
+    weft_core::connect::sqlite::register_clock_functions(&conn).map_err(open)?;
     Ok(conn)
 }
 

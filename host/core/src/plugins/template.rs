@@ -116,7 +116,7 @@ mod tests {
     use super::*;
 
     fn sdk() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sdk")
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../sdk")
     }
 
     #[test]

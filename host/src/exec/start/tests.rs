@@ -1,8 +1,12 @@
-//! The scheduler's decisions on a real repository and executor, at chosen instants.
+//! The scheduler's decisions on a real repository and this executor (its `Starter`), at
+//! chosen instants.
 
-use super::*;
 use crate::exec::batch::Executor;
 use crate::repo::sqlite::testing::{execute, rows};
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use std::sync::Arc;
+use weft_core::sched::scheduler::{next_runs, tick};
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -123,8 +127,10 @@ fn after_a_downtime_the_missed_start_runs_once_late() {
     assert_eq!(runs[0].0.as_deref(), Some("2026-11-20 22:00:00"));
     assert_eq!(runs[0].1, Some(2 * 86_400 + 12 * 3600));
     // The run's schedule_date is the planned day.
-    let day =
-        crate::connect::sqlite::testing::rows(&e._dir.path().join("data.db"), "SELECT d FROM t");
+    let day = weft_core::connect::sqlite::testing::rows(
+        &e._dir.path().join("data.db"),
+        "SELECT d FROM t",
+    );
     assert_eq!(day, ["2026-11-20"]);
 }
 
@@ -225,7 +231,7 @@ fn a_busy_repository_keeps_the_start_for_the_next_tick() {
         .repo()
         .set_busy_timeout(std::time::Duration::from_millis(50));
     let path = e.exec.repo().path().expect("a file").to_path_buf();
-    let holder = crate::connect::sqlite::testing::WriteLock::take(&path);
+    let holder = weft_core::connect::sqlite::testing::WriteLock::take(&path);
     let first = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z"));
     drop(holder);
     assert!(

@@ -155,7 +155,12 @@ pub trait Starter {
     /// # Errors
     ///
     /// Why it did not start; nothing was stored.
-    fn start_scheduled(&self, due: &Due, scheduled: &ScheduledStart) -> Result<i64, NotStarted>;
+    /// Takes itself in its `Arc`, as the executor starts threads that keep it.
+    fn start_scheduled(
+        self: &Arc<Self>,
+        due: &Due,
+        scheduled: &ScheduledStart,
+    ) -> Result<i64, NotStarted>;
 }
 
 /// Why a scheduled start did not happen (nothing was stored).
@@ -272,7 +277,7 @@ fn fix_for(id: i64) -> String {
 ///
 /// A repository error (the tick stops; the next one tries again).
 pub fn tick<S: Starter>(
-    starter: &S,
+    starter: &Arc<S>,
     zone: Tz,
     now: DateTime<Utc>,
 ) -> Result<Tick, <S::Store as PlannedStarts>::Error> {
@@ -310,7 +315,7 @@ pub fn tick<S: Starter>(
 
 /// Decides on one candidate of a tick.
 fn one<S: Starter>(
-    starter: &S,
+    starter: &Arc<S>,
     repo: &S::Store,
     zone: Tz,
     now: DateTime<Utc>,
@@ -479,7 +484,7 @@ impl Drop for Handle {
 ///
 /// When the thread cannot be started.
 pub fn spawn(
-    starter: impl Starter + Send + 'static,
+    starter: Arc<impl Starter + Send + Sync + 'static>,
     period: std::time::Duration,
 ) -> std::io::Result<Handle> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -598,6 +603,3 @@ pub fn next_runs<S: PlannedStarts>(
         problem,
     }))
 }
-
-#[cfg(test)]
-mod tests;

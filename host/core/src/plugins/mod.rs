@@ -25,7 +25,7 @@
 //! shared by every HOME, or for a HOME's own libraries into `HOME/plugins/.loaded/`, and loaded
 //! from there), so that an installed file replaced while it runs cannot rewrite mapped code; `weft plugins install`
 //! checks a library by loading it and installs it by rename; `plugins::template` is what
-//! `weft plugins new` writes (a crate from the templates in `host/src/plugins/template/`,
+//! `weft plugins new` writes (a crate from the templates in `host/core/src/plugins/template/`,
 //! depending on `INSTALL/sdk` by path). The command `ListPlugins` (and
 //! `weft plugins --url`) answers what a running server loaded, as `api::protocol::PluginList`,
 //! the same listing `weft plugins` prints from HOME. A library whose root module says
@@ -642,8 +642,8 @@ pub fn host_sdk_version() -> &'static str {
 
 /// The real plugins, loaded afresh from the target directory of the running test binary
 /// (the test command builds them first), for tests that need a registry of their own.
-#[cfg(test)]
-pub(crate) fn load_test_registry() -> Registry {
+#[cfg(any(test, feature = "testing"))]
+pub fn load_test_registry() -> Registry {
     let exe = std::env::current_exe().expect("test executable");
     let dir = exe
         .parent()
@@ -661,8 +661,8 @@ pub(crate) fn load_test_registry() -> Registry {
 }
 
 /// [`load_test_registry`], loaded once.
-#[cfg(test)]
-pub(crate) fn test_registry() -> &'static Registry {
+#[cfg(any(test, feature = "testing"))]
+pub fn test_registry() -> &'static Registry {
     static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
     REGISTRY.get_or_init(load_test_registry)
 }

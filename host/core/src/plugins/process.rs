@@ -426,7 +426,7 @@ fn stderr_tail(err: &[u8]) -> String {
 }
 
 /// An object as the requests describe it.
-pub(crate) fn object_json(o: &weft_sdk::ObjectRef) -> serde_json::Value {
+pub fn object_json(o: &weft_sdk::ObjectRef) -> serde_json::Value {
     serde_json::json!({
         "nodeId": o.node_id(),
         "objectTypeId": o.object_type_id(),
@@ -452,7 +452,8 @@ pub fn dialect_code(d: weft_sdk::Dialect) -> &'static str {
     }
 }
 
-pub(crate) fn attribute_json<'a>(
+/// An action's attributes as the requests carry them: an object of their values.
+pub fn attribute_json<'a>(
     attributes: impl Iterator<Item = (&'a str, &'a AttributeValue)>,
 ) -> serde_json::Value {
     let mut map = serde_json::Map::new();

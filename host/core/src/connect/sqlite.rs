@@ -679,7 +679,7 @@ pub fn register_clock_functions(conn: &rusqlite::Connection) -> rusqlite::Result
 
 /// Tests only: reading SQLite files and holding their locks, for the tests of other modules
 /// (so that no other module names SQLite).
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing {
     use rusqlite::types::ValueRef;
     use std::path::Path;
