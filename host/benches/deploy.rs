@@ -12,8 +12,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft::api::{AppState, app};
-use weft::repo::Repository;
 use weft_core::settings::Settings;
+use weft_repo::Repository;
 
 /// A three-node sheet (source, action, target) with ids derived from `n`.
 fn sheet(n: i64) -> String {

@@ -194,7 +194,7 @@ fn main() {
         weft_core::keys::KeyFile::load(&keyfile).expect("keys"),
     ));
     let repo = Arc::new(
-        weft::repo::Repository::open(&dir.path().join("repository.db")).expect("repository"),
+        weft_repo::Repository::open(&dir.path().join("repository.db")).expect("repository"),
     );
     let registry = Arc::new(weft_core::plugins::Registry::load(&[(
         target_dir.clone(),

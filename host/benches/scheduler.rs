@@ -36,11 +36,11 @@ fn main() {
     let zone = chrono_tz::Europe::Berlin;
     let dir = tempfile::tempdir().expect("dir");
     let repo =
-        Arc::new(weft::repo::Repository::open(&dir.path().join("repository.db")).expect("repo"));
+        Arc::new(weft_repo::Repository::open(&dir.path().join("repository.db")).expect("repo"));
     let now: DateTime<Utc> = "2026-10-24T12:00:00Z".parse().expect("now");
     let local_now = now.with_timezone(&zone).naive_local();
     // Written as a person or a sheet would, on a connection of its own.
-    let mut conn = weft::repo::connect(&dir.path().join("repository.db")).expect("connection");
+    let mut conn = weft_repo::connect(&dir.path().join("repository.db")).expect("connection");
     let c = conn.transaction().expect("transaction");
     {
         let mut b = c.prepare(

@@ -7,7 +7,7 @@
 //!    a path of more than 16 distinct statements pays per statement.
 
 use std::time::Instant;
-use weft::repo::sql::{Param, Session};
+use weft_repo::sql::{Param, Session};
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
@@ -15,7 +15,7 @@ fn main() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let conn = weft::repo::connect(&dir.path().join("repository.db")).expect("open");
+    let conn = weft_repo::connect(&dir.path().join("repository.db")).expect("open");
     let session: &dyn Session = &conn;
     let n = 20_000i64;
     let t = Instant::now();

@@ -113,25 +113,24 @@
 //!    checkpoint every 500 ms, which never blocks writers, so no request pays for copying the
 //!    log.
 
-use crate::repo::{self, Change, ChangeKind, DeployWriter, IdTable, ObjectKind, Repository};
 use crate::validate;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use weft_core::settings::Environment;
 use weft_dsr::model::{At, Document};
 use weft_dsr::{self as dsr, Detail, LineIndex, Path, Problem, Problems, Severity};
+use weft_repo::{self as repo, Change, ChangeKind, DeployWriter, IdTable, ObjectKind, Repository};
 
 mod cycles;
 
 /// The deploy options of SPEC 4.2 and a deploy's report: `weft_protocol`'s types.
 pub use weft_protocol::deploys::{IdMap, Options, Report, Touched};
 
-impl From<Change> for Touched {
-    fn from(c: Change) -> Self {
-        Touched {
-            kind: c.kind,
-            id: c.id,
-            sheet_id: c.sheet_id,
-        }
+/// A repository change as a deploy's report names it.
+fn touched(c: Change) -> Touched {
+    Touched {
+        kind: c.kind,
+        id: c.id,
+        sheet_id: c.sheet_id,
     }
 }
 
@@ -212,7 +211,7 @@ pub fn deploy(
     validate::sheets(&doc, content, catalog, &kinds, vopts, &mut problems);
     if opts.validate && doc.complete && !problems.has_errors() {
         // Each connection's default schema: as the document deploys it, else as deployed.
-        let mut schemas = crate::repo::SheetStore::connection_schemas(repo)?;
+        let mut schemas = weft_repo::SheetStore::connection_schemas(repo)?;
         for c in &doc.connections {
             match c.schema.as_ref().filter(|s| !s.v.is_empty()) {
                 Some(s) => schemas.insert(c.id.v, s.v.clone()),
@@ -320,7 +319,7 @@ pub fn deploy(
                 ChangeKind::Unchanged => &mut report.unchanged,
                 ChangeKind::Deleted => &mut report.deleted,
             };
-            list.push(c.into());
+            list.push(touched(c));
         }
         report.warnings = details(std::mem::take(&mut problems));
         report.deploy_id = w.deploy_id().filter(|_| !opts.dry_run);

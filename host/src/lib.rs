@@ -2,20 +2,19 @@
 //!
 //! It keeps a repository of worksheets, connections and folders, deploys them from `.dsr`
 //! files through one HTTP endpoint or a script, validates them before it accepts them, and
-//! runs them as batches through plugins. This crate is the host's library: the repository,
-//! validation, the executor, deploys and the server. It stands on `weft_core` (settings,
-//! keys, plugins, plans, schedules, connections), `weft_dsr` (the `.dsr` reader) and
-//! `weft_protocol` (the service's types); the `weft` command line over it is `weft_cli`.
+//! runs them as batches through plugins. This crate is the host's library: validation, the
+//! executor, deploys and the server. It stands on `weft_repo` (the repository), `weft_core`
+//! (settings, keys, plugins, plans, schedules, connections), `weft_dsr` (the `.dsr` reader)
+//! and `weft_protocol` (the service's types); the `weft` command line over it is `weft_cli`.
 //!
 //! Data flows one way: a request goes `api` -> `deploy` -> `weft_dsr` (read) -> `validate`
-//! -> `repo` (write). `api` never touches SQL, `repo` never knows HTTP. See
+//! -> `weft_repo` (write). `api` never touches SQL, `repo` never knows HTTP. See
 //! `docs/ARCHITECTURE.md` for the whole picture.
 
 pub mod api;
 pub mod deploy;
 pub mod exec;
 pub mod fault;
-pub mod repo;
 pub mod server;
 #[cfg(test)]
 pub(crate) mod testing;

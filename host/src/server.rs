@@ -21,12 +21,12 @@
 mod http;
 
 use crate::api::{self, AppState};
-use crate::repo::{self, Repository};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weft_core::keys::{self, KeyFile, KeyStore};
 use weft_core::settings::{self, Environment, Settings};
+use weft_repo::{self as repo, Repository};
 
 /// The default listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:17491";
@@ -276,9 +276,9 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     } else {
         None
     };
-    let repo_path = opts.home.join(crate::repo::place::FILE_NAME);
+    let repo_path = opts.home.join(weft_repo::place::FILE_NAME);
     // Entry 0 of type `postgresql` puts the repository there; else it is the file in HOME.
-    let place = crate::repo::Place::of(&opts.home, existing.as_ref());
+    let place = weft_repo::Place::of(&opts.home, existing.as_ref());
     if place.is_missing_file() {
         tracing::warn!(
             message = "No repository in HOME: a new, empty one is created. If you meant an existing one, stop this server and give --home DIR or WEFT_HOME.",

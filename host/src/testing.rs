@@ -4,9 +4,9 @@
 //! only, above every floor (it deploys, which the executor's floor lies below).
 
 use crate::exec::batch::Executor;
-use crate::repo::Repository;
 use std::sync::Arc;
 use weft_core::keys::{Entry, KeyFile, KeyStore};
+use weft_repo::Repository;
 
 /// A temporary home with an executor over it.
 pub(crate) struct Home {

@@ -310,13 +310,13 @@ impl Weft {
     pub fn dump(&self) -> String {
         match repository_database(self.home.path()) {
             Some(db) => {
-                let entry = weft::repo::postgres::Entry {
+                let entry = weft_repo::postgres::Entry {
                     url: format!("postgresql://127.0.0.1:{}/{db}", repository_server().port),
                     user: "weft".to_owned(),
                     password: "secret".to_owned(),
                     options: vec![("sslmode".to_owned(), "disable".to_owned())],
                 };
-                weft::repo::Repository::open_postgres(&entry)
+                weft_repo::Repository::open_postgres(&entry)
                     .expect("the PostgreSQL repository")
                     .dump()
                     .expect("dump")
@@ -336,7 +336,7 @@ impl Weft {
                 out.lines().map(str::to_owned).collect()
             }
             None => {
-                let c = weft::repo::connect(&self.repository()).expect("repository");
+                let c = weft_repo::connect(&self.repository()).expect("repository");
                 let mut st = c.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
                 let n = st.column_count();
                 st.query_map([], |r| {
@@ -374,7 +374,7 @@ impl Weft {
                     .psql_in(&db, sql)
                     .unwrap_or_else(|e| panic!("{sql}: {e}"));
             }
-            None => weft::repo::connect(&self.repository())
+            None => weft_repo::connect(&self.repository())
                 .expect("repository")
                 .execute_batch(sql)
                 .unwrap_or_else(|e| panic!("{sql}: {e}")),
@@ -498,8 +498,8 @@ pub fn serve(mut cmd: Command) -> (Child, String) {
 
 /// A full dump of the repository file at `path`.
 pub fn dump(path: &Path) -> String {
-    let conn = weft::repo::connect(path).expect("open repository");
-    weft::repo::dump(&conn).expect("dump")
+    let conn = weft_repo::connect(path).expect("open repository");
+    weft_repo::dump(&conn).expect("dump")
 }
 
 /// Runs `bin/NAME ARGS` with `WEFT_HOME=home` and the binary under test.

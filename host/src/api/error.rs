@@ -68,7 +68,7 @@ pub enum ApiError {
     Run(#[from] StartError),
     /// The repository failed.
     #[error(transparent)]
-    Repo(#[from] crate::repo::Error),
+    Repo(#[from] weft_repo::Error),
     /// No batch instance has this id (404).
     #[error("batch instance {0} does not exist")]
     NoInstance(i64),
@@ -239,8 +239,8 @@ impl ApiError {
 /// A repository failure: 507 `repository.full` when its disk is full, 503 `repository.io`
 /// when its file cannot be read or written, 503 `repository.busy` when it stayed locked,
 /// else a 500.
-fn repo_fault(e: &crate::repo::Error) -> (StatusCode, &'static str, &'static str) {
-    use crate::repo::Fault;
+fn repo_fault(e: &weft_repo::Error) -> (StatusCode, &'static str, &'static str) {
+    use weft_repo::Fault;
     match e.fault() {
         Fault::Full => (
             StatusCode::INSUFFICIENT_STORAGE,

@@ -143,10 +143,10 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
             .unwrap_or(i64::MAX)
             .saturating_mul(1000);
         let snapshot = tokio::task::spawn_blocking(move || {
-            use crate::repo::InstanceStore as _;
+            use weft_repo::InstanceStore as _;
             let counts = repo.state_counts()?;
             let hosts = exec.repo().hosts()?;
-            Ok::<_, crate::repo::Error>(weft_core::metrics::Snapshot {
+            Ok::<_, weft_repo::Error>(weft_core::metrics::Snapshot {
                 instances: counts.instances,
                 actions: counts.actions,
                 hosts: hosts.iter().filter(|h| h.silent_ms <= lease_ms).count() as i64,

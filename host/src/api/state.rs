@@ -3,12 +3,12 @@
 
 use super::error::{ApiError, Reply};
 use super::guard;
-use crate::repo::Repository;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use weft_core::keys::KeyStore;
 use weft_core::settings::Settings;
+use weft_repo::Repository;
 
 /// What every request handler shares.
 #[derive(Debug)]

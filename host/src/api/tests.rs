@@ -2,7 +2,6 @@
 //! repository in a temporary directory.
 
 use super::*;
-use crate::repo::Repository;
 use axum::body::Body;
 use axum::http::Request;
 use axum::http::StatusCode;
@@ -10,6 +9,7 @@ use http_body_util::BodyExt as _;
 use tower::ServiceExt as _;
 use weft_core::keys::{KeyFile, KeyStore};
 use weft_core::settings::Settings;
+use weft_repo::Repository;
 
 const FOLDER: &str = include_str!("../deploy/fixtures/one-upsert-sheet/folder.dsr");
 const CONNECTION: &str = include_str!("../deploy/fixtures/one-upsert-sheet/connection.dsr");
@@ -101,8 +101,8 @@ impl Server {
     }
 
     fn dump(&self) -> String {
-        let conn = crate::repo::connect(&self.dir.path().join("repository.db")).expect("connect");
-        crate::repo::dump(&conn).expect("dump")
+        let conn = weft_repo::connect(&self.dir.path().join("repository.db")).expect("connect");
+        weft_repo::dump(&conn).expect("dump")
     }
 }
 
@@ -293,7 +293,7 @@ async fn content_encoded_as_spec_4_2_says_is_accepted() {
     assert!(body.contains('\t'), "the body carries raw TABs");
     let (st, v) = s.post(&body).await;
     assert_eq!(st, StatusCode::OK, "{v}");
-    let conn = crate::repo::connect(&s.dir.path().join("repository.db")).expect("connect");
+    let conn = weft_repo::connect(&s.dir.path().join("repository.db")).expect("connect");
     let doc: String = conn
         .query_row("SELECT documentation FROM folders WHERE id = 3", [], |r| {
             r.get(0)
@@ -356,7 +356,7 @@ async fn into_folder_is_refused_outside_development() {
 
 #[test]
 fn repository_faults_have_their_own_codes() {
-    use crate::repo::sqlite::testing as sqlite;
+    use weft_repo::sqlite::testing as sqlite;
     let fault = |code: i32| sqlite::failure(code, "INSERT ...");
     for (code, status, name, retry) in [
         (

@@ -13,12 +13,12 @@
 use super::error::ApiError;
 use super::protocol::Instance;
 use crate::exec::batch::Executor;
-use crate::repo::InstanceStore;
-use crate::repo::model::InstanceState;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use weft_repo::InstanceStore;
+use weft_repo::model::InstanceState;
 
 /// The least time between two reads of one instance.
 const GAP: Duration = Duration::from_millis(20);

@@ -11,13 +11,13 @@
 //! reads about as much of it as the smaller side of the changed action reaches: nothing for
 //! a sheet that only reads sources or only feeds reports.
 
-use crate::repo::model::{ActionPlace, BatchScope, FlowRow, ObjectKey};
-use crate::repo::{self, DeployWriter};
 use crate::validate::Catalog;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use weft_core::plan::{self, ActionPlan, Element};
 use weft_dsr::model::Document;
 use weft_dsr::{Path, Problems};
+use weft_repo::model::{ActionPlace, BatchScope, FlowRow, ObjectKey};
+use weft_repo::{self as repo, DeployWriter};
 
 /// The lines of the data graph for `plans`: each object read or written with dependency
 /// `Y`, as its object type identifies it.

@@ -3,9 +3,9 @@
 //! identical redeploys; `intoFolder`.
 
 use super::*;
-use crate::repo::Repository;
 use weft_core::settings::Environment;
 use weft_protocol::Severity;
+use weft_repo::Repository;
 
 const FOLDER: &str = include_str!("fixtures/one-upsert-sheet/folder.dsr");
 const CONNECTION: &str = include_str!("fixtures/one-upsert-sheet/connection.dsr");
@@ -70,8 +70,8 @@ impl Fixture {
     }
 
     fn dump(&self) -> String {
-        let conn = crate::repo::connect(self.repo.path().expect("a file")).expect("connect");
-        crate::repo::dump(&conn).expect("dump")
+        let conn = weft_repo::connect(self.repo.path().expect("a file")).expect("connect");
+        weft_repo::dump(&conn).expect("dump")
     }
 }
 
@@ -147,7 +147,7 @@ fn stores_nodes_edges_and_derived_order() {
     let f = Fixture::with_base();
     let text = SHEET.replace("          order: LOAD CUSTOMERS\n", "");
     f.ok(&text);
-    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
     let order: String = conn
         .query_row("SELECT order_key FROM sheets WHERE id = 100", [], |r| {
             r.get(0)
@@ -286,7 +286,7 @@ fn fields_weft_does_not_know_are_kept_through_the_repository() {
             && warnings.contains(&"exportedBy"),
         "{warnings:?}"
     );
-    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
     let definition: String = conn
         .query_row("SELECT definition FROM sheets WHERE id = 100", [], |r| {
             r.get(0)
@@ -583,7 +583,7 @@ fn into_folder_copies_with_fresh_ids() {
     for old in ["101", "102", "103"] {
         assert_ne!(map.nodes[old].to_string(), old);
     }
-    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
     let (folder, n): (i64, i64) = conn
         .query_row(
             "SELECT folder_id, (SELECT COUNT(*) FROM nodes WHERE sheet_id = s.id) FROM sheets s WHERE id = ?1",
@@ -679,7 +679,7 @@ fn unknown_versions_are_refused() {
 }
 
 fn next_run(f: &Fixture, batch: i64) -> Option<String> {
-    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
     conn.query_row(
         "SELECT start_dt FROM service_batch_next_run WHERE batch_id = ?1",
         [batch],
@@ -718,7 +718,7 @@ fn a_batch_deploys_with_its_first_planned_start_and_keeps_a_shift_across_redeplo
     assert_eq!(r.unchanged.len(), 1);
     assert_eq!(before, f.dump());
     // A sheet shifts the start by a day; an unrelated change keeps the shift.
-    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
     conn.execute(
         "UPDATE service_batch_next_run SET start_dt = datetime(start_dt, '+1 day') WHERE batch_id = 7",
         [],
@@ -1223,7 +1223,7 @@ fn a_deploy_that_closes_a_cycle_between_sheets_is_warned_with_the_whole_cycle() 
     // The deploy went through; redeploying the other side names the same cycle, and an
     // identical redeploy (nothing changed) says nothing.
     assert!(
-        crate::repo::SheetStore::plans(&f.repo, 400)
+        weft_repo::SheetStore::plans(&f.repo, 400)
             .expect("plans")
             .is_some()
     );
@@ -1307,7 +1307,7 @@ fn sheets_stored_before_the_data_graph_join_it_at_the_next_deploy() {
     let f = Fixture::with_base();
     f.ok(&copy_sheet(200, "a", "b", "Y"));
     // As a repository upgraded to version 11 holds it: no lines, not recorded.
-    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
     conn.execute_batch("DELETE FROM data_flow; UPDATE sheets SET flow_recorded = NULL;")
         .expect("forget the data graph");
     let r = f.ok(&copy_sheet(300, "b", "a", "Y"));
@@ -1361,7 +1361,7 @@ fn a_redeploy_replaces_the_lines_of_the_actions_it_drops() {
     let text = copy_sheet(300, "c", "a", "Y").replace("302", "352");
     let r = f.ok(&text);
     assert!(warnings(&r, "deploy.cycle").is_empty(), "{:#?}", r.warnings);
-    let conn = crate::repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
     let lines: Vec<(i64, i64, String)> = conn
         .prepare("SELECT action_id, writes, object_name FROM data_flow ORDER BY 1, 2")
         .and_then(|mut st| {

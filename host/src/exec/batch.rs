@@ -10,7 +10,7 @@
 //! whose `dependency` is not `Y` do not order actions, and an action never waits for itself.
 //! After an error the actions that depend on it are skipped and the independent ones go on.
 //!
-//! The repository decides, the hosts run ([`crate::repo::work`]). A host's worker thread
+//! The repository decides, the hosts run ([`weft_repo::work`]). A host's worker thread
 //! claims ready actions while the host has free slots (`max_parallel_actions` per host),
 //! runs each on a thread of its own (plugin calls block), and records its end, fenced by
 //! host and attempt; the transaction that records an end also decides what follows (the
@@ -121,8 +121,6 @@ use super::error::Unrunnable;
 use super::halt::Halt;
 use super::identity;
 use super::slots::FileLocks;
-use crate::repo::work::{Claimed, InstanceInfo};
-use crate::repo::{self, InstanceStore as _, Repository};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -131,6 +129,8 @@ use weft_core::keys::KeyStore;
 use weft_core::plan::ActionPlan;
 pub use weft_core::plan::Element;
 use weft_core::plugins::Registry;
+use weft_repo::work::{Claimed, InstanceInfo};
+use weft_repo::{self as repo, InstanceStore as _, Repository};
 use weft_sdk::Dialect;
 
 /// A request to run elements.
@@ -289,7 +289,7 @@ pub struct Executor {
     /// when their count moved.
     pub(super) changes: Arc<Changes>,
     /// The repository's feed of every host's changes, once the host joined its cluster.
-    pub(super) feed: Mutex<Option<crate::repo::postgres::changes::Feed>>,
+    pub(super) feed: Mutex<Option<weft_repo::postgres::changes::Feed>>,
     /// Whether a thread takes over from stopped hosts now (one at a time).
     pub(super) taking_over: std::sync::atomic::AtomicBool,
 }

@@ -5,9 +5,9 @@
 //! so a waiting client costs no reads while nothing changes, as long as
 //! [`Changes::complete`] says the count sees every change.
 
-use crate::repo::postgres::changes::Listener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use weft_repo::postgres::changes::Listener;
 
 /// The count of changes and its bell.
 #[derive(Debug)]

@@ -5,11 +5,11 @@
 use super::batch::{Cluster, Executor};
 use super::error::IdTaken;
 use super::identity;
-use crate::repo::work::Beat;
-use crate::repo::{self, InstanceStore as _};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::{Duration, Instant};
+use weft_repo::work::Beat;
+use weft_repo::{self as repo, InstanceStore as _};
 
 impl Executor {
     /// Registers this host in the repository.

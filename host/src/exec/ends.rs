@@ -6,12 +6,12 @@
 use super::action::Ran;
 use super::batch::{Executor, HOST_STOP, SERVER_STOP, StartError};
 use super::error::{Unrunnable, Unsettled};
-use crate::repo::model::ActionEnd;
-use crate::repo::work::{Claimed, Ended, Settle};
-use crate::repo::{InstanceStore as _, SheetStore as _};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use weft_repo::model::ActionEnd;
+use weft_repo::work::{Claimed, Ended, Settle};
+use weft_repo::{InstanceStore as _, SheetStore as _};
 
 impl Executor {
     /// Records how a claimed action ended (trying again while the repository fails: the
@@ -90,7 +90,7 @@ impl Executor {
                 instance: Some(state),
                 ..
             }) => {
-                if state == crate::repo::model::InstanceState::Finished {
+                if state == weft_repo::model::InstanceState::Finished {
                     tracing::info!(message = "Batch instance ended.", batch_instance_id = c.instance, state = %state);
                 } else {
                     tracing::warn!(message = "Batch instance ended without finishing.", batch_instance_id = c.instance, state = %state);

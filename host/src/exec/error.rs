@@ -4,9 +4,9 @@
 //! ([`Unsettled`]). Each says what it is about in its message, as the log and the stored
 //! error of an action show it.
 
-use crate::repo;
 use std::sync::Arc;
 use std::time::Duration;
+use weft_repo as repo;
 
 /// An element of a run that names nothing to run (nothing is stored).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

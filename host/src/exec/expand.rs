@@ -3,10 +3,10 @@
 //! them. No threads, no writes.
 
 use super::error::NoSuchElement;
-use crate::repo::{self, SheetStore};
 use std::collections::{HashMap, HashSet};
 use weft_core::plan::{ActionPlan, Element, StoredPlan, identity};
 use weft_core::plugins::Registry;
+use weft_repo::{self as repo, SheetStore};
 use weft_sdk::Dialect;
 
 /// What a run starts with: each action's plan (objects with the dialects of their

@@ -7,7 +7,7 @@
 //! goes on belongs to a live process elsewhere). And [`boot_ms`] is the clock by which a
 //! host judges its own lease: it counts a stopped process and a suspended machine alike.
 
-pub use crate::repo::work::Holder;
+pub use weft_repo::work::Holder;
 
 /// The process holding a host id: the machine's boot (`/proc/sys/kernel/random/boot_id`,
 /// new at every boot and on every machine), its process id, and its start time in clock

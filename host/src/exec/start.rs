@@ -4,14 +4,14 @@
 
 use super::batch::{Executor, RunRequest, StartError};
 use super::expand::{describe_cycle, expand};
-use crate::repo::model::{NewAction, NewInstance, Restarted};
-use crate::repo::store::Created;
-use crate::repo::work::Halted;
-use crate::repo::{self, InstanceStore as _, Repository};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use weft_core::plan::{dependencies, dependency_cycle};
 use weft_core::sched::scheduler::ScheduledStart;
+use weft_repo::model::{NewAction, NewInstance, Restarted};
+use weft_repo::store::Created;
+use weft_repo::work::Halted;
+use weft_repo::{self as repo, InstanceStore as _, Repository};
 
 impl Executor {
     /// Expands `req` into actions, orders them, stores the instance, and wakes the worker.

@@ -2,7 +2,7 @@
 //! (`exec::action`) and a loop's iterations (`exec::looped`), and the variables an action
 //! of a batch instance runs with ([`of_action`]: the instance's, then the built-ins).
 
-use crate::repo::work::InstanceInfo;
+use weft_repo::work::InstanceInfo;
 
 /// A variable the text names that is not set: its name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

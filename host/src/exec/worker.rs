@@ -9,14 +9,14 @@ use super::action::{Ran, run_marked};
 use super::batch::{Executor, Wake};
 use super::error::Unrunnable;
 use super::halt::Halt;
-use crate::repo::work::{Claimed, InstanceInfo};
-use crate::repo::{InstanceStore as _, SheetStore as _};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use weft_core::plan::{ActionPlan, StoredPlan};
 use weft_core::plugins::Registry;
+use weft_repo::work::{Claimed, InstanceInfo};
+use weft_repo::{InstanceStore as _, SheetStore as _};
 
 impl Executor {
     /// Registers the host and starts claiming work: the worker thread starts.

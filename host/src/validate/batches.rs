@@ -2,10 +2,10 @@
 //! elements they run, in the document or in the repository.
 
 use super::ids::has_control;
-use crate::repo::Facts;
 use std::collections::{HashMap, HashSet};
 use weft_dsr::model::*;
 use weft_dsr::{Path, Problems, Span};
+use weft_repo::Facts;
 
 /// The schedule of a batch, read with its policies; problems placed in the `.dsr` text.
 pub fn batch_schedule(
@@ -93,7 +93,7 @@ pub(super) fn batches(
     doc_folders: &HashMap<i64, &str>,
     facts: &dyn Facts,
     problems: &mut Problems,
-) -> crate::repo::Result<()> {
+) -> weft_repo::Result<()> {
     let mut seen: HashMap<i64, usize> = HashMap::new();
     let doc_sheets: HashSet<i64> = doc.sheets.iter().map(|s| s.id.v).collect();
     let doc_actions: HashSet<i64> = doc

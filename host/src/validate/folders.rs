@@ -2,10 +2,10 @@
 //! sheet's folder, in the document or in the repository.
 
 use super::ids::has_control;
-use crate::repo::Facts;
 use std::collections::HashMap;
 use weft_dsr::model::*;
 use weft_dsr::{Path, Problems};
+use weft_repo::Facts;
 
 pub(super) fn folder(
     f: &Folder,
@@ -13,7 +13,7 @@ pub(super) fn folder(
     doc: &Document,
     facts: &dyn Facts,
     problems: &mut Problems,
-) -> crate::repo::Result<()> {
+) -> weft_repo::Result<()> {
     let p = f.path.v.as_str();
     let well_formed = p.starts_with('/')
         && !p.contains('\\')
@@ -74,7 +74,7 @@ pub(super) fn sheet_folder(
     doc_folders: &HashMap<i64, &str>,
     facts: &dyn Facts,
     problems: &mut Problems,
-) -> crate::repo::Result<()> {
+) -> weft_repo::Result<()> {
     let a = &s.attributes;
     let apath = path.key("attributes");
     let actual = match doc_folders.get(&a.folder_id.v) {

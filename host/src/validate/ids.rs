@@ -1,10 +1,10 @@
 //! Ids: unique per kind in a document, and not taken by another sheet in the repository;
 //! names without control characters.
 
-use crate::repo::Facts;
 use std::collections::HashMap;
 use weft_dsr::model::*;
 use weft_dsr::{Path, Problems};
+use weft_repo::Facts;
 
 /// Ids are unique per kind in the document: sheets, nodes (of all sheets), edges, folders,
 /// connections. Folder paths are unique too.
@@ -111,7 +111,7 @@ pub(super) fn ids_not_taken(
     path: &Path,
     facts: &dyn Facts,
     problems: &mut Problems,
-) -> crate::repo::Result<()> {
+) -> weft_repo::Result<()> {
     let nodes: Vec<i64> = s.nodes.iter().map(|n| n.id.v).collect();
     let edges: Vec<i64> = s.edges.iter().map(|e| e.id.v).collect();
     let owners = facts.owners(&nodes, &edges)?;

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use weft_dsr::model::*;
 use weft_dsr::{Path, Problems};
 
-pub use crate::repo::Facts;
+pub use weft_repo::Facts;
 
 mod actions;
 mod batches;
@@ -50,7 +50,7 @@ pub fn document(
     catalog: &dyn Catalog,
     opts: Options,
     problems: &mut Problems,
-) -> crate::repo::Result<()> {
+) -> weft_repo::Result<()> {
     let td = Path::root().key("transformationData");
     unique_ids(doc, &td, problems);
     let doc_folders: HashMap<i64, &str> = doc
@@ -104,7 +104,7 @@ pub fn document(
 pub fn connection_kinds(
     doc: &Document,
     facts: &dyn Facts,
-) -> crate::repo::Result<HashMap<i64, Option<String>>> {
+) -> weft_repo::Result<HashMap<i64, Option<String>>> {
     let doc_connections: HashMap<i64, &str> = doc
         .connections
         .iter()

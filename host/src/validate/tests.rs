@@ -3,8 +3,8 @@
 //! judged without a repository file or a plugin library.
 
 use super::*;
-use crate::repo::Result as RepoResult;
 use std::collections::BTreeMap;
+use weft_repo::Result as RepoResult;
 
 /// A repository as validation sees it: folders, and the sheet each taken node belongs to.
 #[derive(Default)]

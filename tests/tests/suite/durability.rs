@@ -17,7 +17,7 @@ fn base(w: &Weft) {
 }
 
 fn sheet_count(w: &Weft) -> i64 {
-    let conn = weft::repo::connect(&w.repository()).expect("open");
+    let conn = weft_repo::connect(&w.repository()).expect("open");
     conn.query_row("SELECT COUNT(*) FROM sheets", [], |r| r.get(0))
         .expect("count")
 }
@@ -43,7 +43,7 @@ fn concurrent_deploys_all_land() {
         t.join().expect("deploy thread");
     }
     assert_eq!(sheet_count(&w), 100);
-    let conn = weft::repo::connect(&w.repository()).expect("open");
+    let conn = weft_repo::connect(&w.repository()).expect("open");
     let nodes: i64 = conn
         .query_row("SELECT COUNT(*) FROM nodes", [], |r| r.get(0))
         .expect("nodes");
@@ -65,7 +65,7 @@ fn acknowledged_deploys_survive_a_process_kill() {
     let home = w.stop();
     let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
     assert_eq!(sheet_count(&w), 40, "an acknowledged deploy was lost");
-    let conn = weft::repo::connect(&w.repository()).expect("open");
+    let conn = weft_repo::connect(&w.repository()).expect("open");
     let check: String = conn
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .expect("check");

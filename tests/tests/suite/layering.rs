@@ -27,9 +27,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     ),
     (
         ".",
-        &[
-            "fault", "repo", "validate", "exec", "deploy", "api", "server",
-        ],
+        &["fault", "validate", "exec", "deploy", "api", "server"],
     ),
 ];
 
@@ -43,11 +41,20 @@ fn src(dir: &str) -> PathBuf {
         .join("src")
 }
 
+/// Test code: `#[cfg(test)]`, or `#[cfg(any(test, feature = "testing"))]` (what a crate
+/// lends the tests of the crates above it).
 fn is_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("cfg")
-            && a.parse_args::<syn::Meta>()
-                .is_ok_and(|m| m.path().is_ident("test"))
+            && a.meta.require_list().is_ok_and(|list| {
+                let text: String = list
+                    .tokens
+                    .to_string()
+                    .chars()
+                    .filter(|c| !c.is_whitespace())
+                    .collect();
+                text == "test" || text == "any(test,feature=\"testing\")"
+            })
     })
 }
 
@@ -468,6 +475,12 @@ const CRATES: &[(&str, &str, &[&str], bool)] = &[
         false,
     ),
     (
+        "repo",
+        "work",
+        &["weft_protocol", "weft_dsr", "weft_core", "weft_pg_client"],
+        false,
+    ),
+    (
         ".",
         "exec::batch",
         &[
@@ -475,14 +488,21 @@ const CRATES: &[(&str, &str, &[&str], bool)] = &[
             "weft_dsr",
             "weft_sdk",
             "weft_core",
-            "weft_pg_client",
+            "weft_repo",
         ],
         false,
     ),
     (
         "cli",
         "jdbc_manager::drivers",
-        &["weft", "weft_protocol", "weft_dsr", "weft_core", "weft_sdk"],
+        &[
+            "weft",
+            "weft_protocol",
+            "weft_dsr",
+            "weft_core",
+            "weft_repo",
+            "weft_sdk",
+        ],
         false,
     ),
 ];
@@ -599,7 +619,9 @@ fn each_check_finds_what_it_is_for_and_nothing_in_tests_or_visibilities() {
         "low.rs",
         "pub fn f() -> String { format!(\"{}\", crate::high::g()) }\n\
          pub(super) fn quiet() {}\n\
-         #[cfg(test)]\nmod tests { use crate::mid::*; }\n",
+         #[cfg(test)]\nmod tests { use crate::mid::*; }\n\
+         #[cfg(any(test, feature = \"testing\"))]\npub mod testing { use crate::high::*; }\n\
+         #[cfg(feature = \"extra\")]\npub fn extra() { crate::mid::h(crate::mid::Shared) }\n",
     );
     write(
         "high.rs",
@@ -616,7 +638,15 @@ fn each_check_finds_what_it_is_for_and_nothing_in_tests_or_visibilities() {
     );
     let floors = ["low", "mid", "high"];
     let up = arrows_up(dir.path(), &floors);
-    assert_eq!(up, ["low -> high: low.rs:1 `crate::high::g`"], "{up:?}");
+    // A feature other than `testing` is not test code: its arrow up counts.
+    assert_eq!(
+        up,
+        [
+            "low -> high: low.rs:1 `crate::high::g`",
+            "low -> mid: low.rs:8 `crate::mid::h`"
+        ],
+        "{up:?}"
+    );
     let parents = from_parents(dir.path());
     assert_eq!(
         parents,

@@ -8,8 +8,8 @@ use crate::common;
 
 use common::*;
 use serde_json::json;
-use weft::repo::postgres::{Entry, Postgres as PgRepo};
-use weft::repo::sql::{Param, Value};
+use weft_repo::postgres::{Entry, Postgres as PgRepo};
+use weft_repo::sql::{Param, Value};
 use weft_tests::postgres::Postgres;
 
 /// A new database `db` on `pg` and the entry that names it.
@@ -126,7 +126,7 @@ fn a_server_keeps_its_repository_in_postgresql_across_a_restart() {
     assert_eq!(again["state"], "finished", "{again}");
     assert_eq!(again["batchInstanceId"], 2, "{again}");
     assert_eq!(
-        weft::repo::connect(&data)
+        weft_repo::connect(&data)
             .expect("data")
             .query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))
             .expect("count"),
@@ -140,7 +140,7 @@ fn a_server_keeps_its_repository_in_postgresql_across_a_restart() {
         out.contains(&format!(
             "postgresql at 127.0.0.1:{}: schema version {}",
             pg.port,
-            weft::repo::migrations::latest()
+            weft_repo::migrations::latest()
         )),
         "{out}"
     );
@@ -263,7 +263,7 @@ fn copy_rows(from: &std::path::Path, to: &PgRepo) {
 #[test]
 fn the_postgresql_schema_comes_up_from_every_earlier_version_with_the_fixtures_data() {
     let pg = Postgres::start().expect("PostgreSQL");
-    let latest = weft::repo::migrations::latest();
+    let latest = weft_repo::migrations::latest();
     // Version 0: an empty database.
     let entry = database(&pg, "v0");
     let repo = PgRepo::connect(&entry).expect("connect");

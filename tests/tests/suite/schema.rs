@@ -11,7 +11,7 @@ fn fixture(v: i64) -> std::path::PathBuf {
 
 #[test]
 fn deploy_schema_upgrades_each_earlier_version_once() {
-    let latest = weft::repo::migrations::latest();
+    let latest = weft_repo::migrations::latest();
     for v in 1..latest {
         let home = tempfile::tempdir().expect("home");
         std::fs::copy(fixture(v), home.path().join("repository.db")).expect("copy fixture");
@@ -28,7 +28,7 @@ fn deploy_schema_upgrades_each_earlier_version_once() {
         // Version 6 filled the plans of every sheet whose definition it could read (the
         // oldest fixtures hold placeholder definitions `{}`: those keep none, and cannot run
         // until deployed again).
-        let conn = weft::repo::connect(&home.path().join("repository.db")).expect("open");
+        let conn = weft_repo::connect(&home.path().join("repository.db")).expect("open");
         let plans: Vec<(i64, String, Option<String>)> = conn
             .prepare("SELECT s.id, s.definition, s.plans FROM sheets s WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.sheet_id = s.id AND n.type = 0)")
             .expect("prepare")
@@ -73,14 +73,14 @@ fn deploy_schema_creates_a_fresh_repository_and_reports_status() {
     assert!(
         said.contains(&format!(
             "new repository created at schema version {}",
-            weft::repo::migrations::latest()
+            weft_repo::migrations::latest()
         )) && !said.contains("upgraded"),
         "{said}"
     );
     let o = script(home.path(), "deploySchema.sh", &["--status"], None);
     assert!(text(&o).0.contains(&format!(
         "schema version {}",
-        weft::repo::migrations::latest()
+        weft_repo::migrations::latest()
     )));
 }
 
@@ -90,7 +90,7 @@ fn a_newer_repository_is_refused_by_the_script_and_the_server() {
     let path = home.path().join("repository.db");
     let o = script(home.path(), "deploySchema.sh", &[], None);
     assert_eq!(o.status.code(), Some(0));
-    let conn = weft::repo::connect(&path).expect("open");
+    let conn = weft_repo::connect(&path).expect("open");
     conn.pragma_update(None, "user_version", 99).expect("set");
     drop(conn);
     let before = dump(&path);
@@ -116,10 +116,10 @@ fn the_server_upgrades_an_old_repository_on_start() {
     let home = tempfile::tempdir().expect("home");
     std::fs::copy(fixture(1), home.path().join("repository.db")).expect("copy");
     let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
-    assert!(w.dump().contains(&format!(
-        "user_version {}",
-        weft::repo::migrations::latest()
-    )));
+    assert!(
+        w.dump()
+            .contains(&format!("user_version {}", weft_repo::migrations::latest()))
+    );
     // Its sheet's definition is a placeholder: a run of it says to deploy it again.
     let run = serde_json::json!({"command": "RunElements", "payload": {"batchExecution": {
         "batchName": "b", "user": "u", "elementList": [{"elementType": "S", "elementId": 100}]}}});

@@ -4,9 +4,9 @@
 use super::args::Home;
 use clap::Args;
 use std::process::ExitCode;
-use weft::repo::{self, migrations};
 use weft_core::keys::KeyFile;
 use weft_core::settings;
+use weft_repo::{self as repo, migrations};
 
 /// `weft schema`'s arguments.
 #[derive(Debug, Args)]

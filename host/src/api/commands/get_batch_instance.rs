@@ -5,10 +5,10 @@ use crate::api::error::ApiError;
 use crate::api::protocol::Instance;
 use crate::api::protocol::read::instance_id;
 use crate::api::state::AppState;
-use crate::repo::InstanceStore as _;
 use std::sync::Arc;
 use weft_dsr::Problems;
 use weft_protocol::commands::GetBatchInstance;
+use weft_repo::InstanceStore as _;
 
 impl Handler for GetBatchInstance {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
@@ -32,6 +32,6 @@ pub(super) async fn read_instance(state: &Arc<AppState>, id: i64) -> Result<Inst
     let repo = Arc::clone(state.executor.repo());
     tokio::task::spawn_blocking(move || repo.instance(id))
         .await??
-        .map(Instance::from)
+        .map(crate::api::protocol::instances::instance)
         .ok_or(ApiError::NoInstance(id))
 }

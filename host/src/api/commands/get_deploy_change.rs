@@ -5,11 +5,11 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, whole};
 use crate::api::state::AppState;
-use crate::repo::model::HistoryDetail;
-use crate::repo::store::SheetStore as _;
 use std::sync::Arc;
 use weft_dsr::Problems;
 use weft_protocol::commands::GetDeployChange;
+use weft_repo::model::HistoryDetail;
+use weft_repo::store::SheetStore as _;
 
 impl Handler for GetDeployChange {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {

@@ -2,13 +2,12 @@
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::Listed;
 use crate::api::protocol::read::{object, whole};
 use crate::api::state::AppState;
-use crate::repo::store::SheetStore as _;
 use std::sync::Arc;
 use weft_dsr::Problems;
 use weft_protocol::commands::{GetSheet, SheetView};
+use weft_repo::store::SheetStore as _;
 
 impl Handler for GetSheet {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
@@ -34,12 +33,15 @@ impl Handler for GetSheet {
                 Some(_) => repo.sheet_runs(id, SheetView::RUNS)?,
                 None => Vec::new(),
             };
-            Ok::<_, crate::repo::Error>((sheet, runs))
+            Ok::<_, weft_repo::Error>((sheet, runs))
         })
         .await??;
         Ok(SheetView {
             sheet: sheet.ok_or(ApiError::NoSheet(id))?,
-            runs: runs.into_iter().map(Listed::from).collect(),
+            runs: runs
+                .into_iter()
+                .map(crate::api::protocol::instances::listed)
+                .collect(),
         })
     }
 }

@@ -3,14 +3,13 @@
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::Listed;
 use crate::api::protocol::read::{ENVELOPE, object, optional_whole, text};
 use crate::api::state::AppState;
-use crate::repo::InstanceStore as _;
 use std::sync::Arc;
 use weft_dsr::value::{Spanned, Value};
 use weft_dsr::{Path, Problems};
 use weft_protocol::commands::{InstanceList, ListBatchInstances};
+use weft_repo::InstanceStore as _;
 
 impl Handler for ListBatchInstances {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
@@ -47,7 +46,7 @@ fn read_payload(
         let word = text(v, &p, "state", problems);
         match word
             .as_deref()
-            .map(crate::repo::model::InstanceState::from_word)
+            .map(weft_repo::model::InstanceState::from_word)
         {
             Some(Some(state)) => list.state = Some(state),
             Some(None) => {
@@ -95,7 +94,7 @@ async fn list(
     request: ListBatchInstances,
 ) -> Result<InstanceList, ApiError> {
     let repo = Arc::clone(state.executor.repo());
-    let filter = crate::repo::model::InstanceFilter {
+    let filter = weft_repo::model::InstanceFilter {
         limit: request.limit,
         state: request.state,
         name: request.name,
@@ -104,6 +103,9 @@ async fn list(
     };
     let instances = tokio::task::spawn_blocking(move || repo.list_instances(&filter)).await??;
     Ok(InstanceList {
-        instances: instances.into_iter().map(Listed::from).collect(),
+        instances: instances
+            .into_iter()
+            .map(crate::api::protocol::instances::listed)
+            .collect(),
     })
 }

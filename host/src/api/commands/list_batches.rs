@@ -4,10 +4,10 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::object;
 use crate::api::state::AppState;
-use crate::repo::store::SheetStore as _;
 use std::sync::Arc;
 use weft_dsr::Problems;
 use weft_protocol::commands::{BatchList, ListBatches};
+use weft_repo::store::SheetStore as _;
 
 impl Handler for ListBatches {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {

@@ -4,11 +4,11 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, optional_whole};
 use crate::api::state::AppState;
-use crate::repo::store::SheetStore as _;
 use std::sync::Arc;
 use weft_dsr::value::Spanned;
 use weft_dsr::{Path, Problems};
 use weft_protocol::commands::{DeployList, ListDeploys};
+use weft_repo::store::SheetStore as _;
 
 impl Handler for ListDeploys {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {

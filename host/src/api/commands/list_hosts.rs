@@ -5,10 +5,10 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::object;
 use crate::api::state::AppState;
-use crate::repo::InstanceStore as _;
 use std::sync::Arc;
 use weft_dsr::Problems;
 use weft_protocol::commands::{HostList, HostView, ListHosts};
+use weft_repo::InstanceStore as _;
 
 impl Handler for ListHosts {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
@@ -33,7 +33,7 @@ impl Handler for ListHosts {
                     host: h.id,
                     url: h.url,
                     slots: h.slots,
-                    started: crate::repo::instances::iso(&h.started_at),
+                    started: weft_repo::instances::iso(&h.started_at),
                     silent_ms: h.silent_ms.max(0),
                     running: h.running,
                 })

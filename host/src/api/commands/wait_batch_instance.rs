@@ -9,12 +9,12 @@ use crate::api::protocol::Instance;
 use crate::api::protocol::read::{object, text, whole, wrong};
 use crate::api::state::AppState;
 use crate::api::waits::Read;
-use crate::repo::InstanceStore as _;
 use std::sync::Arc;
 use std::time::Duration;
 use weft_dsr::value::{Spanned, Value};
 use weft_dsr::{Path, Problems};
 use weft_protocol::commands::{WaitBatchInstance, Waited};
+use weft_repo::InstanceStore as _;
 
 impl Handler for WaitBatchInstance {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
@@ -177,7 +177,7 @@ async fn wait(state: &Arc<AppState>, request: WaitBatchInstance) -> Result<Waite
 async fn fingerprint(
     state: &Arc<AppState>,
     id: i64,
-) -> Result<Option<(crate::repo::model::InstanceState, String)>, ApiError> {
+) -> Result<Option<(weft_repo::model::InstanceState, String)>, ApiError> {
     let repo = Arc::clone(state.executor.repo());
     weft_core::metrics::wait_read();
     Ok(

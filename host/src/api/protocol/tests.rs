@@ -92,7 +92,7 @@ fn every_command_the_client_writes_reads_back_as_itself() {
     round_trip(
         ListBatchInstances {
             limit: 5,
-            state: Some(crate::repo::model::InstanceState::Failed),
+            state: Some(weft_repo::model::InstanceState::Failed),
             name: Some("nightly \"load\" 50%".to_owned()),
             before: Some(77),
             batch_id: Some(3),

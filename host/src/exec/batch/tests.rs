@@ -4,9 +4,9 @@
 //! changes nothing).
 
 use super::*;
-use crate::repo::model::{ActionState, InstanceRow, InstanceState};
 use std::time::{Duration, Instant};
 use weft_core::connect::sqlite::testing::{WriteLock, execute, rows};
+use weft_repo::model::{ActionState, InstanceRow, InstanceState};
 
 struct Env {
     dir: tempfile::TempDir,
@@ -110,7 +110,7 @@ impl Env {
     }
 
     fn instances(&self) -> i64 {
-        crate::repo::sqlite::testing::rows(self.exec.repo(), "SELECT COUNT(*) FROM batch_instances")
+        weft_repo::sqlite::testing::rows(self.exec.repo(), "SELECT COUNT(*) FROM batch_instances")
             [0]
         .parse()
         .expect("count")
@@ -190,7 +190,7 @@ fn an_end_that_cannot_be_recorded_is_tried_again_until_it_is() {
     }
     // Past the patience: the end is still held, not given up.
     match env.exec.halt(id) {
-        Err(StartError::Repo(e)) => assert_eq!(e.fault(), crate::repo::Fault::Full, "{e}"),
+        Err(StartError::Repo(e)) => assert_eq!(e.fault(), weft_repo::Fault::Full, "{e}"),
         other => panic!("halt says the disk is full: {other:?}"),
     }
     assert_eq!(

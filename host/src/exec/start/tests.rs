@@ -2,11 +2,11 @@
 //! chosen instants.
 
 use crate::exec::batch::Executor;
-use crate::repo::sqlite::testing::{execute, rows};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use std::sync::Arc;
 use weft_core::sched::scheduler::{next_runs, tick};
+use weft_repo::sqlite::testing::{execute, rows};
 
 struct Env {
     _dir: tempfile::TempDir,

@@ -1,9 +1,9 @@
 //! Planned starts in the repository (`service_batch_next_run`, which sheets may also
 //! write: SPEC 4.7), read and moved on by the scheduler.
 
-type Result<T, E = crate::repo::error::Error> = std::result::Result<T, E>;
+type Result<T, E = crate::error::Error> = std::result::Result<T, E>;
 
-use crate::repo::sql::{Row, Session, args};
+use crate::sql::{Row, Session, args};
 use weft_core::sched::schedule::Planned;
 use weft_core::sched::scheduler::{Missed, StoredStart};
 
@@ -75,7 +75,7 @@ pub const MISSED_KEPT: i64 = 100;
 ///
 /// # Errors
 ///
-/// A repository error. [`Error::Conflict`](crate::repo::error::Error::Conflict) when
+/// A repository error. [`Error::Conflict`](crate::error::Error::Conflict) when
 /// `start_dt` changed after the occurrence was moved: the caller's transaction must be
 /// rolled back (its `second_of` was written).
 pub fn advance(
@@ -107,7 +107,7 @@ pub fn advance(
         )?,
     };
     if changed != 1 {
-        return Err(crate::repo::error::Error::Conflict(format!(
+        return Err(crate::error::Error::Conflict(format!(
             "the planned start of batch {batch_id} changed while it was being moved on"
         )));
     }
@@ -150,7 +150,7 @@ pub fn record_start(
 
 #[cfg(test)]
 mod tests {
-    use crate::repo::{Repository, connect};
+    use crate::{Repository, connect};
     use weft_core::sched::schedule::Planned;
     use weft_core::sched::scheduler::{Missed, MissedReason, PlannedStarts as _};
 

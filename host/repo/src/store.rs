@@ -92,13 +92,11 @@ pub trait InstanceStore {
     /// read without its logs (cheap, for following a run); `None` when there is none.
     fn instance_fingerprint(&self, id: i64) -> Result<Option<(InstanceState, u64)>>;
     /// The newest `limit` instances, newest first.
-    fn list_instances(
-        &self,
-        filter: &crate::repo::model::InstanceFilter,
-    ) -> Result<Vec<InstanceSummary>>;
+    fn list_instances(&self, filter: &crate::model::InstanceFilter)
+    -> Result<Vec<InstanceSummary>>;
     /// Instances by state word, and actions of unfinished instances by state code (`D`,
     /// `W`, `R`), for `/metrics`.
-    fn state_counts(&self) -> Result<crate::repo::model::StateCounts>;
+    fn state_counts(&self) -> Result<crate::model::StateCounts>;
     /// Up to `limit` ready actions become `host`'s, running.
     fn claim(&self, host: &str, limit: usize) -> Result<Vec<Claimed>>;
     /// Records how attempt `attempt` of an action ended on `host`, and what follows.
@@ -173,11 +171,11 @@ pub trait SheetStore {
     /// The default schema of each connection that names one (its `schema` as deployed).
     fn connection_schemas(&self) -> Result<std::collections::BTreeMap<i64, String>>;
     /// Every folder and the first `limit` sheets, for the web page's tree.
-    fn tree(&self, limit: i64) -> Result<crate::repo::model::Tree>;
+    fn tree(&self, limit: i64) -> Result<crate::model::Tree>;
     /// A sheet with its nodes and edges; `None` when there is none.
-    fn sheet_detail(&self, id: i64) -> Result<Option<crate::repo::model::SheetDetail>>;
+    fn sheet_detail(&self, id: i64) -> Result<Option<crate::model::SheetDetail>>;
     /// Every scheduled batch, by name.
-    fn batches(&self) -> Result<Vec<crate::repo::model::BatchItem>>;
+    fn batches(&self) -> Result<Vec<crate::model::BatchItem>>;
     /// The newest `limit` instances that ran actions of sheet `id`.
     fn sheet_runs(&self, id: i64, limit: i64) -> Result<Vec<InstanceSummary>>;
     /// A page of the deploy history, newest first: at most `limit` deploys before deploy
@@ -187,7 +185,7 @@ pub trait SheetStore {
         before: Option<i64>,
         limit: i64,
         changes: i64,
-    ) -> Result<Vec<crate::repo::model::DeployItem>>;
+    ) -> Result<Vec<crate::model::DeployItem>>;
     /// A history line with its definition and the version before it.
-    fn history_detail(&self, id: i64) -> Result<Option<crate::repo::model::HistoryDetail>>;
+    fn history_detail(&self, id: i64) -> Result<Option<crate::model::HistoryDetail>>;
 }

@@ -2,13 +2,13 @@
 //! one sheet with its nodes and edges as drawn, the scheduled batches with their missed
 //! starts, and the deploy history.
 
-use crate::repo::error::Result;
-use crate::repo::instances::iso;
-use crate::repo::model::{
+use crate::error::Result;
+use crate::instances::iso;
+use crate::model::{
     BatchItem, DeployItem, EdgeItem, FolderItem, HistoryDetail, HistoryItem, MissedItem, NodeItem,
     PreviousVersion, SheetDetail, SheetItem, Tree,
 };
-use crate::repo::sql::{Row, Session, args};
+use crate::sql::{Row, Session, args};
 
 /// Every folder by path, and the first `limit` sheets by folder path and order.
 pub fn tree(conn: &dyn Session, limit: i64) -> Result<Tree> {

@@ -17,9 +17,9 @@
 //! and each waiting action counts what it still waits for (`waits_for`), so an action's end
 //! touches its dependents only, whatever the size of the instance.
 
-use crate::repo::error::{Error, Result, now_utc};
-use crate::repo::model::{ActionEnd, ActionState, InstanceState};
-use crate::repo::sql::{Dialect, Row, Session, args};
+use crate::error::{Error, Result, now_utc};
+use crate::model::{ActionEnd, ActionState, InstanceState};
+use crate::sql::{Dialect, Row, Session, args};
 use weft_core::plan::StoredPlan;
 
 /// An action a host claimed.
@@ -489,8 +489,8 @@ pub fn halts_asked(conn: &dyn Session, instances: &[i64]) -> Result<Vec<i64>> {
 /// # Errors
 ///
 /// A repository error.
-pub fn restart(conn: &dyn Session, id: i64) -> Result<crate::repo::model::Restarted> {
-    use crate::repo::model::Restarted;
+pub fn restart(conn: &dyn Session, id: i64) -> Result<crate::model::Restarted> {
+    use crate::model::Restarted;
     lock_instance(conn, id)?;
     match super::instances::state_of(conn, id)? {
         None => return Ok(Restarted::NotFound),

@@ -1,12 +1,12 @@
-//! The schema migrations of the PostgreSQL repository: the steps of [`crate::repo::schema`]
+//! The schema migrations of the PostgreSQL repository: the steps of [`crate::schema`]
 //! as [`postgres_ddl`] translates them, applied in one transaction under an advisory lock
 //! (hosts starting together upgrade once), the version kept in `weft_schema_version`. A
 //! failing step leaves the database as it was (PostgreSQL's DDL is transactional).
 
 use super::session::{Conn, PgSession};
-use crate::repo::error::Result;
-use crate::repo::schema::{Upgrade, latest, postgres_ddl, run_steps};
-use crate::repo::sql::{Session, args};
+use crate::error::Result;
+use crate::schema::{Upgrade, latest, postgres_ddl, run_steps};
+use crate::sql::{Session, args};
 
 /// The advisory lock a schema upgrade holds (one per database): `weft` in ASCII.
 const UPGRADE_LOCK: i64 = 0x7765_6674;
@@ -36,8 +36,8 @@ pub fn version(s: &dyn Session) -> Result<i64> {
 ///
 /// # Errors
 ///
-/// [`crate::repo::error::Error::TooNew`] when the database is newer (nothing is changed), or
-/// [`crate::repo::error::Error::Migration`] when a step fails (nothing is changed).
+/// [`crate::error::Error::TooNew`] when the database is newer (nothing is changed), or
+/// [`crate::error::Error::Migration`] when a step fails (nothing is changed).
 pub fn to_version(conn: &mut Conn, target: i64) -> Result<Upgrade> {
     conn.batch("BEGIN")?;
     let done = {

@@ -3,12 +3,12 @@
 //! ends and the takeover of a silent host.
 
 use super::*;
-use crate::repo::instances;
-use crate::repo::model::{NewAction, NewInstance, Restarted};
+use crate::instances;
+use crate::model::{NewAction, NewInstance, Restarted};
 
 fn repo() -> rusqlite::Connection {
     let mut conn = rusqlite::Connection::open_in_memory().expect("memory");
-    crate::repo::sqlite::migrations::to_latest(&mut conn).expect("schema");
+    crate::sqlite::migrations::to_latest(&mut conn).expect("schema");
     conn
 }
 

@@ -32,8 +32,8 @@
 //! | 10 | `hosts.process` (the process holding each host id: boot id, pid, start time) |
 //! | 11 | `data_flow` (the data graph: the objects each action reads and writes with dependency `Y`, keyed by action), `sheets.flow_recorded` (sheets stored before it get their lines at the next deploy) |
 
-use crate::repo::error::{Error, Result};
-use crate::repo::sql::{Session, args};
+use crate::error::{Error, Result};
+use crate::sql::{Session, args};
 
 /// One schema step.
 #[derive(Debug)]

@@ -13,7 +13,7 @@ pub use dump::dump;
 pub mod migrations;
 mod session;
 
-use crate::repo::error::{Error, Result};
+use crate::error::{Error, Result};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -47,14 +47,14 @@ pub fn connect(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
-/// The SQLite backend of a running server's repository (`crate::repo::Repository`).
+/// The SQLite backend of a running server's repository (`crate::Repository`).
 #[derive(Debug)]
 pub struct Sqlite {
     path: PathBuf,
     writer: Mutex<Connection>,
     checkpointer: Checkpointer,
     /// Tests only: every use of the writer connection fails as on a full disk.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     full: std::sync::atomic::AtomicBool,
 }
 
@@ -132,14 +132,14 @@ impl Sqlite {
             path: path.to_owned(),
             writer: Mutex::new(conn),
             checkpointer: Checkpointer::start(path)?,
-            #[cfg(test)]
+            #[cfg(any(test, feature = "testing"))]
             full: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
     /// Tests only: makes every use of the writer connection fail with SQLite's "database
     /// or disk is full" (`true`), or work again (`false`).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn fill_disk(&self, full: bool) {
         self.full.store(full, std::sync::atomic::Ordering::SeqCst);
     }
@@ -147,7 +147,7 @@ impl Sqlite {
     /// Tests only: how long the writer connection waits for another writer's lock before it
     /// says the repository is busy (10 seconds otherwise), so that a test of a busy
     /// repository need not wait that long.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn set_busy_timeout(&self, patience: Duration) {
         let conn = self
             .writer
@@ -157,7 +157,7 @@ impl Sqlite {
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
-        #[cfg(test)]
+        #[cfg(any(test, feature = "testing"))]
         if self.full.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(Error::with_sql(
                 rusqlite::Error::SqliteFailure(
@@ -250,10 +250,10 @@ pub fn upgrade(path: &Path) -> Result<migrations::Upgrade> {
 /// Tests only: what tests of other modules need of the SQLite repository (writing the
 /// repository's tables as a sheet or a person would, reading them back, failures of
 /// SQLite), so that no other module names SQLite.
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing {
-    use crate::repo::repository::Repository;
-    use crate::repo::sql::{Value, args};
+    use crate::repository::Repository;
+    use crate::sql::{Value, args};
     pub use rusqlite::ffi::{
         SQLITE_BUSY, SQLITE_CONSTRAINT, SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY,
     };
@@ -286,8 +286,8 @@ pub mod testing {
     }
 
     /// A repository error as SQLite's result `code` gives it, from statement `sql`.
-    pub fn failure(code: i32, sql: &str) -> crate::repo::error::Error {
-        crate::repo::error::Error::with_sql(
+    pub fn failure(code: i32, sql: &str) -> crate::error::Error {
+        crate::error::Error::with_sql(
             rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None),
             sql,
         )

@@ -10,11 +10,12 @@
 //!
 //! The detail behind docs/ARCHITECTURE.md's map.
 //!
-//! Nothing outside `repo` sees the repository's SQL or its storage formats: `grep rusqlite
-//! host/src` finds it only in `repo/` and in `connect/` (the native SQLite connection type,
-//! which also carries the test helpers other modules' tests use to read SQLite files; the
-//! commit markers' statements go to data connections). `repo::connect` (a raw connection to a
-//! SQLite repository file) serves tests and `weft schema` only. The parts:
+//! Nothing outside this crate sees the repository's SQL or its storage formats: of the host's
+//! crates only this one and `weft_core` (its `connect`: the native SQLite connection type,
+//! which also carries the test helpers other crates' tests use to read SQLite files; the
+//! commit markers' statements go to data connections) depend on rusqlite (the host's benches
+//! aside). `connect` (a raw connection to a SQLite repository file) serves tests and `weft
+//! schema` only. The parts:
 //!
 //! - `repo::model`: the domain types every backend stores and reads: `InstanceState` and
 //!   `ActionState` (`weft_protocol`'s enums, stored and answered as a word and a letter), `NewInstance` and
@@ -104,7 +105,7 @@ mod browse;
 mod error;
 mod facts;
 mod flow;
-pub(crate) mod instances;
+pub mod instances;
 pub mod model;
 pub mod place;
 pub mod postgres;

@@ -3,7 +3,7 @@
 //! that a rejected deploy or a dry run changed nothing. The rows of `hosts` are left out:
 //! they say which hosts are alive, and change with every heartbeat and start.
 
-use crate::repo::error::{Error, Result};
+use crate::error::{Error, Result};
 use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 use std::fmt::Write as _;

@@ -76,7 +76,7 @@ impl<T: ToParam> ToParam for Option<T> {
 /// The parameters of a statement, in order: `args![id, name]` (each borrowed).
 macro_rules! args {
     ($($p:expr),* $(,)?) => {
-        &[$($crate::repo::sql::ToParam::to_param(&$p)),*][..]
+        &[$($crate::sql::ToParam::to_param(&$p)),*][..]
     };
 }
 pub(crate) use args;

@@ -3,8 +3,8 @@
 //! the server inferred for it (an integer into an `integer` column, text into `text`), and a
 //! column is read by its type into a plain [`Value`].
 
-use crate::repo::error::{Error, Result};
-use crate::repo::sql::{Param, Row, Session, Value};
+use crate::error::{Error, Result};
+use crate::sql::{Param, Row, Session, Value};
 use bytes::BytesMut;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -58,10 +58,7 @@ impl Conn {
     }
 
     /// Each of `statements` prepared (as [`Conn::prepared`]), in order.
-    fn prepared_all(
-        &mut self,
-        statements: &[crate::repo::sql::Statement<'_>],
-    ) -> Result<Vec<Statement>> {
+    fn prepared_all(&mut self, statements: &[crate::sql::Statement<'_>]) -> Result<Vec<Statement>> {
         statements
             .iter()
             .map(|(sql, _)| self.prepared(sql))
@@ -184,7 +181,7 @@ impl<'a> PgSession<'a> {
 }
 
 /// The first of `statements`, to name where a connection that broke under them broke.
-fn first_sql<'a>(statements: &[crate::repo::sql::Statement<'a>]) -> &'a str {
+fn first_sql<'a>(statements: &[crate::sql::Statement<'a>]) -> &'a str {
     statements.first().map_or("", |(sql, _)| sql)
 }
 
@@ -193,8 +190,8 @@ fn bound<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn ToSql + Sync)> {
 }
 
 impl Session for PgSession<'_> {
-    fn dialect(&self) -> crate::repo::sql::Dialect {
-        crate::repo::sql::Dialect::Postgres
+    fn dialect(&self) -> crate::sql::Dialect {
+        crate::sql::Dialect::Postgres
     }
 
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<usize> {
@@ -237,7 +234,7 @@ impl Session for PgSession<'_> {
         self.conn.borrow_mut().batch(sql)
     }
 
-    fn execute_all(&self, statements: &[crate::repo::sql::Statement<'_>]) -> Result<Vec<usize>> {
+    fn execute_all(&self, statements: &[crate::sql::Statement<'_>]) -> Result<Vec<usize>> {
         self.pipelined(statements, async |client, st, sql, params| {
             client
                 .execute(st, &bound(params))
@@ -247,10 +244,7 @@ impl Session for PgSession<'_> {
         })
     }
 
-    fn first_values(
-        &self,
-        queries: &[crate::repo::sql::Statement<'_>],
-    ) -> Result<Vec<Option<Value>>> {
+    fn first_values(&self, queries: &[crate::sql::Statement<'_>]) -> Result<Vec<Option<Value>>> {
         self.pipelined(queries, async |client, st, sql, params| {
             let rows = client
                 .query(st, &bound(params))
@@ -271,7 +265,7 @@ impl PgSession<'_> {
     /// `each` makes of each, in order: one round trip for all.
     fn pipelined<T>(
         &self,
-        statements: &[crate::repo::sql::Statement<'_>],
+        statements: &[crate::sql::Statement<'_>],
         each: impl AsyncFn(&tokio_postgres::Client, &Statement, &str, &[Param<'_>]) -> Result<T>,
     ) -> Result<Vec<T>> {
         let mut conn = self.conn.borrow_mut();

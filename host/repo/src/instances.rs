@@ -2,12 +2,12 @@
 //! (with the plan of every action, so that a deploy during the run changes nothing of it),
 //! updated as states change, read by the monitoring commands, and repaired after a crash.
 
-use crate::repo::error::{Error, Result, now_utc};
-use crate::repo::model::{
+use crate::error::{Error, Result, now_utc};
+use crate::model::{
     ActionRow, ActionState, InstanceFilter, InstanceRow, InstanceState, InstanceSummary,
     LATE_AFTER_SECONDS, NewInstance,
 };
-use crate::repo::sql::{Param, Row, Session, ToParam as _, args, insert_rows};
+use crate::sql::{Param, Row, Session, ToParam as _, args, insert_rows};
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) to ISO 8601 with a `Z`.
 pub fn iso(t: &str) -> String {
@@ -292,7 +292,7 @@ fn with_state(mut summary: InstanceSummary, word: &str) -> Result<InstanceSummar
 /// How many instances are in each state (by state word), and how many actions of unfinished
 /// instances wait for what they depend on (`D`), are ready (`W`) and run (`R`): what
 /// `/metrics` shows of the repository. Both read indexes only.
-pub fn counts(conn: &dyn Session) -> Result<crate::repo::model::StateCounts> {
+pub fn counts(conn: &dyn Session) -> Result<crate::model::StateCounts> {
     let instances = conn.rows(
         "SELECT state, count(*) FROM batch_instances GROUP BY state ORDER BY state",
         args![],
@@ -303,7 +303,7 @@ pub fn counts(conn: &dyn Session) -> Result<crate::repo::model::StateCounts> {
         args![],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
-    Ok(crate::repo::model::StateCounts { instances, actions })
+    Ok(crate::model::StateCounts { instances, actions })
 }
 
 /// The newest `limit` instances that ran (or run) actions of sheet `sheet`, newest first,
@@ -322,6 +322,7 @@ pub fn of_sheet(conn: &dyn Session, sheet: i64, limit: i64) -> Result<Vec<Instan
         .collect()
 }
 
+/// The instances `filter` asks for, newest first, at most its limit.
 pub fn list(conn: &dyn Session, filter: &InstanceFilter) -> Result<Vec<InstanceSummary>> {
     // The name is matched as text: LIKE's wildcards in it are escaped.
     let pattern = filter.name.as_ref().map(|n| {

@@ -4,9 +4,9 @@
 //! walks it from the actions it changed to find a cycle it closes (the rows of an action and
 //! of an object are each one indexed read), never reading every plan.
 
-use crate::repo::error::{Error, Result};
-use crate::repo::model::{ActionPlace, BatchScope, FlowRow, ObjectKey};
-use crate::repo::sql::{Param, Session, Statement, args};
+use crate::error::{Error, Result};
+use crate::model::{ActionPlace, BatchScope, FlowRow, ObjectKey};
+use crate::sql::{Param, Session, Statement, args};
 use std::borrow::Cow;
 
 /// Replaces the lines of the actions `clear` (a redeployed sheet's actions, those it no

@@ -2,11 +2,11 @@
 //! refusal to downgrade, and a snapshot that shows any edit of a released migration.
 
 use super::*;
-use crate::repo::sql::args;
+use crate::sql::args;
 use std::path::PathBuf;
 
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
 }
 
 /// Inserts sample rows that fit schema version 1.
@@ -424,7 +424,7 @@ fn released_migrations_as_postgresql_runs_them() {
                 "-- version {}: {}\n{}\n{pg}",
                 i + 1,
                 m.summary,
-                crate::repo::schema::postgres_ddl(m.sql).trim()
+                crate::schema::postgres_ddl(m.sql).trim()
             )
         })
         .collect();
@@ -540,7 +540,7 @@ fn the_change_feed_listens_where_the_triggers_notify() {
     assert!(
         pg.contains(&format!(
             "pg_notify('{}', '')",
-            crate::repo::schema::CHANGES_CHANNEL
+            crate::schema::CHANGES_CHANNEL
         )),
         "{pg}"
     );

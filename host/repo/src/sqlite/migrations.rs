@@ -1,11 +1,11 @@
 //! The schema migrations of the SQLite repository (what `weft schema` and
 //! `bin/deploySchema.sh` run, and the server runs on start): the steps of
-//! [`crate::repo::schema`], applied in one transaction, the version kept as
+//! [`crate::schema`], applied in one transaction, the version kept as
 //! `PRAGMA user_version`. A repository of any earlier version is brought to the latest in one
 //! transaction: a failing step leaves it as it was.
 
-use crate::repo::error::{Error, Result};
-pub use crate::repo::schema::{MIGRATIONS, Migration, Upgrade, latest};
+use crate::error::{Error, Result};
+pub use crate::schema::{MIGRATIONS, Migration, Upgrade, latest};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version of the open repository (0 for an empty file).
@@ -39,7 +39,7 @@ pub fn to_version(conn: &mut Connection, target: i64) -> Result<Upgrade> {
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| Error::with_sql(e, "BEGIN IMMEDIATE"))?;
     let from = version(&tx)?;
-    crate::repo::schema::run_steps(&*tx, from, target, str::to_owned, |to| {
+    crate::schema::run_steps(&*tx, from, target, str::to_owned, |to| {
         tx.pragma_update(None, "user_version", to)
             .map_err(|e| Error::with_sql(e, "PRAGMA user_version"))
     })?;

@@ -2,7 +2,7 @@
 //! database. Its versioned schema ([`migrations`]), a small pool of connections (each
 //! statement prepared once per connection, `session`), transactions that begin and commit
 //! on one of them, and a full logical [`Postgres::dump`]. The store's statements are the ones the
-//! SQLite backend runs (`crate::repo::writer`, `instances`, `schedules`).
+//! SQLite backend runs (`crate::writer`, `instances`, `schedules`).
 //!
 //! Several hosts may share the database: a deploy's transaction holds an advisory lock
 //! ([`DEPLOY_LOCK`]), so that two deploys never number new ids from the same maxima, and a
@@ -13,7 +13,7 @@ pub mod migrations;
 pub mod session;
 
 use super::sql::{Session, args};
-use crate::repo::error::{Error, Result};
+use crate::error::{Error, Result};
 use session::{Conn, PgSession};
 use std::sync::Mutex;
 
@@ -270,7 +270,7 @@ fn dump(s: &dyn Session) -> Result<String> {
             |r| r.get(0),
         )?;
         let _ = writeln!(out, "-- {table} ({})", columns.join(", "));
-        if table == crate::repo::sqlite::dump::LIVENESS {
+        if table == crate::sqlite::dump::LIVENESS {
             continue;
         }
         let q = format!(

@@ -3,13 +3,13 @@
 //! version's, and what it lacks is deleted. Nothing is written for an unchanged object, so
 //! an identical redeploy leaves the file byte-identical.
 
-use crate::repo::error::{Error, Result, now_utc};
-use crate::repo::facts::Facts;
-use crate::repo::flow;
-use crate::repo::model::{
+use crate::error::{Error, Result, now_utc};
+use crate::facts::Facts;
+use crate::flow;
+use crate::model::{
     ActionPlace, BatchScope, Change, ChangeKind, FlowRow, IdTable, ObjectKey, ObjectKind,
 };
-use crate::repo::sql::{FromValue, Param, Session, Statement, ToParam, args};
+use crate::sql::{FromValue, Param, Session, Statement, ToParam, args};
 use std::borrow::Cow;
 use weft_core::plan::StoredPlan;
 use weft_dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
@@ -548,7 +548,7 @@ impl Facts for Writer<'_> {
         self.one("SELECT sheet_id FROM edges WHERE id = ?1", id)
     }
 
-    fn owners(&self, nodes: &[i64], edges: &[i64]) -> Result<crate::repo::facts::Owners> {
+    fn owners(&self, nodes: &[i64], edges: &[i64]) -> Result<crate::facts::Owners> {
         let ask = |sql, ids: &[i64]| -> Vec<Statement<'static>> {
             ids.iter().map(|&id| (sql, vec![Param::Int(id)])).collect()
         };
@@ -568,7 +568,7 @@ impl Facts for Writer<'_> {
             })
             .collect::<Result<Vec<_>>>()?;
         let edges = sheets.split_off(nodes.len());
-        Ok(crate::repo::facts::Owners {
+        Ok(crate::facts::Owners {
             nodes: sheets,
             edges,
         })
@@ -589,7 +589,7 @@ impl Facts for Writer<'_> {
     }
 }
 
-impl crate::repo::store::DeployWriter for Writer<'_> {
+impl crate::store::DeployWriter for Writer<'_> {
     fn max_id(&self, table: IdTable) -> Result<i64> {
         Writer::max_id(self, table)
     }
@@ -656,6 +656,6 @@ impl crate::repo::store::DeployWriter for Writer<'_> {
     }
 
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>> {
-        crate::repo::instances::sheets_below(self.tx, folder)
+        crate::instances::sheets_below(self.tx, folder)
     }
 }

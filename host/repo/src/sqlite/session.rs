@@ -1,8 +1,8 @@
 //! The repository's statement layer ([`Session`]) on a SQLite connection: statements are
 //! prepared once per connection (rusqlite's statement cache) and values map one to one.
 
-use crate::repo::error::{Error, Result};
-use crate::repo::sql::{Param, Row, Session, Value};
+use crate::error::{Error, Result};
+use crate::sql::{Param, Row, Session, Value};
 use rusqlite::Connection;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 
@@ -27,8 +27,8 @@ fn value(v: ValueRef<'_>) -> Value {
 }
 
 impl Session for Connection {
-    fn dialect(&self) -> crate::repo::sql::Dialect {
-        crate::repo::sql::Dialect::Sqlite
+    fn dialect(&self) -> crate::sql::Dialect {
+        crate::sql::Dialect::Sqlite
     }
 
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<usize> {
@@ -71,7 +71,7 @@ impl Session for Connection {
 
 #[cfg(test)]
 mod tests {
-    use crate::repo::sql::{Param, Session, Value, args};
+    use crate::sql::{Param, Session, Value, args};
 
     #[test]
     fn statements_given_together_run_in_order_and_stop_at_the_first_error() {

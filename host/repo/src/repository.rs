@@ -85,7 +85,7 @@ impl Repository {
 
     /// Tests only: makes every use of the SQLite writer connection fail as on a full disk
     /// (`true`), or work again (`false`).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn fill_disk(&self, full: bool) {
         if let Some(s) = self.backend.sqlite() {
             s.fill_disk(full);
@@ -93,7 +93,7 @@ impl Repository {
     }
 
     /// Tests only: how long the SQLite writer waits for another writer's lock.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn set_busy_timeout(&self, patience: std::time::Duration) {
         if let Some(s) = self.backend.sqlite() {
             s.set_busy_timeout(patience);
@@ -261,12 +261,12 @@ impl InstanceStore for Repository {
 
     fn list_instances(
         &self,
-        filter: &crate::repo::model::InstanceFilter,
+        filter: &crate::model::InstanceFilter,
     ) -> Result<Vec<InstanceSummary>> {
         self.with(|c| instances::list(c, filter))
     }
 
-    fn state_counts(&self) -> Result<crate::repo::model::StateCounts> {
+    fn state_counts(&self) -> Result<crate::model::StateCounts> {
         self.with(instances::counts)
     }
 
@@ -383,15 +383,15 @@ impl SheetStore for Repository {
         self.with(instances::connection_schemas)
     }
 
-    fn tree(&self, limit: i64) -> Result<crate::repo::model::Tree> {
+    fn tree(&self, limit: i64) -> Result<crate::model::Tree> {
         self.with(|c| super::browse::tree(c, limit))
     }
 
-    fn sheet_detail(&self, id: i64) -> Result<Option<crate::repo::model::SheetDetail>> {
+    fn sheet_detail(&self, id: i64) -> Result<Option<crate::model::SheetDetail>> {
         self.with(|c| super::browse::sheet(c, id))
     }
 
-    fn batches(&self) -> Result<Vec<crate::repo::model::BatchItem>> {
+    fn batches(&self) -> Result<Vec<crate::model::BatchItem>> {
         self.with(super::browse::batches)
     }
 
@@ -404,11 +404,11 @@ impl SheetStore for Repository {
         before: Option<i64>,
         limit: i64,
         changes: i64,
-    ) -> Result<Vec<crate::repo::model::DeployItem>> {
+    ) -> Result<Vec<crate::model::DeployItem>> {
         self.with(|c| super::browse::deploys(c, before, limit, changes))
     }
 
-    fn history_detail(&self, id: i64) -> Result<Option<crate::repo::model::HistoryDetail>> {
+    fn history_detail(&self, id: i64) -> Result<Option<crate::model::HistoryDetail>> {
         self.with(|c| super::browse::history_detail(c, id))
     }
 }
@@ -470,7 +470,7 @@ impl PlannedStarts for Repository {
 #[cfg(test)]
 mod conflict_tests {
     use super::{CONFLICT_TRIES, again_on_conflict};
-    use crate::repo::error::Error;
+    use crate::error::Error;
 
     fn pg(code: &str) -> Error {
         Error::Postgres {
@@ -491,7 +491,7 @@ mod conflict_tests {
             assert_eq!(out.expect("passes the third time"), 3, "{code}");
         }
         let mut calls = 0;
-        let out: crate::repo::Result<()> = again_on_conflict(|| {
+        let out: crate::Result<()> = again_on_conflict(|| {
             calls += 1;
             Err(pg("40P01"))
         });
@@ -499,7 +499,7 @@ mod conflict_tests {
         assert_eq!(calls, CONFLICT_TRIES, "given up after the last try");
         for code in ["23505", "53100", "08006"] {
             let mut calls = 0;
-            let out: crate::repo::Result<()> = again_on_conflict(|| {
+            let out: crate::Result<()> = again_on_conflict(|| {
                 calls += 1;
                 Err(pg(code))
             });

@@ -8,7 +8,7 @@
 //! and when it is down, because notices sent while it is down are lost and its caller must
 //! then look for itself. It ends within a quarter second of its [`Feed`] being dropped.
 
-use crate::repo::schema::CHANGES_CHANNEL;
+use crate::schema::CHANGES_CHANNEL;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
