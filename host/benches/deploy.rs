@@ -196,7 +196,7 @@ fn bench_http() {
         let registry = weft_core::plugins::Registry::load(&[(dir.clone(), false)]);
         assert!(registry.module("Insert").is_some(), "no plugins in {}: run `cargo build --release --workspace` first", dir.display());
         let registry = Arc::new(registry);
-        let executor = weft::exec::batch::Executor::new(Arc::clone(&repo), Arc::clone(&registry), None, 2);
+        let executor = weft_engine::exec::batch::Executor::new(Arc::clone(&repo), Arc::clone(&registry), None, 2);
         let state = Arc::new(AppState::new(Arc::clone(&repo), Settings::default(), None, false, registry, executor));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");

@@ -206,7 +206,7 @@ fn main() {
         target_dir.display()
     );
     let limit = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-    let executor = weft::exec::batch::Executor::new(
+    let executor = weft_engine::exec::batch::Executor::new(
         Arc::clone(&repo),
         Arc::clone(&registry),
         Some(Arc::clone(&keys)),

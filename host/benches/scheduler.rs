@@ -61,7 +61,7 @@ fn main() {
     }
     c.commit().expect("batches");
     let registry = Arc::new(weft_core::plugins::Registry::default());
-    let exec = weft::exec::batch::Executor::new(Arc::clone(&repo), registry, None, 2);
+    let exec = weft_engine::exec::batch::Executor::new(Arc::clone(&repo), registry, None, 2);
 
     // Ticks: the server makes one a second.
     let mut ticks = Vec::new();

@@ -77,7 +77,7 @@ fn main() {
             {"id": 3, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
         "edges": [{"id": 1, "from": 2, "to": 1}, {"id": 2, "from": 1, "to": 3}]}]}});
     let (doc, _) = weft_dsr::parse(&sheet.to_string());
-    let plan = weft::exec::actions_of(&doc.expect("sheet").sheets[0], &|_| {
+    let plan = weft_engine::exec::actions_of(&doc.expect("sheet").sheets[0], &|_| {
         weft_sdk::Dialect::Sqlite
     })
     .remove(0);
@@ -105,7 +105,7 @@ fn main() {
         }
         let keys = weft_core::keys::KeyFile::load(&kf).expect("keys");
         let t = Instant::now();
-        let ran = weft::exec::run_action(&registry, &keys, &plan, &[]);
+        let ran = weft_engine::exec::run_action(&registry, &keys, &plan, &[]);
         weft_times.push(t.elapsed().as_secs_f64());
         let outcome = ran.outcome.expect("transfer");
         assert_eq!(outcome.rows_written as i64, rows);

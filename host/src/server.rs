@@ -245,7 +245,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         Vec::new()
     } else {
         let home = opts.home.clone();
-        tokio::task::spawn_blocking(move || crate::exec::leftovers::kill_left(&home))
+        tokio::task::spawn_blocking(move || weft_engine::exec::leftovers::kill_left(&home))
             .await
             .map_err(|e| Error::Serve(std::io::Error::other(e)))?
     };
@@ -365,13 +365,13 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     let host = if shared {
         host_id(&opts.home)?
     } else {
-        crate::exec::batch::new_host_id()
+        weft_engine::exec::batch::new_host_id()
     };
     // It reads the repository's identity: off the runtime's threads, as every repository call.
     let executor = {
         let (repo, registry, keys) = (Arc::clone(&repo), Arc::clone(&registry), Arc::clone(&keys));
         tokio::task::spawn_blocking(move || {
-            crate::exec::batch::Executor::paused(repo, registry, Some(keys), limit, host)
+            weft_engine::exec::batch::Executor::paused(repo, registry, Some(keys), limit, host)
         })
         .await
         .map_err(|e| Error::Serve(std::io::Error::other(e)))?
@@ -436,7 +436,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     // Registered by `open`, the host beats its heart: on a shared repository it takes over
     // from silent hosts; alone, it beats so that `weft hosts` tells it alive.
     executor
-        .join_cluster(crate::exec::batch::Cluster {
+        .join_cluster(weft_engine::exec::batch::Cluster {
             lease: std::time::Duration::from_secs(settings.host_lease_seconds),
             poll: if shared {
                 std::time::Duration::from_millis(settings.host_poll_ms)
@@ -549,7 +549,7 @@ fn host_id(home: &std::path::Path) -> Result<String, Error> {
             ))));
         }
     }
-    let id = crate::exec::batch::new_host_id();
+    let id = weft_engine::exec::batch::new_host_id();
     let tmp = home.join("host-id.tmp");
     std::fs::write(&tmp, format!("{id}\n"))
         .and_then(|()| std::fs::rename(&tmp, &path))

@@ -93,7 +93,7 @@ fn main() {
                 {"id": 3, "type": 1, "attributes": {"field1": "dim", "objectTypeId": 1, "connectionId": 1}}],
             "edges": [{"id": 1, "from": 2, "to": 1}, {"id": 2, "from": 1, "to": 3}]}]}});
         let (doc, _) = weft_dsr::parse(&sheet.to_string());
-        weft::exec::actions_of(&doc.expect("sheet").sheets[0], &|_| {
+        weft_engine::exec::actions_of(&doc.expect("sheet").sheets[0], &|_| {
             weft_sdk::Dialect::Sqlite
         })
         .remove(0)
@@ -114,7 +114,7 @@ fn main() {
     // The first load, through History: every key opens a period.
     let keys = keyfile(dir.path(), &base, 99);
     let t_first = Instant::now();
-    let first = weft::exec::run_action(&registry, &keys, &plan_at("2026-01-01"), &[])
+    let first = weft_engine::exec::run_action(&registry, &keys, &plan_at("2026-01-01"), &[])
         .outcome
         .expect("the first load");
     println!(
@@ -145,7 +145,7 @@ fn main() {
         std::fs::copy(&base, &ours).expect("copy");
         let keys = keyfile(dir.path(), &ours, round);
         let t = Instant::now();
-        let ran = weft::exec::run_action(&registry, &keys, &plan_at("2026-01-02"), &[]);
+        let ran = weft_engine::exec::run_action(&registry, &keys, &plan_at("2026-01-02"), &[]);
         weft_times.push(t.elapsed().as_secs_f64());
         let o = ran.outcome.expect("history");
         if round == 0 {

@@ -58,7 +58,11 @@ fn psql(pg: &Postgres, db: &str, sql: &str) -> String {
 
 /// A Transfer from `(table, connection)` to `(table, connection)`, with the dialects of the
 /// connections.
-fn plan(from: i64, to: i64, dialect: impl Fn(i64) -> weft_sdk::Dialect) -> weft::exec::ActionPlan {
+fn plan(
+    from: i64,
+    to: i64,
+    dialect: impl Fn(i64) -> weft_sdk::Dialect,
+) -> weft_engine::exec::ActionPlan {
     let sheet = serde_json::json!({"version": 1, "transformationData": {"sheets": [{"id": 1, "attributes": {"name": "copy", "folder_id": 1, "folder": "/"},
         "nodes": [
             {"id": 1, "type": 0, "attributes": {"module": "Transfer", "name": "copy", "action": QUERY}},
@@ -66,7 +70,7 @@ fn plan(from: i64, to: i64, dialect: impl Fn(i64) -> weft_sdk::Dialect) -> weft:
             {"id": 3, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": to}}],
         "edges": [{"id": 1, "from": 2, "to": 1}, {"id": 2, "from": 1, "to": 3}]}]}});
     let (doc, _) = weft_dsr::parse(&sheet.to_string());
-    weft::exec::actions_of(&doc.expect("sheet").sheets[0], &dialect).remove(0)
+    weft_engine::exec::actions_of(&doc.expect("sheet").sheets[0], &dialect).remove(0)
 }
 
 fn main() {
@@ -156,7 +160,7 @@ fn main() {
     let transfer = |from: i64, to: i64| {
         let p = plan(from, to, dialect);
         let t = Instant::now();
-        let ran = weft::exec::run_action(&registry, &keys, &p, &[]);
+        let ran = weft_engine::exec::run_action(&registry, &keys, &p, &[]);
         let secs = t.elapsed().as_secs_f64();
         let outcome = ran
             .outcome

@@ -16,7 +16,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::Path;
 use std::time::Instant;
 
-fn plan(module: &str, source: Option<&str>) -> weft::exec::ActionPlan {
+fn plan(module: &str, source: Option<&str>) -> weft_engine::exec::ActionPlan {
     let mut nodes = vec![
         serde_json::json!({"id": 1, "type": 0, "attributes": {"module": module, "name": "call", "action": "SELECT 1"}}),
     ];
@@ -28,7 +28,7 @@ fn plan(module: &str, source: Option<&str>) -> weft::exec::ActionPlan {
     let sheet = serde_json::json!({"version": 1, "transformationData": {"sheets": [{"id": 1, "attributes": {"name": "bench", "folder_id": 1, "folder": "/"},
         "nodes": nodes, "edges": edges}]}});
     let (doc, _) = weft_dsr::parse(&sheet.to_string());
-    weft::exec::actions_of(&doc.expect("sheet").sheets[0], &|_| {
+    weft_engine::exec::actions_of(&doc.expect("sheet").sheets[0], &|_| {
         weft_sdk::Dialect::Sqlite
     })
     .remove(0)
@@ -85,11 +85,11 @@ fn main() {
         std::fs::set_permissions(&kf, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     }
     let keys = weft_core::keys::KeyFile::load(&kf).expect("keys");
-    let measure = |what: &str, p: &weft::exec::ActionPlan| -> f64 {
+    let measure = |what: &str, p: &weft_engine::exec::ActionPlan| -> f64 {
         let mut times = Vec::new();
         for i in 0..205 {
             let t = Instant::now();
-            let ran = weft::exec::run_action(&registry, &keys, p, &[]);
+            let ran = weft_engine::exec::run_action(&registry, &keys, p, &[]);
             let ms = t.elapsed().as_secs_f64() * 1000.0;
             if let Err(e) = ran.outcome {
                 panic!("{what}: {e}");

@@ -27,9 +27,16 @@ pub fn files(dir: &Path, endings: &[&str], out: &mut Vec<String>) {
 /// and validation tests.
 pub fn test_documents(root: &Path) -> Vec<String> {
     let mut sources = Vec::new();
-    files(&root.join("tests/tests"), &[".rs"], &mut sources);
-    files(&root.join("host/src/deploy"), &["tests.rs"], &mut sources);
-    files(&root.join("host/src/validate"), &["tests.rs"], &mut sources);
+    for (dir, endings) in [
+        ("tests/tests", ".rs"),
+        ("host/engine/src/deploy", "tests.rs"),
+        ("host/engine/src/validate", "tests.rs"),
+    ] {
+        // A folder moved away must fail here, not leave the seeds silently fewer.
+        let dir = root.join(dir);
+        assert!(dir.is_dir(), "no folder {}", dir.display());
+        files(&dir, &[endings], &mut sources);
+    }
     let mut documents = Vec::new();
     for source in &sources {
         let mut rest = source.as_str();

@@ -6,11 +6,11 @@
 //! is a generic message, the fault itself goes to the log ([`ApiError::internal`]).
 
 use super::protocol::{Answer, ErrorBody, SERVICE_PATH};
-use crate::deploy;
-use crate::exec::batch::StartError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use weft_dsr::Detail;
+use weft_engine::deploy;
+use weft_engine::exec::batch::StartError;
 use weft_protocol::Severity;
 
 /// A refused request.

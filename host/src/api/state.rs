@@ -24,7 +24,7 @@ pub struct AppState {
     /// The loaded plugins.
     pub registry: Arc<weft_core::plugins::Registry>,
     /// Runs batch instances.
-    pub executor: Arc<crate::exec::batch::Executor>,
+    pub executor: Arc<weft_engine::exec::batch::Executor>,
     /// Which `Host` and `Origin` name this server.
     pub hosts: guard::HostRules,
     /// The `WaitBatchInstance` requests in flight: at most a quarter of `max_connections`.
@@ -41,7 +41,7 @@ impl AppState {
         keys: Option<Arc<KeyStore>>,
         require_token: bool,
         registry: Arc<weft_core::plugins::Registry>,
-        executor: Arc<crate::exec::batch::Executor>,
+        executor: Arc<weft_engine::exec::batch::Executor>,
     ) -> Self {
         let start = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -11,9 +11,10 @@ use weft_core::keys::{KeyFile, KeyStore};
 use weft_core::settings::Settings;
 use weft_repo::Repository;
 
-const FOLDER: &str = include_str!("../deploy/fixtures/one-upsert-sheet/folder.dsr");
-const CONNECTION: &str = include_str!("../deploy/fixtures/one-upsert-sheet/connection.dsr");
-const SHEET: &str = include_str!("../deploy/fixtures/one-upsert-sheet/sheet.dsr");
+const FOLDER: &str = include_str!("../../engine/src/deploy/fixtures/one-upsert-sheet/folder.dsr");
+const CONNECTION: &str =
+    include_str!("../../engine/src/deploy/fixtures/one-upsert-sheet/connection.dsr");
+const SHEET: &str = include_str!("../../engine/src/deploy/fixtures/one-upsert-sheet/sheet.dsr");
 
 struct Server {
     dir: tempfile::TempDir,
@@ -44,7 +45,7 @@ impl Server {
         kf.save().expect("save");
         let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
         let registry = Arc::new(weft_core::plugins::load_test_registry());
-        let executor = crate::exec::batch::Executor::new(
+        let executor = weft_engine::exec::batch::Executor::new(
             Arc::clone(&repo),
             Arc::clone(&registry),
             Some(Arc::clone(&keys)),

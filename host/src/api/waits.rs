@@ -12,11 +12,11 @@
 
 use super::error::ApiError;
 use super::protocol::Instance;
-use crate::exec::batch::Executor;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use weft_engine::exec::batch::Executor;
 use weft_repo::InstanceStore;
 use weft_repo::model::InstanceState;
 

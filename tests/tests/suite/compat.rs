@@ -154,7 +154,7 @@ fn a_plugin_built_before_a_dialect_was_added_loads_and_meets_it_as_unknown() {
         Some((1, "here")),
         &dialect,
     );
-    let ran = weft::exec::run_action(&reg, &keys, &plan, &[]);
+    let ran = weft_engine::exec::run_action(&reg, &keys, &plan, &[]);
     assert_eq!(ran.outcome.map(|o| o.rows_read), Ok(1), "{:?}", ran.log);
     assert_eq!(
         ran.log.last().map(String::as_str),

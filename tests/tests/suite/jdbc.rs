@@ -8,9 +8,9 @@ use crate::common;
 use common::actions::{plan_in, rows};
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use weft::exec::{ActionPlan, run_action};
 use weft_core::keys::KeyFile;
 use weft_core::plugins::Registry;
+use weft_engine::exec::{ActionPlan, run_action};
 use weft_sdk::Dialect;
 use weft_tests::postgres::Postgres;
 

@@ -25,10 +25,8 @@ const FLOORS: &[(&str, &[&str])] = &[
             "settings", "keys", "metrics", "plugins", "plan", "sched", "connect",
         ],
     ),
-    (
-        ".",
-        &["fault", "validate", "exec", "deploy", "api", "server"],
-    ),
+    ("engine", &["fault", "validate", "exec", "deploy"]),
+    (".", &["api", "server"]),
 ];
 
 type ModPath = Vec<String>;
@@ -481,7 +479,7 @@ const CRATES: &[(&str, &str, &[&str], bool)] = &[
         false,
     ),
     (
-        ".",
+        "engine",
         "exec::batch",
         &[
             "weft_protocol",
@@ -489,6 +487,19 @@ const CRATES: &[(&str, &str, &[&str], bool)] = &[
             "weft_sdk",
             "weft_core",
             "weft_repo",
+        ],
+        false,
+    ),
+    (
+        ".",
+        "api::commands",
+        &[
+            "weft_protocol",
+            "weft_dsr",
+            "weft_sdk",
+            "weft_core",
+            "weft_repo",
+            "weft_engine",
         ],
         false,
     ),
@@ -501,6 +512,7 @@ const CRATES: &[(&str, &str, &[&str], bool)] = &[
             "weft_dsr",
             "weft_core",
             "weft_repo",
+            "weft_engine",
             "weft_sdk",
         ],
         false,

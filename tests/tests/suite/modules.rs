@@ -8,9 +8,9 @@ use common::actions::{plan, rows};
 
 use rusqlite::Connection;
 use std::path::PathBuf;
-use weft::exec::{ActionPlan, run_action};
 use weft_core::keys::KeyFile;
 use weft_core::plugins::Registry;
+use weft_engine::exec::{ActionPlan, run_action};
 
 fn registry() -> Registry {
     let dir = common::weft_bin()

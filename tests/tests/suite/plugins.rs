@@ -123,14 +123,15 @@ fn a_panic_in_run_fails_the_action_only() {
         weft_core::plugins::Registry::load(&[(dir, false), (home.path().join("plugins"), true)]);
     let (doc, problems) = weft_dsr::parse(&panicky_sheet("calm"));
     assert!(!problems.has_errors());
-    let plan = weft::exec::actions_of(&doc.expect("doc").sheets[0], &|_| weft_sdk::Dialect::Sqlite)
-        .remove(0);
+    let plan =
+        weft_engine::exec::actions_of(&doc.expect("doc").sheets[0], &|_| weft_sdk::Dialect::Sqlite)
+            .remove(0);
     let kf = home.path().join("keyfile");
     std::fs::write(&kf, "").expect("keyfile");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&kf, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let keys = weft_core::keys::KeyFile::load(&kf).expect("keys");
-    let ran = weft::exec::run_action(&reg, &keys, &plan, &[]);
+    let ran = weft_engine::exec::run_action(&reg, &keys, &plan, &[]);
     let e = ran.outcome.expect_err("panicked");
     assert!(
         e.contains("panicked at tests/fixtures/plugins/panics/src/lib.rs:")
@@ -139,7 +140,7 @@ fn a_panic_in_run_fails_the_action_only() {
     );
     // The process is alive and the module can be called again.
     assert!(
-        weft::exec::run_action(&reg, &keys, &plan, &[])
+        weft_engine::exec::run_action(&reg, &keys, &plan, &[])
             .outcome
             .is_err()
     );

@@ -10,8 +10,8 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft::api::protocol::read;
-use weft::deploy;
 use weft_dsr::LineIndex;
+use weft_engine::deploy;
 use weft_protocol::DeployRepository;
 
 /// `weft deploy`'s arguments.

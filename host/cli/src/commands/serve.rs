@@ -70,10 +70,10 @@ impl Serve {
 fn tag_children(home: &std::path::Path) {
     // HOME made first, so that the tag is its canonical path, as the next start reads it.
     let _ = std::fs::create_dir_all(home);
-    let tag = weft::exec::leftovers::tag(home);
+    let tag = weft_engine::exec::leftovers::tag(home);
     // SAFETY: called first in `main` for `weft serve`, before the logger, the async runtime
     // or anything else has started a thread, so nothing reads the environment meanwhile.
-    unsafe { std::env::set_var(weft::exec::leftovers::TAG, tag) };
+    unsafe { std::env::set_var(weft_engine::exec::leftovers::TAG, tag) };
 }
 
 /// Logs to standard error and to `HOME/logs/weft.log.YYYY-MM-DD` (a new file each day).

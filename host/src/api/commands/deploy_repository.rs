@@ -5,10 +5,10 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, deploy_options, object};
 use crate::api::state::AppState;
-use crate::deploy;
 use std::sync::Arc;
 use weft_dsr::Problems;
 use weft_dsr::value::Value;
+use weft_engine::deploy;
 use weft_protocol::commands::DeployRepository;
 
 impl Handler for DeployRepository {
@@ -54,7 +54,7 @@ impl Handler for DeployRepository {
     ) -> Result<deploy::Report, ApiError> {
         let state = Arc::clone(state);
         let report = tokio::task::spawn_blocking(move || {
-            let catalog = crate::validate::PluginCatalog {
+            let catalog = weft_engine::validate::PluginCatalog {
                 registry: &state.registry,
                 keys: state.keys.as_ref().and_then(|k| k.current().ok()),
             };

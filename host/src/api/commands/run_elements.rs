@@ -5,11 +5,11 @@ use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, object, text, whole, wrong};
 use crate::api::state::AppState;
-use crate::exec::batch::RunRequest;
 use std::sync::Arc;
 use weft_core::plan::Element;
 use weft_dsr::value::{Spanned, Value};
 use weft_dsr::{Path, Problems};
+use weft_engine::exec::batch::RunRequest;
 use weft_protocol::commands::{BatchExecution, RunElements, Started};
 
 impl Handler for RunElements {

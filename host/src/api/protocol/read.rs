@@ -8,10 +8,10 @@
 //! or strings, options as `true` or `"true"`), and no more: anything else is named with what
 //! was found.
 
-use crate::deploy;
 use weft_dsr::fields::{Dialect, Fields};
 use weft_dsr::value::{Spanned, Value};
 use weft_dsr::{Path, Problems, Severity};
+use weft_engine::deploy;
 use weft_protocol::commands::Variable;
 
 /// The code of a problem with a field of the request.

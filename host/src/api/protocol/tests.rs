@@ -2,10 +2,10 @@
 //! the same command; what is wrong in a body is named all at once, each with its place.
 
 use super::*;
-use crate::deploy;
 use proptest::prelude::*;
 use weft_core::plan::Element;
 use weft_dsr::{LineIndex, Problems, json};
+use weft_engine::deploy;
 
 /// Reads `text` as the server does: the command, or every problem as `(line, column, path,
 /// message)`.

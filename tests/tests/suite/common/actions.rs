@@ -3,7 +3,7 @@
 
 use rusqlite::Connection;
 use std::path::Path;
-use weft::exec::{ActionPlan, actions_of};
+use weft_engine::exec::{ActionPlan, actions_of};
 use weft_sdk::Dialect;
 
 /// Every row of `sql` on the SQLite file `path`, values joined by `|` (`NULL`, integers,

@@ -9,7 +9,7 @@ use weft_core::keys::{Entry, KeyFile, KeyStore};
 use weft_repo::Repository;
 
 /// A temporary home with an executor over it.
-pub(crate) struct Home {
+pub struct Home {
     /// The folder: `repository.db`, `keyfile`, `data.db`.
     pub dir: tempfile::TempDir,
     /// The executor.
@@ -25,7 +25,7 @@ impl Home {
 
 /// A home whose connection 1 has the key file `options`, with `doc` deployed and an
 /// executor running at most `limit` actions at once.
-pub(crate) fn home(limit: usize, options: Vec<(String, String)>, doc: &str) -> Home {
+pub fn home(limit: usize, options: Vec<(String, String)>, doc: &str) -> Home {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = Arc::new(Repository::open(&dir.path().join("repository.db")).expect("open"));
     let mut kf = KeyFile::init(

@@ -103,9 +103,9 @@ fn pos_of(text: &str, needle: &str) -> (Option<u32>, Option<u32>) {
 fn the_quickstart_as_published_deploys_in_its_order() {
     let f = Fixture::new();
     for text in [
-        include_str!("../../../examples/quickstart/1-folder.dsr"),
-        include_str!("../../../examples/quickstart/2-connection.dsr"),
-        include_str!("../../../examples/quickstart/3-sheet.dsr"),
+        include_str!("../../../../examples/quickstart/1-folder.dsr"),
+        include_str!("../../../../examples/quickstart/2-connection.dsr"),
+        include_str!("../../../../examples/quickstart/3-sheet.dsr"),
     ] {
         let r = f.ok(text);
         assert_eq!(r.created.len(), 1, "{r:?}");
