@@ -1,9 +1,15 @@
 //! The plan of a run: what an action is made of, taken from a sheet ([`ActionPlan`]:
 //! module, text, attributes, sources and targets), the order actions wait for each other in
-//! ([`dependencies`]), the one cycle finder of validation and runs ([`find_cycle`]), and the
-//! stored form of a plan ([`StoredPlan`]) kept with each deployed sheet and each instance.
-//! Used by validate, deploy, exec and the scheduler alike; it knows no repository and no
-//! running.
+//! ([`dependencies`]), and the one cycle finder of validation and runs ([`find_cycle`]).
+//!
+//! One plan type, host-native and serde: the repository stores it as JSON with each deployed
+//! sheet (so that a run reads its sheets' plans without reading their definitions again)
+//! and with each instance (the repository state the run came from), and the executor runs
+//! it. Its objects ([`Object`]) and attribute values ([`Attr`]) become the sdk's types only
+//! where a plugin is called ([`ActionPlan::source_refs`], [`ActionPlan::sdk_attributes`],
+//! [`ActionPlan::identity`]), each object with the dialect of its connection, which is not
+//! stored (it comes from the key file of the host that uses the plan). Used by validate,
+//! deploy, exec and the scheduler alike; it knows no repository and no running.
 
 use crate::plugins::Registry;
 use serde::{Deserialize, Serialize};
@@ -14,12 +20,99 @@ use weft_sdk::{AttributeValue, Dialect, ObjectRef};
 /// One element of `elementList` (a run's or a scheduled batch's), as the protocol has it.
 pub use weft_protocol::Element;
 
-/// An action with everything its module needs.
-#[derive(Debug, Clone)]
+/// An object an action reads or writes: the object node, its type, connection, name and
+/// schema, and the edge's `dependency` letter (`Y`: the order waits for it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Object {
+    /// The object node's id.
+    pub node: i64,
+    /// Its object type.
+    pub object_type: i64,
+    /// Its connection.
+    pub connection: i64,
+    /// Its name (`field1`).
+    pub name: String,
+    /// Its schema (`field2`), if named.
+    pub schema: Option<String>,
+    /// The edge's dependency letter.
+    pub dependency: String,
+}
+
+impl Object {
+    /// The object as plugins see it, in `dialect`.
+    pub fn to_ref(&self, dialect: Dialect) -> ObjectRef {
+        ObjectRef::new(
+            self.node,
+            self.object_type,
+            self.connection,
+            &self.name,
+            self.schema.as_deref(),
+            dialect,
+        )
+    }
+
+    /// Whether the order of a run waits for this edge.
+    pub fn orders(&self) -> bool {
+        self.dependency == "Y"
+    }
+}
+
+/// An attribute's value as a plan keeps it (the sdk's `AttributeValue` at the plugin call).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Attr {
+    /// `true` or `false`.
+    Bool(bool),
+    /// Text.
+    String(String),
+    /// A whole number.
+    Integer(i64),
+}
+
+impl Attr {
+    /// The value as it crosses the plugin boundary.
+    pub fn to_value(&self) -> AttributeValue {
+        match self {
+            Attr::Bool(b) => AttributeValue::bool(*b),
+            Attr::String(s) => AttributeValue::string(s.as_str()),
+            Attr::Integer(i) => AttributeValue::integer(*i),
+        }
+    }
+
+    /// The text, for a text value.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Attr::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The flag, for a boolean value.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Attr::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    fn of(v: &weft_dsr::value::Value) -> Option<Attr> {
+        use weft_dsr::value::Value;
+        match v {
+            Value::Bool(b) => Some(Attr::Bool(*b)),
+            Value::Int(i) => Some(Attr::Integer(*i)),
+            Value::String(s) => Some(Attr::String(s.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// An action with everything its module needs. Serialised (the repository's stored form)
+/// without `index`, `schemas` and `dialects`, which belong to where the plan is used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionPlan {
     /// The action node's id.
     pub id: i64,
-    /// Its index in the sheet's nodes (for paths in messages).
+    /// Its index in the sheet's nodes (for paths in messages); 0 in a stored plan.
+    #[serde(skip)]
     pub index: usize,
     /// Its name.
     pub name: String,
@@ -28,24 +121,50 @@ pub struct ActionPlan {
     /// The action text.
     pub text: Option<String>,
     /// Attributes beyond table A.
-    pub attributes: Vec<(String, AttributeValue)>,
-    /// Source objects (edges object -> action), with their `dependency` letters.
-    pub sources: Vec<(ObjectRef, String)>,
+    pub attributes: Vec<(String, Attr)>,
+    /// Source objects (edges object -> action).
+    pub sources: Vec<Object>,
     /// Target objects (edges action -> object).
-    pub targets: Vec<(ObjectRef, String)>,
+    pub targets: Vec<Object>,
     /// The default schema of each of its connections that names one (the connection's
     /// `schema`), set by whoever runs it from the repository; empty in a fresh plan.
+    #[serde(skip)]
     pub schemas: BTreeMap<i64, String>,
+    /// The dialect of each of its connections, set by whoever uses the plan
+    /// ([`ActionPlan::set_dialects`]); a connection not in it is `Dialect::Unknown`.
+    #[serde(skip)]
+    pub dialects: BTreeMap<i64, Dialect>,
 }
 
 impl ActionPlan {
+    /// Sets the dialect of each connection the plan's objects are on.
+    pub fn set_dialects(&mut self, dialect: &dyn Fn(i64) -> Dialect) {
+        for o in self.sources.iter().chain(&self.targets) {
+            self.dialects
+                .entry(o.connection)
+                .or_insert_with(|| dialect(o.connection));
+        }
+    }
+
+    /// The dialect of `connection`.
+    pub fn dialect(&self, connection: i64) -> Dialect {
+        self.dialects
+            .get(&connection)
+            .copied()
+            .unwrap_or(Dialect::Unknown)
+    }
+
     /// The attributes as they cross the plugin boundary: those the action writes, and the
     /// default of each one `module` declares that it does not write.
     pub fn sdk_attributes(
         &self,
         module: Option<&weft_sdk::ModuleInfo>,
     ) -> Vec<(String, AttributeValue)> {
-        let mut all = self.attributes.clone();
+        let mut all: Vec<(String, AttributeValue)> = self
+            .attributes
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_value()))
+            .collect();
         for spec in module.map_or(&[][..], |m| m.attributes()) {
             if !self.attributes.iter().any(|(k, _)| k == spec.name())
                 && let Some(v) = spec.default_value()
@@ -56,26 +175,40 @@ impl ActionPlan {
         all
     }
 
+    /// An attribute's value, by name.
+    pub fn attribute(&self, name: &str) -> Option<&Attr> {
+        self.attributes
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v)
+    }
+
+    /// An object of the plan as plugins see it, with its connection's dialect.
+    pub fn object_ref(&self, o: &Object) -> ObjectRef {
+        o.to_ref(self.dialect(o.connection))
+    }
+
     /// The source objects as they cross the plugin boundary.
     pub fn source_refs(&self) -> Vec<ObjectRef> {
-        self.sources.iter().map(|(o, _)| o.clone()).collect()
+        self.sources.iter().map(|o| self.object_ref(o)).collect()
     }
 
     /// The target objects as they cross the plugin boundary.
     pub fn target_refs(&self) -> Vec<ObjectRef> {
-        self.targets.iter().map(|(o, _)| o.clone()).collect()
+        self.targets.iter().map(|o| self.object_ref(o)).collect()
+    }
+
+    /// The identity of one of the plan's objects as its object type sees it.
+    pub fn identity(&self, registry: &Registry, o: &Object) -> (i64, String, String) {
+        identity(registry, &self.object_ref(o))
     }
 
     /// The connections the action writes: those of its targets, or, with none, that of its
     /// first source (an action without targets runs where it reads).
     pub fn written_connections(&self) -> Vec<i64> {
-        let mut ids: Vec<i64> = self
-            .targets
-            .iter()
-            .map(|(o, _)| o.connection_id())
-            .collect();
+        let mut ids: Vec<i64> = self.targets.iter().map(|o| o.connection).collect();
         if ids.is_empty() {
-            ids.extend(self.sources.first().map(|(o, _)| o.connection_id()));
+            ids.extend(self.sources.first().map(|o| o.connection));
         }
         ids
     }
@@ -86,33 +219,40 @@ pub fn objects_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Object
     sheet
         .nodes
         .iter()
-        .filter_map(|n| object_ref(n, dialect))
+        .filter_map(|n| Some(object(n)?.to_ref(dialect(n.object()?.connection_id.v))))
         .collect()
 }
 
-/// Object node `n` as plugins see it; `None` for an action node.
-fn object_ref(n: &Node, dialect: &dyn Fn(i64) -> Dialect) -> Option<ObjectRef> {
+/// Object node `n` as a plan keeps it; `None` for an action node.
+fn object(n: &Node) -> Option<Object> {
     let o = n.object()?;
-    Some(ObjectRef::new(
-        n.id.v,
-        o.object_type_id.v,
-        o.connection_id.v,
-        &o.field1.v,
-        o.field2.as_deref(),
-        dialect(o.connection_id.v),
-    ))
+    Some(Object {
+        node: n.id.v,
+        object_type: o.object_type_id.v,
+        connection: o.connection_id.v,
+        name: o.field1.v.clone(),
+        schema: o.field2.clone(),
+        dependency: o.dependency.v.clone(),
+    })
 }
 
 /// The actions of `sheet` with their sources and targets; `dialect` names the dialect of a
 /// connection number.
 pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<ActionPlan> {
-    let objects: HashMap<i64, (ObjectRef, String)> = sheet
+    let mut plans = stored_plans(sheet);
+    for p in &mut plans {
+        p.set_dialects(dialect);
+    }
+    plans
+}
+
+/// The actions of `sheet` as the repository stores them: with their sources and targets, no
+/// dialects.
+pub fn stored_plans(sheet: &Sheet) -> Vec<ActionPlan> {
+    let objects: HashMap<i64, Object> = sheet
         .nodes
         .iter()
-        .filter_map(|n| {
-            let dependency = n.object()?.dependency.v.clone();
-            Some((n.id.v, (object_ref(n, dialect)?, dependency)))
-        })
+        .filter_map(|n| Some((n.id.v, object(n)?)))
         .collect();
     // Each action's edges in and out, in the sheet's edge order: one pass over the edges,
     // so a sheet of n actions costs O(n + edges), not O(n * edges).
@@ -122,7 +262,7 @@ pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Action
         into.entry(e.to.v).or_default().push(e.from.v);
         out_of.entry(e.from.v).or_default().push(e.to.v);
     }
-    let linked = |edges: &HashMap<i64, Vec<i64>>, node: i64| -> Vec<(ObjectRef, String)> {
+    let linked = |edges: &HashMap<i64, Vec<i64>>, node: i64| -> Vec<Object> {
         edges
             .get(&node)
             .map(|ends| {
@@ -140,8 +280,6 @@ pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Action
             let NodeAttributes::Action(a) = &n.attributes else {
                 return None;
             };
-            let sources = linked(&into, n.id.v);
-            let targets = linked(&out_of, n.id.v);
             Some(ActionPlan {
                 id: n.id.v,
                 index,
@@ -151,24 +289,15 @@ pub fn actions_of(sheet: &Sheet, dialect: &dyn Fn(i64) -> Dialect) -> Vec<Action
                 attributes: a
                     .extra
                     .iter()
-                    .filter_map(|(k, v)| Some((k.v.clone(), attribute_value(&v.value)?)))
+                    .filter_map(|(k, v)| Some((k.v.clone(), Attr::of(&v.value)?)))
                     .collect(),
-                sources,
-                targets,
+                sources: linked(&into, n.id.v),
+                targets: linked(&out_of, n.id.v),
                 schemas: BTreeMap::new(),
+                dialects: BTreeMap::new(),
             })
         })
         .collect()
-}
-
-fn attribute_value(v: &weft_dsr::value::Value) -> Option<AttributeValue> {
-    use weft_dsr::value::Value;
-    match v {
-        Value::Bool(b) => Some(AttributeValue::bool(*b)),
-        Value::Int(i) => Some(AttributeValue::integer(*i)),
-        Value::String(s) => Some(AttributeValue::string(s.as_str())),
-        _ => None,
-    }
 }
 
 /// The identity of an object as its object type sees it (connection, schema, name): two
@@ -202,10 +331,11 @@ pub fn plain_identity(o: &ObjectRef) -> (i64, String, String) {
 pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, Vec<i64>> {
     let mut writers: HashMap<(i64, String, String), Vec<i64>> = HashMap::new();
     for p in plans {
-        for (o, dep) in &p.targets {
-            if dep == "Y" {
-                writers.entry(identity(registry, o)).or_default().push(p.id);
-            }
+        for o in p.targets.iter().filter(|o| o.orders()) {
+            writers
+                .entry(p.identity(registry, o))
+                .or_default()
+                .push(p.id);
         }
     }
     let mut deps = BTreeMap::new();
@@ -213,10 +343,10 @@ pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, 
         let mut d: Vec<i64> = p
             .sources
             .iter()
-            .filter(|(_, dep)| dep == "Y")
-            .flat_map(|(o, _)| {
+            .filter(|o| o.orders())
+            .flat_map(|o| {
                 writers
-                    .get(&identity(registry, o))
+                    .get(&p.identity(registry, o))
                     .cloned()
                     .unwrap_or_default()
             })
@@ -283,136 +413,6 @@ pub fn dependency_cycle(deps: &BTreeMap<i64, Vec<i64>>) -> Option<Vec<i64>> {
     })
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-enum Attr {
-    Bool(bool),
-    String(String),
-    Integer(i64),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Obj {
-    node: i64,
-    object_type: i64,
-    connection: i64,
-    name: String,
-    schema: Option<String>,
-    dependency: String,
-}
-
-/// An action's plan as stored: with each deployed sheet (so that a run reads its sheets'
-/// plans without reading their definitions again) and with each instance (the repository
-/// state the run came from). Objects are stored without their dialect, which comes from the
-/// key file when the plan is used.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredPlan {
-    id: i64,
-    name: String,
-    module: String,
-    text: Option<String>,
-    attributes: Vec<(String, Attr)>,
-    sources: Vec<Obj>,
-    targets: Vec<Obj>,
-}
-
-impl StoredPlan {
-    /// The module that runs the action.
-    pub fn module(&self) -> &str {
-        &self.module
-    }
-}
-
-fn obj_out(o: &ObjectRef, dep: &str) -> Obj {
-    Obj {
-        node: o.node_id(),
-        object_type: o.object_type_id(),
-        connection: o.connection_id(),
-        name: o.name().to_owned(),
-        schema: o.schema().map(str::to_owned),
-        dependency: dep.to_owned(),
-    }
-}
-
-fn obj_in(o: &Obj, dialect: &dyn Fn(i64) -> Dialect) -> (ObjectRef, String) {
-    (
-        ObjectRef::new(
-            o.node,
-            o.object_type,
-            o.connection,
-            &o.name,
-            o.schema.as_deref(),
-            dialect(o.connection),
-        ),
-        o.dependency.clone(),
-    )
-}
-
-impl StoredPlan {
-    /// The stored form of `p`.
-    pub fn from_plan(p: &ActionPlan) -> Self {
-        StoredPlan {
-            id: p.id,
-            name: p.name.clone(),
-            module: p.module.clone(),
-            text: p.text.clone(),
-            attributes: p
-                .attributes
-                .iter()
-                .map(|(k, v)| {
-                    // The host makes every attribute value, so each is of a kind it knows.
-                    let a = match (v.as_bool(), v.as_integer()) {
-                        (Some(b), _) => Attr::Bool(b),
-                        (_, Some(i)) => Attr::Integer(i),
-                        _ => Attr::String(v.as_str().unwrap_or_default().to_owned()),
-                    };
-                    (k.clone(), a)
-                })
-                .collect(),
-            sources: p.sources.iter().map(|(o, d)| obj_out(o, d)).collect(),
-            targets: p.targets.iter().map(|(o, d)| obj_out(o, d)).collect(),
-        }
-    }
-
-    /// The plan again, each object with the dialect of its connection.
-    pub fn to_plan(&self, dialect: &dyn Fn(i64) -> Dialect) -> ActionPlan {
-        ActionPlan {
-            id: self.id,
-            index: 0,
-            name: self.name.clone(),
-            module: self.module.clone(),
-            text: self.text.clone(),
-            attributes: self
-                .attributes
-                .iter()
-                .map(|(k, a)| {
-                    let v = match a {
-                        Attr::Bool(b) => AttributeValue::bool(*b),
-                        Attr::String(s) => AttributeValue::string(s.as_str()),
-                        Attr::Integer(i) => AttributeValue::integer(*i),
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-            sources: self.sources.iter().map(|o| obj_in(o, dialect)).collect(),
-            targets: self.targets.iter().map(|o| obj_in(o, dialect)).collect(),
-            schemas: BTreeMap::new(),
-        }
-    }
-
-    /// The action's id.
-    pub fn id(&self) -> i64 {
-        self.id
-    }
-}
-
-/// The stored plans of a sheet's actions, in node order.
-pub fn stored_plans(sheet: &Sheet) -> Vec<StoredPlan> {
-    actions_of(sheet, &|_| Dialect::Unknown)
-        .iter()
-        .map(StoredPlan::from_plan)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,6 +437,31 @@ mod tests {
             None
         );
         assert_eq!(dependency_cycle(&graph(&[(5, 5)])), Some(vec![5, 5]));
+    }
+
+    /// The stored form is the one the repository has kept since schema version 1: a plan
+    /// stored by an older weft reads as it was written, and is written the same way again.
+    #[test]
+    fn a_plan_reads_and_writes_its_stored_form_unchanged() {
+        let stored = r#"{"id":7,"name":"load","module":"Sql","text":"INSERT INTO t SELECT * FROM s","attributes":[["keys",{"String":"id"}],["fast",{"Bool":true}],["n",{"Integer":3}]],"sources":[{"node":5,"object_type":1,"connection":2,"name":"s","schema":null,"dependency":"Y"}],"targets":[{"node":6,"object_type":1,"connection":3,"name":"t","schema":"dw","dependency":"N"}]}"#;
+        let mut plan: ActionPlan = serde_json::from_str(stored).expect("a stored plan");
+        assert_eq!(serde_json::to_string(&plan).expect("json"), stored);
+        assert_eq!(plan.attribute("n"), Some(&Attr::Integer(3)));
+        assert!(plan.sources[0].orders() && !plan.targets[0].orders());
+        // Dialects come from where the plan is used, never from the stored text.
+        assert_eq!(plan.source_refs()[0].dialect(), Dialect::Unknown);
+        plan.set_dialects(&|c| {
+            if c == 2 {
+                Dialect::Postgres
+            } else {
+                Dialect::Sqlite
+            }
+        });
+        assert_eq!(plan.source_refs()[0].dialect(), Dialect::Postgres);
+        assert_eq!(plan.target_refs()[0].schema(), Some("dw"));
+        assert_eq!(plan.target_refs()[0].dialect(), Dialect::Sqlite);
+        assert_eq!(serde_json::to_string(&plan).expect("json"), stored);
+        assert_eq!(plan.written_connections(), [3]);
     }
 
     #[test]

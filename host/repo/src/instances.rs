@@ -517,7 +517,7 @@ pub fn connection_schemas(conn: &dyn Session) -> Result<std::collections::BTreeM
 pub fn sheet_plans(
     conn: &dyn Session,
     id: i64,
-) -> Result<Option<Vec<weft_core::plan::StoredPlan>>> {
+) -> Result<Option<Vec<weft_core::plan::ActionPlan>>> {
     let plans: Option<Option<String>> =
         conn.value("SELECT plans FROM sheets WHERE id = ?1", args![id])?;
     match plans {

@@ -19,7 +19,7 @@
 //!
 //! - `repo::model`: the domain types every backend stores and reads: `InstanceState` and
 //!   `ActionState` (`weft_protocol`'s enums, stored and answered as a word and a letter), `NewInstance` and
-//!   `NewAction`, `InstanceRow` (typed elements, variables and each action's `StoredPlan`,
+//!   `NewAction`, `InstanceRow` (typed elements, variables and each action's `ActionPlan`,
 //!   which the repository stores as JSON text and reads back), `InstanceSummary`, `ActionEnd`,
 //!   `Change`, `Restarted`, and `LATE_AFTER_SECONDS` (the scheduler's, re-exported).
 //!   `api::protocol::instances` makes `GetBatchInstance`'s and `ListBatchInstances`' answers

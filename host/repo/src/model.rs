@@ -3,7 +3,7 @@
 //! types, read by the repository in those shapes; the rows of instances and actions are
 //! this module's own, and `api::protocol` makes its answers from them.
 
-use weft_core::plan::{Element, StoredPlan};
+use weft_core::plan::{ActionPlan, Element};
 pub use weft_protocol::browse::{
     BatchItem, DeployItem, EdgeItem, FolderItem, HistoryDetail, HistoryItem, MissedItem, NodeItem,
     PreviousVersion, SheetDetail, SheetItem, Tree,
@@ -26,7 +26,7 @@ pub struct NewAction {
     /// Its module.
     pub module: String,
     /// The plan (module, text, attributes, objects), stored with the instance.
-    pub plan: StoredPlan,
+    pub plan: ActionPlan,
     /// The actions it waits for.
     pub depends_on: Vec<i64>,
 }
@@ -78,7 +78,7 @@ pub struct ActionRow {
     /// The actions it waits for.
     pub depends_on: Vec<i64>,
     /// The plan stored with the instance, or why it cannot be read.
-    pub plan: Result<StoredPlan, String>,
+    pub plan: Result<ActionPlan, String>,
     /// How many times it was started (the commit marker names the attempt).
     pub attempt: i64,
     /// The connections its current attempt writes without a commit marker.

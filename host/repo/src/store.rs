@@ -16,7 +16,7 @@ use super::model::{
     InstanceSummary, NewInstance, ObjectKey, Restarted,
 };
 use super::work::{Beat, Claimed, Ended, Halted, Holder, HostRow, InstanceInfo, Settle};
-use weft_core::plan::StoredPlan;
+use weft_core::plan::ActionPlan;
 use weft_core::sched::schedule::{Planned, Schedule};
 use weft_core::sched::scheduler::ScheduledStart;
 use weft_dsr::model::{Batch, Connection, Folder, Sheet};
@@ -50,7 +50,7 @@ pub trait DeployWriter: Facts {
     fn record_unrecorded_flow(&self, sheet: i64, rows: &[FlowRow]) -> Result<()>;
     /// The sheets whose lines of the data graph are not recorded yet (stored by a weft
     /// before the data graph), each with its stored plans (`None`: unreadable).
-    fn unrecorded_flow(&self) -> Result<Vec<(i64, Option<Vec<StoredPlan>>)>>;
+    fn unrecorded_flow(&self) -> Result<Vec<(i64, Option<Vec<ActionPlan>>)>>;
     /// The actions next to `action` in the data graph with the object between: with
     /// `forward` those that read what it writes, else those that write what it reads.
     fn flow_neighbours(&self, action: i64, forward: bool) -> Result<Vec<(i64, ObjectKey)>>;
@@ -164,7 +164,7 @@ pub trait SheetStore {
     fn node(&self, id: i64) -> Result<Option<(i64, i64)>>;
     /// The plans of a sheet's actions as deployed, in node order (stored with the sheet:
     /// no definition is read again).
-    fn plans(&self, id: i64) -> Result<Option<Vec<StoredPlan>>>;
+    fn plans(&self, id: i64) -> Result<Option<Vec<ActionPlan>>>;
     /// The sheets of a folder and every folder below it, in order; `None` when the folder
     /// does not exist.
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;

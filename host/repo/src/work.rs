@@ -20,7 +20,7 @@
 use crate::error::{Error, Result, now_utc};
 use crate::model::{ActionEnd, ActionState, InstanceState};
 use crate::sql::{Dialect, Row, Session, args};
-use weft_core::plan::StoredPlan;
+use weft_core::plan::ActionPlan;
 
 /// An action a host claimed.
 #[derive(Debug, Clone)]
@@ -32,7 +32,7 @@ pub struct Claimed {
     /// Which run of it this is (the commit marker names it).
     pub attempt: i64,
     /// Its plan, stored with the instance, or why it cannot be read.
-    pub plan: std::result::Result<StoredPlan, String>,
+    pub plan: std::result::Result<ActionPlan, String>,
     /// The connections it wrote without a commit marker (known for one taken over).
     pub unmarked: Vec<i64>,
 }
@@ -187,7 +187,7 @@ pub fn mark_running(conn: &dyn Session, instances: &[i64]) -> Result<()> {
     Ok(())
 }
 
-fn plan_of(r: &Row, column: usize) -> Result<std::result::Result<StoredPlan, String>> {
+fn plan_of(r: &Row, column: usize) -> Result<std::result::Result<ActionPlan, String>> {
     Ok(serde_json::from_str(&r.get::<String>(column)?)
         .map_err(|e| format!("its stored plan cannot be read ({e}); deploy its sheet again")))
 }

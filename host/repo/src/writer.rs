@@ -11,7 +11,7 @@ use crate::model::{
 };
 use crate::sql::{FromValue, Param, Session, Statement, ToParam, args};
 use std::borrow::Cow;
-use weft_core::plan::StoredPlan;
+use weft_core::plan::ActionPlan;
 use weft_dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 
 /// Writes inside one transaction; see [`super::Repository::write`].
@@ -627,7 +627,7 @@ impl crate::store::DeployWriter for Writer<'_> {
         flow::record(self.tx, Some(sheet), &[], rows)
     }
 
-    fn unrecorded_flow(&self) -> Result<Vec<(i64, Option<Vec<StoredPlan>>)>> {
+    fn unrecorded_flow(&self) -> Result<Vec<(i64, Option<Vec<ActionPlan>>)>> {
         flow::unrecorded(self.tx)?
             .into_iter()
             .map(|(id, plans)| {

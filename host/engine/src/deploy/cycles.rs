@@ -34,11 +34,11 @@ pub fn flow_rows(plans: &[ActionPlan], catalog: &dyn Catalog) -> Vec<FlowRow> {
     for p in plans {
         let read = p.sources.iter().map(|o| (o, false));
         let written = p.targets.iter().map(|o| (o, true));
-        for ((o, dependency), writes) in read.chain(written) {
-            if dependency == "Y" {
+        for (o, writes) in read.chain(written) {
+            if o.orders() {
                 rows.push(FlowRow {
                     action_id: p.id,
-                    object: key(o),
+                    object: key(&p.object_ref(o)),
                     writes,
                 });
             }
@@ -99,11 +99,10 @@ pub fn check(
         }
     }
     for (sheet, stored) in w.unrecorded_flow()? {
-        let plans: Vec<ActionPlan> = stored
-            .unwrap_or_default()
-            .iter()
-            .map(|p| p.to_plan(&dialect))
-            .collect();
+        let mut plans = stored.unwrap_or_default();
+        for p in &mut plans {
+            p.set_dialects(&dialect);
+        }
         w.record_unrecorded_flow(sheet, &flow_rows(&plans, catalog))?;
     }
     let node_path = |(i, j): (usize, usize)| td.key("sheets").index(i).key("nodes").index(j);

@@ -328,7 +328,7 @@ fn run_inner(
         .sources
         .iter()
         .chain(&plan.targets)
-        .map(|(o, _)| o.connection_id())
+        .map(|o| o.connection)
         .collect();
     ids.sort_unstable();
     ids.dedup();

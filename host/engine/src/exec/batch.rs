@@ -29,10 +29,10 @@
 //! `exec::batch::Executor` runs instances; the repository decides (`repo::work`), so that
 //! several hosts can share one repository (PostgreSQL; see `docs/scale-out.md`).
 //! `start` (`exec::start`) expands the elements of `RunElements`
-//! (sheets, actions, folders by path) into `ActionPlan`s from the plans the repository stores
-//! with each deployed sheet (`SheetStore::plans`: `plan::StoredPlan`s, made once by the deploy
-//! from the typed sheet, so a run reads no definition and no HJSON again; the dialect of each
-//! object comes from the key file as the action starts), orders them (`dependencies`: an action
+//! (sheets, actions, folders by path) into the plans the repository stores with each
+//! deployed sheet (`SheetStore::plans`: `plan::ActionPlan`s, the one plan type, made once by
+//! the deploy from the typed sheet, so a run reads no definition and no HJSON again; the
+//! dialect of each object comes from the key file), orders them (`dependencies`: an action
 //! waits for the actions whose targets are its sources, by the object type plugin's identity; a
 //! cycle is refused, naming actions and objects), and stores the instance `waiting` with every
 //! action's plan, its dependencies as rows (`instance_action_deps`) and the count of those it
@@ -471,7 +471,8 @@ impl Executor {
     ) -> Result<Arc<ActionPlan>, Unrunnable> {
         let stored = c.plan.as_ref().map_err(|e| Unrunnable::Plan(e.clone()))?;
         let schemas = schemas.as_ref().map_err(Clone::clone)?;
-        let mut plan = stored.to_plan(&self.dialect_fn());
+        let mut plan = stored.clone();
+        plan.set_dialects(&self.dialect_fn());
         plan.schemas = schemas.clone();
         Ok(Arc::new(plan))
     }

@@ -4,20 +4,18 @@
 
 use super::error::NoSuchElement;
 use std::collections::{HashMap, HashSet};
-use weft_core::plan::{ActionPlan, Element, StoredPlan, identity};
+use weft_core::plan::{ActionPlan, Element};
 use weft_core::plugins::Registry;
 use weft_repo::{self as repo, SheetStore};
 use weft_sdk::Dialect;
 
 /// What a run starts with: each action's plan (objects with the dialects of their
-/// connections), its stored form (kept with the instance as the sheet stored it), and its
-/// sheet, in parallel and in run order.
+/// connections; stored with the instance as the sheet stored it), and its sheet, in
+/// parallel and in run order.
 #[derive(Debug, Default)]
 pub struct Expanded {
     /// The plans.
     pub plans: Vec<ActionPlan>,
-    /// The same plans as stored.
-    pub stored: Vec<StoredPlan>,
     /// Each plan's sheet.
     pub sheets: Vec<i64>,
 }
@@ -32,9 +30,9 @@ pub fn expand(
     dialect: &dyn Fn(i64) -> Dialect,
 ) -> repo::Result<Result<Expanded, NoSuchElement>> {
     let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
-    let mut stored: HashMap<i64, Vec<StoredPlan>> = HashMap::new();
+    let mut stored: HashMap<i64, Vec<ActionPlan>> = HashMap::new();
     // A sheet's plans, read once per run; false when the sheet does not exist.
-    let load = |stored: &mut HashMap<i64, Vec<StoredPlan>>, sheet: i64| -> repo::Result<bool> {
+    let load = |stored: &mut HashMap<i64, Vec<ActionPlan>>, sheet: i64| -> repo::Result<bool> {
         if stored.contains_key(&sheet) {
             return Ok(true);
         }
@@ -79,9 +77,10 @@ pub fn expand(
             continue;
         }
         for p in &stored[&sheet] {
-            if only.is_none_or(|a| a == p.id()) && seen.insert(p.id()) {
-                out.plans.push(p.to_plan(dialect));
-                out.stored.push(p.clone());
+            if only.is_none_or(|a| a == p.id) && seen.insert(p.id) {
+                let mut plan = p.clone();
+                plan.set_dialects(dialect);
+                out.plans.push(plan);
                 out.sheets.push(sheet);
             }
         }
@@ -100,12 +99,12 @@ pub fn describe_cycle(registry: &Registry, plans: &[ActionPlan], c: &[i64]) -> S
             (Some(a), Some(b)) => a
                 .sources
                 .iter()
-                .filter(|(o, _)| {
+                .filter(|o| {
                     b.targets
                         .iter()
-                        .any(|(t, _)| identity(registry, t) == identity(registry, o))
+                        .any(|t| b.identity(registry, t) == a.identity(registry, o))
                 })
-                .map(|(o, _)| format!("{} (connection {})", o.name(), o.connection_id()))
+                .map(|o| format!("{} (connection {})", o.name, o.connection))
                 .collect(),
             _ => Vec::new(),
         };

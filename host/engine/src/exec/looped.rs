@@ -7,8 +7,8 @@
 //! rolled back) or, with `loopContinueOnError`, is logged and passed over. Each iteration's
 //! start, counts and error go to the action's log; the counts add up in its result.
 
-use weft_core::plan::ActionPlan;
-use weft_sdk::{AttributeValue, Datum, PluginError, PluginResult, RunContext, RunOutcome, Value};
+use weft_core::plan::{ActionPlan, Attr};
+use weft_sdk::{Datum, PluginError, PluginResult, RunContext, RunOutcome, Value};
 
 /// The attribute that asks for the loop (the SQL modules declare it with the others of the
 /// loop: `weft_sql_support::sql_attributes`).
@@ -31,19 +31,14 @@ pub struct Loop {
 impl Loop {
     /// The loop `plan` asks for with a non-empty `loopQuery`, if any.
     pub fn of(plan: &ActionPlan) -> Option<Loop> {
-        let attribute = |name: &str| {
-            plan.attributes
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v)
-        };
-        let query = attribute(LOOP_QUERY)
-            .and_then(AttributeValue::as_str)
+        let query = plan
+            .attribute(LOOP_QUERY)
+            .and_then(Attr::as_str)
             .map(str::trim)
             .filter(|q| !q.is_empty())?;
         let flag = |name: &str| {
-            attribute(name)
-                .and_then(AttributeValue::as_bool)
+            plan.attribute(name)
+                .and_then(Attr::as_bool)
                 .unwrap_or(false)
         };
         Some(Loop {

@@ -87,6 +87,8 @@ pub fn run(
             }),
         );
     }
+    // The attributes the action writes (a process module's manifest gives its defaults).
+    let attributes = plan.sdk_attributes(None);
     let request = serde_json::json!({
         "weftModuleProtocol": PROTOCOL,
         "request": "run",
@@ -95,7 +97,7 @@ pub fn run(
             "id": plan.id,
             "name": plan.name,
             "text": text,
-            "attributes": attribute_json(plan.attributes.iter().map(|(k, v)| (k.as_str(), v))),
+            "attributes": attribute_json(attributes.iter().map(|(k, v)| (k.as_str(), v))),
         },
         "variables": vars,
         "sources": plan.source_refs().iter().map(object_json).collect::<Vec<_>>(),

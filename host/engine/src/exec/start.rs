@@ -55,14 +55,13 @@ impl Executor {
             variables: req.variables.clone(),
             actions: plans
                 .iter()
-                .zip(expanded.stored)
                 .zip(&expanded.sheets)
-                .map(|((p, stored), sheet)| NewAction {
+                .map(|(p, sheet)| NewAction {
                     action_id: p.id,
                     sheet_id: *sheet,
                     name: p.name.clone(),
                     module: p.module.clone(),
-                    plan: stored,
+                    plan: p.clone(),
                     depends_on: deps.get(&p.id).cloned().unwrap_or_default(),
                 })
                 .collect(),

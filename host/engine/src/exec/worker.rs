@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
-use weft_core::plan::{ActionPlan, StoredPlan};
+use weft_core::plan::ActionPlan;
 use weft_core::plugins::Registry;
 use weft_repo::work::{Claimed, InstanceInfo};
 use weft_repo::{InstanceStore as _, SheetStore as _};
@@ -297,7 +297,7 @@ fn count(registry: &Registry, c: &Claimed, ran: &Ran, took: Duration) {
     // Labels from a closed set: a module this server loaded, else `unknown` (an action
     // deployed with validate=false may name anything).
     let module = (ended == Ended::Failed)
-        .then(|| c.plan.as_ref().ok().map(StoredPlan::module))
+        .then(|| c.plan.as_ref().ok().map(|p| p.module.as_str()))
         .flatten()
         .map(|m| {
             if registry.module(m).is_some() {

@@ -307,23 +307,16 @@ pub(super) fn plugin_checks(
         }
         // A read matches a source, or a target on a connection the sources are on (an action
         // may read what it writes), or any object when the action has no sources.
-        let source_connections: Vec<i64> = plan
-            .sources
-            .iter()
-            .map(|(o, _)| o.connection_id())
-            .collect();
-        let readable = plan
-            .sources
-            .iter()
-            .chain(plan.targets.iter().filter(|(o, _)| {
-                source_connections.is_empty() || source_connections.contains(&o.connection_id())
-            }));
-        let readable: Vec<&(weft_sdk::ObjectRef, String)> = readable.collect();
+        let source_connections: Vec<i64> = plan.sources.iter().map(|o| o.connection).collect();
+        let readable = plan.sources.iter().chain(plan.targets.iter().filter(|o| {
+            source_connections.is_empty() || source_connections.contains(&o.connection)
+        }));
+        let readable: Vec<&weft_core::plan::Object> = readable.collect();
         for read in out.reads().iter() {
             let schema = read.schema();
-            let known = readable.iter().any(|(o, _)| {
-                o.name().eq_ignore_ascii_case(read.name())
-                    && match (schema, o.schema()) {
+            let known = readable.iter().any(|o| {
+                o.name.eq_ignore_ascii_case(read.name())
+                    && match (schema, o.schema.as_deref()) {
                         (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
                         _ => true,
                     }
