@@ -165,7 +165,9 @@ impl Env {
     }
 
     fn run(&self, p: &ActionPlan) -> Result<weft_sdk::RunOutcome, String> {
-        run_action(&self.reg, &self.keys, p, &[]).outcome
+        run_action(&self.reg, &self.keys, p, &[])
+            .outcome
+            .map_err(|e| e.to_string())
     }
 
     fn ok(&self, p: &ActionPlan) -> weft_sdk::RunOutcome {

@@ -175,7 +175,7 @@ fn insert_matches_columns_by_name_with_and_without_truncate() {
         ),
         &[],
     );
-    let e = ran.outcome.expect_err("no such column");
+    let e = ran.outcome.expect_err("no such column").to_string();
     assert!(e.contains("nope") && e.contains("dst"), "{e}");
     assert_eq!(
         dbs.rows(1, "SELECT COUNT(*) FROM dst"),
@@ -291,6 +291,7 @@ fn upsert_by_a_composite_key_attribute_and_across_connections() {
     assert!(
         ran.outcome
             .expect_err("no key")
+            .to_string()
             .contains("give attribute `keys`")
     );
 }
@@ -362,7 +363,10 @@ fn a_failed_action_leaves_no_partial_rows_and_unset_variables_are_named() {
         &[],
     );
     assert!(
-        ran.outcome.expect_err("duplicate key").contains("UNIQUE"),
+        ran.outcome
+            .expect_err("duplicate key")
+            .to_string()
+            .contains("UNIQUE"),
         "the message says what SQLite said"
     );
     assert_eq!(dbs.rows(1, "SELECT COUNT(*) FROM dst"), vec!["0"]);
@@ -381,6 +385,7 @@ fn a_failed_action_leaves_no_partial_rows_and_unset_variables_are_named() {
     assert!(
         ran.outcome
             .expect_err("unset")
+            .to_string()
             .contains("variable `min_id` is not set")
     );
     let vars = vec![("min_id".to_owned(), "0".to_owned())];
@@ -546,7 +551,7 @@ fn history_keeps_periods_through_the_host_and_a_failed_run_changes_nothing() {
         .execute_batch("INSERT INTO stg VALUES (1, 'again')")
         .expect("a duplicate");
     let failed = history("2026-01-03", serde_json::json!({"truncateBefore": true}));
-    let e = failed.outcome.expect_err("a key twice");
+    let e = failed.outcome.expect_err("a key twice").to_string();
     assert!(e.contains("more than once"), "{e}");
     assert_eq!(
         dbs.rows(1, "SELECT * FROM dim ORDER BY id, valid_from_dt"),
@@ -700,7 +705,7 @@ fn a_loop_query_runs_the_action_once_per_row_with_its_columns_as_variables() {
         "INSERT INTO sales VALUES ('${code}', CASE WHEN ${share} = 3 THEN NULL ELSE 1 END, 0)",
         serde_json::json!({"loopQuery": "SELECT code, share FROM regions ORDER BY share"}),
     );
-    let e = ran.outcome.expect_err("iteration 2 fails");
+    let e = ran.outcome.expect_err("iteration 2 fails").to_string();
     assert!(
         e.contains("iteration 2 (code=US, share=3)") && e.contains("NOT NULL"),
         "{e}"
@@ -739,6 +744,7 @@ fn a_loop_query_runs_the_action_once_per_row_with_its_columns_as_variables() {
     assert!(
         ran.outcome
             .expect_err("empty")
+            .to_string()
             .contains("loopQuery returned no row"),
         "{:?}",
         ran.log
@@ -751,6 +757,7 @@ fn a_loop_query_runs_the_action_once_per_row_with_its_columns_as_variables() {
     assert!(
         ran.outcome
             .expect_err("unset")
+            .to_string()
             .contains("variable `nothing` is not set"),
         "{:?}",
         ran.log

@@ -132,7 +132,7 @@ fn a_panic_in_run_fails_the_action_only() {
     std::fs::set_permissions(&kf, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let keys = weft_core::keys::KeyFile::load(&kf).expect("keys");
     let ran = weft_engine::exec::run_action(&reg, &keys, &plan, &[]);
-    let e = ran.outcome.expect_err("panicked");
+    let e = ran.outcome.expect_err("panicked").to_string();
     assert!(
         e.contains("panicked at tests/fixtures/plugins/panics/src/lib.rs:")
             && e.contains(": Panicky panics in run"),

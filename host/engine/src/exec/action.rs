@@ -4,6 +4,7 @@
 //! lines on their way ([`Lines`], live to the repository while it runs); whether a run's
 //! commit markers are in every connection an action writes ([`committed`]).
 
+use super::error::{Stopped, Untold};
 use super::variables::substitute;
 use super::{halt, looped, process};
 use std::sync::{Arc, Mutex};
@@ -181,27 +182,18 @@ mod flusher {
 /// What running an action gave.
 #[derive(Debug)]
 pub struct Ran {
-    /// Rows read, written, updated; `Err` with the message when it failed.
-    pub outcome: Result<RunOutcome, String>,
-    /// For a failed action, the rows it said it handled before it failed: a process
-    /// module's `failed` answer gives them (it commits itself, so they may be written);
-    /// zero otherwise (a failed action's transactions were rolled back).
-    pub partial: RunOutcome,
+    /// Rows read, written, updated; why it did not finish (failed or halted) otherwise.
+    pub outcome: Result<RunOutcome, Stopped>,
     /// The log lines of the plugin (with a live log, those it was not handed).
     pub log: Vec<String>,
-    /// Whether it stopped because its instance was halted (then `outcome` is `Err`, and its
-    /// transactions were rolled back).
-    pub halted: bool,
 }
 
 impl Ran {
     /// An action that failed before it ran, with `message`.
     pub fn failed(message: String) -> Self {
         Ran {
-            outcome: Err(message),
-            partial: RunOutcome::default(),
+            outcome: Err(Stopped::failed(message)),
             log: Vec::new(),
-            halted: false,
         }
     }
 }
@@ -225,7 +217,7 @@ pub struct Marking<'a> {
     pub run: &'a marker::Run,
     /// Records the connections written without a marker; an error keeps the action from
     /// running.
-    pub unmarked: &'a dyn Fn(&[i64]) -> Result<(), String>,
+    pub unmarked: &'a dyn Fn(&[i64]) -> weft_repo::Result<()>,
     /// Where the action's log lines go while it runs; those not handed there come back in
     /// [`Ran::log`].
     pub live_log: Option<LiveLog>,
@@ -252,29 +244,28 @@ pub fn run_marked(
         Some(live) => Lines::live(live, secrets.clone()),
         None => Lines::default(),
     };
-    let (outcome, partial) = match run_inner(registry, keys, plan, variables, marking, &lines) {
-        Ok(o) => (Ok(o), RunOutcome::default()),
-        Err(f) => (Err(redact(&f.message, &secrets)), f.partial),
-    };
+    let outcome = run_inner(registry, keys, plan, variables, marking, &lines).map_err(|f| {
+        let message = redact(&f.message, &secrets);
+        // Whatever ended it, an action that did not commit after its instance was asked to
+        // halt counts as halted.
+        if marking
+            .and_then(|m| m.halt)
+            .is_some_and(halt::Halt::is_raised)
+        {
+            Stopped::Halted {
+                message,
+                partial: f.partial,
+            }
+        } else {
+            Stopped::Failed {
+                message,
+                partial: f.partial,
+            }
+        }
+    });
     let log = lines.rest();
     let log = log.iter().map(|l| redact(l, &secrets)).collect();
-    // Whatever ended it, an action that did not commit after its instance was asked to halt
-    // counts as halted.
-    let halted = outcome.is_err()
-        && marking
-            .and_then(|m| m.halt)
-            .is_some_and(halt::Halt::is_raised);
-    let outcome = if halted {
-        outcome.map_err(|e| format!("halted on request: {e}"))
-    } else {
-        outcome
-    };
-    Ran {
-        outcome,
-        partial,
-        log,
-        halted,
-    }
+    Ran { outcome, log }
 }
 
 /// Why an action failed: the message, and the rows it reported before it failed.
@@ -592,9 +583,6 @@ pub fn written_connections(plan: &ActionPlan) -> Vec<i64> {
 }
 
 /// Why an action that writes no connection cannot be settled by a commit marker.
-pub const NO_MARKER_PLACE: &str =
-    "it writes no connection, so no commit marker can tell whether it ran to its end";
-
 /// Whether the run's commit markers are in every connection `plan` writes: `Ok(true)` when
 /// all are, `Ok(false)` when none is, `Err` with what is known otherwise (some are, a
 /// connection could not be asked, or the action writes no connection at all).
@@ -607,45 +595,44 @@ pub fn committed(
     keys: &KeyFile,
     plan: &ActionPlan,
     run: &marker::Run,
-) -> Result<bool, String> {
+) -> Result<bool, Untold> {
     let written = written_connections(plan);
     // Nothing to look in: an action with no object (a lone Shell action, a process module
     // without connections) leaves no marker, so that it ended cannot be told.
     if written.is_empty() {
-        return Err(NO_MARKER_PLACE.to_owned());
+        return Err(Untold::NoMarkerPlace);
     }
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for id in written {
-        let entry = keys
-            .get(&id.to_string())
-            .ok_or_else(|| format!("the key file has no entry for connection {id}"))?;
+        let entry = keys.get(&id.to_string()).ok_or(Untold::NoEntry(id))?;
         if !marker::enabled(entry) {
-            return Err(format!(
-                "connection {id} keeps no commit marker ({}=off)",
-                marker::OPTION
-            ));
+            return Err(Untold::MarkerOff {
+                connection: id,
+                option: marker::OPTION,
+            });
         }
         let schema = plan.schemas.get(&id).map(String::as_str);
-        let mut conn = connect::open_in(entry, registry, schema).map_err(|e| {
-            format!("connection {id} cannot be opened to look for the commit marker: {e}")
-        })?;
+        let mut conn =
+            connect::open_in(entry, registry, schema).map_err(|e| Untold::CannotOpen {
+                connection: id,
+                error: e.to_string(),
+            })?;
         match marker::committed(&mut conn, run, schema) {
             Ok(true) => found.push(id),
             Ok(false) => missing.push(id),
-            Err(e) => {
-                return Err(format!(
-                    "connection {id}: the commit marker cannot be read: {e}"
-                ));
+            Err(error) => {
+                return Err(Untold::CannotRead {
+                    connection: id,
+                    error,
+                });
             }
         }
     }
     match (found.is_empty(), missing.is_empty()) {
         (_, true) => Ok(true),
         (true, false) => Ok(false),
-        (false, false) => Err(format!(
-            "committed on connection(s) {found:?} but not on {missing:?}"
-        )),
+        (false, false) => Err(Untold::Partly { found, missing }),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::action::Ran;
 use super::batch::{Executor, HOST_STOP, SERVER_STOP, StartError};
-use super::error::{Unrunnable, Unsettled};
+use super::error::{Stopped, Unrunnable, Unsettled, Untold};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -17,22 +17,23 @@ impl Executor {
     /// Records how a claimed action ended (trying again while the repository fails: the
     /// end is known and must not be lost; its slot is held meanwhile).
     pub(super) fn finished(&self, c: &Claimed, ran: &Ran) {
-        let (error, o) = match &ran.outcome {
-            Ok(o) => (None, *o),
+        let error = ran.outcome.as_ref().err().map(ToString::to_string);
+        let (o, halted) = match &ran.outcome {
+            Ok(o) => (*o, false),
             // What a failed process module said it handled before it failed.
-            Err(e) => (Some(e.as_str()), ran.partial),
-        };
-        if let Some(e) = error {
-            if ran.halted {
-                tracing::info!(message = "An action was halted.", batch_instance_id = c.instance, action_id = c.action, error = %e);
-            } else {
-                tracing::warn!(message = "An action failed.", batch_instance_id = c.instance, action_id = c.action, attempt = c.attempt, error = %e);
+            Err(Stopped::Failed { message, partial }) => {
+                tracing::warn!(message = "An action failed.", batch_instance_id = c.instance, action_id = c.action, attempt = c.attempt, error = %message);
+                (*partial, false)
             }
-        }
-        let abandoned = ran.halted && self.local().abandoned.contains(&c.instance);
+            Err(e @ Stopped::Halted { partial, .. }) => {
+                tracing::info!(message = "An action was halted.", batch_instance_id = c.instance, action_id = c.action, error = %e);
+                (*partial, true)
+            }
+        };
+        let abandoned = halted && self.local().abandoned.contains(&c.instance);
         let end = ActionEnd {
-            error,
-            halted: ran.halted,
+            error: error.as_deref(),
+            halted,
             rows_read: o.rows_read,
             rows_written: o.rows_written,
             rows_updated: o.rows_updated,
@@ -212,7 +213,7 @@ fn after_a_host_stop(verdict: Result<bool, Unsettled>) -> Settle {
 /// What an action settled without a verdict may have done: committed, where it writes
 /// connections, or run, where it writes none.
 fn may_have(why: &Unsettled) -> String {
-    if matches!(why, Unsettled::Markers(m) if m == super::action::NO_MARKER_PLACE) {
+    if matches!(why, Unsettled::Markers(Untold::NoMarkerPlace)) {
         format!("{why}: it may have run")
     } else {
         format!("{why}; it may have committed")

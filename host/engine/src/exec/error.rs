@@ -94,7 +94,85 @@ pub enum Unsettled {
     /// There is no key file.
     #[error("there is no key file")]
     NoKeyFile,
-    /// What its targets' markers could not tell (`exec::action::committed`'s message).
-    #[error("{0}")]
-    Markers(String),
+    /// What its targets' markers could not tell.
+    #[error(transparent)]
+    Markers(#[from] Untold),
+}
+
+/// Why the commit markers cannot tell whether an action committed
+/// (`exec::action::committed`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Untold {
+    /// It writes no connection, so it leaves no marker anywhere.
+    #[error("it writes no connection, so no commit marker can tell whether it ran to its end")]
+    NoMarkerPlace,
+    /// The key file has no entry for a connection it writes.
+    #[error("the key file has no entry for connection {0}")]
+    NoEntry(i64),
+    /// A connection it writes keeps no markers.
+    #[error("connection {connection} keeps no commit marker ({option}=off)")]
+    MarkerOff {
+        /// The connection.
+        connection: i64,
+        /// The key file option that turned them off.
+        option: &'static str,
+    },
+    /// A connection it writes cannot be opened.
+    #[error("connection {connection} cannot be opened to look for the commit marker: {error}")]
+    CannotOpen {
+        /// The connection.
+        connection: i64,
+        /// What the bridge said.
+        error: String,
+    },
+    /// The marker table of a connection cannot be read.
+    #[error("connection {connection}: the commit marker cannot be read: {error}")]
+    CannotRead {
+        /// The connection.
+        connection: i64,
+        /// What the database said.
+        error: String,
+    },
+    /// Its marker is on some connections and not on others.
+    #[error("committed on connection(s) {found:?} but not on {missing:?}")]
+    Partly {
+        /// Where the marker is.
+        found: Vec<i64>,
+        /// Where it is not.
+        missing: Vec<i64>,
+    },
+}
+
+/// Why an action did not finish: the `Err` of its outcome (`exec::action::Ran`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Stopped {
+    /// It failed: before it ran, in its module, or at a commit. Its transactions were rolled
+    /// back, but a process module (which commits itself) may have written `partial`.
+    #[error("{message}")]
+    Failed {
+        /// What went wrong, naming the action (secrets redacted).
+        message: String,
+        /// The rows it said it handled before it failed (zero unless a process module's
+        /// `failed` answer gave them).
+        partial: weft_sdk::RunOutcome,
+    },
+    /// Its instance was halted before it committed; its transactions were rolled back
+    /// (`partial` as for a failure).
+    #[error("halted on request: {message}")]
+    Halted {
+        /// How it stopped.
+        message: String,
+        /// The rows it said it handled before it stopped.
+        partial: weft_sdk::RunOutcome,
+    },
+}
+
+impl Stopped {
+    /// A failure with `message` and no rows handled.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Stopped::Failed {
+            message: message.into(),
+            partial: weft_sdk::RunOutcome::default(),
+        }
+    }
 }

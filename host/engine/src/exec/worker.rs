@@ -7,7 +7,7 @@
 
 use super::action::{Ran, run_marked};
 use super::batch::{Executor, Wake};
-use super::error::Unrunnable;
+use super::error::{Stopped, Unrunnable};
 use super::halt::Halt;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -234,11 +234,7 @@ impl Executor {
                 .map(|e| e.url.clone())
                 .collect(),
         );
-        let unmarked = |ids: &[i64]| {
-            self.repo
-                .set_unmarked(run.instance, action, ids)
-                .map_err(|e| e.to_string())
-        };
+        let unmarked = |ids: &[i64]| self.repo.set_unmarked(run.instance, action, ids);
         // Log lines reach the repository while the action runs; lines that cannot be stored
         // now are stored later, at the latest with its end.
         let repo = Arc::clone(&self.repo);
@@ -282,7 +278,7 @@ impl Executor {
 fn count(registry: &Registry, c: &Claimed, ran: &Ran, took: Duration) {
     use weft_core::metrics::{Ended, Rows};
     let (ended, rows) = match &ran.outcome {
-        _ if ran.halted => (Ended::Halted, Rows::default()),
+        Err(Stopped::Halted { .. }) => (Ended::Halted, Rows::default()),
         Ok(o) => (
             Ended::Finished,
             Rows {
@@ -292,7 +288,7 @@ fn count(registry: &Registry, c: &Claimed, ran: &Ran, took: Duration) {
                 deleted: o.rows_deleted,
             },
         ),
-        Err(_) => (Ended::Failed, Rows::default()),
+        Err(Stopped::Failed { .. }) => (Ended::Failed, Rows::default()),
     };
     // Labels from a closed set: a module this server loaded, else `unknown` (an action
     // deployed with validate=false may name anything).
