@@ -5,6 +5,7 @@
 //! commit markers are in every connection an action writes ([`committed`]).
 
 use super::error::{Stopped, Untold};
+use super::targets::Targets;
 use super::variables::substitute;
 use super::{halt, looped, process};
 use std::sync::{Arc, Mutex};
@@ -425,11 +426,8 @@ fn run_inner(
             })?;
         }
     }
-    for id in &target_ids {
-        ctx.connection(*id)
-            .and_then(|c| c.begin())
-            .map_err(|e| format!("action {}: {e}", plan.id))?;
-    }
+    let targets = Targets::begin(&mut ctx, &target_ids)
+        .map_err(|(_, e)| format!("action {}: {e}", plan.id))?;
     // A halt asked before this point finds no statement running to interrupt.
     let mut result = if halt_signal.is_raised() {
         Err(weft_sdk::PluginError::of(
@@ -465,25 +463,15 @@ fn run_inner(
             "it ended after the halt was asked, so it was not committed",
         ));
     }
-    if let (Ok(_), Some(marking)) = (&result, marking) {
-        for id in &marked {
-            let written = ctx
-                .connection(*id)
-                .map_err(|e| e.to_string())
-                .and_then(|c| {
-                    marker::write(c, marking.run, plan.schemas.get(id).map(String::as_str))
-                });
-            if let Err(e) = written {
-                result = Err(weft_sdk::PluginError::new(format!(
-                    "connection {id}: the commit marker could not be written: {e}"
-                )));
-                break;
-            }
-        }
+    if let (Ok(_), Some(marking)) = (&result, marking)
+        && let Err(e) = targets.mark(&mut ctx, &marked, marking.run, &|id| {
+            plan.schemas.get(&id).cloned()
+        })
+    {
+        result = Err(e);
     }
     let mut checked: Option<std::time::Instant> = None;
     if result.is_ok() {
-        crate::fault::hit(crate::fault::BEFORE_TARGET_COMMIT);
         // The last moment to give way to a host that took this one's actions over.
         if let Some(lease) = marking.and_then(|m| m.lease) {
             checked = Some(std::time::Instant::now());
@@ -495,19 +483,8 @@ fn run_inner(
             }
         }
     }
-    for id in &target_ids {
-        let Ok(c) = ctx.connection(*id) else { continue };
-        let end = if result.is_ok() {
-            c.commit()
-        } else {
-            c.rollback()
-        };
-        if let (Ok(_), Err(e)) = (&result, end) {
-            return Err(format!("action {}: commit failed: {e}", plan.id).into());
-        }
-        if result.is_ok() {
-            crate::fault::hit(crate::fault::AFTER_TARGET_COMMIT);
-        }
+    if let Err((_, e)) = targets.finish(&mut ctx, result.is_ok()) {
+        return Err(format!("action {}: commit failed: {e}", plan.id).into());
     }
     if let (Ok(_), Some(at), false) = (&result, checked, target_ids.is_empty()) {
         weft_core::metrics::commit_window(at.elapsed().as_secs_f64());
@@ -582,7 +559,6 @@ pub fn written_connections(plan: &ActionPlan) -> Vec<i64> {
     ids
 }
 
-/// Why an action that writes no connection cannot be settled by a commit marker.
 /// Whether the run's commit markers are in every connection `plan` writes: `Ok(true)` when
 /// all are, `Ok(false)` when none is, `Err` with what is known otherwise (some are, a
 /// connection could not be asked, or the action writes no connection at all).

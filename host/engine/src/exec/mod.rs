@@ -1,5 +1,6 @@
-//! Running actions: one action ([`action`]: [`run_action`], which opens the connections,
-//! runs the module in one transaction per target connection, and commits or rolls back),
+//! Running actions: one action ([`action`]: [`run_action`], which opens the connections and
+//! runs the module in one transaction per target connection, [`targets`]: begun, marked,
+//! committed or rolled back as one),
 //! `${name}` substitution ([`variables`]), a loop's iterations ([`looped`]), a process
 //! module's run ([`process`]), and the executor of batch instances ([`batch`]) with what it
 //! starts from ([`expand`]). What an action is made of is `weft_core::plan`'s.
@@ -18,6 +19,7 @@ pub mod looped;
 pub mod process;
 pub mod slots;
 pub mod start;
+pub mod targets;
 pub mod variables;
 pub mod worker;
 
