@@ -24,20 +24,28 @@ pub fn files(dir: &Path, endings: &[&str], out: &mut Vec<String>) {
 
 /// The documents written inside the test sources (raw string literals that hold a
 /// `version`), read from the files under `root`: the end-to-end tests and the host's deploy
-/// and validation tests.
+/// and validation tests, and the deploy tests' fixture of a valid project (the broken
+/// cases of `fixtures/cases` are not documents weft accepts).
 pub fn test_documents(root: &Path) -> Vec<String> {
     let mut sources = Vec::new();
+    let mut documents = Vec::new();
     for (dir, endings) in [
         ("tests/tests", ".rs"),
         ("host/engine/src/deploy", "tests.rs"),
         ("host/engine/src/validate", "tests.rs"),
+        ("host/engine/src/deploy/fixtures/one-upsert-sheet", ".dsr"),
     ] {
         // A folder moved away must fail here, not leave the seeds silently fewer.
         let dir = root.join(dir);
         assert!(dir.is_dir(), "no folder {}", dir.display());
-        files(&dir, &[endings], &mut sources);
+        // A fixture file is a document whole; a source holds documents in raw strings.
+        let into = if endings == ".dsr" {
+            &mut documents
+        } else {
+            &mut sources
+        };
+        files(&dir, &[endings], into);
     }
-    let mut documents = Vec::new();
     for source in &sources {
         let mut rest = source.as_str();
         while let Some(start) = rest.find("r#\"") {

@@ -217,11 +217,11 @@ fn a_redeploy_replaces_nodes_and_says_what_it_deleted() {
 #[test]
 fn syntax_error_deep_in_a_sheet_has_its_line_and_column() {
     let f = Fixture::with_base();
-    let text = SHEET.replace("objectTypeId: 1\n              connectionId: 1\n              dependency: Y\n            }\n          }\n          {\n            id: 102", "objectTypeId: 1\n              connectionId: 1\n              dependency: Y\n            }\n          }\n          {\n            id: 102\n            wrong key: 1");
-    let d = f.invalid(&text);
+    let text = include_str!("fixtures/cases/a-key-with-a-space-deep-in-a-sheet.dsr");
+    let d = f.invalid(text);
     assert_eq!(d.len(), 1, "{d:#?}");
     assert_eq!(d[0].code, "dsr.syntax");
-    assert_eq!((d[0].line, d[0].column), pos_of(&text, " key: 1"));
+    assert_eq!((d[0].line, d[0].column), pos_of(text, " key: 1"));
     assert!(
         d[0].message.contains("whitespace in your key name"),
         "{}",
@@ -232,21 +232,17 @@ fn syntax_error_deep_in_a_sheet_has_its_line_and_column() {
 #[test]
 fn unknown_missing_and_mistyped_fields_are_all_reported_with_paths() {
     let f = Fixture::with_base();
-    let text = SHEET
-        .replace(
-            "name: load customers",
-            "name: load customers\n          colour: blue\n          orderr: X",
-        )
-        .replace("{ id: 104, from: 101, to: 102 }", "{ id: 104, from: \"one\", to: 102 }")
-        .replace("              field2: main\n              field3: null\n              objectTypeId: 1\n              connectionId: 1\n              dependency: Y\n            }\n          }\n        ]", "              field2: main\n              field3: null\n              objectTypeId: 1\n              dependency: Y\n            }\n          }\n        ]");
-    let d = f.invalid(&text);
+    // Two fields weft does not know, an edge end that is not a number, an object without
+    // its connection.
+    let text = include_str!("fixtures/cases/unknown-missing-and-mistyped-fields.dsr");
+    let d = f.invalid(text);
     // A field weft does not know is a warning and is kept...
     let kept = d
         .iter()
         .find(|x| x.code == "dsr.unknown_field" && x.severity == Severity::Warning)
         .expect("a warning for colour");
     assert_eq!(kept.path, "transformationData.sheets[0].attributes.colour");
-    assert_eq!((kept.line, kept.column), pos_of(&text, "colour"));
+    assert_eq!((kept.line, kept.column), pos_of(text, "colour"));
     assert!(kept.message.contains("kept as written"), "{}", kept.message);
     // ...unless it is almost certainly a typo of one it knows.
     let typo = errors(&d)
@@ -261,7 +257,7 @@ fn unknown_missing_and_mistyped_fields_are_all_reported_with_paths() {
     );
     let wrong = find(&d, "dsr.wrong_type");
     assert_eq!(wrong.path, "transformationData.sheets[0].edges[0].from");
-    assert_eq!((wrong.line, wrong.column), pos_of(&text, "\"one\""));
+    assert_eq!((wrong.line, wrong.column), pos_of(text, "\"one\""));
     let missing = find(&d, "dsr.missing_field");
     assert_eq!(
         missing.path,
@@ -447,15 +443,9 @@ fn ids_are_unique_and_cannot_be_taken_from_another_sheet() {
 #[test]
 fn node_rules_dependency_module_object_type_connection() {
     let f = Fixture::with_base();
-    let text = SHEET
-        .replacen("dependency: Y", "dependency: YES", 1)
-        .replace("module: Upsert", "module: Upsrt")
-        .replacen("objectTypeId: 1", "objectTypeId: 9", 1)
-        .replace(
-            "connectionId: 1\n              dependency: Y\n            }\n          }\n        ]",
-            "connectionId: 5\n              dependency: Y\n            }\n          }\n        ]",
-        );
-    let d = f.invalid(&text);
+    let text =
+        include_str!("fixtures/cases/a-bad-dependency-module-object-type-and-connection.dsr");
+    let d = f.invalid(text);
     assert_eq!(
         find(&d, "node.dependency").path,
         "transformationData.sheets[0].nodes[0].attributes.dependency"
@@ -467,7 +457,7 @@ fn node_rules_dependency_module_object_type_connection() {
         "{}",
         m.message
     );
-    assert_eq!((m.line, m.column), pos_of(&text, "Upsrt"));
+    assert_eq!((m.line, m.column), pos_of(text, "Upsrt"));
     find(&d, "node.object_type");
     assert_eq!(
         find(&d, "node.connection_missing").path,
