@@ -292,6 +292,8 @@ pub struct Executor {
     pub(super) feed: Mutex<Option<weft_repo::postgres::changes::Feed>>,
     /// Whether a thread takes over from stopped hosts now (one at a time).
     pub(super) taking_over: std::sync::atomic::AtomicBool,
+    /// The threads the actions run on.
+    pub(super) threads: super::pool::Pool,
 }
 
 impl std::fmt::Debug for Executor {
@@ -370,6 +372,7 @@ impl Executor {
             registry,
             keys,
             limit: limit.max(1),
+            threads: super::pool::Pool::new(limit.max(1) + 1),
             host,
             url: Mutex::new(String::new()),
             local: Mutex::new(Local::default()),

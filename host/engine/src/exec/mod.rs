@@ -16,6 +16,7 @@ pub mod halt;
 pub mod identity;
 pub mod leftovers;
 pub mod looped;
+pub mod pool;
 pub mod process;
 pub mod slots;
 pub mod start;

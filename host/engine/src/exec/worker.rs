@@ -1,7 +1,7 @@
 //! The worker of a host: a thread that, whenever rung and at least every poll, brings the
 //! halts asked on other hosts to the actions running here, claims ready actions for the
-//! free slots (`max_parallel_actions`), and runs each on a thread of its own (plugin calls
-//! block) with its variables, its commit marker, its live log and the lease check before
+//! free slots (`max_parallel_actions`), and runs each on a thread of the host's pool
+//! (`exec::pool`: plugin calls block, so each running action has a thread) with its variables, its commit marker, its live log and the lease check before
 //! its commit; whatever happens there, its end is recorded (`exec::ends`) and its slot
 //! given back.
 
@@ -158,8 +158,8 @@ impl Executor {
         }
     }
 
-    /// Starts one claimed action on a thread of its own; whatever happens there (a panic in
-    /// the host included), its end is recorded and its slot given back.
+    /// Starts one claimed action on a thread of the pool (`exec::pool`); whatever happens
+    /// there (a panic in the host included), its end is recorded and its slot given back.
     fn launch(
         self: &Arc<Self>,
         c: Claimed,
@@ -171,25 +171,23 @@ impl Executor {
     ) {
         let fallback = c.clone();
         let me = Arc::clone(self);
-        let spawned = std::thread::Builder::new()
-            .name(format!("weft-action-{}", c.action))
-            .spawn(move || {
-                let _slot = slot;
-                let action = c.action;
-                let started = Instant::now();
-                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &info {
-                    Ok(info) => me.run_one(&c, info, plan, &halt, epoch),
-                    Err(e) => Ran::failed(format!("action {action}: {e}")),
-                }))
-                .unwrap_or_else(|p| {
-                    Ran::failed(format!(
-                        "action {action}: the host failed while running it: {}",
-                        weft_sdk::panic_message(p.as_ref())
-                    ))
-                });
-                count(&me.registry, &c, &ran, started.elapsed());
-                me.finished(&c, &ran);
+        let spawned = self.threads.run(Box::new(move || {
+            let _slot = slot;
+            let action = c.action;
+            let started = Instant::now();
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &info {
+                Ok(info) => me.run_one(&c, info, plan, &halt, epoch),
+                Err(e) => Ran::failed(format!("action {action}: {e}")),
+            }))
+            .unwrap_or_else(|p| {
+                Ran::failed(format!(
+                    "action {action}: the host failed while running it: {}",
+                    weft_sdk::panic_message(p.as_ref())
+                ))
             });
+            count(&me.registry, &c, &ran, started.elapsed());
+            me.finished(&c, &ran);
+        }));
         if let Err(e) = spawned {
             // The closure is gone with its slot; the action failed without running.
             tracing::error!(message = "Cannot start the action's thread.", batch_instance_id = fallback.instance, action_id = fallback.action, error = %e);
