@@ -22,9 +22,14 @@ pub fn tree(conn: &dyn Session, limit: i64) -> Result<Tree> {
             })
         },
     )?;
+    // Limits are written in (numbers): bound, the bundled SQLite prepares a statement again
+    // at every call.
     let mut sheets = conn.rows(
-        "SELECT s.id, s.name, s.folder_id, f.path FROM sheets s JOIN folders f ON f.id = s.folder_id ORDER BY f.path, s.order_key, s.id LIMIT ?1",
-        args![limit.saturating_add(1)],
+        &format!(
+            "SELECT s.id, s.name, s.folder_id, f.path FROM sheets s JOIN folders f ON f.id = s.folder_id ORDER BY f.path, s.order_key, s.id LIMIT {}",
+            limit.saturating_add(1)
+        ),
+        args![],
         sheet_item,
     )?;
     let more = sheets.len() as i64 > limit;
@@ -153,8 +158,10 @@ pub fn deploys(
     changes: i64,
 ) -> Result<Vec<DeployItem>> {
     let mut deploys = conn.rows(
-        "SELECT id, deployed_at FROM deploys WHERE CAST(?1 AS BIGINT) IS NULL OR id < ?1 ORDER BY id DESC LIMIT ?2",
-        args![before, limit],
+        &format!(
+            "SELECT id, deployed_at FROM deploys WHERE CAST(?1 AS BIGINT) IS NULL OR id < ?1 ORDER BY id DESC LIMIT {limit}"
+        ),
+        args![before],
         |r| {
             Ok(DeployItem {
                 deploy_id: r.get(0)?,

@@ -310,13 +310,15 @@ pub fn counts(conn: &dyn Session) -> Result<crate::model::StateCounts> {
 /// found through the index of the actions by sheet (schema version 9), so that a sheet run
 /// long ago costs no more than one run lately.
 pub fn of_sheet(conn: &dyn Session, sheet: i64, limit: i64) -> Result<Vec<InstanceSummary>> {
+    // The limit written in (a number): bound, the bundled SQLite prepares the statement
+    // again at every call.
     let sql = format!(
         "SELECT {SUMMARY} FROM batch_instances b
          WHERE b.id IN (SELECT a.instance_id FROM instance_actions a WHERE a.sheet_id = ?1
-                        GROUP BY a.instance_id ORDER BY a.instance_id DESC LIMIT ?2)
+                        GROUP BY a.instance_id ORDER BY a.instance_id DESC LIMIT {limit})
          ORDER BY b.id DESC"
     );
-    conn.rows(&sql, args![sheet, limit], summary)?
+    conn.rows(&sql, args![sheet], summary)?
         .into_iter()
         .map(|(word, row)| with_state(row, &word))
         .collect()
@@ -339,12 +341,13 @@ pub fn list(conn: &dyn Session, filter: &InstanceFilter) -> Result<Vec<InstanceS
          WHERE (CAST(?1 AS TEXT) IS NULL OR state = ?1)
            AND (CAST(?2 AS TEXT) IS NULL OR lower(batch_name) LIKE ?2 ESCAPE '\\')
            AND (CAST(?3 AS BIGINT) IS NULL OR id < ?3)
-           AND (CAST(?5 AS BIGINT) IS NULL OR batch_id = ?5)
-         ORDER BY id DESC LIMIT ?4"
+           AND (CAST(?4 AS BIGINT) IS NULL OR batch_id = ?4)
+         ORDER BY id DESC LIMIT {}",
+        filter.limit
     );
     let rows = conn.rows(
         &sql,
-        args![state, pattern, filter.before, filter.limit, filter.batch_id],
+        args![state, pattern, filter.before, filter.batch_id],
         summary,
     )?;
     let mut list = rows
