@@ -327,19 +327,7 @@ fn run_inner(
     if let Some(program) = registry.process_module(&plan.module) {
         return run_process(program, plan, &text, variables, keys, &ids, marking, lines);
     }
-    let mut connections = Vec::with_capacity(ids.len());
-    for id in &ids {
-        let entry = keys.get(&id.to_string()).ok_or_else(|| {
-            format!(
-                "action {}: the key file has no entry for connection {id}",
-                plan.id
-            )
-        })?;
-        let connection =
-            connect::open_in(entry, registry, plan.schemas.get(id).map(String::as_str))
-                .map_err(|e| format!("action {}: {e}", plan.id))?;
-        connections.push((*id, connection));
-    }
+    let connections = open_connections(registry, keys, plan, &ids)?;
     // One transaction on each connection the action writes: its targets', or, for an action
     // without targets (a Sql action on its source's connection), the connection it runs on.
     let target_ids = written_connections(plan);
@@ -374,58 +362,10 @@ fn run_inner(
                 .collect(),
         )
     });
-    // The connections whose transaction carries the run's commit marker.
-    let mut marked: Vec<i64> = Vec::new();
-    if let Some(marking) = marking {
-        let run = marking.run;
-        for id in &target_ids {
-            let allowed = keys.get(&id.to_string()).is_some_and(marker::enabled);
-            let prepared = if allowed {
-                // Twice: two actions creating the table at once may make one of them fail.
-                let schema = plan.schemas.get(id).map(String::as_str);
-                let mut tried = ctx
-                    .connection(*id)
-                    .map_err(|e| e.to_string())
-                    .and_then(|c| marker::prepare(c, schema));
-                if tried.is_err() {
-                    tried = ctx
-                        .connection(*id)
-                        .map_err(|e| e.to_string())
-                        .and_then(|c| marker::prepare(c, schema));
-                }
-                tried
-            } else {
-                Err(format!("the key file entry sets {}=off", marker::OPTION))
-            };
-            match prepared {
-                Ok(()) => marked.push(*id),
-                Err(e) if halt_signal.is_raised() => {
-                    return Err(format!(
-                        "action {}: stopped before it began: {e}",
-                        plan.id
-                    )
-                    .into());
-                }
-                Err(e) => lines.push(&format!(
-                    "connection {id}: no commit marker ({e}); if the server stops between this action's commit and its record, a restart runs it again (at-least-once; run {})",
-                    run.token()
-                )),
-            }
-        }
-        let unmarked: Vec<i64> = target_ids
-            .iter()
-            .copied()
-            .filter(|id| !marked.contains(id))
-            .collect();
-        if !unmarked.is_empty() {
-            (marking.unmarked)(&unmarked).map_err(|e| {
-                format!(
-                    "action {}: it did not run, as it writes connection(s) {unmarked:?} without a commit marker and that could not be recorded: {e}",
-                    plan.id
-                )
-            })?;
-        }
-    }
+    let marked = match marking {
+        Some(marking) => prepare_markers(&mut ctx, keys, plan, &target_ids, marking, lines)?,
+        None => Vec::new(),
+    };
     let targets = Targets::begin(&mut ctx, &target_ids)
         .map_err(|(_, e)| format!("action {}: {e}", plan.id))?;
     // A halt asked before this point finds no statement running to interrupt.
@@ -434,28 +374,12 @@ fn run_inner(
             weft_sdk::ErrorKind::Halted,
             "the halt was asked before it began",
         ))
-    } else if let Some(lp) = &looped {
-        let Some(on) = target_ids.first().copied() else {
-            return Err(format!(
-                "action {}: loopQuery needs a connection to run on, and the action has no object",
-                plan.id
-            )
-            .into());
-        };
-        let template = plan.text.clone().unwrap_or_default();
-        let mut call = |c: &mut RunContext| module.module.run(c).into_result();
-        looped::run(
-            lp,
-            &mut call,
-            &mut ctx,
-            &template,
-            variables,
-            on,
-            &target_ids,
-            &|line| lines.push(line),
-        )
     } else {
-        module.module.run(&mut ctx).into_result()
+        let run = |c: &mut RunContext| module.module.run(c).into_result();
+        match &looped {
+            Some(lp) => run_looped(lp, run, &mut ctx, plan, variables, &target_ids, lines)?,
+            None => run(&mut ctx),
+        }
     };
     if result.is_ok() && halt_signal.is_raised() {
         result = Err(weft_sdk::PluginError::of(
@@ -490,6 +414,119 @@ fn run_inner(
         weft_core::metrics::commit_window(at.elapsed().as_secs_f64());
     }
     result.map_err(|e| format!("action {} ({}): {e}", plan.id, plan.module).into())
+}
+
+/// Opens a connection for each of `ids` (from the key file), each with its default schema.
+fn open_connections(
+    registry: &Registry,
+    keys: &KeyFile,
+    plan: &ActionPlan,
+    ids: &[i64],
+) -> Result<Vec<(i64, weft_sdk::Connection)>, Failure> {
+    let mut connections = Vec::with_capacity(ids.len());
+    for id in ids {
+        let entry = keys.get(&id.to_string()).ok_or_else(|| {
+            format!(
+                "action {}: the key file has no entry for connection {id}",
+                plan.id
+            )
+        })?;
+        let connection =
+            connect::open_in(entry, registry, plan.schemas.get(id).map(String::as_str))
+                .map_err(|e| format!("action {}: {e}", plan.id))?;
+        connections.push((*id, connection));
+    }
+    Ok(connections)
+}
+
+/// Makes the marker table on each target that may have one (outside any transaction), and
+/// records, before the action begins, the targets written without one: the connections
+/// whose transaction carries the run's commit marker.
+fn prepare_markers(
+    ctx: &mut RunContext,
+    keys: &KeyFile,
+    plan: &ActionPlan,
+    target_ids: &[i64],
+    marking: &Marking<'_>,
+    lines: &Lines,
+) -> Result<Vec<i64>, Failure> {
+    let halted = || marking.halt.is_some_and(halt::Halt::is_raised);
+    let mut marked: Vec<i64> = Vec::new();
+    let run = marking.run;
+    for id in target_ids {
+        let allowed = keys.get(&id.to_string()).is_some_and(marker::enabled);
+        let prepared = if allowed {
+            // Twice: two actions creating the table at once may make one of them fail.
+            let schema = plan.schemas.get(id).map(String::as_str);
+            let mut tried = ctx
+                .connection(*id)
+                .map_err(|e| e.to_string())
+                .and_then(|c| marker::prepare(c, schema));
+            if tried.is_err() {
+                tried = ctx
+                    .connection(*id)
+                    .map_err(|e| e.to_string())
+                    .and_then(|c| marker::prepare(c, schema));
+            }
+            tried
+        } else {
+            Err(format!("the key file entry sets {}=off", marker::OPTION))
+        };
+        match prepared {
+            Ok(()) => marked.push(*id),
+            Err(e) if halted() => {
+                return Err(format!("action {}: stopped before it began: {e}", plan.id).into());
+            }
+            Err(e) => lines.push(&format!(
+                "connection {id}: no commit marker ({e}); if the server stops between this action's commit and its record, a restart runs it again (at-least-once; run {})",
+                run.token()
+            )),
+        }
+    }
+    let unmarked: Vec<i64> = target_ids
+        .iter()
+        .copied()
+        .filter(|id| !marked.contains(id))
+        .collect();
+    if !unmarked.is_empty() {
+        (marking.unmarked)(&unmarked).map_err(|e| {
+            format!(
+                "action {}: it did not run, as it writes connection(s) {unmarked:?} without a commit marker and that could not be recorded: {e}",
+                plan.id
+            )
+        })?;
+    }
+    Ok(marked)
+}
+
+/// Runs a looped action: its module once per row of its `loopQuery`, on its first target.
+fn run_looped(
+    lp: &looped::Loop,
+    mut run: impl FnMut(&mut RunContext) -> weft_sdk::PluginResult<RunOutcome>,
+    ctx: &mut RunContext,
+    plan: &ActionPlan,
+    variables: &[(String, String)],
+    target_ids: &[i64],
+    lines: &Lines,
+) -> Result<weft_sdk::PluginResult<RunOutcome>, Failure> {
+    let Some(on) = target_ids.first().copied() else {
+        return Err(format!(
+            "action {}: loopQuery needs a connection to run on, and the action has no object",
+            plan.id
+        )
+        .into());
+    };
+    let template = plan.text.clone().unwrap_or_default();
+    Ok(looped::run(
+        lp,
+        &mut run,
+        ctx,
+        &template,
+        variables,
+        on,
+        target_ids,
+        &|line| lines.push(line),
+    ))
 }
 
 /// Runs a process module: it opens its connections itself (their key file entries go in
