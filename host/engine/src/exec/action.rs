@@ -416,6 +416,21 @@ fn run_inner(
     result.map_err(|e| format!("action {} ({}): {e}", plan.id, plan.module).into())
 }
 
+/// The key file entry of connection `id`, which `plan` uses.
+fn entry_of<'k>(
+    keys: &'k KeyFile,
+    plan: &ActionPlan,
+    id: i64,
+) -> Result<&'k weft_core::keys::Entry, Failure> {
+    keys.get(&id.to_string()).ok_or_else(|| {
+        format!(
+            "action {}: the key file has no entry for connection {id}",
+            plan.id
+        )
+        .into()
+    })
+}
+
 /// Opens a connection for each of `ids` (from the key file), each with its default schema.
 fn open_connections(
     registry: &Registry,
@@ -425,12 +440,7 @@ fn open_connections(
 ) -> Result<Vec<(i64, weft_sdk::Connection)>, Failure> {
     let mut connections = Vec::with_capacity(ids.len());
     for id in ids {
-        let entry = keys.get(&id.to_string()).ok_or_else(|| {
-            format!(
-                "action {}: the key file has no entry for connection {id}",
-                plan.id
-            )
-        })?;
+        let entry = entry_of(keys, plan, *id)?;
         let connection =
             connect::open_in(entry, registry, plan.schemas.get(id).map(String::as_str))
                 .map_err(|e| format!("action {}: {e}", plan.id))?;
@@ -545,12 +555,7 @@ fn run_process(
 ) -> Result<RunOutcome, Failure> {
     let mut entries = Vec::with_capacity(ids.len());
     for id in ids {
-        let entry = keys.get(&id.to_string()).ok_or_else(|| {
-            format!(
-                "action {}: the key file has no entry for connection {id}",
-                plan.id
-            )
-        })?;
+        let entry = entry_of(keys, plan, *id)?;
         entries.push((*id, entry));
     }
     if let Some(m) = marking {
