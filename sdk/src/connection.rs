@@ -215,6 +215,28 @@ impl Connection {
             .into_option()
             .map(Interrupter::from_ffi)
     }
+
+    /// The database file, when this connection is a SQLite file on this host that another
+    /// SQLite connection can attach ([`Connection::attach_read_only`]); `None` otherwise.
+    pub fn local_file(&self) -> Option<String> {
+        self.inner.local_file().into_option().map(String::from)
+    }
+
+    /// Makes the SQLite database `file` readable on this connection, read only, under the
+    /// schema name this returns, until its outermost transaction ends (or, outside a
+    /// transaction, until it goes back to the host). A module copies between two SQLite files
+    /// with one `INSERT ... SELECT` this way, as the `sqlite3` tool does.
+    ///
+    /// # Errors
+    ///
+    /// When the connection cannot attach files (every connection but a native SQLite one),
+    /// when `file` is this connection's own, or SQLite's error.
+    pub fn attach_read_only(&mut self, file: &str) -> PluginResult<String> {
+        self.inner
+            .attach_read_only(file.into())
+            .into_result()
+            .map(String::from)
+    }
 }
 
 /// One open connection to a database, as a bridge implements it (the host's native SQLite
@@ -300,6 +322,28 @@ pub trait DatabaseConnection: Send + 'static {
     fn interrupter(&self) -> Option<Interrupter> {
         None
     }
+
+    /// See [`Connection::local_file`]; `None` by default.
+    fn local_file(&self) -> Option<String> {
+        None
+    }
+
+    /// See [`Connection::attach_read_only`]; refused by default.
+    ///
+    /// # Errors
+    ///
+    /// By default always: the connection cannot attach files.
+    fn attach_read_only(&mut self, file: &str) -> PluginResult<String> {
+        Err(cannot_attach(file))
+    }
+}
+
+/// The refusal of a connection that cannot attach `file`.
+fn cannot_attach(file: &str) -> PluginError {
+    PluginError::of(
+        crate::error::ErrorKind::Invalid,
+        format!("this connection cannot attach the database file {file}"),
+    )
 }
 
 /// Where a [`DatabaseConnection::query`] hands its rows.
@@ -446,6 +490,18 @@ pub trait ConnectionFfi: Send {
     /// See [`Connection::interrupter`].
     #[sabi(last_prefix_field)]
     fn interrupter(&self) -> ROption<InterruptBox>;
+
+    /// See [`Connection::local_file`]. Added in sdk 0.3.1 (after the prefix: a connection from
+    /// a plugin built before answers `None`).
+    fn local_file(&self) -> ROption<RString> {
+        ROption::RNone
+    }
+
+    /// See [`Connection::attach_read_only`]. Added in sdk 0.3.1 (after the prefix: a
+    /// connection from a plugin built before refuses).
+    fn attach_read_only(&mut self, file: RStr<'_>) -> RResult<RString, PluginError> {
+        RResult::RErr(cannot_attach(file.as_str()))
+    }
 }
 
 /// An owned connection in its boundary form.
@@ -562,5 +618,17 @@ impl<T: DatabaseConnection> ConnectionFfi for Adapter<T> {
             .ok()
             .flatten()
             .into()
+    }
+
+    fn local_file(&self) -> ROption<RString> {
+        catch(|| Ok(self.0.local_file().map(RString::from)))
+            .into_result()
+            .ok()
+            .flatten()
+            .into()
+    }
+
+    fn attach_read_only(&mut self, file: RStr<'_>) -> RResult<RString, PluginError> {
+        catch(|| self.0.attach_read_only(file.as_str()).map(RString::from))
     }
 }

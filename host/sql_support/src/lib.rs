@@ -10,11 +10,16 @@
 //!
 //! - [`describe_object`], [`described_table`], [`match_columns`], [`column_probe`]: what a
 //!   module that loads a table does at run time.
+//! - [`requalify()`]: a SQLite query's tables moved into an attached schema, the rest of its
+//!   text kept.
 //!
 //! A companion of the sdk for plugin authors who write SQL modules, as weft's own do: a plain
 //! library linked into each module's plugin, not a plugin itself. Its manifest inherits
 //! nothing from weft's workspace, so a plugin outside the repository depends on it by path
 //! (or, once published, by version) beside the sdk; `examples/plugin-rowcount` does.
+
+mod requalify;
+pub use requalify::{Requalified, requalify};
 
 use sqlparser::ast::ObjectName;
 pub use sqlparser::ast::Statement;

@@ -1,16 +1,18 @@
 //! The `Transfer` action module: the action's query runs on the sources' connection and its
 //! rows are streamed, in batches, into the target table on another connection. The query's
 //! column names (use aliases) are matched to the target's columns, ignoring case. Several
-//! sources (on one connection), one target.
+//! sources (on one connection), one target. Between two SQLite files on this host the rows
+//! do not cross the host: the source's file is attached to the target connection and one
+//! `INSERT ... SELECT` copies them ([`copy_by_attach`]).
 
 // `export_plugin!` expands to abi_stable's export code, which is unsafe; this crate writes
 // no unsafe code of its own.
 #![allow(unsafe_code)]
 
 use weft_sdk::{
-    ActionModule, AttributeKind, AttributeSpec, AttributeValue, ModuleInfo, PluginError,
-    PluginResult, Problem, Rows, RunContext, RunOutcome, ValidateInput, ValidateOutput,
-    export_plugin,
+    ActionModule, AttributeKind, AttributeSpec, AttributeValue, Dialect, ModuleInfo, ObjectRef,
+    PluginError, PluginResult, Problem, Rows, RunContext, RunOutcome, ValidateInput,
+    ValidateOutput, Value, export_plugin,
 };
 use weft_sql_support::{
     column_probe, describe_object, described_table, match_columns, quote, schema_of,
@@ -118,6 +120,8 @@ impl ActionModule for Transfer {
                 rows_updated: 0,
                 rows_deleted: 0,
             }
+        } else if let Some(outcome) = copy_by_attach(ctx, &source, &target, &query)? {
+            outcome
         } else {
             let (src, dst) = ctx.two_connections(source.connection_id(), target.connection_id())?;
             let info = describe_object(dst, &target)?;
@@ -183,6 +187,80 @@ impl ActionModule for Transfer {
         ));
         Ok(outcome)
     }
+}
+
+/// Between two SQLite files on this host: the source's file attached (read only) to the
+/// target connection, inside the action's transaction, and the rows copied with one
+/// `INSERT ... SELECT`, the query's tables moved into the attached schema. `None` (and nothing
+/// written) where that cannot be done with certainty: another dialect, a source that is no
+/// file, a query [`weft_sql_support::requalify`] refuses, a CTE named like one of the target's
+/// tables, or a query the attached file cannot answer (a missing table, a `temp` one); the rows
+/// are then streamed.
+fn copy_by_attach(
+    ctx: &mut RunContext,
+    source: &ObjectRef,
+    target: &ObjectRef,
+    query: &str,
+) -> PluginResult<Option<RunOutcome>> {
+    let file = {
+        let src = ctx.connection(source.connection_id())?;
+        if src.dialect() != Dialect::Sqlite {
+            return Ok(None);
+        }
+        match src.local_file() {
+            Some(file) => file,
+            None => return Ok(None),
+        }
+    };
+    let dst = ctx.connection(target.connection_id())?;
+    if dst.dialect() != Dialect::Sqlite {
+        return Ok(None);
+    }
+    let Some(moved) = weft_sql_support::requalify(query) else {
+        return Ok(None);
+    };
+    for cte in moved.ctes() {
+        let (_, rows) = dst.query_all(
+            "SELECT 1 FROM main.sqlite_master WHERE name = ?1 COLLATE NOCASE \
+             UNION ALL SELECT 1 FROM temp.sqlite_master WHERE name = ?1 COLLATE NOCASE",
+            &[Value::text(cte)],
+        )?;
+        if !rows.is_empty() {
+            return Ok(None);
+        }
+    }
+    let Ok(schema) = dst.attach_read_only(&file) else {
+        return Ok(None);
+    };
+    let query = moved.render(&schema);
+    let info = describe_object(dst, target)?;
+    // A query the attached file cannot answer fails here, before anything is written.
+    let Ok((names, _)) = dst.query_all(&column_probe(Dialect::Sqlite, &query), &[]) else {
+        return Ok(None);
+    };
+    let columns = match_columns(&names, &info)?;
+    let sql = format!(
+        "INSERT INTO {} ({}) SELECT {} FROM ({query}\n) AS weft_q",
+        described_table(Dialect::Sqlite, &info),
+        columns
+            .iter()
+            .map(|c| quote(Dialect::Sqlite, c))
+            .collect::<Vec<_>>()
+            .join(", "),
+        names
+            .iter()
+            .map(|c| format!("weft_q.{}", quote(Dialect::Sqlite, c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let n = dst.execute(&sql, &[])?;
+    ctx.log("Copied inside SQLite: the source's file attached to the target connection.");
+    Ok(Some(RunOutcome {
+        rows_read: n,
+        rows_written: n,
+        rows_updated: 0,
+        rows_deleted: 0,
+    }))
 }
 
 export_plugin! {

@@ -34,7 +34,8 @@ struct Dbs {
 }
 
 impl Dbs {
-    /// Connections 1 and 2: two SQLite files.
+    /// Connections 1 and 2: two SQLite files; connection 3 is the file of 1 under another
+    /// spelling of its path.
     fn new() -> Self {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("dir");
@@ -42,9 +43,10 @@ impl Dbs {
         std::fs::write(
             &kf,
             format!(
-                "1|sqlite|{}|||\n2|sqlite|{}|||\n",
+                "1|sqlite|{}|||\n2|sqlite|{}|||\n3|sqlite|{}|||\n",
                 dir.path().join("one.db").display(),
-                dir.path().join("two.db").display()
+                dir.path().join("two.db").display(),
+                dir.path().join(".").join("one.db").display()
             ),
         )
         .expect("keyfile");
@@ -326,7 +328,9 @@ fn transfer_streams_rows_between_two_files() {
         &dbs,
         &plan(
             "Transfer",
-            "SELECT id, name, amount, data, note FROM src",
+            // A CTE named like the target table: the rows are streamed, not copied inside
+            // SQLite (see the test after this one).
+            "WITH dst AS (SELECT id, name, amount, data, note FROM src) SELECT * FROM dst",
             serde_json::json!({"batchRows": 1000}),
             &[(2, "src")],
             Some((1, "dst")),
@@ -337,6 +341,158 @@ fn transfer_streams_rows_between_two_files() {
     let b = dbs.rows(1, "SELECT * FROM dst ORDER BY id");
     assert_eq!(a.len(), 25_000);
     assert_eq!(a, b, "every value arrives as it was");
+}
+
+/// Said in the log by a Transfer that copied inside SQLite (the source's file attached).
+const COPIED_INSIDE: &str = "Copied inside SQLite";
+
+/// A Transfer of `query` from `source` into `target`, run as the host runs it.
+fn transfer(
+    reg: &Registry,
+    dbs: &Dbs,
+    query: &str,
+    source: (i64, &str),
+    target: (i64, &str),
+) -> weft_engine::exec::Ran {
+    run_action(
+        reg,
+        &dbs.keys,
+        &plan(
+            "Transfer",
+            query,
+            serde_json::json!({}),
+            &[source],
+            Some(target),
+        ),
+        &[],
+    )
+}
+
+#[test]
+fn transfer_between_sqlite_files_copies_inside_sqlite_from_the_source_tables_of_the_same_names() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(2)
+        .execute_batch(
+            "CREATE TABLE t (k INTEGER, v TEXT); INSERT INTO t VALUES (1, 'a'), (2, 'b');
+             CREATE TABLE u (k INTEGER, w REAL); INSERT INTO u VALUES (1, 0.5), (2, 1.5);",
+        )
+        .expect("setup");
+    // The target's file has tables of the same names: the query must not read them.
+    dbs.db(1)
+        .execute_batch(
+            "CREATE TABLE t (k INTEGER, v TEXT); INSERT INTO t VALUES (99, 'target');
+             CREATE TABLE u (k INTEGER, w REAL);
+             CREATE TABLE dst (k INTEGER, v TEXT, w REAL);",
+        )
+        .expect("setup");
+    let q = "SELECT t.k, t.v, u.w -- the source's tables\nFROM t JOIN main.u ON u.k = t.k WHERE t.k IN (SELECT k FROM t)";
+    let ran = run_action(
+        &reg,
+        &dbs.keys,
+        &plan(
+            "Transfer",
+            q,
+            serde_json::json!({}),
+            &[(2, "t"), (2, "u")],
+            Some((1, "dst")),
+        ),
+        &[],
+    );
+    let o = ran.outcome.expect("the Transfer ran");
+    assert_eq!((o.rows_read, o.rows_written), (2, 2));
+    assert!(
+        ran.log.iter().any(|l| l.contains(COPIED_INSIDE)),
+        "copied inside SQLite: {:?}",
+        ran.log
+    );
+    assert_eq!(
+        dbs.rows(1, "SELECT * FROM dst ORDER BY k"),
+        vec!["1|a|0.5", "2|b|1.5"]
+    );
+    // The attached file is gone once the action committed: the next action on the target's
+    // pooled connection sees its own file only.
+    let o = run(
+        &reg,
+        &dbs,
+        &plan(
+            "Sql",
+            "INSERT INTO dst (k, v) SELECT COUNT(*), group_concat(name) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')",
+            serde_json::json!({}),
+            &[],
+            Some((1, "dst")),
+        ),
+    );
+    assert_eq!(o.rows_written, 1);
+    assert_eq!(
+        dbs.rows(1, "SELECT k, v FROM dst WHERE w IS NULL"),
+        vec!["0|NULL"]
+    );
+}
+
+#[test]
+fn transfer_streams_where_copying_inside_sqlite_could_read_the_wrong_table() {
+    let reg = registry();
+    let dbs = Dbs::new();
+    dbs.db(2)
+        .execute_batch("CREATE TABLE src (k INTEGER); INSERT INTO src VALUES (1), (2), (3);")
+        .expect("setup");
+    dbs.db(1)
+        .execute_batch(
+            "CREATE TABLE dst (k INTEGER); CREATE TABLE recent (k INTEGER); INSERT INTO recent VALUES (42);
+             CREATE TABLE only_here (k INTEGER);",
+        )
+        .expect("setup");
+    // A CTE named like a table of the target: left unqualified it could read that table.
+    let ran = transfer(
+        &reg,
+        &dbs,
+        "WITH recent AS (SELECT k FROM src WHERE k > 1) SELECT k FROM recent",
+        (2, "src"),
+        (1, "dst"),
+    );
+    assert_eq!(ran.outcome.expect("streamed").rows_written, 2);
+    assert!(
+        !ran.log.iter().any(|l| l.contains(COPIED_INSIDE)),
+        "{:?}",
+        ran.log
+    );
+    assert_eq!(dbs.rows(1, "SELECT k FROM dst ORDER BY k"), vec!["2", "3"]);
+    // A table the source does not have, though the target does: the source's error, as when
+    // the rows are streamed, and nothing written.
+    let ran = transfer(
+        &reg,
+        &dbs,
+        "SELECT k FROM only_here",
+        (2, "src"),
+        (1, "dst"),
+    );
+    let e = ran.outcome.expect_err("no such table").to_string();
+    assert!(e.contains("no such table: only_here"), "{e}");
+    assert!(e.contains("connection 2"), "the source's error: {e}");
+    assert_eq!(dbs.rows(1, "SELECT COUNT(*) FROM dst"), vec!["2"]);
+    // The target's own file under another name: attaching it would make the commit wait on
+    // itself, so the rows are streamed.
+    dbs.db(1)
+        .execute_batch("INSERT INTO only_here VALUES (7), (8)")
+        .expect("rows");
+    let ran = transfer(
+        &reg,
+        &dbs,
+        "SELECT k FROM only_here",
+        (3, "only_here"),
+        (1, "dst"),
+    );
+    assert_eq!(ran.outcome.expect("streamed").rows_written, 2);
+    assert!(
+        !ran.log.iter().any(|l| l.contains(COPIED_INSIDE)),
+        "{:?}",
+        ran.log
+    );
+    assert_eq!(
+        dbs.rows(1, "SELECT k FROM dst ORDER BY k"),
+        vec!["2", "3", "7", "8"]
+    );
 }
 
 #[test]
@@ -350,26 +506,32 @@ fn a_failed_action_leaves_no_partial_rows_and_unset_variables_are_named() {
         .execute_batch("CREATE TABLE dst (id INTEGER PRIMARY KEY)")
         .expect("setup");
     // The duplicate 2 fails the insert of the second batch: the first batch is rolled back.
-    let ran = run_action(
-        &reg,
-        &dbs.keys,
-        &plan(
-            "Transfer",
-            "SELECT id FROM src",
-            serde_json::json!({"batchRows": 2}),
-            &[(2, "src")],
-            Some((1, "dst")),
-        ),
-        &[],
-    );
-    assert!(
-        ran.outcome
-            .expect_err("duplicate key")
-            .to_string()
-            .contains("UNIQUE"),
-        "the message says what SQLite said"
-    );
-    assert_eq!(dbs.rows(1, "SELECT COUNT(*) FROM dst"), vec!["0"]);
+    // Streamed (a CTE named like the target table), and copied inside SQLite.
+    for query in [
+        "WITH dst AS (SELECT id FROM src) SELECT id FROM dst",
+        "SELECT id FROM src",
+    ] {
+        let ran = run_action(
+            &reg,
+            &dbs.keys,
+            &plan(
+                "Transfer",
+                query,
+                serde_json::json!({"batchRows": 2}),
+                &[(2, "src")],
+                Some((1, "dst")),
+            ),
+            &[],
+        );
+        assert!(
+            ran.outcome
+                .expect_err("duplicate key")
+                .to_string()
+                .contains("UNIQUE"),
+            "the message says what SQLite said"
+        );
+        assert_eq!(dbs.rows(1, "SELECT COUNT(*) FROM dst"), vec!["0"]);
+    }
     let ran = run_action(
         &reg,
         &dbs.keys,

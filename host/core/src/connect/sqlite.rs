@@ -139,6 +139,9 @@ pub struct SqliteConnection {
     depth: u32,
     /// The file it opened.
     file: FileId,
+    /// Schema names of files attached for the current transaction
+    /// ([`DatabaseConnection::attach_read_only`]), detached when it ends.
+    attached: Vec<String>,
 }
 
 /// Which file a path named when a connection opened it (device and inode), so that a file
@@ -158,6 +161,7 @@ impl Drop for SqliteConnection {
         if self.depth > 0 || !conn.is_autocommit() {
             let _ = conn.execute_batch("ROLLBACK");
         }
+        detach(&conn, &mut self.attached);
         // Only a connection as it was opened goes back: no TEMP objects, nothing attached,
         // the settings weft gives it. Anything else is closed.
         let clean = conn.is_autocommit()
@@ -339,6 +343,7 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
             name: name.to_owned(),
             depth: 0,
             file: now,
+            attached: Vec::new(),
         });
     }
     let mut conn = rusqlite::Connection::open(path).map_err(|e| {
@@ -362,6 +367,7 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
         depth: 0,
         // As opened: a file made by the open itself is named now.
         file: file_id(path),
+        attached: Vec::new(),
     })
 }
 
@@ -628,6 +634,7 @@ impl DatabaseConnection for SqliteConnection {
             .execute_batch(&sql)
             .map_err(|e| self.fail(e, &sql))?;
         self.depth -= 1;
+        self.transaction_ended();
         Ok(())
     }
 
@@ -639,6 +646,7 @@ impl DatabaseConnection for SqliteConnection {
         };
         let r = self.c().execute_batch(&sql);
         self.depth -= 1;
+        self.transaction_ended();
         r.map_err(|e| self.fail(e, &sql))
     }
 
@@ -647,6 +655,70 @@ impl DatabaseConnection for SqliteConnection {
         let handle = self.conn.as_ref()?.get_interrupt_handle();
         Some(Interrupter::new(move || handle.interrupt()))
     }
+
+    /// The file, as SQLite resolved it; `None` for an in-memory or temporary database.
+    fn local_file(&self) -> Option<String> {
+        self.c().path().filter(|p| !p.is_empty()).map(str::to_owned)
+    }
+
+    /// `ATTACH` of the file as a read-only URI (`mode=ro`) under `weft_attached_N`. SQLite
+    /// detaches nothing inside a transaction, so the names are detached when the outermost
+    /// transaction ends ([`SqliteConnection::transaction_ended`]) or the connection goes back
+    /// to the pool. The connection's own file is refused: two pagers of one file in one
+    /// connection would wait on each other's locks at the commit.
+    fn attach_read_only(&mut self, file: &str) -> PluginResult<String> {
+        if file_id(file).is_some() && file_id(file) == self.file {
+            return Err(PluginError::of(
+                ErrorKind::Invalid,
+                format!(
+                    "connection {}: {file} is this connection's own database file",
+                    self.name
+                ),
+            ));
+        }
+        let name = format!("weft_attached_{}", self.attached.len() + 1);
+        let uri = format!("file:{}?mode=ro", uri_path(file));
+        let sql = format!("ATTACH DATABASE ?1 AS {name}");
+        self.c()
+            .execute(&sql, [&uri])
+            .map_err(|e| self.fail(e, &sql))?;
+        self.attached.push(name.clone());
+        Ok(name)
+    }
+}
+
+impl SqliteConnection {
+    /// After the outermost transaction: the files attached for it are detached.
+    fn transaction_ended(&mut self) {
+        if self.depth == 0
+            && let Some(conn) = self.conn.as_ref()
+        {
+            detach(conn, &mut self.attached);
+        }
+    }
+}
+
+/// Detaches `names` (errors are left: a connection with a file still attached is closed
+/// rather than pooled).
+fn detach(conn: &rusqlite::Connection, names: &mut Vec<String>) {
+    for name in names.drain(..) {
+        let _ = conn.execute_batch(&format!("DETACH DATABASE {name}"));
+    }
+}
+
+/// `path` written for a `file:` URI: the characters a URI gives a meaning (`%`, `?`, `#`)
+/// percent-encoded, nothing else changed.
+fn uri_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Registers `current_local_timestamp()` and `is_dst_change_tonight([local_now])` on a
