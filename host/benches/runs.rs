@@ -148,6 +148,13 @@ fn baseline(data: &Path, n: usize, chained: bool, marker: bool) -> Duration {
 }
 
 fn main() {
+    // `RUST_LOG=info` shows the server's log (where a start spends its time, for one).
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     weft::init_tls();
     if !std::env::args().any(|a| a == "--bench") {
         println!("runs bench: run with `cargo bench -p weft --bench runs` for numbers");

@@ -5,7 +5,7 @@
 use crate::error::{Error, Result, now_utc};
 use crate::model::{
     ActionRow, ActionState, InstanceFilter, InstanceRow, InstanceState, InstanceSummary,
-    LATE_AFTER_SECONDS, NewInstance,
+    LATE_AFTER_SECONDS, NewInstance, SheetPlan,
 };
 use crate::sql::{Param, Row, Session, ToParam as _, args, insert_rows};
 
@@ -49,7 +49,11 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
         depends_on.sort_unstable();
         depends_on.dedup();
         all_deps.extend(depends_on.iter().map(|d| (a.action_id, *d)));
-        texts.push((json(&a.plan)?, json(&depends_on)?, depends_on.len()));
+        texts.push((
+            a.plan.get().to_owned(),
+            json(&depends_on)?,
+            depends_on.len(),
+        ));
     }
     let mut rows = Vec::with_capacity(new.actions.len() * 9);
     for (a, (plan, deps, waits)) in new.actions.iter().zip(&texts) {
@@ -100,10 +104,10 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
 /// A repository error.
 pub fn fingerprint(conn: &dyn Session, instance: i64) -> Result<Option<(InstanceState, u64)>> {
     use std::hash::{Hash as _, Hasher as _};
-    let head: Option<(String, String)> = conn.row(
+    let head: Option<(String, Vec<crate::sql::Value>)> = conn.row(
         "SELECT state, ended_at, halt_requested FROM batch_instances WHERE id = ?1",
         args![instance],
-        |r| Ok((r.get(0)?, format!("{:?}", r.0))),
+        |r| Ok((r.get(0)?, r.0.clone())),
     )?;
     let Some((state, head)) = head else {
         return Ok(None);
@@ -115,7 +119,7 @@ pub fn fingerprint(conn: &dyn Session, instance: i64) -> Result<Option<(Instance
          FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
         args![instance],
         &mut |r| {
-            format!("{:?}", r.0).hash(&mut h);
+            r.0.hash(&mut h);
             Ok(())
         },
     )?;
@@ -517,10 +521,7 @@ pub fn connection_schemas(conn: &dyn Session) -> Result<std::collections::BTreeM
 /// # Errors
 ///
 /// A repository error; [`Error::Corrupt`] when they cannot be read.
-pub fn sheet_plans(
-    conn: &dyn Session,
-    id: i64,
-) -> Result<Option<Vec<weft_core::plan::ActionPlan>>> {
+pub fn sheet_plans(conn: &dyn Session, id: i64) -> Result<Option<Vec<SheetPlan>>> {
     let plans: Option<Option<String>> =
         conn.value("SELECT plans FROM sheets WHERE id = ?1", args![id])?;
     match plans {
@@ -528,9 +529,24 @@ pub fn sheet_plans(
         Some(None) => Err(Error::Corrupt(format!(
             "sheet {id} was stored by an older weft and its definition could not be read when the repository was upgraded; deploy it again"
         ))),
-        Some(Some(p)) => serde_json::from_str(&p).map(Some).map_err(|e| {
-            Error::Corrupt(format!("sheet {id}: its stored plans cannot be read: {e}"))
-        }),
+        Some(Some(p)) => {
+            let unreadable = |e: serde_json::Error| {
+                Error::Corrupt(format!("sheet {id}: its stored plans cannot be read: {e}"))
+            };
+            // Each plan's text is kept: an instance stores it as it is.
+            let texts: Vec<Box<serde_json::value::RawValue>> =
+                serde_json::from_str(&p).map_err(unreadable)?;
+            texts
+                .into_iter()
+                .map(|text| {
+                    Ok(SheetPlan {
+                        plan: serde_json::from_str(text.get()).map_err(unreadable)?,
+                        text,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+                .map(Some)
+        }
     }
 }
 

@@ -20,10 +20,10 @@
 //! - `repo::model`: the domain types every backend stores and reads: `InstanceState` and
 //!   `ActionState` (`weft_protocol`'s enums, stored and answered as a word and a letter), `NewInstance` and
 //!   `NewAction`, `InstanceRow` (typed elements, variables and each action's `ActionPlan`,
-//!   which the repository stores as JSON text and reads back), `InstanceSummary`, `ActionEnd`,
-//!   `Change`, `Restarted`, and `LATE_AFTER_SECONDS` (the scheduler's, re-exported).
-//!   `api::protocol::instances` makes `GetBatchInstance`'s and `ListBatchInstances`' answers
-//!   from them, and `deploy::Touched` the deploy's lists. The browse answers (`Tree`,
+//!   which the repository stores as JSON text and reads back), `InstanceSummary` (the
+//!   protocol's `Listed`, read straight into the answer), `ActionEnd`, `Change`, `Restarted`,
+//!   and `LATE_AFTER_SECONDS` (the scheduler's, re-exported). `api::protocol::instances`
+//!   makes `GetBatchInstance`'s answer from them, and `deploy::Touched` the deploy's lists. The browse answers (`Tree`,
 //!   `SheetDetail`, `BatchItem`, `DeployItem`, `HistoryDetail`) are `weft_protocol::browse`'s
 //!   types, which the repository reads in that shape (`ListSheets`, `GetSheet`, `ListBatches`,
 //!   `ListDeploys`, `GetDeployChange`): no type of the repository's own is an answer.

@@ -25,10 +25,20 @@ pub struct NewAction {
     pub name: String,
     /// Its module.
     pub module: String,
-    /// The plan (module, text, attributes, objects), stored with the instance.
-    pub plan: ActionPlan,
+    /// The plan (module, text, attributes, objects) as the JSON text the sheet stored it
+    /// in, stored with the instance as it is (not written again).
+    pub plan: Box<serde_json::value::RawValue>,
     /// The actions it waits for.
     pub depends_on: Vec<i64>,
+}
+
+/// One action's plan as its sheet stores it: the plan, and the JSON text it was read from.
+#[derive(Debug, Clone)]
+pub struct SheetPlan {
+    /// The plan.
+    pub plan: ActionPlan,
+    /// Its stored text.
+    pub text: Box<serde_json::value::RawValue>,
 }
 
 /// A new instance (stored `waiting` until a host claims one of its actions).
@@ -87,32 +97,9 @@ pub struct ActionRow {
     pub host: Option<String>,
 }
 
-/// An instance without its actions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstanceSummary {
-    /// Id.
-    pub batch_instance_id: i64,
-    /// Name.
-    pub batch_name: String,
-    /// User.
-    pub user: String,
-    /// State word.
-    pub state: InstanceState,
-    /// Start, UTC ISO 8601.
-    pub start: String,
-    /// End, UTC ISO 8601.
-    pub end: Option<String>,
-    /// The scheduled batch that started it, if the scheduler did.
-    pub batch_id: Option<i64>,
-    /// The planned start it was started for, for a scheduled run.
-    pub planned_start: Option<String>,
-    /// How many seconds after its planned start it started, for a scheduled run.
-    pub late_seconds: Option<i64>,
-    /// Whether it started late, for a scheduled run.
-    pub late: Option<bool>,
-    /// The hosts its running actions run on (filled by the list of instances).
-    pub running_on: Vec<String>,
-}
+/// An instance without its actions, read straight into the answer `ListBatchInstances`
+/// gives (the repository keeps nothing more of it).
+pub use weft_protocol::instances::Listed as InstanceSummary;
 
 /// An instance with its actions.
 #[derive(Debug, Clone, PartialEq)]

@@ -17,7 +17,6 @@ use super::work::{self, Claimed, Ended, Halted, HostRow, InstanceInfo, Settle};
 use super::writer::Writer;
 use super::{instances, schedules};
 use std::path::Path;
-use weft_core::plan::ActionPlan;
 use weft_core::sched::schedule::Planned;
 use weft_core::sched::scheduler::{PlannedStarts, ScheduledStart, StoredStart};
 
@@ -371,7 +370,7 @@ impl SheetStore for Repository {
         self.with(|c| instances::node(c, id))
     }
 
-    fn plans(&self, id: i64) -> Result<Option<Vec<ActionPlan>>> {
+    fn plans(&self, id: i64) -> Result<Option<Vec<crate::model::SheetPlan>>> {
         self.with(|c| instances::sheet_plans(c, id))
     }
 

@@ -96,6 +96,32 @@ pub enum Value {
     Bytes(Vec<u8>),
 }
 
+/// A value feeds a hash by its kind and content (a real by its bits), without being
+/// formatted: the fingerprint of an instance hashes every action's row.
+impl std::hash::Hash for Value {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        match self {
+            Value::Null => h.write_u8(0),
+            Value::Int(i) => {
+                h.write_u8(1);
+                h.write_i64(*i);
+            }
+            Value::Real(r) => {
+                h.write_u8(2);
+                h.write_u64(r.to_bits());
+            }
+            Value::Text(t) => {
+                h.write_u8(3);
+                t.hash(h);
+            }
+            Value::Bytes(b) => {
+                h.write_u8(4);
+                b.hash(h);
+            }
+        }
+    }
+}
+
 /// One row of a result.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Row(pub Vec<Value>);

@@ -13,7 +13,7 @@ use super::error::Result;
 use super::facts::Facts;
 use super::model::{
     ActionEnd, ActionPlace, BatchScope, Change, FlowRow, IdTable, InstanceRow, InstanceState,
-    InstanceSummary, NewInstance, ObjectKey, Restarted,
+    InstanceSummary, NewInstance, ObjectKey, Restarted, SheetPlan,
 };
 use super::work::{Beat, Claimed, Ended, Halted, Holder, HostRow, InstanceInfo, Settle};
 use weft_core::plan::ActionPlan;
@@ -164,7 +164,7 @@ pub trait SheetStore {
     fn node(&self, id: i64) -> Result<Option<(i64, i64)>>;
     /// The plans of a sheet's actions as deployed, in node order (stored with the sheet:
     /// no definition is read again).
-    fn plans(&self, id: i64) -> Result<Option<Vec<ActionPlan>>>;
+    fn plans(&self, id: i64) -> Result<Option<Vec<SheetPlan>>>;
     /// The sheets of a folder and every folder below it, in order; `None` when the folder
     /// does not exist.
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;

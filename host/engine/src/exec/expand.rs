@@ -3,19 +3,23 @@
 //! them. No threads, no writes.
 
 use super::error::NoSuchElement;
+use serde_json::value::RawValue;
 use std::collections::{HashMap, HashSet};
 use weft_core::plan::{ActionPlan, Element};
 use weft_core::plugins::Registry;
+use weft_repo::model::SheetPlan;
 use weft_repo::{self as repo, SheetStore};
 use weft_sdk::Dialect;
 
 /// What a run starts with: each action's plan (objects with the dialects of their
-/// connections; stored with the instance as the sheet stored it), and its sheet, in
-/// parallel and in run order.
+/// connections), the text the sheet stored it in (stored with the instance as it is), and
+/// its sheet, in parallel and in run order.
 #[derive(Debug, Default)]
 pub struct Expanded {
     /// The plans.
     pub plans: Vec<ActionPlan>,
+    /// Each plan's stored text.
+    pub texts: Vec<Box<RawValue>>,
     /// Each plan's sheet.
     pub sheets: Vec<i64>,
 }
@@ -30,9 +34,9 @@ pub fn expand(
     dialect: &dyn Fn(i64) -> Dialect,
 ) -> repo::Result<Result<Expanded, NoSuchElement>> {
     let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
-    let mut stored: HashMap<i64, Vec<ActionPlan>> = HashMap::new();
+    let mut stored: HashMap<i64, Vec<SheetPlan>> = HashMap::new();
     // A sheet's plans, read once per run; false when the sheet does not exist.
-    let load = |stored: &mut HashMap<i64, Vec<ActionPlan>>, sheet: i64| -> repo::Result<bool> {
+    let load = |stored: &mut HashMap<i64, Vec<SheetPlan>>, sheet: i64| -> repo::Result<bool> {
         if stored.contains_key(&sheet) {
             return Ok(true);
         }
@@ -76,11 +80,21 @@ pub fn expand(
         if !load(&mut stored, sheet)? {
             continue;
         }
-        for p in &stored[&sheet] {
-            if only.is_none_or(|a| a == p.id) && seen.insert(p.id) {
-                let mut plan = p.clone();
+        // A whole sheet's plans move out of the map (none is copied; a sheet named again
+        // adds nothing new); an element naming one action takes a copy of that plan.
+        let plans = match only {
+            None => stored.remove(&sheet).unwrap_or_default(),
+            Some(a) => stored[&sheet]
+                .iter()
+                .filter(|p| p.plan.id == a)
+                .cloned()
+                .collect(),
+        };
+        for SheetPlan { mut plan, text } in plans {
+            if seen.insert(plan.id) {
                 plan.set_dialects(dialect);
                 out.plans.push(plan);
+                out.texts.push(text);
                 out.sheets.push(sheet);
             }
         }

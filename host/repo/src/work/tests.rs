@@ -26,7 +26,7 @@ fn instance(conn: &rusqlite::Connection, actions: &[(i64, &[i64])]) -> i64 {
                 sheet_id: 1,
                 name: format!("a{id}"),
                 module: "Sql".to_owned(),
-                plan: serde_json::from_value(serde_json::json!({"id": id, "name": "a",
+                plan: serde_json::value::to_raw_value(&serde_json::json!({"id": id, "name": "a",
                     "module": "Sql", "text": null, "attributes": [], "sources": [], "targets": []}))
                 .expect("plan"),
                 depends_on: deps.to_vec(),

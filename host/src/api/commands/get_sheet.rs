@@ -38,10 +38,7 @@ impl Handler for GetSheet {
         .await??;
         Ok(SheetView {
             sheet: sheet.ok_or(ApiError::NoSheet(id))?,
-            runs: runs
-                .into_iter()
-                .map(crate::api::protocol::instances::listed)
-                .collect(),
+            runs,
         })
     }
 }

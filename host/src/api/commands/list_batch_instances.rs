@@ -102,10 +102,5 @@ async fn list(
         batch_id: request.batch_id,
     };
     let instances = tokio::task::spawn_blocking(move || repo.list_instances(&filter)).await??;
-    Ok(InstanceList {
-        instances: instances
-            .into_iter()
-            .map(crate::api::protocol::instances::listed)
-            .collect(),
-    })
+    Ok(InstanceList { instances })
 }

@@ -1,24 +1,9 @@
-//! The instance answers (`weft_protocol::instances`) made from the repository's rows.
+//! The instance answers (`weft_protocol::instances`) made from the repository's rows: an
+//! instance's actions (the repository's rows hold their plans besides); a listed instance is
+//! read into its answer type by the repository itself.
 
-use weft_protocol::instances::{Action, Instance, Listed};
-use weft_repo::model::{ActionRow, InstanceRow, InstanceSummary};
-
-/// A listed instance as `ListBatchInstances` answers it.
-pub fn listed(s: InstanceSummary) -> Listed {
-    Listed {
-        batch_instance_id: s.batch_instance_id,
-        batch_name: s.batch_name,
-        user: s.user,
-        state: s.state,
-        start: s.start,
-        end: s.end,
-        batch_id: s.batch_id,
-        planned_start: s.planned_start,
-        late_seconds: s.late_seconds,
-        late: s.late,
-        running_on: s.running_on,
-    }
-}
+use weft_protocol::instances::{Action, Instance};
+use weft_repo::model::{ActionRow, InstanceRow};
 
 /// An instance's action as `GetBatchInstance` answers it.
 pub fn action(a: ActionRow) -> Action {
@@ -44,7 +29,7 @@ pub fn action(a: ActionRow) -> Action {
 /// An instance with its actions as `GetBatchInstance` answers it.
 pub fn instance(i: InstanceRow) -> Instance {
     Instance {
-        summary: listed(i.summary),
+        summary: i.summary,
         elements: i.elements,
         actions: i.actions.into_iter().map(action).collect(),
     }
