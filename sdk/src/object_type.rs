@@ -77,7 +77,8 @@ pub trait ObjectType: Send + Sync + 'static {
     /// Id and name.
     fn info(&self) -> ObjectTypeInfo;
 
-    /// The object's identity.
+    /// The object's identity. It may depend on the object's type, connection, schema and
+    /// name only (not its node): a run's order asks once for each distinct object.
     fn identity(&self, object: &ObjectRef) -> ObjectIdentity;
 
     /// Checks the object against its connection: `Some(message)` when something is off (a

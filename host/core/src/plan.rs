@@ -328,35 +328,67 @@ pub fn plain_identity(o: &ObjectRef) -> (i64, String, String) {
 
 /// For each action, the actions it waits for: X waits for Y when a `Y`-dependency source of
 /// X is a `Y`-dependency target of Y (never for itself).
+///
+/// Each object type is asked once for each distinct object (type, connection, schema and
+/// name, which are all an identity may depend on), not once per edge: a table read by
+/// 10,000 actions costs one call.
 pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, Vec<i64>> {
-    let mut writers: HashMap<(i64, String, String), Vec<i64>> = HashMap::new();
+    let mut numbers = Identities {
+        registry,
+        known: HashMap::new(),
+        identities: HashMap::new(),
+    };
+    let mut identity_of = |p, o| numbers.number(p, o);
+    let mut writers: HashMap<usize, Vec<i64>> = HashMap::new();
     for p in plans {
         for o in p.targets.iter().filter(|o| o.orders()) {
-            writers
-                .entry(p.identity(registry, o))
-                .or_default()
-                .push(p.id);
+            writers.entry(identity_of(p, o)).or_default().push(p.id);
         }
     }
     let mut deps = BTreeMap::new();
     for p in plans {
-        let mut d: Vec<i64> = p
-            .sources
-            .iter()
-            .filter(|o| o.orders())
-            .flat_map(|o| {
-                writers
-                    .get(&p.identity(registry, o))
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .filter(|w| *w != p.id)
-            .collect();
+        let mut d: Vec<i64> = Vec::new();
+        for o in p.sources.iter().filter(|o| o.orders()) {
+            if let Some(w) = writers.get(&identity_of(p, o)) {
+                d.extend(w.iter().filter(|w| **w != p.id));
+            }
+        }
         d.sort_unstable();
         d.dedup();
         deps.insert(p.id, d);
     }
     deps
+}
+
+/// Each distinct object of a run, and each distinct identity (objects written differently
+/// may be one: `T` and `t`), numbered; the order is worked out on the numbers.
+struct Identities<'a> {
+    registry: &'a Registry,
+    /// Object type, connection, schema and name: the identity's number.
+    known: HashMap<(i64, i64, Option<&'a str>, &'a str), usize>,
+    identities: HashMap<(i64, String, String), usize>,
+}
+
+impl<'a> Identities<'a> {
+    /// The number of `o`'s identity; its object type is asked the first time only.
+    fn number(&mut self, p: &'a ActionPlan, o: &'a Object) -> usize {
+        let key = (
+            o.object_type,
+            o.connection,
+            o.schema.as_deref(),
+            o.name.as_str(),
+        );
+        if let Some(n) = self.known.get(&key) {
+            return *n;
+        }
+        let next = self.identities.len();
+        let n = *self
+            .identities
+            .entry(p.identity(self.registry, o))
+            .or_insert(next);
+        self.known.insert(key, n);
+        n
+    }
 }
 
 /// A cycle of the directed graph over `nodes` (visited in the order given) whose edges
@@ -437,6 +469,46 @@ mod tests {
             None
         );
         assert_eq!(dependency_cycle(&graph(&[(5, 5)])), Some(vec![5, 5]));
+    }
+
+    /// A plan of `id` reading `sources` and writing `targets`, each `(connection, schema,
+    /// name, dependency letter)`.
+    fn plan(
+        id: i64,
+        sources: &[(i64, Option<&str>, &str, &str)],
+        targets: &[(i64, Option<&str>, &str, &str)],
+    ) -> ActionPlan {
+        let objects = |list: &[(i64, Option<&str>, &str, &str)]| -> Vec<serde_json::Value> {
+            list.iter()
+                .enumerate()
+                .map(|(i, (connection, schema, name, dependency))| {
+                    serde_json::json!({"node": id * 100 + i as i64, "object_type": 1, "connection": connection,
+                        "name": name, "schema": schema, "dependency": dependency})
+                })
+                .collect()
+        };
+        serde_json::from_value(serde_json::json!({"id": id, "name": format!("a{id}"), "module": "Sql",
+            "text": null, "attributes": [], "sources": objects(sources), "targets": objects(targets)}))
+        .expect("a plan")
+    }
+
+    #[test]
+    fn an_action_waits_for_the_writers_of_what_it_reads_however_the_names_are_written() {
+        let plans = [
+            plan(1, &[], &[(1, None, "T", "Y")]),
+            plan(2, &[(1, None, "t", "Y")], &[(1, Some("DW"), "u", "Y")]),
+            // Read by two: the identity is asked once, both wait.
+            plan(3, &[(1, Some("dw"), "U", "Y"), (1, None, "t", "Y")], &[]),
+            plan(4, &[(1, Some("dw"), "u", "Y")], &[(1, None, "t", "Y")]),
+            // Another connection, and an edge that does not order.
+            plan(5, &[(2, None, "t", "Y"), (1, None, "t", "N")], &[]),
+        ];
+        let deps = dependencies(&Registry::default(), &plans);
+        assert_eq!(deps[&1], Vec::<i64>::new());
+        assert_eq!(deps[&2], vec![1, 4]);
+        assert_eq!(deps[&3], vec![1, 2, 4]);
+        assert_eq!(deps[&4], vec![2]);
+        assert_eq!(deps[&5], Vec::<i64>::new());
     }
 
     /// The stored form is the one the repository has kept since schema version 1: a plan

@@ -164,22 +164,15 @@ impl Drop for SqliteConnection {
         detach(&conn, &mut self.attached);
         // Only a connection as it was opened goes back: no TEMP objects, nothing attached,
         // the settings weft gives it. Anything else is closed.
+        // One statement, prepared once per connection, for the three looks.
         let clean = conn.is_autocommit()
             && conn
-                .query_row("SELECT COUNT(*) FROM temp.sqlite_master", [], |r| {
-                    r.get::<_, i64>(0)
-                })
-                .ok()
-                == Some(0)
-            && conn
-                .prepare(
-                    "SELECT COUNT(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')",
+                .prepare_cached(
+                    "SELECT (SELECT COUNT(*) FROM temp.sqlite_master)
+                          + (SELECT COUNT(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp'))
+                          + (SELECT query_only FROM pragma_query_only)",
                 )
                 .and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0)))
-                .ok()
-                == Some(0)
-            && conn
-                .pragma_query_value(None, "query_only", |r| r.get::<_, i64>(0))
                 .ok()
                 == Some(0);
         if clean {
@@ -880,6 +873,60 @@ mod tests {
             "the pooled connection to the old file is not used"
         );
         assert_eq!(read(), "new");
+    }
+
+    #[test]
+    fn a_connection_an_action_changed_never_comes_back_from_the_pool_and_an_attached_file_goes_at_the_commit()
+     {
+        let dir = tempfile::tempdir().expect("dir");
+        let name = dir.path().join("data.db").to_string_lossy().into_owned();
+        let other = dir.path().join("other.db");
+        rusqlite::Connection::open(&other)
+            .expect("file")
+            .execute_batch("CREATE TABLE o (x INTEGER); INSERT INTO o VALUES (7);")
+            .expect("table");
+        let other = other.to_string_lossy().into_owned();
+        // What an action may leave behind: a TEMP table, a file attached, a read-only switch.
+        let looks = |conn: &SqliteConnection| -> (i64, i64, i64) {
+            conn.c()
+                .query_row(
+                    "SELECT (SELECT COUNT(*) FROM temp.sqlite_master),
+                            (SELECT COUNT(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')),
+                            (SELECT query_only FROM pragma_query_only)",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .expect("looks")
+        };
+        for change in [
+            "CREATE TEMP TABLE scratch (x)".to_owned(),
+            format!("ATTACH DATABASE '{other}' AS other"),
+            "PRAGMA query_only = 1".to_owned(),
+        ] {
+            let mut conn = open("1", &name).expect("open");
+            conn.execute_batch(&change).expect(&change);
+            drop(conn);
+            assert_eq!(
+                looks(&open("1", &name).expect("open")),
+                (0, 0, 0),
+                "after {change}"
+            );
+        }
+        // A file attached for a transaction is readable in it and detached at its end.
+        let mut conn = open("1", &name).expect("open");
+        conn.begin().expect("begin");
+        let schema = conn.attach_read_only(&other).expect("attach");
+        let x: i64 = conn
+            .c()
+            .query_row(&format!("SELECT x FROM {schema}.o"), [], |r| r.get(0))
+            .expect("read");
+        assert_eq!(x, 7);
+        assert!(
+            conn.attach_read_only(&name).is_err(),
+            "the connection's own file is refused"
+        );
+        conn.commit().expect("commit");
+        assert_eq!(looks(&conn), (0, 0, 0), "detached at the commit");
     }
 
     const ENDLESS: &str = "SELECT COUNT(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10000000000) SELECT x FROM c)";

@@ -109,8 +109,12 @@ pub fn check(
     let mut graph = Graph::new(w);
     let mut cycles: Vec<(i64, Vec<Step>)> = Vec::new();
     let mut seen: HashSet<i64> = HashSet::new();
+    // One pass over what the changed actions reach finds those on a cycle; only they are
+    // searched for its steps (a search from each changed action costs the square of a long
+    // chain's length).
+    let on_cycles = graph.on_cycles(at.keys().copied())?;
     for (&action, &place) in &at {
-        if seen.contains(&action) {
+        if seen.contains(&action) || !on_cycles.contains(&action) {
             continue;
         }
         if let Some(cycle) = graph.cycle_through(action, &Scope::All)? {
@@ -222,6 +226,66 @@ impl Scope {
     }
 }
 
+/// The state of [`Graph::on_cycles`]: Tarjan's algorithm with the path as a stack of its own.
+#[derive(Default)]
+struct Tarjan {
+    /// Each visited action's index and the lowest index it reaches on the stack.
+    marks: HashMap<i64, (usize, usize)>,
+    stack: Vec<i64>,
+    on_stack: HashSet<i64>,
+    /// The path being explored: each action with its successors and the next to take.
+    path: Vec<(i64, Vec<i64>, usize)>,
+    /// The actions found on a cycle.
+    out: HashSet<i64>,
+}
+
+impl Tarjan {
+    fn enter(&mut self, graph: &mut Graph<'_>, v: i64) -> repo::Result<()> {
+        let n = self.marks.len();
+        self.marks.insert(v, (n, n));
+        self.stack.push(v);
+        self.on_stack.insert(v);
+        let next = graph
+            .neighbours(v, true)?
+            .into_iter()
+            .map(|(w, _)| w)
+            .collect();
+        self.path.push((v, next, 0));
+        Ok(())
+    }
+
+    fn lower(&mut self, u: i64, to: usize) {
+        if let Some(m) = self.marks.get_mut(&u) {
+            m.1 = m.1.min(to);
+        }
+    }
+
+    /// `u` has no successor left: its component is closed if it is the component's root.
+    fn leave(&mut self, u: i64) {
+        self.path.pop();
+        let Some(&(index, low)) = self.marks.get(&u) else {
+            return;
+        };
+        if let Some(&(parent, _, _)) = self.path.last() {
+            self.lower(parent, low);
+        }
+        if low != index {
+            return;
+        }
+        let mut component = Vec::new();
+        while let Some(w) = self.stack.pop() {
+            self.on_stack.remove(&w);
+            component.push(w);
+            if w == u {
+                break;
+            }
+        }
+        if component.len() > 1 {
+            self.out.extend(component);
+        }
+    }
+}
+
 /// The data graph as far as a deploy has read it.
 struct Graph<'w> {
     w: &'w dyn DeployWriter,
@@ -282,6 +346,37 @@ impl<'w> Graph<'w> {
                         .strip_prefix(f.as_str())
                         .is_some_and(|rest| rest.starts_with('/'))
             }))
+    }
+
+    /// Of the actions reachable from `starts` (reading what one of them writes, and so on),
+    /// those on a cycle of the whole repository's data: in a strongly connected component of
+    /// more than one action, or reading what they write. Tarjan's algorithm, iterative (a
+    /// long chain cannot overflow the stack); each action's neighbours are read once.
+    fn on_cycles(&mut self, starts: impl IntoIterator<Item = i64>) -> repo::Result<HashSet<i64>> {
+        let mut t = Tarjan::default();
+        for start in starts {
+            if t.marks.contains_key(&start) {
+                continue;
+            }
+            t.enter(self, start)?;
+            while let Some((u, next, i)) = t.path.last_mut() {
+                let u = *u;
+                if let Some(&v) = next.get(*i) {
+                    *i += 1;
+                    if v == u {
+                        t.out.insert(u);
+                    }
+                    match t.marks.get(&v).copied() {
+                        None => t.enter(self, v)?,
+                        Some((index, _)) if t.on_stack.contains(&v) => t.lower(u, index),
+                        Some(_) => {}
+                    }
+                    continue;
+                }
+                t.leave(u);
+            }
+        }
+        Ok(t.out)
     }
 
     /// A cycle through `start` within `scope`, as its steps from `start` round to it; the
