@@ -4,7 +4,9 @@
 //! Copies 1,000,000 rows of five columns from one SQLite file to another through the
 //! `Transfer` plugin (loaded from its shared library, run by the host's action runner), and in
 //! the same run times the `sqlite3` command-line tool doing the same copy with `ATTACH` and
-//! `INSERT INTO ... SELECT`. Goal (issue 3): weft within 2x of the command-line tool.
+//! `INSERT INTO ... SELECT`. Goal: weft within 2x of the command-line tool (issue 3), 1.2x
+//! (issue 24; between two SQLite files the plugin now attaches the source and copies inside
+//! SQLite as the tool does).
 //! Build the plugins first: `cargo build --release --workspace`. `WEFT_BENCH_ROWS` changes
 //! the row count.
 
@@ -81,7 +83,16 @@ fn main() {
         weft_sdk::Dialect::Sqlite
     })
     .remove(0);
-    let (mut weft_times, mut cli_times) = (Vec::new(), Vec::new());
+    // The same copy streamed through the host in batches, as between other databases: a CTE
+    // named like the target table keeps the plugin from copying inside SQLite.
+    let streamed_plan = {
+        let mut p = plan.clone();
+        p.text = Some(
+            "WITH t AS (SELECT id, name, amount, day, flag FROM main.t) SELECT * FROM t".to_owned(),
+        );
+        p
+    };
+    let (mut weft_times, mut cli_times, mut streamed_times) = (Vec::new(), Vec::new(), Vec::new());
     // Three rounds, alternating, each into a fresh file; the medians are compared.
     for round in 0..3 {
         let dst = dir.path().join(format!("weft{round}.db"));
@@ -110,6 +121,17 @@ fn main() {
         let outcome = ran.outcome.expect("transfer");
         assert_eq!(outcome.rows_written as i64, rows);
         assert_eq!(count(&dst), rows);
+        // Streamed, into a fresh file under the same connection.
+        std::fs::remove_file(&dst).expect("rm");
+        rusqlite::Connection::open(&dst)
+            .expect("dst")
+            .execute_batch(CREATE)
+            .expect("create");
+        let t = Instant::now();
+        let ran = weft_engine::exec::run_action(&registry, &keys, &streamed_plan, &[]);
+        streamed_times.push(t.elapsed().as_secs_f64());
+        assert_eq!(ran.outcome.expect("streamed").rows_written as i64, rows);
+        assert!(!ran.log.iter().any(|l| l.contains("Copied inside SQLite")));
 
         // The reference: the sqlite3 command-line tool, same copy, same kind of files.
         let reference = dir.path().join(format!("cli{round}.db"));
@@ -144,7 +166,11 @@ fn main() {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let (w, c) = (median(&mut weft_times), median(&mut cli_times));
+    let (w, c, st) = (
+        median(&mut weft_times),
+        median(&mut cli_times),
+        median(&mut streamed_times),
+    );
     println!(
         "transfer: {rows} rows of 5 columns, SQLite file to SQLite file, median of 3 alternating rounds"
     );
@@ -165,7 +191,16 @@ fn main() {
             .collect::<Vec<_>>()
     );
     println!(
-        "transfer: ratio weft / sqlite3      {:>7.2}x  (goal <= 2x)",
+        "transfer: ratio weft / sqlite3      {:>7.2}x  (goal <= 1.2x, issue 24)",
         w / c
+    );
+    println!(
+        "transfer: streamed through the host {st:>7.2} s  ({:.0} rows/s, {:.2}x the tool)  rounds {:?}",
+        rows as f64 / st,
+        st / c,
+        streamed_times
+            .iter()
+            .map(|t| format!("{t:.2}"))
+            .collect::<Vec<_>>()
     );
 }

@@ -6,10 +6,13 @@
 //! the batch's next start would be refused with `run.cycle`. A deployed batch whose
 //! elements hold any cycle is refused the same way.
 //!
-//! The graph is read lazily, one action's neighbours at a time, and searched from both ends
-//! at once (forward from what the action writes, backward from what it reads), so a deploy
-//! reads about as much of it as the smaller side of the changed action reaches: nothing for
-//! a sheet that only reads sources or only feeds reports.
+//! The graph is read lazily, one action's neighbours at a time. A changed action that reads
+//! nothing another writes, or writes nothing another reads, is on no cycle (a sheet that
+//! only reads sources or only feeds reports costs two looks an action). A few others are
+//! each searched from both ends at once (forward from what the action writes, backward
+//! from what it reads), so a deploy reads about as much as the smaller side reaches; many
+//! (a sheet of a long chain) are first sifted by one pass of Tarjan's algorithm over what
+//! they reach, so that the cost stays linear.
 
 use crate::validate::Catalog;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -109,14 +112,28 @@ pub fn check(
     let mut graph = Graph::new(w);
     let mut cycles: Vec<(i64, Vec<Step>)> = Vec::new();
     let mut seen: HashSet<i64> = HashSet::new();
-    // One pass over what the changed actions reach finds those on a cycle; only they are
-    // searched for its steps (a search from each changed action costs the square of a long
-    // chain's length).
-    let on_cycles = graph.on_cycles(at.keys().copied())?;
-    for (&action, &place) in &at {
-        if seen.contains(&action) || !on_cycles.contains(&action) {
+    // Only an action that both reads what another writes and writes what another reads can
+    // be on a cycle. Of many such, one pass over what they reach finds those on a cycle
+    // (a search from each would cost the square of a long chain's length); a few are
+    // searched from both ends each, which reads less of a large graph.
+    let mut candidates: Vec<i64> = Vec::new();
+    for &action in at.keys() {
+        if !graph.neighbours(action, true)?.is_empty()
+            && !graph.neighbours(action, false)?.is_empty()
+        {
+            candidates.push(action);
+        }
+    }
+    let on_cycles = if candidates.len() > SEARCHES {
+        Some(graph.on_cycles(candidates.iter().copied())?)
+    } else {
+        None
+    };
+    for &action in &candidates {
+        if seen.contains(&action) || on_cycles.as_ref().is_some_and(|on| !on.contains(&action)) {
             continue;
         }
+        let place = at[&action];
         if let Some(cycle) = graph.cycle_through(action, &Scope::All)? {
             seen.extend(cycle.iter().map(|s| s.reader));
             problems.warning(
@@ -182,6 +199,10 @@ pub fn check(
     }
     Ok(())
 }
+
+/// Up to this many changed actions that may be on a cycle are each searched from both ends;
+/// more are first sifted by one pass over what they reach ([`Graph::on_cycles`]).
+pub(super) const SEARCHES: usize = 32;
 
 /// One edge of the data graph: `writer` writes `object`, which `reader` reads.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1228,6 +1228,64 @@ fn a_deploy_that_closes_a_cycle_between_sheets_is_warned_with_the_whole_cycle() 
     assert!(warnings(&r, "deploy.cycle").is_empty(), "{:#?}", r.warnings);
 }
 
+/// A sheet `id` whose `n` Upsert actions copy `t0` into `t1`, `t1` into `t2`, and so on.
+fn chain_sheet(id: i64, n: i64) -> String {
+    let layout = serde_json::json!({"x": 0, "y": 0, "width": 10, "height": 10});
+    let mut nodes = Vec::new();
+    let mut edges = Vec::new();
+    for t in 0..=n {
+        nodes.push(
+            serde_json::json!({"id": id + 1 + t, "type": 1, "layout": layout,
+            "attributes": {"field1": format!("t{t}"), "field2": "main", "field3": null,
+                "objectTypeId": 1, "connectionId": 1, "dependency": "Y"}}),
+        );
+    }
+    for i in 0..n {
+        let action = id + 1000 + i;
+        nodes.push(
+            serde_json::json!({"id": action, "type": 0, "layout": layout,
+            "attributes": {"module": "Upsert", "name": format!("step {i}"),
+                "action": format!("SELECT id FROM t{i}"), "keys": "id"}}),
+        );
+        edges.push(serde_json::json!({"id": id + 2000 + 2 * i, "from": id + 1 + i, "to": action}));
+        edges.push(serde_json::json!({"id": id + 2001 + 2 * i, "from": action, "to": id + 2 + i}));
+    }
+    serde_json::json!({"version": 1, "transformationData": {"sheets": [{
+        "id": id,
+        "attributes": {"name": format!("chain {id}"), "folder_id": 10, "folder": "/sales"},
+        "nodes": nodes, "edges": edges}]}})
+    .to_string()
+}
+
+#[test]
+fn a_long_chain_is_sifted_in_one_pass_and_a_cycle_closing_it_is_warned_once() {
+    let f = Fixture::with_base();
+    // More changed actions in the middle of the graph than are searched one by one.
+    let n = super::cycles::SEARCHES as i64 + 8;
+    let r = f.ok(&chain_sheet(500, n));
+    assert!(warnings(&r, "deploy.cycle").is_empty(), "{:#?}", r.warnings);
+    // Another sheet copies the chain's end back to its start: a cycle through both sheets,
+    // warned at its one changed action; the chain deployed again (its actions changed, more
+    // than are searched one by one) closes the same cycle, warned once.
+    let back = copy_sheet(9000, &format!("t{n}"), "t0", "Y");
+    assert_eq!(warnings(&f.ok(&back), "deploy.cycle").len(), 1);
+    let r = f.ok(&chain_sheet(500, n).replace("chain 500", "the chain"));
+    let w = warnings(&r, "deploy.cycle");
+    assert_eq!(
+        w.len(),
+        1,
+        "one warning for the one cycle: {:#?}",
+        r.warnings
+    );
+    assert!(
+        w[0].message.contains("`step 0`")
+            && w[0].message.contains(&format!("`step {}`", n - 1))
+            && w[0].message.contains("sheet 9000"),
+        "{}",
+        w[0].message
+    );
+}
+
 #[test]
 fn a_cycle_inside_an_enabled_batch_is_refused_and_outside_one_only_warned() {
     let f = Fixture::with_base();
