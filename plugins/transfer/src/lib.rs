@@ -3,7 +3,7 @@
 //! column names (use aliases) are matched to the target's columns, ignoring case. Several
 //! sources (on one connection), one target. Between two SQLite files on this host the rows
 //! do not cross the host: the source's file is attached to the target connection and one
-//! `INSERT ... SELECT` copies them ([`copy_by_attach`]).
+//! `INSERT ... SELECT` copies them (`copy_by_attach`).
 
 // `export_plugin!` expands to abi_stable's export code, which is unsafe; this crate writes
 // no unsafe code of its own.

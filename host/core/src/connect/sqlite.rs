@@ -656,7 +656,7 @@ impl DatabaseConnection for SqliteConnection {
 
     /// `ATTACH` of the file as a read-only URI (`mode=ro`) under `weft_attached_N`. SQLite
     /// detaches nothing inside a transaction, so the names are detached when the outermost
-    /// transaction ends ([`SqliteConnection::transaction_ended`]) or the connection goes back
+    /// transaction ends (`transaction_ended`) or the connection goes back
     /// to the pool. The connection's own file is refused: two pagers of one file in one
     /// connection would wait on each other's locks at the commit.
     fn attach_read_only(&mut self, file: &str) -> PluginResult<String> {
