@@ -72,10 +72,13 @@ pub fn enabled(entry: &crate::keys::Entry) -> bool {
 /// What the database said: the action then runs without a marker on this connection.
 pub fn prepare(conn: &mut Connection, schema: Option<&str>) -> Result<(), String> {
     let table = table(conn, schema);
-    conn.execute_batch(
+    // One statement with no parameter, run as a prepared one: a connection that keeps its
+    // statements (the native SQLite one) parses it once, not at every action.
+    conn.execute(
         &format!(
             "CREATE TABLE IF NOT EXISTS {table} (token VARCHAR(120) NOT NULL PRIMARY KEY, committed_at VARCHAR(20) NOT NULL)"
         ),
+        &[],
     )
     .map(|_| ())
     .map_err(|e| e.to_string())

@@ -610,9 +610,7 @@ impl DatabaseConnection for SqliteConnection {
         } else {
             format!("SAVEPOINT weft_{}", self.depth)
         };
-        self.c()
-            .execute_batch(&sql)
-            .map_err(|e| self.fail(e, &sql))?;
+        self.run_cached(&sql).map_err(|e| self.fail(e, &sql))?;
         self.depth += 1;
         Ok(())
     }
@@ -623,9 +621,7 @@ impl DatabaseConnection for SqliteConnection {
             1 => "COMMIT".to_owned(),
             d => format!("RELEASE weft_{}", d - 1),
         };
-        self.c()
-            .execute_batch(&sql)
-            .map_err(|e| self.fail(e, &sql))?;
+        self.run_cached(&sql).map_err(|e| self.fail(e, &sql))?;
         self.depth -= 1;
         self.transaction_ended();
         Ok(())
@@ -637,7 +633,11 @@ impl DatabaseConnection for SqliteConnection {
             1 => "ROLLBACK".to_owned(),
             d => format!("ROLLBACK TO weft_{n}; RELEASE weft_{n}", n = d - 1),
         };
-        let r = self.c().execute_batch(&sql);
+        let r = if self.depth == 1 {
+            self.run_cached(&sql)
+        } else {
+            self.c().execute_batch(&sql)
+        };
         self.depth -= 1;
         self.transaction_ended();
         r.map_err(|e| self.fail(e, &sql))
@@ -681,6 +681,13 @@ impl DatabaseConnection for SqliteConnection {
 }
 
 impl SqliteConnection {
+    /// Runs one statement without parameters, prepared once per connection (`BEGIN
+    /// IMMEDIATE`, `COMMIT`: parsed again at every action, they cost more than a small
+    /// action's own statement).
+    fn run_cached(&self, sql: &str) -> rusqlite::Result<()> {
+        self.c().prepare_cached(sql)?.raw_execute().map(|_| ())
+    }
+
     /// After the outermost transaction: the files attached for it are detached.
     fn transaction_ended(&mut self) {
         if self.depth == 0
