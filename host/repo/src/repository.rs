@@ -24,6 +24,10 @@ use weft_core::sched::scheduler::{PlannedStarts, ScheduledStart, StoredStart};
 #[derive(Debug)]
 pub struct Repository {
     backend: Box<dyn Backend>,
+    /// Set once a deploy found every sheet's lines of the data graph recorded: sheets are
+    /// written with them since schema version 11, so none is missing again and later
+    /// deploys need not look (one round trip less inside the deploy's lock).
+    flow_recorded: std::sync::atomic::AtomicBool,
 }
 
 impl Repository {
@@ -37,6 +41,7 @@ impl Repository {
     pub fn open(path: &Path) -> Result<Self> {
         Ok(Repository {
             backend: Box::new(Sqlite::open(path)?),
+            flow_recorded: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -50,6 +55,7 @@ impl Repository {
     pub fn open_postgres(entry: &postgres::Entry) -> Result<Self> {
         Ok(Repository {
             backend: Box::new(Postgres::open(entry)?),
+            flow_recorded: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -183,7 +189,7 @@ impl Repository {
         self.backend
             .transaction(Some(postgres::DEPLOY_LOCK), &mut |s| match f.take() {
                 Some(f) => {
-                    let (value, commit) = f(&Writer::new(s))?;
+                    let (value, commit) = f(&Writer::new(s, Some(&self.flow_recorded)))?;
                     out = Some(value);
                     Ok(commit)
                 }

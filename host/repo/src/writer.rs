@@ -17,21 +17,28 @@ use weft_dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 /// Writes inside one transaction; see [`super::Repository::write`].
 pub struct Writer<'t> {
     tx: &'t dyn Session,
+    /// The repository's knowledge that every sheet's data-graph lines are recorded
+    /// (`Repository::flow_recorded`).
+    flow_recorded: Option<&'t std::sync::atomic::AtomicBool>,
     /// The deploy's number and time, once its first change made its row in `deploys`.
     deploy: std::cell::RefCell<Option<(i64, String)>>,
 }
 
 impl<'t> Writer<'t> {
-    pub(super) fn new(tx: &'t dyn Session) -> Self {
+    pub(super) fn new(
+        tx: &'t dyn Session,
+        flow_recorded: Option<&'t std::sync::atomic::AtomicBool>,
+    ) -> Self {
         Writer {
             tx,
+            flow_recorded,
             deploy: std::cell::RefCell::new(None),
         }
     }
 
     /// A writer over `conn` used only to read facts outside a transaction.
     pub fn reader(conn: &'t dyn Session) -> Self {
-        Self::new(conn)
+        Self::new(conn, None)
     }
 
     /// The number of this deploy and its time: its row in `deploys` is made at its first
@@ -628,7 +635,17 @@ impl crate::store::DeployWriter for Writer<'_> {
     }
 
     fn unrecorded_flow(&self) -> Result<Vec<(i64, Option<Vec<ActionPlan>>)>> {
-        flow::unrecorded(self.tx)?
+        use std::sync::atomic::Ordering;
+        if self.flow_recorded.is_some_and(|f| f.load(Ordering::SeqCst)) {
+            return Ok(Vec::new());
+        }
+        let unrecorded = flow::unrecorded(self.tx)?;
+        if unrecorded.is_empty()
+            && let Some(f) = self.flow_recorded
+        {
+            f.store(true, Ordering::SeqCst);
+        }
+        unrecorded
             .into_iter()
             .map(|(id, plans)| {
                 let plans = plans.map(|p| serde_json::from_str(&p)).transpose();
