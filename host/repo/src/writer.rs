@@ -80,8 +80,9 @@ impl<'t> Writer<'t> {
         if change == ChangeKind::Unchanged {
             return Ok(());
         }
-        let deploy = self.deploy()?;
-        if let Some(line) = history_line((kind, id, name), change, definition, &deploy) {
+        let (deploy, at) = self.deploy()?;
+        if let Some(line) = history_line((kind, id, name), change, definition, (Some(deploy), &at))
+        {
             self.tx.execute_all(&[line])?;
         }
         Ok(())
@@ -360,19 +361,43 @@ impl<'t> Writer<'t> {
         if change != ChangeKind::Unchanged {
             writes.extend(Self::nodes_and_edges(s));
         }
-        let deploy = match change {
-            ChangeKind::Unchanged => None,
-            _ => Some(self.deploy()?),
+        // The deploy's own row, when this is its first change, goes in the same round trip:
+        // made first, its number read back from it, the history line naming it as the
+        // newest (the deploy holds the repository's write lock, so the newest is its own).
+        let known = self.deploy.borrow().clone();
+        let new_deploy = (change != ChangeKind::Unchanged && known.is_none()).then(now_utc);
+        if let Some(at) = &new_deploy {
+            writes.insert(
+                0,
+                (
+                    "INSERT INTO deploys (deployed_at) VALUES (?1) RETURNING id",
+                    vec![at.to_param()],
+                ),
+            );
+        }
+        let latest: (Option<i64>, &str) = match (&known, &new_deploy) {
+            (Some((id, at)), _) => (Some(*id), at.as_str()),
+            (None, Some(at)) => (None, at.as_str()),
+            (None, None) => (None, ""),
         };
-        if let Some(deploy) = &deploy {
+        if change != ChangeKind::Unchanged {
             writes.extend(history_line(
                 ("sheet", s.id.v, &a.name.v),
                 change,
                 Some(&definition),
-                deploy,
+                latest,
             ));
         }
-        self.tx.execute_all(&writes)?;
+        let answers = self.tx.first_values(&writes)?;
+        if let Some(at) = new_deploy {
+            let id = answers
+                .first()
+                .cloned()
+                .flatten()
+                .and_then(|v| i64::from_value(&v))
+                .ok_or_else(|| Error::Corrupt("a new deploy's row answered no id".to_owned()))?;
+            *self.deploy.borrow_mut() = Some((id, at));
+        }
         changes.insert(
             0,
             Change {
@@ -498,13 +523,13 @@ impl<'t> Writer<'t> {
     }
 }
 
-/// The statement that adds a change to the history of `deploy` (its number and time), none
-/// for an unchanged object.
+/// The statement that adds a change to the history of `deploy` (its number and time; with no
+/// number, the newest deploy's, made in the same round trip), none for an unchanged object.
 fn history_line<'a>(
     (kind, id, name): (&'a str, i64, &'a str),
     change: ChangeKind,
     definition: Option<&'a str>,
-    (deploy, at): &'a (i64, String),
+    (deploy, at): (Option<i64>, &'a str),
 ) -> Option<Statement<'a>> {
     let change = match change {
         ChangeKind::Created => "created",
@@ -512,18 +537,24 @@ fn history_line<'a>(
         ChangeKind::Deleted => "deleted",
         ChangeKind::Unchanged => return None,
     };
-    Some((
-        "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition, deploy_id, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        vec![
-            Param::Text(Cow::Borrowed(at)),
-            Param::Text(Cow::Borrowed(kind)),
-            Param::Int(id),
-            Param::Text(Cow::Borrowed(change)),
-            definition.map_or(Param::Null, |d| Param::Text(Cow::Borrowed(d))),
-            Param::Int(*deploy),
-            Param::Text(Cow::Borrowed(name)),
-        ],
-    ))
+    let mut params = vec![
+        Param::Text(Cow::Borrowed(at)),
+        Param::Text(Cow::Borrowed(kind)),
+        Param::Int(id),
+        Param::Text(Cow::Borrowed(change)),
+        definition.map_or(Param::Null, |d| Param::Text(Cow::Borrowed(d))),
+        Param::Text(Cow::Borrowed(name)),
+    ];
+    let sql = match deploy {
+        Some(deploy) => {
+            params.push(Param::Int(deploy));
+            "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition, name, deploy_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        }
+        None => {
+            "INSERT INTO deploy_history (deployed_at, kind, object_id, change, definition, name, deploy_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, (SELECT MAX(id) FROM deploys))"
+        }
+    };
+    Some((sql, params))
 }
 
 impl Facts for Writer<'_> {
