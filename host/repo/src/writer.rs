@@ -441,10 +441,11 @@ impl<'t> Writer<'t> {
     }
 
     /// The statements that write a sheet's nodes and edges (each inserted, or updated where
-    /// its id exists).
+    /// its id exists), several rows a statement ([`rows_of`]).
     fn nodes_and_edges<'a>(s: &'a Sheet) -> Vec<Statement<'a>> {
         let text = |v: Option<&'a str>| v.map_or(Param::Null, |t| Param::Text(Cow::Borrowed(t)));
-        let mut out = Vec::with_capacity(s.nodes.len() + s.edges.len());
+        let mut out = Vec::new();
+        let mut node_params = Vec::with_capacity(s.nodes.len() * 18);
         for n in &s.nodes {
             let l = &n.layout;
             let (mut module, mut name, mut documentation, mut action) = (None, None, None, None);
@@ -477,50 +478,115 @@ impl<'t> Writer<'t> {
                 }
                 NodeAttributes::Invalid => {}
             }
-            out.push((
-                "INSERT INTO nodes (id, sheet_id, type, x, y, width, height, module, name, documentation, action, attributes, field1, field2, field3, object_type_id, connection_id, dependency)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
-                 ON CONFLICT(id) DO UPDATE SET sheet_id = excluded.sheet_id, type = excluded.type, x = excluded.x, y = excluded.y,
-                   width = excluded.width, height = excluded.height, module = excluded.module, name = excluded.name,
-                   documentation = excluded.documentation, action = excluded.action, attributes = excluded.attributes,
-                   field1 = excluded.field1, field2 = excluded.field2, field3 = excluded.field3,
-                   object_type_id = excluded.object_type_id, connection_id = excluded.connection_id, dependency = excluded.dependency",
-                vec![
-                    Param::Int(n.id.v),
-                    Param::Int(s.id.v),
-                    Param::Int(n.kind.v),
-                    Param::Int(l.x),
-                    Param::Int(l.y),
-                    Param::Int(l.width),
-                    Param::Int(l.height),
-                    text(module),
-                    text(name),
-                    text(documentation),
-                    text(action),
-                    attributes,
-                    text(field1),
-                    text(field2),
-                    text(field3),
-                    object_type_id,
-                    connection_id,
-                    text(dependency),
-                ],
-            ));
+            node_params.extend([
+                Param::Int(n.id.v),
+                Param::Int(s.id.v),
+                Param::Int(n.kind.v),
+                Param::Int(l.x),
+                Param::Int(l.y),
+                Param::Int(l.width),
+                Param::Int(l.height),
+                text(module),
+                text(name),
+                text(documentation),
+                text(action),
+                attributes,
+                text(field1),
+                text(field2),
+                text(field3),
+                object_type_id,
+                connection_id,
+                text(dependency),
+            ]);
         }
+        let mut edge_params = Vec::with_capacity(s.edges.len() * 4);
         for e in &s.edges {
-            out.push((
-                "INSERT INTO edges (id, sheet_id, from_node, to_node) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(id) DO UPDATE SET sheet_id = excluded.sheet_id, from_node = excluded.from_node, to_node = excluded.to_node",
-                vec![
-                    Param::Int(e.id.v),
-                    Param::Int(s.id.v),
-                    Param::Int(e.from.v),
-                    Param::Int(e.to.v),
-                ],
-            ));
+            edge_params.extend([
+                Param::Int(e.id.v),
+                Param::Int(s.id.v),
+                Param::Int(e.from.v),
+                Param::Int(e.to.v),
+            ]);
         }
+        out.extend(rows_of(&NODE_INSERTS, 18, node_params));
+        out.extend(rows_of(&EDGE_INSERTS, 4, edge_params));
         out
     }
+}
+
+/// The row counts the multi-row writes of a sheet's nodes and edges are cut into, largest
+/// first: a sheet of up to 127 nodes takes at most six statements.
+const ROW_CHUNKS: [usize; 6] = [64, 16, 8, 4, 2, 1];
+
+/// `INSERT INTO nodes ... VALUES (...), ... ON CONFLICT (id) DO UPDATE ...` for each of
+/// [`ROW_CHUNKS`].
+static NODE_INSERTS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+    upserts(
+        "INSERT INTO nodes (id, sheet_id, type, x, y, width, height, module, name, documentation, action, attributes, field1, field2, field3, object_type_id, connection_id, dependency)",
+        18,
+        " ON CONFLICT(id) DO UPDATE SET sheet_id = excluded.sheet_id, type = excluded.type, x = excluded.x, y = excluded.y,
+           width = excluded.width, height = excluded.height, module = excluded.module, name = excluded.name,
+           documentation = excluded.documentation, action = excluded.action, attributes = excluded.attributes,
+           field1 = excluded.field1, field2 = excluded.field2, field3 = excluded.field3,
+           object_type_id = excluded.object_type_id, connection_id = excluded.connection_id, dependency = excluded.dependency",
+    )
+});
+
+/// The same for edges.
+static EDGE_INSERTS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+    upserts(
+        "INSERT INTO edges (id, sheet_id, from_node, to_node)",
+        4,
+        " ON CONFLICT(id) DO UPDATE SET sheet_id = excluded.sheet_id, from_node = excluded.from_node, to_node = excluded.to_node",
+    )
+});
+
+/// `head VALUES (?1, ...), ... tail` for each of [`ROW_CHUNKS`], in its order.
+fn upserts(head: &str, columns: usize, tail: &str) -> Vec<String> {
+    ROW_CHUNKS
+        .iter()
+        .map(|&rows| {
+            let values: Vec<String> = (0..rows)
+                .map(|r| {
+                    let cells: Vec<String> = (1..=columns)
+                        .map(|c| format!("?{}", r * columns + c))
+                        .collect();
+                    format!("({})", cells.join(", "))
+                })
+                .collect();
+            format!("{head} VALUES {}{tail}", values.join(", "))
+        })
+        .collect()
+}
+
+/// `params` (rows of `columns` each) as statements of `texts` ([`upserts`]), largest first.
+fn rows_of<'a>(texts: &'a [String], columns: usize, params: Vec<Param<'a>>) -> Vec<Statement<'a>> {
+    let mut left = params.len() / columns;
+    let mut params = params.into_iter();
+    let mut out = Vec::new();
+    for (text, &size) in texts.iter().zip(&ROW_CHUNKS) {
+        while left >= size {
+            out.push((
+                text.as_str(),
+                params.by_ref().take(size * columns).collect(),
+            ));
+            left -= size;
+        }
+    }
+    out
+}
+
+/// The sizes of the id lists [`Facts::owners`] asks with.
+const OWNER_LISTS: [usize; 4] = [1, 8, 64, 512];
+
+/// `SELECT id, sheet_id FROM nodes (or edges) WHERE id IN (?1, ..., ?size)`.
+fn owners_text(edges: bool, size: usize) -> String {
+    let table = if edges { "edges" } else { "nodes" };
+    let list: Vec<String> = (1..=size).map(|i| format!("?{i}")).collect();
+    format!(
+        "SELECT id, sheet_id FROM {table} WHERE id IN ({})",
+        list.join(", ")
+    )
 }
 
 /// The statement that adds a change to the history of `deploy` (its number and time; with no
@@ -586,29 +652,43 @@ impl Facts for Writer<'_> {
         self.one("SELECT sheet_id FROM edges WHERE id = ?1", id)
     }
 
+    /// Asked with lists of ids padded to a few sizes (the last id repeated), so that a sheet
+    /// of any size costs a statement or two per table, and the statement texts stay few.
     fn owners(&self, nodes: &[i64], edges: &[i64]) -> Result<crate::facts::Owners> {
-        let ask = |sql, ids: &[i64]| -> Vec<Statement<'static>> {
-            ids.iter().map(|&id| (sql, vec![Param::Int(id)])).collect()
-        };
-        let mut queries = ask("SELECT sheet_id FROM nodes WHERE id = ?1", nodes);
-        queries.extend(ask("SELECT sheet_id FROM edges WHERE id = ?1", edges));
-        let mut sheets = self
-            .tx
-            .first_values(&queries)?
-            .into_iter()
-            .map(|v| {
-                v.map(|v| {
-                    i64::from_value(&v).ok_or_else(|| {
-                        Error::Corrupt(format!("a sheet id that is not a number: {v:?}"))
-                    })
-                })
-                .transpose()
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let edges = sheets.split_off(nodes.len());
+        let mut found: std::collections::HashMap<(bool, i64), i64> = Default::default();
+        for (edge, ids) in [(false, nodes), (true, edges)] {
+            for chunk in ids.chunks(*OWNER_LISTS.last().unwrap_or(&1)) {
+                let Some(&last) = chunk.last() else { continue };
+                let size = OWNER_LISTS
+                    .iter()
+                    .copied()
+                    .find(|n| *n >= chunk.len())
+                    .unwrap_or(chunk.len());
+                let sql = owners_text(edge, size);
+                let params: Vec<Param<'_>> = chunk
+                    .iter()
+                    .copied()
+                    .chain(std::iter::repeat(last))
+                    .take(size)
+                    .map(Param::Int)
+                    .collect();
+                for (id, sheet) in self
+                    .tx
+                    .rows(&sql, &params, |r| Ok((r.get(0)?, r.get(1)?)))?
+                {
+                    found.insert((edge, id), sheet);
+                }
+            }
+        }
         Ok(crate::facts::Owners {
-            nodes: sheets,
-            edges,
+            nodes: nodes
+                .iter()
+                .map(|id| found.get(&(false, *id)).copied())
+                .collect(),
+            edges: edges
+                .iter()
+                .map(|id| found.get(&(true, *id)).copied())
+                .collect(),
         })
     }
 
