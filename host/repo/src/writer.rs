@@ -576,19 +576,6 @@ fn rows_of<'a>(texts: &'a [String], columns: usize, params: Vec<Param<'a>>) -> V
     out
 }
 
-/// The sizes of the id lists [`Facts::owners`] asks with.
-const OWNER_LISTS: [usize; 4] = [1, 8, 64, 512];
-
-/// `SELECT id, sheet_id FROM nodes (or edges) WHERE id IN (?1, ..., ?size)`.
-fn owners_text(edges: bool, size: usize) -> String {
-    let table = if edges { "edges" } else { "nodes" };
-    let list: Vec<String> = (1..=size).map(|i| format!("?{i}")).collect();
-    format!(
-        "SELECT id, sheet_id FROM {table} WHERE id IN ({})",
-        list.join(", ")
-    )
-}
-
 /// The statement that adds a change to the history of `deploy` (its number and time; with no
 /// number, the newest deploy's, made in the same round trip), none for an unchanged object.
 fn history_line<'a>(
@@ -652,43 +639,32 @@ impl Facts for Writer<'_> {
         self.one("SELECT sheet_id FROM edges WHERE id = ?1", id)
     }
 
-    /// Asked with lists of ids padded to a few sizes (the last id repeated), so that a sheet
-    /// of any size costs a statement or two per table, and the statement texts stay few.
+    /// One statement per id, all sent in one round trip. (Lists of ids in one statement,
+    /// `id IN (?1, ...)`, were tried: PostgreSQL's generic plan for them scanned the whole
+    /// table once it had cached it for a small one.)
     fn owners(&self, nodes: &[i64], edges: &[i64]) -> Result<crate::facts::Owners> {
-        let mut found: std::collections::HashMap<(bool, i64), i64> = Default::default();
-        for (edge, ids) in [(false, nodes), (true, edges)] {
-            for chunk in ids.chunks(*OWNER_LISTS.last().unwrap_or(&1)) {
-                let Some(&last) = chunk.last() else { continue };
-                let size = OWNER_LISTS
-                    .iter()
-                    .copied()
-                    .find(|n| *n >= chunk.len())
-                    .unwrap_or(chunk.len());
-                let sql = owners_text(edge, size);
-                let params: Vec<Param<'_>> = chunk
-                    .iter()
-                    .copied()
-                    .chain(std::iter::repeat(last))
-                    .take(size)
-                    .map(Param::Int)
-                    .collect();
-                for (id, sheet) in self
-                    .tx
-                    .rows(&sql, &params, |r| Ok((r.get(0)?, r.get(1)?)))?
-                {
-                    found.insert((edge, id), sheet);
-                }
-            }
-        }
+        let ask = |sql, ids: &[i64]| -> Vec<Statement<'static>> {
+            ids.iter().map(|&id| (sql, vec![Param::Int(id)])).collect()
+        };
+        let mut queries = ask("SELECT sheet_id FROM nodes WHERE id = ?1", nodes);
+        queries.extend(ask("SELECT sheet_id FROM edges WHERE id = ?1", edges));
+        let mut sheets = self
+            .tx
+            .first_values(&queries)?
+            .into_iter()
+            .map(|v| {
+                v.map(|v| {
+                    i64::from_value(&v).ok_or_else(|| {
+                        Error::Corrupt(format!("a sheet id that is not a number: {v:?}"))
+                    })
+                })
+                .transpose()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let edges = sheets.split_off(nodes.len());
         Ok(crate::facts::Owners {
-            nodes: nodes
-                .iter()
-                .map(|id| found.get(&(false, *id)).copied())
-                .collect(),
-            edges: edges
-                .iter()
-                .map(|id| found.get(&(true, *id)).copied())
-                .collect(),
+            nodes: sheets,
+            edges,
         })
     }
 
