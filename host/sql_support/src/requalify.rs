@@ -54,7 +54,9 @@ impl Requalified {
 /// The tables read by the one SQLite query `text` placed for [`Requalified::render`]: bare
 /// names and names in `main` move, CTE names and table functions (`json_each(...)`) stay.
 /// `None` when `text` is not one query SQLite's dialect of sqlparser reads, when a table
-/// names another schema (`temp`, an attached one), or when a name cannot be placed in the text.
+/// names another schema (`temp`, an attached one), when it calls a `pragma_` table function
+/// (which would look in the connection's own schema first), or when a name cannot be placed
+/// in the text.
 pub fn requalify(text: &str) -> Option<Requalified> {
     let statements = Parser::parse_sql(&SQLiteDialect {}, text).ok()?;
     let [Statement::Query(query)] = statements.as_slice() else {
@@ -152,6 +154,10 @@ impl Visitor for Found {
             self.factors += 1;
             if args.is_none() {
                 self.tables.push(name.clone());
+            } else if name.to_string().to_ascii_lowercase().starts_with("pragma_") {
+                // `pragma_table_info('t')` and its kin look in every attached schema, the
+                // connection's own first: they would describe the target, not the source.
+                return ControlFlow::Break(());
             }
         }
         ControlFlow::Continue(())
@@ -213,6 +219,24 @@ mod tests {
         assert!(moved("SELECT 1; SELECT 2").is_none());
         assert!(moved("INSERT INTO t SELECT * FROM u").is_none());
         assert!(moved("SELECT * FROM").is_none());
+    }
+
+    #[test]
+    fn places_after_text_of_several_bytes_a_character_are_found() {
+        assert_eq!(
+            moved("SELECT 'né€' AS x, \"Zürich\".a\nFROM \"Zürich\" WHERE b = 'ü'").as_deref(),
+            Some("SELECT 'né€' AS x, \"Zürich\".a\nFROM \"src\".\"Zürich\" WHERE b = 'ü'")
+        );
+    }
+
+    #[test]
+    fn a_pragma_function_is_refused_as_it_would_read_the_target() {
+        assert!(moved("SELECT name FROM pragma_table_info('t')").is_none());
+        assert!(moved("SELECT k, (SELECT COUNT(*) FROM PRAGMA_INDEX_LIST('t')) FROM t").is_none());
+        assert_eq!(
+            moved("SELECT name FROM sqlite_master").as_deref(),
+            Some("SELECT name FROM \"src\".sqlite_master")
+        );
     }
 
     #[test]
