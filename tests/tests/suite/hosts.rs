@@ -783,22 +783,25 @@ fn a_host_paused_past_its_lease_commits_nothing_that_was_taken_over() {
     );
     let gate = Gate::hold(&data, GATE);
     deploy_actions(&hosts[0], N);
+    let signal = |host: &Weft, s: &str| {
+        let st = std::process::Command::new("kill")
+            .args([s, &host.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(st.success());
+    };
+    // The other host held while the run starts, so that the host to pause claims them: which
+    // host claims first is otherwise a race.
+    signal(&hosts[1], "-STOP");
     let id = run_folder(&hosts[0]);
-    let on = running_on(&hosts[1], id, N as usize);
+    let on = running_on(&hosts[0], id, N as usize);
+    signal(&hosts[1], "-CONT");
     let paused = this_host(&hosts[0]);
     let survivor = this_host(&hosts[1]);
     let mine = on.iter().filter(|h| **h == paused).count();
     assert!(mine > 0, "the host to pause runs some: {on:?}");
     // Paused (SIGSTOP: a frozen VM, a long stall) while its statements wait for the gate.
-    let pid = hosts[0].child.id().to_string();
-    let signal = |s: &str| {
-        let st = std::process::Command::new("kill")
-            .args([s, &pid])
-            .status()
-            .expect("kill");
-        assert!(st.success());
-    };
-    signal("-STOP");
+    signal(&hosts[0], "-STOP");
     // The other host takes them over after the lease and runs them again.
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
@@ -816,7 +819,7 @@ fn a_host_paused_past_its_lease_commits_nothing_that_was_taken_over() {
     assert_eq!(done["state"], "finished", "{done}");
     assert_eq!(rows_of_t(&data), (N, N));
     // Resumed: its actions reach their commit with a lapsed lease and roll back.
-    signal("-CONT");
+    signal(&hosts[0], "-CONT");
     let deadline = Instant::now() + Duration::from_secs(60);
     while running_here(&hosts[0]) > 0 {
         assert!(Instant::now() < deadline, "its actions never ended");
