@@ -14,6 +14,9 @@ use std::borrow::Cow;
 use weft_core::plan::ActionPlan;
 use weft_dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 
+/// The row of a deploy, made at its first real change; answers its number.
+const NEW_DEPLOY: &str = "INSERT INTO deploys (deployed_at) VALUES (?1) RETURNING id";
+
 /// Writes inside one transaction; see [`super::Repository::write`].
 pub struct Writer<'t> {
     tx: &'t dyn Session,
@@ -54,10 +57,7 @@ impl<'t> Writer<'t> {
         let at = now_utc();
         let id: i64 = self
             .tx
-            .value(
-                "INSERT INTO deploys (deployed_at) VALUES (?1) RETURNING id",
-                args![at],
-            )?
+            .value(NEW_DEPLOY, args![at])?
             .ok_or_else(|| Error::Corrupt("a new deploy's row answered no id".to_owned()))?;
         *self.deploy.borrow_mut() = Some((id, at.clone()));
         Ok((id, at))
@@ -367,13 +367,7 @@ impl<'t> Writer<'t> {
         let known = self.deploy.borrow().clone();
         let new_deploy = (change != ChangeKind::Unchanged && known.is_none()).then(now_utc);
         if let Some(at) = &new_deploy {
-            writes.insert(
-                0,
-                (
-                    "INSERT INTO deploys (deployed_at) VALUES (?1) RETURNING id",
-                    vec![at.to_param()],
-                ),
-            );
+            writes.insert(0, (NEW_DEPLOY, vec![at.to_param()]));
         }
         let latest: (Option<i64>, &str) = match (&known, &new_deploy) {
             (Some((id, at)), _) => (Some(*id), at.as_str()),

@@ -99,20 +99,7 @@ impl ActionModule for Transfer {
             let info = describe_object(conn, &target)?;
             let (names, _) = conn.query_all(&column_probe(dialect, &query), &[])?;
             let columns = match_columns(&names, &info)?;
-            let sql = format!(
-                "INSERT INTO {} ({}) SELECT {} FROM ({query}\n) AS weft_q",
-                described_table(dialect, &info),
-                columns
-                    .iter()
-                    .map(|c| quote(dialect, c))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                names
-                    .iter()
-                    .map(|c| format!("weft_q.{}", quote(dialect, c)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            let sql = insert_select(dialect, &info, &columns, &names, &query);
             let n = conn.execute(&sql, &[])?;
             RunOutcome {
                 rows_read: n,
@@ -239,20 +226,7 @@ fn copy_by_attach(
         return Ok(None);
     };
     let columns = match_columns(&names, &info)?;
-    let sql = format!(
-        "INSERT INTO {} ({}) SELECT {} FROM ({query}\n) AS weft_q",
-        described_table(Dialect::Sqlite, &info),
-        columns
-            .iter()
-            .map(|c| quote(Dialect::Sqlite, c))
-            .collect::<Vec<_>>()
-            .join(", "),
-        names
-            .iter()
-            .map(|c| format!("weft_q.{}", quote(Dialect::Sqlite, c)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let sql = insert_select(Dialect::Sqlite, &info, &columns, &names, &query);
     let n = dst.execute(&sql, &[])?;
     ctx.log("Copied inside SQLite: the source's file attached to the target connection.");
     Ok(Some(RunOutcome {
@@ -261,6 +235,30 @@ fn copy_by_attach(
         rows_updated: 0,
         rows_deleted: 0,
     }))
+}
+
+/// `INSERT INTO target (columns) SELECT names FROM (query) AS weft_q`: the rows copied by
+/// the database itself, the query's columns `names` into the target's `columns`.
+fn insert_select(
+    dialect: Dialect,
+    target: &weft_sdk::TableInfo,
+    columns: &[String],
+    names: &[String],
+    query: &str,
+) -> String {
+    let list = |items: &[String], prefix: &str| {
+        items
+            .iter()
+            .map(|c| format!("{prefix}{}", quote(dialect, c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "INSERT INTO {} ({}) SELECT {} FROM ({query}\n) AS weft_q",
+        described_table(dialect, target),
+        list(columns, ""),
+        list(names, "weft_q.")
+    )
 }
 
 export_plugin! {
