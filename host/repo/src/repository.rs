@@ -111,6 +111,24 @@ impl Repository {
     /// # Errors
     ///
     /// What `f` returns.
+    /// The instances of `claimed` (but `running`) start running, after their claim, in a
+    /// transaction of its own ([`work::mark_running`]).
+    fn mark_running(&self, claimed: &[Claimed], running: Option<i64>) {
+        let mut instances: Vec<i64> = claimed
+            .iter()
+            .map(|c| c.instance)
+            .filter(|i| Some(*i) != running)
+            .collect();
+        instances.dedup();
+        if !instances.is_empty()
+            && let Err(e) = self.with(|c| work::mark_running(c, &instances))
+        {
+            // The actions are claimed and will run: only the instance's word lags (an
+            // instance ends from `waiting` as from `running`).
+            tracing::warn!(message = "Claimed actions' instances cannot be marked running now.", instances = ?instances, error = %e);
+        }
+    }
+
     pub(super) fn with<R>(&self, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
         let mut f = Some(f);
         let mut out = None;
@@ -277,15 +295,7 @@ impl InstanceStore for Repository {
 
     fn claim(&self, host: &str, limit: usize) -> Result<Vec<Claimed>> {
         let claimed = self.tx(|c| work::claim(c, host, limit))?;
-        let mut instances: Vec<i64> = claimed.iter().map(|c| c.instance).collect();
-        instances.dedup();
-        if !instances.is_empty()
-            && let Err(e) = self.with(|c| work::mark_running(c, &instances))
-        {
-            // The actions are claimed and will run: only the instance's word lags (an
-            // instance ends from `waiting` as from `running`).
-            tracing::warn!(message = "Claimed actions' instances cannot be marked running now.", instances = ?instances, error = %e);
-        }
+        self.mark_running(&claimed, None);
         Ok(claimed)
     }
 
@@ -296,8 +306,23 @@ impl InstanceStore for Repository {
         action: i64,
         attempt: i64,
         end: &ActionEnd<'_>,
-    ) -> Result<Ended> {
-        self.tx(|c| work::end(c, host, id, action, attempt, end))
+        claim: usize,
+    ) -> Result<(Ended, Vec<Claimed>)> {
+        let (ended, claimed) = self.tx(|c| {
+            let ended = work::end(c, host, id, action, attempt, end)?;
+            // The claim last: on PostgreSQL it locks action rows after the instance's row,
+            // and skips the rows others hold, so it waits for no one.
+            let claimed = if ended.recorded && claim > 0 {
+                work::claim(c, host, claim)?
+            } else {
+                Vec::new()
+            };
+            Ok((ended, claimed))
+        })?;
+        // The ended action's instance runs already (or has just ended, and has nothing left
+        // to claim).
+        self.mark_running(&claimed, Some(id));
+        Ok((ended, claimed))
     }
 
     fn halt(&self, id: i64) -> Result<Halted> {

@@ -99,7 +99,9 @@ pub trait InstanceStore {
     fn state_counts(&self) -> Result<crate::model::StateCounts>;
     /// Up to `limit` ready actions become `host`'s, running.
     fn claim(&self, host: &str, limit: usize) -> Result<Vec<Claimed>>;
-    /// Records how attempt `attempt` of an action ended on `host`, and what follows.
+    /// Records how attempt `attempt` of an action ended on `host`, and what follows; in the
+    /// same transaction, up to `claim` ready actions become `host`'s, running (the slot the
+    /// ended action gives back, taken again without a round of the host's worker).
     fn end_action(
         &self,
         host: &str,
@@ -107,7 +109,8 @@ pub trait InstanceStore {
         action: i64,
         attempt: i64,
         end: &ActionEnd<'_>,
-    ) -> Result<Ended>;
+        claim: usize,
+    ) -> Result<(Ended, Vec<Claimed>)>;
     /// Asks an instance to halt.
     fn halt(&self, id: i64) -> Result<Halted>;
     /// Which of `ids` have a halt asked for.

@@ -1,8 +1,10 @@
 //! The waits of `WaitBatchInstance`, bounded and shared. Waiting requests hold connections,
 //! so at most a quarter of `max_connections` wait at once (one more is answered 429
 //! `run.too_many_waits`), and the other commands, a halt among them, always find a
-//! connection. However many wait for one instance, one watcher reads its fingerprint, and
-//! only when the count of changes ([`Executor::changes`]) moved: at once when this host
+//! connection. However many wait for one instance, one watcher reads it: its fingerprint
+//! at first and while a waiter follows its changes (`changedFrom`), else only its state (a
+//! wait for the end needs no more, and the state costs one row where the fingerprint reads
+//! every action's); and only when the count of changes ([`Executor::changes`]) moved: at once when this host
 //! records a change, and on PostgreSQL when any host does (the repository's change feed);
 //! while the feed is down, also once a second. Never sooner than [`GAP`] (or four times the
 //! last read's time, for a large instance) after its last read, so a run's followers cost
@@ -13,6 +15,7 @@
 use super::error::ApiError;
 use super::protocol::Instance;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
@@ -26,8 +29,8 @@ const GAP: Duration = Duration::from_millis(20);
 /// How often a watcher reads the repository without a change seen here.
 const UNPROMPTED: Duration = Duration::from_secs(1);
 
-/// What a watcher last read of an instance: its state and version (fingerprint in hex), or
-/// that it does not exist.
+/// What a watcher last read of an instance: its state and version (fingerprint in hex; empty
+/// when only the state was read), or that it does not exist.
 pub type Seen = Option<(InstanceState, String)>;
 
 /// A read of an instance and the count of changes ([`Executor::changes`]) taken just before
@@ -42,12 +45,31 @@ pub struct Read {
     pub seen: Seen,
 }
 
+/// A watched instance: what its watcher read, and how many of its waiters follow its
+/// changes (the watcher reads its version while there is one).
+#[derive(Debug)]
+struct Watched {
+    tx: watch::Sender<Option<Read>>,
+    following: Arc<AtomicUsize>,
+}
+
+/// A waiter that follows an instance's changes: while one is held, its watcher reads the
+/// instance's version, not only its state.
+#[derive(Debug)]
+pub struct Following(Arc<AtomicUsize>);
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// The waits in flight.
 #[derive(Debug)]
 pub struct Waits {
     permits: Arc<Semaphore>,
     most: usize,
-    watchers: Mutex<HashMap<i64, watch::Sender<Option<Read>>>>,
+    watchers: Mutex<HashMap<i64, Watched>>,
     /// The last whole instance answered for each watched instance, with its version: the
     /// waiters that end at one version (a time-out of many at once, a change that wakes them
     /// all) share one read of it.
@@ -103,34 +125,54 @@ impl Waits {
             .map_err(|_| ApiError::TooManyWaits(self.most))
     }
 
-    /// What is read of instance `id`, updated by its one watcher (started when none runs).
+    /// What is read of instance `id`, updated by its one watcher (started when none runs);
+    /// with `follow`, the watcher reads its version too while the answer's guard is held.
     pub fn watch(
         self: &Arc<Self>,
         executor: &Arc<Executor>,
         id: i64,
-    ) -> watch::Receiver<Option<Read>> {
+        follow: bool,
+    ) -> (watch::Receiver<Option<Read>>, Option<Following>) {
         let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(tx) = watchers.get(&id) {
-            return tx.subscribe();
+        let following = |w: &Watched| {
+            follow.then(|| {
+                w.following.fetch_add(1, Ordering::SeqCst);
+                Following(Arc::clone(&w.following))
+            })
+        };
+        if let Some(w) = watchers.get(&id) {
+            return (w.tx.subscribe(), following(w));
         }
         let (tx, rx) = watch::channel(None);
-        watchers.insert(id, tx.clone());
+        let w = Watched {
+            tx: tx.clone(),
+            following: Arc::new(AtomicUsize::new(0)),
+        };
+        let guard = following(&w);
+        let count = Arc::clone(&w.following);
+        watchers.insert(id, w);
         drop(watchers);
-        tokio::spawn(watcher(Arc::clone(self), Arc::clone(executor), id, tx));
-        rx
+        tokio::spawn(watcher(
+            Arc::clone(self),
+            Arc::clone(executor),
+            id,
+            tx,
+            count,
+        ));
+        (rx, guard)
     }
 
     /// Tells the watcher of `id` what a waiter read itself, fresher than what the watcher
     /// last read (a waiter that answered version V must not be woken again by the watcher's
     /// older value).
     pub fn saw(&self, id: i64, read: Read) {
-        if let Some(tx) = self
+        if let Some(w) = self
             .watchers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&id)
         {
-            tx.send_if_modified(|now| newer(now, read));
+            w.tx.send_if_modified(|now| newer(now, read));
         }
     }
 
@@ -164,12 +206,14 @@ fn newer(now: &mut Option<Read>, read: Read) -> bool {
     }
 }
 
-/// Reads instance `id`'s fingerprint for its waiters until none is left.
+/// Reads instance `id` for its waiters until none is left: its fingerprint while one of
+/// them follows its changes (`following`), else its state.
 async fn watcher(
     waits: Arc<Waits>,
     executor: Arc<Executor>,
     id: i64,
     tx: watch::Sender<Option<Read>>,
+    following: Arc<AtomicUsize>,
 ) {
     let bell = Arc::clone(executor.changes().bell());
     let mut seen_changes = None;
@@ -188,16 +232,26 @@ async fn watcher(
         // while it is not, a look of its own now and then.
         let blind = !executor.changes().complete() && read_at.elapsed() >= UNPROMPTED;
         if seen_changes != Some(changes) || blind {
+            // The first read has the version too: a wait that times out before any change
+            // answers it without a read of its own.
+            let versions = seen_changes.is_none() || following.load(Ordering::SeqCst) > 0;
             seen_changes = Some(changes);
             read_at = Instant::now();
             let repo = Arc::clone(executor.repo());
             weft_core::metrics::wait_read();
-            match tokio::task::spawn_blocking(move || repo.instance_fingerprint(id)).await {
-                Ok(Ok(read)) => {
-                    let read = Read {
-                        changes,
-                        seen: read.map(|(s, f)| (s, format!("{f:016x}"))),
-                    };
+            match tokio::task::spawn_blocking(move || {
+                if versions {
+                    repo.instance_fingerprint(id)
+                        .map(|r| r.map(|(s, f)| (s, format!("{f:016x}"))))
+                } else {
+                    repo.instance_state(id)
+                        .map(|r| r.map(|s| (s, String::new())))
+                }
+            })
+            .await
+            {
+                Ok(Ok(seen)) => {
+                    let read = Read { changes, seen };
                     tx.send_if_modified(|now| newer(now, read));
                 }
                 Ok(Err(e)) => {

@@ -1,6 +1,7 @@
 //! The native SQLite connection type `sqlite` (key file URL = the database file), opened by
 //! the host's own rusqlite: one SQLite in the process, so no plugin links SQLite.
 
+use rusqlite::config::DbConfig;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use std::cell::RefCell;
 use weft_sdk::{
@@ -163,18 +164,14 @@ impl Drop for SqliteConnection {
         }
         detach(&conn, &mut self.attached);
         // Only a connection as it was opened goes back: no TEMP objects, nothing attached,
-        // the settings weft gives it. Anything else is closed.
-        // One statement, prepared once per connection, for the three looks.
+        // the settings weft gives it. Anything else is closed. The looks touch neither the
+        // file nor its lock: the attached schemas are asked of the C interface (index 2 is
+        // the first after `main` and `temp`), the rest with two statements prepared once
+        // per connection that read only the in-memory `temp` schema and a flag.
         let clean = conn.is_autocommit()
-            && conn
-                .prepare_cached(
-                    "SELECT (SELECT COUNT(*) FROM temp.sqlite_master)
-                          + (SELECT COUNT(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp'))
-                          + (SELECT query_only FROM pragma_query_only)",
-                )
-                .and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0)))
-                .ok()
-                == Some(0);
+            && conn.db_name(2).is_err()
+            && one_number(&conn, "SELECT COUNT(*) FROM temp.sqlite_master") == Some(0)
+            && one_number(&conn, "PRAGMA query_only") == Some(0);
         if clean {
             // Closed after the pool's lock is let go: closing may checkpoint.
             let closing = {
@@ -204,6 +201,14 @@ impl Drop for SqliteConnection {
             drop(closing);
         }
     }
+}
+
+/// The one number a statement without parameters answers, prepared once per connection;
+/// `None` when it fails.
+fn one_number(conn: &rusqlite::Connection, sql: &str) -> Option<i64> {
+    conn.prepare_cached(sql)
+        .and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0)))
+        .ok()
 }
 
 impl std::fmt::Debug for SqliteConnection {
@@ -327,9 +332,12 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
     };
     drop(stale);
     if let Some(mut conn) = reused {
-        // Settings an action may have changed are set again.
+        // Settings an action may have changed are set again: through the C interface, as
+        // `PRAGMA foreign_keys` expires every statement the connection keeps prepared (its
+        // BEGIN, COMMIT and marker would be prepared again at every action); this one
+        // expires them only when the setting changes.
         let _ = conn.busy_handler(Some(wait_while_busy));
-        let _ = conn.pragma_update(None, "foreign_keys", "OFF");
+        let _ = conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_FKEY, false);
         return Ok(SqliteConnection {
             conn: Some(conn),
             path: path.to_owned(),
@@ -350,6 +358,10 @@ pub fn open(name: &str, path: &str) -> Result<SqliteConnection, PluginError> {
     conn.busy_handler(Some(wait_while_busy))
         .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
     conn.progress_handler(STEPS_BETWEEN_LOOKS, Some(halted_on_this_thread))
+        .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
+    // Foreign keys as the sqlite3 tool has them (off), whether the connection is new or
+    // pooled (the SQLite built into weft would enforce them on a new one only).
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_FKEY, false)
         .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
     register_clock_functions(&conn)
         .map_err(|e| PluginError::of(ErrorKind::Connection, format!("connection {name}: {e}")))?;
@@ -893,15 +905,17 @@ mod tests {
             .execute_batch("CREATE TABLE o (x INTEGER); INSERT INTO o VALUES (7);")
             .expect("table");
         let other = other.to_string_lossy().into_owned();
-        // What an action may leave behind: a TEMP table, a file attached, a read-only switch.
-        let looks = |conn: &SqliteConnection| -> (i64, i64, i64) {
+        // What an action may leave behind: a TEMP table, a file attached, a read-only switch,
+        // foreign keys enforced.
+        let looks = |conn: &SqliteConnection| -> (i64, i64, i64, i64) {
             conn.c()
                 .query_row(
                     "SELECT (SELECT COUNT(*) FROM temp.sqlite_master),
                             (SELECT COUNT(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')),
-                            (SELECT query_only FROM pragma_query_only)",
+                            (SELECT query_only FROM pragma_query_only),
+                            (SELECT foreign_keys FROM pragma_foreign_keys)",
                     [],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
                 )
                 .expect("looks")
         };
@@ -909,13 +923,14 @@ mod tests {
             "CREATE TEMP TABLE scratch (x)".to_owned(),
             format!("ATTACH DATABASE '{other}' AS other"),
             "PRAGMA query_only = 1".to_owned(),
+            "PRAGMA foreign_keys = ON".to_owned(),
         ] {
             let mut conn = open("1", &name).expect("open");
             conn.execute_batch(&change).expect(&change);
             drop(conn);
             assert_eq!(
                 looks(&open("1", &name).expect("open")),
-                (0, 0, 0),
+                (0, 0, 0, 0),
                 "after {change}"
             );
         }
@@ -933,7 +948,30 @@ mod tests {
             "the connection's own file is refused"
         );
         conn.commit().expect("commit");
-        assert_eq!(looks(&conn), (0, 0, 0), "detached at the commit");
+        assert_eq!(looks(&conn), (0, 0, 0, 0), "detached at the commit");
+    }
+
+    #[test]
+    fn a_pooled_connection_keeps_its_prepared_statements_for_the_next_action() {
+        use rusqlite::StatementStatus::RePrepare;
+        let dir = tempfile::tempdir().expect("dir");
+        let name = dir.path().join("data.db").to_string_lossy().into_owned();
+        let reprepared = |conn: &SqliteConnection| {
+            conn.c()
+                .prepare_cached("BEGIN IMMEDIATE")
+                .expect("cached")
+                .get_status(RePrepare)
+        };
+        // Two actions on one pooled connection: the second's BEGIN is the first's,
+        // not prepared again (settings restored at the reuse expire nothing unchanged).
+        for _ in 0..2 {
+            let mut conn = open("1", &name).expect("open");
+            conn.begin().expect("begin");
+            conn.execute_batch("CREATE TABLE IF NOT EXISTS t (x)")
+                .expect("statement");
+            conn.commit().expect("commit");
+            assert_eq!(reprepared(&conn), 0);
+        }
     }
 
     const ENDLESS: &str = "SELECT COUNT(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10000000000) SELECT x FROM c)";

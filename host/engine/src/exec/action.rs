@@ -35,9 +35,10 @@ pub type LiveLog = Arc<dyn Fn(&[String]) -> bool + Send + Sync>;
 const LIVE_LOG_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// A logger that keeps the lines for the caller, and hands them to a [`LiveLog`] as they
-/// come: the first at once, then at most every 250 ms, and a line held back is handed on at
-/// the latest 250 ms after the last hand-over even when no line follows it (the log
-/// flusher's thread does that). The lines not handed on are the caller's at the end.
+/// come: at most every 250 ms, counted from the logger's start, and a line held back is
+/// handed on at the latest 250 ms after the last hand-over (or the start) even when no line
+/// follows it (the log flusher's thread does that). The lines not handed on are the caller's
+/// at the end: an action shorter than that stores its log with its end, in one write.
 #[derive(Clone, Default)]
 pub struct Lines(Arc<Mutex<LinesState>>);
 
@@ -74,6 +75,7 @@ impl Lines {
     pub fn live(live: LiveLog, secrets: Vec<String>) -> Self {
         Lines(Arc::new(Mutex::new(LinesState {
             live: Some((live, secrets)),
+            last: Some(std::time::Instant::now()),
             ..LinesState::default()
         })))
     }
@@ -673,12 +675,12 @@ mod tests {
         lines.push("first");
         lines.push("second, with s3cret");
         let wait = std::time::Duration::from_secs(30);
-        assert_eq!(rx.recv_timeout(wait).expect("the first"), vec!["first"]);
-        // Held back (it came within 250 ms), then handed on by the flusher, redacted.
+        // Held back (they came within 250 ms of the start), then handed on together by the
+        // flusher, redacted.
         assert_eq!(
             rx.recv_timeout(wait)
-                .expect("the second, with no line after it"),
-            vec!["second, with ***"]
+                .expect("both, with no line after them"),
+            vec!["first", "second, with ***"]
         );
         assert!(lines.rest().is_empty(), "each line once");
         // After the end nothing more goes to the live log.

@@ -61,7 +61,11 @@
 //! wait for nothing more become `W` (or `H` after a halt), or after a failure every action that
 //! depends on it is skipped, transitively; when nothing of the instance waits or runs, it ends
 //! (`halted`, `failed` or `finished`). So an end touches only its dependents, and a batch costs
-//! time linear in its actions and dependencies. A failing repository is tried again (pauses up
+//! time linear in its actions and dependencies. The same transaction claims a ready action for
+//! the slot the ended one gives back (unless the host is paused or stopping), and the action's
+//! thread runs it next (`exec::worker::Slot::pass`): a batch goes from action to action without
+//! a round of the worker, a claim's transaction of its own or a hand-over between threads; when
+//! nothing was claimed the slot is given back and rings the worker. A failing repository is tried again (pauses up
 //! to 2 s) until the end is recorded, the slot held meanwhile; after `repository_retry_seconds`
 //! each failure is an error in the log. The worker is rung by a start, a restart and every end,
 //! and looks every `poll` (250 ms on PostgreSQL, 1 s alone on SQLite) for what other hosts made

@@ -15,8 +15,11 @@ use weft_repo::{InstanceStore as _, SheetStore as _};
 
 impl Executor {
     /// Records how a claimed action ended (trying again while the repository fails: the
-    /// end is known and must not be lost; its slot is held meanwhile).
-    pub(super) fn finished(&self, c: &Claimed, ran: &Ran) {
+    /// end is known and must not be lost; its slot is held meanwhile). With `next`, the
+    /// slot it held is taken again in the same transaction: a ready action is claimed for
+    /// it, and answered with the lease epoch taken before the claim (a loss of the lease
+    /// after it stops the action), unless the host is paused or stopping.
+    pub(super) fn finished(&self, c: &Claimed, ran: &Ran, next: bool) -> Option<(Claimed, u64)> {
         let error = ran.outcome.as_ref().err().map(ToString::to_string);
         let (o, halted) = match &ran.outcome {
             Ok(o) => (*o, false),
@@ -30,7 +33,14 @@ impl Executor {
                 (*partial, true)
             }
         };
-        let abandoned = halted && self.local().abandoned.contains(&c.instance);
+        let (abandoned, claim) = {
+            let l = self.local();
+            let abandoned = halted && l.abandoned.contains(&c.instance);
+            let claim = next && !abandoned && l.open && !l.stopped && l.running <= self.limit;
+            (abandoned, usize::from(claim))
+        };
+        // Taken before the claim: a loss of the lease after this point stops what it claims.
+        let epoch = self.lease_epoch.load(Ordering::SeqCst);
         let end = ActionEnd {
             error: error.as_deref(),
             halted,
@@ -45,21 +55,23 @@ impl Executor {
         let mut pause = Duration::from_millis(20);
         let ended = loop {
             let recorded = if abandoned {
-                self.repo.settled(
-                    &self.host,
-                    c,
-                    &Settle::Rerun,
-                    "stopped: its host lost its lease; it runs again",
-                    true,
-                )
+                self.repo
+                    .settled(
+                        &self.host,
+                        c,
+                        &Settle::Rerun,
+                        "stopped: its host lost its lease; it runs again",
+                        true,
+                    )
+                    .map(|ended| (ended, Vec::new()))
             } else {
                 self.repo
-                    .end_action(&self.host, c.instance, c.action, c.attempt, &end)
+                    .end_action(&self.host, c.instance, c.action, c.attempt, &end, claim)
             };
             match recorded {
-                Ok(ended) => {
+                Ok((ended, claimed)) => {
                     self.changed();
-                    break Some(ended);
+                    break Some((ended, claimed));
                 }
                 Err(e) if self.local().stopped => {
                     tracing::error!(message = "The end of an action cannot be recorded and the executor stops; the next start settles it by its commit marker.", batch_instance_id = c.instance, action_id = c.action, error = %e);
@@ -76,6 +88,7 @@ impl Executor {
                 }
             }
         };
+        let (ended, claimed) = ended.unzip();
         match ended {
             Some(Ended {
                 recorded: false, ..
@@ -99,6 +112,10 @@ impl Executor {
             }
             _ => {}
         }
+        // At most one: the claim asked for one.
+        claimed
+            .and_then(|claimed| claimed.into_iter().next())
+            .map(|next| (next, epoch))
     }
 
     /// At the start of a server alone on its repository (SQLite): what the last server left

@@ -1,12 +1,14 @@
 //! The worker of a host: a thread that, whenever rung and at least every poll, brings the
 //! halts asked on other hosts to the actions running here, claims ready actions for the
 //! free slots (`max_parallel_actions`), and runs each on a thread of the host's pool
-//! (`exec::pool`: plugin calls block, so each running action has a thread) with its variables, its commit marker, its live log and the lease check before
-//! its commit; whatever happens there, its end is recorded (`exec::ends`) and its slot
-//! given back.
+//! (`exec::pool`: plugin calls block, so each running action has a thread) with its
+//! variables, its commit marker, its live log and the lease check before its commit;
+//! whatever happens there, its end is recorded (`exec::ends`), and the end's transaction
+//! claims the next ready action for the slot, which the same thread runs; when it claimed
+//! none, the slot is given back.
 
 use super::action::{Ran, run_marked};
-use super::batch::{Executor, Wake};
+use super::batch::{Executor, Local, Wake};
 use super::error::{Stopped, Unrunnable};
 use super::halt::Halt;
 use std::collections::HashMap;
@@ -106,11 +108,7 @@ impl Executor {
         for c in &claimed {
             infos
                 .entry(c.instance)
-                .or_insert_with(|| match self.repo.instance_info(c.instance) {
-                    Ok(Some(info)) => Ok(info),
-                    Ok(None) => Err(Unrunnable::InstanceGone),
-                    Err(e) => Err(Unrunnable::InstanceUnreadable(Arc::new(e))),
-                });
+                .or_insert_with(|| self.info_of(c.instance));
         }
         // Each claimed action holds its slot before the host counts as idle again.
         let slots: Vec<(Slot, Arc<Halt>)> = claimed
@@ -128,6 +126,15 @@ impl Executor {
             }
             let plan = self.plan_of(&c, &schemas);
             self.launch(c, info, plan, slot, halt, epoch);
+        }
+    }
+
+    /// What a run needs of instance `id` besides its actions.
+    fn info_of(&self, id: i64) -> Result<InstanceInfo, Unrunnable> {
+        match self.repo.instance_info(id) {
+            Ok(Some(info)) => Ok(info),
+            Ok(None) => Err(Unrunnable::InstanceGone),
+            Err(e) => Err(Unrunnable::InstanceUnreadable(Arc::new(e))),
         }
     }
 
@@ -160,6 +167,9 @@ impl Executor {
 
     /// Starts one claimed action on a thread of the pool (`exec::pool`); whatever happens
     /// there (a panic in the host included), its end is recorded and its slot given back.
+    /// The end's transaction claims the next ready action for the slot, which then runs on
+    /// the same thread: a batch's actions go from one to the next without a round of the
+    /// worker, a transaction of their own or a hand-over between threads.
     fn launch(
         self: &Arc<Self>,
         c: Claimed,
@@ -172,21 +182,40 @@ impl Executor {
         let fallback = c.clone();
         let me = Arc::clone(self);
         let spawned = self.threads.run(Box::new(move || {
-            let _slot = slot;
-            let action = c.action;
-            let started = Instant::now();
-            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &info {
-                Ok(info) => me.run_one(&c, info, plan, &halt, epoch),
-                Err(e) => Ran::failed(format!("action {action}: {e}")),
-            }))
-            .unwrap_or_else(|p| {
-                Ran::failed(format!(
-                    "action {action}: the host failed while running it: {}",
-                    weft_sdk::panic_message(p.as_ref())
-                ))
-            });
-            count(&me.registry, &c, &ran, started.elapsed());
-            me.finished(&c, &ran);
+            let (mut c, mut info, mut plan, mut slot, mut halt, mut epoch) =
+                (c, info, plan, slot, halt, epoch);
+            loop {
+                let action = c.action;
+                let started = Instant::now();
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &info {
+                    Ok(info) => me.run_one(&c, info, plan, &halt, epoch),
+                    Err(e) => Ran::failed(format!("action {action}: {e}")),
+                }))
+                .unwrap_or_else(|p| {
+                    Ran::failed(format!(
+                        "action {action}: the host failed while running it: {}",
+                        weft_sdk::panic_message(p.as_ref())
+                    ))
+                });
+                count(&me.registry, &c, &ran, started.elapsed());
+                // The slot goes back (and rings the worker) when nothing was claimed for it.
+                let Some((next, next_epoch)) = me.finished(&c, &ran, true) else {
+                    return;
+                };
+                halt = slot.pass(next.instance);
+                if next.instance != c.instance {
+                    info = me.info_of(next.instance);
+                }
+                if info.as_ref().is_ok_and(|i| i.halt_requested) {
+                    halt.raise();
+                }
+                let schemas = me
+                    .repo
+                    .connection_schemas()
+                    .map_err(|e| Unrunnable::Schemas(Arc::new(e)));
+                plan = me.plan_of(&next, &schemas);
+                (c, epoch) = (next, next_epoch);
+            }
         }));
         if let Err(e) = spawned {
             // The closure is gone with its slot; the action failed without running.
@@ -197,6 +226,7 @@ impl Executor {
                     "action {}: cannot start a thread for it: {e}",
                     fallback.action
                 )),
+                false,
             );
         }
     }
@@ -314,15 +344,11 @@ struct Slot {
 impl Slot {
     /// Takes a slot for an action of `instance`, with the instance's halt.
     pub(super) fn take(exec: &Arc<Executor>, instance: i64) -> (Slot, Arc<Halt>) {
-        let mut l = exec.local();
-        l.running += 1;
-        let entry = l
-            .instances
-            .entry(instance)
-            .or_insert_with(|| (Halt::new(), 0));
-        entry.1 += 1;
-        let halt = Arc::clone(&entry.0);
-        drop(l);
+        let halt = {
+            let mut l = exec.local();
+            l.running += 1;
+            join(&mut l, instance)
+        };
         (
             Slot {
                 exec: Arc::clone(exec),
@@ -331,6 +357,17 @@ impl Slot {
             halt,
         )
     }
+
+    /// The slot passes to an action of `instance` (the next its thread runs) without being
+    /// given back: the host's count of running actions stays, and the worker is not rung.
+    /// Answers the instance's halt.
+    fn pass(&mut self, instance: i64) -> Arc<Halt> {
+        let mut l = self.exec.local();
+        let halt = join(&mut l, instance);
+        leave(&mut l, self.instance);
+        self.instance = instance;
+        halt
+    }
 }
 
 impl Drop for Slot {
@@ -338,15 +375,30 @@ impl Drop for Slot {
         {
             let mut l = self.exec.local();
             l.running = l.running.saturating_sub(1);
-            if let Some(entry) = l.instances.get_mut(&self.instance) {
-                entry.1 = entry.1.saturating_sub(1);
-                if entry.1 == 0 {
-                    l.instances.remove(&self.instance);
-                    l.abandoned.remove(&self.instance);
-                }
-            }
+            leave(&mut l, self.instance);
         }
         self.exec.wake.ring();
+    }
+}
+
+/// One more action of `instance` runs here: answers the instance's halt (made for its first).
+fn join(l: &mut Local, instance: i64) -> Arc<Halt> {
+    let entry = l
+        .instances
+        .entry(instance)
+        .or_insert_with(|| (Halt::new(), 0));
+    entry.1 += 1;
+    Arc::clone(&entry.0)
+}
+
+/// One action of `instance` less runs here: the instance is forgotten with its last.
+fn leave(l: &mut Local, instance: i64) {
+    if let Some(entry) = l.instances.get_mut(&instance) {
+        entry.1 = entry.1.saturating_sub(1);
+        if entry.1 == 0 {
+            l.instances.remove(&instance);
+            l.abandoned.remove(&instance);
+        }
     }
 }
 

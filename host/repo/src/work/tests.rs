@@ -14,7 +14,12 @@ fn repo() -> rusqlite::Connection {
 
 /// An instance whose actions are `(id, depends_on)`.
 fn instance(conn: &rusqlite::Connection, actions: &[(i64, &[i64])]) -> i64 {
-    let new = NewInstance {
+    instances::create(conn, &new_instance(actions)).expect("create")
+}
+
+/// A new instance whose actions are `(id, depends_on)`, not stored yet.
+fn new_instance(actions: &[(i64, &[i64])]) -> NewInstance {
+    NewInstance {
         batch_name: "b".to_owned(),
         user: "u".to_owned(),
         elements: Vec::new(),
@@ -32,17 +37,15 @@ fn instance(conn: &rusqlite::Connection, actions: &[(i64, &[i64])]) -> i64 {
                 depends_on: deps.to_vec(),
             })
             .collect(),
-    };
-    instances::create(conn, &new).expect("create")
+    }
 }
 
 fn ids(claimed: &[Claimed]) -> Vec<i64> {
     claimed.iter().map(|c| c.action).collect()
 }
 
-fn states(conn: &rusqlite::Connection, id: i64) -> Vec<(i64, String)> {
-    <dyn Session>::rows(
-        conn,
+fn states(conn: &dyn Session, id: i64) -> Vec<(i64, String)> {
+    conn.rows(
         "SELECT action_id, state FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
         args![id],
         |r| Ok((r.get(0)?, r.get(1)?)),
@@ -301,4 +304,52 @@ fn a_silent_host_is_forgotten_its_actions_taken_and_its_late_end_changes_nothing
     )
     .expect("settle");
     assert_eq!(e.instance, Some(InstanceState::Finished));
+}
+
+#[test]
+fn an_end_claims_the_next_ready_action_for_its_slot_in_its_own_transaction() {
+    use crate::store::{Created, InstanceStore as _};
+    let dir = tempfile::tempdir().expect("dir");
+    let repo = crate::Repository::open(&dir.path().join("repository.db")).expect("open");
+    // 1 -> 2 -> 3, and 4 that waits for nothing.
+    let Created::Stored(id) = repo
+        .create_instance(
+            &new_instance(&[(1, &[]), (2, &[1]), (3, &[2]), (4, &[])]),
+            None,
+            10,
+        )
+        .expect("create")
+    else {
+        panic!("not stored")
+    };
+    let first = repo.claim("h", 1).expect("claim");
+    assert_eq!(ids(&first), [1]);
+    // The end of 1 makes 2 ready; the slot is taken again at once, oldest action first.
+    let (ended, next) = repo
+        .end_action("h", id, 1, first[0].attempt, &finished(), 1)
+        .expect("end");
+    assert!(ended.recorded && ended.ready, "{ended:?}");
+    assert_eq!(ids(&next), [2]);
+    assert_eq!(next[0].attempt, 1);
+    let (ended, next) = repo.end_action("h", id, 2, 1, &finished(), 1).expect("end");
+    assert!(ended.recorded, "{ended:?}");
+    assert_eq!(ids(&next), [3], "3 became ready and comes before 4");
+    // Asked for none (a paused host), it claims none: 4 stays ready for the worker.
+    let (_, next) = repo.end_action("h", id, 3, 1, &finished(), 0).expect("end");
+    assert!(next.is_empty(), "{next:?}");
+    // An end that is not this host's records nothing and claims nothing.
+    let (ended, next) = repo
+        .end_action("other", id, 4, 0, &finished(), 1)
+        .expect("end");
+    assert!(!ended.recorded && next.is_empty(), "{ended:?} {next:?}");
+    let all = repo.with(|c| Ok(states(c, id))).expect("states");
+    assert_eq!(
+        all,
+        [
+            (1, "F".to_owned()),
+            (2, "F".to_owned()),
+            (3, "F".to_owned()),
+            (4, "W".to_owned())
+        ]
+    );
 }

@@ -102,54 +102,72 @@ async fn wait(state: &Arc<AppState>, request: WaitBatchInstance) -> Result<Waite
     // The changes this wait knows of when it comes (a restart its caller asked for): a read
     // the watcher made before them is not an answer.
     let entered = state.executor.changes().count();
-    let mut seen = state.waits.watch(&state.executor, id);
+    let follow = request.changed_from.is_some();
+    let (mut seen, _following) = state.waits.watch(&state.executor, id, follow);
     let mut timed_out = false;
     // The watcher may still hold an older read than the one the caller's `changedFrom` came
-    // from: one look of the waiter's own settles which is newer.
+    // from, or only the instance's state: one look of the waiter's own settles whether it
+    // has changed already.
+    let mut already = None;
     if let Some(from) = &request.changed_from {
         let changes = state.executor.changes().count();
-        let fresh = fingerprint(state, id).await?;
-        if let Some((current, version)) = &fresh
-            && version == from
-            && current.is_ongoing()
-        {
-            state.waits.saw(
-                id,
-                Read {
-                    changes,
-                    seen: fresh.clone(),
-                },
-            );
-            seen.borrow_and_update();
+        match fingerprint(state, id).await? {
+            None => return Err(ApiError::NoInstance(id)),
+            Some((current, version)) if version == *from && current.is_ongoing() => {
+                state.waits.saw(
+                    id,
+                    Read {
+                        changes,
+                        seen: Some((current, version)),
+                    },
+                );
+                seen.borrow_and_update();
+            }
+            Some((_, version)) => already = Some(version),
         }
     }
-    let version = loop {
-        let now = seen
-            .borrow_and_update()
-            .clone()
-            .filter(|read| read.changes >= entered)
-            .map(|read| read.seen);
-        match now {
-            Some(None) => return Err(ApiError::NoInstance(id)),
-            Some(Some((current, version))) => {
-                let moved = request
-                    .changed_from
-                    .as_ref()
-                    .is_some_and(|from| *from != version);
-                if moved || !current.is_ongoing() || timed_out {
-                    break version;
+    let version = if let Some(version) = already {
+        version
+    } else {
+        loop {
+            let now = seen
+                .borrow_and_update()
+                .clone()
+                .filter(|read| read.changes >= entered)
+                .map(|read| read.seen);
+            match now {
+                Some(None) => return Err(ApiError::NoInstance(id)),
+                Some(Some((current, version))) => {
+                    // A read of the state alone (made before this waiter came) tells no change.
+                    let moved = !version.is_empty()
+                        && request
+                            .changed_from
+                            .as_ref()
+                            .is_some_and(|from| *from != version);
+                    if moved || !current.is_ongoing() || timed_out {
+                        break version;
+                    }
                 }
+                // Not read yet, or read before the changes this wait knows of.
+                None if timed_out => break String::new(),
+                None => {}
             }
-            // Not read yet, or read before the changes this wait knows of.
-            None if timed_out => break String::new(),
-            None => {}
+            match tokio::time::timeout_at(deadline, seen.changed()).await {
+                Ok(Ok(())) => {}
+                // The watcher is gone (it cannot be while this waits); look once more, as at the
+                // end of the time.
+                Ok(Err(_)) | Err(_) => timed_out = true,
+            }
         }
-        match tokio::time::timeout_at(deadline, seen.changed()).await {
-            Ok(Ok(())) => {}
-            // The watcher is gone (it cannot be while this waits); look once more, as at the
-            // end of the time.
-            Ok(Err(_)) | Err(_) => timed_out = true,
+    };
+    // The watcher read the state alone: the version is read once here, at the end.
+    let version = if version.is_empty() {
+        match fingerprint(state, id).await? {
+            Some((_, version)) => version,
+            None => return Err(ApiError::NoInstance(id)),
         }
+    } else {
+        version
     };
     // Read once for all the waiters that end at this version.
     let (instance, version) = match state.waits.answer(id, &version) {
