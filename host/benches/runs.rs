@@ -125,16 +125,22 @@ async fn run_and_wait(
 }
 
 /// The same `n` statements run directly with rusqlite, one transaction each as the runner
-/// does; with `marker`, each transaction also inserts one row, as weft's commit marker does
-/// (which turns a statement that changes nothing into a durable commit).
+/// does; with `marker`, each transaction also inserts one row into a table of the same
+/// shape as weft's commit marker table, as weft does (which turns a statement that changes
+/// nothing into a durable commit).
 fn baseline(data: &Path, n: usize, chained: bool, marker: bool) -> Duration {
     let c = rusqlite::Connection::open(data).expect("data");
-    c.execute_batch("CREATE TABLE IF NOT EXISTS bench_marker (token TEXT)")
-        .expect("marker table");
+    c.execute_batch(
+        "CREATE TABLE IF NOT EXISTS bench_marker (token VARCHAR(120) NOT NULL PRIMARY KEY, committed_at VARCHAR(20) NOT NULL)",
+    )
+    .expect("marker table");
     let t = Instant::now();
     for i in 0..n {
         let mark = if marker {
-            format!("INSERT INTO bench_marker VALUES ('{i}');")
+            format!(
+                "INSERT INTO bench_marker VALUES ('bench:{chained}:{i}:{:?}', '2026-11-27 06:00:00');",
+                Instant::now()
+            )
         } else {
             String::new()
         };

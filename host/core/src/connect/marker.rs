@@ -9,7 +9,11 @@
 //! the action as finished instead of running it again ([`committed`]).
 //!
 //! The table is created on first use (`CREATE TABLE IF NOT EXISTS`, outside the action's
-//! transaction; tried twice, as two actions may race to create it). Where it cannot be (a
+//! transaction; tried twice, as two actions may race to create it). On SQLite that happens
+//! once per database and schema in a server's life ([`prepare_once`]): a table dropped or a
+//! file replaced since is made again inside the action's transaction when its marker's
+//! insert finds no table (SQLite's DDL is transactional, and a statement that cannot be
+//! prepared leaves the transaction as it was). Where it cannot be (a
 //! dialect without `IF NOT EXISTS`), or where the key file entry says
 //! `weft.commit_marker=off` (a warehouse where weft may not create tables), the action runs
 //! without one, says so in its log, and the repository records it before the action begins:
@@ -17,7 +21,13 @@
 //! connection is at-least-once. Markers older than 30 days are deleted now and
 //! then, by every hundredth instance.
 
-use weft_sdk::{Connection, Datum, Value};
+use std::collections::HashSet;
+use std::sync::{LazyLock, Mutex, PoisonError};
+use weft_sdk::{Connection, Datum, Dialect, Value};
+
+/// The SQLite databases (by key file entry and schema: [`place`]) whose marker table this
+/// server made or found.
+static PREPARED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
 
 /// The marker table in every target database.
 pub const TABLE: &str = "weft_commit_marker";
@@ -84,13 +94,67 @@ pub fn prepare(conn: &mut Connection, schema: Option<&str>) -> Result<(), String
     .map_err(|e| e.to_string())
 }
 
+/// Where a connection's markers live, as [`prepare_once`] knows it: its key file entry's
+/// name, type and URL, and the schema.
+pub fn place(entry: &crate::keys::Entry, schema: Option<&str>) -> String {
+    format!(
+        "{}\u{1f}{}\u{1f}{}\u{1f}{}",
+        entry.key,
+        entry.kind,
+        entry.url,
+        schema.unwrap_or_default()
+    )
+}
+
+/// [`prepare`], once per `place` in this server's life where the database is SQLite (where
+/// [`write`] makes a missing table itself); at every call elsewhere.
+///
+/// # Errors
+///
+/// As [`prepare`].
+pub fn prepare_once(
+    conn: &mut Connection,
+    schema: Option<&str>,
+    place: &str,
+) -> Result<(), String> {
+    let sqlite = conn.dialect() == Dialect::Sqlite;
+    let known = || {
+        PREPARED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(place)
+    };
+    if sqlite && known() {
+        return Ok(());
+    }
+    prepare(conn, schema)?;
+    if sqlite {
+        PREPARED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(place.to_owned());
+    }
+    Ok(())
+}
+
 /// Inserts the marker of `run` inside the open transaction; every hundredth instance also
-/// deletes markers older than 30 days.
+/// deletes markers older than 30 days. On SQLite a table that is missing (dropped, or the
+/// file replaced, since [`prepare_once`] knew it) is made first, in the transaction.
 ///
 /// # Errors
 ///
 /// What the database said (the action then fails and rolls back).
 pub fn write(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<(), String> {
+    match insert(conn, run, schema) {
+        Err(e) if conn.dialect() == Dialect::Sqlite => {
+            prepare(conn, schema).map_err(|_| e)?;
+            insert(conn, run, schema)
+        }
+        done => done,
+    }
+}
+
+fn insert(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<(), String> {
     let table = table(conn, schema);
     let now = chrono::Utc::now();
     if run.instance % 100 == 0 {

@@ -118,13 +118,21 @@ impl Lines {
 /// The one thread that hands on the log lines held back by [`Lines`] when their time comes.
 mod flusher {
     use super::LinesState;
+    use std::collections::BTreeMap;
     use std::sync::{Condvar, Mutex, Once, OnceLock, PoisonError, Weak};
     use std::time::Instant;
 
+    /// The loggers waiting for their time, by that time (and a number that keeps two of one
+    /// time apart): the earliest is the first, and a new one rings the thread only when it
+    /// comes before every other (an action's start defers its first lines, so thousands may
+    /// wait at once).
     struct Flusher {
-        due: Mutex<Vec<(Instant, Weak<Mutex<LinesState>>)>>,
+        due: Mutex<(Due, u64)>,
         wake: Condvar,
     }
+
+    /// Each waiting logger by its time and number.
+    type Due = BTreeMap<(Instant, u64), Weak<Mutex<LinesState>>>;
 
     static FLUSHER: OnceLock<Flusher> = OnceLock::new();
     static STARTED: Once = Once::new();
@@ -132,7 +140,7 @@ mod flusher {
     /// Hands on the lines of `lines` at `at` (nothing when the action ended before).
     pub(super) fn defer(lines: Weak<Mutex<LinesState>>, at: Instant) {
         let f = FLUSHER.get_or_init(|| Flusher {
-            due: Mutex::new(Vec::new()),
+            due: Mutex::new((BTreeMap::new(), 0)),
             wake: Condvar::new(),
         });
         STARTED.call_once(|| {
@@ -144,22 +152,32 @@ mod flusher {
                 tracing::warn!(message = "Cannot start the log flusher's thread.", error = %e);
             }
         });
-        f.due
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((at, lines));
-        f.wake.notify_one();
+        let first = {
+            let mut due = f.due.lock().unwrap_or_else(PoisonError::into_inner);
+            let (map, seq) = &mut *due;
+            *seq += 1;
+            map.insert((at, *seq), lines);
+            map.first_key_value().is_some_and(|(k, _)| *k == (at, *seq))
+        };
+        if first {
+            f.wake.notify_one();
+        }
     }
 
     fn run(f: &Flusher) {
         let mut due = f.due.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             let now = Instant::now();
-            let (ready, later): (Vec<_>, Vec<_>) = due.drain(..).partition(|(at, _)| *at <= now);
-            *due = later;
+            let mut ready = Vec::new();
+            while let Some(entry) = due.0.first_entry() {
+                if entry.key().0 > now {
+                    break;
+                }
+                ready.push(entry.remove());
+            }
             if !ready.is_empty() {
                 drop(due);
-                for (_, lines) in ready {
+                for lines in ready {
                     if let Some(lines) = lines.upgrade() {
                         let mut state = lines.lock().unwrap_or_else(PoisonError::into_inner);
                         state.deferred = false;
@@ -169,7 +187,7 @@ mod flusher {
                 due = f.due.lock().unwrap_or_else(PoisonError::into_inner);
                 continue;
             }
-            due = match due.iter().map(|(at, _)| *at).min() {
+            due = match due.0.first_key_value().map(|((at, _), _)| *at) {
                 Some(next) => {
                     f.wake
                         .wait_timeout(due, next.saturating_duration_since(now))
@@ -466,19 +484,20 @@ fn prepare_markers(
     let mut marked: Vec<i64> = Vec::new();
     let run = marking.run;
     for id in target_ids {
-        let allowed = keys.get(&id.to_string()).is_some_and(marker::enabled);
-        let prepared = if allowed {
+        let entry = keys.get(&id.to_string()).filter(|e| marker::enabled(e));
+        let prepared = if let Some(entry) = entry {
             // Twice: two actions creating the table at once may make one of them fail.
             let schema = plan.schemas.get(id).map(String::as_str);
+            let place = marker::place(entry, schema);
             let mut tried = ctx
                 .connection(*id)
                 .map_err(|e| e.to_string())
-                .and_then(|c| marker::prepare(c, schema));
+                .and_then(|c| marker::prepare_once(c, schema, &place));
             if tried.is_err() {
                 tried = ctx
                     .connection(*id)
                     .map_err(|e| e.to_string())
-                    .and_then(|c| marker::prepare(c, schema));
+                    .and_then(|c| marker::prepare_once(c, schema, &place));
             }
             tried
         } else {

@@ -48,9 +48,17 @@ pub fn connect(path: &Path) -> Result<Connection> {
     // with the default spills to the WAL before its commit. Pages are taken as used.
     conn.pragma_update(None, "cache_size", -16_384)
         .map_err(open)?;
+    // Statements kept prepared, by text: the repository's run path alone uses some twenty
+    // (an action's end, what follows it and the next claim, in one transaction), more than
+    // rusqlite's default of 16, which made it prepare them again at every action.
+    conn.set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
     weft_core::connect::sqlite::register_clock_functions(&conn).map_err(open)?;
     Ok(conn)
 }
+
+/// How many statements a repository connection keeps prepared (the least recently used
+/// goes first).
+const STATEMENTS_KEPT: usize = 256;
 
 /// The SQLite backend of a running server's repository (`crate::Repository`).
 #[derive(Debug)]

@@ -383,3 +383,35 @@ fn a_paused_host_claims_nothing_new_and_its_running_actions_end_and_are_recorded
     });
     assert_eq!(env.rows(), 2);
 }
+
+#[test]
+fn a_marker_table_dropped_or_a_file_replaced_after_the_first_run_is_made_again_in_the_action() {
+    let env = env(1);
+    let markers = |env: &Env| -> i64 {
+        rows(&env.data(), "SELECT COUNT(*) FROM weft_commit_marker")[0]
+            .parse()
+            .expect("count")
+    };
+    let a = env.start().expect("first");
+    env.until(a, "finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
+    assert_eq!(markers(&env), 1);
+    // The server knows the table now; someone drops it.
+    execute(&env.data(), "DROP TABLE weft_commit_marker;");
+    let b = env.start().expect("second");
+    env.until(b, "finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
+    assert_eq!(markers(&env), 1, "made again, with the second run's marker");
+    // The file replaced under its name by one without the table.
+    let fresh = env.dir.path().join("fresh.db");
+    execute(&fresh, "CREATE TABLE t (n INTEGER);");
+    std::fs::rename(&fresh, env.data()).expect("replace");
+    let c = env.start().expect("third");
+    env.until(c, "finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
+    assert_eq!(markers(&env), 1);
+    assert_eq!(env.rows(), 1, "the new file's one row");
+}
