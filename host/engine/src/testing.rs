@@ -46,17 +46,22 @@ pub fn home(limit: usize, options: Vec<(String, String)>, doc: &str) -> Home {
     let keys = Arc::new(KeyStore::new(KeyFile::path_in(dir.path()), kf));
     let registry = Arc::new(weft_core::plugins::load_test_registry());
     let exec = Executor::new(Arc::clone(&repo), Arc::clone(&registry), Some(keys), limit);
+    deploy(&exec, doc);
+    Home { dir, exec }
+}
+
+/// Deploys `doc` into the repository of `exec` (checked by its plugins).
+pub fn deploy(exec: &Executor, doc: &str) {
     let catalog = crate::validate::PluginCatalog {
-        registry: &registry,
+        registry: exec.registry(),
         keys: None,
     };
     crate::deploy::deploy(
-        &repo,
+        exec.repo(),
         &catalog,
         doc,
         crate::deploy::Options::default(),
         weft_core::settings::Environment::Development,
     )
     .expect("deploy");
-    Home { dir, exec }
 }

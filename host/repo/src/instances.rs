@@ -516,12 +516,13 @@ pub fn connection_schemas(conn: &dyn Session) -> Result<std::collections::BTreeM
         .collect())
 }
 
-/// The stored plans of a sheet's actions.
+/// The stored text of a sheet's plans (a JSON list, one plan per action); `None` when there
+/// is no such sheet.
 ///
 /// # Errors
 ///
-/// A repository error; [`Error::Corrupt`] when they cannot be read.
-pub fn sheet_plans(conn: &dyn Session, id: i64) -> Result<Option<Vec<SheetPlan>>> {
+/// A repository error; [`Error::Corrupt`] when the sheet has none (stored by an older weft).
+pub fn plans_text(conn: &dyn Session, id: i64) -> Result<Option<String>> {
     let plans: Option<Option<String>> =
         conn.value("SELECT plans FROM sheets WHERE id = ?1", args![id])?;
     match plans {
@@ -529,25 +530,31 @@ pub fn sheet_plans(conn: &dyn Session, id: i64) -> Result<Option<Vec<SheetPlan>>
         Some(None) => Err(Error::Corrupt(format!(
             "sheet {id} was stored by an older weft and its definition could not be read when the repository was upgraded; deploy it again"
         ))),
-        Some(Some(p)) => {
-            let unreadable = |e: serde_json::Error| {
-                Error::Corrupt(format!("sheet {id}: its stored plans cannot be read: {e}"))
-            };
-            // Each plan's text is kept: an instance stores it as it is.
-            let texts: Vec<Box<serde_json::value::RawValue>> =
-                serde_json::from_str(&p).map_err(unreadable)?;
-            texts
-                .into_iter()
-                .map(|text| {
-                    Ok(SheetPlan {
-                        plan: serde_json::from_str(text.get()).map_err(unreadable)?,
-                        text,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()
-                .map(Some)
-        }
+        Some(Some(p)) => Ok(Some(p)),
     }
+}
+
+/// Sheet `id`'s plans read from their stored `text`, each with its own text (an instance
+/// stores it as it is).
+///
+/// # Errors
+///
+/// [`Error::Corrupt`] when they cannot be read.
+pub fn parse_plans(id: i64, text: &str) -> Result<Vec<SheetPlan>> {
+    let unreadable = |e: serde_json::Error| {
+        Error::Corrupt(format!("sheet {id}: its stored plans cannot be read: {e}"))
+    };
+    let texts: Vec<Box<serde_json::value::RawValue>> =
+        serde_json::from_str(text).map_err(unreadable)?;
+    texts
+        .into_iter()
+        .map(|text| {
+            Ok(SheetPlan {
+                plan: serde_json::from_str(text.get()).map_err(unreadable)?,
+                text,
+            })
+        })
+        .collect()
 }
 
 /// The sheets in folder `id` and every folder below it, by order key.

@@ -53,7 +53,9 @@
 //!   for the server and `weft schema` alike (`repo::Place::of`: the key file's entry 0 of type
 //!   `postgresql` puts the repository into that database, else it is `HOME/repository.db`).
 //!   It alone implements the store traits, each method running the shared statements on the
-//!   backend's `Session` (`with` outside a transaction, `tx` in one); the backend is a
+//!   backend's `Session` (`with` outside a transaction, `tx` in one), and keeps the sheets'
+//!   plans parsed between runs (`repo::plans_cache`: the stored text is read and compared at
+//!   every run, only the parse is saved); the backend is a
 //!   `Box<dyn repo::backend::Backend>`, a trait both backends implement.
 //! - `repo::browse`: what the web page reads of the deployed repository (the folder tree, a
 //!   sheet with its nodes and edges as drawn, the scheduled batches with their missed starts,
@@ -108,6 +110,7 @@ mod flow;
 pub mod instances;
 pub mod model;
 pub mod place;
+mod plans_cache;
 pub mod postgres;
 mod repository;
 mod schedules;

@@ -9,6 +9,7 @@ use super::error::{Error, Result};
 use super::model::{
     ActionEnd, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
 };
+use super::plans_cache::PlansCache;
 use super::postgres::{self, Postgres};
 use super::sql::Session;
 use super::sqlite::Sqlite;
@@ -17,6 +18,7 @@ use super::work::{self, Claimed, Ended, Halted, HostRow, InstanceInfo, Settle};
 use super::writer::Writer;
 use super::{instances, schedules};
 use std::path::Path;
+use std::sync::Arc;
 use weft_core::sched::schedule::Planned;
 use weft_core::sched::scheduler::{PlannedStarts, ScheduledStart, StoredStart};
 
@@ -28,6 +30,8 @@ pub struct Repository {
     /// written with them since schema version 11, so none is missing again and later
     /// deploys need not look (one round trip less inside the deploy's lock).
     flow_recorded: std::sync::atomic::AtomicBool,
+    /// The sheets' plans as runs last read them, kept parsed.
+    plans: PlansCache,
 }
 
 impl Repository {
@@ -42,6 +46,7 @@ impl Repository {
         Ok(Repository {
             backend: Box::new(Sqlite::open(path)?),
             flow_recorded: std::sync::atomic::AtomicBool::new(false),
+            plans: PlansCache::default(),
         })
     }
 
@@ -56,6 +61,7 @@ impl Repository {
         Ok(Repository {
             backend: Box::new(Postgres::open(entry)?),
             flow_recorded: std::sync::atomic::AtomicBool::new(false),
+            plans: PlansCache::default(),
         })
     }
 
@@ -401,8 +407,13 @@ impl SheetStore for Repository {
         self.with(|c| instances::node(c, id))
     }
 
-    fn plans(&self, id: i64) -> Result<Option<Vec<crate::model::SheetPlan>>> {
-        self.with(|c| instances::sheet_plans(c, id))
+    fn plans(&self, id: i64) -> Result<Option<Arc<Vec<crate::model::SheetPlan>>>> {
+        let Some(text) = self.with(|c| instances::plans_text(c, id))? else {
+            return Ok(None);
+        };
+        self.plans
+            .plans(id, text, |t| instances::parse_plans(id, t))
+            .map(Some)
     }
 
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>> {

@@ -31,6 +31,7 @@
 //! | 9 | `deploys` (a committed deploy's number and time; earlier history lines grouped by their time), `deploy_history.deploy_id` and `name` (filled from the definitions), `missed_starts` (planned starts passed without a run, with why), the index `instance_actions(sheet_id, instance_id)` |
 //! | 10 | `hosts.process` (the process holding each host id: boot id, pid, start time) |
 //! | 11 | `data_flow` (the data graph: the objects each action reads and writes with dependency `Y`, keyed by action), `sheets.flow_recorded` (sheets stored before it get their lines at the next deploy) |
+//! | 12 | on PostgreSQL, triggers that notify `weft_instances` at the commit of every change to instances and their actions |
 
 use crate::error::{Error, Result};
 use crate::sql::{Session, args};

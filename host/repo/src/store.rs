@@ -166,8 +166,8 @@ pub trait SheetStore {
     /// A node's sheet and type (0 an action).
     fn node(&self, id: i64) -> Result<Option<(i64, i64)>>;
     /// The plans of a sheet's actions as deployed, in node order (stored with the sheet:
-    /// no definition is read again).
-    fn plans(&self, id: i64) -> Result<Option<Vec<SheetPlan>>>;
+    /// no definition is read again; kept parsed while the stored text stays the same).
+    fn plans(&self, id: i64) -> Result<Option<std::sync::Arc<Vec<SheetPlan>>>>;
     /// The sheets of a folder and every folder below it, in order; `None` when the folder
     /// does not exist.
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;

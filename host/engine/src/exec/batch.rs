@@ -441,6 +441,11 @@ impl Executor {
         self.local().running
     }
 
+    /// The plugins this host runs actions with.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
     /// The repository.
     pub fn repo(&self) -> &Arc<Repository> {
         &self.repo

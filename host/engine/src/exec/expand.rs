@@ -5,6 +5,7 @@
 use super::error::NoSuchElement;
 use serde_json::value::RawValue;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use weft_core::plan::{ActionPlan, Element};
 use weft_core::plugins::Registry;
 use weft_repo::model::SheetPlan;
@@ -34,9 +35,9 @@ pub fn expand(
     dialect: &dyn Fn(i64) -> Dialect,
 ) -> repo::Result<Result<Expanded, NoSuchElement>> {
     let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
-    let mut stored: HashMap<i64, Vec<SheetPlan>> = HashMap::new();
+    let mut stored: HashMap<i64, Arc<Vec<SheetPlan>>> = HashMap::new();
     // A sheet's plans, read once per run; false when the sheet does not exist.
-    let load = |stored: &mut HashMap<i64, Vec<SheetPlan>>, sheet: i64| -> repo::Result<bool> {
+    let load = |stored: &mut HashMap<i64, Arc<Vec<SheetPlan>>>, sheet: i64| -> repo::Result<bool> {
         if stored.contains_key(&sheet) {
             return Ok(true);
         }
@@ -80,21 +81,17 @@ pub fn expand(
         if !load(&mut stored, sheet)? {
             continue;
         }
-        // A whole sheet's plans move out of the map (none is copied; a sheet named again
-        // adds nothing new); an element naming one action takes a copy of that plan.
-        let plans = match only {
-            None => stored.remove(&sheet).unwrap_or_default(),
-            Some(a) => stored[&sheet]
-                .iter()
-                .filter(|p| p.plan.id == a)
-                .cloned()
-                .collect(),
+        // The repository keeps a sheet's plans parsed between runs: each plan of this run
+        // is a copy (made for a plan not seen yet in the run).
+        let Some(plans) = stored.get(&sheet) else {
+            continue;
         };
-        for SheetPlan { mut plan, text } in plans {
-            if seen.insert(plan.id) {
+        for p in plans.iter().filter(|p| only.is_none_or(|a| p.plan.id == a)) {
+            if seen.insert(p.plan.id) {
+                let mut plan = p.plan.clone();
                 plan.set_dialects(dialect);
                 out.plans.push(plan);
-                out.texts.push(text);
+                out.texts.push(p.text.clone());
                 out.sheets.push(sheet);
             }
         }

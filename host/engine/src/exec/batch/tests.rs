@@ -415,3 +415,32 @@ fn a_marker_table_dropped_or_a_file_replaced_after_the_first_run_is_made_again_i
     assert_eq!(markers(&env), 1);
     assert_eq!(env.rows(), 1, "the new file's one row");
 }
+
+#[test]
+fn a_run_after_a_redeploy_runs_the_new_definition() {
+    // The repository keeps a sheet's plans parsed between runs: a redeploy must show.
+    let env = env(1);
+    let a = env.start().expect("first");
+    env.until(a, "finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
+    crate::testing::deploy(
+        &env.exec,
+        &serde_json::json!({"version": 1, "transformationData": {
+        "sheets": [{"id": 50, "attributes": {"name": "s", "folder_id": 5, "folder": "/s"},
+          "nodes": [{"id": 51, "type": 0, "attributes": {"module": "Sql", "name": "s",
+              "action": "INSERT INTO t VALUES (2)"}},
+            {"id": 52, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+          "edges": [{"id": 53, "from": 51, "to": 52}]}]}})
+        .to_string(),
+    );
+    let b = env.start().expect("second");
+    env.until(b, "finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
+    assert_eq!(
+        rows(&env.data(), "SELECT n FROM t ORDER BY n"),
+        ["1", "2"],
+        "the second run ran the redeployed statement"
+    );
+}
