@@ -203,22 +203,15 @@ pub fn deploy(
             &Path::root().key("transformationData").key("sheets"),
         );
     }
-    let kinds = repo.read(|w| validate::connection_kinds(&doc, w))?;
+    let used = repo.read(|w| validate::used_connections(&doc, w))?;
     let vopts = validate::Options {
         full: opts.validate,
         check_ids: opts.into_folder.is_none(),
     };
-    validate::sheets(&doc, content, catalog, &kinds, vopts, &mut problems);
+    validate::sheets(&doc, content, catalog, &used.kinds, vopts, &mut problems);
     if opts.validate && doc.complete && !problems.has_errors() {
         // Each connection's default schema: as the document deploys it, else as deployed.
-        let mut schemas = weft_repo::SheetStore::connection_schemas(repo)?;
-        for c in &doc.connections {
-            match c.schema.as_ref().filter(|s| !s.v.is_empty()) {
-                Some(s) => schemas.insert(c.id.v, s.v.clone()),
-                None => schemas.remove(&c.id.v),
-            };
-        }
-        object_warnings(&doc, catalog, &schemas, &mut problems);
+        object_warnings(&doc, catalog, &used.schemas, &mut problems);
     }
     repo.write(|w| {
         let invalid = |problems: &mut Problems| {

@@ -53,12 +53,13 @@ pub trait Facts {
     ///
     /// A repository error.
     fn folder_has_contents(&self, id: i64, path: &str) -> super::error::Result<bool>;
-    /// The type of connection number `id`, if it exists.
+    /// The type of connection number `id` and its default schema as deployed (`None` when
+    /// it names none), if it exists.
     ///
     /// # Errors
     ///
     /// A repository error.
-    fn connection_type(&self, id: i64) -> super::error::Result<Option<String>>;
+    fn connection_facts(&self, id: i64) -> super::error::Result<Option<(String, Option<String>)>>;
     /// Whether sheet `id` exists.
     ///
     /// # Errors

@@ -672,8 +672,17 @@ impl Facts for Writer<'_> {
         Ok(sheets.is_some() || folders.is_some())
     }
 
-    fn connection_type(&self, id: i64) -> Result<Option<String>> {
-        self.one("SELECT type FROM connections WHERE id = ?1", id)
+    fn connection_facts(&self, id: i64) -> Result<Option<(String, Option<String>)>> {
+        self.tx.row(
+            "SELECT type, schema_name FROM connections WHERE id = ?1",
+            args![id],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get::<Option<String>>(1)?.filter(|s| !s.is_empty()),
+                ))
+            },
+        )
     }
 }
 

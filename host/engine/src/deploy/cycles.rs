@@ -79,6 +79,8 @@ pub fn check(
     let td = Path::root().key("transformationData");
     // Each changed action's place in the document.
     let mut at: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
+    // Whether each reads and whether it writes an object that orders actions.
+    let mut ends: HashMap<i64, (bool, bool)> = HashMap::new();
     for (i, s) in doc.sheets.iter().enumerate() {
         let Some(gone) = changed.sheets.get(&s.id.v) else {
             continue;
@@ -99,6 +101,12 @@ pub fn check(
             if let Some(j) = s.nodes.iter().position(|n| n.id.v == r.action_id) {
                 at.insert(r.action_id, (i, j));
             }
+            let e = ends.entry(r.action_id).or_default();
+            if r.writes {
+                e.1 = true;
+            } else {
+                e.0 = true;
+            }
         }
     }
     for (sheet, stored) in w.unrecorded_flow()? {
@@ -113,12 +121,14 @@ pub fn check(
     let mut cycles: Vec<(i64, Vec<Step>)> = Vec::new();
     let mut seen: HashSet<i64> = HashSet::new();
     // Only an action that both reads what another writes and writes what another reads can
-    // be on a cycle. Of many such, one pass over what they reach finds those on a cycle
+    // be on a cycle (one that reads or writes nothing that orders actions is not even
+    // looked up). Of many such, one pass over what they reach finds those on a cycle
     // (a search from each would cost the square of a long chain's length); a few are
     // searched from both ends each, which reads less of a large graph.
     let mut candidates: Vec<i64> = Vec::new();
     for &action in at.keys() {
-        if !graph.neighbours(action, true)?.is_empty()
+        if ends.get(&action) == Some(&(true, true))
+            && !graph.neighbours(action, true)?.is_empty()
             && !graph.neighbours(action, false)?.is_empty()
         {
             candidates.push(action);

@@ -95,37 +95,58 @@ pub fn document(
     batches(doc, &td, &doc_folders, facts, problems)
 }
 
-/// The type of every connection the document's objects use: from the document, else from
-/// the repository (`None` when neither has it).
+/// The connections the document's objects use, as the deploy would leave them.
+#[derive(Debug, Default)]
+pub struct UsedConnections {
+    /// The type of each: from the document, else from the repository (`None` when neither
+    /// has it).
+    pub kinds: HashMap<i64, Option<String>>,
+    /// The default schema of each that names one: from the document, else as deployed.
+    pub schemas: std::collections::BTreeMap<i64, String>,
+}
+
+/// The type and default schema of every connection the document's objects use (one read of
+/// the repository for each that the document does not hold).
 ///
 /// # Errors
 ///
 /// A repository error while asking `facts`.
-pub fn connection_kinds(
-    doc: &Document,
-    facts: &dyn Facts,
-) -> weft_repo::Result<HashMap<i64, Option<String>>> {
-    let doc_connections: HashMap<i64, &str> = doc
+pub fn used_connections(doc: &Document, facts: &dyn Facts) -> weft_repo::Result<UsedConnections> {
+    let in_doc: HashMap<i64, (&str, Option<&str>)> = doc
         .connections
         .iter()
-        .map(|c| (c.id.v, c.kind.v.as_str()))
+        .map(|c| {
+            let schema = c
+                .schema
+                .as_ref()
+                .map(|s| s.v.as_str())
+                .filter(|s| !s.is_empty());
+            (c.id.v, (c.kind.v.as_str(), schema))
+        })
         .collect();
-    let mut kinds: HashMap<i64, Option<String>> = HashMap::new();
+    let mut used = UsedConnections::default();
     for s in &doc.sheets {
         for n in &s.nodes {
             if let Some(o) = n.object() {
                 let id = o.connection_id.v;
-                if let std::collections::hash_map::Entry::Vacant(e) = kinds.entry(id) {
-                    let kind = match doc_connections.get(&id) {
-                        Some(k) => Some((*k).to_owned()),
-                        None => facts.connection_type(id)?,
-                    };
-                    e.insert(kind);
+                if used.kinds.contains_key(&id) {
+                    continue;
+                }
+                let (kind, schema) = match in_doc.get(&id) {
+                    Some((k, s)) => (Some((*k).to_owned()), s.map(str::to_owned)),
+                    None => match facts.connection_facts(id)? {
+                        Some((k, s)) => (Some(k), s),
+                        None => (None, None),
+                    },
+                };
+                used.kinds.insert(id, kind);
+                if let Some(schema) = schema {
+                    used.schemas.insert(id, schema);
                 }
             }
         }
     }
-    Ok(kinds)
+    Ok(used)
 }
 
 /// The checks of each sheet that need nothing of the repository but the connection types

@@ -35,8 +35,8 @@ impl Facts for FakeFacts {
     fn folder_has_contents(&self, id: i64, _path: &str) -> RepoResult<bool> {
         Ok(self.nonempty.contains(&id))
     }
-    fn connection_type(&self, id: i64) -> RepoResult<Option<String>> {
-        Ok(self.connections.get(&id).cloned())
+    fn connection_facts(&self, id: i64) -> RepoResult<Option<(String, Option<String>)>> {
+        Ok(self.connections.get(&id).map(|kind| (kind.clone(), None)))
     }
     fn sheet_exists(&self, _id: i64) -> RepoResult<bool> {
         Ok(false)
