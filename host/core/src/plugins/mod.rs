@@ -39,10 +39,10 @@
 //! `run_action`, which opens the connections, begins a transaction on each target connection,
 //! calls the module on the calling (blocking) thread, and commits or rolls back. A batch run
 //! gives it a live log (`exec::Lines` with a `LiveLog`): the module's lines, redacted, are
-//! appended to the running action's log in the repository as they come (the first at once,
-//! then at most every 250 ms; a line held back is handed on by the one `weft-log-flush` thread
-//! 250 ms after the last hand-over even when no line follows; lines not stored then come with
-//! the action's end). The outermost
+//! appended to the running action's log in the repository as they come (at most every 250 ms,
+//! counted from the action's start; a line held back is handed on by the one `weft-log-flush`
+//! thread 250 ms after the last hand-over even when no line follows; lines not stored then,
+//! all of a shorter action's among them, come with the action's end). The outermost
 //! transaction on a native SQLite connection is `BEGIN IMMEDIATE`; nested ones are savepoints.
 //! Every call into a plugin is guarded by the sdk (`export_plugin!`, and `Connection::new` for the
 //! connections a bridge returns): a panic becomes an error. The host enforces the source and
