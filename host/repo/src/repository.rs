@@ -111,12 +111,6 @@ impl Repository {
         }
     }
 
-    /// Runs `f` on a connection outside any explicit transaction (reads, and single
-    /// statements, each its own transaction).
-    ///
-    /// # Errors
-    ///
-    /// What `f` returns.
     /// The instances of `claimed` (but `running`) start running, after their claim, in a
     /// transaction of its own ([`work::mark_running`]).
     fn mark_running(&self, claimed: &[Claimed], running: Option<i64>) {
@@ -135,6 +129,12 @@ impl Repository {
         }
     }
 
+    /// Runs `f` on a connection outside any explicit transaction (reads, and single
+    /// statements, each its own transaction).
+    ///
+    /// # Errors
+    ///
+    /// What `f` returns.
     pub(super) fn with<R>(&self, f: impl FnOnce(&dyn Session) -> Result<R>) -> Result<R> {
         let mut f = Some(f);
         let mut out = None;

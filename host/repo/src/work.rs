@@ -60,8 +60,8 @@ pub struct Ended {
     /// Whether the end was recorded: `false` when the action no longer runs on this host
     /// in this attempt (another host took it over), and nothing was changed.
     pub recorded: bool,
-    /// Whether actions became ready.
-    pub ready: bool,
+    /// How many actions became ready.
+    pub ready: usize,
     /// The instance's final state, when this was its last action.
     pub instance: Option<InstanceState>,
 }
@@ -70,13 +70,13 @@ impl Ended {
     /// Nothing recorded: the action is no longer this host's in this attempt.
     pub const NOT_RECORDED: Ended = Ended {
         recorded: false,
-        ready: false,
+        ready: 0,
         instance: None,
     };
     /// Recorded, and nothing else decided.
     pub const RECORDED_ALONE: Ended = Ended {
         recorded: true,
-        ready: false,
+        ready: 0,
         instance: None,
     };
 }
@@ -325,7 +325,7 @@ fn follow(
     state: ActionState,
     now: &str,
 ) -> Result<Ended> {
-    let mut ready = false;
+    let mut ready = 0;
     if state == ActionState::Finished {
         let halted = halt_requested(conn, instance)?;
         let (to, ended_at) = if halted {
@@ -345,7 +345,7 @@ fn follow(
                  RETURNING state",
                 args![instance, d, to, ended_at],
             )?;
-            ready |= became.as_deref() == Some("W");
+            ready += usize::from(became.as_deref() == Some("W"));
         }
     } else if state.is_failure() {
         skip_dependents(conn, instance, action, now)?;
@@ -763,7 +763,7 @@ pub fn settled(
         }
         return Ok(Ended {
             recorded: true,
-            ready: !halted,
+            ready: usize::from(!halted),
             instance: end_if_done(conn, claimed.instance, &now)?,
         });
     }

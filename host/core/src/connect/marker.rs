@@ -146,7 +146,10 @@ pub fn prepare_once(
 /// What the database said (the action then fails and rolls back).
 pub fn write(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<(), String> {
     match insert(conn, run, schema) {
-        Err(e) if conn.dialect() == Dialect::Sqlite => {
+        // Only a missing table: SQLite refuses that statement before it runs, leaving the
+        // transaction as it was (an error that rolled it back must not be followed by a
+        // marker committed on its own).
+        Err(e) if conn.dialect() == Dialect::Sqlite && e.contains("no such table") => {
             prepare(conn, schema).map_err(|_| e)?;
             insert(conn, run, schema)
         }

@@ -67,9 +67,9 @@
 //! a round of the worker, a claim's transaction of its own or a hand-over between threads; when
 //! nothing was claimed the slot is given back and rings the worker. A failing repository is tried again (pauses up
 //! to 2 s) until the end is recorded, the slot held meanwhile; after `repository_retry_seconds`
-//! each failure is an error in the log. The worker is rung by a start, a restart and every end,
-//! and looks every `poll` (250 ms on PostgreSQL, 1 s alone on SQLite) for what other hosts made
-//! ready. Halt (`work::halt`, one transaction) halts what waits and marks the instance; the
+//! each failure is an error in the log. The worker is rung by a start, a restart, every end that
+//! gives its slot back, and every end that made more actions ready than it claimed, and looks
+//! every `poll` (250 ms on PostgreSQL, 1 s alone on SQLite) for what other hosts made ready. Halt (`work::halt`, one transaction) halts what waits and marks the instance; the
 //! running actions stop: each instance running here has an `exec::halt::Halt`, whose
 //! `HaltSignal` (the sdk's, an atomic flag) every `RunContext` of the instance carries, and with
 //! which each running action registers the `Interrupt`s of its connections until it ends

@@ -18,7 +18,9 @@ impl Executor {
     /// end is known and must not be lost; its slot is held meanwhile). With `next`, the
     /// slot it held is taken again in the same transaction: a ready action is claimed for
     /// it, and answered with the lease epoch taken before the claim (a loss of the lease
-    /// after it stops the action), unless the host is paused or stopping.
+    /// after it stops the action), unless the host is paused or stopping (asked again at
+    /// each attempt). When the end made more actions ready than it claimed, the worker is
+    /// rung for the free slots.
     pub(super) fn finished(&self, c: &Claimed, ran: &Ran, next: bool) -> Option<(Claimed, u64)> {
         let error = ran.outcome.as_ref().err().map(ToString::to_string);
         let (o, halted) = match &ran.outcome {
@@ -33,14 +35,14 @@ impl Executor {
                 (*partial, true)
             }
         };
-        let (abandoned, claim) = {
+        let abandoned = halted && self.local().abandoned.contains(&c.instance);
+        // Whether the slot is taken again: asked at each attempt, as the host may be paused
+        // while the repository fails.
+        let claim = || {
             let l = self.local();
-            let abandoned = halted && l.abandoned.contains(&c.instance);
-            let claim = next && !abandoned && l.open && !l.stopped && l.running <= self.limit;
-            (abandoned, usize::from(claim))
+            usize::from(next && !abandoned && l.open && !l.stopped && l.running <= self.limit)
         };
-        // Taken before the claim: a loss of the lease after this point stops what it claims.
-        let epoch = self.lease_epoch.load(Ordering::SeqCst);
+        let mut epoch = 0;
         let end = ActionEnd {
             error: error.as_deref(),
             halted,
@@ -65,8 +67,10 @@ impl Executor {
                     )
                     .map(|ended| (ended, Vec::new()))
             } else {
+                // Taken before the claim: a loss of the lease after it stops what it claims.
+                epoch = self.lease_epoch.load(Ordering::SeqCst);
                 self.repo
-                    .end_action(&self.host, c.instance, c.action, c.attempt, &end, claim)
+                    .end_action(&self.host, c.instance, c.action, c.attempt, &end, claim())
             };
             match recorded {
                 Ok((ended, claimed)) => {
@@ -89,6 +93,12 @@ impl Executor {
             }
         };
         let (ended, claimed) = ended.unzip();
+        let claimed = claimed.unwrap_or_default();
+        // Ready actions this end did not take: the worker fills the free slots with them (the
+        // slot given back rings it too, when nothing was claimed).
+        if ended.is_some_and(|e| e.ready > claimed.len()) {
+            self.wake.ring();
+        }
         match ended {
             Some(Ended {
                 recorded: false, ..
@@ -113,9 +123,7 @@ impl Executor {
             _ => {}
         }
         // At most one: the claim asked for one.
-        claimed
-            .and_then(|claimed| claimed.into_iter().next())
-            .map(|next| (next, epoch))
+        claimed.into_iter().next().map(|next| (next, epoch))
     }
 
     /// At the start of a server alone on its repository (SQLite): what the last server left

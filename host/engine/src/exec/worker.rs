@@ -203,7 +203,8 @@ impl Executor {
                     return;
                 };
                 halt = slot.pass(next.instance);
-                if next.instance != c.instance {
+                // Read again for another instance, and after a failed read.
+                if next.instance != c.instance || info.is_err() {
                     info = me.info_of(next.instance);
                 }
                 if info.as_ref().is_ok_and(|i| i.halt_requested) {

@@ -96,16 +96,16 @@ fn dependents_become_ready_when_all_they_wait_for_finished_and_the_claim_keeps_i
         "nothing else ready"
     );
     let e = end_of(&conn, "h", &first[0], &finished());
-    assert!(e.recorded && e.ready && e.instance.is_none(), "{e:?}");
+    assert!(e.recorded && e.ready > 0 && e.instance.is_none(), "{e:?}");
     let next = claim(&conn, "h", 1).expect("claim");
     assert_eq!(ids(&next), [2], "the limit holds, oldest first");
     let next2 = claim(&conn, "h", 5).expect("claim");
     assert_eq!(ids(&next2), [3]);
     let e = end_of(&conn, "h", &next[0], &finished());
-    assert!(!e.ready, "4 still waits for 3: {e:?}");
+    assert_eq!(e.ready, 0, "4 still waits for 3: {e:?}");
     assert_eq!(states(&conn, id)[3], (4, "D".to_owned()));
     let e = end_of(&conn, "h", &next2[0], &finished());
-    assert!(e.ready, "{e:?}");
+    assert_eq!(e.ready, 1, "{e:?}");
     assert!(
         claim(&conn, "h", 0).expect("claim").is_empty(),
         "no slot, no claim"
@@ -126,7 +126,7 @@ fn a_failure_skips_what_depends_on_it_transitively_and_the_rest_goes_on() {
     assert_eq!(ids(&c), [1, 4]);
     let e = end_of(&conn, "h", &c[0], &failed());
     assert!(
-        e.recorded && !e.ready && e.instance.is_none(),
+        e.recorded && e.ready == 0 && e.instance.is_none(),
         "4 still runs: {e:?}"
     );
     assert_eq!(
@@ -276,7 +276,7 @@ fn a_silent_host_is_forgotten_its_actions_taken_and_its_late_end_changes_nothing
         true,
     )
     .expect("settle");
-    assert!(e.recorded && e.ready, "{e:?}");
+    assert!(e.recorded && e.ready > 0, "{e:?}");
     // h1's attempt ends late: fenced.
     let late = end_of(&conn, "h1", &c[0], &finished());
     assert!(!late.recorded, "{late:?}");
@@ -328,7 +328,7 @@ fn an_end_claims_the_next_ready_action_for_its_slot_in_its_own_transaction() {
     let (ended, next) = repo
         .end_action("h", id, 1, first[0].attempt, &finished(), 1)
         .expect("end");
-    assert!(ended.recorded && ended.ready, "{ended:?}");
+    assert!(ended.recorded && ended.ready == 1, "{ended:?}");
     assert_eq!(ids(&next), [2]);
     assert_eq!(next[0].attempt, 1);
     let (ended, next) = repo.end_action("h", id, 2, 1, &finished(), 1).expect("end");

@@ -444,3 +444,59 @@ fn a_run_after_a_redeploy_runs_the_new_definition() {
         "the second run ran the redeployed statement"
     );
 }
+
+#[test]
+fn an_end_that_makes_several_ready_fills_the_free_slots_at_once() {
+    // 1 writes t; 2, 3 and 4 read it. 2 runs long: while it does, 3 and 4 must take the
+    // free slots at once (the end of 1 claims one of them for its own slot and rings the
+    // worker for the rest), not after the worker's next look, which is an hour away here,
+    // nor one after the other on 1's slot.
+    let slow = "INSERT INTO u SELECT COUNT(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT x FROM c)";
+    let action = |id: i64, sql: &str| serde_json::json!({"id": id, "type": 0, "attributes": {"module": "Sql", "name": format!("a{id}"), "action": sql}});
+    let object = |id: i64, table: &str| serde_json::json!({"id": id, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": 1}});
+    let edge = |id: i64, from: i64, to: i64| serde_json::json!({"id": id, "from": from, "to": to});
+    let doc = serde_json::json!({"version": 1, "transformationData": {
+        "folders": [{"id": 5, "path": "/s"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [{"id": 50, "attributes": {"name": "s", "folder_id": 5, "folder": "/s"},
+          "nodes": [action(51, "INSERT INTO t VALUES (1)"), object(52, "t"),
+            action(53, slow), object(54, "u"),
+            action(55, "INSERT INTO v SELECT n FROM t"), object(56, "v"),
+            action(57, "INSERT INTO w SELECT n FROM t"), object(58, "w")],
+          "edges": [edge(60, 51, 52), edge(61, 52, 53), edge(62, 53, 54), edge(63, 52, 55),
+            edge(64, 55, 56), edge(65, 52, 57), edge(66, 57, 58)]}]}})
+    .to_string();
+    let home = crate::testing::home(4, Vec::new(), &doc);
+    execute(
+        &home.data(),
+        "CREATE TABLE t (n INTEGER); CREATE TABLE u (n INTEGER); CREATE TABLE v (n INTEGER); CREATE TABLE w (n INTEGER);",
+    );
+    let env = Env {
+        dir: home.dir,
+        exec: home.exec,
+    };
+    env.exec
+        .poll_ms
+        .store(3_600_000, std::sync::atomic::Ordering::SeqCst);
+    env.exec.open().expect("open");
+    let id = env.start().expect("start");
+    env.until(id, "finished", |r| {
+        r.summary.state == InstanceState::Finished
+    });
+    // They wait for 2's lock on the file, but they were claimed and started while it ran.
+    let row = env.get(id);
+    let at = |a: i64, end: bool| {
+        let x = row
+            .actions
+            .iter()
+            .find(|x| x.action_id == a)
+            .expect("action");
+        if end { x.end.clone() } else { x.start.clone() }.expect("a time")
+    };
+    for a in [55, 57] {
+        assert!(
+            at(a, false) < at(53, true),
+            "action {a} started only after 2 ended: {row:?}"
+        );
+    }
+}
