@@ -182,14 +182,37 @@ impl Executor {
         let fallback = c.clone();
         let me = Arc::clone(self);
         let spawned = self.threads.run(Box::new(move || {
-            let (mut c, mut info, mut plan, mut slot, mut halt, mut epoch) =
-                (c, info, plan, slot, halt, epoch);
+            let (mut c, mut info, mut slot, mut halt, mut epoch) = (c, info, slot, halt, epoch);
+            let mut plan = Some(plan);
+            // The instance of the action before (a chained one is made ready to run here).
+            let mut before: Option<i64> = None;
             loop {
                 let action = c.action;
                 let started = Instant::now();
-                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &info {
-                    Ok(info) => me.run_one(&c, info, plan, &halt, epoch),
-                    Err(e) => Ran::failed(format!("action {action}: {e}")),
+                // Inside the guard: a panic while a claimed action is made ready to run fails
+                // that action (its end is recorded), it does not leave it running.
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    if let Some(instance) = before {
+                        // Read again for another instance, and after a failed read.
+                        if c.instance != instance || info.is_err() {
+                            info = me.info_of(c.instance);
+                        }
+                        if info.as_ref().is_ok_and(|i| i.halt_requested) {
+                            halt.raise();
+                        }
+                        let schemas = me
+                            .repo
+                            .connection_schemas()
+                            .map_err(|e| Unrunnable::Schemas(Arc::new(e)));
+                        plan = Some(me.plan_of(&c, &schemas));
+                    }
+                    let plan = plan
+                        .take()
+                        .unwrap_or_else(|| Err(Unrunnable::Plan("no plan was made".to_owned())));
+                    match &info {
+                        Ok(info) => me.run_one(&c, info, plan, &halt, epoch),
+                        Err(e) => Ran::failed(format!("action {action}: {e}")),
+                    }
                 }))
                 .unwrap_or_else(|p| {
                     Ran::failed(format!(
@@ -203,18 +226,7 @@ impl Executor {
                     return;
                 };
                 halt = slot.pass(next.instance);
-                // Read again for another instance, and after a failed read.
-                if next.instance != c.instance || info.is_err() {
-                    info = me.info_of(next.instance);
-                }
-                if info.as_ref().is_ok_and(|i| i.halt_requested) {
-                    halt.raise();
-                }
-                let schemas = me
-                    .repo
-                    .connection_schemas()
-                    .map_err(|e| Unrunnable::Schemas(Arc::new(e)));
-                plan = me.plan_of(&next, &schemas);
+                before = Some(c.instance);
                 (c, epoch) = (next, next_epoch);
             }
         }));
