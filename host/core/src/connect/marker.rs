@@ -107,7 +107,7 @@ pub fn place(entry: &crate::keys::Entry, schema: Option<&str>) -> String {
 }
 
 /// [`prepare`], once per `place` in this server's life where the database is SQLite (where
-/// [`write`] makes a missing table itself); at every call elsewhere.
+/// [`write()`] makes a missing table itself); at every call elsewhere.
 ///
 /// # Errors
 ///
