@@ -181,19 +181,12 @@ fn stores_nodes_edges_and_derived_order() {
 fn a_redeploy_replaces_nodes_and_says_what_it_deleted() {
     let f = Fixture::with_base();
     f.ok(SHEET);
-    // Drop the target node and its edge; rename the action.
-    let start = SHEET
-        .find("          {\n            id: 103")
-        .expect("node 103");
-    let end = SHEET[start..].find("\n        ]").expect("end of nodes") + start;
-    let text = SHEET[..start].to_owned() + &SHEET[end + 1..];
-    let text = text
-        .replace("          { id: 105, from: 102, to: 103 }\n", "")
-        .replace("name: upsert customers", "name: upsert all customers");
+    // The same sheet without its target node and that node's edge, its action renamed.
+    let text = include_str!("fixtures/cases/the-target-dropped-and-the-action-renamed.dsr");
     // Without its target the Upsert would be invalid; the graph is not what this tests.
     let r = f
         .deploy(
-            &text,
+            text,
             Options {
                 validate: false,
                 ..Options::default()
@@ -269,13 +262,10 @@ fn unknown_missing_and_mistyped_fields_are_all_reported_with_paths() {
 #[test]
 fn fields_weft_does_not_know_are_kept_through_the_repository() {
     let f = Fixture::with_base();
-    let text = SHEET
-        .replace(
-            "name: load customers",
-            "name: load customers\n          owner: etl-team",
-        )
-        .replacen("version: 1", "version: 1\n  exportedBy: datasqill 4.1", 1);
-    let report = f.ok(&text);
+    // `owner` on the sheet and `exportedBy` at the top of the document.
+    let text =
+        include_str!("fixtures/cases/fields-weft-does-not-know-on-the-sheet-and-the-document.dsr");
+    let report = f.ok(text);
     let warnings: Vec<&str> = report.warnings.iter().map(|w| w.path.as_str()).collect();
     assert!(
         warnings.contains(&"transformationData.sheets[0].attributes.owner")
@@ -293,7 +283,7 @@ fn fields_weft_does_not_know_are_kept_through_the_repository() {
         "{definition}"
     );
     // The same document again is an identical redeploy.
-    let again = f.ok(&text);
+    let again = f.ok(text);
     assert!(
         again.created.is_empty() && again.updated.is_empty(),
         "{again:#?}"
@@ -303,16 +293,10 @@ fn fields_weft_does_not_know_are_kept_through_the_repository() {
 #[test]
 fn attributes_must_match_the_node_type() {
     let f = Fixture::with_base();
-    let text = SHEET
-        .replace(
-            "name: upsert customers",
-            "name: upsert customers\n              field1: oops",
-        )
-        .replace(
-            "field1: customers",
-            "field1: customers\n              module: Sql",
-        );
-    let d = f.invalid(&text);
+    let text = include_str!(
+        "fixtures/cases/an-object-attribute-on-the-action-and-a-module-on-the-target.dsr"
+    );
+    let d = f.invalid(text);
     let other: Vec<&Detail> = d
         .iter()
         .filter(|x| x.code == "dsr.attribute_of_other_type")
@@ -395,9 +379,9 @@ fn folder_rules() {
     // A folder deployed in the same document counts.
     let both = "{version: 1, transformationData: {folders: [{id: 11, path: \"/hr\"}]}}";
     f.ok(both);
-    f.ok(&SHEET
-        .replace("folder_id: 10", "folder_id: 11")
-        .replace("folder: /sales", "folder: /hr"));
+    f.ok(include_str!(
+        "fixtures/cases/the-sheet-in-the-folder-hr.dsr"
+    ));
     // Nesting needs the parent; a taken path is refused.
     let d = f.invalid("{version: 1, transformationData: {folders: [{id: 12, path: \"/a/b\"}]}}");
     find(&d, "folder.parent_missing");
@@ -483,14 +467,11 @@ fn node_rules_dependency_module_object_type_connection() {
 #[test]
 fn validate_false_skips_graph_and_module_checks_only() {
     let f = Fixture::with_base();
-    let text = SHEET.replace("module: Upsert", "module: Custom").replace(
-        "{ id: 104, from: 101, to: 102 }",
-        "{ id: 104, from: 101, to: 103 }",
-    );
-    f.invalid(&text);
+    let text = include_str!("fixtures/cases/an-unknown-module-and-an-object-to-object-edge.dsr");
+    f.invalid(text);
     let r = f
         .deploy(
-            &text,
+            text,
             Options {
                 validate: false,
                 ..Options::default()
@@ -540,13 +521,8 @@ fn dry_run_changes_nothing_even_when_valid() {
 fn a_deploy_is_one_transaction() {
     let f = Fixture::with_base();
     // A valid folder and an invalid sheet in one document: nothing is written.
-    let text = SHEET
-        .replace(
-            "    sheets: [",
-            "    folders: [ { id: 20, path: \"/finance\" } ]\n    sheets: [",
-        )
-        .replace("folder_id: 10", "folder_id: 99");
-    let d = f.invalid(&text);
+    let text = include_str!("fixtures/cases/a-valid-folder-and-a-sheet-in-a-missing-folder.dsr");
+    let d = f.invalid(text);
     find(&d, "sheet.folder_missing");
     assert!(!f.dump().contains("/finance"));
 }
@@ -630,18 +606,10 @@ fn into_folder_copies_with_fresh_ids() {
 #[test]
 fn every_problem_of_a_document_comes_in_one_answer() {
     let f = Fixture::with_base();
-    let text = SHEET
-        .replace(
-            "name: load customers",
-            "name: load customers\n          orderr: X",
-        )
-        .replace("module: Upsert", "module: Nope")
-        .replacen("dependency: Y", "dependency: XY", 1)
-        .replace(
-            "{ id: 105, from: 102, to: 103 }",
-            "{ id: 105, from: 102, to: 555 }",
-        );
-    let d = f.invalid(&text);
+    let text = include_str!(
+        "fixtures/cases/a-typo-field-an-unknown-module-a-bad-dependency-and-an-edge-to-no-node.dsr"
+    );
+    let d = f.invalid(text);
     let codes: Vec<&str> = errors(&d).iter().map(|x| x.code.as_str()).collect();
     assert_eq!(codes.len(), 4, "{d:#?}");
     for code in [
@@ -870,9 +838,9 @@ fn into_folder_judges_the_ids_as_written() {
 #[test]
 fn into_folder_refuses_when_ids_are_exhausted() {
     let f = Fixture::with_base();
-    f.ok(&SHEET
-        .replace("id: 103", "id: 9223372036854775807")
-        .replace("to: 103", "to: 9223372036854775807"));
+    f.ok(include_str!(
+        "fixtures/cases/the-target-at-the-largest-id.dsr"
+    ));
     let d = f.invalid_with(
         SHEET.replace("id: 100", "id: 300").as_str(),
         Options {
@@ -1000,28 +968,18 @@ fn every_table_the_sql_reads_is_a_source() {
 fn module_rules_come_from_the_plugins() {
     let f = Fixture::with_base();
     // Insert takes one query; Transfer needs a source.
-    let d = f.invalid(
-        &SHEET
-            .replace("module: Upsert", "module: Insert")
-            .replace("keys: id", "truncateBefore: true")
-            .replace(
-                "SELECT id, name, email",
-                "DELETE FROM customers; SELECT id, name, email",
-            ),
-    );
+    let d = f.invalid(include_str!(
+        "fixtures/cases/an-insert-with-a-delete-before-its-query.dsr"
+    ));
     find(&d, "sql.not_a_query");
-    let no_source = SHEET
-        .replace("module: Upsert", "module: Transfer")
-        .replace("keys: id", "batchRows: 500")
-        .replace("          { id: 104, from: 101, to: 102 }\n", "");
-    let d = f.invalid(&no_source);
+    let d = f.invalid(include_str!(
+        "fixtures/cases/a-transfer-without-a-source.dsr"
+    ));
     assert!(find(&d, "module.sources").message.contains("at least 1"));
     // An attribute of the wrong declared type.
-    let d = f.invalid(
-        &SHEET
-            .replace("module: Upsert", "module: Transfer")
-            .replace("keys: id", "batchRows: many"),
-    );
+    let d = f.invalid(include_str!(
+        "fixtures/cases/a-transfer-whose-batch-rows-is-not-a-number.dsr"
+    ));
     find(&d, "dsr.wrong_type");
 }
 
@@ -1038,10 +996,9 @@ fn on_a_connection_of_unknown_dialect_a_parse_error_is_a_warning() {
         },
     )
     .expect("connection");
-    let text = SHEET
-        .replace("connectionId: 1", "connectionId: 2")
-        .replace("SELECT id, name, email", "SELECT id, name,, email");
-    let r = f.ok(&text);
+    let r = f.ok(include_str!(
+        "fixtures/cases/a-sql-syntax-error-on-connection-2.dsr"
+    ));
     let w = find(&r.warnings, "sql.syntax");
     assert_eq!(w.severity, Severity::Warning);
     assert!(w.message.contains("unknown database"), "{}", w.message);
@@ -1066,11 +1023,9 @@ fn on_a_connection_of_unknown_dialect_a_parse_error_is_a_warning() {
 fn insert_refuses_sources_on_another_connection_and_eof_errors_are_placed() {
     let f = Fixture::with_base();
     f.ok("{version: 1, transformationData: {connections: [{id: 2, name: \"other\", type: \"sqlite\"}]}}");
-    let text = SHEET
-        .replace("module: Upsert", "module: Insert")
-        .replace("keys: id", "truncateBefore: false")
-        .replacen("connectionId: 1", "connectionId: 2", 1);
-    let d = f.invalid(&text);
+    let d = f.invalid(include_str!(
+        "fixtures/cases/an-insert-whose-source-is-on-connection-2.dsr"
+    ));
     assert!(
         find(&d, "module.sources").message.contains("use Transfer"),
         "{d:#?}"
@@ -1101,10 +1056,9 @@ fn insert_refuses_sources_on_another_connection_and_eof_errors_are_placed() {
 #[test]
 fn batch_rows_is_bounded() {
     let f = Fixture::with_base();
-    let text = SHEET
-        .replace("module: Upsert", "module: Transfer")
-        .replace("keys: id", "batchRows: 4294967295");
-    let d = f.invalid(&text);
+    let d = f.invalid(include_str!(
+        "fixtures/cases/a-transfer-with-too-many-batch-rows.dsr"
+    ));
     assert!(
         find(&d, "module.attribute")
             .message
