@@ -155,6 +155,14 @@ impl Postgres {
             String::new()
         };
         let port = free_port()?;
+        // For benches that ask where PostgreSQL spends its time (`benches/hosts.rs`).
+        let ssl = if std::env::var_os("WEFT_TEST_PG_STATEMENTS").is_some() {
+            format!(
+                "{ssl} -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_planning=on"
+            )
+        } else {
+            ssl
+        };
         let log = dir.path().join("server.log");
         // The shell stops the server when its stdin closes (the test process ended), then
         // removes the folder, which a server shared through a static is never dropped to do.
