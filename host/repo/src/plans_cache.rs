@@ -97,7 +97,7 @@ impl PlansCache {
 
     /// How many sheets and bytes of text are kept.
     #[cfg(test)]
-    fn size(&self) -> (usize, usize) {
+    pub(crate) fn size(&self) -> (usize, usize) {
         let kept = self.lock();
         (kept.sheets.len(), kept.bytes)
     }

@@ -213,13 +213,23 @@ impl Repository {
         self.backend
             .transaction(Some(postgres::DEPLOY_LOCK), &mut |s| match f.take() {
                 Some(f) => {
-                    let (value, commit) = f(&Writer::new(s, Some(&self.flow_recorded)))?;
+                    let (value, commit) = f(&Writer::new(
+                        s,
+                        Some(&self.flow_recorded),
+                        Some(&self.plans),
+                    ))?;
                     out = Some(value);
                     Ok(commit)
                 }
                 None => Ok(false),
             })?;
         out.ok_or(Error::NotRun("the deploy's transaction"))
+    }
+
+    /// How many sheets' plans are kept parsed, and their bytes of text.
+    #[cfg(test)]
+    pub(crate) fn plans_kept(&self) -> (usize, usize) {
+        self.plans.size()
     }
 
     /// The whole repository as text, in a stable order: tests compare dumps taken before and

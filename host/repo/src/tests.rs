@@ -545,3 +545,54 @@ fn the_change_feed_listens_where_the_triggers_notify() {
         "{pg}"
     );
 }
+
+/// A sheet's plans are kept parsed as its deploy writes them, so its first run does not
+/// parse them; a deploy rolled back leaves runs reading the plans stored.
+#[test]
+fn a_deploy_keeps_its_sheet_s_plans_parsed_for_the_first_run() {
+    use crate::store::SheetStore as _;
+    let doc = |sql: &str| {
+        let text = format!(
+            r#"{{"version": 1, "transformationData": {{
+                "folders": [{{"id": 10, "path": "/load"}}],
+                "sheets": [{{"id": 1, "attributes": {{"name": "s", "folder_id": 10, "folder": "/load"}},
+                  "nodes": [{{"id": 11, "type": 0, "attributes": {{"module": "Sql", "name": "a", "action": "{sql}"}}}}],
+                  "edges": []}}]}}}}"#
+        );
+        let (doc, problems) = weft_dsr::parse(&text);
+        assert!(!problems.has_errors(), "{problems:?}");
+        doc.expect("a document")
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = Repository::open(&dir.path().join("r.db")).expect("open");
+    let first = doc("SELECT 1");
+    repo.write(|w| {
+        w.folder(&first.folders[0])?;
+        w.sheet(&first.sheets[0])?;
+        Ok(((), true))
+    })
+    .expect("deploy");
+    let (sheets, bytes) = repo.plans_kept();
+    assert_eq!(sheets, 1, "the deployed sheet's plans are kept");
+    assert!(bytes > 0);
+    let a = repo.plans(1).expect("read").expect("a sheet");
+    assert!(std::sync::Arc::ptr_eq(
+        &a,
+        &repo.plans(1).expect("read").expect("a sheet")
+    ));
+    assert_eq!(a[0].plan.name, "a");
+    // A change rolled back: its plans may be kept, never read.
+    let second = doc("SELECT 2");
+    repo.write(|w| {
+        w.sheet(&second.sheets[0])?;
+        Ok(((), false))
+    })
+    .expect("rolled back");
+    let b = repo.plans(1).expect("read").expect("a sheet");
+    assert_eq!(
+        b[0].text.get(),
+        a[0].text.get(),
+        "the stored plans are read"
+    );
+    assert!(b[0].text.get().contains("SELECT 1"));
+}

@@ -25,23 +25,28 @@ pub struct Writer<'t> {
     flow_recorded: Option<&'t std::sync::atomic::AtomicBool>,
     /// The deploy's number and time, once its first change made its row in `deploys`.
     deploy: std::cell::RefCell<Option<(i64, String)>>,
+    /// The repository's parsed plans: a sheet's new plans go in as they are written, so
+    /// that its first run does not parse them again.
+    plans: Option<&'t crate::plans_cache::PlansCache>,
 }
 
 impl<'t> Writer<'t> {
     pub(super) fn new(
         tx: &'t dyn Session,
         flow_recorded: Option<&'t std::sync::atomic::AtomicBool>,
+        plans: Option<&'t crate::plans_cache::PlansCache>,
     ) -> Self {
         Writer {
             tx,
             flow_recorded,
             deploy: std::cell::RefCell::new(None),
+            plans,
         }
     }
 
     /// A writer over `conn` used only to read facts outside a transaction.
     pub fn reader(conn: &'t dyn Session) -> Self {
-        Self::new(conn, None)
+        Self::new(conn, None, None)
     }
 
     /// The number of this deploy and its time: its row in `deploys` is made at its first
@@ -322,6 +327,10 @@ impl<'t> Writer<'t> {
             serde_json::to_string(&weft_core::plan::stored_plans(s))
                 .map_err(|e| Error::Corrupt(e.to_string()))
         };
+        let new_plans = match &old {
+            Some(d) if *d == definition => None,
+            _ => Some(plans()?),
+        };
         // The sheet's row, its nodes and edges and its history line go to the repository
         // together (one round trip on PostgreSQL).
         let order_key = a.order_key();
@@ -336,7 +345,9 @@ impl<'t> Writer<'t> {
                     a.documentation.to_param(),
                     definition.to_param(),
                     now.to_param(),
-                    Param::Text(Cow::Owned(plans()?)),
+                    new_plans
+                        .as_deref()
+                        .map_or(Param::Null, |p| Param::Text(Cow::Borrowed(p))),
                 ],
             ))
         };
@@ -383,6 +394,13 @@ impl<'t> Writer<'t> {
             ));
         }
         let answers = self.tx.first_values(&writes)?;
+        drop(writes);
+        // Parsed as a run parses the stored text (a run compares the text it reads with this
+        // one, so plans of a deploy rolled back are never used).
+        if let (Some(cache), Some(text)) = (self.plans, new_plans) {
+            let id = s.id.v;
+            cache.plans(id, text, |t| crate::instances::parse_plans(id, t))?;
+        }
         if let Some(at) = new_deploy {
             let id = answers
                 .first()
