@@ -488,6 +488,19 @@ impl Executor {
         plan.schemas = schemas.clone();
         Ok(Arc::new(plan))
     }
+
+    /// The connections' default schemas as deployed, for [`Executor::plan_of`].
+    pub(super) fn schemas(&self) -> Result<std::collections::BTreeMap<i64, String>, Unrunnable> {
+        use weft_repo::SheetStore as _;
+        self.repo
+            .connection_schemas()
+            .map_err(|e| Unrunnable::Schemas(Arc::new(e)))
+    }
+
+    /// [`Executor::plan_of`] with the schemas read now, for one claimed action.
+    pub(super) fn runnable_plan(&self, c: &Claimed) -> Result<Arc<ActionPlan>, Unrunnable> {
+        self.plan_of(c, &self.schemas())
+    }
 }
 
 /// The digits of a timestamp (`2026-11-23T07:56:10Z` to `20261123075610`).

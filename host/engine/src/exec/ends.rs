@@ -9,9 +9,9 @@ use super::error::{Stopped, Unrunnable, Unsettled, Untold};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use weft_repo::InstanceStore as _;
 use weft_repo::model::ActionEnd;
 use weft_repo::work::{Claimed, Ended, Settle};
-use weft_repo::{InstanceStore as _, SheetStore as _};
 
 impl Executor {
     /// Records how a claimed action ended (trying again while the repository fails: the
@@ -215,11 +215,7 @@ impl Executor {
             Some(Err(e)) => return Err(Unsettled::KeyFile(e)),
             None => return Err(Unsettled::NoKeyFile),
         };
-        let schemas = self
-            .repo
-            .connection_schemas()
-            .map_err(|e| Unrunnable::Schemas(Arc::new(e)))?;
-        let plan = self.plan_of(c, &Ok(schemas))?;
+        let plan = self.runnable_plan(c)?;
         super::action::committed(&self.registry, &keys, &plan, &self.run_of(c, &info))
             .map_err(Unsettled::Markers)
     }

@@ -17,8 +17,8 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use weft_core::plan::ActionPlan;
 use weft_core::plugins::Registry;
+use weft_repo::InstanceStore as _;
 use weft_repo::work::{Claimed, InstanceInfo};
-use weft_repo::{InstanceStore as _, SheetStore as _};
 
 impl Executor {
     /// Registers the host and starts claiming work: the worker thread starts.
@@ -100,10 +100,7 @@ impl Executor {
             return;
         }
         self.changed();
-        let schemas = self
-            .repo
-            .connection_schemas()
-            .map_err(|e| Unrunnable::Schemas(Arc::new(e)));
+        let schemas = self.schemas();
         let mut infos: HashMap<i64, Result<InstanceInfo, Unrunnable>> = HashMap::new();
         for c in &claimed {
             infos
@@ -200,11 +197,7 @@ impl Executor {
                         if info.as_ref().is_ok_and(|i| i.halt_requested) {
                             halt.raise();
                         }
-                        let schemas = me
-                            .repo
-                            .connection_schemas()
-                            .map_err(|e| Unrunnable::Schemas(Arc::new(e)));
-                        plan = Some(me.plan_of(&c, &schemas));
+                        plan = Some(me.runnable_plan(&c));
                     }
                     let plan = plan
                         .take()
