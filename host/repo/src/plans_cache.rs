@@ -1,8 +1,10 @@
 //! The sheets' stored plans as runs read them, kept parsed between runs: a run of a sheet
 //! of 10,000 actions reads 3 MB of plans, and parsing them cost more than the rest of its
-//! start. Each read still fetches the stored text and compares it with the one kept, so a
-//! deploy on any host (or a change by hand) is seen at once; only the parse is saved. At
-//! most [`MOST_BYTES`] of text are kept, the least recently used sheet going first.
+//! start. A deploy puts in the plans it writes, so a sheet's first run after its deploy
+//! parses nothing either. Each read still fetches the stored text and compares it with the
+//! one kept, so a deploy on any host, one rolled back, or a change by hand is seen at once;
+//! only the parse is saved. At most [`MOST_BYTES`] of text are kept, the least recently used
+//! sheet going first.
 
 use crate::error::Result;
 use crate::model::SheetPlan;
