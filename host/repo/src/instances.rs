@@ -90,6 +90,17 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
         3,
         rows,
     )?;
+    let sheets: std::collections::BTreeSet<i64> = new.actions.iter().map(|a| a.sheet_id).collect();
+    let rows = sheets
+        .into_iter()
+        .flat_map(|sheet| [Param::Int(sheet), Param::Int(id)])
+        .collect();
+    insert_rows(
+        conn,
+        "INSERT INTO instance_sheets (sheet_id, instance_id)",
+        2,
+        rows,
+    )?;
     Ok(id)
 }
 
@@ -311,15 +322,15 @@ pub fn counts(conn: &dyn Session) -> Result<crate::model::StateCounts> {
 }
 
 /// The newest `limit` instances that ran (or run) actions of sheet `sheet`, newest first,
-/// found through the index of the actions by sheet (schema version 9), so that a sheet run
-/// long ago costs no more than one run lately.
+/// found through the sheets each instance ran (`instance_sheets`, schema version 13), so
+/// that a sheet run long ago costs no more than one run lately.
 pub fn of_sheet(conn: &dyn Session, sheet: i64, limit: i64) -> Result<Vec<InstanceSummary>> {
     // The limit written in (a number): bound, the bundled SQLite prepares the statement
     // again at every call.
     let sql = format!(
         "SELECT {SUMMARY} FROM batch_instances b
-         WHERE b.id IN (SELECT a.instance_id FROM instance_actions a WHERE a.sheet_id = ?1
-                        GROUP BY a.instance_id ORDER BY a.instance_id DESC LIMIT {limit})
+         WHERE b.id IN (SELECT s.instance_id FROM instance_sheets s WHERE s.sheet_id = ?1
+                        ORDER BY s.instance_id DESC LIMIT {limit})
          ORDER BY b.id DESC"
     );
     conn.rows(&sql, args![sheet], summary)?

@@ -32,6 +32,7 @@
 //! | 10 | `hosts.process` (the process holding each host id: boot id, pid, start time) |
 //! | 11 | `data_flow` (the data graph: the objects each action reads and writes with dependency `Y`, keyed by action), `sheets.flow_recorded` (sheets stored before it get their lines at the next deploy) |
 //! | 12 | on PostgreSQL, triggers that notify `weft_instances` at the commit of every change to instances and their actions |
+//! | 13 | `instance_action_deps` keyed by (instance, action depended on, action), without the index of dependents; `instance_sheets` (the sheets each instance ran, one row each) in place of the index `instance_actions(sheet_id, instance_id)` |
 
 use crate::error::{Error, Result};
 use crate::sql::{Session, args};
@@ -338,6 +339,32 @@ CREATE TRIGGER instance_actions_delete AFTER DELETE ON instance_actions
     FOR EACH STATEMENT EXECUTE FUNCTION weft_instances_changed();
 ",
         ),
+        then: None,
+    },
+    Migration {
+        summary: "a run's start writes fewer index entries: each action's dependencies keyed by the action depended on (one b-tree a row on SQLite instead of three), and the sheets an instance ran as rows of their own instead of an index over every action",
+        sql: "
+CREATE TABLE instance_action_dependents (
+    instance_id INTEGER NOT NULL REFERENCES batch_instances(id) ON DELETE CASCADE,
+    depends_on  INTEGER NOT NULL,
+    action_id   INTEGER NOT NULL,
+    PRIMARY KEY (instance_id, depends_on, action_id)
+) WITHOUT ROWID;
+INSERT INTO instance_action_dependents (instance_id, depends_on, action_id)
+    SELECT instance_id, depends_on, action_id FROM instance_action_deps;
+DROP TABLE instance_action_deps;
+ALTER TABLE instance_action_dependents RENAME TO instance_action_deps;
+CREATE TABLE instance_sheets (
+    sheet_id    INTEGER NOT NULL,
+    instance_id INTEGER NOT NULL REFERENCES batch_instances(id) ON DELETE CASCADE,
+    PRIMARY KEY (sheet_id, instance_id)
+) WITHOUT ROWID;
+CREATE INDEX instance_sheets_instance ON instance_sheets(instance_id);
+INSERT INTO instance_sheets (sheet_id, instance_id)
+    SELECT DISTINCT sheet_id, instance_id FROM instance_actions;
+DROP INDEX instance_actions_sheet;
+",
+        postgres: None,
         then: None,
     },
 ];

@@ -13,7 +13,7 @@
 //!   a host whose heartbeat stopped are taken over ([`take_over`]) and then settled by their
 //!   commit markers ([`settled`]).
 //!
-//! Dependencies are rows (`instance_action_deps`) with an index on the action depended on,
+//! Dependencies are rows (`instance_action_deps`) keyed by the action depended on,
 //! and each waiting action counts what it still waits for (`waits_for`), so an action's end
 //! touches its dependents only, whatever the size of the instance.
 
@@ -504,11 +504,20 @@ pub fn restart(conn: &dyn Session, id: i64) -> Result<crate::model::Restarted> {
          WHERE instance_id = ?1 AND state IN ('E', 'S', 'H', 'R')",
         args![id],
     )?;
+    // What each action waits for, counted in one pass over the instance's dependencies
+    // (they are keyed by the action depended on, not by the one that waits).
     conn.execute(
-        "UPDATE instance_actions SET waits_for = (SELECT count(*) FROM instance_action_deps d
+        "UPDATE instance_actions SET waits_for = 0 WHERE instance_id = ?1 AND state = 'D'",
+        args![id],
+    )?;
+    conn.execute(
+        "UPDATE instance_actions SET waits_for = c.n
+         FROM (SELECT d.action_id, count(*) AS n FROM instance_action_deps d
                  JOIN instance_actions x ON x.instance_id = d.instance_id AND x.action_id = d.depends_on
-                 WHERE d.instance_id = ?1 AND d.action_id = instance_actions.action_id AND x.state <> 'F')
-         WHERE instance_id = ?1 AND state = 'D'",
+                 WHERE d.instance_id = ?1 AND x.state <> 'F'
+                 GROUP BY d.action_id) AS c
+         WHERE instance_actions.instance_id = ?1 AND instance_actions.action_id = c.action_id
+           AND instance_actions.state = 'D'",
         args![id],
     )?;
     conn.execute(

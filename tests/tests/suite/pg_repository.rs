@@ -324,6 +324,24 @@ fn the_postgresql_schema_comes_up_from_every_earlier_version_with_the_fixtures_d
                 "nightly|none"
             );
         }
+        // Version 13: the dependencies kept under their new key, the sheets each instance
+        // ran as rows.
+        if v >= 7 {
+            assert_eq!(
+                psql(
+                    "SELECT string_agg(action_id || '>' || depends_on, ',' ORDER BY action_id, depends_on) FROM instance_action_deps WHERE instance_id = 9"
+                ),
+                "202>201,203>201,203>202",
+                "version {v}"
+            );
+            assert_eq!(
+                psql(
+                    "SELECT string_agg(sheet_id || ':' || instance_id, ',' ORDER BY sheet_id, instance_id) FROM instance_sheets"
+                ),
+                "100:7,100:9",
+                "version {v}"
+            );
+        }
         assert_eq!(
             psql("SELECT length(id) FROM repository_identity"),
             "16",

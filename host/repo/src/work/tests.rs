@@ -353,3 +353,33 @@ fn an_end_claims_the_next_ready_action_for_its_slot_in_its_own_transaction() {
         ]
     );
 }
+
+/// The runs of a sheet come from the sheets each instance ran (`instance_sheets`): newest
+/// first, at most the limit, one line an instance however many of its actions the sheet
+/// had, none for a sheet never run.
+#[test]
+fn the_runs_of_a_sheet_are_the_instances_that_ran_it_newest_first() {
+    let conn = repo();
+    let on_sheets = |sheets: &[i64]| {
+        let mut new = new_instance(&[(1, &[]), (2, &[1]), (3, &[])]);
+        for (a, s) in new.actions.iter_mut().zip(sheets) {
+            a.sheet_id = *s;
+        }
+        instances::create(&conn, &new).expect("create")
+    };
+    let first = on_sheets(&[7, 7, 8]);
+    let second = on_sheets(&[8, 8, 8]);
+    let third = on_sheets(&[7, 9, 9]);
+    let runs = |sheet: i64, limit: i64| -> Vec<i64> {
+        instances::of_sheet(&conn, sheet, limit)
+            .expect("runs")
+            .iter()
+            .map(|r| r.batch_instance_id)
+            .collect()
+    };
+    assert_eq!(runs(7, 10), [third, first]);
+    assert_eq!(runs(8, 10), [second, first]);
+    assert_eq!(runs(8, 1), [second]);
+    assert_eq!(runs(9, 10), [third]);
+    assert!(runs(10, 10).is_empty());
+}
