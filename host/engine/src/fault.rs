@@ -13,6 +13,11 @@ pub const AFTER_TARGET_COMMIT: &str = "after_target_commit";
 /// An action's module has run; its target connections have not committed yet.
 pub const BEFORE_TARGET_COMMIT: &str = "before_target_commit";
 
+/// The repository committed an action's end with the claim of the next action, and its
+/// answer was lost (as when the connection breaks at the commit): the end is tried again,
+/// and the action claimed runs here on no slot. Once in a process's life.
+pub const END_ANSWER_LOST: &str = "end_answer_lost";
+
 #[cfg(any(test, feature = "fault-injection"))]
 fn armed() -> Option<&'static str> {
     static POINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
@@ -35,3 +40,18 @@ pub fn hit(point: &str) {
 #[cfg(not(any(test, feature = "fault-injection")))]
 #[inline(always)]
 pub fn hit(_point: &str) {}
+
+/// Whether the process lives through the fault `point` now: `point` is the one
+/// `WEFT_FAULT` names, and this is its first hit.
+#[cfg(any(test, feature = "fault-injection"))]
+pub fn once(point: &str) -> bool {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    armed() == Some(point) && !DONE.swap(true, std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Never: this build has no fault points (see the module's words).
+#[cfg(not(any(test, feature = "fault-injection")))]
+#[inline(always)]
+pub fn once(_point: &str) -> bool {
+    false
+}

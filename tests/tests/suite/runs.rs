@@ -170,20 +170,27 @@ fn chain(w: &Weft) {
     );
 }
 
+/// Runs the three sheets of [`chain`] with the variables their first action needs, and
+/// answers the finished instance, once every row reached `mart` once.
+fn run_chain(w: &Weft, data: &std::path::Path) -> Value {
+    let vars = json!([{"variableName": "n", "variableType": "String", "variableValue": "3"},
+                      {"variableName": "label", "variableType": "String", "variableValue": "c"}]);
+    let id = run(w, &[("S", 300), ("S", 200), ("S", 100)], Some(vars));
+    let inst = wait(w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        rows(data, "SELECT id, v FROM mart ORDER BY id"),
+        vec!["1|a", "2|b", "3|c"],
+        "mart got every row once, the new one too"
+    );
+    inst
+}
+
 #[test]
 fn chained_sheets_run_in_data_order_with_variables() {
     let (w, data) = setup();
     chain(&w);
-    let vars = json!([{"variableName": "n", "variableType": "String", "variableValue": "3"},
-                      {"variableName": "label", "variableType": "String", "variableValue": "c"}]);
-    let id = run(&w, &[("S", 300), ("S", 200), ("S", 100)], Some(vars));
-    let inst = wait(&w, id);
-    assert_eq!(inst["state"], "finished", "{inst}");
-    assert_eq!(
-        rows(&data, "SELECT id, v FROM mart ORDER BY id"),
-        vec!["1|a", "2|b", "3|c"],
-        "mart got every row, the new one too"
-    );
+    let inst = run_chain(&w, &data);
     // Each action started after what it waits for ended.
     let (a, b, c) = (
         action(&inst, 1000),
@@ -1054,6 +1061,29 @@ fn a_kill_right_before_the_target_commit_runs_the_action_again_once() {
         1,
         "one marker: the second attempt's"
     );
+}
+
+/// The end of an action that claimed the next one committed, and its answer was lost (as
+/// when the repository's connection breaks at the commit): the end is tried again, and
+/// the action it claimed, running here on no slot, is found by the worker and settled by
+/// its markers (not committed: ready again). The chain ends, each action's rows once.
+#[test]
+fn an_end_whose_commit_answer_was_lost_leaves_no_action_running_on_no_slot() {
+    let (w, data) = setup_with(&[("WEFT_FAULT", "end_answer_lost")]);
+    chain(&w);
+    let inst = run_chain(&w, &data);
+    // The first end claimed the second action; that claim's answer was the one lost.
+    let second = action(&inst, 2000);
+    assert!(
+        second["log"].to_string().contains("no commit marker"),
+        "settled by its markers, then run: {second}"
+    );
+    for other in [1000, 3000] {
+        assert!(
+            !action(&inst, other)["log"].to_string().contains("marker"),
+            "{inst}"
+        );
+    }
 }
 
 #[test]

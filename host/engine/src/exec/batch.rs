@@ -255,6 +255,14 @@ pub(super) struct Local {
     pub(super) worker: bool,
     /// Whether the executor is gone: threads end, ends are no longer retried.
     pub(super) stopped: bool,
+    /// The actions the slots here hold, as (instance, action).
+    pub(super) held: std::collections::HashSet<(i64, i64)>,
+    /// Ends' transactions under way that may claim an action for their slot.
+    pub(super) passing: usize,
+    /// After a claim whose transaction answered an error (it may have committed, leaving
+    /// an action running here that no slot holds): the actions running here unheld at the
+    /// worker's last look (`Executor::settle_strays`); `None` when there is nothing to look for.
+    pub(super) strays: Option<std::collections::HashSet<(i64, i64)>>,
 }
 
 /// Runs batch instances: claims ready actions from the repository and runs them.

@@ -37,10 +37,13 @@ impl Executor {
         };
         let abandoned = halted && self.local().abandoned.contains(&c.instance);
         // Whether the slot is taken again: asked at each attempt, as the host may be paused
-        // while the repository fails.
+        // while the repository fails. An attempt that may claim counts as passing until its
+        // answer (the worker's look for strays waits for none under way).
         let claim = || {
-            let l = self.local();
-            usize::from(next && !abandoned && l.open && !l.stopped && l.running <= self.limit)
+            let mut l = self.local();
+            let ask = next && !abandoned && l.open && !l.stopped && l.running <= self.limit;
+            l.passing += usize::from(ask);
+            usize::from(ask)
         };
         let mut epoch = 0;
         let end = ActionEnd {
@@ -69,8 +72,36 @@ impl Executor {
             } else {
                 // Taken before the claim: a loss of the lease after it stops what it claims.
                 epoch = self.lease_epoch.load(Ordering::SeqCst);
-                self.repo
-                    .end_action(&self.host, c.instance, c.action, c.attempt, &end, claim())
+                let asked = claim();
+                let recorded = self
+                    .repo
+                    .end_action(&self.host, c.instance, c.action, c.attempt, &end, asked)
+                    .and_then(|(ended, claimed)| {
+                        if !claimed.is_empty() && crate::fault::once(crate::fault::END_ANSWER_LOST)
+                        {
+                            return Err(weft_repo::Error::Corrupt(format!(
+                                "fault {}: the answer of the end's commit was lost",
+                                crate::fault::END_ANSWER_LOST
+                            )));
+                        }
+                        Ok((ended, claimed))
+                    });
+                if asked > 0 {
+                    let mut l = self.local();
+                    l.passing -= 1;
+                    match &recorded {
+                        // Held from now on: its slot is this one.
+                        Ok((_, claimed)) => {
+                            l.held
+                                .extend(claimed.iter().map(|n| (n.instance, n.action)));
+                        }
+                        // It may have committed, claiming an action that nothing runs.
+                        Err(_) => {
+                            l.strays.get_or_insert_default();
+                        }
+                    }
+                }
+                recorded
             };
             match recorded {
                 Ok((ended, claimed)) => {
@@ -179,6 +210,66 @@ impl Executor {
             self.wake.ring();
         }
         Ok(taken.len())
+    }
+
+    /// Settles the actions the repository shows running here that no slot holds: a claim
+    /// whose transaction committed but answered an error (the connection broke at the
+    /// commit) leaves one. An action unheld at two looks of the worker, with no end's claim
+    /// under way at the second, is one (a claim takes its slot as soon as its transaction
+    /// answers); it is settled by its commit markers as a stopped host's would be, ready
+    /// again where it did not commit. The worker looks only after such an error, until a
+    /// look finds none.
+    pub(super) fn settle_strays(&self) {
+        let last = {
+            let l = self.local();
+            match &l.strays {
+                // An end's claim under way: its action may be running and not held yet.
+                Some(_) if l.passing > 0 => return,
+                Some(last) => last.clone(),
+                None => return,
+            }
+        };
+        let running = match self.repo.running_on(&self.host) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(message = "The actions running here cannot be read from the repository now; looking again later.", error = %e);
+                return;
+            }
+        };
+        let unheld: Vec<Claimed> = {
+            let l = self.local();
+            running
+                .into_iter()
+                .filter(|c| !l.held.contains(&(c.instance, c.action)))
+                .collect()
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut settled = false;
+        for c in unheld {
+            let key = (c.instance, c.action);
+            if !last.contains(&key) {
+                seen.insert(key);
+                continue;
+            }
+            tracing::warn!(
+                message = "An action claimed here was running on no slot (its claim's answer was lost); it is settled by its commit markers.",
+                batch_instance_id = c.instance,
+                action_id = c.action,
+                attempt = c.attempt
+            );
+            match self.settle(&c, true, after_a_host_stop) {
+                Ok(_) => settled = true,
+                Err(e) => {
+                    tracing::warn!(message = "An action running on no slot cannot be settled now; trying again.", batch_instance_id = c.instance, action_id = c.action, error = %e);
+                    seen.insert(key);
+                }
+            }
+        }
+        // Looked for again while a look finds any; a look that finds none ends the search.
+        self.local().strays = Some(seen).filter(|s| !s.is_empty());
+        if settled {
+            self.changed();
+        }
     }
 
     /// Settles one action this host took over: by its commit markers, `outcome` decides.

@@ -73,6 +73,7 @@ impl Executor {
     /// ready actions are claimed for the free slots and started.
     pub(super) fn work(self: &Arc<Self>) {
         self.look_for_halts();
+        self.settle_strays();
         let free = {
             let mut l = self.local();
             if !l.open || l.stopped {
@@ -90,7 +91,11 @@ impl Executor {
         let claimed = match self.repo.claim(&self.host, free) {
             Ok(c) => c,
             Err(e) => {
-                self.local().claiming = false;
+                let mut l = self.local();
+                l.claiming = false;
+                // It may have committed all the same.
+                l.strays.get_or_insert_default();
+                drop(l);
                 tracing::warn!(message = "Ready actions cannot be claimed from the repository now; trying again.", error = %e);
                 return;
             }
@@ -110,7 +115,7 @@ impl Executor {
         // Each claimed action holds its slot before the host counts as idle again.
         let slots: Vec<(Slot, Arc<Halt>)> = claimed
             .iter()
-            .map(|c| Slot::take(self, c.instance))
+            .map(|c| Slot::take(self, c.instance, c.action))
             .collect();
         self.local().claiming = false;
         for (c, (slot, halt)) in claimed.into_iter().zip(slots) {
@@ -218,7 +223,7 @@ impl Executor {
                 let Some((next, next_epoch)) = me.finished(&c, &ran, true) else {
                     return;
                 };
-                halt = slot.pass(next.instance);
+                halt = slot.pass(next.instance, next.action);
                 before = Some(c.instance);
                 (c, epoch) = (next, next_epoch);
             }
@@ -345,20 +350,23 @@ fn count(registry: &Registry, c: &Claimed, ran: &Ran, took: Duration) {
 struct Slot {
     exec: Arc<Executor>,
     instance: i64,
+    action: i64,
 }
 
 impl Slot {
-    /// Takes a slot for an action of `instance`, with the instance's halt.
-    pub(super) fn take(exec: &Arc<Executor>, instance: i64) -> (Slot, Arc<Halt>) {
+    /// Takes a slot for `action` of `instance`, with the instance's halt.
+    pub(super) fn take(exec: &Arc<Executor>, instance: i64, action: i64) -> (Slot, Arc<Halt>) {
         let halt = {
             let mut l = exec.local();
             l.running += 1;
+            l.held.insert((instance, action));
             join(&mut l, instance)
         };
         (
             Slot {
                 exec: Arc::clone(exec),
                 instance,
+                action,
             },
             halt,
         )
@@ -367,11 +375,14 @@ impl Slot {
     /// The slot passes to an action of `instance` (the next its thread runs) without being
     /// given back: the host's count of running actions stays, and the worker is not rung.
     /// Answers the instance's halt.
-    fn pass(&mut self, instance: i64) -> Arc<Halt> {
+    fn pass(&mut self, instance: i64, action: i64) -> Arc<Halt> {
         let mut l = self.exec.local();
         let halt = join(&mut l, instance);
         leave(&mut l, self.instance);
+        l.held.remove(&(self.instance, self.action));
+        l.held.insert((instance, action));
         self.instance = instance;
+        self.action = action;
         halt
     }
 }
@@ -381,6 +392,7 @@ impl Drop for Slot {
         {
             let mut l = self.exec.local();
             l.running = l.running.saturating_sub(1);
+            l.held.remove(&(self.instance, self.action));
             leave(&mut l, self.instance);
         }
         self.exec.wake.ring();
