@@ -470,7 +470,8 @@ fn halt_waiting(conn: &dyn Session, instance: i64, now: &str) -> Result<()> {
 fn end_as(conn: &dyn Session, instance: i64, now: &str, otherwise: &str) -> Result<()> {
     conn.execute(
         "UPDATE batch_instances SET ended_at = ?2, state = CASE WHEN EXISTS
-             (SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state <> 'F')
+             (SELECT 1 FROM instance_actions WHERE instance_id = ?1
+                 AND state IN ('D', 'W', 'R', 'E', 'S', 'H'))
              THEN ?3 ELSE 'finished' END WHERE id = ?1",
         args![instance, now, otherwise],
     )?;
@@ -527,21 +528,38 @@ pub fn connection_schemas(conn: &dyn Session) -> Result<std::collections::BTreeM
         .collect())
 }
 
-/// The stored text of a sheet's plans (a JSON list, one plan per action); `None` when there
-/// is no such sheet.
+/// Sheet `id`'s stored plans: their version (the deploy that wrote them; `None` for plans
+/// stored before schema version 13), and their text unless their version is `known`;
+/// `None` when there is no such sheet.
 ///
 /// # Errors
 ///
 /// A repository error; [`Error::Corrupt`] when the sheet has none (stored by an older weft).
-pub fn plans_text(conn: &dyn Session, id: i64) -> Result<Option<String>> {
-    let plans: Option<Option<String>> =
-        conn.value("SELECT plans FROM sheets WHERE id = ?1", args![id])?;
-    match plans {
+pub fn plans_text(
+    conn: &dyn Session,
+    id: i64,
+    known: Option<i64>,
+) -> Result<Option<(Option<i64>, Option<String>)>> {
+    // Deploy numbers start at 1: 0 is no version.
+    let row = conn.row(
+        "SELECT plans_version, CASE WHEN plans_version = ?2 THEN NULL ELSE plans END,
+                CASE WHEN plans IS NULL THEN 1 ELSE 0 END
+         FROM sheets WHERE id = ?1",
+        args![id, known.unwrap_or(0)],
+        |r| {
+            Ok((
+                r.get::<Option<i64>>(0)?,
+                r.get::<Option<String>>(1)?,
+                r.get::<i64>(2)? == 1,
+            ))
+        },
+    )?;
+    match row {
         None => Ok(None),
-        Some(None) => Err(Error::Corrupt(format!(
+        Some((_, _, true)) => Err(Error::Corrupt(format!(
             "sheet {id} was stored by an older weft and its definition could not be read when the repository was upgraded; deploy it again"
         ))),
-        Some(Some(p)) => Ok(Some(p)),
+        Some((version, text, false)) => Ok(Some((version, text))),
     }
 }
 

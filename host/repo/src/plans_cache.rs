@@ -1,10 +1,11 @@
 //! The sheets' stored plans as runs read them, kept parsed between runs: a run of a sheet
 //! of 10,000 actions reads 3 MB of plans, and parsing them cost more than the rest of its
-//! start. A deploy puts in the plans it writes, so a sheet's first run after its deploy
-//! parses nothing either. Each read still fetches the stored text and compares it with the
-//! one kept, so a deploy on any host, one rolled back, or a change by hand is seen at once;
-//! only the parse is saved. At most [`MOST_BYTES`] of text are kept, the least recently used
-//! sheet going first.
+//! start. A deploy puts in the plans it committed, so a sheet's first run after its deploy
+//! parses nothing either. Each entry keeps the plans' version (`sheets.plans_version`, the
+//! number of the deploy that wrote them: a deploy on any host gives a new one): a run reads
+//! the stored version, and the stored text only when the versions differ; plans stored
+//! without a version (by a weft before schema version 13) are compared by their text. At
+//! most [`MOST_BYTES`] of text are kept, the least recently used sheet going first.
 
 use crate::error::Result;
 use crate::model::SheetPlan;
@@ -29,14 +30,33 @@ struct Kept {
 
 #[derive(Debug)]
 struct Entry {
+    version: Option<i64>,
     text: String,
     plans: Arc<Vec<SheetPlan>>,
     used: u64,
 }
 
 impl PlansCache {
-    /// The plans of sheet `id` stored as `text`: those parsed before from the same text, or
-    /// `parse(text)`, then kept.
+    /// The version of the plans kept for sheet `id`, if any are kept with one.
+    pub fn version(&self, id: i64) -> Option<i64> {
+        self.lock().sheets.get(&id).and_then(|e| e.version)
+    }
+
+    /// The plans kept for sheet `id` at `version`, if they still are.
+    pub fn at(&self, id: i64, version: i64) -> Option<Arc<Vec<SheetPlan>>> {
+        let mut kept = self.lock();
+        kept.clock += 1;
+        let now = kept.clock;
+        let e = kept
+            .sheets
+            .get_mut(&id)
+            .filter(|e| e.version == Some(version))?;
+        e.used = now;
+        Some(Arc::clone(&e.plans))
+    }
+
+    /// The plans of sheet `id` stored as `text` at `version`: those parsed before from the
+    /// same text, or `parse(text)`, then kept.
     ///
     /// # Errors
     ///
@@ -44,6 +64,7 @@ impl PlansCache {
     pub fn plans(
         &self,
         id: i64,
+        version: Option<i64>,
         text: String,
         parse: impl FnOnce(&str) -> Result<Vec<SheetPlan>>,
     ) -> Result<Arc<Vec<SheetPlan>>> {
@@ -55,6 +76,7 @@ impl PlansCache {
                 && e.text == text
             {
                 e.used = now;
+                e.version = version;
                 return Ok(Arc::clone(&e.plans));
             }
         }
@@ -67,6 +89,7 @@ impl PlansCache {
             if let Some(old) = kept.sheets.insert(
                 id,
                 Entry {
+                    version,
                     text,
                     plans: Arc::clone(&plans),
                     used,
@@ -125,21 +148,29 @@ mod tests {
             parses.set(parses.get() + 1);
             parsed(t)
         };
-        let a = cache.plans(1, ONE.to_owned(), parse).expect("first");
-        let b = cache.plans(1, ONE.to_owned(), parse).expect("again");
+        let a = cache.plans(1, None, ONE.to_owned(), parse).expect("first");
+        let b = cache.plans(1, None, ONE.to_owned(), parse).expect("again");
         assert!(Arc::ptr_eq(&a, &b), "kept");
         assert_eq!(parses.get(), 1);
+        assert_eq!(cache.version(1), None);
         // Redeployed: the text differs, the plans are read again.
-        let c = cache.plans(1, OTHER.to_owned(), parse).expect("changed");
+        let c = cache
+            .plans(1, Some(5), OTHER.to_owned(), parse)
+            .expect("changed");
         assert_eq!(parses.get(), 2);
         assert_eq!(c[0].plan.id, 8);
         assert_eq!(cache.size(), (1, OTHER.len()));
+        // Found by their version, and only by it.
+        assert_eq!(cache.version(1), Some(5));
+        assert!(cache.at(1, 5).is_some_and(|p| Arc::ptr_eq(&p, &c)));
+        assert!(cache.at(1, 4).is_none());
+        assert!(cache.at(2, 5).is_none());
     }
 
     #[test]
     fn an_unreadable_text_is_an_error_and_nothing_is_kept() {
         let cache = PlansCache::default();
-        assert!(cache.plans(1, "[{".to_owned(), parsed).is_err());
+        assert!(cache.plans(1, Some(1), "[{".to_owned(), parsed).is_err());
         assert_eq!(cache.size(), (0, 0));
     }
 
@@ -154,12 +185,12 @@ mod tests {
                 r#"[{{"id": {id}, "name": "{filler}", "module": "Sql", "text": null, "attributes": [], "sources": [], "targets": []}}]"#
             )
         };
-        cache.plans(1, big(1), parsed).expect("1");
-        cache.plans(2, big(2), parsed).expect("2");
+        cache.plans(1, None, big(1), parsed).expect("1");
+        cache.plans(2, None, big(2), parsed).expect("2");
         cache
-            .plans(1, big(1), parsed)
+            .plans(1, None, big(1), parsed)
             .expect("1 again: now the more recent");
-        cache.plans(3, big(3), parsed).expect("3");
+        cache.plans(3, None, big(3), parsed).expect("3");
         let kept = cache.lock();
         let mut ids: Vec<i64> = kept.sheets.keys().copied().collect();
         ids.sort_unstable();

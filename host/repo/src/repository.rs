@@ -210,19 +210,28 @@ impl Repository {
     pub fn write<R>(&self, f: impl FnOnce(&dyn DeployWriter) -> Result<(R, bool)>) -> Result<R> {
         let mut f = Some(f);
         let mut out = None;
+        let mut committed = false;
+        let new_plans = std::cell::RefCell::new(Vec::new());
         self.backend
             .transaction(Some(postgres::DEPLOY_LOCK), &mut |s| match f.take() {
                 Some(f) => {
-                    let (value, commit) = f(&Writer::new(
-                        s,
-                        Some(&self.flow_recorded),
-                        Some(&self.plans),
-                    ))?;
+                    let (value, commit) =
+                        f(&Writer::new(s, Some(&self.flow_recorded), Some(&new_plans)))?;
                     out = Some(value);
+                    committed = commit;
                     Ok(commit)
                 }
                 None => Ok(false),
             })?;
+        // The plans this deploy committed, parsed for their sheets' first runs (after the
+        // commit, outside the deploy's lock).
+        for (sheet, version, text) in new_plans.into_inner().into_iter().filter(|_| committed) {
+            if let Err(e) = self.plans.plans(sheet, Some(version), text, |t| {
+                instances::parse_plans(sheet, t)
+            }) {
+                tracing::warn!(message = "The plans a deploy stored cannot be read back; its runs will say so.", sheet_id = sheet, error = %e);
+            }
+        }
         out.ok_or(Error::NotRun("the deploy's transaction"))
     }
 
@@ -417,13 +426,33 @@ impl SheetStore for Repository {
         self.with(|c| instances::node(c, id))
     }
 
+    /// The stored version is read first; the text only when the plans kept are of another
+    /// version (or of none).
     fn plans(&self, id: i64) -> Result<Option<Arc<Vec<crate::model::SheetPlan>>>> {
-        let Some(text) = self.with(|c| instances::plans_text(c, id))? else {
-            return Ok(None);
-        };
-        self.plans
-            .plans(id, text, |t| instances::parse_plans(id, t))
-            .map(Some)
+        let mut known = self.plans.version(id);
+        loop {
+            let Some((version, text)) = self.with(|c| instances::plans_text(c, id, known))? else {
+                return Ok(None);
+            };
+            match (text, version) {
+                (Some(text), _) => {
+                    return self
+                        .plans
+                        .plans(id, version, text, |t| instances::parse_plans(id, t))
+                        .map(Some);
+                }
+                (None, Some(v)) => {
+                    if let Some(plans) = self.plans.at(id, v) {
+                        return Ok(Some(plans));
+                    }
+                    // Let go meanwhile: read the text.
+                    known = None;
+                }
+                (None, None) => {
+                    return Err(Error::Corrupt(format!("sheet {id}: no plans were read")));
+                }
+            }
+        }
     }
 
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>> {

@@ -32,7 +32,7 @@
 //! | 10 | `hosts.process` (the process holding each host id: boot id, pid, start time) |
 //! | 11 | `data_flow` (the data graph: the objects each action reads and writes with dependency `Y`, keyed by action), `sheets.flow_recorded` (sheets stored before it get their lines at the next deploy) |
 //! | 12 | on PostgreSQL, triggers that notify `weft_instances` at the commit of every change to instances and their actions |
-//! | 13 | `instance_action_deps` keyed by (instance, action depended on, action), without the index of dependents; `instance_sheets` (the sheets each instance ran, one row each) in place of the index `instance_actions(sheet_id, instance_id)` |
+//! | 13 | `instance_action_deps` keyed by (instance, action depended on, action), without the index of dependents; `instance_sheets` (the sheets each instance ran, one row each) in place of the index `instance_actions(sheet_id, instance_id)`; no index `instance_actions(instance_id, state)` (the index of ready actions, by state and instance, serves those look-ups); `sheets.plans_version` (the deploy that wrote a sheet's plans, NULL for plans stored before) |
 
 use crate::error::{Error, Result};
 use crate::sql::{Session, args};
@@ -342,7 +342,7 @@ CREATE TRIGGER instance_actions_delete AFTER DELETE ON instance_actions
         then: None,
     },
     Migration {
-        summary: "a run's start writes fewer index entries: each action's dependencies keyed by the action depended on (one b-tree a row on SQLite instead of three), and the sheets an instance ran as rows of their own instead of an index over every action",
+        summary: "a run's start and each action's end write fewer index entries: each action's dependencies keyed by the action depended on (one b-tree a row on SQLite instead of three), the sheets an instance ran as rows of their own instead of an index over every action, and the actions of an instance in a state found through the index of ready actions (state, instance, action) instead of one of their own; each sheet's plans carry the number of the deploy that wrote them, so that a run reads the 3 MB of a large sheet's plans only when they changed",
         sql: "
 CREATE TABLE instance_action_dependents (
     instance_id INTEGER NOT NULL REFERENCES batch_instances(id) ON DELETE CASCADE,
@@ -363,6 +363,8 @@ CREATE INDEX instance_sheets_instance ON instance_sheets(instance_id);
 INSERT INTO instance_sheets (sheet_id, instance_id)
     SELECT DISTINCT sheet_id, instance_id FROM instance_actions;
 DROP INDEX instance_actions_sheet;
+DROP INDEX instance_actions_instance_state;
+ALTER TABLE sheets ADD COLUMN plans_version INTEGER;
 ",
         postgres: None,
         then: None,

@@ -371,14 +371,17 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
         if v >= 7 {
             assert_eq!(ran, [(100, 7), (100, 9)], "version {v}");
         }
-        let old_index: i64 = conn
+        // No index of actions by sheet or by instance and state; plans stored before have no
+        // version (runs compare their text).
+        let (old_indexes, versioned): (i64, i64) = conn
             .query_row(
-                "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('instance_actions_sheet', 'instance_action_deps_dependents')",
+                "SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN ('instance_actions_sheet', 'instance_action_deps_dependents', 'instance_actions_instance_state')),
+                        (SELECT COUNT(*) FROM sheets WHERE plans_version IS NOT NULL)",
                 [],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .expect("schema");
-        assert_eq!(old_index, 0, "version {v}");
+            .expect("v13 schema");
+        assert_eq!((old_indexes, versioned), (0, 0), "version {v}");
         // Idempotent: a second run changes nothing.
         let before = dump(&conn).expect("dump");
         let again = migrations::to_latest(&mut conn).expect("again");
@@ -585,8 +588,9 @@ fn the_change_feed_listens_where_the_triggers_notify() {
     );
 }
 
-/// A sheet's plans are kept parsed as its deploy writes them, so its first run does not
-/// parse them; a deploy rolled back leaves runs reading the plans stored.
+/// A sheet's plans are kept parsed once its deploy commits them, at the deploy's number,
+/// so its first run does not parse them; a deploy rolled back keeps nothing. A run reads
+/// the stored version, and the text only when the version differs.
 #[test]
 fn a_deploy_keeps_its_sheet_s_plans_parsed_for_the_first_run() {
     use crate::store::SheetStore as _;
@@ -603,8 +607,17 @@ fn a_deploy_keeps_its_sheet_s_plans_parsed_for_the_first_run() {
         doc.expect("a document")
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let repo = Repository::open(&dir.path().join("r.db")).expect("open");
+    let path = dir.path().join("r.db");
+    let repo = Repository::open(&path).expect("open");
+    // Rolled back: nothing is kept.
     let first = doc("SELECT 1");
+    repo.write(|w| {
+        w.folder(&first.folders[0])?;
+        w.sheet(&first.sheets[0])?;
+        Ok(((), false))
+    })
+    .expect("rolled back");
+    assert_eq!(repo.plans_kept().0, 0);
     repo.write(|w| {
         w.folder(&first.folders[0])?;
         w.sheet(&first.sheets[0])?;
@@ -620,18 +633,26 @@ fn a_deploy_keeps_its_sheet_s_plans_parsed_for_the_first_run() {
         &repo.plans(1).expect("read").expect("a sheet")
     ));
     assert_eq!(a[0].plan.name, "a");
-    // A change rolled back: its plans may be kept, never read.
+    // Found by the stored version: a text changed under the same version is not read.
+    let conn = connect(&path).expect("connect");
+    conn.execute("UPDATE sheets SET plans = '[]' WHERE id = 1", [])
+        .expect("by hand");
+    let b = repo.plans(1).expect("read").expect("a sheet");
+    assert!(std::sync::Arc::ptr_eq(&a, &b), "the version decides");
+    // Another version: the text is read and parsed.
+    conn.execute(
+        "UPDATE sheets SET plans_version = plans_version + 1 WHERE id = 1",
+        [],
+    )
+    .expect("by hand");
+    assert!(repo.plans(1).expect("read").expect("a sheet").is_empty());
+    // A redeploy gives the plans a new version.
     let second = doc("SELECT 2");
     repo.write(|w| {
         w.sheet(&second.sheets[0])?;
-        Ok(((), false))
+        Ok(((), true))
     })
-    .expect("rolled back");
-    let b = repo.plans(1).expect("read").expect("a sheet");
-    assert_eq!(
-        b[0].text.get(),
-        a[0].text.get(),
-        "the stored plans are read"
-    );
-    assert!(b[0].text.get().contains("SELECT 1"));
+    .expect("redeploy");
+    let c = repo.plans(1).expect("read").expect("a sheet");
+    assert!(c[0].text.get().contains("SELECT 2"), "{:?}", c[0].text);
 }

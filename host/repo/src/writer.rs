@@ -17,6 +17,9 @@ use weft_dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 /// The row of a deploy, made at its first real change; answers its number.
 const NEW_DEPLOY: &str = "INSERT INTO deploys (deployed_at) VALUES (?1) RETURNING id";
 
+/// The plans a deploy wrote: sheet, version (the deploy's number) and text.
+pub(super) type NewPlans = std::cell::RefCell<Vec<(i64, i64, String)>>;
+
 /// Writes inside one transaction; see [`super::Repository::write`].
 pub struct Writer<'t> {
     tx: &'t dyn Session,
@@ -25,16 +28,16 @@ pub struct Writer<'t> {
     flow_recorded: Option<&'t std::sync::atomic::AtomicBool>,
     /// The deploy's number and time, once its first change made its row in `deploys`.
     deploy: std::cell::RefCell<Option<(i64, String)>>,
-    /// The repository's parsed plans: a sheet's new plans go in as they are written, so
-    /// that its first run does not parse them again.
-    plans: Option<&'t crate::plans_cache::PlansCache>,
+    /// The sheets' new plans as written, with their version (the deploy's number), for the
+    /// repository to keep parsed once they are committed (`repo::plans_cache`).
+    plans: Option<&'t NewPlans>,
 }
 
 impl<'t> Writer<'t> {
     pub(super) fn new(
         tx: &'t dyn Session,
         flow_recorded: Option<&'t std::sync::atomic::AtomicBool>,
-        plans: Option<&'t crate::plans_cache::PlansCache>,
+        plans: Option<&'t NewPlans>,
     ) -> Self {
         Writer {
             tx,
@@ -358,14 +361,14 @@ impl<'t> Writer<'t> {
                 (
                     ChangeKind::Updated,
                     vec![row(
-                        "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, plans = ?8, flow_recorded = 1 WHERE id = ?1",
+                        "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, plans = ?8, flow_recorded = 1, plans_version = (SELECT MAX(id) FROM deploys) WHERE id = ?1",
                     )?],
                 )
             }
             None => (
                 ChangeKind::Created,
                 vec![row(
-                    "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at, plans, flow_recorded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, 1)",
+                    "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at, plans, flow_recorded, plans_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, 1, (SELECT MAX(id) FROM deploys))",
                 )?],
             ),
         };
@@ -395,12 +398,6 @@ impl<'t> Writer<'t> {
         }
         let answers = self.tx.first_values(&writes)?;
         drop(writes);
-        // Parsed as a run parses the stored text (a run compares the text it reads with this
-        // one, so plans of a deploy rolled back are never used).
-        if let (Some(cache), Some(text)) = (self.plans, new_plans) {
-            let id = s.id.v;
-            cache.plans(id, text, |t| crate::instances::parse_plans(id, t))?;
-        }
         if let Some(at) = new_deploy {
             let id = answers
                 .first()
@@ -409,6 +406,13 @@ impl<'t> Writer<'t> {
                 .and_then(|v| i64::from_value(&v))
                 .ok_or_else(|| Error::Corrupt("a new deploy's row answered no id".to_owned()))?;
             *self.deploy.borrow_mut() = Some((id, at));
+        }
+        // Kept for the repository to parse once committed, at this deploy's number (the
+        // version the row gets).
+        if let (Some(pending), Some(text), Some((version, _))) =
+            (self.plans, new_plans, self.deploy.borrow().as_ref())
+        {
+            pending.borrow_mut().push((s.id.v, *version, text));
         }
         changes.insert(
             0,
