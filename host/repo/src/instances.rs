@@ -540,11 +540,12 @@ pub fn plans_text(
     id: i64,
     known: Option<i64>,
 ) -> Result<Option<(Option<i64>, Option<String>)>> {
-    // Deploy numbers start at 1: 0 is no version.
+    // Deploy numbers start at 1: 0 is no version. The plans are not touched when the
+    // version is known.
     let row = conn.row(
-        "SELECT plans_version, CASE WHEN plans_version = ?2 THEN NULL ELSE plans END,
-                CASE WHEN plans IS NULL THEN 1 ELSE 0 END
-         FROM sheets WHERE id = ?1",
+        "SELECT v.version, CASE WHEN v.version = ?2 THEN NULL ELSE s.plans END,
+                CASE WHEN v.version = ?2 THEN 0 WHEN s.plans IS NULL THEN 1 ELSE 0 END
+         FROM sheets s LEFT JOIN plans_versions v ON v.sheet_id = s.id WHERE s.id = ?1",
         args![id, known.unwrap_or(0)],
         |r| {
             Ok((

@@ -1,7 +1,7 @@
 //! The sheets' stored plans as runs read them, kept parsed between runs: a run of a sheet
 //! of 10,000 actions reads 3 MB of plans, and parsing them cost more than the rest of its
 //! start. A deploy puts in the plans it committed, so a sheet's first run after its deploy
-//! parses nothing either. Each entry keeps the plans' version (`sheets.plans_version`, the
+//! parses nothing either. Each entry keeps the plans' version (`plans_versions`, the
 //! number of the deploy that wrote them: a deploy on any host gives a new one): a run reads
 //! the stored version, and the stored text only when the versions differ; plans stored
 //! without a version (by a weft before schema version 13) are compared by their text. At

@@ -32,7 +32,7 @@
 //! | 10 | `hosts.process` (the process holding each host id: boot id, pid, start time) |
 //! | 11 | `data_flow` (the data graph: the objects each action reads and writes with dependency `Y`, keyed by action), `sheets.flow_recorded` (sheets stored before it get their lines at the next deploy) |
 //! | 12 | on PostgreSQL, triggers that notify `weft_instances` at the commit of every change to instances and their actions |
-//! | 13 | `instance_action_deps` keyed by (instance, action depended on, action), without the index of dependents; `instance_sheets` (the sheets each instance ran, one row each) in place of the index `instance_actions(sheet_id, instance_id)`; no index `instance_actions(instance_id, state)` (the index of ready actions, by state and instance, serves those look-ups); `sheets.plans_version` (the deploy that wrote a sheet's plans, NULL for plans stored before) |
+//! | 13 | `instance_action_deps` keyed by (instance, action depended on, action), without the index of dependents; `instance_sheets` (the sheets each instance ran, one row each) in place of the index `instance_actions(sheet_id, instance_id)`; no index `instance_actions(instance_id, state)` (the index of ready actions, by state and instance, serves those look-ups); `plans_versions` (the deploy that wrote each sheet's plans; none for plans stored before; a table of its own, as SQLite reads a column stored after a row's 3 MB of plans only by walking them) |
 
 use crate::error::{Error, Result};
 use crate::sql::{Session, args};
@@ -364,7 +364,10 @@ INSERT INTO instance_sheets (sheet_id, instance_id)
     SELECT DISTINCT sheet_id, instance_id FROM instance_actions;
 DROP INDEX instance_actions_sheet;
 DROP INDEX instance_actions_instance_state;
-ALTER TABLE sheets ADD COLUMN plans_version INTEGER;
+CREATE TABLE plans_versions (
+    sheet_id INTEGER PRIMARY KEY REFERENCES sheets(id) ON DELETE CASCADE,
+    version  INTEGER NOT NULL
+);
 ",
         postgres: None,
         then: None,

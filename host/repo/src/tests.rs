@@ -376,7 +376,7 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
         let (old_indexes, versioned): (i64, i64) = conn
             .query_row(
                 "SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN ('instance_actions_sheet', 'instance_action_deps_dependents', 'instance_actions_instance_state')),
-                        (SELECT COUNT(*) FROM sheets WHERE plans_version IS NOT NULL)",
+                        (SELECT COUNT(*) FROM plans_versions)",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
@@ -641,7 +641,7 @@ fn a_deploy_keeps_its_sheet_s_plans_parsed_for_the_first_run() {
     assert!(std::sync::Arc::ptr_eq(&a, &b), "the version decides");
     // Another version: the text is read and parsed.
     conn.execute(
-        "UPDATE sheets SET plans_version = plans_version + 1 WHERE id = 1",
+        "UPDATE plans_versions SET version = version + 1 WHERE sheet_id = 1",
         [],
     )
     .expect("by hand");

@@ -361,18 +361,23 @@ impl<'t> Writer<'t> {
                 (
                     ChangeKind::Updated,
                     vec![row(
-                        "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, plans = ?8, flow_recorded = 1, plans_version = (SELECT MAX(id) FROM deploys) WHERE id = ?1",
+                        "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, plans = ?8, flow_recorded = 1 WHERE id = ?1",
                     )?],
                 )
             }
             None => (
                 ChangeKind::Created,
                 vec![row(
-                    "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at, plans, flow_recorded, plans_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, 1, (SELECT MAX(id) FROM deploys))",
+                    "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at, plans, flow_recorded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, 1)",
                 )?],
             ),
         };
         if change != ChangeKind::Unchanged {
+            // The plans' version: this deploy's number (the newest: it holds the lock).
+            writes.push((
+                "INSERT INTO plans_versions (sheet_id, version) VALUES (?1, (SELECT MAX(id) FROM deploys)) ON CONFLICT(sheet_id) DO UPDATE SET version = excluded.version",
+                vec![Param::Int(s.id.v)],
+            ));
             writes.extend(Self::nodes_and_edges(s));
         }
         // The deploy's own row, when this is its first change, goes in the same round trip:
