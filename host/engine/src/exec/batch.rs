@@ -255,14 +255,32 @@ pub(super) struct Local {
     pub(super) worker: bool,
     /// Whether the executor is gone: threads end, ends are no longer retried.
     pub(super) stopped: bool,
-    /// The actions the slots here hold, as (instance, action).
-    pub(super) held: std::collections::HashSet<(i64, i64)>,
+    /// The attempts the slots here hold.
+    pub(super) held: std::collections::HashSet<Attempt>,
     /// Ends' transactions under way that may claim an action for their slot.
     pub(super) passing: usize,
-    /// After a claim whose transaction answered an error (it may have committed, leaving
-    /// an action running here that no slot holds): the actions running here unheld at the
-    /// worker's last look (`Executor::settle_strays`); `None` when there is nothing to look for.
-    pub(super) strays: Option<std::collections::HashSet<(i64, i64)>>,
+    /// How many claims answered an error (each may have committed, leaving an action
+    /// running here that no slot holds).
+    pub(super) lost: u64,
+    /// After such a claim: the attempts running here unheld at the worker's last look
+    /// (`Executor::settle_strays`); `None` when there is nothing to look for.
+    pub(super) strays: Option<std::collections::HashSet<Attempt>>,
+}
+
+/// An attempt at an action: instance, action, attempt.
+pub(super) type Attempt = (i64, i64, i64);
+
+/// The attempt a claim is of.
+pub(super) fn attempt_of(c: &Claimed) -> Attempt {
+    (c.instance, c.action, c.attempt)
+}
+
+impl Local {
+    /// A claim answered an error: it may have committed.
+    pub(super) fn claim_lost(&mut self) {
+        self.lost += 1;
+        self.strays.get_or_insert_default();
+    }
 }
 
 /// Runs batch instances: claims ready actions from the repository and runs them.

@@ -4,7 +4,7 @@
 //! committed, run again where nothing did, failed where that cannot be told).
 
 use super::action::Ran;
-use super::batch::{Executor, HOST_STOP, SERVER_STOP, StartError};
+use super::batch::{Executor, HOST_STOP, SERVER_STOP, StartError, attempt_of};
 use super::error::{Stopped, Unrunnable, Unsettled, Untold};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -58,6 +58,8 @@ impl Executor {
         let patience = Duration::from_millis(self.write_patience_ms.load(Ordering::SeqCst));
         let since = Instant::now();
         let mut pause = Duration::from_millis(20);
+        // Whether an attempt failed: it may have been recorded all the same.
+        let mut answer_lost = false;
         let ended = loop {
             let recorded = if abandoned {
                 self.repo
@@ -73,32 +75,38 @@ impl Executor {
                 // Taken before the claim: a loss of the lease after it stops what it claims.
                 epoch = self.lease_epoch.load(Ordering::SeqCst);
                 let asked = claim();
-                let recorded = self
-                    .repo
-                    .end_action(&self.host, c.instance, c.action, c.attempt, &end, asked)
-                    .and_then(|(ended, claimed)| {
-                        if !claimed.is_empty() && crate::fault::once(crate::fault::END_ANSWER_LOST)
-                        {
-                            return Err(weft_repo::Error::Corrupt(format!(
-                                "fault {}: the answer of the end's commit was lost",
-                                crate::fault::END_ANSWER_LOST
-                            )));
-                        }
-                        Ok((ended, claimed))
-                    });
+                // A panic on the way still ends the passing (the pool catches it).
+                let recorded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.repo
+                        .end_action(&self.host, c.instance, c.action, c.attempt, &end, asked)
+                }))
+                .unwrap_or_else(|p| {
+                    if asked > 0 {
+                        let mut l = self.local();
+                        l.passing -= 1;
+                        l.claim_lost();
+                    }
+                    std::panic::resume_unwind(p)
+                })
+                .and_then(|(ended, claimed)| {
+                    if !claimed.is_empty() && crate::fault::once(crate::fault::END_ANSWER_LOST) {
+                        return Err(weft_repo::Error::Corrupt(format!(
+                            "fault {}: the answer of the end's commit was lost",
+                            crate::fault::END_ANSWER_LOST
+                        )));
+                    }
+                    Ok((ended, claimed))
+                });
                 if asked > 0 {
                     let mut l = self.local();
                     l.passing -= 1;
                     match &recorded {
                         // Held from now on: its slot is this one.
                         Ok((_, claimed)) => {
-                            l.held
-                                .extend(claimed.iter().map(|n| (n.instance, n.action)));
+                            l.held.extend(claimed.iter().map(attempt_of));
                         }
                         // It may have committed, claiming an action that nothing runs.
-                        Err(_) => {
-                            l.strays.get_or_insert_default();
-                        }
+                        Err(_) => l.claim_lost(),
                     }
                 }
                 recorded
@@ -113,6 +121,7 @@ impl Executor {
                     break None;
                 }
                 Err(e) => {
+                    answer_lost = true;
                     if since.elapsed() < patience {
                         tracing::warn!(message = "Recording the end of an action failed; trying again.", batch_instance_id = c.instance, action_id = c.action, error = %e, pause_ms = pause.as_millis() as u64);
                     } else {
@@ -131,6 +140,16 @@ impl Executor {
             self.wake.ring();
         }
         match ended {
+            Some(Ended {
+                recorded: false, ..
+            }) if answer_lost => {
+                tracing::info!(
+                    message = "The end of an action was found recorded by an earlier attempt whose answer was lost (or its action was taken over by another host meanwhile).",
+                    batch_instance_id = c.instance,
+                    action_id = c.action,
+                    attempt = c.attempt
+                );
+            }
             Some(Ended {
                 recorded: false, ..
             }) => {
@@ -214,18 +233,19 @@ impl Executor {
 
     /// Settles the actions the repository shows running here that no slot holds: a claim
     /// whose transaction committed but answered an error (the connection broke at the
-    /// commit) leaves one. An action unheld at two looks of the worker, with no end's claim
-    /// under way at the second, is one (a claim takes its slot as soon as its transaction
-    /// answers); it is settled by its commit markers as a stopped host's would be, ready
-    /// again where it did not commit. The worker looks only after such an error, until a
-    /// look finds none.
+    /// commit) leaves one. An attempt unheld at two looks of the worker, with no end's claim
+    /// under way at either (a claim takes its slot in the same step as its transaction's
+    /// answer), is one; it is settled by its commit markers as a stopped host's would be,
+    /// ready again where it did not commit. The worker looks only after such an error,
+    /// until a look finds none and no claim's answer was lost meanwhile. A host busy with
+    /// chained claims may put the look off while they go on.
     pub(super) fn settle_strays(&self) {
-        let last = {
+        let (last, lost) = {
             let l = self.local();
             match &l.strays {
                 // An end's claim under way: its action may be running and not held yet.
                 Some(_) if l.passing > 0 => return,
-                Some(last) => last.clone(),
+                Some(last) => (last.clone(), l.lost),
                 None => return,
             }
         };
@@ -238,15 +258,20 @@ impl Executor {
         };
         let unheld: Vec<Claimed> = {
             let l = self.local();
+            // A claim under way since the first look: what it claimed may be read running
+            // and not be held yet.
+            if l.passing > 0 {
+                return;
+            }
             running
                 .into_iter()
-                .filter(|c| !l.held.contains(&(c.instance, c.action)))
+                .filter(|c| !l.held.contains(&attempt_of(c)))
                 .collect()
         };
         let mut seen = std::collections::HashSet::new();
         let mut settled = false;
         for c in unheld {
-            let key = (c.instance, c.action);
+            let key = attempt_of(&c);
             if !last.contains(&key) {
                 seen.insert(key);
                 continue;
@@ -265,8 +290,15 @@ impl Executor {
                 }
             }
         }
-        // Looked for again while a look finds any; a look that finds none ends the search.
-        self.local().strays = Some(seen).filter(|s| !s.is_empty());
+        // Looked for again while a look finds any, or a claim's answer was lost since this
+        // look began; a look that finds none, with none lost since, ends the search.
+        let mut l = self.local();
+        l.strays = if seen.is_empty() && l.lost == lost {
+            None
+        } else {
+            Some(seen)
+        };
+        drop(l);
         if settled {
             self.changed();
         }

@@ -8,7 +8,7 @@
 //! none, the slot is given back.
 
 use super::action::{Ran, run_marked};
-use super::batch::{Executor, Local, Wake};
+use super::batch::{Attempt, Executor, Local, Wake, attempt_of};
 use super::error::{Stopped, Unrunnable};
 use super::halt::Halt;
 use std::collections::HashMap;
@@ -94,7 +94,7 @@ impl Executor {
                 let mut l = self.local();
                 l.claiming = false;
                 // It may have committed all the same.
-                l.strays.get_or_insert_default();
+                l.claim_lost();
                 drop(l);
                 tracing::warn!(message = "Ready actions cannot be claimed from the repository now; trying again.", error = %e);
                 return;
@@ -113,10 +113,7 @@ impl Executor {
                 .or_insert_with(|| self.info_of(c.instance));
         }
         // Each claimed action holds its slot before the host counts as idle again.
-        let slots: Vec<(Slot, Arc<Halt>)> = claimed
-            .iter()
-            .map(|c| Slot::take(self, c.instance, c.action))
-            .collect();
+        let slots: Vec<(Slot, Arc<Halt>)> = claimed.iter().map(|c| Slot::take(self, c)).collect();
         self.local().claiming = false;
         for (c, (slot, halt)) in claimed.into_iter().zip(slots) {
             let info = infos
@@ -223,7 +220,7 @@ impl Executor {
                 let Some((next, next_epoch)) = me.finished(&c, &ran, true) else {
                     return;
                 };
-                halt = slot.pass(next.instance, next.action);
+                halt = slot.pass(&next);
                 before = Some(c.instance);
                 (c, epoch) = (next, next_epoch);
             }
@@ -349,24 +346,24 @@ fn count(registry: &Registry, c: &Claimed, ran: &Ran, took: Duration) {
 /// whatever ended the action, a panic or a thread that could not start included.
 struct Slot {
     exec: Arc<Executor>,
-    instance: i64,
-    action: i64,
+    /// The attempt the slot holds.
+    held: Attempt,
 }
 
 impl Slot {
-    /// Takes a slot for `action` of `instance`, with the instance's halt.
-    pub(super) fn take(exec: &Arc<Executor>, instance: i64, action: i64) -> (Slot, Arc<Halt>) {
+    /// Takes a slot for the claimed attempt `c`, with its instance's halt.
+    pub(super) fn take(exec: &Arc<Executor>, c: &Claimed) -> (Slot, Arc<Halt>) {
+        let held = attempt_of(c);
         let halt = {
             let mut l = exec.local();
             l.running += 1;
-            l.held.insert((instance, action));
-            join(&mut l, instance)
+            l.held.insert(held);
+            join(&mut l, c.instance)
         };
         (
             Slot {
                 exec: Arc::clone(exec),
-                instance,
-                action,
+                held,
             },
             halt,
         )
@@ -375,14 +372,13 @@ impl Slot {
     /// The slot passes to an action of `instance` (the next its thread runs) without being
     /// given back: the host's count of running actions stays, and the worker is not rung.
     /// Answers the instance's halt.
-    fn pass(&mut self, instance: i64, action: i64) -> Arc<Halt> {
+    fn pass(&mut self, next: &Claimed) -> Arc<Halt> {
         let mut l = self.exec.local();
-        let halt = join(&mut l, instance);
-        leave(&mut l, self.instance);
-        l.held.remove(&(self.instance, self.action));
-        l.held.insert((instance, action));
-        self.instance = instance;
-        self.action = action;
+        let halt = join(&mut l, next.instance);
+        leave(&mut l, self.held.0);
+        l.held.remove(&self.held);
+        self.held = attempt_of(next);
+        l.held.insert(self.held);
         halt
     }
 }
@@ -392,8 +388,8 @@ impl Drop for Slot {
         {
             let mut l = self.exec.local();
             l.running = l.running.saturating_sub(1);
-            l.held.remove(&(self.instance, self.action));
-            leave(&mut l, self.instance);
+            l.held.remove(&self.held);
+            leave(&mut l, self.held.0);
         }
         self.exec.wake.ring();
     }
