@@ -224,8 +224,14 @@ impl Repository {
                 None => Ok(false),
             })?;
         // The plans this deploy committed, parsed for their sheets' first runs (after the
-        // commit, outside the deploy's lock).
-        for (sheet, version, text) in new_plans.into_inner().into_iter().filter(|_| committed) {
+        // commit, outside the deploy's lock), where parsing them at a run would cost it more
+        // than a millisecond: a small sheet's plans parse in microseconds, which a deploy
+        // would pay for every sheet.
+        for (sheet, version, text) in new_plans
+            .into_inner()
+            .into_iter()
+            .filter(|(_, _, text)| committed && text.len() >= PARSED_AT_DEPLOY)
+        {
             if let Err(e) = self.plans.plans(sheet, Some(version), text, |t| {
                 instances::parse_plans(sheet, t)
             }) {
@@ -420,6 +426,9 @@ impl InstanceStore for Repository {
         self.with(|c| work::running_on(c, host))
     }
 }
+
+/// The size of stored plans from which a deploy keeps them parsed (some 200 actions).
+const PARSED_AT_DEPLOY: usize = 64 << 10;
 
 impl SheetStore for Repository {
     fn node(&self, id: i64) -> Result<Option<(i64, i64)>> {

@@ -588,9 +588,9 @@ fn the_change_feed_listens_where_the_triggers_notify() {
     );
 }
 
-/// A sheet's plans are kept parsed once its deploy commits them, at the deploy's number,
-/// so its first run does not parse them; a deploy rolled back keeps nothing. A run reads
-/// the stored version, and the text only when the version differs.
+/// A large sheet's plans are kept parsed once its deploy commits them, at the deploy's
+/// number, so its first run does not parse them; a deploy rolled back keeps nothing. A
+/// run reads the stored version, and the text only when the version differs.
 #[test]
 fn a_deploy_keeps_its_sheet_s_plans_parsed_for_the_first_run() {
     use crate::store::SheetStore as _;
@@ -610,7 +610,8 @@ fn a_deploy_keeps_its_sheet_s_plans_parsed_for_the_first_run() {
     let path = dir.path().join("r.db");
     let repo = Repository::open(&path).expect("open");
     // Rolled back: nothing is kept.
-    let first = doc("SELECT 1");
+    // Large: past the size from which a deploy parses them.
+    let first = doc(&format!("SELECT 1 -- {}", "x".repeat(70 << 10)));
     repo.write(|w| {
         w.folder(&first.folders[0])?;
         w.sheet(&first.sheets[0])?;
@@ -641,7 +642,7 @@ fn a_deploy_keeps_its_sheet_s_plans_parsed_for_the_first_run() {
     assert!(std::sync::Arc::ptr_eq(&a, &b), "the version decides");
     // Another version: the text is read and parsed.
     conn.execute(
-        "UPDATE plans_versions SET version = version + 1 WHERE sheet_id = 1",
+        "UPDATE plans_versions SET version = version + 1000 WHERE sheet_id = 1",
         [],
     )
     .expect("by hand");
