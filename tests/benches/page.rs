@@ -59,7 +59,7 @@ fn fill(home: &std::path::Path) -> i64 {
     let big = tx.last_insert_rowid();
     {
         let mut add = tx
-            .prepare("INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state, started_at, ended_at, rows_written, log) VALUES (?1, ?2, ?3, ?4, 'Sql', '{}', ?5, 'F', ?6, ?7, 100, ?8)")
+            .prepare("INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, depends_on, state, started_at, ended_at, rows_written, log) VALUES (?1, ?2, ?3, ?4, 'Sql', ?5, 'F', ?6, ?7, 100, ?8)")
             .expect("prepare");
         for a in 0..ACTIONS {
             let layer = a / 100;

@@ -10,7 +10,8 @@
 
 /// An action's first target connection has committed; the repository has not recorded it.
 pub const AFTER_TARGET_COMMIT: &str = "after_target_commit";
-/// An action's module has run; its target connections have not committed yet.
+/// An action's module has run; its target connections have not committed yet (also
+/// `before_target_commit@ACTION`, for one action: [`hit_for`]).
 pub const BEFORE_TARGET_COMMIT: &str = "before_target_commit";
 
 /// The repository committed an action's end with the claim of the next action, and its
@@ -40,6 +41,27 @@ pub fn hit(point: &str) {
 #[cfg(not(any(test, feature = "fault-injection")))]
 #[inline(always)]
 pub fn hit(_point: &str) {}
+
+/// [`hit`] at a point that concerns one action: `WEFT_FAULT` names `point` for every
+/// action, or `point@ACTION` for action `action` alone (so that a test stops at the action
+/// that matters, not at the ones before it).
+#[cfg(any(test, feature = "fault-injection"))]
+pub fn hit_for(point: &str, action: i64) {
+    let Some(armed) = armed() else { return };
+    let named = armed
+        .strip_prefix(point)
+        .and_then(|rest| rest.strip_prefix('@'))
+        .and_then(|id| id.parse::<i64>().ok());
+    if armed == point || named == Some(action) {
+        eprintln!("weft: WEFT_FAULT={armed}: stopping the process here");
+        std::process::abort();
+    }
+}
+
+/// Nothing: this build has no fault points (see the module's words).
+#[cfg(not(any(test, feature = "fault-injection")))]
+#[inline(always)]
+pub fn hit_for(_point: &str, _action: i64) {}
 
 /// Whether the process lives through the fault `point` now: `point` is the one
 /// `WEFT_FAULT` names, and this is its first hit.

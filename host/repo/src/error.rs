@@ -70,6 +70,10 @@ pub enum Error {
     /// A row changed between reading and writing it (the transaction was rolled back).
     #[error("changed meanwhile: {0}")]
     Conflict(String),
+    /// A new instance would run plans of this sheet that a deploy replaced (and no instance
+    /// kept) since they were read: the instance was not stored; read the plans again.
+    #[error("sheet {0} was deployed again while a run of it started")]
+    Redeployed(i64),
     /// A backend did not run the work it was given exactly once: a bug of weft's, named as
     /// such rather than hidden.
     #[error("the repository backend did not run {0}")]

@@ -54,7 +54,10 @@ pub fn record(tx: &dyn Session, sheet: Option<i64>, clear: &[i64], rows: &[FlowR
 /// A repository error.
 pub fn unrecorded(tx: &dyn Session) -> Result<Vec<(i64, Option<String>)>> {
     tx.rows(
-        "SELECT id, plans FROM sheets WHERE flow_recorded IS NULL ORDER BY id",
+        "SELECT s.id, p.plans FROM sheets s
+         LEFT JOIN plans_versions v ON v.sheet_id = s.id
+         LEFT JOIN sheet_plans p ON p.sheet_id = s.id AND p.version = v.version
+         WHERE s.flow_recorded IS NULL ORDER BY s.id",
         args![],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )

@@ -5,7 +5,7 @@
 use crate::error::{Error, Result, now_utc};
 use crate::model::{
     ActionRow, ActionState, InstanceFilter, InstanceRow, InstanceState, InstanceSummary,
-    LATE_AFTER_SECONDS, NewInstance, SheetPlan,
+    LATE_AFTER_SECONDS, NewInstance, SheetPlans,
 };
 use crate::sql::{Param, Row, Session, ToParam as _, args, insert_rows};
 
@@ -42,21 +42,25 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
         .ok_or_else(|| Error::Corrupt("a new batch instance got no id".to_owned()))?;
     // Every action and every dependency in a few multi-row statements (sql::insert_rows):
     // a run of 10,000 actions is stored in about 80 statements, not 20,000.
-    let mut texts: Vec<(String, String, usize)> = Vec::with_capacity(new.actions.len());
+    let mut texts: Vec<(String, usize)> = Vec::with_capacity(new.actions.len());
     let mut all_deps: Vec<(i64, i64)> = Vec::new();
+    // The version of each sheet's plans the instance runs (one per sheet).
+    let mut versions: std::collections::BTreeMap<i64, i64> = std::collections::BTreeMap::new();
     for a in &new.actions {
         let mut depends_on = a.depends_on.clone();
         depends_on.sort_unstable();
         depends_on.dedup();
         all_deps.extend(depends_on.iter().map(|d| (a.action_id, *d)));
-        texts.push((
-            a.plan.get().to_owned(),
-            json(&depends_on)?,
-            depends_on.len(),
-        ));
+        texts.push((json(&depends_on)?, depends_on.len()));
+        if *versions.entry(a.sheet_id).or_insert(a.plan_version) != a.plan_version {
+            return Err(Error::Corrupt(format!(
+                "a new batch instance names two versions of sheet {}'s plans",
+                a.sheet_id
+            )));
+        }
     }
-    let mut rows = Vec::with_capacity(new.actions.len() * 9);
-    for (a, (plan, deps, waits)) in new.actions.iter().zip(&texts) {
+    let mut rows = Vec::with_capacity(new.actions.len() * 8);
+    for (a, (deps, waits)) in new.actions.iter().zip(&texts) {
         let state = if *waits == 0 {
             ActionState::Waiting
         } else {
@@ -68,7 +72,6 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
             Param::Int(a.sheet_id),
             a.name.to_param(),
             a.module.to_param(),
-            plan.to_param(),
             deps.to_param(),
             state.code().to_param(),
             Param::Int(*waits as i64),
@@ -76,8 +79,8 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
     }
     insert_rows(
         conn,
-        "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state, waits_for)",
-        9,
+        "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, depends_on, state, waits_for)",
+        8,
         rows,
     )?;
     let mut rows = Vec::with_capacity(all_deps.len() * 3);
@@ -90,17 +93,27 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
         3,
         rows,
     )?;
-    let sheets: std::collections::BTreeSet<i64> = new.actions.iter().map(|a| a.sheet_id).collect();
-    let rows = sheets
-        .into_iter()
-        .flat_map(|sheet| [Param::Int(sheet), Param::Int(id)])
+    let rows = versions
+        .iter()
+        .flat_map(|(sheet, version)| [Param::Int(*sheet), Param::Int(id), Param::Int(*version)])
         .collect();
     insert_rows(
         conn,
-        "INSERT INTO instance_sheets (sheet_id, instance_id)",
-        2,
+        "INSERT INTO instance_sheets (sheet_id, instance_id, version)",
+        3,
         rows,
     )?;
+    // The plans it runs are still kept: a deploy since they were read keeps only the
+    // plans some instance runs (the caller reads them again and starts once more).
+    let gone: Option<i64> = conn.value(
+        "SELECT i.sheet_id FROM instance_sheets i WHERE i.instance_id = ?1 AND NOT EXISTS (
+             SELECT 1 FROM sheet_plans p WHERE p.sheet_id = i.sheet_id AND p.version = i.version)
+         LIMIT 1",
+        args![id],
+    )?;
+    if let Some(sheet) = gone {
+        return Err(Error::Redeployed(sheet));
+    }
     Ok(id)
 }
 
@@ -210,7 +223,7 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
         })?,
     };
     let actions = conn.rows(
-        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, plan, attempt, unmarked, rows_deleted, host
+        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, attempt, unmarked, rows_deleted, host
          FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
         args![instance],
         |r| {
@@ -227,17 +240,14 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
                     rows_read: r.get(7)?,
                     rows_written: r.get(8)?,
                     rows_updated: r.get(9)?,
-                    rows_deleted: r.get(16)?,
+                    rows_deleted: r.get(15)?,
                     error: r.get(10)?,
                     log: r.get::<String>(11)?.lines().map(str::to_owned).collect(),
                     depends_on: serde_json::from_str(&r.get::<String>(12)?).unwrap_or_default(),
-                    plan: serde_json::from_str(&r.get::<String>(13)?).map_err(|e| {
-                        format!("its stored plan cannot be read ({e}); deploy its sheet again")
-                    }),
-                    attempt: r.get(14)?,
-                    host: r.get(17)?,
+                    attempt: r.get(13)?,
+                    host: r.get(16)?,
                     unmarked: r
-                        .get::<Option<String>>(15)?
+                        .get::<Option<String>>(14)?
                         .and_then(|t| serde_json::from_str(&t).ok())
                         .unwrap_or_default(),
                 },
@@ -528,25 +538,27 @@ pub fn connection_schemas(conn: &dyn Session) -> Result<std::collections::BTreeM
         .collect())
 }
 
-/// Sheet `id`'s stored plans: their version (the deploy that wrote them; `None` for plans
-/// stored before schema version 13), and their text unless their version is `known`;
-/// `None` when there is no such sheet.
+/// Sheet `id`'s current plans: their version (the number of the deploy that stored them),
+/// and their text unless that version is `known`; `None` when there is no such sheet.
 ///
 /// # Errors
 ///
-/// A repository error; [`Error::Corrupt`] when the sheet has none (stored by an older weft).
+/// A repository error; [`Error::Corrupt`] when the sheet has none (stored by an older weft
+/// from a definition the upgrade could not read).
 pub fn plans_text(
     conn: &dyn Session,
     id: i64,
     known: Option<i64>,
-) -> Result<Option<(Option<i64>, Option<String>)>> {
-    // Deploy numbers start at 1: 0 is no version. The plans are not touched when the
-    // version is known.
+) -> Result<Option<(i64, Option<String>)>> {
+    // Deploy numbers start at 1 (0 names plans stored before schema version 13): -1 is no
+    // version. The plans are not touched when the version is known.
     let row = conn.row(
-        "SELECT v.version, CASE WHEN v.version = ?2 THEN NULL ELSE s.plans END,
-                CASE WHEN v.version = ?2 THEN 0 WHEN s.plans IS NULL THEN 1 ELSE 0 END
-         FROM sheets s LEFT JOIN plans_versions v ON v.sheet_id = s.id WHERE s.id = ?1",
-        args![id, known.unwrap_or(0)],
+        "SELECT v.version, CASE WHEN v.version = ?2 THEN NULL ELSE p.plans END,
+                CASE WHEN v.version = ?2 THEN 0 WHEN p.plans IS NULL THEN 1 ELSE 0 END
+         FROM sheets s LEFT JOIN plans_versions v ON v.sheet_id = s.id
+         LEFT JOIN sheet_plans p ON p.sheet_id = s.id AND p.version = v.version
+         WHERE s.id = ?1",
+        args![id, known.unwrap_or(-1)],
         |r| {
             Ok((
                 r.get::<Option<i64>>(0)?,
@@ -557,34 +569,35 @@ pub fn plans_text(
     )?;
     match row {
         None => Ok(None),
-        Some((_, _, true)) => Err(Error::Corrupt(format!(
+        Some((Some(version), text, false)) => Ok(Some((version, text))),
+        Some(_) => Err(Error::Corrupt(format!(
             "sheet {id} was stored by an older weft and its definition could not be read when the repository was upgraded; deploy it again"
         ))),
-        Some((version, text, false)) => Ok(Some((version, text))),
     }
 }
 
-/// Sheet `id`'s plans read from their stored `text`, each with its own text (an instance
-/// stores it as it is).
+/// The text of sheet `id`'s plans at `version`, if they are kept (the current version, and
+/// every version an instance runs, are).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn plans_at(conn: &dyn Session, id: i64, version: i64) -> Result<Option<String>> {
+    conn.value(
+        "SELECT plans FROM sheet_plans WHERE sheet_id = ?1 AND version = ?2",
+        args![id, version],
+    )
+}
+
+/// Sheet `id`'s plans read from their stored `text`.
 ///
 /// # Errors
 ///
 /// [`Error::Corrupt`] when they cannot be read.
-pub fn parse_plans(id: i64, text: &str) -> Result<Vec<SheetPlan>> {
-    let unreadable = |e: serde_json::Error| {
-        Error::Corrupt(format!("sheet {id}: its stored plans cannot be read: {e}"))
-    };
-    let texts: Vec<Box<serde_json::value::RawValue>> =
-        serde_json::from_str(text).map_err(unreadable)?;
-    texts
-        .into_iter()
-        .map(|text| {
-            Ok(SheetPlan {
-                plan: serde_json::from_str(text.get()).map_err(unreadable)?,
-                text,
-            })
-        })
-        .collect()
+pub fn parse_plans(id: i64, text: &str) -> Result<SheetPlans> {
+    serde_json::from_str(text)
+        .map(SheetPlans::new)
+        .map_err(|e| Error::Corrupt(format!("sheet {id}: its stored plans cannot be read: {e}")))
 }
 
 /// The sheets in folder `id` and every folder below it, by order key.

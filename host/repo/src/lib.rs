@@ -54,8 +54,9 @@
 //!   `postgresql` puts the repository into that database, else it is `HOME/repository.db`).
 //!   It alone implements the store traits, each method running the shared statements on the
 //!   backend's `Session` (`with` outside a transaction, `tx` in one), and keeps the sheets'
-//!   plans parsed between runs (`repo::plans_cache`: the stored text is read and compared at
-//!   every run, only the parse is saved); the backend is a
+//!   plans parsed by sheet and version (`repo::plans_cache`: a run reads the current version,
+//!   a claim finds its action's plan at the version its instance runs, and a version's text
+//!   is read and parsed once while it stays kept); the backend is a
 //!   `Box<dyn repo::backend::Backend>`, a trait both backends implement.
 //! - `repo::browse`: what the web page reads of the deployed repository (the folder tree, a
 //!   sheet with its nodes and edges as drawn, the scheduled batches with their missed starts,

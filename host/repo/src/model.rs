@@ -25,20 +25,36 @@ pub struct NewAction {
     pub name: String,
     /// Its module.
     pub module: String,
-    /// The plan (module, text, attributes, objects) as the JSON text the sheet stored it
-    /// in, stored with the instance as it is (not written again).
-    pub plan: Box<serde_json::value::RawValue>,
+    /// The version of its sheet's plans it runs (the number of the deploy that stored
+    /// them): the instance keeps no copy of its own, it names them.
+    pub plan_version: i64,
     /// The actions it waits for.
     pub depends_on: Vec<i64>,
 }
 
-/// One action's plan as its sheet stores it: the plan, and the JSON text it was read from.
-#[derive(Debug, Clone)]
-pub struct SheetPlan {
-    /// The plan.
-    pub plan: ActionPlan,
-    /// Its stored text.
-    pub text: Box<serde_json::value::RawValue>,
+/// A sheet's plans at one version, as runs read them: in the sheet's order, and by action.
+#[derive(Debug, Clone, Default)]
+pub struct SheetPlans {
+    plans: Vec<ActionPlan>,
+    by_id: std::collections::HashMap<i64, usize>,
+}
+
+impl SheetPlans {
+    /// `plans`, found by action too.
+    pub fn new(plans: Vec<ActionPlan>) -> Self {
+        let by_id = plans.iter().enumerate().map(|(i, p)| (p.id, i)).collect();
+        SheetPlans { plans, by_id }
+    }
+
+    /// Every plan, in the sheet's order.
+    pub fn plans(&self) -> &[ActionPlan] {
+        &self.plans
+    }
+
+    /// Action `id`'s plan.
+    pub fn get(&self, id: i64) -> Option<&ActionPlan> {
+        self.by_id.get(&id).and_then(|i| self.plans.get(*i))
+    }
 }
 
 /// A new instance (stored `waiting` until a host claims one of its actions).
@@ -87,8 +103,6 @@ pub struct ActionRow {
     pub log: Vec<String>,
     /// The actions it waits for.
     pub depends_on: Vec<i64>,
-    /// The plan stored with the instance, or why it cannot be read.
-    pub plan: Result<ActionPlan, String>,
     /// How many times it was started (the commit marker names the attempt).
     pub attempt: i64,
     /// The connections its current attempt writes without a commit marker.

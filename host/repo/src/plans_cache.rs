@@ -1,21 +1,21 @@
-//! The sheets' stored plans as runs read them, kept parsed between runs: a run of a sheet
-//! of 10,000 actions reads 3 MB of plans, and parsing them cost more than the rest of its
-//! start. A deploy puts in the plans it committed, so a sheet's first run after its deploy
-//! parses nothing either. Each entry keeps the plans' version (`plans_versions`, the
-//! number of the deploy that wrote them: a deploy on any host gives a new one): a run reads
-//! the stored version, and the stored text only when the versions differ; plans stored
-//! without a version (by a weft before schema version 13) are compared by their text. At
-//! most [`MOST_BYTES`] of text are kept, the least recently used sheet going first.
+//! The sheets' stored plans as runs read them, kept parsed by sheet and version: a run of a
+//! sheet of 10,000 actions reads 3 MB of plans, and parsing them cost more than the rest of
+//! its start. A version is the number of the deploy that stored the plans (`sheet_plans`),
+//! and the plans of a version never change, so what is kept is never stale: a run reads the
+//! sheet's current version and parses its text only when that version is not kept, and an
+//! action's claim finds its plan at the version its instance runs. A deploy puts in the
+//! large plans it committed, so a sheet's first run after its deploy parses nothing either.
+//! At most [`MOST_BYTES`] of text are kept, the least recently used version going first.
 
 use crate::error::Result;
-use crate::model::SheetPlan;
+use crate::model::SheetPlans;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The most text of plans kept (the parsed plans take some three times as much).
 pub const MOST_BYTES: usize = 16 << 20;
 
-/// Parsed plans by sheet, with the text they were parsed from.
+/// Parsed plans by sheet and version.
 #[derive(Debug, Default)]
 pub struct PlansCache {
     kept: Mutex<Kept>,
@@ -23,40 +23,41 @@ pub struct PlansCache {
 
 #[derive(Debug, Default)]
 struct Kept {
-    sheets: HashMap<i64, Entry>,
+    versions: HashMap<(i64, i64), Entry>,
     bytes: usize,
     clock: u64,
 }
 
 #[derive(Debug)]
 struct Entry {
-    version: Option<i64>,
-    text: String,
-    plans: Arc<Vec<SheetPlan>>,
+    bytes: usize,
+    plans: Arc<SheetPlans>,
     used: u64,
 }
 
 impl PlansCache {
-    /// The version of the plans kept for sheet `id`, if any are kept with one.
-    pub fn version(&self, id: i64) -> Option<i64> {
-        self.lock().sheets.get(&id).and_then(|e| e.version)
+    /// The newest version of sheet `id`'s plans kept, if any is.
+    pub fn newest(&self, id: i64) -> Option<i64> {
+        self.lock()
+            .versions
+            .keys()
+            .filter(|(sheet, _)| *sheet == id)
+            .map(|(_, version)| *version)
+            .max()
     }
 
     /// The plans kept for sheet `id` at `version`, if they still are.
-    pub fn at(&self, id: i64, version: i64) -> Option<Arc<Vec<SheetPlan>>> {
+    pub fn at(&self, id: i64, version: i64) -> Option<Arc<SheetPlans>> {
         let mut kept = self.lock();
         kept.clock += 1;
         let now = kept.clock;
-        let e = kept
-            .sheets
-            .get_mut(&id)
-            .filter(|e| e.version == Some(version))?;
+        let e = kept.versions.get_mut(&(id, version))?;
         e.used = now;
         Some(Arc::clone(&e.plans))
     }
 
-    /// The plans of sheet `id` stored as `text` at `version`: those parsed before from the
-    /// same text, or `parse(text)`, then kept.
+    /// The plans of sheet `id` at `version`, stored as `text`: those kept, or `parse(text)`,
+    /// then kept.
     ///
     /// # Errors
     ///
@@ -64,52 +65,40 @@ impl PlansCache {
     pub fn plans(
         &self,
         id: i64,
-        version: Option<i64>,
-        text: String,
-        parse: impl FnOnce(&str) -> Result<Vec<SheetPlan>>,
-    ) -> Result<Arc<Vec<SheetPlan>>> {
-        {
-            let mut kept = self.lock();
-            kept.clock += 1;
-            let now = kept.clock;
-            if let Some(e) = kept.sheets.get_mut(&id)
-                && e.text == text
-            {
-                e.used = now;
-                e.version = version;
-                return Ok(Arc::clone(&e.plans));
-            }
+        version: i64,
+        text: &str,
+        parse: impl FnOnce(&str) -> Result<SheetPlans>,
+    ) -> Result<Arc<SheetPlans>> {
+        if let Some(plans) = self.at(id, version) {
+            return Ok(plans);
         }
         // Parsed without the lock: other runs go on meanwhile.
-        let plans = Arc::new(parse(&text)?);
-        if text.len() <= MOST_BYTES {
+        let plans = Arc::new(parse(text)?);
+        let bytes = text.len();
+        if bytes <= MOST_BYTES {
             let mut kept = self.lock();
             let used = kept.clock;
-            let bytes = text.len();
-            if let Some(old) = kept.sheets.insert(
-                id,
-                Entry {
-                    version,
-                    text,
-                    plans: Arc::clone(&plans),
-                    used,
-                },
-            ) {
-                kept.bytes -= old.text.len();
+            let new = Entry {
+                bytes,
+                plans: Arc::clone(&plans),
+                used,
+            };
+            if let Some(old) = kept.versions.insert((id, version), new) {
+                kept.bytes -= old.bytes;
             }
             kept.bytes += bytes;
             while kept.bytes > MOST_BYTES {
                 let Some(oldest) = kept
-                    .sheets
+                    .versions
                     .iter()
-                    .filter(|(sheet, _)| **sheet != id)
+                    .filter(|(key, _)| **key != (id, version))
                     .min_by_key(|(_, e)| e.used)
-                    .map(|(sheet, _)| *sheet)
+                    .map(|(key, _)| *key)
                 else {
                     break;
                 };
-                if let Some(gone) = kept.sheets.remove(&oldest) {
-                    kept.bytes -= gone.text.len();
+                if let Some(gone) = kept.versions.remove(&oldest) {
+                    kept.bytes -= gone.bytes;
                 }
             }
         }
@@ -120,11 +109,11 @@ impl PlansCache {
         self.kept.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// How many sheets and bytes of text are kept.
+    /// How many versions and bytes of text are kept.
     #[cfg(test)]
     pub(crate) fn size(&self) -> (usize, usize) {
         let kept = self.lock();
-        (kept.sheets.len(), kept.bytes)
+        (kept.versions.len(), kept.bytes)
     }
 }
 
@@ -133,7 +122,7 @@ mod tests {
     use super::*;
     use std::cell::Cell;
 
-    fn parsed(text: &str) -> Result<Vec<SheetPlan>> {
+    fn parsed(text: &str) -> Result<SheetPlans> {
         crate::instances::parse_plans(1, text)
     }
 
@@ -141,43 +130,43 @@ mod tests {
     const OTHER: &str = r#"[{"id": 8, "name": "b", "module": "Sql", "text": "SELECT 2", "attributes": [], "sources": [], "targets": []}]"#;
 
     #[test]
-    fn the_same_text_is_parsed_once_and_another_text_again() {
+    fn a_version_is_parsed_once_and_each_version_kept_apart() {
         let cache = PlansCache::default();
         let parses = Cell::new(0);
         let parse = |t: &str| {
             parses.set(parses.get() + 1);
             parsed(t)
         };
-        let a = cache.plans(1, None, ONE.to_owned(), parse).expect("first");
-        let b = cache.plans(1, None, ONE.to_owned(), parse).expect("again");
+        let a = cache.plans(1, 4, ONE, parse).expect("first");
+        let b = cache.plans(1, 4, ONE, parse).expect("again");
         assert!(Arc::ptr_eq(&a, &b), "kept");
         assert_eq!(parses.get(), 1);
-        assert_eq!(cache.version(1), None);
-        // Redeployed: the text differs, the plans are read again.
-        let c = cache
-            .plans(1, Some(5), OTHER.to_owned(), parse)
-            .expect("changed");
+        // Redeployed: a new version, parsed, and the old one still kept for the runs of it.
+        let c = cache.plans(1, 5, OTHER, parse).expect("changed");
         assert_eq!(parses.get(), 2);
-        assert_eq!(c[0].plan.id, 8);
-        assert_eq!(cache.size(), (1, OTHER.len()));
-        // Found by their version, and only by it.
-        assert_eq!(cache.version(1), Some(5));
+        assert_eq!(c.plans()[0].id, 8);
+        assert_eq!(c.get(8).map(|p| p.name.as_str()), Some("b"));
+        assert!(c.get(7).is_none());
+        assert_eq!(cache.size(), (2, ONE.len() + OTHER.len()));
         assert!(cache.at(1, 5).is_some_and(|p| Arc::ptr_eq(&p, &c)));
-        assert!(cache.at(1, 4).is_none());
+        assert!(cache.at(1, 4).is_some_and(|p| Arc::ptr_eq(&p, &a)));
+        assert!(cache.at(1, 3).is_none());
+        assert_eq!(cache.newest(1), Some(5));
+        assert_eq!(cache.newest(2), None);
         assert!(cache.at(2, 5).is_none());
     }
 
     #[test]
     fn an_unreadable_text_is_an_error_and_nothing_is_kept() {
         let cache = PlansCache::default();
-        assert!(cache.plans(1, Some(1), "[{".to_owned(), parsed).is_err());
+        assert!(cache.plans(1, 1, "[{", parsed).is_err());
         assert_eq!(cache.size(), (0, 0));
     }
 
     #[test]
-    fn past_the_most_bytes_the_least_recently_used_sheet_goes() {
+    fn past_the_most_bytes_the_least_recently_used_version_goes() {
         let cache = PlansCache::default();
-        // Three sheets of a little over a third of the bound each: the third pushes the
+        // Three versions of a little over a third of the bound each: the third pushes the
         // least recently used of the first two out.
         let big = |id: i64| {
             let filler = "x".repeat(MOST_BYTES / 3);
@@ -185,16 +174,16 @@ mod tests {
                 r#"[{{"id": {id}, "name": "{filler}", "module": "Sql", "text": null, "attributes": [], "sources": [], "targets": []}}]"#
             )
         };
-        cache.plans(1, None, big(1), parsed).expect("1");
-        cache.plans(2, None, big(2), parsed).expect("2");
+        cache.plans(1, 1, &big(1), parsed).expect("1");
+        cache.plans(2, 1, &big(2), parsed).expect("2");
+        assert!(cache.at(1, 1).is_some(), "1 again: now the more recent");
         cache
-            .plans(1, None, big(1), parsed)
-            .expect("1 again: now the more recent");
-        cache.plans(3, None, big(3), parsed).expect("3");
+            .plans(1, 2, &big(3), parsed)
+            .expect("sheet 1, version 2");
         let kept = cache.lock();
-        let mut ids: Vec<i64> = kept.sheets.keys().copied().collect();
-        ids.sort_unstable();
-        assert_eq!(ids, [1, 3]);
+        let mut keys: Vec<(i64, i64)> = kept.versions.keys().copied().collect();
+        keys.sort_unstable();
+        assert_eq!(keys, [(1, 1), (1, 2)]);
         assert!(kept.bytes <= MOST_BYTES);
     }
 }

@@ -7,14 +7,14 @@
 use super::backend::Backend;
 use super::error::{Error, Result};
 use super::model::{
-    ActionEnd, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted,
+    ActionEnd, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted, SheetPlans,
 };
 use super::plans_cache::PlansCache;
 use super::postgres::{self, Postgres};
 use super::sql::Session;
 use super::sqlite::Sqlite;
 use super::store::{Created, DeployWriter, InstanceStore, SheetStore};
-use super::work::{self, Claimed, Ended, Halted, HostRow, InstanceInfo, Settle};
+use super::work::{self, Claimed, Ended, Halted, HostRow, InstanceInfo, Pinned, Settle};
 use super::writer::Writer;
 use super::{instances, schedules};
 use std::path::Path;
@@ -109,6 +109,68 @@ impl Repository {
         if let Some(s) = self.backend.sqlite() {
             s.set_busy_timeout(patience);
         }
+    }
+
+    /// Claimed actions with their plans, found at the version of its sheet's plans each
+    /// instance runs (kept parsed, or read on `c` and kept). An action whose plans cannot be
+    /// read carries why: it fails, the others run.
+    ///
+    /// # Errors
+    ///
+    /// A repository error while reading plans.
+    fn with_plans(&self, c: &dyn Session, pinned: Vec<Pinned>) -> Result<Vec<Claimed>> {
+        pinned
+            .into_iter()
+            .map(|p| {
+                let plan = match p.version {
+                    None => Err(format!(
+                        "its batch instance names no version of sheet {}'s plans",
+                        p.sheet
+                    )),
+                    Some(v) => self.plans_at(c, p.sheet, v)?.and_then(|plans| {
+                        plans.get(p.action).cloned().ok_or_else(|| {
+                            format!(
+                                "sheet {}'s plans (version {v}) have no plan for it",
+                                p.sheet
+                            )
+                        })
+                    }),
+                };
+                Ok(Claimed {
+                    instance: p.instance,
+                    action: p.action,
+                    attempt: p.attempt,
+                    plan,
+                    unmarked: p.unmarked,
+                })
+            })
+            .collect()
+    }
+
+    /// Sheet `sheet`'s plans at `version`, kept parsed, or read on `c` (the inner `Err`
+    /// says why they cannot be had).
+    ///
+    /// # Errors
+    ///
+    /// A repository error while reading them.
+    fn plans_at(
+        &self,
+        c: &dyn Session,
+        sheet: i64,
+        version: i64,
+    ) -> Result<std::result::Result<Arc<SheetPlans>, String>> {
+        if let Some(plans) = self.plans.at(sheet, version) {
+            return Ok(Ok(plans));
+        }
+        let Some(text) = instances::plans_at(c, sheet, version)? else {
+            return Ok(Err(format!(
+                "sheet {sheet}'s plans of version {version} are no longer stored"
+            )));
+        };
+        Ok(self
+            .plans
+            .plans(sheet, version, &text, |t| instances::parse_plans(sheet, t))
+            .map_err(|e| format!("{e}; deploy its sheet again")))
     }
 
     /// The instances of `claimed` (but `running`) start running, after their claim, in a
@@ -232,9 +294,10 @@ impl Repository {
             .into_iter()
             .filter(|(_, _, text)| committed && text.len() >= PARSED_AT_DEPLOY)
         {
-            if let Err(e) = self.plans.plans(sheet, Some(version), text, |t| {
-                instances::parse_plans(sheet, t)
-            }) {
+            if let Err(e) = self
+                .plans
+                .plans(sheet, version, &text, |t| instances::parse_plans(sheet, t))
+            {
                 tracing::warn!(message = "The plans a deploy stored cannot be read back; its runs will say so.", sheet_id = sheet, error = %e);
             }
         }
@@ -272,6 +335,15 @@ impl InstanceStore for Repository {
         // On PostgreSQL, instances are created one at a time, so that hosts counting the
         // waiting ones at once never pass the limit together.
         self.tx_locked(postgres::INSTANCE_LOCK, |c| {
+            // No deploy runs beside on PostgreSQL (deploys hold its lock alone), so that the
+            // plans the instance runs are not replaced unseen while it is stored (SQLite's
+            // one writer is that lock already).
+            if c.dialect() == crate::sql::Dialect::Postgres {
+                c.execute(
+                    "SELECT pg_advisory_xact_lock_shared(?1)",
+                    crate::sql::args![postgres::DEPLOY_LOCK],
+                )?;
+            }
             let waiting = work::waiting(c)?;
             if waiting >= max_waiting as i64 {
                 return Ok(Created::Busy(waiting));
@@ -325,7 +397,10 @@ impl InstanceStore for Repository {
     }
 
     fn claim(&self, host: &str, limit: usize) -> Result<Vec<Claimed>> {
-        let claimed = self.tx(|c| work::claim(c, host, limit))?;
+        let claimed = self.tx(|c| {
+            let pinned = work::claim(c, host, limit)?;
+            self.with_plans(c, pinned)
+        })?;
         self.mark_running(&claimed, None);
         Ok(claimed)
     }
@@ -344,7 +419,8 @@ impl InstanceStore for Repository {
             // The claim last: on PostgreSQL it locks action rows after the instance's row,
             // and skips the rows others hold, so it waits for no one.
             let claimed = if ended.recorded && claim > 0 {
-                work::claim(c, host, claim)?
+                let pinned = work::claim(c, host, claim)?;
+                self.with_plans(c, pinned)?
             } else {
                 Vec::new()
             };
@@ -408,7 +484,10 @@ impl InstanceStore for Repository {
     }
 
     fn take_over(&self, host: &str, lease_ms: i64) -> Result<Vec<Claimed>> {
-        self.tx(|c| work::take_over(c, host, lease_ms))
+        self.tx(|c| {
+            let pinned = work::take_over(c, host, lease_ms)?;
+            self.with_plans(c, pinned)
+        })
     }
 
     fn settled(
@@ -423,7 +502,10 @@ impl InstanceStore for Repository {
     }
 
     fn running_on(&self, host: &str) -> Result<Vec<Claimed>> {
-        self.with(|c| work::running_on(c, host))
+        self.with(|c| {
+            let pinned = work::running_on(c, host)?;
+            self.with_plans(c, pinned)
+        })
     }
 }
 
@@ -435,32 +517,25 @@ impl SheetStore for Repository {
         self.with(|c| instances::node(c, id))
     }
 
-    /// The stored version is read first; the text only when the plans kept are of another
-    /// version (or of none).
-    fn plans(&self, id: i64) -> Result<Option<Arc<Vec<crate::model::SheetPlan>>>> {
-        let mut known = self.plans.version(id);
+    /// The current version is read first; the text only when the newest plans kept of the
+    /// sheet are of another version (or none are).
+    fn plans(&self, id: i64) -> Result<Option<(i64, Arc<SheetPlans>)>> {
+        let mut known = self.plans.newest(id);
         loop {
             let Some((version, text)) = self.with(|c| instances::plans_text(c, id, known))? else {
                 return Ok(None);
             };
-            match (text, version) {
-                (Some(text), _) => {
-                    return self
-                        .plans
-                        .plans(id, version, text, |t| instances::parse_plans(id, t))
-                        .map(Some);
-                }
-                (None, Some(v)) => {
-                    if let Some(plans) = self.plans.at(id, v) {
-                        return Ok(Some(plans));
-                    }
-                    // Let go meanwhile: read the text.
-                    known = None;
-                }
-                (None, None) => {
-                    return Err(Error::Corrupt(format!("sheet {id}: no plans were read")));
-                }
+            if let Some(text) = text {
+                let plans = self
+                    .plans
+                    .plans(id, version, &text, |t| instances::parse_plans(id, t))?;
+                return Ok(Some((version, plans)));
             }
+            if let Some(plans) = self.plans.at(id, version) {
+                return Ok(Some((version, plans)));
+            }
+            // Let go meanwhile: read the text.
+            known = None;
         }
     }
 

@@ -33,6 +33,7 @@
 //! | 11 | `data_flow` (the data graph: the objects each action reads and writes with dependency `Y`, keyed by action), `sheets.flow_recorded` (sheets stored before it get their lines at the next deploy) |
 //! | 12 | on PostgreSQL, triggers that notify `weft_instances` at the commit of every change to instances and their actions |
 //! | 13 | `instance_action_deps` keyed by (instance, action depended on, action), without the index of dependents; `instance_sheets` (the sheets each instance ran, one row each) in place of the index `instance_actions(sheet_id, instance_id)`; no index `instance_actions(instance_id, state)` (the index of ready actions, by state and instance, serves those look-ups); `plans_versions` (the deploy that wrote each sheet's plans; none for plans stored before; a table of its own, as SQLite reads a column stored after a row's 3 MB of plans only by walking them) |
+//! | 14 | `sheet_plans` (each sheet's plans by version: the current one, which `plans_versions` names, and those instances still run), written once by the deploy and shared by every instance that runs them; `instance_sheets.version` (the plans an instance runs of each sheet); `sheets.plans` and `instance_actions.plan` gone (the upgrade keeps each instance's plans as its own version, minus its id) |
 
 use crate::error::{Error, Result};
 use crate::sql::{Session, args};
@@ -368,6 +369,32 @@ CREATE TABLE plans_versions (
     sheet_id INTEGER PRIMARY KEY REFERENCES sheets(id) ON DELETE CASCADE,
     version  INTEGER NOT NULL
 );
+",
+        postgres: None,
+        then: None,
+    },
+    Migration {
+        summary: "each sheet's plans stored once per version and shared by the instances that run them: a run's start writes which plans each of its sheets runs, not a copy of every action's plan (3 MB for a sheet of 10,000 actions); a deploy keeps the plans of a sheet's earlier versions while an instance runs them",
+        sql: "
+CREATE TABLE sheet_plans (
+    sheet_id INTEGER NOT NULL,
+    version  INTEGER NOT NULL,
+    plans    TEXT NOT NULL,
+    PRIMARY KEY (sheet_id, version)
+);
+INSERT INTO plans_versions (sheet_id, version)
+    SELECT id, 0 FROM sheets
+    WHERE plans IS NOT NULL AND id NOT IN (SELECT sheet_id FROM plans_versions);
+INSERT INTO sheet_plans (sheet_id, version, plans)
+    SELECT s.id, v.version, s.plans FROM sheets s JOIN plans_versions v ON v.sheet_id = s.id
+    WHERE s.plans IS NOT NULL;
+ALTER TABLE instance_sheets ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+INSERT INTO sheet_plans (sheet_id, version, plans)
+    SELECT sheet_id, -instance_id, '[' || string_agg(plan, ',') || ']'
+    FROM instance_actions GROUP BY instance_id, sheet_id;
+UPDATE instance_sheets SET version = -instance_id;
+ALTER TABLE instance_actions DROP COLUMN plan;
+ALTER TABLE sheets DROP COLUMN plans;
 ",
         postgres: None,
         then: None,

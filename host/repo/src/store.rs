@@ -13,7 +13,7 @@ use super::error::Result;
 use super::facts::Facts;
 use super::model::{
     ActionEnd, ActionPlace, BatchScope, Change, FlowRow, IdTable, InstanceRow, InstanceState,
-    InstanceSummary, NewInstance, ObjectKey, Restarted, SheetPlan,
+    InstanceSummary, NewInstance, ObjectKey, Restarted, SheetPlans,
 };
 use super::work::{Beat, Claimed, Ended, Halted, Holder, HostRow, InstanceInfo, Settle};
 use weft_core::plan::ActionPlan;
@@ -165,9 +165,10 @@ pub enum Created {
 pub trait SheetStore {
     /// A node's sheet and type (0 an action).
     fn node(&self, id: i64) -> Result<Option<(i64, i64)>>;
-    /// The plans of a sheet's actions as deployed, in node order (stored with the sheet:
-    /// no definition is read again; kept parsed while the stored text stays the same).
-    fn plans(&self, id: i64) -> Result<Option<std::sync::Arc<Vec<SheetPlan>>>>;
+    /// The current plans of a sheet's actions as deployed, in node order, with their version
+    /// (the number of the deploy that stored them; a new instance names it, and runs them):
+    /// no definition is read again, and a version is parsed once while it stays kept.
+    fn plans(&self, id: i64) -> Result<Option<(i64, std::sync::Arc<SheetPlans>)>>;
     /// The sheets of a folder and every folder below it, in order; `None` when the folder
     /// does not exist.
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;

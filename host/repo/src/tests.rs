@@ -205,6 +205,85 @@ fn make_fixture_v12() {
         .expect("checkpoint");
 }
 
+#[test]
+#[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
+fn make_fixture_v13() {
+    let path = fixtures().join("repository-v13.db");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(fixtures().join("repository-v12.db"), &path).expect("copy v12");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_version(&mut conn, 13).expect("v13");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
+/// Version 14 on a repository upgraded from version `v`: each sheet's plans stored before
+/// are its version 0, each instance's copies of its actions' plans are its own version of
+/// each sheet it ran (minus its id), and the copies' columns are gone.
+fn plans_kept_by_version(conn: &rusqlite::Connection, v: i64) {
+    let (sheets, current) = conn
+        .query_row(
+            "SELECT (SELECT COUNT(*) FROM sheets),
+                    (SELECT COUNT(*) FROM sheets s
+                     JOIN plans_versions v ON v.sheet_id = s.id AND v.version = 0
+                     JOIN sheet_plans p ON p.sheet_id = s.id AND p.version = 0)",
+            [],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+        )
+        .expect("v14 current plans");
+    // The fixtures before version 5 hold a sheet whose definition (`{}`) the upgrade to
+    // version 6 could not read: it has no plans.
+    let readable = if v >= 5 { sheets } else { 0 };
+    assert_eq!(
+        current, readable,
+        "version {v}: each sheet's plans, at version 0"
+    );
+    let ran = pairs(
+        conn,
+        "SELECT sheet_id, instance_id FROM instance_sheets WHERE version = -instance_id ORDER BY 1, 2",
+    );
+    assert_eq!(
+        ran,
+        pairs(
+            conn,
+            "SELECT sheet_id, instance_id FROM instance_sheets ORDER BY 1, 2"
+        ),
+        "version {v}: each instance runs its own plans"
+    );
+    for (sheet, instance) in ran {
+        let text: String = conn
+            .query_row(
+                "SELECT plans FROM sheet_plans WHERE sheet_id = ?1 AND version = ?2",
+                [sheet, -instance],
+                |r| r.get(0),
+            )
+            .expect("an instance's plans");
+        let plans: Vec<serde_json::Value> = serde_json::from_str(&text).expect("a list of plans");
+        let actions: Vec<i64> = pairs(
+            conn,
+            &format!("SELECT action_id, 0 FROM instance_actions WHERE instance_id = {instance} AND sheet_id = {sheet} ORDER BY 1"),
+        )
+        .into_iter()
+        .map(|(a, _)| a)
+        .collect();
+        // The fixtures' instances hold `{}` for each plan: their count is what is kept.
+        assert_eq!(
+            plans.len(),
+            actions.len(),
+            "version {v}: instance {instance}, sheet {sheet}"
+        );
+    }
+    let copies: i64 = conn
+        .query_row(
+            "SELECT (SELECT COUNT(*) FROM pragma_table_info('instance_actions') WHERE name = 'plan')
+                  + (SELECT COUNT(*) FROM pragma_table_info('sheets') WHERE name = 'plans')",
+            [],
+            |r| r.get(0),
+        )
+        .expect("v14 columns");
+    assert_eq!(copies, 0, "version {v}");
+}
+
 /// The rows of `sql`, two numbers each.
 fn pairs(conn: &rusqlite::Connection, sql: &str) -> Vec<(i64, i64)> {
     conn.prepare(sql)
@@ -371,17 +450,16 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
         if v >= 7 {
             assert_eq!(ran, [(100, 7), (100, 9)], "version {v}");
         }
-        // No index of actions by sheet or by instance and state; plans stored before have no
-        // version (runs compare their text).
-        let (old_indexes, versioned): (i64, i64) = conn
+        // No index of actions by sheet or by instance and state.
+        let old_indexes: i64 = conn
             .query_row(
-                "SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN ('instance_actions_sheet', 'instance_action_deps_dependents', 'instance_actions_instance_state')),
-                        (SELECT COUNT(*) FROM plans_versions)",
+                "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('instance_actions_sheet', 'instance_action_deps_dependents', 'instance_actions_instance_state')",
                 [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| r.get(0),
             )
             .expect("v13 schema");
-        assert_eq!((old_indexes, versioned), (0, 0), "version {v}");
+        assert_eq!(old_indexes, 0, "version {v}");
+        plans_kept_by_version(&conn, v);
         // Idempotent: a second run changes nothing.
         let before = dump(&conn).expect("dump");
         let again = migrations::to_latest(&mut conn).expect("again");
@@ -628,32 +706,59 @@ fn a_deploy_keeps_its_sheet_s_plans_parsed_for_the_first_run() {
     let (sheets, bytes) = repo.plans_kept();
     assert_eq!(sheets, 1, "the deployed sheet's plans are kept");
     assert!(bytes > 0);
-    let a = repo.plans(1).expect("read").expect("a sheet");
+    let (version, a) = repo.plans(1).expect("read").expect("a sheet");
     assert!(std::sync::Arc::ptr_eq(
         &a,
-        &repo.plans(1).expect("read").expect("a sheet")
+        &repo.plans(1).expect("read").expect("a sheet").1
     ));
-    assert_eq!(a[0].plan.name, "a");
+    assert_eq!(a.plans()[0].name, "a");
     // Found by the stored version: a text changed under the same version is not read.
     let conn = connect(&path).expect("connect");
-    conn.execute("UPDATE sheets SET plans = '[]' WHERE id = 1", [])
+    conn.execute("UPDATE sheet_plans SET plans = '[]' WHERE sheet_id = 1", [])
         .expect("by hand");
-    let b = repo.plans(1).expect("read").expect("a sheet");
+    let (_, b) = repo.plans(1).expect("read").expect("a sheet");
     assert!(std::sync::Arc::ptr_eq(&a, &b), "the version decides");
     // Another version: the text is read and parsed.
-    conn.execute(
-        "UPDATE plans_versions SET version = version + 1000 WHERE sheet_id = 1",
-        [],
+    conn.execute_batch(
+        "INSERT INTO sheet_plans (sheet_id, version, plans) VALUES (1, -5, '[]');
+         UPDATE plans_versions SET version = -5 WHERE sheet_id = 1;",
     )
     .expect("by hand");
-    assert!(repo.plans(1).expect("read").expect("a sheet").is_empty());
-    // A redeploy gives the plans a new version.
-    let second = doc("SELECT 2");
-    repo.write(|w| {
-        w.sheet(&second.sheets[0])?;
-        Ok(((), true))
-    })
-    .expect("redeploy");
-    let c = repo.plans(1).expect("read").expect("a sheet");
-    assert!(c[0].text.get().contains("SELECT 2"), "{:?}", c[0].text);
+    assert!(
+        repo.plans(1)
+            .expect("read")
+            .expect("a sheet")
+            .1
+            .plans()
+            .is_empty()
+    );
+    // A redeploy gives the plans a new version, and keeps of the earlier ones only those an
+    // instance runs.
+    let versions = || pairs(&conn, "SELECT version, 0 FROM sheet_plans ORDER BY 1");
+    let redeploy = |sql: &str| {
+        let again = doc(sql);
+        repo.write(|w| {
+            w.sheet(&again.sheets[0])?;
+            Ok(((), true))
+        })
+        .expect("redeploy");
+        repo.plans(1).expect("read").expect("a sheet")
+    };
+    let (second, c) = redeploy("SELECT 2");
+    assert!(second > version, "{second} after {version}");
+    assert_eq!(c.get(11).and_then(|p| p.text.as_deref()), Some("SELECT 2"));
+    assert_eq!(versions(), [(second, 0)], "none ran the earlier ones");
+    conn.execute_batch(&format!(
+        "INSERT INTO batch_instances (id, batch_name, user_name, state, started_at, elements, variables)
+             VALUES (99, 'b', 'u', 'running', '2026-11-27 00:00:00', '[]', '[]');
+         INSERT INTO instance_sheets (sheet_id, instance_id, version) VALUES (1, 99, {second});"
+    ))
+    .expect("an instance runs it");
+    let (third, _) = redeploy("SELECT 3");
+    assert_eq!(versions(), [(second, 0), (third, 0)], "kept while it runs");
+    conn.execute("DELETE FROM instance_sheets", [])
+        .expect("the instance gone");
+    let (fourth, d) = redeploy("SELECT 4");
+    assert_eq!(versions(), [(fourth, 0)]);
+    assert_eq!(d.get(11).and_then(|p| p.text.as_deref()), Some("SELECT 4"));
 }

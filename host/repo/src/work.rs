@@ -31,10 +31,39 @@ pub struct Claimed {
     pub action: i64,
     /// Which run of it this is (the commit marker names it).
     pub attempt: i64,
-    /// Its plan, stored with the instance, or why it cannot be read.
+    /// Its plan, as its instance runs it, or why it cannot be read.
     pub plan: std::result::Result<ActionPlan, String>,
     /// The connections it wrote without a commit marker (known for one taken over).
     pub unmarked: Vec<i64>,
+}
+
+/// A claimed action as its row names its plan: by its sheet and the version of the sheet's
+/// plans its instance runs (the repository reads the plan from them, `sheet_plans`).
+#[derive(Debug, Clone)]
+pub struct Pinned {
+    /// Its instance.
+    pub instance: i64,
+    /// The action.
+    pub action: i64,
+    /// Which run of it this is.
+    pub attempt: i64,
+    /// Its sheet.
+    pub sheet: i64,
+    /// The version of the sheet's plans its instance runs (none: the instance's row of the
+    /// sheet is missing).
+    pub version: Option<i64>,
+    /// The connections it wrote without a commit marker.
+    pub unmarked: Vec<i64>,
+}
+
+/// The columns [`pinned_row`] reads, of `instance_actions` as `table` (a name or alias).
+fn pinned_columns(table: &str) -> String {
+    format!(
+        "{table}.instance_id, {table}.action_id, {table}.attempt, {table}.sheet_id,
+         (SELECT v.version FROM instance_sheets v
+          WHERE v.sheet_id = {table}.sheet_id AND v.instance_id = {table}.instance_id),
+         {table}.unmarked"
+    )
 }
 
 /// What a run needs of its instance besides its actions.
@@ -128,7 +157,7 @@ fn now_ms(d: Dialect) -> &'static str {
 /// # Errors
 ///
 /// A repository error.
-pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Claimed>> {
+pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>> {
     if limit == 0 {
         return Ok(Vec::new());
     }
@@ -146,7 +175,8 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Claimed
                  ORDER BY instance_id, action_id LIMIT {limit} FOR UPDATE SKIP LOCKED)
              UPDATE instance_actions a SET {set}
              FROM picked WHERE a.instance_id = picked.instance_id AND a.action_id = picked.action_id
-             RETURNING a.instance_id, a.action_id, a.attempt, a.plan"
+             RETURNING {}",
+            pinned_columns("a")
         ),
         // One writer: nothing to skip.
         Dialect::Sqlite => format!(
@@ -154,18 +184,11 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Claimed
              WHERE state = 'W' AND (instance_id, action_id) IN (
                  SELECT instance_id, action_id FROM instance_actions WHERE state = 'W'
                  ORDER BY instance_id, action_id LIMIT {limit})
-             RETURNING instance_id, action_id, attempt, plan"
+             RETURNING {}",
+            pinned_columns("instance_actions")
         ),
     };
-    let mut claimed = conn.rows(&sql, args![host, now_utc()], |r| {
-        Ok(Claimed {
-            instance: r.get(0)?,
-            action: r.get(1)?,
-            attempt: r.get(2)?,
-            plan: plan_of(r, 3)?,
-            unmarked: Vec::new(),
-        })
-    })?;
+    let mut claimed = conn.rows(&sql, args![host, now_utc()], pinned_row)?;
     claimed.sort_by_key(|c| (c.instance, c.action));
     Ok(claimed)
 }
@@ -187,20 +210,15 @@ pub fn mark_running(conn: &dyn Session, instances: &[i64]) -> Result<()> {
     Ok(())
 }
 
-fn plan_of(r: &Row, column: usize) -> Result<std::result::Result<ActionPlan, String>> {
-    Ok(serde_json::from_str(&r.get::<String>(column)?)
-        .map_err(|e| format!("its stored plan cannot be read ({e}); deploy its sheet again")))
-}
-
-/// A running action as `RETURNING`/`SELECT instance_id, action_id, attempt, plan, unmarked`
-/// reads it.
-fn claimed_row(r: &Row) -> Result<Claimed> {
-    Ok(Claimed {
+/// A running action as the columns of [`pinned_columns`] read it.
+fn pinned_row(r: &Row) -> Result<Pinned> {
+    Ok(Pinned {
         instance: r.get(0)?,
         action: r.get(1)?,
         attempt: r.get(2)?,
-        plan: plan_of(r, 3)?,
-        unmarked: unmarked_of(r, 4)?,
+        sheet: r.get(3)?,
+        version: r.get(4)?,
+        unmarked: unmarked_of(r, 5)?,
     })
 }
 
@@ -679,7 +697,7 @@ pub fn hosts(conn: &dyn Session) -> Result<Vec<HostRow>> {
 /// # Errors
 ///
 /// A repository error.
-pub fn take_over(conn: &dyn Session, host: &str, lease_ms: i64) -> Result<Vec<Claimed>> {
+pub fn take_over(conn: &dyn Session, host: &str, lease_ms: i64) -> Result<Vec<Pinned>> {
     let lock = match conn.dialect() {
         Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
         Dialect::Sqlite => "",
@@ -696,11 +714,14 @@ pub fn take_over(conn: &dyn Session, host: &str, lease_ms: i64) -> Result<Vec<Cl
         conn.execute("DELETE FROM hosts WHERE id = ?1", args![d])?;
     }
     let mut taken = conn.rows(
-        "UPDATE instance_actions SET host = ?1
-         WHERE state = 'R' AND (host IS NULL OR host NOT IN (SELECT id FROM hosts))
-         RETURNING instance_id, action_id, attempt, plan, unmarked",
+        &format!(
+            "UPDATE instance_actions SET host = ?1
+             WHERE state = 'R' AND (host IS NULL OR host NOT IN (SELECT id FROM hosts))
+             RETURNING {}",
+            pinned_columns("instance_actions")
+        ),
         args![host],
-        claimed_row,
+        pinned_row,
     )?;
     taken.sort_by_key(|c| (c.instance, c.action));
     Ok(taken)
@@ -784,12 +805,15 @@ pub fn settled(
 /// # Errors
 ///
 /// A repository error.
-pub fn running_on(conn: &dyn Session, host: &str) -> Result<Vec<Claimed>> {
+pub fn running_on(conn: &dyn Session, host: &str) -> Result<Vec<Pinned>> {
     conn.rows(
-        "SELECT instance_id, action_id, attempt, plan, unmarked FROM instance_actions
-         WHERE state = 'R' AND host = ?1 ORDER BY instance_id, action_id",
+        &format!(
+            "SELECT {} FROM instance_actions a
+             WHERE a.state = 'R' AND a.host = ?1 ORDER BY a.instance_id, a.action_id",
+            pinned_columns("a")
+        ),
         args![host],
-        claimed_row,
+        pinned_row,
     )
 }
 

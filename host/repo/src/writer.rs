@@ -348,9 +348,6 @@ impl<'t> Writer<'t> {
                     a.documentation.to_param(),
                     definition.to_param(),
                     now.to_param(),
-                    new_plans
-                        .as_deref()
-                        .map_or(Param::Null, |p| Param::Text(Cow::Borrowed(p))),
                 ],
             ))
         };
@@ -361,23 +358,39 @@ impl<'t> Writer<'t> {
                 (
                     ChangeKind::Updated,
                     vec![row(
-                        "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, plans = ?8, flow_recorded = 1 WHERE id = ?1",
+                        "UPDATE sheets SET name = ?2, order_key = ?3, folder_id = ?4, documentation = ?5, definition = ?6, updated_at = ?7, flow_recorded = 1 WHERE id = ?1",
                     )?],
                 )
             }
             None => (
                 ChangeKind::Created,
                 vec![row(
-                    "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at, plans, flow_recorded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, 1)",
+                    "INSERT INTO sheets (id, name, order_key, folder_id, documentation, definition, created_at, updated_at, flow_recorded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, 1)",
                 )?],
             ),
         };
-        if change != ChangeKind::Unchanged {
+        if let Some(plans) = new_plans.as_deref() {
             // The plans' version: this deploy's number (the newest: it holds the lock).
+            writes.push((
+                "INSERT INTO sheet_plans (sheet_id, version, plans) VALUES (?1, (SELECT MAX(id) FROM deploys), ?2) ON CONFLICT (sheet_id, version) DO UPDATE SET plans = excluded.plans",
+                vec![Param::Int(s.id.v), Param::Text(Cow::Borrowed(plans))],
+            ));
             writes.push((
                 "INSERT INTO plans_versions (sheet_id, version) VALUES (?1, (SELECT MAX(id) FROM deploys)) ON CONFLICT(sheet_id) DO UPDATE SET version = excluded.version",
                 vec![Param::Int(s.id.v)],
             ));
+            // The versions before it are kept while an instance runs them (an instance names
+            // the plans it runs; a new one holds the deploy's lock shared while it does).
+            if change == ChangeKind::Updated {
+                writes.push((
+                    "DELETE FROM sheet_plans WHERE sheet_id = ?1 AND version < (SELECT MAX(id) FROM deploys)
+                     AND NOT EXISTS (SELECT 1 FROM instance_sheets i
+                                     WHERE i.sheet_id = ?1 AND i.version = sheet_plans.version)",
+                    vec![Param::Int(s.id.v)],
+                ));
+            }
+        }
+        if change != ChangeKind::Unchanged {
             writes.extend(Self::nodes_and_edges(s));
         }
         // The deploy's own row, when this is its first change, goes in the same round trip:

@@ -759,7 +759,7 @@ fn in_a_real_browser_a_long_chain_and_a_long_error_draw_and_the_page_reconnects_
         let error = format!("near \"x\": syntax error {}", "in `x` ".repeat(115_000));
         {
             let mut add = tx
-                .prepare("INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, plan, depends_on, state, started_at, ended_at, error, log) VALUES (?1, ?2, 1, ?3, 'Sql', '{}', ?4, ?5, ?6, ?7, ?8, '')")
+                .prepare("INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, depends_on, state, started_at, ended_at, error, log) VALUES (?1, ?2, 1, ?3, 'Sql', ?4, ?5, ?6, ?7, ?8, '')")
                 .expect("prepare");
             // Action 1 needs 2, 2 needs 3, ..., the first listed is the deepest.
             for a in 1..=CHAIN {

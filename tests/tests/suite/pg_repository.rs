@@ -208,9 +208,20 @@ fn copy_rows(from: &std::path::Path, to: &PgRepo) {
         "batch_instances",
         "instance_actions",
         "instance_action_deps",
+        "instance_sheets",
+        "plans_versions",
+        "sheet_plans",
         "hosts",
         "repository_identity",
     ];
+    // A table the list misses would be left empty, unseen.
+    for t in &tables {
+        assert!(
+            order.contains(&t.as_str()),
+            "table {t} of {} has no place in copy_rows' order",
+            from.display()
+        );
+    }
     for table in order.iter().filter(|t| tables.iter().any(|n| n == *t)) {
         let mut st = conn
             .prepare(&format!("SELECT * FROM {table}"))
@@ -336,9 +347,9 @@ fn the_postgresql_schema_comes_up_from_every_earlier_version_with_the_fixtures_d
             );
             assert_eq!(
                 psql(
-                    "SELECT string_agg(sheet_id || ':' || instance_id, ',' ORDER BY sheet_id, instance_id) FROM instance_sheets"
+                    "SELECT string_agg(sheet_id || ':' || instance_id || ':' || version, ',' ORDER BY sheet_id, instance_id) FROM instance_sheets"
                 ),
-                "100:7,100:9",
+                "100:7:-7,100:9:-9",
                 "version {v}"
             );
         }
@@ -347,14 +358,26 @@ fn the_postgresql_schema_comes_up_from_every_earlier_version_with_the_fixtures_d
             "16",
             "version {v}"
         );
-        // Version 6 filled the plans of every sheet whose definition it could read.
-        if v < 6 {
-            let plans = psql(
-                "SELECT count(*) FROM sheets s WHERE plans IS NOT NULL AND definition <> '{}'",
-            );
-            let readable = psql("SELECT count(*) FROM sheets WHERE definition <> '{}'");
-            assert_eq!(plans, readable, "version {v}");
-        }
+        // Version 6 filled the plans of every sheet whose definition it could read, and
+        // version 14 made them the sheet's version 0.
+        let plans = psql(
+            "SELECT count(*) FROM sheet_plans p JOIN plans_versions v ON v.sheet_id = p.sheet_id AND v.version = p.version WHERE p.version = 0",
+        );
+        let readable = psql("SELECT count(*) FROM sheets WHERE definition <> '{}'");
+        assert_eq!(plans, readable, "version {v}");
+        // Version 14: each instance's copies of its actions' plans, its own version of the
+        // sheet (minus its id), as many as its actions.
+        assert_eq!(
+            psql(
+                "SELECT coalesce(string_agg(sheet_id || ':' || version || ':' || json_array_length(plans::json), ',' ORDER BY sheet_id, version), '') FROM sheet_plans WHERE version < 0"
+            ),
+            match v {
+                0..=3 => "",
+                4..=6 => "100:-7:1",
+                _ => "100:-9:3,100:-7:1",
+            },
+            "version {v}"
+        );
         // Idempotent: a second upgrade changes nothing.
         let before = repo.dump().expect("dump");
         let again = repo.upgrade().expect("again");

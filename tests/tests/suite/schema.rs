@@ -27,10 +27,15 @@ fn deploy_schema_upgrades_each_earlier_version_once() {
         assert!(dump.contains("\"/sales\""), "the data is kept: {dump}");
         // Version 6 filled the plans of every sheet whose definition it could read (the
         // oldest fixtures hold placeholder definitions `{}`: those keep none, and cannot run
-        // until deployed again).
+        // until deployed again); version 14 keeps them as the sheet's current version.
         let conn = weft_repo::connect(&home.path().join("repository.db")).expect("open");
         let plans: Vec<(i64, String, Option<String>)> = conn
-            .prepare("SELECT s.id, s.definition, s.plans FROM sheets s WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.sheet_id = s.id AND n.type = 0)")
+            .prepare(
+                "SELECT s.id, s.definition, p.plans FROM sheets s
+                 LEFT JOIN plans_versions v ON v.sheet_id = s.id
+                 LEFT JOIN sheet_plans p ON p.sheet_id = s.id AND p.version = v.version
+                 WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.sheet_id = s.id AND n.type = 0)",
+            )
             .expect("prepare")
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .expect("query")

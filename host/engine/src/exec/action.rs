@@ -8,6 +8,7 @@ use super::error::{Stopped, Untold};
 use super::targets::Targets;
 use super::variables::substitute;
 use super::{halt, looped, process};
+use crate::fault;
 use std::sync::{Arc, Mutex};
 use weft_core::connect;
 use weft_core::connect::marker;
@@ -426,6 +427,9 @@ fn run_inner(
                 ));
             }
         }
+    }
+    if result.is_ok() {
+        fault::hit_for(fault::BEFORE_TARGET_COMMIT, plan.id);
     }
     if let Err((_, e)) = targets.finish(&mut ctx, result.is_ok()) {
         return Err(format!("action {}: commit failed: {e}", plan.id).into());

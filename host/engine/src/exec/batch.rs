@@ -34,8 +34,10 @@
 //! the deploy from the typed sheet, so a run reads no definition and no HJSON again; the
 //! dialect of each object comes from the key file), orders them (`dependencies`: an action
 //! waits for the actions whose targets are its sources, by the object type plugin's identity; a
-//! cycle is refused, naming actions and objects), and stores the instance `waiting` with every
-//! action's plan, its dependencies as rows (`instance_action_deps`) and the count of those it
+//! cycle is refused, naming actions and objects), and stores the instance `waiting` with the
+//! version of each sheet's plans it runs (`instance_sheets`: the plans themselves are stored
+//! once per version by the deploy, `sheet_plans`, and kept while an instance runs them; a
+//! start that a deploy overtook reads them again), each action's dependencies as rows (`instance_action_deps`) and the count of those it
 //! still waits for (`waits_for`), in one transaction (`InstanceStore::create_instance`), which
 //! also refuses (`Created::Busy`, 429, nothing stored) when `max_waiting_instances` instances
 //! wait already (on PostgreSQL under an advisory lock, so hosts counting at once never pass the

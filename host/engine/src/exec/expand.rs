@@ -3,26 +3,25 @@
 //! them. No threads, no writes.
 
 use super::error::NoSuchElement;
-use serde_json::value::RawValue;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use weft_core::plan::{ActionPlan, Element};
 use weft_core::plugins::Registry;
-use weft_repo::model::SheetPlan;
+use weft_repo::model::SheetPlans;
 use weft_repo::{self as repo, SheetStore};
 use weft_sdk::Dialect;
 
 /// What a run starts with: each action's plan (objects with the dialects of their
-/// connections), the text the sheet stored it in (stored with the instance as it is), and
-/// its sheet, in parallel and in run order.
+/// connections), its sheet, and the version of the sheet's plans it was read from (the
+/// instance names it, and runs it), in parallel and in run order.
 #[derive(Debug, Default)]
 pub struct Expanded {
     /// The plans.
     pub plans: Vec<ActionPlan>,
-    /// Each plan's stored text.
-    pub texts: Vec<Box<RawValue>>,
     /// Each plan's sheet.
     pub sheets: Vec<i64>,
+    /// The version of each plan's sheet's plans.
+    pub versions: Vec<i64>,
 }
 
 /// The actions the elements name, from the repository's current state: each sheet's stored
@@ -35,18 +34,19 @@ pub fn expand(
     dialect: &dyn Fn(i64) -> Dialect,
 ) -> repo::Result<Result<Expanded, NoSuchElement>> {
     let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
-    let mut stored: HashMap<i64, Arc<Vec<SheetPlan>>> = HashMap::new();
+    let mut stored: HashMap<i64, (i64, Arc<SheetPlans>)> = HashMap::new();
     // A sheet's plans, read once per run; false when the sheet does not exist.
-    let load = |stored: &mut HashMap<i64, Arc<Vec<SheetPlan>>>, sheet: i64| -> repo::Result<bool> {
-        if stored.contains_key(&sheet) {
-            return Ok(true);
-        }
-        let Some(plans) = sheets_store.plans(sheet)? else {
-            return Ok(false);
+    let load =
+        |stored: &mut HashMap<i64, (i64, Arc<SheetPlans>)>, sheet: i64| -> repo::Result<bool> {
+            if stored.contains_key(&sheet) {
+                return Ok(true);
+            }
+            let Some(plans) = sheets_store.plans(sheet)? else {
+                return Ok(false);
+            };
+            stored.insert(sheet, plans);
+            Ok(true)
         };
-        stored.insert(sheet, plans);
-        Ok(true)
-    };
     for e in elements {
         match e.kind {
             'S' => {
@@ -83,16 +83,20 @@ pub fn expand(
         }
         // The repository keeps a sheet's plans parsed between runs: each plan of this run
         // is a copy (made for a plan not seen yet in the run).
-        let Some(plans) = stored.get(&sheet) else {
+        let Some((version, plans)) = stored.get(&sheet) else {
             continue;
         };
-        for p in plans.iter().filter(|p| only.is_none_or(|a| p.plan.id == a)) {
-            if seen.insert(p.plan.id) {
-                let mut plan = p.plan.clone();
+        for p in plans
+            .plans()
+            .iter()
+            .filter(|p| only.is_none_or(|a| p.id == a))
+        {
+            if seen.insert(p.id) {
+                let mut plan = p.clone();
                 plan.set_dialects(dialect);
                 out.plans.push(plan);
-                out.texts.push(p.text.clone());
                 out.sheets.push(sheet);
+                out.versions.push(*version);
             }
         }
     }

@@ -13,6 +13,9 @@ use weft_repo::store::Created;
 use weft_repo::work::Halted;
 use weft_repo::{self as repo, InstanceStore as _, Repository};
 
+/// How many times a start reads the plans of sheets deployed again meanwhile.
+const START_TRIES: usize = 3;
+
 impl Executor {
     /// Expands `req` into actions, orders them, stores the instance, and wakes the worker.
     /// Answers with the instance id at once; the run goes on in the background, on
@@ -40,6 +43,28 @@ impl Executor {
         req: RunRequest,
         scheduled: Option<&ScheduledStart>,
     ) -> Result<i64, StartError> {
+        let mut tries = 1;
+        loop {
+            match self.start_once(&req, scheduled) {
+                // A sheet was deployed again between reading its plans and storing the
+                // instance: read the new ones.
+                Err(StartError::Repo(repo::Error::Redeployed(sheet))) if tries < START_TRIES => {
+                    tracing::debug!(
+                        message = "A sheet was deployed again while a run of it started; reading its plans again.",
+                        sheet_id = sheet
+                    );
+                    tries += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    fn start_once(
+        &self,
+        req: &RunRequest,
+        scheduled: Option<&ScheduledStart>,
+    ) -> Result<i64, StartError> {
         let began = std::time::Instant::now();
         let dialect = self.dialect_fn();
         let expanded = expand(&*self.repo, &req.elements, &dialect)?
@@ -60,14 +85,14 @@ impl Executor {
             actions: expanded
                 .plans
                 .into_iter()
-                .zip(expanded.texts)
                 .zip(expanded.sheets)
-                .map(|((p, text), sheet)| NewAction {
+                .zip(expanded.versions)
+                .map(|((p, sheet), version)| NewAction {
                     action_id: p.id,
                     sheet_id: sheet,
                     name: p.name,
                     module: p.module,
-                    plan: text,
+                    plan_version: version,
                     depends_on: deps.get(&p.id).cloned().unwrap_or_default(),
                 })
                 .collect(),

@@ -72,7 +72,6 @@ impl<'a> Targets<'a> {
             self.roll_back(ctx);
             return Ok(());
         }
-        fault::hit(fault::BEFORE_TARGET_COMMIT);
         for (n, id) in self.ids.iter().enumerate() {
             // A connection that is gone has nothing open to commit.
             let Ok(c) = ctx.connection(*id) else { continue };

@@ -14,7 +14,40 @@ fn repo() -> rusqlite::Connection {
 
 /// An instance whose actions are `(id, depends_on)`.
 fn instance(conn: &rusqlite::Connection, actions: &[(i64, &[i64])]) -> i64 {
-    instances::create(conn, &new_instance(actions)).expect("create")
+    let new = new_instance(actions);
+    store_plans(conn, &new);
+    instances::create(conn, &new).expect("create")
+}
+
+/// Stores the plans `new` runs, as a deploy would: each of its sheets' at version 1.
+fn store_plans(conn: &dyn Session, new: &NewInstance) {
+    let mut sheets: std::collections::BTreeMap<i64, Vec<serde_json::Value>> = Default::default();
+    for a in &new.actions {
+        sheets
+            .entry(a.sheet_id)
+            .or_default()
+            .push(serde_json::json!({"id": a.action_id,
+            "name": a.name, "module": "Sql", "text": null, "attributes": [], "sources": [],
+            "targets": []}));
+    }
+    for (sheet, plans) in sheets {
+        conn.execute(
+            "INSERT OR REPLACE INTO sheet_plans (sheet_id, version, plans) VALUES (?1, 1, ?2)",
+            args![sheet, serde_json::Value::Array(plans).to_string()],
+        )
+        .expect("plans");
+    }
+}
+
+/// A claimed action as the engine has it (its plan is not looked at here).
+fn claimed(p: &Pinned) -> Claimed {
+    Claimed {
+        instance: p.instance,
+        action: p.action,
+        attempt: p.attempt,
+        plan: Err("not read".to_owned()),
+        unmarked: p.unmarked.clone(),
+    }
 }
 
 /// A new instance whose actions are `(id, depends_on)`, not stored yet.
@@ -31,16 +64,18 @@ fn new_instance(actions: &[(i64, &[i64])]) -> NewInstance {
                 sheet_id: 1,
                 name: format!("a{id}"),
                 module: "Sql".to_owned(),
-                plan: serde_json::value::to_raw_value(&serde_json::json!({"id": id, "name": "a",
-                    "module": "Sql", "text": null, "attributes": [], "sources": [], "targets": []}))
-                .expect("plan"),
+                plan_version: 1,
                 depends_on: deps.to_vec(),
             })
             .collect(),
     }
 }
 
-fn ids(claimed: &[Claimed]) -> Vec<i64> {
+fn ids(claimed: &[Pinned]) -> Vec<i64> {
+    claimed.iter().map(|c| c.action).collect()
+}
+
+fn actions(claimed: &[Claimed]) -> Vec<i64> {
     claimed.iter().map(|c| c.action).collect()
 }
 
@@ -78,7 +113,7 @@ fn failed() -> ActionEnd<'static> {
     }
 }
 
-fn end_of(conn: &rusqlite::Connection, host: &str, c: &Claimed, how: &ActionEnd<'_>) -> Ended {
+fn end_of(conn: &rusqlite::Connection, host: &str, c: &Pinned, how: &ActionEnd<'_>) -> Ended {
     end(conn, host, c.instance, c.action, c.attempt, how).expect("end")
 }
 
@@ -270,7 +305,7 @@ fn a_silent_host_is_forgotten_its_actions_taken_and_its_late_end_changes_nothing
     let e = settled(
         &conn,
         "h2",
-        &taken[0],
+        &claimed(&taken[0]),
         &Settle::Rerun,
         "not committed",
         true,
@@ -297,7 +332,7 @@ fn a_silent_host_is_forgotten_its_actions_taken_and_its_late_end_changes_nothing
     let e = settled(
         &conn,
         "h3",
-        &taken[0],
+        &claimed(&taken[0]),
         &Settle::Committed,
         "marker found",
         true,
@@ -312,28 +347,29 @@ fn an_end_claims_the_next_ready_action_for_its_slot_in_its_own_transaction() {
     let dir = tempfile::tempdir().expect("dir");
     let repo = crate::Repository::open(&dir.path().join("repository.db")).expect("open");
     // 1 -> 2 -> 3, and 4 that waits for nothing.
-    let Created::Stored(id) = repo
-        .create_instance(
-            &new_instance(&[(1, &[]), (2, &[1]), (3, &[2]), (4, &[])]),
-            None,
-            10,
-        )
-        .expect("create")
-    else {
+    let new = new_instance(&[(1, &[]), (2, &[1]), (3, &[2]), (4, &[])]);
+    repo.with(|c| {
+        store_plans(c, &new);
+        Ok(())
+    })
+    .expect("plans");
+    let Created::Stored(id) = repo.create_instance(&new, None, 10).expect("create") else {
         panic!("not stored")
     };
     let first = repo.claim("h", 1).expect("claim");
-    assert_eq!(ids(&first), [1]);
+    assert_eq!(actions(&first), [1]);
+    // Its plan, found in the sheet's plans at the version the instance runs.
+    assert_eq!(first[0].plan.as_ref().map(|p| p.name.as_str()), Ok("a1"));
     // The end of 1 makes 2 ready; the slot is taken again at once, oldest action first.
     let (ended, next) = repo
         .end_action("h", id, 1, first[0].attempt, &finished(), 1)
         .expect("end");
     assert!(ended.recorded && ended.ready == 1, "{ended:?}");
-    assert_eq!(ids(&next), [2]);
+    assert_eq!(actions(&next), [2]);
     assert_eq!(next[0].attempt, 1);
     let (ended, next) = repo.end_action("h", id, 2, 1, &finished(), 1).expect("end");
     assert!(ended.recorded, "{ended:?}");
-    assert_eq!(ids(&next), [3], "3 became ready and comes before 4");
+    assert_eq!(actions(&next), [3], "3 became ready and comes before 4");
     // Asked for none (a paused host), it claims none: 4 stays ready for the worker.
     let (_, next) = repo.end_action("h", id, 3, 1, &finished(), 0).expect("end");
     assert!(next.is_empty(), "{next:?}");
@@ -365,6 +401,7 @@ fn the_runs_of_a_sheet_are_the_instances_that_ran_it_newest_first() {
         for (a, s) in new.actions.iter_mut().zip(sheets) {
             a.sheet_id = *s;
         }
+        store_plans(&conn, &new);
         instances::create(&conn, &new).expect("create")
     };
     let first = on_sheets(&[7, 7, 8]);
@@ -382,4 +419,29 @@ fn the_runs_of_a_sheet_are_the_instances_that_ran_it_newest_first() {
     assert_eq!(runs(8, 1), [second]);
     assert_eq!(runs(9, 10), [third]);
     assert!(runs(10, 10).is_empty());
+}
+
+/// A start that read a sheet's plans before a deploy replaced them (and no instance kept
+/// them) stores nothing and says which sheet: the start reads them again.
+#[test]
+fn a_new_instance_of_plans_a_deploy_replaced_is_not_stored() {
+    use crate::store::{Created, InstanceStore as _};
+    let dir = tempfile::tempdir().expect("dir");
+    let repo = crate::Repository::open(&dir.path().join("repository.db")).expect("open");
+    let new = new_instance(&[(1, &[]), (2, &[1])]);
+    let before = repo.dump().expect("dump");
+    match repo.create_instance(&new, None, 10) {
+        Err(crate::error::Error::Redeployed(sheet)) => assert_eq!(sheet, 1),
+        other => panic!("stored: {other:?}"),
+    }
+    assert_eq!(before, repo.dump().expect("dump"), "nothing stored");
+    repo.with(|c| {
+        store_plans(c, &new);
+        Ok(())
+    })
+    .expect("plans");
+    assert!(matches!(
+        repo.create_instance(&new, None, 10),
+        Ok(Created::Stored(_))
+    ));
 }
