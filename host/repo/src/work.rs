@@ -345,7 +345,15 @@ fn follow(
 ) -> Result<Ended> {
     let mut ready = 0;
     if state == ActionState::Finished {
-        let halted = halt_requested(conn, instance)?;
+        // The dependents, and whether a halt was asked, in one statement.
+        let rows: Vec<(Option<i64>, i64)> = conn.rows(
+            "SELECT d.action_id, b.halt_requested FROM batch_instances b
+             LEFT JOIN instance_action_deps d ON d.instance_id = b.id AND d.depends_on = ?2
+             WHERE b.id = ?1",
+            args![instance, action],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let halted = rows.first().is_some_and(|(_, h)| *h != 0);
         let (to, ended_at) = if halted {
             ("H", Some(now))
         } else {
@@ -354,7 +362,7 @@ fn follow(
         // One dependent at a time, by its key: a statement that filtered the instance's
         // waiting actions instead would read all of them at every end (a long chain's
         // waiting actions are most of it), and a batch would cost its square.
-        for d in dependents(conn, instance, action)? {
+        for d in rows.into_iter().filter_map(|(d, _)| d) {
             let became: Option<String> = conn.value(
                 "UPDATE instance_actions SET waits_for = waits_for - 1,
                      state = CASE WHEN waits_for <= 1 THEN ?3 ELSE state END,
@@ -371,7 +379,12 @@ fn follow(
     Ok(Ended {
         recorded: true,
         ready,
-        instance: end_if_done(conn, instance, now)?,
+        // An action that just became ready keeps the instance going.
+        instance: if ready > 0 {
+            None
+        } else {
+            end_if_done(conn, instance, now)?
+        },
     })
 }
 
