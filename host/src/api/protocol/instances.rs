@@ -1,6 +1,6 @@
 //! The instance answers (`weft_protocol::instances`) made from the repository's rows: an
-//! instance's actions (the repository's rows hold their plans besides); a listed instance is
-//! read into its answer type by the repository itself.
+//! instance's actions (the repository's rows hold their attempt and its unmarked writes
+//! besides); a listed instance is read into its answer type by the repository itself.
 
 use weft_protocol::instances::{Action, Instance};
 use weft_repo::model::{ActionRow, InstanceRow};
