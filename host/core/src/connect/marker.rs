@@ -19,7 +19,8 @@
 //! without one, says so in its log, and the repository records it before the action begins:
 //! after a kill such an action is reported as "may have committed", and its effect on that
 //! connection is at-least-once. Markers older than 30 days are deleted now and
-//! then, by every hundredth instance.
+//! then: by one action run in a hundred ([`prunes`]; by every action of every hundredth
+//! instance before, a scan of the table at each action of a large one).
 
 use std::collections::HashSet;
 use std::sync::{LazyLock, Mutex, PoisonError};
@@ -160,7 +161,7 @@ pub fn write(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<(
 fn insert(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<(), String> {
     let table = table(conn, schema);
     let now = chrono::Utc::now();
-    if run.instance % 100 == 0 {
+    if prunes(run) {
         let before = (now - chrono::Duration::days(KEEP_DAYS))
             .format("%Y-%m-%d %H:%M:%S")
             .to_string();
@@ -181,6 +182,12 @@ fn insert(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<(), 
     .map_err(|e| {
         format!("{e} (a login that may not write {TABLE} needs the key file option {OPTION}=off)")
     })
+}
+
+/// Whether writing the marker of `run` also deletes the markers older than 30 days: for one
+/// action run in a hundred, by its instance and action.
+fn prunes(run: &Run) -> bool {
+    run.instance.wrapping_add(run.action).rem_euclid(100) == 0
 }
 
 /// Whether the marker of `run` is in the target.
@@ -233,4 +240,62 @@ fn count(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<i64, 
             _ => 0,
         })
         .unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(instance: i64, action: i64) -> Run {
+        Run {
+            repository: "r".to_owned(),
+            instance,
+            started: "20261127000000".to_owned(),
+            action,
+            attempt: 1,
+        }
+    }
+
+    /// One action run in a hundred deletes the markers older than 30 days, whatever the size
+    /// of its instance: the others write theirs and delete nothing.
+    #[test]
+    fn old_markers_go_at_one_action_run_in_a_hundred() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("data.db");
+        let mut conn = crate::connect::sqlite::open("data", &path.to_string_lossy())
+            .expect("open")
+            .boxed();
+        prepare(&mut conn, None).expect("marker table");
+        let old = |conn: &mut Connection| {
+            conn.execute(
+                &format!("INSERT INTO {TABLE} (token, committed_at) VALUES ('old', '2000-01-01 00:00:00')"),
+                &[],
+            )
+            .expect("an old marker");
+        };
+        old(&mut conn);
+        // Every action of instance 100 but one keeps the old marker.
+        let pruning: Vec<i64> = (1..=300).filter(|a| prunes(&run(100, *a))).collect();
+        assert_eq!(pruning, [100, 200, 300]);
+        write(&mut conn, &run(100, 1), None).expect("write");
+        assert_eq!(count_all(&mut conn), 2, "kept");
+        write(&mut conn, &run(100, 100), None).expect("write");
+        assert_eq!(
+            count_all(&mut conn),
+            2,
+            "the old one gone, two new ones kept"
+        );
+        assert!(committed(&mut conn, &run(100, 1), None).expect("read"));
+        assert!(committed(&mut conn, &run(100, 100), None).expect("read"));
+    }
+
+    fn count_all(conn: &mut Connection) -> i64 {
+        let (_, rows) = conn
+            .query_all(&format!("SELECT COUNT(*) FROM {TABLE}"), &[])
+            .expect("count");
+        match rows.first().and_then(|r| r.first()).map(|v| v.get()) {
+            Some(Datum::Int(n)) => n,
+            other => panic!("{other:?}"),
+        }
+    }
 }
