@@ -118,6 +118,12 @@ fn a_newer_repository_is_refused_by_the_script_and_the_server() {
 
 #[test]
 fn the_server_upgrades_an_old_repository_on_start() {
+    // The fixtures are SQLite files in HOME; a server on a PostgreSQL repository does not
+    // read them (pg_repository's upgrade tests bring the same data up on PostgreSQL).
+    if backend() == Backend::Postgres {
+        eprintln!("skipped under WEFT_TEST_REPOSITORY=postgresql: it upgrades a SQLite file");
+        return;
+    }
     let home = tempfile::tempdir().expect("home");
     std::fs::copy(fixture(1), home.path().join("repository.db")).expect("copy");
     let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
