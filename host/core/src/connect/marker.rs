@@ -19,7 +19,7 @@
 //! without one, says so in its log, and the repository records it before the action begins:
 //! after a kill such an action is reported as "may have committed", and its effect on that
 //! connection is at-least-once. Markers older than 30 days are deleted now and
-//! then: by one action run in a hundred ([`prunes`]; by every action of every hundredth
+//! then: by one action run in a hundred (by its instance and action; by every action of every hundredth
 //! instance before, a scan of the table at each action of a large one).
 
 use std::collections::HashSet;
