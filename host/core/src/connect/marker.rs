@@ -18,9 +18,9 @@
 //! `weft.commit_marker=off` (a warehouse where weft may not create tables), the action runs
 //! without one, says so in its log, and the repository records it before the action begins:
 //! after a kill such an action is reported as "may have committed", and its effect on that
-//! connection is at-least-once. Markers older than 30 days are deleted now and
-//! then: by one action run in a hundred (by its instance and action; by every action of every hundredth
-//! instance before, a scan of the table at each action of a large one).
+//! connection is at-least-once. Markers older than 30 days are deleted now and then: by one
+//! action run in a hundred, chosen by its instance and action (by every action of every
+//! hundredth instance before, a scan of the table at each action of a large one).
 
 use std::collections::HashSet;
 use std::sync::{LazyLock, Mutex, PoisonError};
