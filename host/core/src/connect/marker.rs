@@ -18,9 +18,10 @@
 //! `weft.commit_marker=off` (a warehouse where weft may not create tables), the action runs
 //! without one, says so in its log, and the repository records it before the action begins:
 //! after a kill such an action is reported as "may have committed", and its effect on that
-//! connection is at-least-once. Markers older than 30 days are deleted now and then: by one
-//! action run in a hundred, chosen by its instance and action (by every action of every
-//! hundredth instance before, a scan of the table at each action of a large one).
+//! connection is at-least-once. Markers older than 30 days are deleted at most once an hour
+//! per target in a server's life ([`prune_due`]): the delete reads the whole table, which a
+//! busy target fills with a month of markers (it ran at every action of every hundredth
+//! instance before).
 
 use std::collections::HashSet;
 use std::sync::{LazyLock, Mutex, PoisonError};
@@ -29,6 +30,13 @@ use weft_sdk::{Connection, Datum, Dialect, Value};
 /// The SQLite databases (by key file entry and schema: [`place`]) whose marker table this
 /// server made or found.
 static PREPARED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
+
+/// When the markers of each target were last deleted by this server.
+static PRUNED: LazyLock<Mutex<std::collections::HashMap<String, std::time::Instant>>> =
+    LazyLock::new(|| Mutex::new(std::collections::HashMap::new()));
+
+/// How often a target's old markers are deleted, at most.
+const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// The marker table in every target database.
 pub const TABLE: &str = "weft_commit_marker";
@@ -138,30 +146,55 @@ pub fn prepare_once(
     Ok(())
 }
 
-/// Inserts the marker of `run` inside the open transaction; every hundredth instance also
-/// deletes markers older than 30 days. On SQLite a table that is missing (dropped, or the
+/// Whether the markers of the target `place` (a connection and schema) are due to be
+/// deleted when older than 30 days: at its first marker in this server's life, then once
+/// an hour. Answers true once per due time (the caller deletes them).
+pub fn prune_due(place: &str) -> bool {
+    let mut pruned = PRUNED.lock().unwrap_or_else(PoisonError::into_inner);
+    let now = std::time::Instant::now();
+    match pruned.get(place) {
+        Some(at) if now.duration_since(*at) < PRUNE_EVERY => false,
+        _ => {
+            pruned.insert(place.to_owned(), now);
+            true
+        }
+    }
+}
+
+/// Inserts the marker of `run` inside the open transaction; with `prune`, first deletes the
+/// markers older than 30 days ([`prune_due`] says when). On SQLite a table that is missing (dropped, or the
 /// file replaced, since [`prepare_once`] knew it) is made first, in the transaction.
 ///
 /// # Errors
 ///
 /// What the database said (the action then fails and rolls back).
-pub fn write(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<(), String> {
-    match insert(conn, run, schema) {
+pub fn write(
+    conn: &mut Connection,
+    run: &Run,
+    schema: Option<&str>,
+    prune: bool,
+) -> Result<(), String> {
+    match insert(conn, run, schema, prune) {
         // Only a missing table: SQLite refuses that statement before it runs, leaving the
         // transaction as it was (an error that rolled it back must not be followed by a
         // marker committed on its own).
         Err(e) if conn.dialect() == Dialect::Sqlite && e.contains("no such table") => {
             prepare(conn, schema).map_err(|_| e)?;
-            insert(conn, run, schema)
+            insert(conn, run, schema, prune)
         }
         done => done,
     }
 }
 
-fn insert(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<(), String> {
+fn insert(
+    conn: &mut Connection,
+    run: &Run,
+    schema: Option<&str>,
+    prune: bool,
+) -> Result<(), String> {
     let table = table(conn, schema);
     let now = chrono::Utc::now();
-    if prunes(run) {
+    if prune {
         let before = (now - chrono::Duration::days(KEEP_DAYS))
             .format("%Y-%m-%d %H:%M:%S")
             .to_string();
@@ -182,12 +215,6 @@ fn insert(conn: &mut Connection, run: &Run, schema: Option<&str>) -> Result<(), 
     .map_err(|e| {
         format!("{e} (a login that may not write {TABLE} needs the key file option {OPTION}=off)")
     })
-}
-
-/// Whether writing the marker of `run` also deletes the markers older than 30 days: for one
-/// action run in a hundred, by its instance and action.
-fn prunes(run: &Run) -> bool {
-    run.instance.wrapping_add(run.action).rem_euclid(100) == 0
 }
 
 /// Whether the marker of `run` is in the target.
@@ -256,37 +283,38 @@ mod tests {
         }
     }
 
-    /// One action run in a hundred deletes the markers older than 30 days, whatever the size
-    /// of its instance: the others write theirs and delete nothing.
+    /// Old markers are deleted when the caller says they are due, at the first marker of a
+    /// target and then once an hour; other markers delete nothing.
     #[test]
-    fn old_markers_go_at_one_action_run_in_a_hundred() {
+    fn old_markers_go_when_due_once_an_hour_per_target() {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("data.db");
         let mut conn = crate::connect::sqlite::open("data", &path.to_string_lossy())
             .expect("open")
             .boxed();
         prepare(&mut conn, None).expect("marker table");
-        let old = |conn: &mut Connection| {
-            conn.execute(
-                &format!("INSERT INTO {TABLE} (token, committed_at) VALUES ('old', '2000-01-01 00:00:00')"),
-                &[],
-            )
-            .expect("an old marker");
-        };
-        old(&mut conn);
-        // Every action of instance 100 but one keeps the old marker.
-        let pruning: Vec<i64> = (1..=300).filter(|a| prunes(&run(100, *a))).collect();
-        assert_eq!(pruning, [100, 200, 300]);
-        write(&mut conn, &run(100, 1), None).expect("write");
+        conn.execute(
+            &format!(
+                "INSERT INTO {TABLE} (token, committed_at) VALUES ('old', '2000-01-01 00:00:00')"
+            ),
+            &[],
+        )
+        .expect("an old marker");
+        write(&mut conn, &run(100, 1), None, false).expect("write");
         assert_eq!(count_all(&mut conn), 2, "kept");
-        write(&mut conn, &run(100, 100), None).expect("write");
+        write(&mut conn, &run(100, 2), None, true).expect("write");
         assert_eq!(
             count_all(&mut conn),
             2,
             "the old one gone, two new ones kept"
         );
         assert!(committed(&mut conn, &run(100, 1), None).expect("read"));
-        assert!(committed(&mut conn, &run(100, 100), None).expect("read"));
+        assert!(committed(&mut conn, &run(100, 2), None).expect("read"));
+        // Due at a target's first marker, then not again within the hour; each target apart.
+        let place = format!("test\u{1f}{}", path.display());
+        assert!(prune_due(&place));
+        assert!(!prune_due(&place));
+        assert!(prune_due(&format!("{place}-other")));
     }
 
     fn count_all(conn: &mut Connection) -> i64 {

@@ -51,7 +51,11 @@ impl<'a> Targets<'a> {
         for id in marked.iter().filter(|id| self.ids.contains(id)) {
             ctx.connection(*id)
                 .map_err(|e| e.to_string())
-                .and_then(|c| marker::write(c, run, schema(*id).as_deref()))
+                .and_then(|c| {
+                    let schema = schema(*id);
+                    let place = format!("{id}\u{1f}{}", schema.as_deref().unwrap_or_default());
+                    marker::write(c, run, schema.as_deref(), marker::prune_due(&place))
+                })
                 .map_err(|e| {
                     PluginError::new(format!(
                         "connection {id}: the commit marker could not be written: {e}"
