@@ -227,7 +227,9 @@ pub fn deploy(
             return invalid(&mut problems);
         }
         // Validation judges the ids as written, so that its messages name them; a copy's
-        // ids are replaced afterwards, so they need not be free.
+        // ids are replaced afterwards, so they need not be free. What it asks of the
+        // repository by id is read ahead in one round trip.
+        w.prefetch(&doc.sheets)?;
         validate::document(&doc, w, catalog, vopts, &mut problems)?;
         if problems.has_errors() {
             return invalid(&mut problems);

@@ -45,6 +45,10 @@
 //!   `Row::get`. `execute_all` and `first_values` take several statements at once, which the
 //!   PostgreSQL session sends before it waits for the first answer (one round trip; SQLite
 //!   runs them one by one): a deploy writes a sheet's row, nodes, edges and history line so.
+//!   On PostgreSQL a transaction's `BEGIN` (with its advisory lock) goes in the round trip of
+//!   its first statements, and `defer_all` writes (the deploy's lines of the data graph) in
+//!   that of the `COMMIT`: a one-sheet deploy takes three round trips inside its lock (the
+//!   facts it judges, read ahead by `Writer::prefetch`; its writes; the commit).
 //!   The store's statements are written once on it, in the SQL that SQLite and
 //!   PostgreSQL both read (`INSERT ... RETURNING id` for a new instance, `ON CONFLICT ... DO
 //!   UPDATE`, `substr`/`length`, `CASE`): `repo::writer` (the deploy's `Writer`, which is the

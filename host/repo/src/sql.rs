@@ -18,6 +18,17 @@ pub enum Param<'a> {
     Text(Cow<'a, str>),
 }
 
+impl Param<'_> {
+    /// The same parameter, owning its text.
+    pub fn to_owned_param(&self) -> Param<'static> {
+        match self {
+            Param::Null => Param::Null,
+            Param::Int(i) => Param::Int(*i),
+            Param::Text(t) => Param::Text(Cow::Owned(t.to_string())),
+        }
+    }
+}
+
 /// What can be a statement's parameter (the numbers and text the repository stores, and
 /// `Option`s of them for NULL).
 pub trait ToParam {
@@ -235,6 +246,17 @@ pub trait Session {
     ///
     /// What the database says.
     fn execute_batch(&self, sql: &str) -> Result<()>;
+
+    /// Writes whose answers the caller does not wait for, in the transaction: a backend over
+    /// the network sends them with what comes next (the commit, at the latest: an error of
+    /// theirs fails it), SQLite runs them now ([`Session::execute_all`]).
+    ///
+    /// # Errors
+    ///
+    /// What the database says, now or at the commit.
+    fn defer_all(&self, statements: &[Statement<'_>]) -> Result<()> {
+        self.execute_all(statements).map(|_| ())
+    }
 
     /// Runs statements one after the other, as [`Session::execute`] each; a backend over
     /// the network sends them all before it waits for the first answer (one round trip).

@@ -26,6 +26,9 @@ use weft_dsr::model::{Batch, Connection, Folder, Sheet};
 pub trait DeployWriter: Facts {
     /// The largest id stored in `table` (0 when empty), for renumbering a document's ids.
     fn max_id(&self, table: IdTable) -> Result<i64>;
+    /// Reads ahead, in one round trip, what judging and writing `sheets` asks of the
+    /// repository by their ids (a deploy's first step inside its lock).
+    fn prefetch(&self, sheets: &[weft_dsr::model::Sheet]) -> Result<()>;
     /// Creates or updates a folder.
     fn folder(&self, f: &Folder) -> Result<Change>;
     /// Creates or updates a connection.

@@ -9,13 +9,20 @@ use crate::flow;
 use crate::model::{
     ActionPlace, BatchScope, Change, ChangeKind, FlowRow, IdTable, ObjectKey, ObjectKind,
 };
-use crate::sql::{FromValue, Param, Session, Statement, ToParam, args};
+use crate::sql::{FromValue, Param, Session, Statement, ToParam, Value, args};
 use std::borrow::Cow;
 use weft_core::plan::ActionPlan;
 use weft_dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 
 /// The row of a deploy, made at its first real change; answers its number.
 const NEW_DEPLOY: &str = "INSERT INTO deploys (deployed_at) VALUES (?1) RETURNING id";
+
+/// What the facts a deploy judges ask of a sheet's stored state, by id ([`Writer::prefetch`]
+/// asks them ahead).
+const FOLDER_PATH: &str = "SELECT path FROM folders WHERE id = ?1";
+const SHEET_DEFINITION: &str = "SELECT definition FROM sheets WHERE id = ?1";
+const NODE_SHEET: &str = "SELECT sheet_id FROM nodes WHERE id = ?1";
+const EDGE_SHEET: &str = "SELECT sheet_id FROM edges WHERE id = ?1";
 
 /// The plans a deploy wrote: sheet, version (the deploy's number) and text.
 pub(super) type NewPlans = std::cell::RefCell<Vec<(i64, i64, String)>>;
@@ -31,6 +38,9 @@ pub struct Writer<'t> {
     /// The sheets' new plans as written, with their version (the deploy's number), for the
     /// repository to keep parsed once they are committed (`repo::plans_cache`).
     plans: Option<&'t NewPlans>,
+    /// Answers read ahead by [`Writer::prefetch`] (statement and id), good until the
+    /// deploy's first write.
+    known: std::cell::RefCell<std::collections::HashMap<(&'static str, i64), Option<Value>>>,
 }
 
 impl<'t> Writer<'t> {
@@ -44,6 +54,55 @@ impl<'t> Writer<'t> {
             flow_recorded,
             deploy: std::cell::RefCell::new(None),
             plans,
+            known: std::cell::RefCell::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// Reads ahead, in one round trip (PostgreSQL sends the statements before it waits for
+    /// the first answer, and with the transaction's beginning), what judging and writing
+    /// `sheets` asks by id: each one's folder, stored definition, and the sheets its nodes
+    /// and edges belong to. The answers serve until the first write.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn prefetch(&self, sheets: &[Sheet]) -> Result<()> {
+        let mut keys: Vec<(&'static str, i64)> = Vec::new();
+        for s in sheets {
+            keys.push((FOLDER_PATH, s.attributes.folder_id.v));
+            keys.push((SHEET_DEFINITION, s.id.v));
+            keys.extend(s.nodes.iter().map(|n| (NODE_SHEET, n.id.v)));
+            keys.extend(s.edges.iter().map(|e| (EDGE_SHEET, e.id.v)));
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let queries: Vec<Statement<'_>> = keys
+            .iter()
+            .map(|(sql, id)| (*sql, vec![Param::Int(*id)]))
+            .collect();
+        let answers = self.tx.first_values(&queries)?;
+        self.known
+            .borrow_mut()
+            .extend(keys.into_iter().zip(answers));
+        Ok(())
+    }
+
+    /// What was read ahead is of no use once the deploy writes.
+    fn forget(&self) {
+        self.known.borrow_mut().clear();
+    }
+
+    /// The first value of `sql` for `id`: read ahead, or read now.
+    fn known<T: FromValue>(&self, sql: &'static str, id: i64) -> Result<Option<T>> {
+        let ahead = self.known.borrow().get(&(sql, id)).cloned();
+        match ahead {
+            Some(v) => v
+                .map(|v| {
+                    T::from_value(&v)
+                        .ok_or_else(|| Error::Corrupt(format!("`{sql}` for {id} answered {v:?}")))
+                })
+                .transpose(),
+            None => self.one(sql, id),
         }
     }
 
@@ -116,6 +175,7 @@ impl<'t> Writer<'t> {
     ///
     /// A repository error.
     pub fn folder(&self, f: &Folder) -> Result<Change> {
+        self.forget();
         let sql = "SELECT path, documentation FROM folders WHERE id = ?1";
         let old: Option<(String, Option<String>)> = self
             .tx
@@ -156,6 +216,7 @@ impl<'t> Writer<'t> {
     ///
     /// A repository error.
     pub fn connection(&self, c: &Connection) -> Result<Change> {
+        self.forget();
         let sql = "SELECT name, schema_name, type FROM connections WHERE id = ?1";
         let old: Option<(String, Option<String>, String)> =
             self.tx.row(sql, args![c.id.v], |r| {
@@ -205,6 +266,7 @@ impl<'t> Writer<'t> {
         schedule: &weft_core::sched::schedule::Schedule,
         first: Option<weft_core::sched::schedule::Planned>,
     ) -> Result<Change> {
+        self.forget();
         let definition = serde_json::to_string(b).map_err(|e| Error::Corrupt(e.to_string()))?;
         let elements =
             serde_json::to_string(&b.elements).map_err(|e| Error::Corrupt(e.to_string()))?;
@@ -320,8 +382,8 @@ impl<'t> Writer<'t> {
     /// A repository error.
     pub fn sheet(&self, s: &Sheet) -> Result<Vec<Change>> {
         let definition = serde_json::to_string(s).map_err(|e| Error::Corrupt(e.to_string()))?;
-        let old: Option<String> =
-            self.one("SELECT definition FROM sheets WHERE id = ?1", s.id.v)?;
+        let old: Option<String> = self.known(SHEET_DEFINITION, s.id.v)?;
+        self.forget();
         let a = &s.attributes;
         let now = now_utc();
         let mut changes = Vec::new();
@@ -658,7 +720,7 @@ impl Facts for Writer<'_> {
     }
 
     fn folder_path(&self, id: i64) -> Result<Option<String>> {
-        self.one("SELECT path FROM folders WHERE id = ?1", id)
+        self.known(FOLDER_PATH, id)
     }
 
     fn folder_at(&self, path: &str) -> Result<Option<i64>> {
@@ -666,26 +728,40 @@ impl Facts for Writer<'_> {
     }
 
     fn node_sheet(&self, id: i64) -> Result<Option<i64>> {
-        self.one("SELECT sheet_id FROM nodes WHERE id = ?1", id)
+        self.known(NODE_SHEET, id)
     }
 
     fn edge_sheet(&self, id: i64) -> Result<Option<i64>> {
-        self.one("SELECT sheet_id FROM edges WHERE id = ?1", id)
+        self.known(EDGE_SHEET, id)
     }
 
     /// One statement per id, all sent in one round trip. (Lists of ids in one statement,
     /// `id IN (?1, ...)`, were tried: PostgreSQL's generic plan for them scanned the whole
     /// table once it had cached it for a small one.)
     fn owners(&self, nodes: &[i64], edges: &[i64]) -> Result<crate::facts::Owners> {
-        let ask = |sql, ids: &[i64]| -> Vec<Statement<'static>> {
-            ids.iter().map(|&id| (sql, vec![Param::Int(id)])).collect()
+        // What was read ahead is not asked again.
+        let keys: Vec<(&'static str, i64)> = nodes
+            .iter()
+            .map(|&id| (NODE_SHEET, id))
+            .chain(edges.iter().map(|&id| (EDGE_SHEET, id)))
+            .collect();
+        let mut values: Vec<Option<Option<Value>>> = {
+            let known = self.known.borrow();
+            keys.iter().map(|k| known.get(k).cloned()).collect()
         };
-        let mut queries = ask("SELECT sheet_id FROM nodes WHERE id = ?1", nodes);
-        queries.extend(ask("SELECT sheet_id FROM edges WHERE id = ?1", edges));
-        let mut sheets = self
-            .tx
-            .first_values(&queries)?
+        let queries: Vec<Statement<'static>> = keys
+            .iter()
+            .zip(&values)
+            .filter(|(_, v)| v.is_none())
+            .map(|((sql, id), _)| (*sql, vec![Param::Int(*id)]))
+            .collect();
+        let mut asked = self.tx.first_values(&queries)?.into_iter();
+        for v in values.iter_mut().filter(|v| v.is_none()) {
+            *v = asked.next();
+        }
+        let mut sheets = values
             .into_iter()
+            .map(Option::flatten)
             .map(|v| {
                 v.map(|v| {
                     i64::from_value(&v).ok_or_else(|| {
@@ -727,6 +803,10 @@ impl Facts for Writer<'_> {
 }
 
 impl crate::store::DeployWriter for Writer<'_> {
+    fn prefetch(&self, sheets: &[Sheet]) -> Result<()> {
+        Writer::prefetch(self, sheets)
+    }
+
     fn max_id(&self, table: IdTable) -> Result<i64> {
         Writer::max_id(self, table)
     }
@@ -757,10 +837,12 @@ impl crate::store::DeployWriter for Writer<'_> {
     }
 
     fn record_flow(&self, clear: &[i64], rows: &[FlowRow]) -> Result<()> {
+        self.forget();
         flow::record(self.tx, None, clear, rows)
     }
 
     fn record_unrecorded_flow(&self, sheet: i64, rows: &[FlowRow]) -> Result<()> {
+        self.forget();
         flow::record(self.tx, Some(sheet), &[], rows)
     }
 

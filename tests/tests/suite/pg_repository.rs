@@ -466,3 +466,59 @@ fn statements_sent_together_fail_at_the_one_that_fails_and_leave_nothing_behind(
         .expect("values");
     assert_eq!(got, vec![Some(Value::Text("b".to_owned())), None, None]);
 }
+
+/// A transaction's first message goes with its first statements, and the writes nobody waits
+/// for (`Session::defer_all`) go with what comes next, the commit at the latest: a read
+/// after them sees them, a commit whose deferred write fails fails (naming the write) and
+/// keeps nothing of the transaction, and a rolled back one keeps nothing either.
+#[test]
+fn deferred_writes_go_with_the_commit_and_a_failing_one_fails_it() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    let repo = PgRepo::connect(&database(&pg, "deferred")).expect("connect");
+    repo.upgrade().expect("schema");
+    let folder = |id: i64, path: &str| -> (&'static str, Vec<Param<'static>>) {
+        (
+            "INSERT INTO folders (id, path, created_at, updated_at) VALUES (?1, ?2, '2026-11-27', '2026-11-27')",
+            vec![Param::Int(id), Param::Text(path.to_owned().into())],
+        )
+    };
+    let paths = || -> Vec<String> {
+        repo.with(|s| s.rows("SELECT path FROM folders ORDER BY id", &[], |r| r.get(0)))
+            .expect("paths")
+    };
+    // Seen by a read of the same transaction, and committed.
+    let seen: i64 = repo
+        .tx_if(None, |s| {
+            s.defer_all(&[folder(1, "/a")])?;
+            let n: Option<i64> = s.value("SELECT COUNT(*) FROM folders", &[])?;
+            s.defer_all(&[folder(2, "/b")])?;
+            Ok((n.unwrap_or(0), true))
+        })
+        .expect("committed");
+    assert_eq!(seen, 1);
+    assert_eq!(paths(), ["/a", "/b"]);
+    // A deferred write that fails fails the commit, and nothing of the transaction stays.
+    let e = repo
+        .tx_if(None, |s| {
+            s.execute(folder(3, "/c").0, &folder(3, "/c").1)?;
+            s.defer_all(&[folder(1, "/again")])?;
+            Ok(((), true))
+        })
+        .expect_err("a duplicate id");
+    assert!(e.to_string().contains("INSERT INTO folders"), "{e}");
+    assert_eq!(paths(), ["/a", "/b"]);
+    // Rolled back: the deferred write is never sent.
+    repo.tx_if(None, |s| {
+        s.defer_all(&[folder(4, "/d")])?;
+        Ok(((), false))
+    })
+    .expect("rolled back");
+    assert_eq!(paths(), ["/a", "/b"]);
+    // The connection serves the next transaction as usual.
+    repo.tx_if(None, |s| {
+        s.defer_all(&[folder(5, "/e")])?;
+        Ok(((), true))
+    })
+    .expect("committed");
+    assert_eq!(paths(), ["/a", "/b", "/e"]);
+}

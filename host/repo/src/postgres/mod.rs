@@ -194,16 +194,14 @@ impl Postgres {
         f: impl FnOnce(&dyn Session) -> Result<(R, bool)>,
     ) -> Result<R> {
         let mut conn = self.take()?;
-        // The lock is taken in the message that begins the transaction (one round trip).
-        let begin = match lock {
-            Some(l) => conn.batch(&format!("BEGIN; SELECT pg_advisory_xact_lock({l})")),
-            None => conn.batch("BEGIN"),
-        };
-        let out = begin.and_then(|()| f(&PgSession::new(&mut conn)));
-        let end = match &out {
-            Ok((_, true)) => conn.batch("COMMIT"),
-            _ => conn.batch("ROLLBACK"),
-        };
+        // The lock is taken in the message that begins the transaction, which goes with the
+        // transaction's first statements (one round trip for all).
+        conn.begin_later(match lock {
+            Some(l) => format!("BEGIN; SELECT pg_advisory_xact_lock({l})"),
+            None => "BEGIN".to_owned(),
+        });
+        let out = f(&PgSession::new(&mut conn));
+        let end = conn.end(matches!(&out, Ok((_, true))));
         self.give(conn);
         let (value, _) = out?;
         end?;

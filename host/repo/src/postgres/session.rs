@@ -15,6 +15,14 @@ use weft_pg_client::tokio_postgres::{self, Statement};
 pub struct Conn {
     pub(super) session: weft_pg_client::Session,
     statements: HashMap<String, Statement>,
+    /// The message that begins the transaction the connection is in, not sent yet: it goes
+    /// in the round trip of the transaction's first statements.
+    begin: Option<String>,
+    /// Whether the connection is in a transaction ([`Conn::begin_later`] to [`Conn::end`]).
+    in_tx: bool,
+    /// Writes of the transaction whose answers nobody waits for ([`Session::defer_all`]),
+    /// sent in the round trip of what comes next: the commit, at the latest.
+    deferred: Vec<(String, Vec<Param<'static>>)>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -34,7 +42,49 @@ impl Conn {
         Conn {
             session,
             statements: HashMap::new(),
+            begin: None,
+            in_tx: false,
+            deferred: Vec::new(),
         }
+    }
+
+    /// Begins a transaction with `begin` (`BEGIN`, and a lock to take): the message is sent
+    /// with the transaction's first statements, one round trip less.
+    pub fn begin_later(&mut self, begin: String) {
+        self.begin = Some(begin);
+        self.in_tx = true;
+        self.deferred.clear();
+    }
+
+    /// Ends the transaction: with `commit`, the writes still waiting and `COMMIT` go in one
+    /// round trip; else `ROLLBACK` (the writes waiting are dropped). A transaction that
+    /// sent nothing sends nothing.
+    ///
+    /// # Errors
+    ///
+    /// What the server says (a write that failed at the commit, named, and the
+    /// transaction rolled back).
+    pub fn end(&mut self, commit: bool) -> Result<()> {
+        self.in_tx = false;
+        if !commit {
+            self.deferred.clear();
+            if self.begin.take().is_some() {
+                return Ok(());
+            }
+            return self.batch("ROLLBACK");
+        }
+        if self.begin.is_some() && self.deferred.is_empty() {
+            self.begin = None;
+            return Ok(());
+        }
+        let sent =
+            PgSession::new(self).pipelined::<()>(&[], async |_, _, _, _| Ok(()), Some("COMMIT"));
+        if sent.is_err() {
+            // A write that failed left the transaction aborted (its COMMIT rolled it back);
+            // whatever else went wrong, nothing of it stays.
+            let _ = self.batch("ROLLBACK");
+        }
+        sent.map(|_| ())
     }
 
     /// Whether the connection is gone (the server restarted, the network broke).
@@ -195,13 +245,10 @@ impl Session for PgSession<'_> {
     }
 
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<usize> {
-        let mut conn = self.conn.borrow_mut();
-        let st = conn.prepared(sql)?;
-        let (client, mut driver) = conn.session.parts();
-        let n = driver
-            .block_on(client.execute(&st, &bound(params)))
-            .map_err(|e| failed(&e, sql))?;
-        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+        Ok(self
+            .execute_all(&[(sql, params.to_vec())])?
+            .pop()
+            .unwrap_or(0))
     }
 
     fn query(
@@ -210,14 +257,19 @@ impl Session for PgSession<'_> {
         params: &[Param<'_>],
         each: &mut dyn FnMut(&Row) -> Result<()>,
     ) -> Result<()> {
-        let rows = {
-            let mut conn = self.conn.borrow_mut();
-            let st = conn.prepared(sql)?;
-            let (client, mut driver) = conn.session.parts();
-            driver
-                .block_on(client.query(&st, &bound(params)))
-                .map_err(|e| failed(&e, sql))?
-        };
+        let rows = self
+            .pipelined(
+                &[(sql, params.to_vec())],
+                async |client, st, sql, params| {
+                    client
+                        .query(st, &bound(params))
+                        .await
+                        .map_err(|e| failed(&e, sql))
+                },
+                None,
+            )?
+            .pop()
+            .unwrap_or_default();
         let mut row = Row::default();
         for r in &rows {
             row.0.clear();
@@ -231,54 +283,114 @@ impl Session for PgSession<'_> {
     }
 
     fn execute_batch(&self, sql: &str) -> Result<()> {
-        self.conn.borrow_mut().batch(sql)
+        let waiting = {
+            let conn = self.conn.borrow();
+            conn.begin.is_some() || !conn.deferred.is_empty()
+        };
+        if waiting {
+            self.pipelined::<()>(&[], async |_, _, _, _| Ok(()), Some(sql))
+                .map(|_| ())
+        } else {
+            self.conn.borrow_mut().batch(sql)
+        }
+    }
+
+    fn defer_all(&self, statements: &[crate::sql::Statement<'_>]) -> Result<()> {
+        let mut conn = self.conn.borrow_mut();
+        if !conn.in_tx {
+            drop(conn);
+            return self.execute_all(statements).map(|_| ());
+        }
+        conn.deferred.extend(statements.iter().map(|(sql, params)| {
+            (
+                (*sql).to_owned(),
+                params.iter().map(Param::to_owned_param).collect(),
+            )
+        }));
+        Ok(())
     }
 
     fn execute_all(&self, statements: &[crate::sql::Statement<'_>]) -> Result<Vec<usize>> {
-        self.pipelined(statements, async |client, st, sql, params| {
-            client
-                .execute(st, &bound(params))
-                .await
-                .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
-                .map_err(|e| failed(&e, sql))
-        })
+        self.pipelined(
+            statements,
+            async |client, st, sql, params| {
+                client
+                    .execute(st, &bound(params))
+                    .await
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+                    .map_err(|e| failed(&e, sql))
+            },
+            None,
+        )
     }
 
     fn first_values(&self, queries: &[crate::sql::Statement<'_>]) -> Result<Vec<Option<Value>>> {
-        self.pipelined(queries, async |client, st, sql, params| {
-            let rows = client
-                .query(st, &bound(params))
-                .await
-                .map_err(|e| failed(&e, sql))?;
-            match rows.first() {
-                Some(r) if !r.is_empty() => value(r, 0)
-                    .map(|v| Some(v).filter(|v| *v != Value::Null))
-                    .map_err(|m| Error::Corrupt(format!("{m} in `{sql}`"))),
-                _ => Ok(None),
-            }
-        })
+        self.pipelined(
+            queries,
+            async |client, st, sql, params| {
+                let rows = client
+                    .query(st, &bound(params))
+                    .await
+                    .map_err(|e| failed(&e, sql))?;
+                match rows.first() {
+                    Some(r) if !r.is_empty() => value(r, 0)
+                        .map(|v| Some(v).filter(|v| *v != Value::Null))
+                        .map_err(|m| Error::Corrupt(format!("{m} in `{sql}`"))),
+                    _ => Ok(None),
+                }
+            },
+            None,
+        )
     }
 }
 
 impl PgSession<'_> {
     /// Sends every statement at once (each prepared once per connection) and answers what
-    /// `each` makes of each, in order: one round trip for all.
+    /// `each` makes of each, in order: one round trip for all. The transaction's beginning
+    /// and its writes waiting, when there are any, go first, and `then` (a message without
+    /// parameters: `COMMIT`, say) last.
     fn pipelined<T>(
         &self,
         statements: &[crate::sql::Statement<'_>],
         each: impl AsyncFn(&tokio_postgres::Client, &Statement, &str, &[Param<'_>]) -> Result<T>,
+        then: Option<&str>,
     ) -> Result<Vec<T>> {
         let mut conn = self.conn.borrow_mut();
         let prepared = conn.prepared_all(statements)?;
-        let (client, mut driver) = conn.session.parts();
-        let sent = statements
+        let deferred = std::mem::take(&mut conn.deferred);
+        let deferred_prepared = deferred
             .iter()
-            .zip(&prepared)
-            .map(|((sql, params), st)| each(client, st, sql, params));
-        let all = futures_util::future::try_join_all(sent);
+            .map(|(sql, _)| conn.prepared(sql))
+            .collect::<Result<Vec<_>>>()?;
+        let begin = conn.begin.take();
+        let (client, mut driver) = conn.session.parts();
+        let simple = async |sql: Option<&str>| match sql {
+            Some(sql) => client.batch_execute(sql).await.map_err(|e| failed(&e, sql)),
+            None => Ok(()),
+        };
+        let began = simple(begin.as_deref());
+        let waited =
+            futures_util::future::try_join_all(deferred.iter().zip(&deferred_prepared).map(
+                |((sql, params), st)| async move {
+                    client
+                        .execute(st, &bound(params))
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| failed(&e, sql))
+                },
+            ));
+        let sent = futures_util::future::try_join_all(
+            statements
+                .iter()
+                .zip(&prepared)
+                .map(|((sql, params), st)| each(client, st, sql, params)),
+        );
+        let last = simple(then);
+        let all = futures_util::future::try_join4(began, waited, sent, last);
         driver
             .block_on(async { Ok(all.await) })
             .map_err(|e| failed(&e, first_sql(statements)))?
+            .map(|(_, _, out, _)| out)
     }
 }
 
