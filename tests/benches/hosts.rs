@@ -13,8 +13,8 @@
 //! 3. Takeover: two hosts (lease 10 s, the default), one killed while it runs actions that
 //!    wait on a lock; the time from the kill to the instance's end on the other.
 //! 4. Deploys into a PostgreSQL repository: 4 clients (`WEFT_BENCH_CLIENTS` sets how many;
-//!    1 measures a deploy's round trips) deploying one-sheet documents for 10 s. Goal:
-//!    >= 1,500 deploys/s (issue 24; 1,000 in issue 15), p50 <= 5 ms. With
+//!    1 measures a deploy's round trips) deploying one-sheet documents for 10 s. The goal
+//!    is at least 1,500 deploys/s (issue 24; 1,000 in issue 15), p50 <= 5 ms. With
 //!    `WEFT_TEST_PG_STATEMENTS` set, the test server loads `pg_stat_statements` and the
 //!    part ends with the statements PostgreSQL spent most time on (executing and planning).
 //!

@@ -416,7 +416,7 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
 #[derive(Debug)]
 pub struct KeyStore {
     path: PathBuf,
-    cached: Mutex<(Option<SystemTime>, Option<KeyFile>)>,
+    cached: Mutex<(Option<SystemTime>, Option<std::sync::Arc<KeyFile>>)>,
     /// The modification time of a changed file that could not be read (logged once).
     refused: Mutex<Option<SystemTime>>,
 }
@@ -427,17 +427,18 @@ impl KeyStore {
         let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
         KeyStore {
             path,
-            cached: Mutex::new((mtime, Some(initial))),
+            cached: Mutex::new((mtime, Some(std::sync::Arc::new(initial)))),
             refused: Mutex::new(None),
         }
     }
 
-    /// The current key file, re-read if its modification time changed.
+    /// The current key file, re-read if its modification time changed (shared: every
+    /// action reads it, and a copy of each entry per action is not needed).
     ///
     /// # Errors
     ///
     /// When the changed file cannot be read or is refused.
-    pub fn current(&self) -> Result<KeyFile> {
+    pub fn current(&self) -> Result<std::sync::Arc<KeyFile>> {
         let mtime = std::fs::metadata(&self.path)
             .and_then(|m| m.modified())
             .ok();
@@ -447,7 +448,7 @@ impl KeyStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if cached.0 != mtime || cached.1.is_none() {
             match KeyFile::load(&self.path) {
-                Ok(kf) => *cached = (mtime, Some(kf)),
+                Ok(kf) => *cached = (mtime, Some(std::sync::Arc::new(kf))),
                 // A changed file that is wrong: the last good one stays in force, and the
                 // log says so once per change.
                 Err(e) if cached.1.is_some() => {
@@ -464,8 +465,8 @@ impl KeyStore {
             }
         }
         match &cached.1 {
-            Some(kf) => Ok(kf.clone()),
-            None => KeyFile::load(&self.path),
+            Some(kf) => Ok(std::sync::Arc::clone(kf)),
+            None => KeyFile::load(&self.path).map(std::sync::Arc::new),
         }
     }
 }

@@ -55,7 +55,7 @@ pub struct PluginCatalog<'a> {
     /// The loaded plugins.
     pub registry: &'a Registry,
     /// The key file, whose entries name each connection's URL (hence its dialect).
-    pub keys: Option<weft_core::keys::KeyFile>,
+    pub keys: Option<std::sync::Arc<weft_core::keys::KeyFile>>,
 }
 
 impl Catalog for PluginCatalog<'_> {
