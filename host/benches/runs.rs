@@ -7,7 +7,8 @@
 //!    file (1,000, 10,000 and 100,000 actions; `RUNS_SIZES=1000,10000` picks), chained (each
 //!    reads the table the previous one writes) and fanned out (all read one table): the
 //!    `RunElements` answer for the whole batch, and wall time per action minus the time the
-//!    same statements take when run directly with rusqlite. Goals: response p50 <= 5 ms and
+//!    same statements take when run directly with rusqlite (and, beside them, through weft's
+//!    own data-connection path alone, without the repository: `data_path`). Goals: response p50 <= 5 ms and
 //!    overhead <= 1 ms per action (issue 4); per-action cost of a 10,000-chain within 1.2x
 //!    of a 1,000-chain, `RunElements` linear in the actions, <= 400 ms for 10,000 (issue
 //!    12). Build the plugins first: `cargo build --release --workspace`.
@@ -149,6 +150,35 @@ fn baseline(data: &Path, n: usize, chained: bool, marker: bool) -> Duration {
             statement(i, chained)
         ))
         .expect("statement");
+    }
+    t.elapsed()
+}
+
+/// The same `n` statements through weft's own data-connection path, as an action's run takes
+/// it, without the repository or the plugin call: a pooled connection, `BEGIN IMMEDIATE`,
+/// the statement, the commit marker (weft's table), `COMMIT`, the connection back to the
+/// pool. Beside [`baseline`] with a marker, it shows what weft's path adds to the
+/// statements themselves.
+fn data_path(data: &Path, n: usize, chained: bool) -> Duration {
+    use weft_core::connect::{marker, sqlite};
+    let path = data.to_string_lossy();
+    let open = || sqlite::open("bench", &path).expect("data").boxed();
+    marker::prepare(&mut open(), None).expect("marker table");
+    let t = Instant::now();
+    for i in 0..n {
+        let mut conn = open();
+        conn.begin().expect("begin");
+        conn.execute_batch(&statement(i, chained))
+            .expect("statement");
+        let run = marker::Run {
+            repository: "bench-data-path".to_owned(),
+            instance: i64::from(chained),
+            started: format!("{:?}", t),
+            action: i as i64,
+            attempt: 1,
+        };
+        marker::write(&mut conn, &run, None, false).expect("marker");
+        conn.commit().expect("commit");
     }
     t.elapsed()
 }
@@ -313,14 +343,16 @@ fn main() {
                 let wall = run_and_wait(&client, &url, &element).await;
                 let base = baseline(&data(k + 1), n, chained, false);
                 let marked = baseline(&data(k + 1), n, chained, true);
+                let path = data_path(&data(k + 1), n, chained);
                 // Fanned out, `limit` actions run at once: the host's time per action is the
                 // wall time times the parallelism.
                 let parallel = if chained { 1.0 } else { limit as f64 };
                 let per = wall.as_secs_f64() * 1e3 / n as f64;
                 let direct = base.as_secs_f64() * 1e3 / n as f64;
                 let with_marker = marked.as_secs_f64() * 1e3 / n as f64;
+                let through_weft = path.as_secs_f64() * 1e3 / n as f64;
                 println!(
-                    "runs: {n} trivial Sql actions, {what}: RunElements answered in {:.1} ms ({:.3} ms per action); ran in {:.2} s, {per:.3} ms per action (x{parallel} parallel); the same statements directly {direct:.3} ms each, {with_marker:.3} ms with a marker row; host overhead {:.3} ms per action, {:.3} ms beyond the marker's commit   (goal <= 1 ms)",
+                    "runs: {n} trivial Sql actions, {what}: RunElements answered in {:.1} ms ({:.3} ms per action); ran in {:.2} s, {per:.3} ms per action (x{parallel} parallel); the same statements directly {direct:.3} ms each, {with_marker:.3} ms with a marker row, {through_weft:.3} ms through weft's data path alone; host overhead {:.3} ms per action, {:.3} ms beyond the marker's commit   (goal <= 1 ms)",
                     response.as_secs_f64() * 1e3,
                     response.as_secs_f64() * 1e3 / n as f64,
                     wall.as_secs_f64(),
