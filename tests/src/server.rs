@@ -61,6 +61,17 @@ pub fn backend() -> Backend {
     }
 }
 
+/// Whether a test of the SQLite repository itself (its file, its disk) must skip: under
+/// `WEFT_TEST_REPOSITORY=postgresql` it says so, naming `what` the test does, and answers
+/// true.
+pub fn skipped_on_postgres(what: &str) -> bool {
+    let skip = backend() == Backend::Postgres;
+    if skip {
+        eprintln!("skipped under WEFT_TEST_REPOSITORY=postgresql: it {what}");
+    }
+    skip
+}
+
 /// The PostgreSQL server of the repositories, started once per test process.
 pub fn repository_server() -> &'static Postgres {
     static SERVER: std::sync::OnceLock<Postgres> = std::sync::OnceLock::new();

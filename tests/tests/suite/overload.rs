@@ -192,10 +192,7 @@ fn fill(dir: &std::path::Path) -> std::path::PathBuf {
 #[test]
 fn a_full_disk_answers_507_changes_nothing_and_a_run_caught_in_it_ends_once() {
     // The disk that fills is the one of HOME's SQLite repository.
-    if backend() == Backend::Postgres {
-        eprintln!(
-            "skipped under WEFT_TEST_REPOSITORY=postgresql: it fills the SQLite repository's disk"
-        );
+    if weft_tests::server::skipped_on_postgres("fills the SQLite repository's disk") {
         return;
     }
     let mnt = tempfile::tempdir().expect("mount point");

@@ -120,8 +120,7 @@ fn a_newer_repository_is_refused_by_the_script_and_the_server() {
 fn the_server_upgrades_an_old_repository_on_start() {
     // The fixtures are SQLite files in HOME; a server on a PostgreSQL repository does not
     // read them (pg_repository's upgrade tests bring the same data up on PostgreSQL).
-    if backend() == Backend::Postgres {
-        eprintln!("skipped under WEFT_TEST_REPOSITORY=postgresql: it upgrades a SQLite file");
+    if weft_tests::server::skipped_on_postgres("upgrades a SQLite file") {
         return;
     }
     let home = tempfile::tempdir().expect("home");
