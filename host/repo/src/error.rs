@@ -169,9 +169,61 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// `--stepped-clock` move it too) in UTC as the repository stores it, to the millisecond:
 /// `YYYY-MM-DD HH:MM:SS.mmm` (rows written before kept whole seconds; both sort as text).
 pub fn now_utc() -> String {
-    weft_core::sched::clock::current()
-        .clock
-        .now()
-        .format("%Y-%m-%d %H:%M:%S%.3f")
-        .to_string()
+    stored_time(weft_core::sched::clock::current().clock.now())
+}
+
+/// `t` as the repository stores it (see [`now_utc`]): written field by field, as chrono's
+/// `format` reads its pattern again at every call (each action's end writes the time).
+fn stored_time(t: chrono::DateTime<chrono::Utc>) -> String {
+    use chrono::{Datelike as _, Timelike as _};
+    use std::fmt::Write as _;
+    // Years of other widths and leap seconds (never the clock's), as chrono writes them.
+    if !(0..=9999).contains(&t.year()) || t.nanosecond() >= 1_000_000_000 {
+        return t.format("%Y-%m-%d %H:%M:%S%.3f").to_string();
+    }
+    let mut s = String::with_capacity(23);
+    // Writing into a String does not fail.
+    let _ = write!(
+        s,
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03}",
+        t.year(),
+        t.month(),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.nanosecond() / 1_000_000
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stored_time;
+    use chrono::{TimeZone as _, Utc};
+
+    #[test]
+    fn stored_time_is_what_chrono_formats() {
+        for t in [
+            Utc.with_ymd_and_hms(2026, 3, 29, 1, 2, 3)
+                .single()
+                .expect("a time"),
+            Utc.with_ymd_and_hms(1, 1, 1, 0, 0, 0)
+                .single()
+                .expect("a time"),
+            Utc.with_ymd_and_hms(9999, 12, 31, 23, 59, 59)
+                .single()
+                .expect("a time")
+                + chrono::Duration::milliseconds(987),
+            Utc.with_ymd_and_hms(2026, 11, 27, 13, 0, 0)
+                .single()
+                .expect("a time")
+                + chrono::Duration::nanoseconds(1_999_999),
+        ] {
+            assert_eq!(
+                stored_time(t),
+                t.format("%Y-%m-%d %H:%M:%S%.3f").to_string()
+            );
+        }
+    }
 }

@@ -120,6 +120,7 @@ pub mod postgres;
 mod repository;
 mod schedules;
 pub mod schema;
+mod schemas_cache;
 pub mod sql;
 pub mod sqlite;
 pub mod store;

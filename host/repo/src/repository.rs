@@ -11,6 +11,7 @@ use super::model::{
 };
 use super::plans_cache::PlansCache;
 use super::postgres::{self, Postgres};
+use super::schemas_cache::SchemasCache;
 use super::sql::Session;
 use super::sqlite::Sqlite;
 use super::store::{Created, DeployWriter, InstanceStore, SheetStore};
@@ -32,6 +33,8 @@ pub struct Repository {
     flow_recorded: std::sync::atomic::AtomicBool,
     /// The sheets' plans as runs last read them, kept parsed.
     plans: PlansCache,
+    /// The connections' default schemas as actions last read them (SQLite only).
+    schemas: SchemasCache,
 }
 
 impl Repository {
@@ -47,6 +50,7 @@ impl Repository {
             backend: Box::new(Sqlite::open(path)?),
             flow_recorded: std::sync::atomic::AtomicBool::new(false),
             plans: PlansCache::default(),
+            schemas: SchemasCache::default(),
         })
     }
 
@@ -62,6 +66,7 @@ impl Repository {
             backend: Box::new(Postgres::open(entry)?),
             flow_recorded: std::sync::atomic::AtomicBool::new(false),
             plans: PlansCache::default(),
+            schemas: SchemasCache::default(),
         })
     }
 
@@ -285,6 +290,9 @@ impl Repository {
                 }
                 None => Ok(false),
             })?;
+        if committed {
+            self.schemas.changed();
+        }
         // The plans this deploy committed, parsed for their sheets' first runs (after the
         // commit, outside the deploy's lock), where parsing them at a run would cost it more
         // than a millisecond: a small sheet's plans parse in microseconds, which a deploy
@@ -543,8 +551,14 @@ impl SheetStore for Repository {
         self.with(|c| instances::sheets_below(c, folder))
     }
 
-    fn connection_schemas(&self) -> Result<std::collections::BTreeMap<i64, String>> {
-        self.with(instances::connection_schemas)
+    fn connection_schemas(&self) -> Result<Arc<std::collections::BTreeMap<i64, String>>> {
+        let read = || self.with(instances::connection_schemas);
+        // Kept where this server's deploys are the only writers of connections.
+        if self.backend.sqlite().is_some() {
+            self.schemas.get(read)
+        } else {
+            read().map(Arc::new)
+        }
     }
 
     fn tree(&self, limit: i64) -> Result<crate::model::Tree> {

@@ -176,7 +176,8 @@ pub trait SheetStore {
     /// does not exist.
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;
     /// The default schema of each connection that names one (its `schema` as deployed).
-    fn connection_schemas(&self) -> Result<std::collections::BTreeMap<i64, String>>;
+    fn connection_schemas(&self)
+    -> Result<std::sync::Arc<std::collections::BTreeMap<i64, String>>>;
     /// Every folder and the first `limit` sheets, for the web page's tree.
     fn tree(&self, limit: i64) -> Result<crate::model::Tree>;
     /// A sheet with its nodes and edges; `None` when there is none.

@@ -167,11 +167,12 @@ impl Drop for SqliteConnection {
         // the settings weft gives it. Anything else is closed. The looks touch neither the
         // file nor its lock: the attached schemas are asked of the C interface (index 2 is
         // the first after `main` and `temp`), the rest with two statements prepared once
-        // per connection that read only the in-memory `temp` schema and a flag.
+        // per connection that read only the in-memory `temp` schema and a flag (the flag by
+        // the pragma's table form: SQLite prepares `PRAGMA query_only` again at every run).
         let clean = conn.is_autocommit()
             && conn.db_name(2).is_err()
             && one_number(&conn, "SELECT COUNT(*) FROM temp.sqlite_master") == Some(0)
-            && one_number(&conn, "PRAGMA query_only") == Some(0);
+            && one_number(&conn, "SELECT query_only FROM pragma_query_only") == Some(0);
         if clean {
             // Closed after the pool's lock is let go: closing may checkpoint.
             let closing = {

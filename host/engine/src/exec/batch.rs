@@ -507,18 +507,20 @@ impl Executor {
     pub(super) fn plan_of(
         &self,
         c: &Claimed,
-        schemas: &Result<std::collections::BTreeMap<i64, String>, Unrunnable>,
+        schemas: &Result<Arc<std::collections::BTreeMap<i64, String>>, Unrunnable>,
     ) -> Result<Arc<ActionPlan>, Unrunnable> {
         let stored = c.plan.as_ref().map_err(|e| Unrunnable::Plan(e.clone()))?;
         let schemas = schemas.as_ref().map_err(Clone::clone)?;
         let mut plan = stored.clone();
         plan.set_dialects(&self.dialect_fn());
-        plan.schemas = schemas.clone();
+        plan.schemas = (**schemas).clone();
         Ok(Arc::new(plan))
     }
 
     /// The connections' default schemas as deployed, for [`Executor::plan_of`].
-    pub(super) fn schemas(&self) -> Result<std::collections::BTreeMap<i64, String>, Unrunnable> {
+    pub(super) fn schemas(
+        &self,
+    ) -> Result<Arc<std::collections::BTreeMap<i64, String>>, Unrunnable> {
         use weft_repo::SheetStore as _;
         self.repo
             .connection_schemas()

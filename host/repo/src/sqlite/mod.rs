@@ -14,6 +14,7 @@ pub mod migrations;
 mod session;
 
 use crate::error::{Error, Result};
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -52,6 +53,12 @@ pub fn connect(path: &Path) -> Result<Connection> {
     // (an action's end, what follows it and the next claim, in one transaction), more than
     // rusqlite's default of 16, which made it prepare them again at every action.
     conn.set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
+    // Plans that never look at bound values (the query planner's stability guarantee): else
+    // SQLite prepares a join with a bound `column = ?` again at every execution, to
+    // propagate the value (the end of each action, each cycle check of a deploy), and kept
+    // statements save nothing. The repository's values are keys; no plan depends on them.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(open)?;
     weft_core::connect::sqlite::register_clock_functions(&conn).map_err(open)?;
     Ok(conn)
 }
@@ -304,5 +311,44 @@ pub mod testing {
             rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None),
             sql,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::StatementStatus;
+
+    /// A kept statement that joins two tables on a bound key runs again without being
+    /// prepared again (SQLite does so at every new value unless the planner's stability
+    /// guarantee is on): the shape of the cycle check's and an action end's statements.
+    #[test]
+    fn a_kept_join_is_not_prepared_again_for_new_values() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let conn = connect(&dir.path().join("r.db")).expect("connect");
+        conn.execute_batch(
+            "CREATE TABLE f (a INTEGER, w INTEGER, o TEXT, PRIMARY KEY (a, w, o)) WITHOUT ROWID;
+             CREATE INDEX f_o ON f(o, w);
+             INSERT INTO f VALUES (1, 1, 't1'), (2, 0, 't1'), (2, 1, 't2'), (3, 0, 't2');",
+        )
+        .expect("schema");
+        let sql = "SELECT o.a FROM f a JOIN f o ON o.o = a.o AND o.w = ?3
+                   WHERE a.a = ?1 AND a.w = ?2 AND o.a <> ?1";
+        let mut readers = Vec::new();
+        for action in 1..=3_i64 {
+            let mut st = conn.prepare_cached(sql).expect("prepare");
+            let rows: Vec<i64> = st
+                .query_map(rusqlite::params![action, 1, 0], |r| r.get(0))
+                .expect("query")
+                .collect::<std::result::Result<_, _>>()
+                .expect("rows");
+            readers.push(rows);
+            assert_eq!(
+                st.get_status(StatementStatus::RePrepare),
+                0,
+                "action {action}"
+            );
+        }
+        assert_eq!(readers, vec![vec![2], vec![3], vec![]]);
     }
 }
