@@ -340,6 +340,8 @@ function actionDetail(a) {
       el('div', {}, el('span', {}, 'Module'), el('span', {}, a.module)),
       el('div', {}, el('span', {}, 'Sheet'), el('span', {}, a.sheetId)),
       a.host ? el('div', {}, el('span', {}, 'Host'), el('span', {}, a.host)) : null,
+      a.deployId ? el('div', {}, el('span', {}, 'Definitions'),
+        el('span', {}, el('a', { href: `#/deploys?before=${a.deployId + 1}`, id: 'deploy' }, `deploy ${a.deployId}`))) : null,
       el('div', {}, el('span', {}, 'Start'), el('span', {}, localTime(a.start) || '—')),
       el('div', {}, el('span', {}, 'Took'), el('span', {}, a.start ? took(a.start, a.end) : '—')),
       el('div', {}, el('span', {}, 'Rows'), el('span', { id: 'rows' }, rows)),

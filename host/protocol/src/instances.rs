@@ -88,4 +88,8 @@ pub struct Action {
     /// The actions of this instance it runs after (their data comes first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<i64>,
+    /// The deploy whose definitions its last attempt ran (`ListDeploys`' `deployId`); none
+    /// before it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy_id: Option<i64>,
 }

@@ -38,6 +38,7 @@ fn the_answers_read_back_as_the_server_wrote_them() {
             log: vec!["one".to_owned()],
             host: Some("h1".to_owned()),
             depends_on: vec![3, 4],
+            deploy_id: Some(12),
         }],
     };
     let waited = Waited {

@@ -223,7 +223,7 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
         })?,
     };
     let actions = conn.rows(
-        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, attempt, unmarked, rows_deleted, host
+        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, attempt, unmarked, rows_deleted, host, deploy_id
          FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
         args![instance],
         |r| {
@@ -246,6 +246,7 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
                     depends_on: serde_json::from_str(&r.get::<String>(12)?).unwrap_or_default(),
                     attempt: r.get(13)?,
                     host: r.get(16)?,
+                    deploy_id: r.get(17)?,
                     unmarked: r
                         .get::<Option<String>>(14)?
                         .and_then(|t| serde_json::from_str(&t).ok())

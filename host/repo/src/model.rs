@@ -109,6 +109,9 @@ pub struct ActionRow {
     pub unmarked: Vec<i64>,
     /// The host that runs it, or that ran its last attempt to its end.
     pub host: Option<String>,
+    /// The deploy whose plans its last attempt ran (none before it ran, or for plans kept
+    /// by the upgrade to schema version 14).
+    pub deploy_id: Option<i64>,
 }
 
 /// An instance without its actions, read straight into the answer `ListBatchInstances`
@@ -150,7 +153,7 @@ pub struct ActionEnd<'a> {
 }
 
 /// What a restart found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Restarted {
     /// There is no such instance.
     NotFound,
@@ -160,6 +163,20 @@ pub enum Restarted {
     Running,
     /// Its unfinished actions wait again: how many.
     Reset(usize),
+    /// Asked to run the current definitions, some of the actions to run again are no longer
+    /// deployed (sheet, action): nothing changed.
+    NotDeployed(Vec<(i64, i64)>),
+}
+
+/// Which definitions a restarted instance runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Definitions {
+    /// Those deployed now: a fix deployed since the run failed is what runs again.
+    #[default]
+    Current,
+    /// Those the instance ran so far (as it started, unless an earlier restart took newer
+    /// ones).
+    AsStarted,
 }
 
 /// What happened to one object.

@@ -178,6 +178,31 @@ impl Repository {
             .map_err(|e| format!("{e}; deploy its sheet again")))
     }
 
+    /// The actions instance `id` would run again whose sheet's plans deployed now have no
+    /// plan for them (sheet, action).
+    ///
+    /// # Errors
+    ///
+    /// A repository error while reading plans.
+    fn not_deployed(&self, c: &dyn Session, id: i64) -> Result<Vec<(i64, i64)>> {
+        let mut gone = Vec::new();
+        for to_run in work::to_run_again(c, id)? {
+            let sheet = to_run.sheet;
+            let plans = match to_run.current {
+                Some(v) => self.plans_at(c, sheet, v)?.ok(),
+                None => None,
+            };
+            gone.extend(
+                to_run
+                    .actions
+                    .into_iter()
+                    .filter(|a| plans.as_ref().is_none_or(|p| p.get(*a).is_none()))
+                    .map(|a| (sheet, a)),
+            );
+        }
+        Ok(gone)
+    }
+
     /// The instances of `claimed` (but `running`) start running, after their claim, in a
     /// transaction of its own ([`work::mark_running`]).
     fn mark_running(&self, claimed: &[Claimed], running: Option<i64>) {
@@ -451,8 +476,27 @@ impl InstanceStore for Repository {
         self.with(|c| work::halts_asked(c, ids))
     }
 
-    fn restart(&self, id: i64) -> Result<Restarted> {
-        self.tx(|c| work::restart(c, id))
+    fn restart(&self, id: i64, definitions: crate::model::Definitions) -> Result<Restarted> {
+        self.tx(|c| {
+            if definitions == crate::model::Definitions::Current {
+                // No deploy runs beside on PostgreSQL, so that the plans the instance will
+                // run are not dropped unseen (SQLite's one writer is that lock already).
+                if c.dialect() == crate::sql::Dialect::Postgres {
+                    c.execute(
+                        "SELECT pg_advisory_xact_lock_shared(?1)",
+                        crate::sql::args![postgres::DEPLOY_LOCK],
+                    )?;
+                }
+                if let Some(refused) = work::not_restartable(c, id)? {
+                    return Ok(refused);
+                }
+                let gone = self.not_deployed(c, id)?;
+                if !gone.is_empty() {
+                    return Ok(Restarted::NotDeployed(gone));
+                }
+            }
+            work::restart(c, id, definitions)
+        })
     }
 
     fn unfinished(&self) -> Result<Vec<i64>> {

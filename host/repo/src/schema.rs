@@ -34,6 +34,7 @@
 //! | 12 | on PostgreSQL, triggers that notify `weft_instances` at the commit of every change to instances and their actions |
 //! | 13 | `instance_action_deps` keyed by (instance, action depended on, action), without the index of dependents; `instance_sheets` (the sheets each instance ran, one row each) in place of the index `instance_actions(sheet_id, instance_id)`; no index `instance_actions(instance_id, state)` (the index of ready actions, by state and instance, serves those look-ups); `plans_versions` (the deploy that wrote each sheet's plans; none for plans stored before; a table of its own, as SQLite reads a column stored after a row's 3 MB of plans only by walking them) |
 //! | 14 | `sheet_plans` (each sheet's plans by version: the current one, which `plans_versions` names, and those instances still run), written once by the deploy and shared by every instance that runs them; `instance_sheets.version` (the plans an instance runs of each sheet); `sheets.plans` and `instance_actions.plan` gone (the upgrade keeps each instance's plans as its own version, minus its id) |
+//! | 15 | `instance_actions.deploy_id` (the deploy whose plans the action's last attempt ran: a restart may take plans deployed since its instance started) |
 
 use crate::error::{Error, Result};
 use crate::sql::{Session, args};
@@ -395,6 +396,14 @@ INSERT INTO sheet_plans (sheet_id, version, plans)
 UPDATE instance_sheets SET version = -instance_id;
 ALTER TABLE instance_actions DROP COLUMN plan;
 ALTER TABLE sheets DROP COLUMN plans;
+",
+        postgres: None,
+        then: None,
+    },
+    Migration {
+        summary: "each action's attempt records the deploy whose plans it ran (`instance_actions.deploy_id`), as a restart may run an instance's failed actions with plans deployed since it started",
+        sql: "
+ALTER TABLE instance_actions ADD COLUMN deploy_id INTEGER;
 ",
         postgres: None,
         then: None,

@@ -118,8 +118,10 @@ pub trait InstanceStore {
     fn halt(&self, id: i64) -> Result<Halted>;
     /// Which of `ids` have a halt asked for.
     fn halts_asked(&self, ids: &[i64]) -> Result<Vec<i64>>;
-    /// Checks and resets an ended instance for a restart, in one step.
-    fn restart(&self, id: i64) -> Result<Restarted>;
+    /// Checks and resets an ended instance for a restart, in one step, to run
+    /// `definitions`: with the current ones, each sheet it ran runs its plans deployed now,
+    /// unless an action to run again is no longer deployed (then nothing changes).
+    fn restart(&self, id: i64, definitions: crate::model::Definitions) -> Result<Restarted>;
     /// The instances still running or waiting.
     fn unfinished(&self) -> Result<Vec<i64>>;
     /// After a stop of a server that was the only host (SQLite): unfinished instances

@@ -217,6 +217,18 @@ fn make_fixture_v13() {
         .expect("checkpoint");
 }
 
+#[test]
+#[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
+fn make_fixture_v14() {
+    let path = fixtures().join("repository-v14.db");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(fixtures().join("repository-v13.db"), &path).expect("copy v13");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_version(&mut conn, 14).expect("v14");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
 /// Version 14 on a repository upgraded from version `v`: each sheet's plans stored before
 /// are its version 0, each instance's copies of its actions' plans are its own version of
 /// each sheet it ran (minus its id), and the copies' columns are gone.
@@ -460,6 +472,13 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
             .expect("v13 schema");
         assert_eq!(old_indexes, 0, "version {v}");
         plans_kept_by_version(&conn, v);
+        // Version 15: no attempt before it names the deploy it ran.
+        let named: i64 = conn
+            .query_row("SELECT COUNT(deploy_id) FROM instance_actions", [], |r| {
+                r.get(0)
+            })
+            .expect("v15 deploy_id");
+        assert_eq!(named, 0, "version {v}");
         // Idempotent: a second run changes nothing.
         let before = dump(&conn).expect("dump");
         let again = migrations::to_latest(&mut conn).expect("again");

@@ -161,8 +161,16 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
     if limit == 0 {
         return Ok(Vec::new());
     }
-    let set = "state = 'R', host = ?1, started_at = ?2, ended_at = NULL, error = NULL,
-             attempt = attempt + 1, unmarked = NULL";
+    // The deploy whose plans the attempt runs: the version of its sheet's plans that its
+    // instance runs (an upgrade's own versions, below 1, are no deploy's).
+    let set = |t: &str| {
+        format!(
+            "state = 'R', host = ?1, started_at = ?2, ended_at = NULL, error = NULL,
+             attempt = attempt + 1, unmarked = NULL,
+             deploy_id = (SELECT CASE WHEN v.version > 0 THEN v.version END FROM instance_sheets v
+                          WHERE v.sheet_id = {t}.sheet_id AND v.instance_id = {t}.instance_id)"
+        )
+    };
     // The limit written into the statement: bound as a parameter, SQLite prepared the
     // statement again at every claim (a slot count: a few statements in all).
     let sql = match conn.dialect() {
@@ -173,18 +181,20 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
             "WITH picked AS MATERIALIZED (
                  SELECT instance_id, action_id FROM instance_actions WHERE state = 'W'
                  ORDER BY instance_id, action_id LIMIT {limit} FOR UPDATE SKIP LOCKED)
-             UPDATE instance_actions a SET {set}
+             UPDATE instance_actions a SET {}
              FROM picked WHERE a.instance_id = picked.instance_id AND a.action_id = picked.action_id
              RETURNING {}",
+            set("a"),
             pinned_columns("a")
         ),
         // One writer: nothing to skip.
         Dialect::Sqlite => format!(
-            "UPDATE instance_actions SET {set}
+            "UPDATE instance_actions SET {}
              WHERE state = 'W' AND (instance_id, action_id) IN (
                  SELECT instance_id, action_id FROM instance_actions WHERE state = 'W'
                  ORDER BY instance_id, action_id LIMIT {limit})
              RETURNING {}",
+            set("instance_actions"),
             pinned_columns("instance_actions")
         ),
     };
@@ -515,21 +525,87 @@ pub fn halts_asked(conn: &dyn Session, instances: &[i64]) -> Result<Vec<i64>> {
     Ok(out)
 }
 
-/// A restart of an ended instance, in the caller's transaction: every action that failed,
-/// was skipped or halted waits again (ready when what it depends on finished), the instance
-/// waits to be claimed. Nothing for one that runs, finished or does not exist.
+/// Why instance `id` cannot restart (it does not exist, finished or still runs), or `None`
+/// when it can; locks its row first (PostgreSQL), as every decision about an instance does.
 ///
 /// # Errors
 ///
 /// A repository error.
-pub fn restart(conn: &dyn Session, id: i64) -> Result<crate::model::Restarted> {
+pub fn not_restartable(conn: &dyn Session, id: i64) -> Result<Option<crate::model::Restarted>> {
     use crate::model::Restarted;
     lock_instance(conn, id)?;
-    match super::instances::state_of(conn, id)? {
-        None => return Ok(Restarted::NotFound),
-        Some(InstanceState::Finished) => return Ok(Restarted::Finished),
-        Some(s) if s.is_ongoing() => return Ok(Restarted::Running),
-        Some(_) => {}
+    Ok(match super::instances::state_of(conn, id)? {
+        None => Some(Restarted::NotFound),
+        Some(InstanceState::Finished) => Some(Restarted::Finished),
+        Some(s) if s.is_ongoing() => Some(Restarted::Running),
+        Some(_) => None,
+    })
+}
+
+/// The actions of one sheet that a restart runs again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SheetToRun {
+    /// The sheet.
+    pub sheet: i64,
+    /// The version of its plans deployed now (none: it is no longer deployed).
+    pub current: Option<i64>,
+    /// The actions of it to run again.
+    pub actions: Vec<i64>,
+}
+
+/// The actions of instance `id` that a restart runs again, by sheet.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn to_run_again(conn: &dyn Session, id: i64) -> Result<Vec<SheetToRun>> {
+    let rows: Vec<(i64, Option<i64>, i64)> = conn.rows(
+        "SELECT a.sheet_id, (SELECT v.version FROM plans_versions v WHERE v.sheet_id = a.sheet_id),
+                a.action_id
+         FROM instance_actions a WHERE a.instance_id = ?1 AND a.state IN ('E', 'S', 'H', 'R')
+         ORDER BY a.sheet_id, a.action_id",
+        args![id],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let mut by_sheet: Vec<SheetToRun> = Vec::new();
+    for (sheet, current, action) in rows {
+        match by_sheet.last_mut() {
+            Some(last) if last.sheet == sheet => last.actions.push(action),
+            _ => by_sheet.push(SheetToRun {
+                sheet,
+                current,
+                actions: vec![action],
+            }),
+        }
+    }
+    Ok(by_sheet)
+}
+
+/// Resets instance `id` (which [`not_restartable`] let through) for a restart: what failed,
+/// was skipped, halted or interrupted waits again, in the caller's transaction. With
+/// [`Definitions::Current`](crate::model::Definitions), each sheet it ran runs its plans
+/// deployed now.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn restart(
+    conn: &dyn Session,
+    id: i64,
+    definitions: crate::model::Definitions,
+) -> Result<crate::model::Restarted> {
+    use crate::model::{Definitions, Restarted};
+    if let Some(refused) = not_restartable(conn, id)? {
+        return Ok(refused);
+    }
+    if definitions == Definitions::Current {
+        conn.execute(
+            "UPDATE instance_sheets SET version =
+                 (SELECT v.version FROM plans_versions v WHERE v.sheet_id = instance_sheets.sheet_id)
+             WHERE instance_id = ?1
+               AND EXISTS (SELECT 1 FROM plans_versions v WHERE v.sheet_id = instance_sheets.sheet_id)",
+            args![id],
+        )?;
     }
     let n = conn.execute(
         "UPDATE instance_actions SET state = 'D', started_at = NULL, ended_at = NULL, error = NULL,

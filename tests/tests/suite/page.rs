@@ -323,6 +323,16 @@ fn in_a_real_browser_the_runs_and_a_run_follow_what_happens() {
         page.text("#rows"),
         "0 read, 2 written, 0 updated, 0 deleted"
     );
+    // The deploy whose definitions it ran, linked to the deploy history from there.
+    assert!(
+        page.text("#deploy").starts_with("deploy "),
+        "{}",
+        page.text("#deploy")
+    );
+    assert_eq!(
+        page.eval("/^#\\/deploys\\?before=\\d+$/.test(document.querySelector('#deploy').getAttribute('href'))"),
+        true
+    );
     assert!(
         page.eval("location.hash")
             .as_str()

@@ -779,7 +779,7 @@ fn weft_run_waits_shows_states_and_says_how_it_ended() {
 }
 
 #[test]
-fn restart_after_an_error_runs_the_failed_and_skipped_actions_from_their_stored_plans() {
+fn restart_as_started_runs_the_failed_and_skipped_actions_with_the_definitions_they_ran() {
     let (w, data) = setup();
     // `later` does not exist yet: the first step fails, the second is skipped.
     deploy(
@@ -793,7 +793,7 @@ fn restart_after_an_error_runs_the_failed_and_skipped_actions_from_their_stored_
             "later",
         ),
     );
-    deploy(
+    let started = deploy_id(
         &w,
         &sheet(
             120,
@@ -814,7 +814,12 @@ fn restart_after_an_error_runs_the_failed_and_skipped_actions_from_their_stored_
         (Some("E"), Some("S")),
         "{inst}"
     );
-    // A deploy after the start changes nothing of this instance: its plans were stored.
+    assert_eq!(
+        action(&inst, 1200)["deployId"],
+        Value::Null,
+        "a skipped action ran no definitions: {inst}"
+    );
+    // A deploy after the start changes nothing of this instance when it restarts as started.
     deploy(
         &w,
         &sheet(
@@ -833,15 +838,16 @@ fn restart_after_an_error_runs_the_failed_and_skipped_actions_from_their_stored_
     let (st, v) = command(
         &w,
         "RestartBatchInstance",
-        json!({"batchInstanceId": id}),
+        json!({"batchInstanceId": id, "asStarted": true}),
         None,
     );
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["payload"]["actionsToRun"], 2);
     let inst = wait(&w, id);
     assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(action(&inst, 1200)["deployId"], started, "{inst}");
     let c = rusqlite::Connection::open(&data).expect("data");
-    // The built-in variable reached the SQL, and the stored (old) plan ran.
+    // The built-in variable reached the SQL, and the plan of the start ran.
     let n: i64 = c
         .query_row("SELECT n FROM other", [], |r| r.get(0))
         .expect("other");
@@ -867,6 +873,150 @@ fn restart_after_an_error_runs_the_failed_and_skipped_actions_from_their_stored_
         .query_row("SELECT COUNT(*) FROM later", [], |r| r.get(0))
         .expect("later");
     assert_eq!(count, 1);
+}
+
+/// Deploys `doc`; the deploy's number.
+fn deploy_id(w: &Weft, doc: &Value) -> i64 {
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "deploy failed: {v}");
+    v["payload"]["deployId"].as_i64().expect("a deploy id")
+}
+
+/// `(state, deployId)` of each action of `inst`, by id.
+fn states_and_deploys(inst: &Value) -> Vec<(i64, String, Option<i64>)> {
+    inst["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .map(|a| {
+            (
+                a["actionId"].as_i64().expect("id"),
+                a["state"].as_str().expect("state").to_owned(),
+                a["deployId"].as_i64(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_fix_deployed_after_a_failure_is_what_a_restart_runs_and_each_action_names_its_deploy() {
+    let (w, data) = setup();
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE strict (n INTEGER NOT NULL)")
+        .expect("table");
+    let bad = |action: i64| {
+        let doc = sheet(
+            130,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO strict VALUES (NULL)",
+            &[],
+            "strict",
+        );
+        serde_json::from_str::<Value>(&doc.to_string().replace("1300", &action.to_string()))
+            .expect("sheet")
+    };
+    let first = deploy_id(&w, &bad(1300));
+    let reader = deploy_id(
+        &w,
+        &sheet(
+            140,
+            (10, "/etl"),
+            "Insert",
+            "SELECT n FROM strict",
+            &["strict"],
+            "other",
+        ),
+    );
+    let id = run(&w, &[("S", 130), ("S", 140)], None);
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    assert!(
+        action(&inst, 1300)["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("NOT NULL")),
+        "{inst}"
+    );
+    assert_eq!(
+        states_and_deploys(&inst),
+        vec![(1300, "E".into(), Some(first)), (1400, "S".into(), None)]
+    );
+    // The fix, deployed; a restart runs it (the default), and what was skipped after it.
+    let fixed = deploy_id(
+        &w,
+        &sheet(
+            130,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO strict VALUES (7)",
+            &[],
+            "strict",
+        ),
+    );
+    let (st, v) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!((st, &v["payload"]["actionsToRun"]), (200, &json!(2)), "{v}");
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        states_and_deploys(&inst),
+        vec![
+            (1300, "F".into(), Some(fixed)),
+            (1400, "F".into(), Some(reader))
+        ]
+    );
+    let c = rusqlite::Connection::open(&data).expect("data");
+    let other: i64 = c
+        .query_row("SELECT n FROM other", [], |r| r.get(0))
+        .expect("other");
+    assert_eq!(other, 7);
+
+    // A failed run whose failed action the current definitions no longer have: a restart
+    // with them is refused, names the action and changes nothing; as started, it runs the
+    // definitions it ran (and fails again the same way).
+    deploy(&w, &bad(1300));
+    let id = run(&w, &[("S", 130)], None);
+    assert_eq!(wait(&w, id)["state"], "failed");
+    deploy(&w, &bad(1305));
+    let before = wait(&w, id);
+    let restart_cli = |args: &[&str]| {
+        std::process::Command::new(weft_bin())
+            .arg("restart")
+            .args(args)
+            .env("WEFT_HOME", w.home.path())
+            .output()
+            .expect("weft restart")
+    };
+    let o = restart_cli(&[&id.to_string()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{out}{err}");
+    assert!(
+        err.contains("action 1300 of sheet 130 is no longer deployed") && err.contains("asStarted"),
+        "{err}"
+    );
+    assert_eq!(wait(&w, id), before, "a refused restart changes nothing");
+    let o = restart_cli(&[&id.to_string(), "--as-started", "--json"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let answer: Value = serde_json::from_str(out.trim()).expect("the answer as JSON");
+    assert_eq!(answer, json!({"batchInstanceId": id, "actionsToRun": 1}));
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    assert!(
+        action(&inst, 1300)["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("NOT NULL")),
+        "{inst}"
+    );
+    // Unknown and finished instances are refused with exit code 4.
+    assert_eq!(restart_cli(&["999999"]).status.code(), Some(4));
+    let o = restart_cli(&["abc"]);
+    assert_eq!(o.status.code(), Some(2), "a usage error: {}", text(&o).1);
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod jdbc;
 mod keys;
 mod next_runs;
 mod plugins;
+mod restart;
 mod run;
 mod schema;
 mod serve;
@@ -43,6 +44,9 @@ enum Command {
     Deploy(deploy::Deploy),
     /// Run sheets, actions or folders as a batch instance (RunElements), and follow it with --wait.
     Run(run::Run),
+    /// Run again what failed, was skipped, halted or interrupted in a batch instance
+    /// (RestartBatchInstance), with the definitions deployed now unless --as-started.
+    Restart(restart::Restart),
     /// Manage JDBC drivers: the interactive menu, or list, add, delete for scripts (what bin/jdbcManager runs).
     Jdbc(jdbc::Jdbc),
     /// List the plugin libraries found (next to the binary, in INSTALL/plugins and in HOME/plugins) and what they provide, refused ones with the reason; or install one.
@@ -74,6 +78,7 @@ impl Cli {
             Command::Schema(c) => c.run(&home),
             Command::Deploy(c) => c.run(&home),
             Command::Run(c) => c.run(&home),
+            Command::Restart(c) => c.run(&home),
             Command::Jdbc(c) => c.run(),
             Command::Plugins(c) => c.run(&home),
             Command::NextRuns(c) => c.run(&home),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use weft_core::plan::{dependencies, dependency_cycle};
 use weft_core::sched::scheduler::ScheduledStart;
-use weft_repo::model::{NewAction, NewInstance, Restarted};
+use weft_repo::model::{Definitions, NewAction, NewInstance, Restarted};
 use weft_repo::store::Created;
 use weft_repo::work::Halted;
 use weft_repo::{self as repo, InstanceStore as _, Repository};
@@ -156,15 +156,18 @@ impl Executor {
         }
     }
 
-    /// Runs again what failed, was skipped or halted in an instance that has ended; never
-    /// what finished. Returns how many actions run again. The check and the reset are one
+    /// Runs again what failed, was skipped, halted or interrupted in an instance that has
+    /// ended (with what was skipped because of them); never what finished. `definitions`
+    /// says whether each sheet runs its plans deployed now (a fix deployed since) or those
+    /// the instance ran. Returns how many actions run again. The check and the reset are one
     /// transaction: two restarts at once, on any hosts, start one run.
     ///
     /// # Errors
     ///
-    /// [`StartError::NotFound`], or [`StartError::Conflict`] for a running or finished one.
-    pub fn restart(&self, id: i64) -> Result<usize, StartError> {
-        match self.repo.restart(id)? {
+    /// [`StartError::NotFound`], or [`StartError::Conflict`] for a running or finished one,
+    /// or one with actions to run again that are no longer deployed.
+    pub fn restart(&self, id: i64, definitions: Definitions) -> Result<usize, StartError> {
+        match self.repo.restart(id, definitions)? {
             Restarted::NotFound => Err(StartError::NotFound(format!(
                 "batch instance {id} does not exist"
             ))),
@@ -173,6 +176,11 @@ impl Executor {
             ))),
             Restarted::Running => Err(StartError::Conflict(format!(
                 "batch instance {id} is still running"
+            ))),
+            Restarted::NotDeployed(gone) => Err(StartError::Conflict(format!(
+                "batch instance {id} cannot run the current definitions: {} no longer deployed; \
+                 restart it with asStarted to run the definitions it ran, or start a new run",
+                not_deployed(&gone)
             ))),
             Restarted::Reset(n) => {
                 self.changed();
@@ -186,6 +194,37 @@ impl Executor {
             }
         }
     }
+}
+
+/// The actions a restart would run that are no longer deployed, for a message: "action 7
+/// of sheet 2, actions 8 and 9 of sheet 3" (the first ten).
+fn not_deployed(gone: &[(i64, i64)]) -> String {
+    const SHOWN: usize = 10;
+    let mut groups: Vec<(i64, Vec<i64>)> = Vec::new();
+    for &(sheet, action) in gone.iter().take(SHOWN) {
+        match groups.last_mut() {
+            Some((s, actions)) if *s == sheet => actions.push(action),
+            _ => groups.push((sheet, vec![action])),
+        }
+    }
+    let mut parts: Vec<String> = groups
+        .into_iter()
+        .map(|(sheet, actions)| {
+            let list: Vec<String> = actions.iter().map(i64::to_string).collect();
+            match list.split_last() {
+                Some((last, init)) if !init.is_empty() => {
+                    format!("actions {} and {last} of sheet {sheet}", init.join(", "))
+                }
+                _ => format!("action {} of sheet {sheet}", list.join("")),
+            }
+        })
+        .collect();
+    let more = gone.len().saturating_sub(SHOWN);
+    if more > 0 {
+        parts.push(format!("{more} more"));
+    }
+    let verb = if gone.len() == 1 { "is" } else { "are" };
+    format!("{} {verb}", parts.join(", "))
 }
 
 /// The scheduler starts its batches through the executor.

@@ -1,4 +1,5 @@
-//! `RestartBatchInstance`: rerun what failed, was skipped or halted in an instance.
+//! `RestartBatchInstance`: rerun what failed, was skipped, halted or interrupted in an
+//! instance, with the definitions deployed now (or, `asStarted`, those it ran).
 
 use super::Request;
 use serde::{Deserialize, Serialize};
@@ -8,12 +9,16 @@ impl Request for RestartBatchInstance {
     type Answer = Restarting;
 }
 
-/// `RestartBatchInstance {batchInstanceId}`.
+/// `RestartBatchInstance {batchInstanceId, asStarted?}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RestartBatchInstance {
     /// The instance.
     pub batch_instance_id: i64,
+    /// Run the definitions the instance ran (as it started, unless an earlier restart took
+    /// newer ones) instead of those deployed now.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub as_started: bool,
 }
 
 /// `RestartBatchInstance`'s answer.

@@ -223,7 +223,10 @@ fn restart_runs_again_what_did_not_finish_with_its_waits_counted_again() {
     assert_eq!(ids(&c), [2]);
     let e = end_of(&conn, "h", &c[0], &failed());
     assert_eq!(e.instance, Some(InstanceState::Failed));
-    assert_eq!(restart(&conn, id).expect("restart"), Restarted::Reset(2));
+    assert_eq!(
+        restart(&conn, id, crate::model::Definitions::AsStarted).expect("restart"),
+        Restarted::Reset(2)
+    );
     assert_eq!(state(&conn, id), InstanceState::Waiting);
     assert_eq!(
         states(&conn, id),
@@ -234,15 +237,24 @@ fn restart_runs_again_what_did_not_finish_with_its_waits_counted_again() {
         ],
         "2's dependency finished, 3 waits for 2"
     );
-    assert_eq!(restart(&conn, id).expect("restart"), Restarted::Running);
+    assert_eq!(
+        restart(&conn, id, crate::model::Definitions::AsStarted).expect("restart"),
+        Restarted::Running
+    );
     let c = claim(&conn, "h", 5).expect("claim");
     assert_eq!((ids(&c), c[0].attempt), (vec![2], 2), "the second attempt");
     end_of(&conn, "h", &c[0], &finished());
     let c = claim(&conn, "h", 5).expect("claim");
     let e = end_of(&conn, "h", &c[0], &finished());
     assert_eq!(e.instance, Some(InstanceState::Finished));
-    assert_eq!(restart(&conn, id).expect("restart"), Restarted::Finished);
-    assert_eq!(restart(&conn, 999).expect("restart"), Restarted::NotFound);
+    assert_eq!(
+        restart(&conn, id, crate::model::Definitions::AsStarted).expect("restart"),
+        Restarted::Finished
+    );
+    assert_eq!(
+        restart(&conn, 999, crate::model::Definitions::AsStarted).expect("restart"),
+        Restarted::NotFound
+    );
 }
 
 #[test]

@@ -1,30 +1,48 @@
-//! `RestartBatchInstance {batchInstanceId}`: runs again what failed, was skipped or halted
-//! in an instance.
+//! `RestartBatchInstance {batchInstanceId, asStarted?}`: runs again what failed, was
+//! skipped, halted or interrupted in an instance, with the definitions deployed now unless
+//! `asStarted` asks for those it ran.
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::instance_id;
+use crate::api::protocol::read::{flag, object, whole};
 use crate::api::state::AppState;
 use std::sync::Arc;
 use weft_dsr::Problems;
 use weft_protocol::commands::{RestartBatchInstance, Restarting};
+use weft_repo::model::Definitions;
 
 impl Handler for RestartBatchInstance {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
+        let mut fields = object(
+            payload.value,
+            payload.path,
+            "the RestartBatchInstance payload {batchInstanceId, asStarted?}",
+            problems,
+        )?;
+        let id = fields
+            .required("batchInstanceId", problems)
+            .and_then(|(v, p)| whole(v, &p, "batchInstanceId", i64::MIN..=i64::MAX, problems));
+        let as_started = match fields.optional("asStarted") {
+            Some((v, p)) => flag(v, &p, "asStarted", problems),
+            None => Some(false),
+        };
+        fields.finish(problems);
         Some(RestartBatchInstance {
-            batch_instance_id: instance_id(
-                payload.value,
-                payload.path,
-                "RestartBatchInstance",
-                problems,
-            )?,
+            batch_instance_id: id?,
+            as_started: as_started?,
         })
     }
 
     async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Restarting, ApiError> {
         let id = self.batch_instance_id;
+        let definitions = if self.as_started {
+            Definitions::AsStarted
+        } else {
+            Definitions::Current
+        };
         let exec = Arc::clone(&state.executor);
-        let actions_to_run = tokio::task::spawn_blocking(move || exec.restart(id)).await??;
+        let actions_to_run =
+            tokio::task::spawn_blocking(move || exec.restart(id, definitions)).await??;
         Ok(Restarting {
             batch_instance_id: id,
             actions_to_run,

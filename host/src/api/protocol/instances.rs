@@ -23,6 +23,7 @@ pub fn action(a: ActionRow) -> Action {
         log: a.log,
         host: a.host,
         depends_on: a.depends_on,
+        deploy_id: a.deploy_id,
     }
 }
 

@@ -285,6 +285,14 @@ pub(crate) fn whole(
 }
 
 /// `true`, `false`, `"true"`, `"false"` (any case); `null` keeps the default.
+/// A payload's switch `key`: `true` or `false` (or their text); `null` is `false`.
+pub(crate) fn flag(v: &Spanned, path: &Path, key: &str, problems: &mut Problems) -> Option<bool> {
+    match &v.value {
+        Value::Null => Some(false),
+        _ => boolean(v, path, key, problems),
+    }
+}
+
 fn boolean(v: &Spanned, path: &Path, key: &str, problems: &mut Problems) -> Option<bool> {
     match &v.value {
         Value::Bool(b) => Some(*b),

@@ -122,6 +122,14 @@ fn every_command_the_client_writes_reads_back_as_itself() {
     round_trip(
         RestartBatchInstance {
             batch_instance_id: 9,
+            as_started: false,
+        }
+        .into(),
+    );
+    round_trip(
+        RestartBatchInstance {
+            batch_instance_id: 9,
+            as_started: true,
         }
         .into(),
     );
@@ -309,7 +317,7 @@ fn each_command_names_its_missing_and_mistyped_fields() {
         (
             r#"{"command": "RestartBatchInstance", "payload": []}"#,
             "payload",
-            "the RestartBatchInstance payload {batchInstanceId} must be an object, found an array",
+            "the RestartBatchInstance payload {batchInstanceId, asStarted?} must be an object, found an array",
         ),
         (
             r#"{"command": "DeployRepository", "payload": {"content": "x", "deployOptions": {"dryrun": true}}}"#,

@@ -275,3 +275,18 @@ fn a_start_dt_that_is_not_a_timestamp_is_named_not_silent() {
     let t = tick(&e.exec, BERLIN, utc("2026-11-20T21:00:00Z")).expect("tick");
     assert_eq!(t.started.len(), 1);
 }
+
+#[test]
+fn actions_no_longer_deployed_are_named_by_sheet_and_counted_past_ten() {
+    use super::not_deployed;
+    assert_eq!(not_deployed(&[(2, 7)]), "action 7 of sheet 2 is");
+    assert_eq!(
+        not_deployed(&[(2, 7), (3, 8), (3, 9), (3, 10)]),
+        "action 7 of sheet 2, actions 8, 9 and 10 of sheet 3 are"
+    );
+    let many: Vec<(i64, i64)> = (1..=12).map(|a| (4, a)).collect();
+    assert_eq!(
+        not_deployed(&many),
+        "actions 1, 2, 3, 4, 5, 6, 7, 8, 9 and 10 of sheet 4, 2 more are"
+    );
+}
