@@ -13,3 +13,4 @@ pub mod plan;
 pub mod plugins;
 pub mod sched;
 pub mod settings;
+pub mod variables;

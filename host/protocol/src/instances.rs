@@ -15,6 +15,21 @@ pub struct Instance {
     pub summary: Listed,
     /// The elements asked for.
     pub elements: Vec<Element>,
+    /// The day its actions' `${schedule_date}` is: the one the run set, else its planned
+    /// start's, else its start's (service time zone).
+    #[serde(
+        default,
+        rename = "scheduleDate",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub schedule_date: String,
+    /// Whether the run set `schedule_date` itself (a backfill, a rerun of a past day).
+    #[serde(
+        default,
+        rename = "scheduleDateSet",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub schedule_date_set: bool,
     /// The actions.
     pub actions: Vec<Action>,
 }

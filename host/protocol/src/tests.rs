@@ -22,6 +22,8 @@ fn the_answers_read_back_as_the_server_wrote_them() {
             running_on: vec!["h1".to_owned()],
         },
         elements: vec![Element { kind: 'S', id: 100 }],
+        schedule_date: "2026-11-23".to_owned(),
+        schedule_date_set: true,
         actions: vec![Action {
             action_id: 1,
             sheet_id: 100,

@@ -22,7 +22,14 @@ const FLOORS: &[(&str, &[&str])] = &[
     (
         "core",
         &[
-            "settings", "keys", "metrics", "plugins", "plan", "sched", "connect",
+            "variables",
+            "settings",
+            "keys",
+            "metrics",
+            "plugins",
+            "plan",
+            "sched",
+            "connect",
         ],
     ),
     ("engine", &["fault", "validate", "exec", "deploy"]),

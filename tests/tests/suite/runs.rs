@@ -1853,3 +1853,105 @@ fn a_waiting_client_costs_no_repository_reads_while_nothing_changes_and_wakes_at
         v = next;
     }
 }
+
+#[test]
+fn a_run_may_set_its_schedule_date_and_is_refused_a_built_in_or_an_expression_it_cannot_compute() {
+    let (w, data) = setup();
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE days (d TEXT, m TEXT, y TEXT)")
+        .expect("table");
+    deploy(
+        &w,
+        &sheet(
+            150,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO days VALUES ('${schedule_date}', '${month_start}', '${ymd}')",
+            &[],
+            "days",
+        ),
+    );
+    let var = |name: &str, value: &str| json!({"variableName": name, "variableType": "string", "variableValue": value});
+    let listed = |w: &Weft| {
+        command(w, "ListBatchInstances", json!({}), None).1["payload"]["instances"]
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    // What a run cannot set or compute is refused at its place, and nothing is stored.
+    let body = |vars: Value| {
+        json!({"command": "RunElements",
+            "payload": {"batchExecution": {"batchName": "t", "user": "u",
+                "elementList": [{"elementType": "S", "elementId": 150}]}},
+            "variableList": vars})
+        .to_string()
+        .into_bytes()
+    };
+    for (vars, said) in [
+        (
+            json!([var("user", "x")]),
+            "variable `user` is set by weft for every action and cannot be set by a run",
+        ),
+        (
+            json!([var("schedule_date", "31.01.2026")]),
+            "`schedule_date` must be a date as YYYY-MM-DD, found `31.01.2026`",
+        ),
+        (
+            json!([var("month_start", "${begin_of_month(schedule_date)}")]),
+            "unknown function `begin_of_month`",
+        ),
+    ] {
+        let (st, v) = post(&w.url, body(vars));
+        assert_eq!(st, 400, "{v}");
+        let message = v["error"]["message"].as_str().expect("message");
+        assert!(message.contains(said), "{message}");
+        assert_eq!(
+            v["error"]["details"][0]["path"], "variableList[0].variableValue",
+            "{v}"
+        );
+    }
+    assert_eq!(listed(&w), 0, "a refused run stores nothing");
+    // A past day: the run's schedule date is the one it set, and its variables are computed
+    // from it.
+    let (st, v) = post(
+        &w.url,
+        body(json!([
+            var("schedule_date", "2026-01-31"),
+            var("month_start", "${start_of_month(schedule_date)}"),
+            var("ymd", "${format(add_months(schedule_date, 1), '%Y%m%d')}")
+        ])),
+    );
+    assert_eq!(st, 200, "{v}");
+    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        (&inst["scheduleDate"], &inst["scheduleDateSet"]),
+        (&json!("2026-01-31"), &json!(true)),
+        "{inst}"
+    );
+    let c = rusqlite::Connection::open(&data).expect("data");
+    let day: (String, String, String) = c
+        .query_row("SELECT d, m, y FROM days", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .expect("a row");
+    assert_eq!(
+        day,
+        ("2026-01-31".into(), "2026-01-01".into(), "20260228".into())
+    );
+    // Without one, a manual run's schedule date is the day it started.
+    let id = run(
+        &w,
+        &[("S", 150)],
+        Some(json!([var("month_start", "x"), var("ymd", "y")])),
+    );
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(inst["scheduleDateSet"], Value::Null, "{inst}");
+    assert_eq!(
+        inst["scheduleDate"].as_str().map(str::len),
+        Some(10),
+        "{inst}"
+    );
+}

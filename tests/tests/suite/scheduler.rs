@@ -546,3 +546,78 @@ fn advance_clock_moves_only_a_stepped_clock_and_only_forward() {
     assert_eq!(st, 409, "{v}");
     assert_eq!(v["error"]["code"], "clock.not_stepped", "{v}");
 }
+
+#[test]
+fn a_nightly_derives_its_load_date_from_the_schedule_date_and_a_batch_cannot_set_it() {
+    let w = start(tempfile::tempdir().expect("home"), "2026-11-22 21:00:00");
+    add_data_connection(&w);
+    let doc = |variables: serde_json::Value| {
+        json!({"version": 1, "transformationData": {
+            "folders": [{"id": 5, "path": "/n"}],
+            "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+            "sheets": [{"id": 60, "attributes": {"name": "days", "folder_id": 5, "folder": "/n"},
+              "nodes": [{"id": 61, "type": 0, "attributes": {"module": "Sql", "name": "days",
+                  "action": "CREATE TABLE IF NOT EXISTS days (d TEXT, l TEXT, y TEXT);
+                             INSERT INTO days VALUES ('${schedule_date}', '${load_day}', '${ymd}')"}},
+                {"id": 62, "type": 1, "attributes": {"field1": "days", "objectTypeId": 1, "connectionId": 1}}],
+              "edges": [{"id": 63, "from": 61, "to": 62}]}],
+            "batches": [{"id": 6, "name": "nightly", "schedule": "daily 02:30",
+              "elements": [{"elementType": "S", "elementId": 60}],
+              "variables": variables}]}})
+    };
+    let var = |name: &str, value: &str| json!({"variableName": name, "variableValue": value});
+    // A batch may not set schedule_date, nor a variable that cannot be computed.
+    for (bad, said) in [
+        (
+            var("schedule_date", "2026-01-01"),
+            "cannot be set by the batch",
+        ),
+        (
+            var("load_day", "${add_day(schedule_date, -1)}"),
+            "unknown function `add_day`",
+        ),
+        (
+            var("load_day", "${yesterday}"),
+            "`${yesterday}`, which is no built-in",
+        ),
+        (var("user", "me"), "cannot be set by a run"),
+    ] {
+        let (st, v) = post(&w.url, deploy_body(&doc(json!([bad])).to_string()));
+        assert_eq!(st, 422, "{v}");
+        let problems = v["error"]["details"].to_string();
+        assert!(
+            problems.contains(said) && problems.contains("batch.variable"),
+            "{problems}"
+        );
+    }
+    let (st, v) = post(
+        &w.url,
+        deploy_body(
+            &doc(json!([
+                var("load_day", "${add_days(schedule_date, -1)}"),
+                var("ymd", "${format(schedule_date, '%Y%m%d')}")
+            ]))
+            .to_string(),
+        ),
+    );
+    assert_eq!(st, 200, "{v}");
+    let id = scheduled_run(&w, "2026-11-23 02:30:00", 6);
+    let data = rusqlite::Connection::open(w.home.path().join("data.db")).expect("data");
+    let day: (String, String, String) = data
+        .query_row("SELECT d, l, y FROM days", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .expect("a row");
+    assert_eq!(
+        day,
+        ("2026-11-23".into(), "2026-11-22".into(), "20261123".into())
+    );
+    let (st, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["scheduleDate"], "2026-11-23", "{v}");
+    assert_eq!(
+        v["payload"]["scheduleDateSet"],
+        serde_json::Value::Null,
+        "{v}"
+    );
+}

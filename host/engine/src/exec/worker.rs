@@ -248,10 +248,13 @@ impl Executor {
         epoch: u64,
     ) -> Ran {
         let action = c.action;
-        let vars = super::variables::of_action(info, c.instance, action);
         let run = &self.run_of(c, info);
         let plan = match plan {
             Ok(plan) => plan,
+            Err(e) => return Ran::failed(format!("action {action}: {e}")),
+        };
+        let vars = match super::variables::of_action(info, c.instance, action) {
+            Ok(vars) => vars,
             Err(e) => return Ran::failed(format!("action {action}: {e}")),
         };
         let keys = match self.keys.as_ref().map(|k| k.current()) {

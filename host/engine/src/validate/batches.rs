@@ -128,6 +128,27 @@ pub(super) fn batches(
             );
         }
         batch_schedule(b, &path, problems);
+        // Its variables as a run's are checked: no built-in set, every `${...}` computable
+        // (from the built-ins, at each run: `${add_days(schedule_date, -1)}`).
+        for (j, (name, value)) in b.variables.iter().enumerate() {
+            let why = if name == "schedule_date" {
+                Some(format!(
+                    "batch {}: `schedule_date` is the day of each run's planned start and cannot be set by the batch",
+                    b.id.v
+                ))
+            } else {
+                weft_core::variables::refused(name, value)
+                    .map(|why| format!("batch {}: {why}", b.id.v))
+            };
+            if let Some(why) = why {
+                problems.error(
+                    "batch.variable",
+                    why,
+                    b.span,
+                    &path.key("variables").index(j).key("variableValue"),
+                );
+            }
+        }
         if b.elements.is_empty() {
             problems.error(
                 "batch.elements",

@@ -29,7 +29,14 @@ pub fn action(a: ActionRow) -> Action {
 
 /// An instance with its actions as `GetBatchInstance` answers it.
 pub fn instance(i: InstanceRow) -> Instance {
+    let schedule_date = weft_engine::exec::variables::schedule_date(
+        &i.variables,
+        i.summary.planned_start.as_deref(),
+        &i.summary.start,
+    );
     Instance {
+        schedule_date_set: i.variables.iter().any(|(n, _)| n == "schedule_date"),
+        schedule_date,
         summary: i.summary,
         elements: i.elements,
         actions: i.actions.into_iter().map(action).collect(),

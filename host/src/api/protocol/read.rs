@@ -109,6 +109,19 @@ pub(crate) fn variable_list(v: &Spanned, path: &Path, problems: &mut Problems) -
             });
         fields.finish(problems);
         if let (Some(name), Some(value)) = (name, value) {
+            // What a run cannot set (a built-in) or cannot compute (a `${...}` of its value),
+            // said at the value, before anything is stored.
+            if let Some(why) = weft_core::variables::refused(&name, &value) {
+                let at = match &item.value {
+                    Value::Object(members) => members
+                        .iter()
+                        .find(|m| m.key == "variableValue")
+                        .map_or(item.span, |m| m.value.span),
+                    _ => item.span,
+                };
+                problems.error(ENVELOPE, why, at, &path.index(i).key("variableValue"));
+                continue;
+            }
             variables.push(Variable { name, kind, value });
         }
     }
