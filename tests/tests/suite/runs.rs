@@ -1955,3 +1955,81 @@ fn a_run_may_set_its_schedule_date_and_is_refused_a_built_in_or_an_expression_it
         "{inst}"
     );
 }
+
+#[test]
+fn the_operator_s_command_line_lists_shows_follows_halts_and_reads_a_run_s_logs() {
+    let (w, data) = setup();
+    let cli = |args: &[&str]| {
+        std::process::Command::new(weft_bin())
+            .args(args)
+            .env("WEFT_HOME", w.home.path())
+            .output()
+            .expect("weft")
+    };
+    // A run held on the data file's lock: action 5000 runs until the test lets go.
+    let (gate, id) = held_chain(&w, &data);
+    let ids = id.to_string();
+    let o = cli(&["runs", "--state", "running"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("{id}\trunning\ttest\ttester"))),
+        "{out}"
+    );
+    let o = cli(&["runs", "--json", "--limit", "1"]);
+    let listed: Value = serde_json::from_str(text(&o).0.trim()).expect("JSON");
+    assert_eq!(listed["instances"][0]["batchInstanceId"], id, "{listed}");
+    assert_eq!(cli(&["runs", "--state", "sleeping"]).status.code(), Some(2));
+    let o = cli(&["show", &ids]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains(&format!("batch instance {id} `test` running"))
+            && out.contains("R 5000 step 500"),
+        "{out}"
+    );
+    let o = cli(&["show", "999999"]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(text(&o).1.contains("999999"), "{}", text(&o).1);
+    let o = cli(&["logs", &ids, "--action", "5000"]);
+    assert_eq!(
+        text(&o)
+            .0
+            .lines()
+            .next()
+            .map(|l| l.starts_with("Sql action 5000")),
+        Some(true),
+        "{:?}",
+        text(&o)
+    );
+    assert_eq!(cli(&["logs", &ids, "--action", "1"]).status.code(), Some(2));
+    // `weft follow` of the running instance ends when a `weft halt` halts it: exit 1.
+    let follower = std::process::Command::new(weft_bin())
+        .args(["follow", &ids])
+        .env("WEFT_HOME", w.home.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("weft follow");
+    let o = cli(&["halt", &ids]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let followed = follower.wait_with_output().expect("follow ended");
+    let (out, err) = text(&followed);
+    assert_eq!(followed.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.trim_end()
+            .ends_with(&format!("batch instance {id} halted"))
+            && out.contains("H 5000 step 500"),
+        "{out}"
+    );
+    gate.execute_batch("COMMIT").expect("let go");
+    // Halting it again is refused (exit 4); its logs read as `action<TAB>line`.
+    assert_eq!(cli(&["halt", &ids]).status.code(), Some(4));
+    let o = cli(&["logs", &ids]);
+    assert!(
+        text(&o).0.lines().all(|l| l.starts_with("5000\t")),
+        "{:?}",
+        text(&o)
+    );
+}

@@ -14,6 +14,19 @@ pub struct Home {
     pub from: HomeSource,
 }
 
+/// The batch instance an operator's subcommand works on, how it prints, and the server.
+#[derive(Debug, Clone, Args)]
+pub struct OneInstance {
+    /// The batch instance.
+    #[arg(value_name = "ID")]
+    pub id: i64,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub endpoint: Endpoint,
+}
+
 /// Where a running server is and how to prove the right to ask it: the options of every
 /// client subcommand.
 #[derive(Debug, Clone, Args)]

@@ -4,16 +4,22 @@
 
 mod args;
 mod deploy;
+mod follow;
 mod getkey;
+mod halt;
 mod hosts;
 mod jdbc;
 mod keys;
+mod logs;
 mod next_runs;
 mod plugins;
 mod restart;
 mod run;
+mod runs;
 mod schema;
 mod serve;
+mod show;
+mod view;
 
 pub use args::{Endpoint, Home};
 
@@ -44,6 +50,16 @@ enum Command {
     Deploy(deploy::Deploy),
     /// Run sheets, actions or folders as a batch instance (RunElements), and follow it with --wait.
     Run(run::Run),
+    /// List the most recent batch instances, newest first, with filters (ListBatchInstances).
+    Runs(runs::Runs),
+    /// Show one batch instance and its actions (GetBatchInstance).
+    Show(show::Show),
+    /// Follow a batch instance until it ends, as run --wait does: exit 0 when it finished, 1 when not.
+    Follow(follow::Follow),
+    /// Print the log lines of a batch instance's actions.
+    Logs(logs::Logs),
+    /// Ask a batch instance to halt (HaltBatchInstance).
+    Halt(halt::Halt),
     /// Run again what failed, was skipped, halted or interrupted in a batch instance
     /// (RestartBatchInstance), with the definitions deployed now unless --as-started.
     Restart(restart::Restart),
@@ -79,6 +95,11 @@ impl Cli {
             Command::Deploy(c) => c.run(&home),
             Command::Run(c) => c.run(&home),
             Command::Restart(c) => c.run(&home),
+            Command::Runs(c) => c.run(&home),
+            Command::Show(c) => c.run(&home),
+            Command::Follow(c) => c.run(&home),
+            Command::Logs(c) => c.run(&home),
+            Command::Halt(c) => c.run(&home),
             Command::Jdbc(c) => c.run(),
             Command::Plugins(c) => c.run(&home),
             Command::NextRuns(c) => c.run(&home),

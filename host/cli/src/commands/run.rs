@@ -6,9 +6,7 @@ use crate::client::{Exit, Service};
 use clap::Args;
 use std::path::Path;
 use std::process::ExitCode;
-use weft_protocol::{
-    ActionState, BatchExecution, Element, InstanceState, RunElements, Variable, WaitBatchInstance,
-};
+use weft_protocol::{BatchExecution, Element, RunElements, Variable};
 
 /// `weft run`'s arguments.
 #[derive(Debug, Args)]
@@ -61,7 +59,6 @@ fn parse_var(s: &str) -> Result<(String, String), String> {
 /// Runs `weft run`: starts a batch instance; with `--wait`, shows the actions' states while
 /// it runs and exits 0 when it finished, 1 when it failed, was halted or interrupted.
 fn run(args: &Run, user: String, home: &Path) -> Exit {
-    use std::io::Write as _;
     let service = match Service::locate(
         args.endpoint.url.as_deref(),
         args.endpoint.token.as_deref(),
@@ -116,78 +113,5 @@ fn run(args: &Run, user: String, home: &Path) -> Exit {
     if !args.wait {
         return Exit::Ok;
     }
-    let mut last = String::new();
-    loop {
-        let wait = WaitBatchInstance {
-            batch_instance_id: id,
-            timeout_seconds: Some(1.0),
-            changed_from: None,
-        };
-        let instance = match service.call(wait) {
-            Ok(Ok(waited)) => waited.instance,
-            Ok(Err(refusal)) => {
-                eprintln!(
-                    "weft run: cannot follow instance {id}: {}",
-                    refusal.error.message
-                );
-                return Exit::Refused;
-            }
-            Err(code) => return code,
-        };
-        let state = instance.summary.state;
-        let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-        for a in &instance.actions {
-            *counts.entry(a.state.code()).or_default() += 1;
-        }
-        let running: Vec<String> = instance
-            .actions
-            .iter()
-            .filter(|a| a.state == ActionState::Running)
-            .map(|a| format!("{} {}", a.action_id, a.name))
-            .collect();
-        let line = format!(
-            "instance {id} {state}: {}{}",
-            counts
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            if running.is_empty() {
-                String::new()
-            } else {
-                format!("; running: {}", running.join(", "))
-            }
-        );
-        if line != last {
-            eprintln!("{line}");
-            let _ = std::io::stderr().flush();
-            last = line;
-        }
-        if !state.is_ongoing() {
-            for a in &instance.actions {
-                let mut l = format!(
-                    "  {} {:<24} {}  read {} written {} updated {}",
-                    a.state,
-                    format!("{} {}", a.action_id, a.name),
-                    a.module,
-                    a.rows_read,
-                    a.rows_written,
-                    a.rows_updated
-                );
-                if a.rows_deleted > 0 {
-                    l.push_str(&format!(" deleted {}", a.rows_deleted));
-                }
-                if let Some(e) = &a.error {
-                    l.push_str(&format!("\n      error: {e}"));
-                }
-                println!("{l}");
-            }
-            println!("batch instance {id} {state}");
-            return if state == InstanceState::Finished {
-                Exit::Ok
-            } else {
-                Exit::Invalid
-            };
-        }
-    }
+    super::view::follow(&service, "weft run", id)
 }
