@@ -107,4 +107,26 @@ pub struct Action {
     /// before it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deploy_id: Option<i64>,
+    /// What a ready action waits for: an object it writes that a running action of another
+    /// instance writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<WaitingFor>,
+}
+
+/// An object a ready action waits for, and the running action of another instance that
+/// writes it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitingFor {
+    /// The object as the data graph names it: its connection, its schema (may be empty) and
+    /// its name.
+    pub connection_id: i64,
+    /// The schema (empty: the connection's default).
+    pub schema: String,
+    /// The table or view.
+    pub object: String,
+    /// The instance whose action writes it now.
+    pub batch_instance_id: i64,
+    /// That action.
+    pub action_id: i64,
 }

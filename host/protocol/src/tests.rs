@@ -41,6 +41,7 @@ fn the_answers_read_back_as_the_server_wrote_them() {
             host: Some("h1".to_owned()),
             depends_on: vec![3, 4],
             deploy_id: Some(12),
+            waiting_for: None,
         }],
     };
     let waited = Waited {

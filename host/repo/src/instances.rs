@@ -247,6 +247,7 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
                     attempt: r.get(13)?,
                     host: r.get(16)?,
                     deploy_id: r.get(17)?,
+                    waiting_for: None,
                     unmarked: r
                         .get::<Option<String>>(14)?
                         .and_then(|t| serde_json::from_str(&t).ok())
@@ -262,6 +263,14 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
             Ok(a)
         })
         .collect::<Result<_>>()?;
+    // Ready actions that wait for an object another run writes now, with what holds it.
+    if row.actions.iter().any(|a| a.state == ActionState::Waiting) {
+        for (action, waiting) in waits_for_objects(conn, instance)? {
+            if let Some(a) = row.actions.iter_mut().find(|a| a.action_id == action) {
+                a.waiting_for.get_or_insert(waiting);
+            }
+        }
+    }
     // A claim marks its instance running in a transaction of its own, just after: an action
     // that began means a running instance, whatever the instance's word still says.
     if row.summary.state == InstanceState::Waiting
@@ -273,6 +282,43 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
         row.summary.state = InstanceState::Running;
     }
     Ok(Some(row))
+}
+
+/// The ready actions of `instance` that a running action of another instance keeps waiting
+/// (it writes an object they write; `work::claim` passes them by), with the object and that
+/// action.
+fn waits_for_objects(
+    conn: &dyn Session,
+    instance: i64,
+) -> Result<Vec<(i64, weft_protocol::instances::WaitingFor)>> {
+    conn.rows(
+        "WITH busy AS MATERIALIZED (
+             SELECT fb.connection_id, fb.schema_name, fb.object_name, b.instance_id, b.action_id
+             FROM instance_actions b
+             JOIN data_flow fb ON fb.action_id = b.action_id AND fb.writes = 1
+             WHERE b.state = 'R' AND b.instance_id <> ?1)
+         SELECT w.action_id, busy.connection_id, busy.schema_name, busy.object_name,
+                busy.instance_id, busy.action_id
+         FROM instance_actions w
+         JOIN data_flow fa ON fa.action_id = w.action_id AND fa.writes = 1
+         JOIN busy ON busy.connection_id = fa.connection_id AND busy.schema_name = fa.schema_name
+             AND busy.object_name = fa.object_name
+         WHERE w.instance_id = ?1 AND w.state = 'W'
+         ORDER BY w.action_id, busy.instance_id, busy.action_id",
+        args![instance],
+        |r| {
+            Ok((
+                r.get(0)?,
+                weft_protocol::instances::WaitingFor {
+                    connection_id: r.get(1)?,
+                    schema: r.get(2)?,
+                    object: r.get(3)?,
+                    batch_instance_id: r.get(4)?,
+                    action_id: r.get(5)?,
+                },
+            ))
+        },
+    )
 }
 
 /// The columns of [`summary`].

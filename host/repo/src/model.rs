@@ -112,6 +112,8 @@ pub struct ActionRow {
     /// The deploy whose plans its last attempt ran (none before it ran, or for plans kept
     /// by the upgrade to schema version 14).
     pub deploy_id: Option<i64>,
+    /// A ready action's wait for an object a running action of another instance writes.
+    pub waiting_for: Option<weft_protocol::instances::WaitingFor>,
 }
 
 /// An instance without its actions, read straight into the answer `ListBatchInstances`

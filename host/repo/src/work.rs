@@ -56,6 +56,26 @@ pub struct Pinned {
     pub unmarked: Vec<i64>,
 }
 
+/// The objects running actions write now, with their instance (`busy`, a few rows: the
+/// running actions' targets by the data graph as deployed, `data_flow`), made once per claim.
+const BUSY: &str = "busy AS MATERIALIZED (
+     SELECT fb.connection_id, fb.schema_name, fb.object_name, b.instance_id
+     FROM instance_actions b
+     JOIN data_flow fb ON fb.action_id = b.action_id AND fb.writes = 1
+     WHERE b.state = 'R')";
+
+/// Whether waiting action `w` (a name or alias of `instance_actions`) writes an object that
+/// a running action of another instance writes ([`BUSY`]): then it waits for it.
+fn written_by_another_run(w: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM busy
+             JOIN data_flow fa ON fa.action_id = {w}.action_id AND fa.writes = 1
+                 AND fa.connection_id = busy.connection_id AND fa.schema_name = busy.schema_name
+                 AND fa.object_name = busy.object_name
+             WHERE busy.instance_id <> {w}.instance_id)"
+    )
+}
+
 /// The columns [`pinned_row`] reads, of `instance_actions` as `table` (a name or alias).
 fn pinned_columns(table: &str) -> String {
     format!(
@@ -178,26 +198,38 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
         // a materialized CTE: as `IN (subquery)` PostgreSQL may run the subquery again for
         // each row it updates, and each run may pick (and lock) other rows, past the limit.
         Dialect::Postgres => format!(
-            "WITH picked AS MATERIALIZED (
-                 SELECT instance_id, action_id FROM instance_actions WHERE state = 'W'
+            "WITH {BUSY}, picked AS MATERIALIZED (
+                 SELECT instance_id, action_id FROM instance_actions w
+                 WHERE state = 'W' AND NOT {}
                  ORDER BY instance_id, action_id LIMIT {limit} FOR UPDATE SKIP LOCKED)
              UPDATE instance_actions a SET {}
              FROM picked WHERE a.instance_id = picked.instance_id AND a.action_id = picked.action_id
              RETURNING {}",
+            written_by_another_run("w"),
             set("a"),
             pinned_columns("a")
         ),
         // One writer: nothing to skip.
         Dialect::Sqlite => format!(
-            "UPDATE instance_actions SET {}
+            "WITH {BUSY} UPDATE instance_actions SET {}
              WHERE state = 'W' AND (instance_id, action_id) IN (
-                 SELECT instance_id, action_id FROM instance_actions WHERE state = 'W'
+                 SELECT instance_id, action_id FROM instance_actions w
+                 WHERE state = 'W' AND NOT {}
                  ORDER BY instance_id, action_id LIMIT {limit})
              RETURNING {}",
             set("instance_actions"),
+            written_by_another_run("w"),
             pinned_columns("instance_actions")
         ),
     };
+    // One claim at a time over all hosts (SQLite's one writer is that already): two at once
+    // would each see the other's action still waiting, and start two writers of one table.
+    if conn.dialect() == Dialect::Postgres {
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(?1)",
+            args![super::postgres::CLAIM_LOCK],
+        )?;
+    }
     let mut claimed = conn.rows(&sql, args![host, now_utc()], pinned_row)?;
     claimed.sort_by_key(|c| (c.instance, c.action));
     Ok(claimed)

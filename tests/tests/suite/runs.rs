@@ -2033,3 +2033,63 @@ fn the_operator_s_command_line_lists_shows_follows_halts_and_reads_a_run_s_logs(
         text(&o)
     );
 }
+
+#[test]
+fn two_runs_never_write_one_table_at_once_and_the_later_says_what_it_waits_for() {
+    let (w, data) = setup();
+    // Run 1 writes `big` and is held there (the test holds the data file's write lock).
+    let (gate, first) = held_chain(&w, &data);
+    // Run 3 writes a table of another file (connection 2).
+    let elsewhere = w.home.path().join("elsewhere.db");
+    rusqlite::Connection::open(&elsewhere)
+        .expect("file")
+        .execute_batch("CREATE TABLE other (n INTEGER)")
+        .expect("table");
+    w.add_keys(&format!("2|sqlite|{}|||\n", elsewhere.display()));
+    let on_two = sheet(
+        160,
+        (10, "/etl"),
+        "Sql",
+        "INSERT INTO other VALUES (160)",
+        &[],
+        "other",
+    )
+    .to_string()
+    .replace("\"connectionId\":1", "\"connectionId\":2");
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {
+            "connections": [{"id": 2, "name": "elsewhere", "type": "sqlite"}]}}),
+    );
+    deploy(&w, &serde_json::from_str(&on_two).expect("sheet"));
+    // Run 2 writes `big` too: it waits while run 1's action writes it. Run 3, started after
+    // it and writing another table, runs at once on the free slot: the claim went past run
+    // 2's action (actions are claimed oldest run first), which did not start.
+    let second = run(&w, &[("S", 500)], None);
+    let third = run(&w, &[("S", 160)], None);
+    assert_eq!(wait(&w, third)["state"], "finished");
+    let (_, v) = command(
+        &w,
+        "GetBatchInstance",
+        json!({"batchInstanceId": second}),
+        None,
+    );
+    let waiting = action(&v["payload"], 5000);
+    assert_eq!(waiting["state"], "W", "{v}");
+    assert_eq!(
+        waiting["waitingFor"],
+        json!({"connectionId": 1, "schema": "", "object": "big", "batchInstanceId": first, "actionId": 5000}),
+        "{v}"
+    );
+    // Run 1's action ends; run 2's runs after it.
+    gate.execute_batch("COMMIT").expect("let go");
+    assert_eq!(wait(&w, first)["state"], "finished");
+    let inst = wait(&w, second);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(action(&inst, 5000)["waitingFor"], Value::Null, "{inst}");
+    let c = rusqlite::Connection::open(&data).expect("data");
+    let rows: i64 = c
+        .query_row("SELECT COUNT(*) FROM big", [], |r| r.get(0))
+        .expect("big");
+    assert_eq!(rows, 2, "each run wrote once");
+}

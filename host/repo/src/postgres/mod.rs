@@ -25,6 +25,11 @@ pub const DEPLOY_LOCK: i64 = 0x7765_6674_6470_6c79;
 /// add one, one at a time.
 pub const INSTANCE_LOCK: i64 = 0x7765_6674_696e_7374;
 
+/// The advisory lock every claim of actions takes (`weftclam`): one claim at a time over all
+/// hosts, so that no two claims each see the other's action still waiting and start two
+/// writers of one table (`work::claim`).
+pub const CLAIM_LOCK: i64 = 0x7765_6674_636c_616d;
+
 /// How many idle connections are kept for the next request.
 const MAX_IDLE: usize = 8;
 

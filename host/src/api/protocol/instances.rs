@@ -24,6 +24,7 @@ pub fn action(a: ActionRow) -> Action {
         host: a.host,
         depends_on: a.depends_on,
         deploy_id: a.deploy_id,
+        waiting_for: a.waiting_for,
     }
 }
 
