@@ -13,3 +13,35 @@ pub struct Element {
     #[serde(rename = "elementId")]
     pub id: i64,
 }
+
+/// What a run adds to the actions its elements name, by the data graph (dbt's `model+` and
+/// `+model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Selection {
+    /// Only what the elements name.
+    #[default]
+    Named,
+    /// And every action that reads, directly or through others, what they write.
+    Downstream,
+    /// And every action that writes, directly or through others, what they read.
+    Upstream,
+}
+
+impl Selection {
+    /// The word of `select`: `downstream` or `upstream` (`named`: the default).
+    pub fn word(self) -> &'static str {
+        match self {
+            Selection::Named => "named",
+            Selection::Downstream => "downstream",
+            Selection::Upstream => "upstream",
+        }
+    }
+
+    /// The selection of word `w`.
+    pub fn from_word(w: &str) -> Option<Self> {
+        [Selection::Named, Selection::Downstream, Selection::Upstream]
+            .into_iter()
+            .find(|s| s.word() == w)
+    }
+}

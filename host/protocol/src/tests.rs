@@ -75,6 +75,7 @@ fn a_command_serialises_to_its_envelope_with_the_variables_beside_the_payload() 
             batch_name: "nightly".to_owned(),
             user: "ops".to_owned(),
             element_list: vec![Element { kind: 'F', id: 7 }],
+            select: crate::Selection::Named,
         },
         variables: vec![Variable {
             name: "day".to_owned(),

@@ -91,6 +91,31 @@ pub fn neighbours(tx: &dyn Session, action: i64, forward: bool) -> Result<Vec<(i
     )
 }
 
+/// Every action that reads, directly or through others, what action `seed` writes
+/// (`downstream`), or that writes what it reads (else), by the data graph as deployed, with
+/// its sheet; not `seed` itself.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn related(tx: &dyn Session, seed: i64, downstream: bool) -> Result<Vec<(i64, i64)>> {
+    // Downstream: from what an action writes (writes = 1) to who reads it (writes = 0).
+    let (from, to) = if downstream { (1, 0) } else { (0, 1) };
+    tx.rows(
+        "WITH RECURSIVE reached(action_id) AS (
+             SELECT CAST(?1 AS BIGINT)
+             UNION
+             SELECT o.action_id FROM reached r
+             JOIN data_flow a ON a.action_id = r.action_id AND a.writes = ?2
+             JOIN data_flow o ON o.connection_id = a.connection_id AND o.object_name = a.object_name
+                 AND o.schema_name = a.schema_name AND o.writes = ?3)
+         SELECT r.action_id, n.sheet_id FROM reached r JOIN nodes n ON n.id = r.action_id
+         WHERE r.action_id <> ?1 ORDER BY r.action_id",
+        args![seed, from, to],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+}
+
 /// Where action `action` lives; `None` when it is no action of a stored sheet.
 ///
 /// # Errors

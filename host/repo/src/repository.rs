@@ -595,6 +595,10 @@ impl SheetStore for Repository {
         self.with(|c| instances::sheets_below(c, folder))
     }
 
+    fn related_actions(&self, seed: i64, downstream: bool) -> Result<Vec<(i64, i64)>> {
+        self.with(|c| super::flow::related(c, seed, downstream))
+    }
+
     fn connection_schemas(&self) -> Result<Arc<std::collections::BTreeMap<i64, String>>> {
         let read = || self.with(instances::connection_schemas);
         // Kept where this server's deploys are the only writers of connections.

@@ -177,6 +177,9 @@ pub trait SheetStore {
     /// The sheets of a folder and every folder below it, in order; `None` when the folder
     /// does not exist.
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;
+    /// Every action that reads, directly or through others, what `seed` writes (`downstream`),
+    /// or that writes what it reads, by the data graph as deployed: (action, sheet).
+    fn related_actions(&self, seed: i64, downstream: bool) -> Result<Vec<(i64, i64)>>;
     /// The default schema of each connection that names one (its `schema` as deployed).
     fn connection_schemas(&self)
     -> Result<std::sync::Arc<std::collections::BTreeMap<i64, String>>>;

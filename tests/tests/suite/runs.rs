@@ -2093,3 +2093,62 @@ fn two_runs_never_write_one_table_at_once_and_the_later_says_what_it_waits_for()
         .expect("big");
     assert_eq!(rows, 2, "each run wrote once");
 }
+
+#[test]
+fn a_run_selects_what_follows_or_what_comes_before_its_elements_by_the_data_graph() {
+    let (w, _data) = setup();
+    // 100 writes raw; 200 reads raw, writes stage; 300 reads stage, writes mart.
+    chain(&w);
+    let vars = json!([{"variableName": "n", "variableType": "String", "variableValue": "3"},
+                      {"variableName": "label", "variableType": "String", "variableValue": "c"}]);
+    let selected = |select: &str| {
+        let (st, v) = command(
+            &w,
+            "RunElements",
+            json!({"batchExecution": {"batchName": "sel", "user": "u",
+                "elementList": [{"elementType": "S", "elementId": 200}], "select": select}}),
+            Some(vars.clone()),
+        );
+        assert_eq!(st, 200, "{v}");
+        let inst = wait(&w, v["payload"]["batchInstanceId"].as_i64().expect("id"));
+        assert_eq!(inst["state"], "finished", "{inst}");
+        let mut ran: Vec<i64> = inst["actions"]
+            .as_array()
+            .expect("actions")
+            .iter()
+            .map(|a| a["actionId"].as_i64().expect("id"))
+            .collect();
+        ran.sort_unstable();
+        ran
+    };
+    assert_eq!(selected("downstream"), vec![2000, 3000]);
+    assert_eq!(selected("upstream"), vec![1000, 2000]);
+    assert_eq!(selected("named"), vec![2000]);
+    let (st, v) = command(
+        &w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "sel", "user": "u",
+            "elementList": [{"elementType": "S", "elementId": 200}], "select": "sideways"}}),
+        None,
+    );
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(
+        v["error"]["details"][0]["path"], "payload.batchExecution.select",
+        "{v}"
+    );
+    // `weft run --action 1000 --downstream`: the whole chain from its first action.
+    let o = std::process::Command::new(weft_bin())
+        .args(["run", "--action", "1000", "--downstream", "--wait"])
+        .args(["--var", "n=4", "--var", "label=d"])
+        .env("WEFT_HOME", w.home.path())
+        .output()
+        .expect("weft run");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains("1000 step 100")
+            && out.contains("2000 step 200")
+            && out.contains("3000 step 300"),
+        "{out}"
+    );
+}

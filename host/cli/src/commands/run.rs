@@ -6,7 +6,7 @@ use crate::client::{Exit, Service};
 use clap::Args;
 use std::path::Path;
 use std::process::ExitCode;
-use weft_protocol::{BatchExecution, Element, RunElements, Variable};
+use weft_protocol::{BatchExecution, Element, RunElements, Selection, Variable};
 
 /// `weft run`'s arguments.
 #[derive(Debug, Args)]
@@ -25,6 +25,14 @@ pub struct Run {
     /// A variable for the run (repeatable).
     #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
     vars: Vec<(String, String)>,
+    /// Also run every action that reads, directly or through others, what the named ones
+    /// write (dbt's `model+`).
+    #[arg(long, conflicts_with = "upstream")]
+    downstream: bool,
+    /// Also run every action that writes, directly or through others, what the named ones
+    /// read (dbt's `+model`).
+    #[arg(long)]
+    upstream: bool,
     /// The batch name.
     #[arg(long, default_value = "manual run")]
     name: String,
@@ -87,6 +95,13 @@ fn run(args: &Run, user: String, home: &Path) -> Exit {
             batch_name: args.name.clone(),
             user,
             element_list: elements,
+            select: if args.downstream {
+                Selection::Downstream
+            } else if args.upstream {
+                Selection::Upstream
+            } else {
+                Selection::Named
+            },
         },
         variables: args
             .vars

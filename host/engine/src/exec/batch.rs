@@ -150,6 +150,8 @@ pub struct RunRequest {
     pub elements: Vec<Element>,
     /// `variableList`: name and value.
     pub variables: Vec<(String, String)>,
+    /// What the data graph adds to the elements' actions.
+    pub select: weft_protocol::Selection,
 }
 
 /// Why a run, a halt or a restart did not happen (nothing was stored).

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use weft_core::plan::{ActionPlan, Element};
 use weft_core::plugins::Registry;
+use weft_protocol::Selection;
 use weft_repo::model::SheetPlans;
 use weft_repo::{self as repo, SheetStore};
 use weft_sdk::Dialect;
@@ -31,6 +32,7 @@ pub struct Expanded {
 pub fn expand(
     sheets_store: &dyn SheetStore,
     elements: &[Element],
+    select: Selection,
     dialect: &dyn Fn(i64) -> Dialect,
 ) -> repo::Result<Result<Expanded, NoSuchElement>> {
     let mut sheets: Vec<(i64, Option<i64>)> = Vec::new();
@@ -74,6 +76,36 @@ pub fn expand(
                 return Ok(Err(NoSuchElement::Kind(other)));
             }
         }
+    }
+    // What follows the named actions, or what they follow, by the data graph: one look per
+    // named action that an earlier look did not reach already.
+    if select != Selection::Named {
+        let downstream = select == Selection::Downstream;
+        let mut named: Vec<i64> = Vec::new();
+        for (sheet, only) in &sheets {
+            match only {
+                Some(a) => named.push(*a),
+                None if load(&mut stored, *sheet)? => {
+                    if let Some((_, plans)) = stored.get(sheet) {
+                        named.extend(plans.plans().iter().map(|p| p.id));
+                    }
+                }
+                None => {}
+            }
+        }
+        let mut reached: HashSet<i64> = HashSet::new();
+        let mut added = Vec::new();
+        for seed in named {
+            if reached.contains(&seed) {
+                continue;
+            }
+            for (action, sheet) in sheets_store.related_actions(seed, downstream)? {
+                if reached.insert(action) {
+                    added.push((sheet, Some(action)));
+                }
+            }
+        }
+        sheets.extend(added);
     }
     let mut out = Expanded::default();
     let mut seen: HashSet<i64> = HashSet::new();

@@ -67,7 +67,7 @@ impl Executor {
     ) -> Result<i64, StartError> {
         let began = std::time::Instant::now();
         let dialect = self.dialect_fn();
-        let expanded = expand(&*self.repo, &req.elements, &dialect)?
+        let expanded = expand(&*self.repo, &req.elements, req.select, &dialect)?
             .map_err(|e| StartError::NotFound(e.to_string()))?;
         let expanded_at = began.elapsed();
         let plans = &expanded.plans;
@@ -246,6 +246,7 @@ impl weft_core::sched::scheduler::Starter for Executor {
             user: USER.to_owned(),
             elements: due.elements.clone(),
             variables: due.variables.clone(),
+            select: weft_protocol::Selection::Named,
         };
         Executor::start_scheduled(self, req, Some(scheduled)).map_err(|e| match e {
             StartError::Repo(repo::Error::Conflict(_)) => NotStarted::Changed,

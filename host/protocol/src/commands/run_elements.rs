@@ -1,7 +1,7 @@
 //! `RunElements`: start a batch instance of sheets, actions or folders (SPEC 4.3), with the envelope's variables; answered with its id at once.
 
 use super::Request;
-use crate::elements::Element;
+use crate::elements::{Element, Selection};
 use serde::{Deserialize, Serialize};
 
 impl Request for RunElements {
@@ -9,7 +9,7 @@ impl Request for RunElements {
     type Answer = Started;
 }
 
-/// `RunElements {batchExecution: {batchName, user, elementList}}`, with the envelope's
+/// `RunElements {batchExecution: {batchName, user, elementList, select?}}`, with the envelope's
 /// `variableList`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -31,6 +31,14 @@ pub struct BatchExecution {
     pub user: String,
     /// The sheets, actions and folders to run.
     pub element_list: Vec<Element>,
+    /// What is added to them by the data graph: what follows them (`downstream`) or what
+    /// they follow (`upstream`).
+    #[serde(skip_serializing_if = "is_named")]
+    pub select: Selection,
+}
+
+fn is_named(s: &Selection) -> bool {
+    *s == Selection::Named
 }
 
 /// One entry of `variableList`: `{variableName, variableType?, variableValue}`.

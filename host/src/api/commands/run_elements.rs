@@ -1,4 +1,4 @@
-//! `RunElements {batchExecution: {batchName, user, elementList}}` with the envelope's
+//! `RunElements {batchExecution: {batchName, user, elementList, select?}}` with the envelope's
 //! `variableList`: starts a batch instance and answers with its id at once (SPEC 4.3).
 
 use super::handler::{Handler, Payload};
@@ -10,6 +10,7 @@ use weft_core::plan::Element;
 use weft_dsr::value::{Spanned, Value};
 use weft_dsr::{Path, Problems};
 use weft_engine::exec::batch::RunRequest;
+use weft_protocol::Selection;
 use weft_protocol::commands::{BatchExecution, RunElements, Started};
 
 impl Handler for RunElements {
@@ -27,7 +28,7 @@ impl Handler for RunElements {
         let mut fields = object(
             v,
             path,
-            "`batchExecution` {batchName, user, elementList}",
+            "`batchExecution` {batchName, user, elementList, select?}",
             problems,
         )?;
         let batch_name = fields
@@ -39,12 +40,32 @@ impl Handler for RunElements {
         let elements = fields
             .required("elementList", problems)
             .and_then(|(v, p)| element_list(v, &p, problems));
+        let select = match fields.optional("select") {
+            None => Some(Selection::Named),
+            Some((v, _)) if matches!(v.value, Value::Null) => Some(Selection::Named),
+            Some((v, p)) => match text(v, &p, "select", problems) {
+                Some(word) => match Selection::from_word(&word) {
+                    Some(s) => Some(s),
+                    None => {
+                        wrong(
+                            v,
+                            &p,
+                            "`select` must be \"downstream\" (and what follows the elements), \"upstream\" (and what they follow) or \"named\"",
+                            problems,
+                        );
+                        None
+                    }
+                },
+                None => None,
+            },
+        };
         fields.finish(problems);
         Some(RunElements {
             batch_execution: BatchExecution {
                 batch_name: batch_name?,
                 user: user?,
                 element_list: elements?,
+                select: select?,
             },
             variables,
         })
@@ -56,6 +77,7 @@ impl Handler for RunElements {
             batch_name: execution.batch_name,
             user: execution.user,
             elements: execution.element_list,
+            select: execution.select,
             variables: self
                 .variables
                 .into_iter()

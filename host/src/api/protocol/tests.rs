@@ -53,6 +53,7 @@ fn every_command_the_client_writes_reads_back_as_itself() {
                 Element { kind: 'A', id: -3 },
                 Element { kind: 'F', id: 7 },
             ],
+            select: weft_protocol::Selection::Downstream,
         },
         variables: vec![Variable {
             name: "day".to_owned(),
@@ -404,6 +405,7 @@ proptest! {
                 batch_name: name,
                 user,
                 element_list: vec![Element { kind: 'S', id: 1 }],
+                select: weft_protocol::Selection::Named,
             },
             variables: vec![Variable { name: "x".to_owned(), kind: None, value }],
         });
@@ -418,10 +420,18 @@ proptest! {
         name in "[^\\x00]*",
         user in "[^\\x00]*",
         elements in proptest::collection::vec(element(), 1..5),
-        variables in proptest::collection::vec(("[^\\s\\x00]\\PC*", "[^\\x00]*"), 0..4),
+        // Values without `${` (what a run cannot compute is refused: its own test), names
+        // other than the built-ins (refused too).
+        variables in proptest::collection::vec(
+            ("[^\\s\\x00]\\PC*", "[^\\x00$]*")
+                .prop_filter("a built-in", |(n, _)| !weft_core::variables::BUILT_INS.contains(&n.as_str())),
+            0..4,
+        ),
+        upstream in proptest::bool::ANY,
     ) {
+        let select = if upstream { weft_protocol::Selection::Upstream } else { weft_protocol::Selection::Named };
         let command = Command::RunElements(RunElements {
-            batch_execution: BatchExecution { batch_name: name, user, element_list: elements },
+            batch_execution: BatchExecution { batch_name: name, user, element_list: elements, select },
             variables: variables
                 .into_iter()
                 .map(|(name, value)| Variable { name, kind: None, value })

@@ -45,6 +45,7 @@ impl Env {
             user: "u".into(),
             elements: vec![Element { kind: 'S', id: 50 }],
             variables: Vec::new(),
+            select: weft_protocol::Selection::Named,
         })
     }
 
