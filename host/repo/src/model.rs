@@ -168,6 +168,9 @@ pub enum Restarted {
     /// Asked to run the current definitions, some of the actions to run again are no longer
     /// deployed (sheet, action): nothing changed.
     NotDeployed(Vec<(i64, i64)>),
+    /// Actions named to run again that did not fail, were not skipped, halted or
+    /// interrupted (or are none of the instance's): nothing changed.
+    NotToRunAgain(Vec<i64>),
 }
 
 /// Which definitions a restarted instance runs.

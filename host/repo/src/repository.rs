@@ -184,9 +184,9 @@ impl Repository {
     /// # Errors
     ///
     /// A repository error while reading plans.
-    fn not_deployed(&self, c: &dyn Session, id: i64) -> Result<Vec<(i64, i64)>> {
+    fn not_deployed(&self, c: &dyn Session, id: i64, only: &[i64]) -> Result<Vec<(i64, i64)>> {
         let mut gone = Vec::new();
-        for to_run in work::to_run_again(c, id)? {
+        for to_run in work::to_run_again(c, id, only)? {
             let sheet = to_run.sheet;
             let plans = match to_run.current {
                 Some(v) => self.plans_at(c, sheet, v)?.ok(),
@@ -476,8 +476,22 @@ impl InstanceStore for Repository {
         self.with(|c| work::halts_asked(c, ids))
     }
 
-    fn restart(&self, id: i64, definitions: crate::model::Definitions) -> Result<Restarted> {
+    fn restart(
+        &self,
+        id: i64,
+        definitions: crate::model::Definitions,
+        only: &[i64],
+    ) -> Result<Restarted> {
         self.tx(|c| {
+            if !only.is_empty() {
+                if let Some(refused) = work::not_restartable(c, id)? {
+                    return Ok(refused);
+                }
+                let not = work::not_to_run_again(c, id, only)?;
+                if !not.is_empty() {
+                    return Ok(Restarted::NotToRunAgain(not));
+                }
+            }
             if definitions == crate::model::Definitions::Current {
                 // No deploy runs beside on PostgreSQL, so that the plans the instance will
                 // run are not dropped unseen (SQLite's one writer is that lock already).
@@ -490,12 +504,12 @@ impl InstanceStore for Repository {
                 if let Some(refused) = work::not_restartable(c, id)? {
                     return Ok(refused);
                 }
-                let gone = self.not_deployed(c, id)?;
+                let gone = self.not_deployed(c, id, only)?;
                 if !gone.is_empty() {
                     return Ok(Restarted::NotDeployed(gone));
                 }
             }
-            work::restart(c, id, definitions)
+            work::restart(c, id, definitions, only)
         })
     }
 

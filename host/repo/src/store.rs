@@ -121,7 +121,14 @@ pub trait InstanceStore {
     /// Checks and resets an ended instance for a restart, in one step, to run
     /// `definitions`: with the current ones, each sheet it ran runs its plans deployed now,
     /// unless an action to run again is no longer deployed (then nothing changes).
-    fn restart(&self, id: i64, definitions: crate::model::Definitions) -> Result<Restarted>;
+    /// `only`, when not empty, names the actions to run again (with what was skipped or halted
+    /// because of them); the instance's other actions stay as they ended.
+    fn restart(
+        &self,
+        id: i64,
+        definitions: crate::model::Definitions,
+        only: &[i64],
+    ) -> Result<Restarted>;
     /// The instances still running or waiting.
     fn unfinished(&self) -> Result<Vec<i64>>;
     /// After a stop of a server that was the only host (SQLite): unfinished instances

@@ -585,17 +585,78 @@ pub struct SheetToRun {
     pub actions: Vec<i64>,
 }
 
-/// The actions of instance `id` that a restart runs again, by sheet.
+/// The states a restart runs again: failed, skipped, halted, and running (interrupted).
+const TO_RUN_AGAIN: &str = "('E', 'S', 'H', 'R')";
+
+/// A restart of the actions `only` of instance `?1` (all when empty): the recursive table
+/// `again(action_id)` of those named and of what was skipped or halted because of them,
+/// and the condition on `instance_actions` (as `t`) that keeps them.
+fn selection(only: &[i64], t: &str) -> (String, String) {
+    if only.is_empty() {
+        return (String::new(), "1 = 1".to_owned());
+    }
+    let list = only
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    (
+        format!(
+            "WITH RECURSIVE again(action_id) AS (
+                 SELECT action_id FROM instance_actions WHERE instance_id = ?1 AND action_id IN ({list})
+                 UNION
+                 SELECT d.action_id FROM again g
+                 JOIN instance_action_deps d ON d.instance_id = ?1 AND d.depends_on = g.action_id
+                 JOIN instance_actions x ON x.instance_id = ?1 AND x.action_id = d.action_id
+                     AND x.state IN ('S', 'H')) "
+        ),
+        format!("{t}.action_id IN (SELECT action_id FROM again)"),
+    )
+}
+
+/// Which of the actions `only` of instance `id` a restart cannot run again: they did not
+/// fail, were not skipped, halted or interrupted, or are none of its actions.
 ///
 /// # Errors
 ///
 /// A repository error.
-pub fn to_run_again(conn: &dyn Session, id: i64) -> Result<Vec<SheetToRun>> {
+pub fn not_to_run_again(conn: &dyn Session, id: i64, only: &[i64]) -> Result<Vec<i64>> {
+    let list = only
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let can: Vec<i64> = conn.rows(
+        &format!(
+            "SELECT action_id FROM instance_actions
+             WHERE instance_id = ?1 AND action_id IN ({list}) AND state IN {TO_RUN_AGAIN}"
+        ),
+        args![id],
+        |r| r.get(0),
+    )?;
+    let mut not: Vec<i64> = only.iter().copied().filter(|a| !can.contains(a)).collect();
+    not.sort_unstable();
+    not.dedup();
+    Ok(not)
+}
+
+/// The actions of instance `id` that a restart (of `only`, when not empty) runs again, by
+/// sheet.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn to_run_again(conn: &dyn Session, id: i64, only: &[i64]) -> Result<Vec<SheetToRun>> {
+    let (again, selected) = selection(only, "a");
     let rows: Vec<(i64, Option<i64>, i64)> = conn.rows(
-        "SELECT a.sheet_id, (SELECT v.version FROM plans_versions v WHERE v.sheet_id = a.sheet_id),
-                a.action_id
-         FROM instance_actions a WHERE a.instance_id = ?1 AND a.state IN ('E', 'S', 'H', 'R')
-         ORDER BY a.sheet_id, a.action_id",
+        &format!(
+            "{again}SELECT a.sheet_id,
+                    (SELECT v.version FROM plans_versions v WHERE v.sheet_id = a.sheet_id),
+                    a.action_id
+             FROM instance_actions a
+             WHERE a.instance_id = ?1 AND a.state IN {TO_RUN_AGAIN} AND {selected}
+             ORDER BY a.sheet_id, a.action_id"
+        ),
         args![id],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
@@ -625,24 +686,34 @@ pub fn restart(
     conn: &dyn Session,
     id: i64,
     definitions: crate::model::Definitions,
+    only: &[i64],
 ) -> Result<crate::model::Restarted> {
     use crate::model::{Definitions, Restarted};
     if let Some(refused) = not_restartable(conn, id)? {
         return Ok(refused);
     }
+    let (again, selected) = selection(only, "a");
     if definitions == Definitions::Current {
+        // The sheets of the actions that run again run their plans deployed now.
         conn.execute(
-            "UPDATE instance_sheets SET version =
-                 (SELECT v.version FROM plans_versions v WHERE v.sheet_id = instance_sheets.sheet_id)
-             WHERE instance_id = ?1
-               AND EXISTS (SELECT 1 FROM plans_versions v WHERE v.sheet_id = instance_sheets.sheet_id)",
+            &format!(
+                "{again}UPDATE instance_sheets SET version =
+                     (SELECT v.version FROM plans_versions v WHERE v.sheet_id = instance_sheets.sheet_id)
+                 WHERE instance_id = ?1
+                   AND EXISTS (SELECT 1 FROM plans_versions v WHERE v.sheet_id = instance_sheets.sheet_id)
+                   AND sheet_id IN (SELECT a.sheet_id FROM instance_actions a
+                                    WHERE a.instance_id = ?1 AND a.state IN {TO_RUN_AGAIN} AND {selected})"
+            ),
             args![id],
         )?;
     }
+    let (again, selected) = selection(only, "instance_actions");
     let n = conn.execute(
-        "UPDATE instance_actions SET state = 'D', started_at = NULL, ended_at = NULL, error = NULL,
-             host = NULL, log = log || '-- restarted\n'
-         WHERE instance_id = ?1 AND state IN ('E', 'S', 'H', 'R')",
+        &format!(
+            "{again}UPDATE instance_actions SET state = 'D', started_at = NULL, ended_at = NULL,
+                 error = NULL, host = NULL, log = log || '-- restarted\n'
+             WHERE instance_id = ?1 AND state IN {TO_RUN_AGAIN} AND {selected}"
+        ),
         args![id],
     )?;
     // What each action waits for, counted in one pass over the instance's dependencies

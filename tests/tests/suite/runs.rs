@@ -2152,3 +2152,99 @@ fn a_run_selects_what_follows_or_what_comes_before_its_elements_by_the_data_grap
         "{out}"
     );
 }
+
+#[test]
+fn a_restart_of_one_failed_action_reruns_it_and_what_it_skipped_and_leaves_the_rest() {
+    let (w, data) = setup();
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(
+            "CREATE TABLE strict (n INTEGER NOT NULL); CREATE TABLE strict2 (n INTEGER NOT NULL)",
+        )
+        .expect("tables");
+    let step = |id: i64, sql: &str, sources: &[&str], target: &str, module: &str| {
+        deploy(&w, &sheet(id, (10, "/etl"), module, sql, sources, target));
+    };
+    step(
+        170,
+        "INSERT INTO strict VALUES (NULL)",
+        &[],
+        "strict",
+        "Sql",
+    );
+    step(180, "SELECT n FROM strict", &["strict"], "other", "Insert");
+    step(
+        190,
+        "INSERT INTO strict2 VALUES (NULL)",
+        &[],
+        "strict2",
+        "Sql",
+    );
+    let id = run(&w, &[("S", 170), ("S", 180), ("S", 190)], None);
+    let states = |inst: &Value| -> Vec<(i64, String)> {
+        states_and_deploys(inst)
+            .into_iter()
+            .map(|(a, s, _)| (a, s))
+            .collect()
+    };
+    let inst = wait(&w, id);
+    assert_eq!(
+        states(&inst),
+        vec![(1700, "E".into()), (1800, "S".into()), (1900, "E".into())]
+    );
+    // Sheet 170 fixed: only its action runs again, with the one it skipped.
+    step(170, "INSERT INTO strict VALUES (5)", &[], "strict", "Sql");
+    let (st, v) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id, "actions": [1700]}),
+        None,
+    );
+    assert_eq!((st, &v["payload"]["actionsToRun"]), (200, &json!(2)), "{v}");
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "failed", "{inst}");
+    assert_eq!(
+        states(&inst),
+        vec![(1700, "F".into()), (1800, "F".into()), (1900, "E".into())]
+    );
+    // What finished, or is no action of the instance, is refused, naming it; nothing changes.
+    let (st, v) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id, "actions": [1800, 4242]}),
+        None,
+    );
+    assert_eq!(st, 409, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("actions 1800, 4242 did not fail")),
+        "{v}"
+    );
+    let (st, v) = command(
+        &w,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id, "actions": "1900"}),
+        None,
+    );
+    assert_eq!(st, 400, "{v}");
+    // `weft restart ID --action 1900` after its fix: the instance finishes.
+    step(190, "INSERT INTO strict2 VALUES (6)", &[], "strict2", "Sql");
+    let o = std::process::Command::new(weft_bin())
+        .args(["restart", &id.to_string(), "--action", "1900"])
+        .env("WEFT_HOME", w.home.path())
+        .output()
+        .expect("weft restart");
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(
+        text(&o).0.contains("1 action(s) run again"),
+        "{:?}",
+        text(&o)
+    );
+    assert_eq!(wait(&w, id)["state"], "finished");
+    let c = rusqlite::Connection::open(&data).expect("data");
+    let other: i64 = c
+        .query_row("SELECT COUNT(*) FROM other", [], |r| r.get(0))
+        .expect("other");
+    assert_eq!(other, 1, "what was skipped ran once");
+}

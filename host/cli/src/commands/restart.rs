@@ -20,6 +20,10 @@ pub struct Restart {
     /// the run failed is what runs by default).
     #[arg(long)]
     as_started: bool,
+    /// Only this action runs again, with what was skipped or halted because of it
+    /// (repeatable); default everything that failed, was skipped, halted or interrupted.
+    #[arg(long = "action", value_name = "ACTION")]
+    actions: Vec<i64>,
 }
 
 impl Restart {
@@ -28,6 +32,7 @@ impl Restart {
         let asked = RestartBatchInstance {
             batch_instance_id: self.one.id,
             as_started: self.as_started,
+            actions: self.actions.clone(),
         };
         let code = match ask(&self.one.endpoint, home, "weft restart", asked) {
             Ok((_, answer)) if self.one.json => print_json("weft restart", &answer),

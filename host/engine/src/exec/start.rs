@@ -159,15 +159,21 @@ impl Executor {
     /// Runs again what failed, was skipped, halted or interrupted in an instance that has
     /// ended (with what was skipped because of them); never what finished. `definitions`
     /// says whether each sheet runs its plans deployed now (a fix deployed since) or those
-    /// the instance ran. Returns how many actions run again. The check and the reset are one
+    /// the instance ran; `only`, when not empty, the actions to run again (with what was
+    /// skipped or halted because of them). Returns how many actions run again. The check and the reset are one
     /// transaction: two restarts at once, on any hosts, start one run.
     ///
     /// # Errors
     ///
     /// [`StartError::NotFound`], or [`StartError::Conflict`] for a running or finished one,
     /// or one with actions to run again that are no longer deployed.
-    pub fn restart(&self, id: i64, definitions: Definitions) -> Result<usize, StartError> {
-        match self.repo.restart(id, definitions)? {
+    pub fn restart(
+        &self,
+        id: i64,
+        definitions: Definitions,
+        only: &[i64],
+    ) -> Result<usize, StartError> {
+        match self.repo.restart(id, definitions, only)? {
             Restarted::NotFound => Err(StartError::NotFound(format!(
                 "batch instance {id} does not exist"
             ))),
@@ -181,6 +187,20 @@ impl Executor {
                 "batch instance {id} cannot run the current definitions: {} no longer deployed; \
                  restart it with asStarted to run the definitions it ran, or start a new run",
                 not_deployed(&gone)
+            ))),
+            Restarted::NotToRunAgain(not) => Err(StartError::Conflict(format!(
+                "batch instance {id}: {} did not fail, and {} not skipped, halted or interrupted: there is nothing to run again",
+                match not.as_slice() {
+                    [one] => format!("action {one}"),
+                    _ => format!(
+                        "actions {}",
+                        not.iter()
+                            .map(i64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                },
+                if not.len() == 1 { "was" } else { "were" }
             ))),
             Restarted::Reset(n) => {
                 self.changed();

@@ -9,8 +9,8 @@ impl Request for RestartBatchInstance {
     type Answer = Restarting;
 }
 
-/// `RestartBatchInstance {batchInstanceId, asStarted?}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// `RestartBatchInstance {batchInstanceId, asStarted?, actions?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RestartBatchInstance {
     /// The instance.
@@ -19,6 +19,10 @@ pub struct RestartBatchInstance {
     /// newer ones) instead of those deployed now.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub as_started: bool,
+    /// Only these actions run again (with what was skipped or halted because of them); none:
+    /// everything that failed, was skipped, halted or interrupted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<i64>,
 }
 
 /// `RestartBatchInstance`'s answer.

@@ -224,7 +224,7 @@ fn restart_runs_again_what_did_not_finish_with_its_waits_counted_again() {
     let e = end_of(&conn, "h", &c[0], &failed());
     assert_eq!(e.instance, Some(InstanceState::Failed));
     assert_eq!(
-        restart(&conn, id, crate::model::Definitions::AsStarted).expect("restart"),
+        restart(&conn, id, crate::model::Definitions::AsStarted, &[]).expect("restart"),
         Restarted::Reset(2)
     );
     assert_eq!(state(&conn, id), InstanceState::Waiting);
@@ -238,7 +238,7 @@ fn restart_runs_again_what_did_not_finish_with_its_waits_counted_again() {
         "2's dependency finished, 3 waits for 2"
     );
     assert_eq!(
-        restart(&conn, id, crate::model::Definitions::AsStarted).expect("restart"),
+        restart(&conn, id, crate::model::Definitions::AsStarted, &[]).expect("restart"),
         Restarted::Running
     );
     let c = claim(&conn, "h", 5).expect("claim");
@@ -248,11 +248,11 @@ fn restart_runs_again_what_did_not_finish_with_its_waits_counted_again() {
     let e = end_of(&conn, "h", &c[0], &finished());
     assert_eq!(e.instance, Some(InstanceState::Finished));
     assert_eq!(
-        restart(&conn, id, crate::model::Definitions::AsStarted).expect("restart"),
+        restart(&conn, id, crate::model::Definitions::AsStarted, &[]).expect("restart"),
         Restarted::Finished
     );
     assert_eq!(
-        restart(&conn, 999, crate::model::Definitions::AsStarted).expect("restart"),
+        restart(&conn, 999, crate::model::Definitions::AsStarted, &[]).expect("restart"),
         Restarted::NotFound
     );
 }

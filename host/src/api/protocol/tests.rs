@@ -124,6 +124,7 @@ fn every_command_the_client_writes_reads_back_as_itself() {
         RestartBatchInstance {
             batch_instance_id: 9,
             as_started: false,
+            actions: Vec::new(),
         }
         .into(),
     );
@@ -131,6 +132,7 @@ fn every_command_the_client_writes_reads_back_as_itself() {
         RestartBatchInstance {
             batch_instance_id: 9,
             as_started: true,
+            actions: vec![7, 8],
         }
         .into(),
     );
@@ -318,7 +320,7 @@ fn each_command_names_its_missing_and_mistyped_fields() {
         (
             r#"{"command": "RestartBatchInstance", "payload": []}"#,
             "payload",
-            "the RestartBatchInstance payload {batchInstanceId, asStarted?} must be an object, found an array",
+            "the RestartBatchInstance payload {batchInstanceId, asStarted?, actions?} must be an object, found an array",
         ),
         (
             r#"{"command": "DeployRepository", "payload": {"content": "x", "deployOptions": {"dryrun": true}}}"#,

@@ -159,7 +159,7 @@ fn a_waiting_instance_is_halted_at_once_and_never_runs() {
     assert_eq!(env.rows(), 1, "the halted one never ran");
     assert_eq!(
         env.exec
-            .restart(b, weft_repo::model::Definitions::Current)
+            .restart(b, weft_repo::model::Definitions::Current, &[])
             .expect("restart"),
         1
     );
@@ -263,7 +263,7 @@ fn an_action_committed_before_a_kill_is_finished_by_its_marker_and_the_old_end_i
     );
     assert_eq!(env.rows(), 1, "the row once");
     assert_eq!(
-        next.restart(id, weft_repo::model::Definitions::Current)
+        next.restart(id, weft_repo::model::Definitions::Current, &[])
             .map_err(|e| e.to_string())
             .expect_err("finished"),
         format!("batch instance {id} finished; there is nothing to run again")
