@@ -117,18 +117,19 @@ fn a_flood_of_runs_waits_in_a_bounded_queue_with_flat_threads() {
     let refused: Vec<&(u16, Option<String>, Value)> =
         answers.iter().filter(|(st, _, _)| *st == 429).collect();
     assert_eq!(started.len() + refused.len(), 2_000, "only 200 or 429");
-    // Two coordinated, twenty waiting; the twenty-third and later are refused.
-    assert_eq!(started.len(), 22, "{:?}", &answers[..3]);
+    // One running (every run writes `t`, and two runs never write one table at once: the
+    // second slot stays free), twenty waiting; the twenty-second and later are refused.
+    assert_eq!(started.len(), 21, "{:?}", &answers[..3]);
     for (_, retry, v) in &refused {
         assert_eq!(retry.as_deref(), Some("5"));
         assert_eq!(v["error"]["code"], "run.queue_full", "{v}");
     }
     let (_, list) = command(&w, "ListBatchInstances", json!({"limit": 100}));
     let listed = list["payload"]["instances"].as_array().expect("instances");
-    assert_eq!(listed.len(), 22, "a refused run created nothing");
+    assert_eq!(listed.len(), 21, "a refused run created nothing");
     let waiting = listed.iter().filter(|i| i["state"] == "waiting").count();
     assert_eq!(waiting, 20, "{list}");
-    // 2,000 runs, 22 stored: two coordinators, at most two action threads, the idle-pool
+    // 2,000 runs, 21 stored: two coordinators, at most two action threads, the idle-pool
     // sweeper, and tokio's blocking threads (at most 64): bounded whatever the flood, never a
     // thread per instance (which made 2,000 here).
     assert!(
@@ -152,7 +153,7 @@ fn a_flood_of_runs_waits_in_a_bounded_queue_with_flat_threads() {
         assert_eq!(st, 200, "{v}");
         assert_eq!(v["payload"]["state"], "finished", "{v}");
     }
-    assert_eq!(count(&data), 22, "every accepted run once");
+    assert_eq!(count(&data), 21, "every accepted run once");
 }
 
 /// A tmpfs of `size` at `dir` (root only); `None` where mounting is not allowed.
