@@ -214,8 +214,8 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
                           WHERE v.sheet_id = {t}.sheet_id AND v.instance_id = {t}.instance_id)"
         )
     };
-    // The limit written into the statement: bound as a parameter, SQLite prepared the
-    // statement again at every claim (a slot count: a few statements in all).
+    // One action a statement (below); the limit written into it, as a bound one made SQLite
+    // prepare it again at every claim.
     let sql = match conn.dialect() {
         // The rows picked are locked, and rows another host locked are skipped. The pick is
         // a materialized CTE: as `IN (subquery)` PostgreSQL may run the subquery again for
@@ -224,7 +224,7 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
             "WITH {}, picked AS MATERIALIZED (
                  SELECT instance_id, action_id FROM instance_actions w
                  WHERE state = 'W' AND NOT {}
-                 ORDER BY instance_id, action_id LIMIT {limit} FOR UPDATE SKIP LOCKED)
+                 ORDER BY instance_id, action_id LIMIT 1 FOR UPDATE SKIP LOCKED)
              UPDATE instance_actions a SET {}
              FROM picked WHERE a.instance_id = picked.instance_id AND a.action_id = picked.action_id
              RETURNING {}",
@@ -239,7 +239,7 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
              WHERE state = 'W' AND (instance_id, action_id) IN (
                  SELECT instance_id, action_id FROM instance_actions w
                  WHERE state = 'W' AND NOT {}
-                 ORDER BY instance_id, action_id LIMIT {limit})
+                 ORDER BY instance_id, action_id LIMIT 1)
              RETURNING {}",
             busy(Dialect::Sqlite),
             set("instance_actions"),
@@ -255,7 +255,18 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
             args![super::postgres::CLAIM_LOCK],
         )?;
     }
-    let mut claimed = conn.rows(&sql, args![host, now_utc()], pinned_row)?;
+    // One action a statement: the next statement of the transaction sees the action the
+    // one before made running, so two actions of different runs that write one table are
+    // never claimed together (a statement reads the running actions once, at its start).
+    let now = now_utc();
+    let mut claimed = Vec::with_capacity(limit);
+    for _ in 0..limit {
+        let one = conn.rows(&sql, args![host, now], pinned_row)?;
+        if one.is_empty() {
+            break;
+        }
+        claimed.extend(one);
+    }
     claimed.sort_by_key(|c| (c.instance, c.action));
     Ok(claimed)
 }

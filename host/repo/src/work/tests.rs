@@ -457,3 +457,33 @@ fn a_new_instance_of_plans_a_deploy_replaced_is_not_stored() {
         Ok(Created::Stored(_))
     ));
 }
+
+#[test]
+fn one_claim_never_starts_two_runs_writing_one_table() {
+    let conn = repo();
+    let first = instance(&conn, &[(1, &[])]);
+    let second = instance(&conn, &[(1, &[])]);
+    conn.execute_batch(
+        "INSERT INTO data_flow (action_id, writes, connection_id, schema_name, object_name)
+         VALUES (1, 1, 7, '', 't')",
+    )
+    .expect("the data graph");
+    // Two slots free: the first run's action starts, the second's waits for it.
+    let got = claim(&conn, "h", 2).expect("claim");
+    assert_eq!(
+        got.iter()
+            .map(|p| (p.instance, p.action))
+            .collect::<Vec<_>>(),
+        vec![(first, 1)]
+    );
+    assert!(claim(&conn, "h", 2).expect("claim").is_empty());
+    conn.execute_batch("UPDATE instance_actions SET state = 'F' WHERE state = 'R'")
+        .expect("ended");
+    let got = claim(&conn, "h", 2).expect("claim");
+    assert_eq!(
+        got.iter()
+            .map(|p| (p.instance, p.action))
+            .collect::<Vec<_>>(),
+        vec![(second, 1)]
+    );
+}
