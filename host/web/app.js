@@ -822,7 +822,7 @@ async function deployChangeView(id) {
         c.previous ? el('div', {}, el('span', {}, 'Before'), el('span', {}, `deploy ${c.previous.deployId ?? '—'}, ${localTime(c.previous.deployed)}`)) : null),
       el('div', { class: 'actions-bar' },
         el('a', { href: '#/deploys' }, 'All deploys'),
-        c.kind === 'sheet' ? el('a', { href: `#/sheets/${c.objectId}` }, 'The sheet now') : null)),
+        c.kind === 'sheet' && c.change !== 'deleted' ? el('a', { href: `#/sheets/${c.objectId}` }, 'The sheet now') : null)),
     el('section', { class: 'card detail' },
       el('h2', {}, c.previous ? 'What changed' : 'As deployed'),
       diff ? diffBlock(diff) : [

@@ -118,9 +118,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use weft_core::settings::Environment;
 use weft_dsr::model::{At, Document};
 use weft_dsr::{self as dsr, Detail, LineIndex, Path, Problem, Problems, Severity};
+use weft_protocol::commands::{DeleteObjects, Deleted, DeletedObject};
 use weft_repo::{self as repo, Change, ChangeKind, DeployWriter, IdTable, ObjectKind, Repository};
 
 mod cycles;
+pub mod delete;
 
 /// The deploy options of SPEC 4.2 and a deploy's report: `weft_protocol`'s types.
 pub use weft_protocol::deploys::{IdMap, Options, Report, Touched};
@@ -145,9 +147,84 @@ pub enum Error {
         "intoFolder copies sheets with fresh ids, which only a development environment allows; this server runs as {0} (setting `environment`)"
     )]
     IntoFolderRefused(Environment),
+    /// A delete names objects that do not exist, or names one ambiguously; each is listed.
+    #[error("{}", first_message(.0))]
+    NotFound(Vec<Detail>),
+    /// A delete would leave references to what it removes, or a folder's contents behind;
+    /// each is listed.
+    #[error("{}", first_message(.0))]
+    Referenced(Vec<Detail>),
     /// The repository failed.
     #[error(transparent)]
     Repo(#[from] repo::Error),
+}
+
+/// The first detail's message, and how many more there are.
+fn first_message(details: &[Detail]) -> String {
+    let total: usize = details.iter().map(|d| d.more.unwrap_or(1)).sum();
+    match details.first() {
+        Some(d) if total > 1 => format!("{} (and {} more)", d.message, total - 1),
+        Some(d) => d.message.clone(),
+        None => "refused".to_owned(),
+    }
+}
+
+/// Deletes the folders, sheets, connections and batches `request` names, in one
+/// transaction, or nothing: every name not found and every reference that would be left is
+/// listed at once. A dry run reports what would go.
+///
+/// # Errors
+///
+/// [`Error::NotFound`], [`Error::Referenced`], or a repository error.
+pub fn delete(repo: &Repository, request: &DeleteObjects) -> Result<Deleted, Error> {
+    let details = |problems: Vec<Problem>| {
+        let mut all = Problems::default();
+        all.extend(problems);
+        all.into_details(&LineIndex::new(""))
+    };
+    repo.write(|w| {
+        let payload = Path::root().key("payload");
+        let mut missing = Vec::new();
+        let mut doomed = Vec::new();
+        for (kind, names, key) in [
+            (ObjectKind::Folder, &request.folders, "folders"),
+            (ObjectKind::Sheet, &request.sheets, "sheets"),
+            (ObjectKind::Connection, &request.connections, "connections"),
+            (ObjectKind::Batch, &request.batches, "batches"),
+        ] {
+            doomed.extend(delete::find(
+                w,
+                kind,
+                names,
+                &payload.key(key),
+                &mut missing,
+            )?);
+        }
+        if !missing.is_empty() {
+            return Ok((Err(Error::NotFound(details(missing))), false));
+        }
+        let objects = match delete::plan(w, doomed, request.recursive)? {
+            Ok(objects) => objects,
+            Err(problems) => return Ok((Err(Error::Referenced(details(problems))), false)),
+        };
+        if !request.dry_run {
+            w.delete(&objects)?;
+        }
+        let answer = Deleted {
+            dry_run: request.dry_run,
+            deleted: objects
+                .into_iter()
+                .map(|(kind, n)| DeletedObject {
+                    kind,
+                    id: n.id,
+                    name: n.name,
+                })
+                .collect(),
+            deploy_id: w.deploy_id().filter(|_| !request.dry_run),
+        };
+        let commit = answer.deploy_id.is_some();
+        Ok((Ok(answer), commit))
+    })?
 }
 
 /// Deploys `content` with `opts` into `repo`.

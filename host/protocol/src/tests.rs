@@ -131,6 +131,7 @@ fn every_command_is_listed_once_under_the_name_its_type_gives() {
         ListBatches::NAME,
         ListDeploys::NAME,
         GetDeployChange::NAME,
+        DeleteObjects::NAME,
         AdvanceClock::NAME,
     ];
     assert_eq!(COMMANDS, names);

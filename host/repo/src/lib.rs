@@ -109,6 +109,7 @@
 
 mod backend;
 mod browse;
+mod delete;
 mod error;
 mod facts;
 mod flow;

@@ -211,6 +211,25 @@ pub struct Change {
     pub sheet_id: Option<i64>,
 }
 
+/// How a delete names an object: by id, or by path (folders, and sheets as their folder's
+/// path and their name) or name (connections and batches).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// Its id.
+    Id(i64),
+    /// Its path or name.
+    Name(String),
+}
+
+/// An object found for a delete: its id, and its path (folders and sheets) or name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Named {
+    /// Its id.
+    pub id: i64,
+    /// Its path or name.
+    pub name: String,
+}
+
 /// The tables whose ids an `intoFolder` copy allocates afresh.
 #[derive(Debug, Clone, Copy)]
 pub enum IdTable {

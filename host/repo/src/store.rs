@@ -13,7 +13,7 @@ use super::error::Result;
 use super::facts::Facts;
 use super::model::{
     ActionEnd, ActionPlace, BatchScope, Change, FlowRow, IdTable, InstanceRow, InstanceState,
-    InstanceSummary, NewInstance, ObjectKey, Restarted, SheetPlans,
+    InstanceSummary, Lookup, Named, NewInstance, ObjectKey, ObjectKind, Restarted, SheetPlans,
 };
 use super::work::{Beat, Claimed, Ended, Halted, Holder, HostRow, InstanceInfo, Settle};
 use weft_core::plan::ActionPlan;
@@ -66,6 +66,17 @@ pub trait DeployWriter: Facts {
     /// The sheets in folder `folder` and every folder below it; `None` when it does not
     /// exist.
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>>;
+    /// The objects of `kind` that `key` names (several when a name repeats).
+    fn find(&self, kind: ObjectKind, key: &Lookup) -> Result<Vec<Named>>;
+    /// The folders below the folder at `path`, deepest first.
+    fn folders_below(&self, path: &str) -> Result<Vec<Named>>;
+    /// The sheets directly in folder `folder`.
+    fn sheets_in(&self, folder: i64) -> Result<Vec<Named>>;
+    /// The sheets whose object nodes use connection `connection`, with the first such node.
+    fn connection_users(&self, connection: i64) -> Result<Vec<(Named, i64)>>;
+    /// Removes `objects`, in their order (a folder after what it holds), each with a line in
+    /// the deploy history; a sheet's plans stay while an instance names them.
+    fn delete(&self, objects: &[(ObjectKind, Named)]) -> Result<Vec<Change>>;
 }
 
 /// Batch instances and their actions, and the hosts that run them. Each method is one

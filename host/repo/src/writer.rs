@@ -3,11 +3,13 @@
 //! version's, and what it lacks is deleted. Nothing is written for an unchanged object, so
 //! an identical redeploy leaves the file byte-identical.
 
+use crate::delete;
 use crate::error::{Error, Result, now_utc};
 use crate::facts::Facts;
 use crate::flow;
 use crate::model::{
-    ActionPlace, BatchScope, Change, ChangeKind, FlowRow, IdTable, ObjectKey, ObjectKind,
+    ActionPlace, BatchScope, Change, ChangeKind, FlowRow, IdTable, Lookup, Named, ObjectKey,
+    ObjectKind,
 };
 use crate::sql::{FromValue, Param, Session, Statement, ToParam, Value, args};
 use std::borrow::Cow;
@@ -506,6 +508,39 @@ impl<'t> Writer<'t> {
         Ok(changes)
     }
 
+    /// Removes `objects` in their order, with a history line each, in one round trip.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn delete(&self, objects: &[(ObjectKind, Named)]) -> Result<Vec<Change>> {
+        self.forget();
+        if objects.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (deploy, at) = self.deploy()?;
+        let mut writes: Vec<Statement<'_>> = Vec::with_capacity(objects.len() * 4);
+        for (kind, named) in objects {
+            writes.extend(delete::removal(*kind, named.id));
+            writes.extend(history_line(
+                (kind.word(), named.id, &named.name),
+                ChangeKind::Deleted,
+                None,
+                (Some(deploy), &at),
+            ));
+        }
+        self.tx.execute_all(&writes)?;
+        Ok(objects
+            .iter()
+            .map(|(kind, named)| Change {
+                kind: *kind,
+                id: named.id,
+                change: ChangeKind::Deleted,
+                sheet_id: None,
+            })
+            .collect())
+    }
+
     fn delete_missing(&self, s: &Sheet) -> Result<Vec<Change>> {
         let mut deleted = Vec::new();
         for (table, kind, ids) in [
@@ -886,5 +921,25 @@ impl crate::store::DeployWriter for Writer<'_> {
 
     fn sheets_below(&self, folder: i64) -> Result<Option<Vec<i64>>> {
         crate::instances::sheets_below(self.tx, folder)
+    }
+
+    fn find(&self, kind: ObjectKind, key: &Lookup) -> Result<Vec<Named>> {
+        delete::find(self.tx, kind, key)
+    }
+
+    fn folders_below(&self, path: &str) -> Result<Vec<Named>> {
+        delete::folders_below(self.tx, path)
+    }
+
+    fn sheets_in(&self, folder: i64) -> Result<Vec<Named>> {
+        delete::sheets_in(self.tx, folder)
+    }
+
+    fn connection_users(&self, connection: i64) -> Result<Vec<(Named, i64)>> {
+        delete::connection_users(self.tx, connection)
+    }
+
+    fn delete(&self, objects: &[(ObjectKind, Named)]) -> Result<Vec<Change>> {
+        Writer::delete(self, objects)
     }
 }

@@ -134,6 +134,8 @@ impl ApiError {
             ApiError::ClockNotStepped | ApiError::ClockBackwards(_) => StatusCode::CONFLICT,
             ApiError::Deploy(deploy::Error::Invalid(_)) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Deploy(deploy::Error::IntoFolderRefused(_)) => StatusCode::FORBIDDEN,
+            ApiError::Deploy(deploy::Error::NotFound(_)) => StatusCode::NOT_FOUND,
+            ApiError::Deploy(deploy::Error::Referenced(_)) => StatusCode::CONFLICT,
             ApiError::Deploy(deploy::Error::Repo(e)) | ApiError::Run(StartError::Repo(e)) => {
                 repo_fault(e).0
             }
@@ -163,6 +165,8 @@ impl ApiError {
             ApiError::Method => "request.method",
             ApiError::Deploy(deploy::Error::Invalid(_)) => "deploy.invalid",
             ApiError::Deploy(deploy::Error::IntoFolderRefused(_)) => "deploy.into_folder_refused",
+            ApiError::Deploy(deploy::Error::NotFound(_)) => "delete.not_found",
+            ApiError::Deploy(deploy::Error::Referenced(_)) => "delete.referenced",
             ApiError::Deploy(deploy::Error::Repo(e))
             | ApiError::Run(StartError::Repo(e))
             | ApiError::Repo(e) => repo_fault(e).1,
@@ -207,7 +211,11 @@ impl ApiError {
     pub fn details(&self) -> &[Detail] {
         match self {
             ApiError::Request { details, .. }
-            | ApiError::Deploy(deploy::Error::Invalid(details)) => details,
+            | ApiError::Deploy(
+                deploy::Error::Invalid(details)
+                | deploy::Error::NotFound(details)
+                | deploy::Error::Referenced(details),
+            ) => details,
             _ => &[],
         }
     }

@@ -19,6 +19,7 @@ mod jdbc;
 mod jdbc_manager;
 mod jdbc_server;
 mod layering;
+mod lifecycle;
 mod load;
 mod metrics;
 mod modules;

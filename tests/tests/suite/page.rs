@@ -746,6 +746,49 @@ fn in_a_real_browser_the_deploys_show_what_each_deploy_changed() {
     );
     let errors = page.take_errors();
     assert!(errors.iter().all(|e| e.contains("404")), "{errors:?}");
+
+    // A delete is a deploy of its own, its line the version that went.
+    let (st, v) = command(
+        &w,
+        "DeleteObjects",
+        serde_json::json!({"sheets": ["/etl/sheet 4"]}),
+    );
+    assert_eq!(st, 200, "{v}");
+    page.goto(&format!("{base}/#/deploys"));
+    page.wait_until(
+        "document.querySelectorAll('.deploy').length === 3",
+        "the delete's deploy",
+    );
+    assert_eq!(
+        page.eval("document.querySelectorAll('.deploy')[0].querySelector('.counts').textContent"),
+        "1 deleted"
+    );
+    assert_eq!(
+        page.eval(
+            "[...document.querySelectorAll('.deploy')[0].querySelectorAll('.changes tbody tr')].map(r => [...r.cells].map(c => c.textContent))",
+        ),
+        serde_json::json!([["deleted", "sheet", "4", "/etl/sheet 4"]])
+    );
+    page.click(".deploy .changes tbody tr a");
+    page.wait_for("#diff");
+    assert_eq!(page.text("#change-kind"), "deleted");
+    assert_eq!(
+        marked("add"),
+        serde_json::json!([]),
+        "nothing after a delete"
+    );
+    assert!(
+        marked("del").as_array().is_some_and(|d| d.iter().any(|l| l
+            .as_str()
+            .is_some_and(|l| l.contains("\"name\": \"sheet 4\"")))),
+        "the deleted version's lines: {}",
+        marked("del")
+    );
+    assert_eq!(
+        page.eval("[...document.querySelectorAll('.actions-bar a')].map(a => a.textContent)"),
+        serde_json::json!(["All deploys"]),
+        "no link to a sheet that is gone"
+    );
     page.assert_no_errors();
 }
 

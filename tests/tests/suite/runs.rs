@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 /// A server with folder 10 `/etl`, connection 1 (type sqlite) whose key file entry is a real
 /// SQLite file holding `raw`, `stage`, `mart` and `other`.
-fn setup() -> (Weft, std::path::PathBuf) {
+pub(crate) fn setup() -> (Weft, std::path::PathBuf) {
     setup_with(&[])
 }
 
@@ -41,13 +41,13 @@ fn setup_with(env: &[(&str, &str)]) -> (Weft, std::path::PathBuf) {
     (w, data)
 }
 
-fn deploy(w: &Weft, doc: &Value) {
+pub(crate) fn deploy(w: &Weft, doc: &Value) {
     let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
     assert_eq!(st, 200, "deploy failed: {v}");
 }
 
 /// A one-action sheet: `sources` -> action -> `target`, ids from `id`.
-fn sheet(
+pub(crate) fn sheet(
     id: i64,
     folder: (i64, &str),
     module: &str,
@@ -72,7 +72,12 @@ fn sheet(
         "attributes": {"name": format!("sheet {id}"), "folder_id": folder.0, "folder": folder.1}, "nodes": nodes, "edges": edges}]}})
 }
 
-fn command(w: &Weft, command: &str, payload: Value, variables: Option<Value>) -> (u16, Value) {
+pub(crate) fn command(
+    w: &Weft,
+    command: &str,
+    payload: Value,
+    variables: Option<Value>,
+) -> (u16, Value) {
     let mut body = json!({"command": command, "payload": payload});
     if let Some(v) = variables {
         body["variableList"] = v;
@@ -80,7 +85,7 @@ fn command(w: &Weft, command: &str, payload: Value, variables: Option<Value>) ->
     post(&w.url, body.to_string().into_bytes())
 }
 
-fn run(w: &Weft, elements: &[(&str, i64)], variables: Option<Value>) -> i64 {
+pub(crate) fn run(w: &Weft, elements: &[(&str, i64)], variables: Option<Value>) -> i64 {
     let list: Vec<Value> = elements
         .iter()
         .map(|(t, id)| json!({"elementType": t, "elementId": id}))
@@ -97,7 +102,7 @@ fn run(w: &Weft, elements: &[(&str, i64)], variables: Option<Value>) -> i64 {
         .expect("batchInstanceId")
 }
 
-fn wait(w: &Weft, id: i64) -> Value {
+pub(crate) fn wait(w: &Weft, id: i64) -> Value {
     let (st, v) = command(
         w,
         "WaitBatchInstance",
@@ -109,7 +114,7 @@ fn wait(w: &Weft, id: i64) -> Value {
     v["payload"].clone()
 }
 
-fn action(inst: &Value, id: i64) -> &Value {
+pub(crate) fn action(inst: &Value, id: i64) -> &Value {
     inst["actions"]
         .as_array()
         .expect("actions")
@@ -118,7 +123,7 @@ fn action(inst: &Value, id: i64) -> &Value {
         .unwrap_or_else(|| panic!("action {id} in {inst}"))
 }
 
-fn rows(path: &std::path::Path, sql: &str) -> Vec<String> {
+pub(crate) fn rows(path: &std::path::Path, sql: &str) -> Vec<String> {
     let c = rusqlite::Connection::open(path).expect("open");
     let mut st = c.prepare(sql).expect("prepare");
     st.query_map([], |r| {
@@ -134,7 +139,7 @@ fn rows(path: &std::path::Path, sql: &str) -> Vec<String> {
 }
 
 /// Three sheets chained raw -> stage -> mart, deployed in reverse order.
-fn chain(w: &Weft) {
+pub(crate) fn chain(w: &Weft) {
     deploy(
         w,
         &sheet(
@@ -302,7 +307,7 @@ fn an_error_skips_exactly_its_dependants() {
 
 /// Waits until action `action` of instance `id` runs and its first log line (the statement
 /// as run) is stored: a running action's log is seen before it ends.
-fn wait_until_running(w: &Weft, id: i64, action_id: i64, first_line: &str) {
+pub(crate) fn wait_until_running(w: &Weft, id: i64, action_id: i64, first_line: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let (_, v) = command(w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
@@ -338,7 +343,7 @@ fn halt_and_wait(w: &Weft, id: i64) -> (Value, std::time::Duration) {
 /// `after_big`) run as one instance while the test holds `data`'s write lock: answers the
 /// lock's connection (`COMMIT` lets go) and the instance, once action 5000 runs, waiting on
 /// the lock.
-fn held_chain(w: &Weft, data: &std::path::Path) -> (rusqlite::Connection, i64) {
+pub(crate) fn held_chain(w: &Weft, data: &std::path::Path) -> (rusqlite::Connection, i64) {
     deploy(
         w,
         &sheet(

@@ -3,6 +3,7 @@
 //! as a whole: `--home` and the subcommand.
 
 mod args;
+mod delete;
 mod deploy;
 mod follow;
 mod getkey;
@@ -48,6 +49,9 @@ enum Command {
     Schema(schema::Schema),
     /// Deploy a .dsr file to the service (what deploySheet.sh runs).
     Deploy(deploy::Deploy),
+    /// Delete folders, sheets, connections or batches from the repository (DeleteObjects),
+    /// refused while anything that stays refers to them.
+    Delete(delete::Delete),
     /// Run sheets, actions or folders as a batch instance (RunElements), and follow it with --wait.
     Run(run::Run),
     /// List the most recent batch instances, newest first, with filters (ListBatchInstances).
@@ -93,6 +97,7 @@ impl Cli {
             Command::Serve(c) => c.run(home),
             Command::Schema(c) => c.run(&home),
             Command::Deploy(c) => c.run(&home),
+            Command::Delete(c) => c.run(&home),
             Command::Run(c) => c.run(&home),
             Command::Restart(c) => c.run(&home),
             Command::Runs(c) => c.run(&home),

@@ -36,6 +36,9 @@ pub fn call<R: Request>(service: &Service, who: &str, request: R) -> Result<R::A
                 "{who}: {} ({}, {})",
                 refusal.error.message, refusal.status, refusal.error.code
             );
+            for d in &refusal.error.details {
+                eprintln!("  {}: {}", d.path, d.message);
+            }
             Err(refusal.exit())
         }
     }

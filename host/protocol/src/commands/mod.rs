@@ -9,6 +9,7 @@
 //! `api::commands` (how its payload is read and how it is answered), and docs/api.md.
 
 mod advance_clock;
+mod delete_objects;
 mod deploy_repository;
 mod envelope;
 mod get_batch_instance;
@@ -27,6 +28,7 @@ mod run_elements;
 mod wait_batch_instance;
 
 pub use advance_clock::*;
+pub use delete_objects::*;
 pub use deploy_repository::*;
 pub use envelope::*;
 pub use get_batch_instance::*;
@@ -74,6 +76,7 @@ macro_rules! for_each_command {
             ListBatches,
             ListDeploys,
             GetDeployChange,
+            DeleteObjects,
             AdvanceClock,
         }
     };

@@ -9,6 +9,7 @@
 //! monitoring and operation commands of docs/api.md.
 
 mod advance_clock;
+mod delete_objects;
 mod deploy_repository;
 mod get_batch_instance;
 mod get_deploy_change;

@@ -1,0 +1,135 @@
+//! `DeleteObjects {folders?, sheets?, connections?, batches?, recursive?, dryRun?}`: removes
+//! objects from the repository by id or by path or name, or nothing, naming every
+//! reference that stands in the way.
+
+use super::handler::{Handler, Payload};
+use crate::api::error::ApiError;
+use crate::api::protocol::read::{flag, object, wrong};
+use crate::api::state::AppState;
+use std::sync::Arc;
+use weft_dsr::value::{Spanned, Value};
+use weft_dsr::{Path, Problems};
+use weft_protocol::commands::{DeleteObjects, Deleted, ObjectName};
+
+/// The most objects one request names.
+const MAX_NAMES: usize = 10_000;
+
+/// A list of objects named by id (a number, or a string of digits) or path or name.
+fn names(v: &Spanned, path: &Path, key: &str, problems: &mut Problems) -> Option<Vec<ObjectName>> {
+    let Value::Array(items) = &v.value else {
+        if matches!(v.value, Value::Null) {
+            return Some(Vec::new());
+        }
+        wrong(
+            v,
+            path,
+            &format!("`{key}` must be an array of ids or names"),
+            problems,
+        );
+        return None;
+    };
+    if items.len() > MAX_NAMES {
+        wrong(
+            v,
+            path,
+            &format!("`{key}` names more than {MAX_NAMES} objects; delete a folder instead"),
+            problems,
+        );
+        return None;
+    }
+    let mut out = Vec::with_capacity(items.len());
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        match &item.value {
+            Value::Int(id) => out.push(ObjectName::Id(*id)),
+            Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+                match s.parse() {
+                    Ok(id) => out.push(ObjectName::Id(id)),
+                    Err(_) => {
+                        wrong(item, &path.index(i), "an id must fit 64 bits", problems);
+                        ok = false;
+                    }
+                }
+            }
+            Value::String(s) if !s.trim().is_empty() => out.push(ObjectName::Name(s.clone())),
+            _ => {
+                wrong(
+                    item,
+                    &path.index(i),
+                    "an object is named by its id (a whole number) or its path or name (a string)",
+                    problems,
+                );
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(out)
+}
+
+impl Handler for DeleteObjects {
+    fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
+        let at = payload.path.clone();
+        let mut fields = object(
+            payload.value,
+            payload.path,
+            "the DeleteObjects payload {folders?, sheets?, connections?, batches?, recursive?, dryRun?}",
+            problems,
+        )?;
+        let mut list = |key: &'static str| match fields.optional(key) {
+            None => Some(Vec::new()),
+            Some((v, p)) => names(v, &p, key, problems),
+        };
+        let (folders, sheets, connections, batches) = (
+            list("folders"),
+            list("sheets"),
+            list("connections"),
+            list("batches"),
+        );
+        let recursive = match fields.optional("recursive") {
+            Some((v, p)) => flag(v, &p, "recursive", problems),
+            None => Some(false),
+        };
+        let dry_run = match fields.optional("dryRun") {
+            Some((v, p)) => flag(v, &p, "dryRun", problems),
+            None => Some(false),
+        };
+        fields.finish(problems);
+        let request = DeleteObjects {
+            folders: folders?,
+            sheets: sheets?,
+            connections: connections?,
+            batches: batches?,
+            recursive: recursive?,
+            dry_run: dry_run?,
+        };
+        let named = request.folders.len()
+            + request.sheets.len()
+            + request.connections.len()
+            + request.batches.len();
+        if named == 0 {
+            wrong(
+                payload.value,
+                &at,
+                "DeleteObjects names nothing to delete: give at least one of folders, sheets, connections or batches",
+                problems,
+            );
+            return None;
+        }
+        Some(request)
+    }
+
+    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Deleted, ApiError> {
+        let repo = Arc::clone(&state.repo);
+        let deleted =
+            tokio::task::spawn_blocking(move || weft_engine::deploy::delete(&repo, &self))
+                .await??;
+        if let Some(id) = deleted.deploy_id {
+            tracing::info!(
+                deploy = id,
+                objects = deleted.deleted.len(),
+                "deleted objects from the repository"
+            );
+        }
+        Ok(deleted)
+    }
+}

@@ -1,0 +1,312 @@
+//! End to end: the lifecycle of what is deployed. Deleting folders, sheets, connections and
+//! batches by id or path (refused, with every reference named and nothing changed, while
+//! anything that stays refers to them; recorded in the deploy history), runs in flight
+//! keeping the plans of sheets deleted under them, and `weft delete`.
+
+use crate::common;
+use crate::runs::{action, chain, command, deploy, held_chain, setup, wait};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// The details of a refusal: `(code, path, message)`.
+fn details(v: &Value) -> Vec<(String, String, String)> {
+    v["error"]["details"]
+        .as_array()
+        .expect("details")
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap_or_default().to_owned(),
+                d["path"].as_str().unwrap_or_default().to_owned(),
+                d["message"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The chain of [`chain`] (sheets 100 and 200 in `/etl`, 300 in `/etl/marts`) and batch 7
+/// `nightly` naming sheet 300 and action 2000.
+fn chain_and_batch(w: &Weft) {
+    chain(w);
+    deploy(
+        w,
+        &json!({"version": 1, "transformationData": {"batches": [{"id": 7, "name": "nightly",
+            "schedule": "daily 02:00",
+            "elements": [{"elementType": "S", "elementId": 300}, {"elementType": "A", "elementId": 2000}]}]}}),
+    );
+}
+
+#[test]
+fn a_delete_refused_names_every_reference_and_changes_nothing() {
+    let (w, _data) = setup();
+    chain_and_batch(&w);
+    let before = w.dump();
+    // The connection: every sheet that uses it is named.
+    let (st, v) = command(&w, "DeleteObjects", json!({"connections": ["data"]}), None);
+    assert_eq!(st, 409, "{v}");
+    assert_eq!(v["error"]["code"], "delete.referenced");
+    let d = details(&v);
+    assert_eq!(d.len(), 3, "one per sheet using it: {d:?}");
+    for (sheet, path) in [
+        (100, "/etl/sheet 100"),
+        (200, "/etl/sheet 200"),
+        (300, "/etl/marts/sheet 300"),
+    ] {
+        assert!(
+            d.iter().any(|(code, at, m)| code == "delete.referenced"
+                && at == "payload.connections[0]"
+                && m.contains(&format!("sheet {sheet} ({path})"))
+                && m.contains("connection 1 (data)")),
+            "{d:?}"
+        );
+    }
+    // A folder that holds sheets, without `recursive`.
+    let (st, v) = command(
+        &w,
+        "DeleteObjects",
+        json!({"folders": ["/etl/marts"]}),
+        None,
+    );
+    assert_eq!(st, 409, "{v}");
+    assert_eq!(details(&v)[0].0, "delete.folder_not_empty", "{v}");
+    assert!(details(&v)[0].2.contains("/etl/marts/sheet 300"), "{v}");
+    // Recursive: the batch still names a sheet below and an action of another.
+    let (st, v) = command(
+        &w,
+        "DeleteObjects",
+        json!({"folders": [10], "recursive": true}),
+        None,
+    );
+    assert_eq!(st, 409, "{v}");
+    let d = details(&v);
+    assert_eq!(d.len(), 2, "{d:?}");
+    assert!(
+        d.iter().any(|(_, at, m)| at == "payload.folders[0]"
+            && m.contains(
+                "sheet 300 (/etl/marts/sheet 300) is named by batch 7 (nightly) in its elements[0]"
+            )),
+        "{d:?}"
+    );
+    assert!(
+        d.iter()
+            .any(|(_, _, m)| m.contains("action 2000 of sheet 200")),
+        "{d:?}"
+    );
+    // Names that do not exist, every one listed, and an id as a string of digits.
+    let (st, v) = command(
+        &w,
+        "DeleteObjects",
+        json!({"sheets": ["/etl/nope", "100", 4242], "batches": ["weekly"]}),
+        None,
+    );
+    assert_eq!(st, 404, "{v}");
+    assert_eq!(v["error"]["code"], "delete.not_found");
+    let paths: Vec<String> = details(&v).into_iter().map(|d| d.1).collect();
+    assert_eq!(
+        paths,
+        [
+            "payload.sheets[0]",
+            "payload.sheets[2]",
+            "payload.batches[0]"
+        ],
+        "{v}"
+    );
+    // A payload that names nothing, or names with the wrong type.
+    let (st, v) = command(&w, "DeleteObjects", json!({"dryRun": true}), None);
+    assert_eq!(st, 400, "{v}");
+    let (st, v) = command(&w, "DeleteObjects", json!({"sheets": [true, ""]}), None);
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(details(&v).len(), 2, "{v}");
+    // A dry run of what may go says what would, and changes nothing either.
+    let (st, v) = command(
+        &w,
+        "DeleteObjects",
+        json!({"batches": ["nightly"], "folders": ["/etl"], "recursive": true, "dryRun": true}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    let gone: Vec<(String, i64)> = v["payload"]["deleted"]
+        .as_array()
+        .expect("deleted")
+        .iter()
+        .map(|d| {
+            (
+                d["kind"].as_str().expect("kind").to_owned(),
+                d["id"].as_i64().expect("id"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        gone,
+        [
+            ("batch".to_owned(), 7),
+            ("sheet".to_owned(), 100),
+            ("sheet".to_owned(), 200),
+            ("sheet".to_owned(), 300),
+            ("folder".to_owned(), 11),
+            ("folder".to_owned(), 10),
+        ],
+        "batches, sheets, then folders deepest first: {v}"
+    );
+    assert_eq!(v["payload"]["dryRun"], true);
+    assert!(v["payload"].get("deployId").is_none(), "{v}");
+    assert_eq!(w.dump(), before, "refusals and the dry run changed nothing");
+}
+
+#[test]
+fn a_delete_removes_the_objects_and_the_deploy_history_shows_it() {
+    let (w, _data) = setup();
+    chain_and_batch(&w);
+    let (st, v) = command(
+        &w,
+        "DeleteObjects",
+        json!({"batches": [7], "folders": ["/etl"], "connections": [1], "recursive": true}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    let deploy_id = v["payload"]["deployId"].as_i64().expect("deployId");
+    assert_eq!(v["payload"]["deleted"].as_array().map(Vec::len), Some(7));
+    // Nothing is left of them: the tree, the batches, the nodes and the data graph.
+    let (_, tree) = command(&w, "ListSheets", json!({}), None);
+    assert_eq!(tree["payload"]["sheets"], json!([]), "{tree}");
+    assert_eq!(tree["payload"]["folders"], json!([]), "{tree}");
+    let (_, batches) = command(&w, "ListBatches", json!({}), None);
+    assert_eq!(batches["payload"]["batches"], json!([]), "{batches}");
+    for table in [
+        "nodes",
+        "edges",
+        "data_flow",
+        "sheet_plans",
+        "plans_versions",
+        "service_batch_next_run",
+        "connections",
+    ] {
+        assert_eq!(
+            w.repo_value(&format!("SELECT COUNT(*) FROM {table}")),
+            "0",
+            "{table}"
+        );
+    }
+    // The deploy history: one deploy with a deleted line for each, and the definition before.
+    let (_, d) = command(&w, "ListDeploys", json!({"limit": 1}), None);
+    let newest = &d["payload"]["deploys"][0];
+    assert_eq!(newest["deployId"], deploy_id, "{d}");
+    assert_eq!(newest["deleted"], 7, "{d}");
+    assert_eq!(newest["created"], 0, "{d}");
+    let line = newest["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .find(|c| c["kind"] == "sheet" && c["objectId"] == 300)
+        .expect("the line of sheet 300")
+        .clone();
+    assert_eq!(line["change"], "deleted", "{line}");
+    assert_eq!(line["name"], "/etl/marts/sheet 300", "{line}");
+    let (st, c) = command(
+        &w,
+        "GetDeployChange",
+        json!({"historyId": line["historyId"]}),
+        None,
+    );
+    assert_eq!(st, 200, "{c}");
+    assert!(c["payload"]["definition"].is_null(), "{c}");
+    assert!(
+        c["payload"]["previous"]["definition"]
+            .as_str()
+            .is_some_and(|p| p.contains("SELECT id, v FROM stage")),
+        "the version deleted is the one before the line: {c}"
+    );
+    // Deleted ids may be deployed again, as new objects.
+    setup_again(&w);
+    chain(&w);
+}
+
+/// Folder 10 and 11 and connection 1 again, as [`setup`] deploys them.
+fn setup_again(w: &Weft) {
+    deploy(
+        w,
+        &json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/etl"}, {"id": 11, "path": "/etl/marts"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}]}}),
+    );
+}
+
+#[test]
+fn a_run_in_flight_keeps_the_plans_of_sheets_deleted_under_it() {
+    let (w, data) = setup();
+    // Action 5000 of sheet 500 runs and waits for the data file's lock; action 6000 of
+    // sheet 600 waits for it.
+    let (gate, id) = held_chain(&w, &data);
+    let (st, v) = command(
+        &w,
+        "DeleteObjects",
+        json!({"sheets": ["/etl/sheet 500", "/etl/sheet 600"]}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    // A new run of them is refused; the one in flight goes on with its plans.
+    let (st, v) = command(
+        &w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "t", "user": "u", "elementList": [{"elementType": "S", "elementId": 600}]}}),
+        None,
+    );
+    assert_eq!(st, 404, "{v}");
+    gate.execute_batch("COMMIT").expect("let the lock go");
+    let inst = wait(&w, id);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(action(&inst, 6000)["state"], "F", "{inst}");
+    let n: i64 = rusqlite::Connection::open(&data)
+        .expect("data")
+        .query_row("SELECT n FROM after_big", [], |r| r.get(0))
+        .expect("after_big");
+    assert_eq!(
+        n, 1,
+        "the deleted sheet's action ran the plan it was pinned to"
+    );
+    // Its plans stay while the instance names them (a restart asStarted may need them).
+    assert_eq!(
+        w.repo_value("SELECT COUNT(*) FROM sheet_plans WHERE sheet_id IN (500, 600)"),
+        "2"
+    );
+}
+
+#[test]
+fn weft_delete_prints_what_went_or_every_reason_not_with_its_exit_code() {
+    let (w, _data) = setup();
+    chain_and_batch(&w);
+    let cli = |args: &[&str]| {
+        let o = std::process::Command::new(weft_bin())
+            .arg("delete")
+            .args(args)
+            .env("WEFT_HOME", w.home.path())
+            .output()
+            .expect("weft delete");
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let (code, out, err) = cli(&["--connection", "data"]);
+    assert_eq!(code, Some(4), "{out}{err}");
+    assert!(
+        err.contains("payload.connections[0]: connection 1 (data) is used by node")
+            && err.contains("/etl/marts/sheet 300"),
+        "every reference on standard error: {err}"
+    );
+    let (code, out, err) = cli(&["--folder", "/etl", "-r", "--batch", "nightly", "--dry-run"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("would delete sheet 300 /etl/marts/sheet 300")
+            && out.contains("dry run: 6 object(s) would be deleted"),
+        "{out}"
+    );
+    let (code, out, err) = cli(&["--batch", "7", "--json"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).expect("JSON");
+    assert_eq!(v["deleted"][0]["name"], "nightly", "{v}");
+    let (code, _, err) = cli(&[]);
+    assert_eq!(code, Some(2), "nothing named is a usage error: {err}");
+    let (code, _, err) = cli(&["--sheet", "/etl/none"]);
+    assert_eq!(code, Some(4), "{err}");
+    assert!(err.contains("no sheet `/etl/none`"), "{err}");
+}
