@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deploySheet.sh --url URL --test --verbose --option OPTIONS --file FILE
+# deploySheet.sh --url URL --test --verbose --option OPTIONS --file FILE | --dir DIR [--prune FOLDER]...
 #
 # Deploys a repository file (.dsr: worksheets, connections, folders) to the weft service.
 #   --url URL        service endpoint; default: the URL of key file entry weft_server (getkey)
@@ -7,6 +7,8 @@
 #   --verbose        print the effective URL, options and file
 #   --option JSON    deploy options, e.g. '{"validate": "true", "dryRun": "false", "intoFolder": 12}'
 #   --file FILE      the .dsr file; default: standard input
+#   --dir DIR        every .dsr file below DIR, deployed as one project in one transaction
+#   --prune FOLDER   with --dir: delete what the project no longer holds below FOLDER (repeatable)
 # Prints "Deployment without errors" and exits 0 on success. Otherwise prints each problem
 # as FILE:LINE:COLUMN: message and exits 1 (invalid content), 2 (usage), 3 (service not
 # reachable), 4 (request refused) or 5 (service failure).

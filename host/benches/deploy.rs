@@ -6,8 +6,14 @@
 //!    production router, a real SQLite repository in a temporary directory): sheets per
 //!    second and p50/p99 latency, with one client and with four concurrent clients.
 //!
+//! 3. A project of 500 sheets (a file each, and one with the folder and connection) deployed
+//!    over HTTP as one `DeployProject`, cold and again unchanged (which must write nothing:
+//!    the repository's files are compared), and `DeleteObjects` of a folder of 1,000 sheets.
+//!
 //! Goals on a 2-core machine (issue 2): at least 2,000 sheets/s, p50 at most 2 ms, parsing at
-//! least 50 MB/s. Set `WEFT_BENCH_SHEETS` to change the number of deployed sheets.
+//! least 50 MB/s; (issue 25) a 500-sheet project in under 2 s. Set `WEFT_BENCH_SHEETS` to
+//! change the number of deployed sheets, `WEFT_BENCH_PARTS` to `parser`, `http` or
+//! `project` (comma-separated) to run only those.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,9 +21,15 @@ use weft::api::{AppState, app};
 use weft_core::settings::Settings;
 use weft_repo::Repository;
 
-/// A three-node sheet (source, action, target) with ids derived from `n`.
+/// A three-node sheet (source, action, target) with ids derived from `n`, in `/bench`.
 fn sheet(n: i64) -> String {
+    sheet_in(n, (1, "/bench"))
+}
+
+/// [`sheet`] in folder `folder` (id and path).
+fn sheet_in(n: i64, folder: (i64, &str)) -> String {
     let base = n * 10;
+    let (folder_id, folder) = folder;
     format!(
         r#"# generated sheet {n}
 {{
@@ -29,8 +41,8 @@ fn sheet(n: i64) -> String {
         attributes: {{
           documentation: "Generated for the benchmark."
           name: load table {n}
-          folder_id: 1
-          folder: /bench
+          folder_id: {folder_id}
+          folder: {folder}
         }}
         nodes: [
           {{
@@ -178,6 +190,42 @@ async fn deploy_run(url: &str, first: i64, count: i64, clients: i64) -> (f64, Ve
     (count as f64 / secs, all)
 }
 
+/// The production router on loopback over `repo`, with the plugins of the release target
+/// directory (build them first with `cargo build --release --workspace`): its service URL.
+async fn serve(repo: &Arc<Repository>) -> String {
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| {
+            e.parent()
+                .and_then(|p| p.parent())
+                .map(std::path::Path::to_path_buf)
+        })
+        .unwrap_or_default();
+    let registry = weft_core::plugins::Registry::load(&[(dir.clone(), false)]);
+    assert!(
+        registry.module("Insert").is_some(),
+        "no plugins in {}: run `cargo build --release --workspace` first",
+        dir.display()
+    );
+    let registry = Arc::new(registry);
+    let executor =
+        weft_engine::exec::batch::Executor::new(Arc::clone(repo), Arc::clone(&registry), None, 2);
+    let state = Arc::new(AppState::new(
+        Arc::clone(repo),
+        Settings::default(),
+        None,
+        false,
+        registry,
+        executor,
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app(state)).await });
+    format!("http://{addr}/weft/service")
+}
+
 fn bench_http() {
     let count: i64 = std::env::var("WEFT_BENCH_SHEETS")
         .ok()
@@ -190,18 +238,7 @@ fn bench_http() {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        // The plugins are loaded from the release target directory: build them first with
-        // `cargo build --release --workspace`.
-        let dir = std::env::current_exe().ok().and_then(|e| e.parent().and_then(|p| p.parent()).map(std::path::Path::to_path_buf)).unwrap_or_default();
-        let registry = weft_core::plugins::Registry::load(&[(dir.clone(), false)]);
-        assert!(registry.module("Insert").is_some(), "no plugins in {}: run `cargo build --release --workspace` first", dir.display());
-        let registry = Arc::new(registry);
-        let executor = weft_engine::exec::batch::Executor::new(Arc::clone(&repo), Arc::clone(&registry), None, 2);
-        let state = Arc::new(AppState::new(Arc::clone(&repo), Settings::default(), None, false, registry, executor));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move { axum::serve(listener, app(state)).await });
-        let url = format!("http://{addr}/weft/service");
+        let url = serve(&repo).await;
         let base = "{version: 1, transformationData: {folders: [{id: 1, path: \"/bench\"}], connections: [{id: 1, name: \"bench\", type: \"sqlite\"}]}}";
         let body = serde_json::json!({"command": "DeployRepository", "payload": {"content": base}}).to_string();
         let r = reqwest::Client::new().post(&url).header("content-type", "application/json").body(body).send().await.expect("setup deploy");
@@ -234,6 +271,89 @@ fn main() {
         println!("deploy bench: run with `cargo bench -p weft --bench deploy` for numbers");
         return;
     }
-    bench_parser();
-    bench_http();
+    let parts =
+        std::env::var("WEFT_BENCH_PARTS").unwrap_or_else(|_| "parser,http,project".to_owned());
+    let parts: Vec<&str> = parts.split(',').map(str::trim).collect();
+    if parts.contains(&"parser") {
+        bench_parser();
+    }
+    if parts.contains(&"http") {
+        bench_http();
+    }
+    if parts.contains(&"project") {
+        bench_project();
+    }
+}
+
+/// The bytes of the repository's files (the database, its write-ahead log), to tell a
+/// deploy that wrote nothing.
+fn repository_bytes(dir: &std::path::Path) -> Vec<Vec<u8>> {
+    ["repository.db", "repository.db-wal"]
+        .iter()
+        .map(|f| std::fs::read(dir.join(f)).unwrap_or_default())
+        .collect()
+}
+
+/// A `DeployProject` body: the folder and connection in `base.dsr`, then `sheets` sheets in
+/// folder `folder`, a file each.
+fn project_body(folder: (i64, &str), first: i64, sheets: i64) -> String {
+    let base = format!(
+        "{{version: 1, transformationData: {{folders: [{{id: {}, path: \"{}\"}}], connections: [{{id: 1, name: \"bench\", type: \"sqlite\"}}]}}}}",
+        folder.0, folder.1
+    );
+    let mut documents = vec![serde_json::json!({"name": "base.dsr", "content": base})];
+    for n in first..first + sheets {
+        documents.push(
+            serde_json::json!({"name": format!("sheets/s{n}.dsr"), "content": sheet_in(n, folder)}),
+        );
+    }
+    serde_json::json!({"command": "DeployProject", "payload": {"documents": documents}}).to_string()
+}
+
+fn bench_project() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = Arc::new(Repository::open(&dir.path().join("repository.db")).expect("repository"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let url = serve(&repo).await;
+        let client = reqwest::Client::new();
+        let send = |body: String| {
+            let client = client.clone();
+            let url = url.clone();
+            async move {
+                let t = Instant::now();
+                let r = client.post(&url).header("content-type", "application/json").body(body).send().await.expect("send");
+                let ok = r.status().is_success();
+                let text = r.text().await.unwrap_or_default();
+                assert!(ok, "the request failed: {}", &text[..text.len().min(2000)]);
+                (t.elapsed(), text)
+            }
+        };
+        // 500 sheets: cold, then the same project unchanged.
+        let body = project_body((2, "/project"), 1, 500);
+        let (cold, _) = send(body.clone()).await;
+        let before = repository_bytes(dir.path());
+        let (again, answer) = send(body.clone()).await;
+        let wrote = repository_bytes(dir.path()) != before;
+        let unchanged = answer.matches("\"file\"").count();
+        println!(
+            "project deploy, 500 sheets in 501 files ({:.1} MB): cold {:.0} ms, unchanged {:.0} ms ({unchanged} objects unchanged, repository written: {})   (goal < 2000 ms; unchanged writes nothing)",
+            body.len() as f64 / 1e6,
+            cold.as_secs_f64() * 1e3,
+            again.as_secs_f64() * 1e3,
+            if wrote { "YES" } else { "no" },
+        );
+        // A folder of 1,000 sheets deleted.
+        let (_, _) = send(project_body((3, "/doomed"), 10_000, 1000)).await;
+        let delete = serde_json::json!({"command": "DeleteObjects", "payload": {"folders": ["/doomed"], "recursive": true}}).to_string();
+        let (took, answer) = send(delete).await;
+        println!(
+            "delete of a folder of 1,000 sheets: {:.0} ms ({} objects deleted)",
+            took.as_secs_f64() * 1e3,
+            answer.matches("\"kind\"").count(),
+        );
+    });
 }

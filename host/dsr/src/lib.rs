@@ -11,6 +11,7 @@ pub mod hjson;
 pub mod json;
 pub mod model;
 pub mod problem;
+pub mod project;
 pub mod read;
 pub mod value;
 

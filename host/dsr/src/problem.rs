@@ -62,6 +62,7 @@ impl Problem {
             severity: answered(self.severity),
             code: self.code.to_string(),
             message: self.message.clone(),
+            file: None,
             line: pos.map(|p| p.line),
             column: pos.map(|p| p.column),
             path: self.path.clone(),
@@ -233,13 +234,15 @@ impl Problems {
     /// [`MAX_DETAILS`]: past that, one more entry per code says how many more of that code
     /// there are (`and 39900 more problems of code dsr.duplicate_field`).
     pub fn into_details(self, index: &LineIndex<'_>) -> Vec<Detail> {
+        self.into_details_with(|p| p.detail(index))
+    }
+
+    /// [`Problems::into_details`] with each listed problem placed by `place` (a project's
+    /// problems, each in its file).
+    pub fn into_details_with(self, place: impl Fn(&Problem) -> Detail) -> Vec<Detail> {
         let counted = self.counted.clone();
         let sorted = self.into_sorted();
-        let mut details: Vec<Detail> = sorted
-            .iter()
-            .take(MAX_DETAILS)
-            .map(|p| p.detail(index))
-            .collect();
+        let mut details: Vec<Detail> = sorted.iter().take(MAX_DETAILS).map(place).collect();
         // Codes of what was left out, in the order they first appear.
         let mut more: Vec<(Cow<'static, str>, Severity, usize)> = Vec::new();
         for p in sorted.iter().skip(MAX_DETAILS) {
@@ -271,6 +274,7 @@ impl Problems {
                 "and {n} more problem{} of code {code}, not listed",
                 if n == 1 { "" } else { "s" }
             ),
+            file: None,
             line: None,
             column: None,
             path: String::new(),

@@ -133,6 +133,7 @@ fn touched(c: Change) -> Touched {
         kind: c.kind,
         id: c.id,
         sheet_id: c.sheet_id,
+        file: None,
     }
 }
 
@@ -243,8 +244,111 @@ pub fn deploy(
         return Err(Error::IntoFolderRefused(env));
     }
     let index = LineIndex::new(content);
-    let details = |problems: Problems| -> Vec<Detail> { problems.into_details(&index) };
-    let (doc, mut problems) = dsr::parse(content);
+    let (doc, problems) = dsr::parse(content);
+    let read = Read {
+        text: content,
+        details: &|problems: Problems| problems.into_details(&index),
+        prune: &[],
+    };
+    deploy_read(repo, catalog, read, doc, problems, opts)
+}
+
+/// Deploys the `.dsr` documents `files` (each its name, such as its path in the project's
+/// tree, and its text) as one document in one transaction: all or nothing, every problem
+/// of every file answered in its file, references between files resolved whatever their
+/// order. With `prune`, the sheets and folders below each of those folders (by path) that
+/// the files do not hold are deleted in the same transaction (refused, as [`delete()`] is,
+/// while anything that stays refers to them). Each object of the report names its file.
+///
+/// # Errors
+///
+/// As [`deploy`]; a prune that is refused is [`Error::Invalid`] with every reason.
+pub fn deploy_project(
+    repo: &Repository,
+    catalog: &dyn validate::Catalog,
+    files: &[(String, String)],
+    prune: &[String],
+    opts: Options,
+    env: Environment,
+) -> Result<Report, Error> {
+    if opts.into_folder.is_some() && env != Environment::Development {
+        return Err(Error::IntoFolderRefused(env));
+    }
+    let (doc, problems, project) = dsr::project::read(files);
+    // The file of each object, for the report.
+    let mut homes: HashMap<(ObjectKind, i64), String> = HashMap::new();
+    if let Some(doc) = &doc {
+        let lists: [(&str, ObjectKind, Vec<i64>); 4] = [
+            (
+                "folders",
+                ObjectKind::Folder,
+                doc.folders.iter().map(|f| f.id.v).collect(),
+            ),
+            (
+                "connections",
+                ObjectKind::Connection,
+                doc.connections.iter().map(|c| c.id.v).collect(),
+            ),
+            (
+                "sheets",
+                ObjectKind::Sheet,
+                doc.sheets.iter().map(|s| s.id.v).collect(),
+            ),
+            (
+                "batches",
+                ObjectKind::Batch,
+                doc.batches.iter().map(|b| b.id.v).collect(),
+            ),
+        ];
+        for (list, kind, ids) in lists {
+            for (i, id) in ids.into_iter().enumerate() {
+                if let Some(file) = project.file_of(list, i) {
+                    homes.entry((kind, id)).or_insert_with(|| file.to_owned());
+                }
+            }
+        }
+    }
+    let read = Read {
+        text: project.text(),
+        details: &|problems: Problems| project.details(problems),
+        prune,
+    };
+    let mut report = deploy_read(repo, catalog, read, doc, problems, opts)?;
+    for t in report
+        .created
+        .iter_mut()
+        .chain(&mut report.updated)
+        .chain(&mut report.unchanged)
+        .chain(&mut report.deleted)
+    {
+        let home = match t.sheet_id {
+            Some(sheet) => (ObjectKind::Sheet, sheet),
+            None => (t.kind, t.id),
+        };
+        t.file = homes.get(&home).cloned();
+    }
+    Ok(report)
+}
+
+/// What a deploy read: the text its spans point into, how its problems are answered, and
+/// the folders a project deploy prunes.
+struct Read<'a> {
+    text: &'a str,
+    details: &'a dyn Fn(Problems) -> Vec<Detail>,
+    prune: &'a [String],
+}
+
+/// The deploy of a document read (one file's, or a project's joined).
+fn deploy_read(
+    repo: &Repository,
+    catalog: &dyn validate::Catalog,
+    read: Read<'_>,
+    doc: Option<Document>,
+    mut problems: Problems,
+    opts: Options,
+) -> Result<Report, Error> {
+    let content = read.text;
+    let details = read.details;
     // Validation also runs after reading problems, so that one answer lists them all, unless
     // an object could not be read at all: rules would then judge a sheet with parts missing.
     let Some(mut doc) = doc.filter(|d| d.complete || !problems.has_errors()) else {
@@ -373,6 +477,16 @@ pub fn deploy(
                     batches.insert(c.id);
                 }
                 _ => {}
+            }
+        }
+        // A project's prune: what the files no longer hold below the folders named goes.
+        if !read.prune.is_empty() {
+            match delete::prune(w, &doc, read.prune)? {
+                Ok(gone) => changes.extend(gone),
+                Err(refused) => {
+                    problems.extend(refused);
+                    return invalid(&mut problems);
+                }
             }
         }
         let changed = cycles::Changed {

@@ -75,10 +75,13 @@ pub struct Touched {
     /// For nodes and edges: the sheet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sheet_id: Option<i64>,
+    /// In a project deploy: the file that holds it (none for what `prune` deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 /// The kinds of object a deploy writes, answered as their lowercase names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ObjectKind {
     /// A folder.

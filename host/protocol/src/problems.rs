@@ -23,7 +23,11 @@ pub struct Detail {
     pub code: String,
     /// What is wrong.
     pub message: String,
-    /// Line, from 1, in the submitted content.
+    /// The file of a project deploy the problem is in (`DeployProject`: the document's
+    /// name); none for a single document and for what no one file holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Line, from 1, in the submitted content (a project's: in `file`).
     pub line: Option<u32>,
     /// Column, from 1, in characters.
     pub column: Option<u32>,

@@ -117,6 +117,7 @@ fn a_command_serialises_to_its_envelope_with_the_variables_beside_the_payload() 
 fn every_command_is_listed_once_under_the_name_its_type_gives() {
     let names = [
         DeployRepository::NAME,
+        DeployProject::NAME,
         RunElements::NAME,
         GetBatchInstance::NAME,
         WaitBatchInstance::NAME,
@@ -182,6 +183,7 @@ fn a_problem_is_answered_with_its_severity_as_a_word() {
         severity: Severity::Warning,
         code: "deploy.cycle".to_owned(),
         message: "a cycle".to_owned(),
+        file: None,
         line: Some(3),
         column: Some(9),
         path: "transformationData.sheets[0]".to_owned(),

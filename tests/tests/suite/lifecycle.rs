@@ -310,3 +310,306 @@ fn weft_delete_prints_what_went_or_every_reason_not_with_its_exit_code() {
     assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("no sheet `/etl/none`"), "{err}");
 }
+
+/// A project in a directory: `base.dsr` (folder 20 `/p` and, only in `z_conn.dsr`, the
+/// connection its sheets use) and one file per sheet `sheets/s{id}.dsr` (sheet `id` in
+/// `/p`, writing `other`), ids from `ids`.
+fn project(dir: &std::path::Path, ids: &[i64]) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir.join("sheets")).expect("dir");
+    std::fs::write(
+        dir.join("base.dsr"),
+        "{\n  version: 1\n  transformationData: {\n    folders: [{id: 20, path: \"/p\"}]\n  }\n}\n",
+    )
+    .expect("base");
+    // The connection comes last in file order; the sheets before it use it.
+    std::fs::write(
+        dir.join("z_conn.dsr"),
+        "{\n  version: 1\n  transformationData: {\n    connections: [{id: 2, name: \"data2\", type: \"sqlite\"}]\n  }\n}\n",
+    )
+    .expect("conn");
+    for id in ids {
+        std::fs::write(
+            dir.join(format!("sheets/s{id}.dsr")),
+            sheet_text(*id, "INSERT INTO other SELECT 1"),
+        )
+        .expect("sheet");
+    }
+}
+
+/// Sheet `id` in folder 20 `/p`: one Sql action writing `other` through connection 2.
+fn sheet_text(id: i64, sql: &str) -> String {
+    format!(
+        "{{\n  version: 1\n  transformationData: {{\n    sheets: [{{\n      id: {id}\n      attributes: {{name: \"s{id}\", folder_id: 20, folder: \"/p\"}}\n      nodes: [\n        {{id: {a}, type: 0, attributes: {{module: \"Sql\", name: \"a{id}\", action: \"{sql}\"}}}}\n        {{id: {t}, type: 1, attributes: {{field1: \"other\", objectTypeId: 1, connectionId: 2}}}}\n      ]\n      edges: [{{id: {a}, from: {a}, to: {t}}}]\n    }}]\n  }}\n}}\n",
+        a = id * 10,
+        t = id * 10 + 1,
+    )
+}
+
+/// The project in `dir` as `DeployProject`'s documents, by path from `dir`, sorted.
+fn documents(dir: &std::path::Path) -> Value {
+    fn walk(dir: &std::path::Path, at: &str, out: &mut Vec<(String, String)>) {
+        for e in std::fs::read_dir(dir)
+            .expect("read_dir")
+            .map(|e| e.expect("entry"))
+        {
+            let name = format!("{at}{}", e.file_name().to_string_lossy());
+            if e.path().is_dir() {
+                walk(&e.path(), &format!("{name}/"), out);
+            } else {
+                out.push((name, std::fs::read_to_string(e.path()).expect("read")));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, "", &mut files);
+    files.sort();
+    Value::Array(
+        files
+            .into_iter()
+            .map(|(name, content)| json!({"name": name, "content": content}))
+            .collect(),
+    )
+}
+
+/// A server as [`setup`]'s, with connection 2 on the same data file, and the project of
+/// [`project`] with sheets `ids` written to its home (not deployed): the server, the data
+/// file and the project's directory.
+fn project_server(ids: &[i64]) -> (Weft, std::path::PathBuf, std::path::PathBuf) {
+    let (w, data) = setup();
+    w.add_keys(&format!("2|sqlite|{}|||\n", data.display()));
+    let dir = w.home.path().join("project");
+    project(&dir, ids);
+    (w, data, dir)
+}
+
+/// `DeployProject` of the project in `dir`, pruning `prune`.
+fn deploy_project(w: &Weft, dir: &std::path::Path, prune: &[&str]) -> (u16, Value) {
+    command(
+        w,
+        "DeployProject",
+        json!({"documents": documents(dir), "prune": prune}),
+        None,
+    )
+}
+
+/// `(kind, id, file)` of a report's list.
+fn listed(report: &Value, list: &str) -> Vec<(String, i64, String)> {
+    let mut out: Vec<(String, i64, String)> = report[list]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|t| {
+            (
+                t["kind"].as_str().expect("kind").to_owned(),
+                t["id"].as_i64().expect("id"),
+                t["file"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_project_deploys_in_one_transaction_whatever_its_file_order_and_again_writes_nothing() {
+    let (w, _data, dir) = project_server(&[30, 31]);
+    let (st, v) = deploy_project(&w, &dir, &[]);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        listed(&v["payload"], "created"),
+        [
+            ("connection".to_owned(), 2, "z_conn.dsr".to_owned()),
+            ("folder".to_owned(), 20, "base.dsr".to_owned()),
+            ("sheet".to_owned(), 30, "sheets/s30.dsr".to_owned()),
+            ("sheet".to_owned(), 31, "sheets/s31.dsr".to_owned()),
+        ],
+        "{v}"
+    );
+    // The same project again: everything unchanged, nothing written.
+    let before = w.dump();
+    let (st, v) = deploy_project(&w, &dir, &[]);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(listed(&v["payload"], "unchanged").len(), 4, "{v}");
+    assert!(v["payload"].get("deployId").is_none(), "{v}");
+    assert_eq!(w.dump(), before, "an unchanged project writes nothing");
+    // It runs.
+    let id = crate::runs::run(&w, &[("F", 20)], None);
+    assert_eq!(wait(&w, id)["state"], "finished");
+}
+
+#[test]
+fn a_project_with_problems_in_several_files_names_each_in_its_file_and_changes_nothing() {
+    let (w, _data, dir) = project_server(&[30, 31]);
+    let (st, v) = deploy_project(&w, &dir, &[]);
+    assert_eq!(st, 200, "{v}");
+    let before = w.dump();
+    // s30's SQL fails to parse; s31 names a connection no file and no repository has.
+    std::fs::write(
+        dir.join("sheets/s30.dsr"),
+        sheet_text(30, "INSERT INTO other SELEC 1"),
+    )
+    .expect("s30");
+    std::fs::write(
+        dir.join("sheets/s31.dsr"),
+        sheet_text(31, "INSERT INTO other SELECT 1").replace("connectionId: 2", "connectionId: 9"),
+    )
+    .expect("s31");
+    let (st, v) = deploy_project(&w, &dir, &[]);
+    assert_eq!(st, 422, "{v}");
+    let errors: Vec<(String, i64, i64, String)> = v["error"]["details"]
+        .as_array()
+        .expect("details")
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .map(|d| {
+            (
+                d["file"].as_str().unwrap_or("").to_owned(),
+                d["line"].as_i64().unwrap_or(0),
+                d["column"].as_i64().unwrap_or(0),
+                d["path"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        errors.iter().any(|(f, l, _, p)| f == "sheets/s30.dsr"
+            && *l == 8
+            && p.starts_with("transformationData.sheets[0].nodes[0]")),
+        "the SQL error in its file, at its line, with the file's own path: {errors:?}"
+    );
+    assert!(
+        errors.iter().any(|(f, l, _, p)| f == "sheets/s31.dsr"
+            && *l == 9
+            && p.starts_with("transformationData.sheets[0].nodes[1]")),
+        "the unknown connection in its file: {errors:?}"
+    );
+    assert_eq!(w.dump(), before, "a rejected project changes nothing");
+    // A syntax error in one file and another in a second: both named.
+    std::fs::write(
+        dir.join("base.dsr"),
+        "{version: 1,\n  transformationData: {]\n}",
+    )
+    .expect("base");
+    let (st, v) = deploy_project(&w, &dir, &[]);
+    assert_eq!(st, 422, "{v}");
+    assert_eq!(v["error"]["details"][0]["file"], "base.dsr", "{v}");
+    assert_eq!(v["error"]["details"][0]["line"], 2, "{v}");
+    // Two documents with one name are refused before anything is read.
+    let (st, v) = command(
+        &w,
+        "DeployProject",
+        json!({"documents": [{"name": "a.dsr", "content": "{}"}, {"name": "a.dsr", "content": "{}"}]}),
+        None,
+    );
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(w.dump(), before);
+}
+
+#[test]
+fn a_project_prunes_what_it_no_longer_holds_unless_something_still_refers_to_it() {
+    let (w, _data, dir) = project_server(&[30, 31, 32]);
+    let (st, v) = deploy_project(&w, &dir, &[]);
+    assert_eq!(st, 200, "{v}");
+    // A folder below /p that only the repository has, with a sheet, and a batch naming s31.
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"folders": [{"id": 21, "path": "/p/old"}],
+            "batches": [{"id": 8, "name": "b31", "schedule": "daily 03:00",
+                "elements": [{"elementType": "S", "elementId": 31}]}]}}),
+    );
+    deploy(
+        &w,
+        &crate::runs::sheet(
+            40,
+            (21, "/p/old"),
+            "Sql",
+            "INSERT INTO other SELECT 1",
+            &[],
+            "other",
+        ),
+    );
+    // s31 and s32 leave the tree: s31 is still named by batch 8, so the prune is refused.
+    std::fs::remove_file(dir.join("sheets/s31.dsr")).expect("rm");
+    std::fs::remove_file(dir.join("sheets/s32.dsr")).expect("rm");
+    let before = w.dump();
+    let (st, v) = deploy_project(&w, &dir, &["/p"]);
+    assert_eq!(st, 422, "{v}");
+    let d = &v["error"]["details"][0];
+    assert_eq!(d["path"], "prune[0]", "{v}");
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("sheet 31 (/p/s31) is named by batch 8 (b31)")),
+        "{v}"
+    );
+    assert_eq!(w.dump(), before, "a refused prune changes nothing");
+    // Without the batch, what the tree lacks below /p goes: s31, s32, /p/old and its sheet.
+    let (st, v) = command(&w, "DeleteObjects", json!({"batches": [8]}), None);
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = deploy_project(&w, &dir, &["/p"]);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        listed(&v["payload"], "deleted"),
+        [
+            ("folder".to_owned(), 21, String::new()),
+            ("sheet".to_owned(), 31, String::new()),
+            ("sheet".to_owned(), 32, String::new()),
+            ("sheet".to_owned(), 40, String::new()),
+        ],
+        "{v}"
+    );
+    let (_, tree) = command(&w, "ListSheets", json!({}), None);
+    let left: Vec<i64> = tree["payload"]["sheets"]
+        .as_array()
+        .expect("sheets")
+        .iter()
+        .map(|s| s["sheetId"].as_i64().expect("id"))
+        .collect();
+    assert_eq!(left, [30], "{tree}");
+    // A prune of a folder no one has is refused.
+    let (st, v) = deploy_project(&w, &dir, &["/nowhere"]);
+    assert_eq!(st, 422, "{v}");
+    assert_eq!(v["error"]["details"][0]["code"], "prune.not_found", "{v}");
+}
+
+#[test]
+fn weft_deploy_of_a_directory_reports_each_file_and_each_problem_at_file_line_column() {
+    let (w, _data, dir) = project_server(&[30, 31]);
+    let cli = |args: &[&str]| {
+        let o = std::process::Command::new(weft_bin())
+            .arg("deploy")
+            .args(args)
+            .env("WEFT_HOME", w.home.path())
+            .output()
+            .expect("weft deploy");
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let d = dir.display().to_string();
+    let (code, out, err) = cli(&[&d]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains(&format!("{d}/sheets/s31.dsr: 1 created"))
+            && out.contains(&format!("{d}/base.dsr: 1 created")),
+        "{out}"
+    );
+    std::fs::write(
+        dir.join("sheets/s31.dsr"),
+        sheet_text(31, "INSERT INTO other SELEC 1"),
+    )
+    .expect("s31");
+    let (code, out, err) = cli(&["--dir", &d, "--prune", "/p"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains(&format!("{d}/sheets/s31.dsr:8:")),
+        "the problem at file:line:column: {err}"
+    );
+    std::fs::remove_file(dir.join("sheets/s31.dsr")).expect("rm");
+    // deploySheet.sh passes --dir on; the prune removes sheet 31.
+    let o = w.script("deploySheet.sh", &["--dir", &d, "--prune", "/p"], None);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("pruned: sheet 31"), "{out}");
+    let (code, _, err) = cli(&["--prune", "/p", "--file", &format!("{d}/base.dsr")]);
+    assert_eq!(code, Some(2), "--prune needs a project: {err}");
+}

@@ -1,7 +1,8 @@
-//! `weft deploy` (behind `bin/deploySheet.sh`): sends a `.dsr` file as `DeployRepository`
-//! and reports the answer as `FILE:LINE:COLUMN: message` lines. Exit codes: 0 deployed,
-//! 1 content invalid, 2 usage, 3 service unreachable, 4 request refused for another reason,
-//! 5 service failure.
+//! `weft deploy` (behind `bin/deploySheet.sh`): sends a `.dsr` file as `DeployRepository`,
+//! or every `.dsr` file of a directory's tree as one `DeployProject` (`weft deploy DIR`,
+//! `--dir DIR`, with `--prune FOLDER`), and reports the answer as `FILE:LINE:COLUMN:
+//! message` lines. Exit codes: 0 deployed, 1 content invalid, 2 usage, 3 service
+//! unreachable, 4 request refused for another reason, 5 service failure.
 
 use super::args::{Endpoint, Home};
 use crate::client::{Exit, Refusal, Service, format_detail};
@@ -13,6 +14,7 @@ use weft::api::protocol::read;
 use weft_dsr::LineIndex;
 use weft_engine::deploy;
 use weft_protocol::DeployRepository;
+use weft_protocol::commands::{DeployProject, ProjectDocument};
 
 /// `weft deploy`'s arguments.
 #[derive(Debug, Args)]
@@ -29,8 +31,72 @@ pub struct Deploy {
     #[arg(long, value_name = "JSON")]
     option: Option<String>,
     /// The .dsr file; default standard input.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["dir", "path"])]
     file: Option<PathBuf>,
+    /// Deploy every .dsr file below DIR (hidden directories skipped) as one project, in one
+    /// transaction: all or nothing.
+    #[arg(long, value_name = "DIR", conflicts_with = "path")]
+    dir: Option<PathBuf>,
+    /// With a project: below this folder (a path such as /sales), delete the sheets and
+    /// folders the project no longer holds, in the same transaction; repeatable.
+    #[arg(long, value_name = "FOLDER")]
+    prune: Vec<String>,
+    /// A .dsr file, or a directory to deploy as a project (as --file or --dir).
+    #[arg(value_name = "PATH")]
+    path: Option<PathBuf>,
+}
+
+/// The most files a project deploy sends.
+const MAX_FILES: usize = 20_000;
+
+/// The `.dsr` files below `dir` (hidden directories and files skipped), by their path
+/// relative to it with `/` between parts, sorted.
+fn project_files(dir: &Path) -> Result<Vec<(String, String)>, String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let entries = std::fs::read_dir(&d)
+            .map_err(|e| format!("cannot read directory {}: {e}", d.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot read directory {}: {e}", d.display()))?;
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let path = entry.path();
+            let kind = entry
+                .file_type()
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            if kind.is_dir() {
+                todo.push(path);
+            } else if path.extension().is_some_and(|e| e == "dsr") {
+                found.push(path);
+                if found.len() > MAX_FILES {
+                    return Err(format!(
+                        "{} holds more than {MAX_FILES} .dsr files",
+                        dir.display()
+                    ));
+                }
+            }
+        }
+    }
+    let mut files = Vec::with_capacity(found.len());
+    for path in found {
+        let relative = path
+            .strip_prefix(dir)
+            .unwrap_or(&path)
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        let (_, text) = read_content(Some(&path))?;
+        files.push((relative, text));
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("{} holds no .dsr file", dir.display()));
+    }
+    Ok(files)
 }
 
 impl Deploy {
@@ -87,35 +153,92 @@ fn deploy(args: &Deploy, home: &Path) -> Exit {
     if args.test {
         options.dry_run = true;
     }
-    let (name, content) = match read_content(args.file.as_deref()) {
-        Ok(x) => x,
-        Err(msg) => {
-            eprintln!("deploySheet: {msg}");
-            return Exit::Usage;
+    let dir = match (&args.dir, &args.path) {
+        (Some(d), _) => Some(d.clone()),
+        (None, Some(p)) if p.is_dir() => Some(p.clone()),
+        _ => None,
+    };
+    if dir.is_none() && !args.prune.is_empty() {
+        eprintln!(
+            "deploySheet: --prune needs a project: a directory (--dir DIR or weft deploy DIR)"
+        );
+        return Exit::Usage;
+    }
+    let (name, answer) = match dir {
+        Some(dir) => {
+            let files = match project_files(&dir) {
+                Ok(f) => f,
+                Err(msg) => {
+                    eprintln!("deploySheet: {msg}");
+                    return Exit::Usage;
+                }
+            };
+            let request = DeployProject {
+                documents: files
+                    .into_iter()
+                    .map(|(name, content)| ProjectDocument { name, content })
+                    .collect(),
+                deploy_options: options,
+                prune: args.prune.clone(),
+            };
+            if args.verbose {
+                let sent = serde_json::to_value(&request).unwrap_or_default();
+                eprintln!("url: {url} (from {})", service.url_from);
+                eprintln!("token: {}", service.token_from);
+                eprintln!("options: {}", sent["deployOptions"]);
+                eprintln!(
+                    "project: {} ({} files, {} bytes)",
+                    dir.display(),
+                    request.documents.len(),
+                    request
+                        .documents
+                        .iter()
+                        .map(|d| d.content.len())
+                        .sum::<usize>()
+                );
+            }
+            let name = Name::Project(dir);
+            (name, service.call(request))
+        }
+        None => {
+            let file = args.file.as_deref().or(args.path.as_deref());
+            let (name, content) = match read_content(file) {
+                Ok(x) => x,
+                Err(msg) => {
+                    eprintln!("deploySheet: {msg}");
+                    return Exit::Usage;
+                }
+            };
+            let request = DeployRepository {
+                content,
+                deploy_options: options,
+            };
+            if args.verbose {
+                // The options in force, defaults included, as they are sent.
+                let sent = serde_json::to_value(&request).unwrap_or_default();
+                eprintln!("url: {url} (from {})", service.url_from);
+                eprintln!("token: {}", service.token_from);
+                eprintln!("options: {}", sent["deployOptions"]);
+                eprintln!("file: {name} ({} bytes)", request.content.len());
+            }
+            (Name::File(name), service.call(request))
         }
     };
-    let request = DeployRepository {
-        content,
-        deploy_options: options,
-    };
-    if args.verbose {
-        // The options in force, defaults included, as they are sent.
-        let sent = serde_json::to_value(&request).unwrap_or_default();
-        eprintln!("url: {url} (from {})", service.url_from);
-        eprintln!("token: {}", service.token_from);
-        eprintln!("options: {}", sent["deployOptions"]);
-        eprintln!("file: {name} ({} bytes)", request.content.len());
-    }
-    let refusal = match service.call(request) {
+    let refusal = match answer {
         Ok(Ok(report)) => {
             for w in &report.warnings {
-                eprintln!("{}", format_detail(&name, w, "warning: "));
+                eprintln!(
+                    "{}",
+                    format_detail(&name.of(w.file.as_deref()), w, "warning: ")
+                );
             }
             println!("Deployment without errors");
             if report.dry_run {
                 println!("(test only: the repository was not changed)");
             }
-            if args.verbose {
+            if let Name::Project(_) = name {
+                print_per_file(&name, &report);
+            } else if args.verbose {
                 for (kind, list) in [
                     ("created", &report.created),
                     ("updated", &report.updated),
@@ -130,9 +253,11 @@ fn deploy(args: &Deploy, home: &Path) -> Exit {
                         println!("{kind}: {}", list.join(", "));
                     }
                 }
-                if let Some(map) = &report.id_map {
-                    println!("idMap: {}", serde_json::to_string(map).unwrap_or_default());
-                }
+            }
+            if args.verbose
+                && let Some(map) = &report.id_map
+            {
+                println!("idMap: {}", serde_json::to_string(map).unwrap_or_default());
             }
             return Exit::Ok;
         }
@@ -147,9 +272,13 @@ fn deploy(args: &Deploy, home: &Path) -> Exit {
             } else {
                 ""
             };
-            eprintln!("{}", format_detail(&name, d, prefix));
+            eprintln!("{}", format_detail(&name.of(d.file.as_deref()), d, prefix));
         }
-        eprintln!("deploySheet: {name} was not deployed: {}", error.message);
+        eprintln!(
+            "deploySheet: {} was not deployed: {}",
+            name.of(None),
+            error.message
+        );
         return Exit::Invalid;
     }
     eprintln!(
@@ -160,6 +289,64 @@ fn deploy(args: &Deploy, home: &Path) -> Exit {
         eprintln!("{}", format_detail("request", d, ""));
     }
     refusal.exit()
+}
+
+/// What was deployed, as problems name it.
+enum Name {
+    /// A file (or `<stdin>`).
+    File(String),
+    /// A project's directory.
+    Project(PathBuf),
+}
+
+impl Name {
+    /// The name a problem is printed with: a project's file as a path from the directory
+    /// (so that editors open it), else the file's.
+    fn of(&self, file: Option<&str>) -> String {
+        match (self, file) {
+            (Name::File(name), _) => name.clone(),
+            (Name::Project(dir), Some(file)) => dir.join(file).display().to_string(),
+            (Name::Project(dir), None) => dir.display().to_string(),
+        }
+    }
+}
+
+/// A line per file of a project: how many objects it created, updated, found unchanged and
+/// deleted; then what the prune deleted.
+fn print_per_file(name: &Name, report: &weft_protocol::deploys::Report) {
+    let mut files: std::collections::BTreeMap<Option<&str>, [usize; 4]> = Default::default();
+    for (k, list) in [
+        &report.created,
+        &report.updated,
+        &report.unchanged,
+        &report.deleted,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for t in list {
+            files.entry(t.file.as_deref()).or_default()[k] += 1;
+        }
+    }
+    for (file, n) in &files {
+        let Some(file) = file else { continue };
+        let words: Vec<String> = ["created", "updated", "unchanged", "deleted"]
+            .iter()
+            .zip(n)
+            .filter(|(_, n)| **n > 0)
+            .map(|(w, n)| format!("{n} {w}"))
+            .collect();
+        println!("{}: {}", name.of(Some(file)), words.join(", "));
+    }
+    let pruned: Vec<String> = report
+        .deleted
+        .iter()
+        .filter(|t| t.file.is_none())
+        .map(|t| format!("{} {}", t.kind, t.id))
+        .collect();
+    if !pruned.is_empty() {
+        println!("pruned: {}", pruned.join(", "));
+    }
 }
 
 fn read_content(file: Option<&Path>) -> Result<(String, String), String> {

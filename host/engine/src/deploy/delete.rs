@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use weft_dsr::{Path, Problem, Severity};
 use weft_protocol::commands::ObjectName;
 use weft_repo::model::{Lookup, Named};
-use weft_repo::{self as repo, DeployWriter, ObjectKind};
+use weft_repo::{self as repo, Change, DeployWriter, ObjectKind};
 
 /// An object to delete, with the place in the request that named it.
 pub struct Doomed {
@@ -279,4 +279,86 @@ fn first_few(sheets: &[&Named]) -> String {
         String::new()
     };
     format!(" ({}{more})", shown.join(", "))
+}
+
+/// A project deploy's prune, after its writes: below each folder of `roots` (by path), the
+/// sheets `doc` does not hold, and the folders it does not hold that keep nothing else,
+/// are removed, as a delete of them would be (refused while anything that stays refers to
+/// them). The folders themselves stay. Each refusal is at `prune[i]`.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn prune(
+    w: &dyn DeployWriter,
+    doc: &weft_dsr::Document,
+    roots: &[String],
+) -> repo::Result<Result<Vec<Change>, Vec<Problem>>> {
+    let at = Path::root().key("prune");
+    let in_doc_sheets: HashSet<i64> = doc.sheets.iter().map(|s| s.id.v).collect();
+    let in_doc_folders: HashSet<i64> = doc.folders.iter().map(|f| f.id.v).collect();
+    let mut problems = Vec::new();
+    let mut doomed = Vec::new();
+    for (i, root) in roots.iter().enumerate() {
+        let at = at.index(i);
+        let Some(root_id) = w.folder_at(root)? else {
+            problems.push(refusal(
+                "prune.not_found",
+                format!(
+                    "prune names folder `{root}`, which neither the repository nor the project has"
+                ),
+                &at,
+            ));
+            continue;
+        };
+        // Deepest first: a folder is kept when the project holds it, holds a sheet in it,
+        // or keeps a folder below it.
+        let below = w.folders_below(root)?;
+        let mut kept: Vec<String> = Vec::new();
+        let root_named = Named {
+            id: root_id,
+            name: root.clone(),
+        };
+        for folder in below.into_iter().chain(std::iter::once(root_named)) {
+            let sheets = w.sheets_in(folder.id)?;
+            let mut holds_kept = false;
+            for s in sheets {
+                if in_doc_sheets.contains(&s.id) {
+                    holds_kept = true;
+                } else {
+                    doomed.push(Doomed {
+                        kind: ObjectKind::Sheet,
+                        named: s,
+                        at: at.clone(),
+                    });
+                }
+            }
+            let prefix = format!("{}/", folder.name.trim_end_matches('/'));
+            let keeps_below = kept.iter().any(|k| k.starts_with(&prefix));
+            if folder.id == root_id
+                || in_doc_folders.contains(&folder.id)
+                || holds_kept
+                || keeps_below
+            {
+                kept.push(folder.name);
+            } else {
+                doomed.push(Doomed {
+                    kind: ObjectKind::Folder,
+                    named: folder,
+                    at: at.clone(),
+                });
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Ok(Err(problems));
+    }
+    // Prunes may overlap (a root below another): each object once.
+    let mut seen = HashSet::new();
+    doomed.retain(|d| seen.insert((d.kind == ObjectKind::Sheet, d.named.id)));
+    let objects = match plan(w, doomed, false)? {
+        Ok(objects) => objects,
+        Err(problems) => return Ok(Err(problems)),
+    };
+    w.delete(&objects).map(Ok)
 }

@@ -21,7 +21,7 @@ pub struct DeployRepository {
 }
 
 /// `deployOptions` as sent: `{validate, dryRun, intoFolder}`.
-mod options_wire {
+pub(super) mod options_wire {
     use crate::deploys::Options;
     use serde::ser::SerializeMap as _;
 

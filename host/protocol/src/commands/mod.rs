@@ -10,6 +10,7 @@
 
 mod advance_clock;
 mod delete_objects;
+mod deploy_project;
 mod deploy_repository;
 mod envelope;
 mod get_batch_instance;
@@ -29,6 +30,7 @@ mod wait_batch_instance;
 
 pub use advance_clock::*;
 pub use delete_objects::*;
+pub use deploy_project::*;
 pub use deploy_repository::*;
 pub use envelope::*;
 pub use get_batch_instance::*;
@@ -62,6 +64,7 @@ macro_rules! for_each_command {
     ($then:ident) => {
         $then! {
             DeployRepository,
+            DeployProject,
             RunElements,
             GetBatchInstance,
             WaitBatchInstance,

@@ -54,39 +54,52 @@ impl Handler for DeployRepository {
     ) -> Result<deploy::Report, ApiError> {
         let state = Arc::clone(state);
         let report = tokio::task::spawn_blocking(move || {
-            let catalog = weft_engine::validate::PluginCatalog {
-                registry: &state.registry,
-                keys: state.keys.as_ref().and_then(|k| k.current().ok()),
-            };
             deploy::deploy(
                 &state.repo,
-                &catalog,
+                &catalog(&state),
                 &self.content,
                 self.deploy_options,
                 state.settings.environment,
             )
         })
         .await?;
-        weft_core::metrics::deployed(match &report {
-            Ok(r) if r.dry_run => weft_core::metrics::Deployed::DryRun,
-            Ok(r) if r.created.is_empty() && r.updated.is_empty() && r.deleted.is_empty() => {
-                weft_core::metrics::Deployed::Unchanged
-            }
-            Ok(_) => weft_core::metrics::Deployed::Applied,
-            Err(deploy::Error::Invalid(_) | deploy::Error::IntoFolderRefused(_)) => {
-                weft_core::metrics::Deployed::Rejected
-            }
-            Err(_) => weft_core::metrics::Deployed::Failed,
-        });
-        let report = report?;
-        tracing::info!(
-            message = "Deployed.",
-            request_id,
-            created = report.created.len(),
-            updated = report.updated.len(),
-            unchanged = report.unchanged.len(),
-            dry_run = report.dry_run
-        );
-        Ok(report)
+        answered(report, request_id)
     }
+}
+
+/// What a deploy asks of the loaded plugins and the key file.
+pub(super) fn catalog(state: &AppState) -> weft_engine::validate::PluginCatalog<'_> {
+    weft_engine::validate::PluginCatalog {
+        registry: &state.registry,
+        keys: state.keys.as_ref().and_then(|k| k.current().ok()),
+    }
+}
+
+/// A deploy's result counted in the metrics and logged: what a deploy command answers.
+pub(super) fn answered(
+    report: Result<deploy::Report, deploy::Error>,
+    request_id: u64,
+) -> Result<deploy::Report, ApiError> {
+    weft_core::metrics::deployed(match &report {
+        Ok(r) if r.dry_run => weft_core::metrics::Deployed::DryRun,
+        Ok(r) if r.created.is_empty() && r.updated.is_empty() && r.deleted.is_empty() => {
+            weft_core::metrics::Deployed::Unchanged
+        }
+        Ok(_) => weft_core::metrics::Deployed::Applied,
+        Err(deploy::Error::Invalid(_) | deploy::Error::IntoFolderRefused(_)) => {
+            weft_core::metrics::Deployed::Rejected
+        }
+        Err(_) => weft_core::metrics::Deployed::Failed,
+    });
+    let report = report?;
+    tracing::info!(
+        message = "Deployed.",
+        request_id,
+        created = report.created.len(),
+        updated = report.updated.len(),
+        unchanged = report.unchanged.len(),
+        deleted = report.deleted.len(),
+        dry_run = report.dry_run
+    );
+    Ok(report)
 }

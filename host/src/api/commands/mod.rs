@@ -10,6 +10,7 @@
 
 mod advance_clock;
 mod delete_objects;
+mod deploy_project;
 mod deploy_repository;
 mod get_batch_instance;
 mod get_deploy_change;

@@ -1,0 +1,329 @@
+//! A project: several `.dsr` documents (a tree of files in git) read as one document, so
+//! that one deploy judges and writes them together, references between files resolved
+//! whatever their order. Each file is read on its own (its syntax, its `version`, its
+//! fields); their folders, connections, sheets and batches are then joined, in file order,
+//! into one [`Document`].
+//!
+//! Every problem keeps its file. The files are joined into one text, each after the one
+//! before and a newline, and each file's value tree is moved to its place in it, so that
+//! spans point into the joined text and sort by file; a problem's path names an object by
+//! its index in the joined lists. [`Project::details`] turns both back into the file's own:
+//! its name, its line and column, and the object's index in that file.
+
+use crate::model::Document;
+use crate::problem::{Detail, Problem, Problems};
+use crate::value::{LineIndex, Path, Span, Spanned, Value};
+use crate::{hjson, read};
+
+/// The lists of a document that a project joins, in their order in a path's
+/// `transformationData.<list>[i]`.
+const LISTS: [&str; 4] = ["folders", "connections", "sheets", "batches"];
+
+/// One file's place in the joined text and in the joined lists.
+#[derive(Debug, Clone)]
+struct Placed {
+    name: String,
+    /// Its bytes in the joined text.
+    start: u32,
+    end: u32,
+    /// Where its objects of each of [`LISTS`] begin in the joined lists, and how many it has.
+    first: [usize; 4],
+    count: [usize; 4],
+}
+
+/// The files of a project as one text, and where each one is.
+#[derive(Debug, Clone, Default)]
+pub struct Project {
+    text: String,
+    files: Vec<Placed>,
+}
+
+impl Project {
+    /// The joined text the spans of the joined document point into.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The name of the file that holds object `index` of `list` (`folders`, `connections`,
+    /// `sheets` or `batches`) of the joined document.
+    pub fn file_of(&self, list: &str, index: usize) -> Option<&str> {
+        let k = LISTS.iter().position(|l| *l == list)?;
+        self.files
+            .iter()
+            .find(|f| index >= f.first[k] && index < f.first[k] + f.count[k])
+            .map(|f| f.name.as_str())
+    }
+
+    /// Each problem as answered, in its file: the file's name, the line and column in it, and
+    /// the path with the object's index in that file.
+    pub fn details(&self, problems: Problems) -> Vec<Detail> {
+        let indexes: Vec<LineIndex<'_>> = self
+            .files
+            .iter()
+            .map(|f| LineIndex::new(&self.text[f.start as usize..f.end as usize]))
+            .collect();
+        problems.into_details_with(|p| {
+            let by_span = p.span.and_then(|s| {
+                self.files
+                    .iter()
+                    .position(|f| s.start >= f.start && s.start <= f.end)
+            });
+            let listed = listed(&p.path);
+            let by_path = listed.and_then(|(k, i, _)| {
+                self.files
+                    .iter()
+                    .position(|f| i >= f.first[k] && i < f.first[k] + f.count[k])
+            });
+            let Some(at) = by_span.or(by_path) else {
+                return p.detail(&LineIndex::new(""));
+            };
+            let f = &self.files[at];
+            let mut local = Problem {
+                span: p.span.map(|s| {
+                    Span::new(
+                        s.start.saturating_sub(f.start) as usize,
+                        s.end.saturating_sub(f.start) as usize,
+                    )
+                }),
+                ..p.clone()
+            };
+            if let Some((k, i, rest)) = listed
+                && i >= f.first[k]
+            {
+                local.path = format!("transformationData.{}[{}]{rest}", LISTS[k], i - f.first[k]);
+            }
+            let mut d = local.detail(&indexes[at]);
+            d.file = Some(f.name.clone());
+            d
+        })
+    }
+}
+
+/// A path `transformationData.<list>[i]...` as the list's place in [`LISTS`], `i` and the
+/// rest.
+fn listed(path: &str) -> Option<(usize, usize, &str)> {
+    let rest = path.strip_prefix("transformationData.")?;
+    let (list, rest) = rest.split_once('[')?;
+    let k = LISTS.iter().position(|l| *l == list)?;
+    let (i, rest) = rest.split_once(']')?;
+    Some((k, i.parse().ok()?, rest))
+}
+
+/// Moves every span of `v` `by` bytes on.
+fn shift(v: &mut Spanned, by: u32) {
+    v.span.start = v.span.start.saturating_add(by);
+    v.span.end = v.span.end.saturating_add(by);
+    match &mut v.value {
+        Value::Array(items) => items.iter_mut().for_each(|i| shift(i, by)),
+        Value::Object(members) => {
+            for m in members {
+                m.key_span.start = m.key_span.start.saturating_add(by);
+                m.key_span.end = m.key_span.end.saturating_add(by);
+                shift(&mut m.value, by);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// How many objects of each of [`LISTS`] a document's tree holds as written.
+fn counts(root: &Spanned) -> [usize; 4] {
+    let mut out = [0; 4];
+    let Value::Object(top) = &root.value else {
+        return out;
+    };
+    let Some(td) = top.iter().find(|m| m.key == "transformationData") else {
+        return out;
+    };
+    let Value::Object(members) = &td.value.value else {
+        return out;
+    };
+    for (k, list) in LISTS.iter().enumerate() {
+        if let Some(Value::Array(items)) = members
+            .iter()
+            .find(|m| m.key == *list)
+            .map(|m| &m.value.value)
+        {
+            out[k] = items.len();
+        }
+    }
+    out
+}
+
+/// Reads `files` (name and text each) as one project: the joined document (none after a
+/// syntax error in any file; every file is read, so that all are reported), every problem
+/// of every file (in the joined text's places: [`Project::details`] answers them), and the
+/// project that places them.
+pub fn read(files: &[(String, String)]) -> (Option<Document>, Problems, Project) {
+    let mut project = Project::default();
+    let mut problems = Problems::default();
+    let mut trees = Vec::with_capacity(files.len());
+    let mut first = [0usize; 4];
+    let mut syntax = false;
+    for (name, content) in files {
+        let start = u32::try_from(project.text.len()).unwrap_or(u32::MAX);
+        project.text.push_str(content);
+        let end = u32::try_from(project.text.len()).unwrap_or(u32::MAX);
+        project.text.push('\n');
+        let mut placed = Placed {
+            name: name.clone(),
+            start,
+            end,
+            first,
+            count: [0; 4],
+        };
+        match hjson::parse(content) {
+            Ok(mut root) => {
+                shift(&mut root, start);
+                placed.count = counts(&root);
+                trees.push(Some(root));
+            }
+            Err(e) => {
+                syntax = true;
+                problems.push(Problem::error(
+                    e.code,
+                    e.message,
+                    Span::new(start as usize + e.offset, start as usize + e.offset),
+                    &Path::root(),
+                ));
+                trees.push(None);
+            }
+        }
+        for (f, c) in first.iter_mut().zip(placed.count) {
+            *f += c;
+        }
+        project.files.push(placed);
+    }
+    if syntax {
+        return (None, problems, project);
+    }
+    let mut doc = Document {
+        complete: true,
+        ..Document::default()
+    };
+    for (tree, placed) in trees.iter().zip(&project.files) {
+        let Some(root) = tree else { continue };
+        let mut own = Problems::default();
+        let one = read::document(root, &project.text, &mut own);
+        // The file's paths name its own objects; the joined document's are the joined lists'.
+        for mut p in own.into_sorted() {
+            if let Some((k, i, rest)) = listed(&p.path) {
+                p.path = format!(
+                    "transformationData.{}[{}]{rest}",
+                    LISTS[k],
+                    i + placed.first[k]
+                );
+            }
+            problems.push(p);
+        }
+        if doc.version.is_none() {
+            doc.version = one.version;
+        }
+        doc.folders.extend(one.folders);
+        doc.connections.extend(one.connections);
+        doc.sheets.extend(one.sheets);
+        doc.batches.extend(one.batches);
+        doc.complete &= one.complete;
+    }
+    (Some(doc), problems, project)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(n, c)| ((*n).to_owned(), (*c).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn objects_of_every_file_are_joined_in_file_order() {
+        let (doc, problems, project) = read(&files(&[
+            (
+                "a.dsr",
+                "{version: 1, transformationData: {folders: [{id: 1, path: \"/a\"}]}}",
+            ),
+            (
+                "b.dsr",
+                "{version: 1, transformationData: {folders: [{id: 2, path: \"/b\"}, {id: 3, path: \"/c\"}]}}",
+            ),
+        ]));
+        assert!(!problems.has_errors(), "{:?}", problems.as_slice());
+        let doc = doc.expect("a document");
+        let ids: Vec<i64> = doc.folders.iter().map(|f| f.id.v).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        assert_eq!(project.file_of("folders", 0), Some("a.dsr"));
+        assert_eq!(project.file_of("folders", 2), Some("b.dsr"));
+        assert_eq!(project.file_of("sheets", 0), None);
+    }
+
+    #[test]
+    fn a_problem_is_answered_in_its_file_with_its_line_column_and_own_path() {
+        let (_, problems, project) = read(&files(&[
+            (
+                "one.dsr",
+                "{version: 1, transformationData: {folders: [{id: 1, path: \"/a\"}]}}",
+            ),
+            (
+                "two.dsr",
+                "{\n  version: 1\n  transformationData: {\n    folders: [\n      {id: 2, path: \"/b\", colour: \"red\"}\n    ]\n  }\n}",
+            ),
+        ]));
+        let details = project.details(problems);
+        let unknown = details
+            .iter()
+            .find(|d| d.message.contains("colour"))
+            .expect("the unknown field");
+        assert_eq!(unknown.file.as_deref(), Some("two.dsr"));
+        assert_eq!((unknown.line, unknown.column), (Some(5), Some(27)));
+        assert_eq!(unknown.path, "transformationData.folders[0].colour");
+    }
+
+    #[test]
+    fn a_problem_found_later_by_its_joined_path_goes_back_to_its_file() {
+        let (_, _, project) = read(&files(&[
+            (
+                "one.dsr",
+                "{version: 1, transformationData: {sheets: [], folders: [{id: 1, path: \"/a\"}]}}",
+            ),
+            (
+                "two.dsr",
+                "{version: 1, transformationData: {folders: [{id: 2, path: \"/b\"}]}}",
+            ),
+        ]));
+        let mut later = Problems::default();
+        later.push(Problem {
+            span: None,
+            ..Problem::error(
+                "folder.x",
+                "judged later",
+                Span::default(),
+                &Path::root()
+                    .key("transformationData")
+                    .key("folders")
+                    .index(1)
+                    .key("id"),
+            )
+        });
+        let d = project.details(later);
+        assert_eq!(d[0].file.as_deref(), Some("two.dsr"));
+        assert_eq!(d[0].path, "transformationData.folders[0].id");
+        assert_eq!(d[0].line, None);
+    }
+
+    #[test]
+    fn syntax_errors_of_every_file_are_reported_and_nothing_is_joined() {
+        let (doc, problems, project) = read(&files(&[
+            ("ok.dsr", "{version: 1, transformationData: {}}"),
+            ("bad1.dsr", "{version: 1,\n transformationData: {]}"),
+            ("bad2.dsr", "{\"version\": 1,,}"),
+        ]));
+        assert!(doc.is_none());
+        let details = project.details(problems);
+        let files: Vec<Option<&str>> = details.iter().map(|d| d.file.as_deref()).collect();
+        assert_eq!(files, [Some("bad1.dsr"), Some("bad2.dsr")]);
+        assert_eq!(details[0].line, Some(2));
+    }
+}
