@@ -14,6 +14,7 @@ pub mod problem;
 pub mod project;
 pub mod read;
 pub mod value;
+pub mod write;
 
 pub use model::Document;
 pub use problem::{Detail, Problem, Problems, Severity};

@@ -123,6 +123,7 @@ use weft_repo::{self as repo, Change, ChangeKind, DeployWriter, IdTable, ObjectK
 
 mod cycles;
 pub mod delete;
+pub mod export;
 
 /// The deploy options of SPEC 4.2 and a deploy's report: `weft_protocol`'s types.
 pub use weft_protocol::deploys::{IdMap, Options, Report, Touched};
@@ -155,6 +156,11 @@ pub enum Error {
     /// each is listed.
     #[error("{}", first_message(.0))]
     Referenced(Vec<Detail>),
+    /// An export names a folder that does not exist.
+    #[error(
+        "no folder `{0}` in the repository (a folder is named by its path, such as `/sales/daily`)"
+    )]
+    NoFolder(String),
     /// The repository failed.
     #[error(transparent)]
     Repo(#[from] repo::Error),
@@ -251,6 +257,28 @@ pub fn deploy(
         prune: &[],
     };
     deploy_read(repo, catalog, read, doc, problems, opts)
+}
+
+/// The repository (or, `folder`, that folder by path, what is below it and the connections
+/// its sheets use) as `.dsr` files, each its name (a path with `/`) and text, in the
+/// canonical form of [`export` the module](mod@export).
+///
+/// # Errors
+///
+/// [`Error::NoFolder`] for a folder that does not exist, or a repository error.
+pub fn export(repo: &Repository, folder: Option<&str>) -> Result<Vec<(String, String)>, Error> {
+    let exported = repo.read(|w| {
+        if let Some(path) = folder
+            && w.folder_at(path)?.is_none()
+        {
+            return Ok(None);
+        }
+        w.exported(folder).map(Some)
+    })?;
+    match exported {
+        Some(e) => Ok(export::files(&e)),
+        None => Err(Error::NoFolder(folder.unwrap_or_default().to_owned())),
+    }
 }
 
 /// Deploys the `.dsr` documents `files` (each its name, such as its path in the project's

@@ -133,6 +133,7 @@ fn every_command_is_listed_once_under_the_name_its_type_gives() {
         ListDeploys::NAME,
         GetDeployChange::NAME,
         DeleteObjects::NAME,
+        ExportRepository::NAME,
         AdvanceClock::NAME,
     ];
     assert_eq!(COMMANDS, names);

@@ -111,6 +111,7 @@ mod backend;
 mod browse;
 mod delete;
 mod error;
+mod export;
 mod facts;
 mod flow;
 pub mod instances;

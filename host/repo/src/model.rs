@@ -230,6 +230,30 @@ pub struct Named {
     pub name: String,
 }
 
+/// An object as an export writes it: id, path or name, and definition (JSON text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportedObject {
+    /// Its id.
+    pub id: i64,
+    /// A folder's path, a sheet's, connection's or batch's name.
+    pub name: String,
+    /// Its definition as deployed, JSON.
+    pub definition: String,
+}
+
+/// What an export reads of the repository.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Exported {
+    /// Folders, by path.
+    pub folders: Vec<ExportedObject>,
+    /// Connections, by id.
+    pub connections: Vec<ExportedObject>,
+    /// Sheets with their folder's path, by folder path and name.
+    pub sheets: Vec<(String, ExportedObject)>,
+    /// Batches, by id.
+    pub batches: Vec<ExportedObject>,
+}
+
 /// The tables whose ids an `intoFolder` copy allocates afresh.
 #[derive(Debug, Clone, Copy)]
 pub enum IdTable {

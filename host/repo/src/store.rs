@@ -74,6 +74,9 @@ pub trait DeployWriter: Facts {
     fn sheets_in(&self, folder: i64) -> Result<Vec<Named>>;
     /// The sheets whose object nodes use connection `connection`, with the first such node.
     fn connection_users(&self, connection: i64) -> Result<Vec<(Named, i64)>>;
+    /// Everything deployed, or (`below`, a folder's path) that folder, what is below it and
+    /// the connections its sheets use, each with its definition, for an export.
+    fn exported(&self, below: Option<&str>) -> Result<crate::model::Exported>;
     /// Removes `objects`, in their order (a folder after what it holds), each with a line in
     /// the deploy history; a sheet's plans stay while an instance names them.
     fn delete(&self, objects: &[(ObjectKind, Named)]) -> Result<Vec<Change>>;

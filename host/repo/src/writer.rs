@@ -942,4 +942,8 @@ impl crate::store::DeployWriter for Writer<'_> {
     fn delete(&self, objects: &[(ObjectKind, Named)]) -> Result<Vec<Change>> {
         Writer::delete(self, objects)
     }
+
+    fn exported(&self, below: Option<&str>) -> Result<crate::model::Exported> {
+        crate::export::exported(self.tx, below)
+    }
 }

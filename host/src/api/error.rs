@@ -134,7 +134,9 @@ impl ApiError {
             ApiError::ClockNotStepped | ApiError::ClockBackwards(_) => StatusCode::CONFLICT,
             ApiError::Deploy(deploy::Error::Invalid(_)) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Deploy(deploy::Error::IntoFolderRefused(_)) => StatusCode::FORBIDDEN,
-            ApiError::Deploy(deploy::Error::NotFound(_)) => StatusCode::NOT_FOUND,
+            ApiError::Deploy(deploy::Error::NotFound(_) | deploy::Error::NoFolder(_)) => {
+                StatusCode::NOT_FOUND
+            }
             ApiError::Deploy(deploy::Error::Referenced(_)) => StatusCode::CONFLICT,
             ApiError::Deploy(deploy::Error::Repo(e)) | ApiError::Run(StartError::Repo(e)) => {
                 repo_fault(e).0
@@ -166,6 +168,7 @@ impl ApiError {
             ApiError::Deploy(deploy::Error::Invalid(_)) => "deploy.invalid",
             ApiError::Deploy(deploy::Error::IntoFolderRefused(_)) => "deploy.into_folder_refused",
             ApiError::Deploy(deploy::Error::NotFound(_)) => "delete.not_found",
+            ApiError::Deploy(deploy::Error::NoFolder(_)) => "export.not_found",
             ApiError::Deploy(deploy::Error::Referenced(_)) => "delete.referenced",
             ApiError::Deploy(deploy::Error::Repo(e))
             | ApiError::Run(StartError::Repo(e))

@@ -613,3 +613,140 @@ fn weft_deploy_of_a_directory_reports_each_file_and_each_problem_at_file_line_co
     let (code, _, err) = cli(&["--prune", "/p", "--file", &format!("{d}/base.dsr")]);
     assert_eq!(code, Some(2), "--prune needs a project: {err}");
 }
+
+/// Every file below `dir` with its text, by path from `dir`.
+fn tree(dir: &std::path::Path) -> Vec<(String, String)> {
+    documents(dir)
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|d| {
+            (
+                d["name"].as_str().expect("name").to_owned(),
+                d["content"].as_str().expect("content").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_export_deploys_into_an_empty_repository_and_exports_the_same_files_again() {
+    let (w, data) = setup();
+    chain_and_batch(&w);
+    // A statement of several lines, documentation, variables on the batch.
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"sheets": [{"id": 130,
+            "attributes": {"name": "multi/line: sheet", "folder_id": 11, "folder": "/etl/marts", "documentation": "Loads the mart.\nTwice."},
+            "nodes": [
+                {"id": 1300, "type": 0, "attributes": {"module": "Sql", "name": "load", "action": "INSERT INTO other\nSELECT COUNT(*)\n  FROM mart\n WHERE v <> '${label}'"}},
+                {"id": 1301, "type": 1, "attributes": {"field1": "mart", "objectTypeId": 1, "connectionId": 1}},
+                {"id": 1309, "type": 1, "attributes": {"field1": "other", "objectTypeId": 1, "connectionId": 1}}],
+            "edges": [{"id": 1301, "from": 1301, "to": 1300}, {"id": 1309, "from": 1300, "to": 1309}]}],
+          "batches": [{"id": 9, "name": "with vars", "schedule": "daily 04:00", "enabled": false,
+            "variables": [{"variableName": "label", "variableValue": "x"}],
+            "elements": [{"elementType": "F", "elementId": 11}]}]}}),
+    );
+    let cli = |w: &Weft, args: &[&str]| {
+        let o = std::process::Command::new(weft_bin())
+            .args(args)
+            .env("WEFT_HOME", w.home.path())
+            .output()
+            .expect("weft");
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let first = w.home.path().join("first");
+    let (code, out, err) = cli(&w, &["export", &first.display().to_string()]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let files = tree(&first);
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "_batches.dsr",
+            "_connections.dsr",
+            "etl/_folder.dsr",
+            "etl/marts/_folder.dsr",
+            "etl/marts/multi_line_ sheet.dsr",
+            "etl/marts/sheet 300.dsr",
+            "etl/sheet 100.dsr",
+            "etl/sheet 200.dsr",
+        ],
+        "{out}"
+    );
+    let multi = &files[4].1;
+    assert!(
+        multi.contains("'''\n") && multi.contains("  FROM mart\n"),
+        "SQL of several lines is a block of lines: {multi}"
+    );
+    // Into an empty repository, as a project; exported again: the same files.
+    let (w2, _) = setup_with_data_of(&data);
+    let (code, out, err) = cli(&w2, &["deploy", &first.display().to_string()]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let second = w2.home.path().join("second");
+    let (code, out, err) = cli(&w2, &["export", &second.display().to_string()]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        tree(&second),
+        files,
+        "export -> deploy -> export gives identical files"
+    );
+    // It runs there as here.
+    let (_, v) = command(&w2, "ListBatches", json!({}), None);
+    assert_eq!(
+        v["payload"]["batches"].as_array().map(Vec::len),
+        Some(2),
+        "{v}"
+    );
+    // One folder's tree: its folder, sheets and the connection they use; no batches.
+    let part = w.home.path().join("part");
+    let (code, out, err) = cli(
+        &w,
+        &[
+            "export",
+            "--folder",
+            "/etl/marts",
+            &part.display().to_string(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let names: Vec<String> = tree(&part).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "_connections.dsr",
+            "etl/marts/_folder.dsr",
+            "etl/marts/multi_line_ sheet.dsr",
+            "etl/marts/sheet 300.dsr",
+        ]
+    );
+    // A directory with .dsr files in it needs --replace; a folder that is not there is refused.
+    let (code, _, err) = cli(&w, &["export", &part.display().to_string()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--replace"), "{err}");
+    let (code, out, err) = cli(&w, &["export", "--replace", &part.display().to_string()]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(tree(&part), files, "replaced: the whole repository now");
+    let (code, _, err) = cli(
+        &w,
+        &[
+            "export",
+            "--folder",
+            "/nope",
+            &w.home.path().join("x").display().to_string(),
+        ],
+    );
+    assert_eq!(code, Some(4), "{err}");
+    assert!(err.contains("no folder `/nope`"), "{err}");
+}
+
+/// A new server whose connections 1 and 2 are the data file `data` (of another server).
+fn setup_with_data_of(data: &std::path::Path) -> (Weft, std::path::PathBuf) {
+    let w = Weft::start_with(&["--listen", "127.0.0.1:0"], &[]);
+    w.add_keys(&format!(
+        "1|sqlite|{0}|||\n2|sqlite|{0}|||\n",
+        data.display()
+    ));
+    (w, data.to_path_buf())
+}

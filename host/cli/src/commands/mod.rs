@@ -5,6 +5,7 @@
 mod args;
 mod delete;
 mod deploy;
+mod export;
 mod follow;
 mod getkey;
 mod halt;
@@ -52,6 +53,9 @@ enum Command {
     /// Delete folders, sheets, connections or batches from the repository (DeleteObjects),
     /// refused while anything that stays refers to them.
     Delete(delete::Delete),
+    /// Write the repository (or one folder's tree) as .dsr files below a directory
+    /// (ExportRepository), in the form weft deploy DIR deploys back.
+    Export(export::Export),
     /// Run sheets, actions or folders as a batch instance (RunElements), and follow it with --wait.
     Run(run::Run),
     /// List the most recent batch instances, newest first, with filters (ListBatchInstances).
@@ -98,6 +102,7 @@ impl Cli {
             Command::Schema(c) => c.run(&home),
             Command::Deploy(c) => c.run(&home),
             Command::Delete(c) => c.run(&home),
+            Command::Export(c) => c.run(&home),
             Command::Run(c) => c.run(&home),
             Command::Restart(c) => c.run(&home),
             Command::Runs(c) => c.run(&home),

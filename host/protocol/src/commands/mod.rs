@@ -13,6 +13,7 @@ mod delete_objects;
 mod deploy_project;
 mod deploy_repository;
 mod envelope;
+mod export_repository;
 mod get_batch_instance;
 mod get_deploy_change;
 mod get_sheet;
@@ -33,6 +34,7 @@ pub use delete_objects::*;
 pub use deploy_project::*;
 pub use deploy_repository::*;
 pub use envelope::*;
+pub use export_repository::*;
 pub use get_batch_instance::*;
 pub use get_deploy_change::*;
 pub use get_sheet::*;
@@ -80,6 +82,7 @@ macro_rules! for_each_command {
             ListDeploys,
             GetDeployChange,
             DeleteObjects,
+            ExportRepository,
             AdvanceClock,
         }
     };

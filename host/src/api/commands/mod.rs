@@ -12,6 +12,7 @@ mod advance_clock;
 mod delete_objects;
 mod deploy_project;
 mod deploy_repository;
+mod export_repository;
 mod get_batch_instance;
 mod get_deploy_change;
 mod get_sheet;
