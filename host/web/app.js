@@ -181,10 +181,12 @@ async function runsView(params) {
   const state = params.get('state') || '';
   const name = params.get('name') || '';
   const before = Number(params.get('before')) || null;
+  const backfill = Number(params.get('backfill')) || null;
   const payload = { limit: PAGE };
   if (state) payload.state = state;
   if (name) payload.name = name;
   if (before) payload.before = before;
+  if (backfill) payload.backfillId = backfill;
 
   const stateSelect = el('select', { name: 'state', 'aria-label': 'state' },
     ['', 'waiting', 'running', 'finished', 'failed', 'halted', 'interrupted']
@@ -197,6 +199,7 @@ async function runsView(params) {
       const q = new URLSearchParams();
       if (stateSelect.value) q.set('state', stateSelect.value);
       if (nameInput.value.trim()) q.set('name', nameInput.value.trim());
+      if (backfill) q.set('backfill', backfill);
       location.hash = `#/runs${q.toString() ? `?${q}` : ''}`;
     },
   }, el('label', {}, 'State', stateSelect), el('label', {}, 'Batch', nameInput), el('button', { type: 'submit' }, 'Show'));
@@ -210,7 +213,9 @@ async function runsView(params) {
         el('td', { class: 'num' }, el('a', { href: `#/runs/${i.batchInstanceId}` }, i.batchInstanceId)),
         el('td', {}, i.batchName),
         el('td', { class: 'wide' }, i.user),
-        el('td', { class: 'wide' }, scheduled ? `scheduled (${i.plannedStart})` : 'by hand'),
+        el('td', { class: 'wide' }, i.backfillId !== undefined
+          ? el('a', { href: `#/runs?backfill=${i.backfillId}`, class: 'backfill' }, `backfill ${i.backfillId} (${i.plannedStart})`)
+          : scheduled ? `scheduled (${i.plannedStart})` : 'by hand'),
         el('td', {}, badge(i.state)),
         el('td', {}, localTime(i.start)),
         el('td', { class: 'num' }, took(i.start, i.end)),
@@ -232,7 +237,7 @@ async function runsView(params) {
     listing.replaceChildren(table, pager);
   };
   drawList((await call('ListBatchInstances', payload)).instances);
-  show(el('h1', {}, 'Runs'), filters, listing);
+  show(el('h1', {}, backfill ? `Runs of backfill ${backfill}` : 'Runs'), filters, listing);
   say('');
   // The newest page follows what starts and ends, while it is shown.
   if (before) return null;
@@ -431,7 +436,8 @@ function runView(id, action) {
           el('div', {}, el('span', {}, 'Start'), el('span', {}, localTime(inst.start))),
           el('div', {}, el('span', {}, 'End'), el('span', {}, inst.end ? localTime(inst.end) : '—')),
           el('div', {}, el('span', {}, 'Duration'), el('span', {}, took(inst.start, inst.end))),
-          inst.batchId !== undefined ? el('div', {}, el('span', {}, 'Planned'), el('span', { class: inst.late ? 'late' : '' }, `${inst.plannedStart}${inst.late ? ` (late ${duration(inst.lateSeconds * 1000)})` : ''}`)) : null),
+          inst.batchId !== undefined ? el('div', {}, el('span', {}, 'Planned'), el('span', { class: inst.late ? 'late' : '' }, `${inst.plannedStart}${inst.late ? ` (late ${duration(inst.lateSeconds * 1000)})` : ''}`)) : null,
+          inst.backfillId !== undefined ? el('div', {}, el('span', {}, 'Backfill'), el('span', {}, el('a', { href: `#/runs?backfill=${inst.backfillId}`, id: 'backfill' }, `backfill ${inst.backfillId}`))) : null),
         el('div', { class: 'actions-bar' },
           el('button', { class: 'danger', id: 'halt', disabled: !ongoing, onclick: () => act('HaltBatchInstance', 'Halt asked.') }, 'Halt'),
           el('button', { class: 'secondary', id: 'restart', disabled: !restartable, onclick: () => act('RestartBatchInstance', 'Restarted.') }, 'Restart'),

@@ -65,6 +65,9 @@ pub struct Listed {
     /// The hosts its running actions run on (in `ListBatchInstances`, while it runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub running_on: Vec<String>,
+    /// The backfill it is part of (`BackfillBatch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backfill_id: Option<i64>,
 }
 
 /// An action of an instance.

@@ -203,9 +203,9 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
     let row = conn.row(&sql, args![instance], |r| {
         Ok((
             summary(r)?,
-            r.get::<String>(9)?,
-            r.get::<i64>(10)?,
-            r.get::<String>(11)?,
+            r.get::<String>(10)?,
+            r.get::<i64>(11)?,
+            r.get::<String>(12)?,
         ))
     })?;
     let Some(((word, summary), elements, halt_requested, variables)) = row else {
@@ -322,8 +322,7 @@ fn waits_for_objects(
 }
 
 /// The columns of [`summary`].
-const SUMMARY: &str =
-    "id, batch_name, user_name, state, started_at, ended_at, batch_id, planned_start, late_seconds";
+const SUMMARY: &str = "id, batch_name, user_name, state, started_at, ended_at, batch_id, planned_start, late_seconds, backfill_id";
 
 /// An instance's summary from the columns [`SUMMARY`] (first in the row), with its stored
 /// state word, which [`with_state`] reads.
@@ -347,6 +346,7 @@ fn summary(r: &Row) -> Result<(String, InstanceSummary)> {
             late_seconds,
             late: late_seconds.map(|s| s > LATE_AFTER_SECONDS),
             running_on: Vec::new(),
+            backfill_id: r.get(9)?,
         },
     ))
 }
@@ -414,12 +414,19 @@ pub fn list(conn: &dyn Session, filter: &InstanceFilter) -> Result<Vec<InstanceS
            AND (CAST(?2 AS TEXT) IS NULL OR lower(batch_name) LIKE ?2 ESCAPE '\\')
            AND (CAST(?3 AS BIGINT) IS NULL OR id < ?3)
            AND (CAST(?4 AS BIGINT) IS NULL OR batch_id = ?4)
+           AND (CAST(?5 AS BIGINT) IS NULL OR backfill_id = ?5)
          ORDER BY id DESC LIMIT {}",
         filter.limit
     );
     let rows = conn.rows(
         &sql,
-        args![state, pattern, filter.before, filter.batch_id],
+        args![
+            state,
+            pattern,
+            filter.before,
+            filter.batch_id,
+            filter.backfill_id
+        ],
         summary,
     )?;
     let mut list = rows

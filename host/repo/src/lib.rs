@@ -108,6 +108,7 @@
 //! (full, I/O, busy, other) for what a client is told.
 
 mod backend;
+mod backfills;
 mod browse;
 mod delete;
 mod error;

@@ -70,6 +70,32 @@ pub struct NewInstance {
     pub variables: Vec<(String, String)>,
     /// Its actions.
     pub actions: Vec<NewAction>,
+    /// The start of a backfill it is (claimed in the same transaction).
+    pub backfill: Option<BackfillStart>,
+}
+
+/// One planned start of a backfill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackfillStart {
+    /// The backfill.
+    pub backfill_id: i64,
+    /// Its place in the backfill's order, from 0.
+    pub seq: i64,
+    /// The batch.
+    pub batch_id: i64,
+    /// The planned start, wall-clock text in the service zone.
+    pub planned_start: String,
+}
+
+/// A start of a backfill that may begin now, with what its instance is started as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingStart {
+    /// The start.
+    pub start: BackfillStart,
+    /// The batch's name (the instance's `batchName`).
+    pub batch_name: String,
+    /// Who asked for the backfill.
+    pub user: String,
 }
 
 /// An action of an instance: what monitoring shows of it, and what a run needs.
@@ -288,6 +314,8 @@ pub struct InstanceFilter {
     pub before: Option<i64>,
     /// Only those the scheduler started for this batch.
     pub batch_id: Option<i64>,
+    /// Only those of this backfill.
+    pub backfill_id: Option<i64>,
 }
 
 impl InstanceFilter {
@@ -299,6 +327,7 @@ impl InstanceFilter {
             name: None,
             before: None,
             batch_id: None,
+            backfill_id: None,
         }
     }
 }

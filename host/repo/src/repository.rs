@@ -5,6 +5,7 @@
 //! transaction where it must be one.
 
 use super::backend::Backend;
+use super::backfills;
 use super::error::{Error, Result};
 use super::model::{
     ActionEnd, InstanceRow, InstanceState, InstanceSummary, NewInstance, Restarted, SheetPlans,
@@ -382,6 +383,14 @@ impl InstanceStore for Repository {
                 return Ok(Created::Busy(waiting));
             }
             let id = instances::create(c, new)?;
+            if let Some(b) = &new.backfill
+                && !backfills::attach(c, id, b)?
+            {
+                return Err(Error::Conflict(format!(
+                    "start {} of backfill {} began elsewhere, or the backfill has no place free",
+                    b.seq, b.backfill_id
+                )));
+            }
             if let Some(s) = scheduled {
                 if !schedules::advance(
                     c,
@@ -404,6 +413,24 @@ impl InstanceStore for Repository {
 
     fn instance(&self, id: i64) -> Result<Option<InstanceRow>> {
         self.with(|c| instances::get(c, id))
+    }
+
+    fn create_backfill(
+        &self,
+        batch: (i64, &str),
+        user: &str,
+        parallel: i64,
+        starts: &[String],
+    ) -> Result<i64> {
+        self.tx(|c| backfills::create(c, batch, user, parallel, starts))
+    }
+
+    fn backfill_pending(&self) -> Result<(Vec<crate::model::PendingStart>, bool)> {
+        self.with(backfills::pending)
+    }
+
+    fn backfill_failed(&self, start: &crate::model::BackfillStart, error: &str) -> Result<()> {
+        self.tx(|c| backfills::fail(c, start, error))
     }
 
     fn instance_info(&self, id: i64) -> Result<Option<InstanceInfo>> {

@@ -408,6 +408,32 @@ ALTER TABLE instance_actions ADD COLUMN deploy_id INTEGER;
         postgres: None,
         then: None,
     },
+    Migration {
+        summary: "backfills: a batch's planned starts over a range of dates, each started as an instance of its own (with that planned start and its schedule date) in order and a bounded number at a time, by whichever host sees a free place first; each instance names its backfill",
+        sql: "
+CREATE TABLE backfills (
+    id         INTEGER PRIMARY KEY,
+    batch_id   INTEGER NOT NULL,
+    batch_name TEXT NOT NULL,
+    user_name  TEXT NOT NULL,
+    parallel   INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE backfill_starts (
+    backfill_id   INTEGER NOT NULL REFERENCES backfills(id) ON DELETE CASCADE,
+    seq           INTEGER NOT NULL,
+    planned_start TEXT NOT NULL,
+    instance_id   INTEGER,
+    error         TEXT,
+    PRIMARY KEY (backfill_id, seq)
+);
+CREATE INDEX backfill_starts_pending ON backfill_starts(backfill_id, seq) WHERE instance_id IS NULL AND error IS NULL;
+ALTER TABLE batch_instances ADD COLUMN backfill_id INTEGER;
+CREATE INDEX batch_instances_backfill ON batch_instances(backfill_id, state) WHERE backfill_id IS NOT NULL;
+",
+        postgres: None,
+        then: None,
+    },
 ];
 
 /// The channel PostgreSQL notifies at the commit of a change to instances or their actions

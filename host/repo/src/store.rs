@@ -101,6 +101,22 @@ pub trait InstanceStore {
     ) -> Result<Created>;
     /// An instance with its actions.
     fn instance(&self, id: i64) -> Result<Option<InstanceRow>>;
+    /// Records a backfill of `batch` (id and name) by `user`, `parallel` instances at a
+    /// time, of the planned starts `starts` (wall-clock text, in order); its id.
+    fn create_backfill(
+        &self,
+        batch: (i64, &str),
+        user: &str,
+        parallel: i64,
+        starts: &[String],
+    ) -> Result<i64>;
+    /// The starts of backfills that may begin now (each backfill's next ones, as many as
+    /// it has places free; one begins when an instance stores it:
+    /// [`NewInstance::backfill`](crate::model::NewInstance)), and whether any backfill has
+    /// starts left.
+    fn backfill_pending(&self) -> Result<(Vec<crate::model::PendingStart>, bool)>;
+    /// A start that can never begin keeps why; the backfill goes on with the next.
+    fn backfill_failed(&self, start: &crate::model::BackfillStart, error: &str) -> Result<()>;
     /// What a run needs of an instance besides its actions (cheap).
     fn instance_info(&self, id: i64) -> Result<Option<InstanceInfo>>;
     /// An instance's state (cheap, for waiting).

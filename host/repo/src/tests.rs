@@ -229,6 +229,18 @@ fn make_fixture_v14() {
         .expect("checkpoint");
 }
 
+#[test]
+#[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
+fn make_fixture_v15() {
+    let path = fixtures().join("repository-v15.db");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(fixtures().join("repository-v14.db"), &path).expect("copy v14");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_version(&mut conn, 15).expect("v15");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
 /// Version 14 on a repository upgraded from version `v`: each sheet's plans stored before
 /// are its version 0, each instance's copies of its actions' plans are its own version of
 /// each sheet it ran (minus its id), and the copies' columns are gone.
@@ -479,6 +491,15 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
             })
             .expect("v15 deploy_id");
         assert_eq!(named, 0, "version {v}");
+        // Version 16: no backfill, and no instance of one.
+        let backfilled: i64 = conn
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM backfills) + (SELECT COUNT(backfill_id) FROM batch_instances)",
+                [],
+                |r| r.get(0),
+            )
+            .expect("v16 backfills");
+        assert_eq!(backfilled, 0, "version {v}");
         // Idempotent: a second run changes nothing.
         let before = dump(&conn).expect("dump");
         let again = migrations::to_latest(&mut conn).expect("again");

@@ -750,3 +750,113 @@ fn setup_with_data_of(data: &std::path::Path) -> (Weft, std::path::PathBuf) {
     ));
     (w, data.to_path_buf())
 }
+
+#[test]
+fn a_backfill_runs_the_batch_once_a_planned_start_with_its_schedule_date_in_order() {
+    let (w, data) = setup();
+    deploy(
+        &w,
+        &crate::runs::sheet(
+            140,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO stage VALUES (${batch_instance_id}, '${schedule_date} ${planned_start}')",
+            &[],
+            "stage",
+        ),
+    );
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"batches": [{"id": 5, "name": "nightly load",
+            "schedule": "daily 02:00", "enabled": false,
+            "elements": [{"elementType": "S", "elementId": 140}]}]}}),
+    );
+    let cli = |args: &[&str]| {
+        let o = std::process::Command::new(weft_bin())
+            .arg("backfill")
+            .args(args)
+            .env("WEFT_HOME", w.home.path())
+            .output()
+            .expect("weft backfill");
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let (code, out, err) = cli(&[
+        "nightly load",
+        "--from",
+        "2026-01-30",
+        "--to",
+        "2026-02-02",
+        "--parallel",
+        "2",
+        "--wait",
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("4 of 4 finished"), "{out}{err}");
+    // Each planned start once, with its own day, in order of the instances.
+    let c = rusqlite::Connection::open(&data).expect("data");
+    let mut st = c
+        .prepare("SELECT id, v FROM stage ORDER BY id")
+        .expect("prepare");
+    let rows: Vec<(i64, String)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    let days: Vec<&str> = rows.iter().map(|(_, v)| v.as_str()).collect();
+    assert_eq!(
+        days,
+        [
+            "2026-01-30 2026-01-30 02:00:00",
+            "2026-01-31 2026-01-31 02:00:00",
+            "2026-02-01 2026-02-01 02:00:00",
+            "2026-02-02 2026-02-02 02:00:00",
+        ]
+    );
+    // One group: the backfill's instances, each with its planned start and the batch.
+    let (_, v) = command(
+        &w,
+        "ListBatchInstances",
+        json!({"backfillId": 1, "limit": 10}),
+        None,
+    );
+    let listed = v["payload"]["instances"]
+        .as_array()
+        .expect("instances")
+        .clone();
+    assert_eq!(listed.len(), 4, "{v}");
+    for i in &listed {
+        assert_eq!(i["backfillId"], 1, "{i}");
+        assert_eq!(i["batchId"], 5, "{i}");
+        assert_eq!(i["user"], "backfill", "{i}");
+        assert_eq!(i["state"], "finished", "{i}");
+    }
+    let (_, one) = command(
+        &w,
+        "GetBatchInstance",
+        json!({"batchInstanceId": rows[0].0}),
+        None,
+    );
+    assert_eq!(one["payload"]["scheduleDate"], "2026-01-30", "{one}");
+    // The answer as JSON; refusals: no such batch, no planned start, a range backwards.
+    let (code, out, err) = cli(&["5", "--from", "2026-03-01", "--to", "2026-03-01", "--json"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let answer: Value = serde_json::from_str(out.trim()).expect("JSON");
+    assert_eq!(
+        answer["plannedStarts"],
+        json!(["2026-03-01 02:00:00"]),
+        "{answer}"
+    );
+    assert_eq!(answer["backfillId"], 2, "{answer}");
+    let (code, _, err) = cli(&["weekly", "--from", "2026-03-01", "--to", "2026-03-02"]);
+    assert_eq!(code, Some(4), "{err}");
+    assert!(err.contains("no batch is named `weekly`"), "{err}");
+    let (st, v) = command(
+        &w,
+        "BackfillBatch",
+        json!({"batch": 5, "from": "2026-03-05", "to": "2026-03-01"}),
+        None,
+    );
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(v["error"]["details"][0]["path"], "payload.to", "{v}");
+}

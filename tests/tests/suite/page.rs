@@ -881,3 +881,50 @@ fn in_a_real_browser_a_long_chain_and_a_long_error_draw_and_the_page_reconnects_
     );
     drop(w);
 }
+
+#[test]
+fn in_a_real_browser_a_backfills_runs_are_one_group() {
+    let (w, _data) = server_with_sheets();
+    let doc = serde_json::json!({"version": 1, "transformationData": {"batches": [{"id": 3,
+        "name": "slow nightly", "schedule": "daily 03:00", "enabled": false,
+        "elements": [{"elementType": "S", "elementId": 4}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = command(
+        &w,
+        "BackfillBatch",
+        serde_json::json!({"batch": "slow nightly", "from": "2026-05-01", "to": "2026-05-02"}),
+    );
+    assert_eq!(st, 200, "{v}");
+    // A run by hand beside them, which is not of the group.
+    let (st, v) = command(
+        &w,
+        "RunElements",
+        serde_json::json!({"batchExecution": {"batchName": "by hand", "user": "u",
+            "elementList": [{"elementType": "S", "elementId": 1}]}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let browser = weft_tests::browser::Browser::start();
+    let page = browser.open(&format!("{base}/#/runs"));
+    page.wait_until(
+        "document.querySelectorAll('#runs a.backfill').length === 2",
+        "the backfill's two runs",
+    );
+    assert_eq!(
+        page.eval("[...document.querySelectorAll('#runs a.backfill')].map(a => a.textContent)"),
+        serde_json::json!([
+            "backfill 1 (2026-05-02 03:00:00)",
+            "backfill 1 (2026-05-01 03:00:00)"
+        ])
+    );
+    page.click("#runs a.backfill");
+    page.wait_until(
+        "document.querySelector('h1')?.textContent === 'Runs of backfill 1' && document.querySelectorAll('#runs tbody tr').length === 2",
+        "the group alone",
+    );
+    page.click("#runs tbody tr a");
+    page.wait_for("#backfill");
+    assert_eq!(page.text("#backfill"), "backfill 1");
+    page.assert_no_errors();
+}

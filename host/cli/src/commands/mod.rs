@@ -3,6 +3,7 @@
 //! as a whole: `--home` and the subcommand.
 
 mod args;
+mod backfill;
 mod delete;
 mod deploy;
 mod export;
@@ -71,6 +72,9 @@ enum Command {
     /// Run again what failed, was skipped, halted or interrupted in a batch instance
     /// (RestartBatchInstance), with the definitions deployed now unless --as-started.
     Restart(restart::Restart),
+    /// Run a scheduled batch once per planned start over a range of days, each with its
+    /// day's schedule date, in order, N at a time (BackfillBatch).
+    Backfill(backfill::Backfill),
     /// Manage JDBC drivers: the interactive menu, or list, add, delete for scripts (what bin/jdbcManager runs).
     Jdbc(jdbc::Jdbc),
     /// List the plugin libraries found (next to the binary, in INSTALL/plugins and in HOME/plugins) and what they provide, refused ones with the reason; or install one.
@@ -110,6 +114,7 @@ impl Cli {
             Command::Follow(c) => c.run(&home),
             Command::Logs(c) => c.run(&home),
             Command::Halt(c) => c.run(&home),
+            Command::Backfill(c) => c.run(&home),
             Command::Jdbc(c) => c.run(),
             Command::Plugins(c) => c.run(&home),
             Command::NextRuns(c) => c.run(&home),

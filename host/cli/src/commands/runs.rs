@@ -1,5 +1,6 @@
 //! `weft runs`: the most recent batch instances, newest first (`ListBatchInstances`), with
-//! the page's filters: state, a part of the batch name, a scheduled batch, older than an id.
+//! the page's filters: state, a part of the batch name, a scheduled batch, a backfill, older
+//! than an id.
 //! Exit 0, 2 for a state that is none.
 
 use super::args::{Endpoint, Home};
@@ -22,6 +23,9 @@ pub struct Runs {
     /// Only the runs the scheduler started for this batch id.
     #[arg(long, value_name = "ID")]
     batch: Option<i64>,
+    /// Only the instances of this backfill (weft backfill).
+    #[arg(long, value_name = "ID")]
+    backfill: Option<i64>,
     /// Only instances older than this id (the next page).
     #[arg(long, value_name = "ID")]
     before: Option<i64>,
@@ -51,20 +55,22 @@ impl Runs {
             name: self.name.clone(),
             before: self.before,
             batch_id: self.batch,
+            backfill_id: self.backfill,
         };
         let code = match ask(&self.endpoint, home, "weft runs", asked) {
             Ok((_, list)) if self.json => print_json("weft runs", &list),
             Ok((_, list)) => {
-                println!("ID\tSTATE\tBATCH\tUSER\tSTART\tEND");
+                println!("ID\tSTATE\tBATCH\tUSER\tSTART\tEND\tPLANNED");
                 for i in &list.instances {
                     println!(
-                        "{}\t{}\t{}\t{}\t{}\t{}",
+                        "{}\t{}\t{}\t{}\t{}\t{}\t{}",
                         i.batch_instance_id,
                         i.state,
                         i.batch_name,
                         i.user,
                         i.start,
-                        i.end.as_deref().unwrap_or("-")
+                        i.end.as_deref().unwrap_or("-"),
+                        i.planned_start.as_deref().unwrap_or("-")
                     );
                 }
                 Exit::Ok

@@ -213,7 +213,7 @@ pub fn candidates<S: PlannedStarts>(
 }
 
 /// The schedule of a stored planned start, or why it cannot be read.
-fn schedule_of(s: &StoredStart) -> Result<Schedule, String> {
+pub fn schedule_of(s: &StoredStart) -> Result<Schedule, String> {
     Ok(Schedule {
         repeat: crate::sched::schedule::parse(&s.schedule).map_err(|e| e.message)?,
         gap: GapPolicy::parse(&s.spring_gap).unwrap_or_default(),

@@ -326,6 +326,9 @@ pub struct Executor {
     pub(super) feed: Mutex<Option<weft_repo::postgres::changes::Feed>>,
     /// Whether a thread takes over from stopped hosts now (one at a time).
     pub(super) taking_over: std::sync::atomic::AtomicBool,
+    /// Whether backfills may have starts to begin: set when one is recorded here and while
+    /// the last look found some; else the backfill thread looks once a second.
+    pub(super) backfills_due: std::sync::atomic::AtomicBool,
     /// The threads the actions run on.
     pub(super) threads: super::pool::Pool,
 }
@@ -427,6 +430,7 @@ impl Executor {
             changes: Arc::new(Changes::new(!shared)),
             feed: Mutex::new(None),
             taking_over: std::sync::atomic::AtomicBool::new(false),
+            backfills_due: std::sync::atomic::AtomicBool::new(true),
         })
     }
 

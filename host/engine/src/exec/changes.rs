@@ -17,6 +17,8 @@ pub struct Changes {
     /// Whether the count sees the changes of every host: true alone on SQLite, and on
     /// PostgreSQL while the change feed is up.
     complete: AtomicBool,
+    /// The bell for plain threads ([`Changes::wait_past`]).
+    plain: (std::sync::Mutex<()>, std::sync::Condvar),
 }
 
 impl Changes {
@@ -26,13 +28,35 @@ impl Changes {
             count: AtomicU64::new(0),
             bell: Arc::new(tokio::sync::Notify::new()),
             complete: AtomicBool::new(complete),
+            plain: (std::sync::Mutex::new(()), std::sync::Condvar::new()),
         }
+    }
+
+    /// On a plain thread: waits until the count is past `seen`, or `patience` passed; the
+    /// count then.
+    pub fn wait_past(&self, seen: u64, patience: std::time::Duration) -> u64 {
+        let (lock, bell) = &self.plain;
+        let guard = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = bell
+            .wait_timeout_while(guard, patience, |()| self.count() <= seen)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.count()
     }
 
     /// Counts a change and rings the bell.
     pub fn changed(&self) {
         self.count.fetch_add(1, Ordering::SeqCst);
         self.bell.notify_waiters();
+        // Taken, so that a plain waiter between its look at the count and its wait hears it.
+        drop(
+            self.plain
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        self.plain.1.notify_all();
     }
 
     /// How many changes were counted: when it moves, something an instance shows changed.

@@ -155,7 +155,7 @@ impl Executor {
         std::thread::Builder::new()
             .name("weft-heartbeat".to_owned())
             .spawn(move || heartbeat(&weak, cluster))?;
-        Ok(())
+        self.spawn_backfills()
     }
 
     /// Stops every action running here, to run again (this host lost its lease: others

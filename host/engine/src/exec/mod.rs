@@ -6,6 +6,7 @@
 //! starts from ([`expand`]). What an action is made of is `weft_core::plan`'s.
 
 pub mod action;
+pub mod backfill;
 pub mod batch;
 pub mod changes;
 pub mod cluster;

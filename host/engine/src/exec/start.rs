@@ -45,7 +45,7 @@ impl Executor {
     ) -> Result<i64, StartError> {
         let mut tries = 1;
         loop {
-            match self.start_once(&req, scheduled) {
+            match self.start_once(&req, scheduled, None) {
                 // A sheet was deployed again between reading its plans and storing the
                 // instance: read the new ones.
                 Err(StartError::Repo(repo::Error::Redeployed(sheet))) if tries < START_TRIES => {
@@ -60,10 +60,13 @@ impl Executor {
         }
     }
 
-    fn start_once(
+    /// One try of a start: of a scheduled one with `scheduled`, of a backfill's start with
+    /// `backfill` (claimed in the transaction that stores the instance).
+    pub(super) fn start_once(
         &self,
         req: &RunRequest,
         scheduled: Option<&ScheduledStart>,
+        backfill: Option<&weft_repo::model::BackfillStart>,
     ) -> Result<i64, StartError> {
         let began = std::time::Instant::now();
         let dialect = self.dialect_fn();
@@ -96,6 +99,7 @@ impl Executor {
                     depends_on: deps.get(&p.id).cloned().unwrap_or_default(),
                 })
                 .collect(),
+            backfill: backfill.cloned(),
         };
         let max = self.max_waiting.load(Ordering::SeqCst);
         match self.repo.create_instance(&new, scheduled, max)? {

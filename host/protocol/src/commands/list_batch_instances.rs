@@ -28,6 +28,9 @@ pub struct ListBatchInstances {
     /// Only instances the scheduler started for this batch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch_id: Option<i64>,
+    /// Only the instances of this backfill.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backfill_id: Option<i64>,
 }
 
 impl Default for ListBatchInstances {
@@ -38,6 +41,7 @@ impl Default for ListBatchInstances {
             name: None,
             before: None,
             batch_id: None,
+            backfill_id: None,
         }
     }
 }

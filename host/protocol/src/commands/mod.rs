@@ -9,6 +9,7 @@
 //! `api::commands` (how its payload is read and how it is answered), and docs/api.md.
 
 mod advance_clock;
+mod backfill_batch;
 mod delete_objects;
 mod deploy_project;
 mod deploy_repository;
@@ -30,6 +31,7 @@ mod run_elements;
 mod wait_batch_instance;
 
 pub use advance_clock::*;
+pub use backfill_batch::*;
 pub use delete_objects::*;
 pub use deploy_project::*;
 pub use deploy_repository::*;
@@ -73,6 +75,7 @@ macro_rules! for_each_command {
             ListBatchInstances,
             HaltBatchInstance,
             RestartBatchInstance,
+            BackfillBatch,
             NextRuns,
             ListPlugins,
             ListHosts,

@@ -68,6 +68,7 @@ fn new_instance(actions: &[(i64, &[i64])]) -> NewInstance {
                 depends_on: deps.to_vec(),
             })
             .collect(),
+        backfill: None,
     }
 }
 

@@ -1,4 +1,4 @@
-//! `ListBatchInstances {limit?, state?, name?, before?, batchId?}`: the most recent
+//! `ListBatchInstances {limit?, state?, name?, before?, batchId?, backfillId?}`: the most recent
 //! instances, newest first.
 
 use super::handler::{Handler, Payload};
@@ -33,7 +33,7 @@ fn read_payload(
     let mut fields = object(
         payload,
         path,
-        "the ListBatchInstances payload {limit?, state?, name?, before?, batchId?}",
+        "the ListBatchInstances payload {limit?, state?, name?, before?, batchId?, backfillId?}",
         problems,
     )?;
     let mut list = ListBatchInstances::default();
@@ -84,6 +84,13 @@ fn read_payload(
         &mut ok,
         problems,
     );
+    list.backfill_id = optional_whole(
+        &mut fields,
+        "backfillId",
+        i64::MIN..=i64::MAX,
+        &mut ok,
+        problems,
+    );
     fields.finish(problems);
     ok.then_some(list)
 }
@@ -100,6 +107,7 @@ async fn list(
         name: request.name,
         before: request.before,
         batch_id: request.batch_id,
+        backfill_id: request.backfill_id,
     };
     let instances = tokio::task::spawn_blocking(move || repo.list_instances(&filter)).await??;
     Ok(InstanceList { instances })

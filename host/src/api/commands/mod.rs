@@ -9,6 +9,7 @@
 //! monitoring and operation commands of docs/api.md.
 
 mod advance_clock;
+mod backfill_batch;
 mod delete_objects;
 mod deploy_project;
 mod deploy_repository;

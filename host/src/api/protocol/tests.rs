@@ -97,6 +97,31 @@ fn every_command_the_client_writes_reads_back_as_itself() {
             name: Some("nightly \"load\" 50%".to_owned()),
             before: Some(77),
             batch_id: Some(3),
+            backfill_id: Some(4),
+        }
+        .into(),
+    );
+    round_trip(
+        BackfillBatch {
+            batch: ObjectName::Name("nightly".to_owned()),
+            from: "2026-01-01".to_owned(),
+            to: "2026-12-31".to_owned(),
+            parallel: 3,
+            user: "ops".to_owned(),
+        }
+        .into(),
+    );
+    round_trip(
+        DeleteObjects {
+            sheets: vec![ObjectName::Id(5), ObjectName::Name("/a/b".to_owned())],
+            recursive: true,
+            ..DeleteObjects::default()
+        }
+        .into(),
+    );
+    round_trip(
+        ExportRepository {
+            folder: Some("/a".to_owned()),
         }
         .into(),
     );
