@@ -460,6 +460,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
             .map_err(Error::Serve)?,
         )
     };
+    spawn_retention(&repo, &settings).map_err(Error::Serve)?;
     let stopping = Arc::clone(&executor);
     let state = Arc::new(
         AppState::new(
@@ -581,4 +582,49 @@ async fn shutdown() {
         () = ctrl_c => {}
         () = term => {}
     }
+}
+
+/// The most rounds of pruning one tick of retention runs (each a few short transactions
+/// of at most `retention::ROUND` rows of a kind): what is left waits for the next tick.
+const PRUNE_ROUNDS_A_TICK: usize = 20;
+
+/// The thread that prunes what the `keep_*` settings let go, every `prune_interval_seconds`,
+/// while the repository is open.
+fn spawn_retention(repo: &Arc<Repository>, settings: &Settings) -> std::io::Result<()> {
+    let weak = Arc::downgrade(repo);
+    let interval = std::time::Duration::from_secs(settings.prune_interval_seconds);
+    let days = (
+        settings.keep_runs_days,
+        settings.keep_logs_days,
+        settings.keep_deploys_days,
+    );
+    if days == (0, 0, 0) {
+        return Ok(());
+    }
+    std::thread::Builder::new()
+        .name("weft-retention".to_owned())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(interval);
+                let Some(repo) = weak.upgrade() else { return };
+                for _ in 0..PRUNE_ROUNDS_A_TICK {
+                    let keep = repo::retention::Retention::of_days(days.0, days.1, days.2);
+                    match repo.prune(&keep) {
+                        Ok(p) if p.any() => tracing::info!(
+                            message = "Pruned what the retention settings let go.",
+                            instances = p.instances,
+                            plans = p.plans,
+                            logs = p.logs,
+                            deploy_history = p.history
+                        ),
+                        Ok(_) => break,
+                        Err(e) => {
+                            tracing::warn!(message = "Pruning failed; trying again at the next tick.", error = %e);
+                            break;
+                        }
+                    }
+                }
+            }
+        })?;
+    Ok(())
 }

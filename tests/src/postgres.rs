@@ -278,6 +278,33 @@ impl Postgres {
         }
     }
 
+    /// Runs the client program `tool` of the server's installation (`pg_dump`, `pg_restore`)
+    /// as user `weft` against it, with `args` after the connection's.
+    ///
+    /// # Errors
+    ///
+    /// The program's message.
+    pub fn client_tool(&self, tool: &str, args: &[&str]) -> Result<String, String> {
+        let program = if self.bin.join(tool).is_file() {
+            self.bin.join(tool)
+        } else {
+            PathBuf::from(tool)
+        };
+        let out = Command::new(program)
+            .args(["-h", "127.0.0.1", "-U", "weft", "-p"])
+            .arg(self.port.to_string())
+            .args(args)
+            .env("PGPASSWORD", "secret")
+            .env("PGTZ", "UTC")
+            .output()
+            .map_err(|e| format!("{tool}: {e}"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!("{tool}: {}", String::from_utf8_lossy(&out.stderr)))
+        }
+    }
+
     /// The server's folder.
     pub fn dir(&self) -> &Path {
         self.dir.path()

@@ -96,6 +96,17 @@ pub struct Settings {
     /// Whether Shell actions (scripts run on this machine as the service user) may be
     /// deployed and run; off unless set.
     pub shell_modules: bool,
+    /// Days an ended batch instance (with its actions) is kept; 0 keeps them for ever.
+    pub keep_runs_days: u64,
+    /// Days the log lines of an ended instance's actions are kept (the instance stays);
+    /// 0 keeps them as long as the instance.
+    pub keep_logs_days: u64,
+    /// Days the deploy history is kept (each object's newest line always stays: an export
+    /// and a comparison need it); 0 keeps it for ever.
+    pub keep_deploys_days: u64,
+    /// Seconds between two rounds of pruning what the `keep_*` settings let go (each round
+    /// removes at most a bounded number of rows of each kind).
+    pub prune_interval_seconds: u64,
 }
 
 /// The default of `max_connections`.
@@ -122,6 +133,10 @@ impl Default for Settings {
             host_lease_seconds: 10,
             host_poll_ms: 250,
             shell_modules: false,
+            keep_runs_days: 180,
+            keep_logs_days: 30,
+            keep_deploys_days: 0,
+            prune_interval_seconds: 300,
         }
     }
 }
@@ -206,6 +221,10 @@ impl Settings {
         )?;
         number("WEFT_HOST_LEASE_SECONDS", &mut s.host_lease_seconds)?;
         number("WEFT_HOST_POLL_MS", &mut s.host_poll_ms)?;
+        number("WEFT_KEEP_RUNS_DAYS", &mut s.keep_runs_days)?;
+        number("WEFT_KEEP_LOGS_DAYS", &mut s.keep_logs_days)?;
+        number("WEFT_KEEP_DEPLOYS_DAYS", &mut s.keep_deploys_days)?;
+        number("WEFT_PRUNE_INTERVAL_SECONDS", &mut s.prune_interval_seconds)?;
         if let Some(v) = var("WEFT_SHELL_MODULES") {
             s.shell_modules = match v.to_ascii_lowercase().as_str() {
                 "true" | "1" | "yes" => true,
@@ -229,11 +248,26 @@ impl Settings {
             ),
             ("host_lease_seconds", s.host_lease_seconds, 3_600),
             ("host_poll_ms", s.host_poll_ms, 60_000),
+            ("prune_interval_seconds", s.prune_interval_seconds, 86_400),
         ] {
             if !(1..=most).contains(&value) {
                 return Err(Error::Parse {
                     path: path.clone(),
                     message: format!("setting `{name}` must be from 1 to {most}, not {value}"),
+                });
+            }
+        }
+        for (name, value) in [
+            ("keep_runs_days", s.keep_runs_days),
+            ("keep_logs_days", s.keep_logs_days),
+            ("keep_deploys_days", s.keep_deploys_days),
+        ] {
+            if value > 36_500 {
+                return Err(Error::Parse {
+                    path: path.clone(),
+                    message: format!(
+                        "setting `{name}` must be from 0 (keep for ever) to 36500 days, not {value}"
+                    ),
                 });
             }
         }

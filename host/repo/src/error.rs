@@ -174,7 +174,7 @@ pub fn now_utc() -> String {
 
 /// `t` as the repository stores it (see [`now_utc`]): written field by field, as chrono's
 /// `format` reads its pattern again at every call (each action's end writes the time).
-fn stored_time(t: chrono::DateTime<chrono::Utc>) -> String {
+pub(crate) fn stored_time(t: chrono::DateTime<chrono::Utc>) -> String {
     use chrono::{Datelike as _, Timelike as _};
     use std::fmt::Write as _;
     // Years of other widths and leap seconds (never the clock's), as chrono writes them.

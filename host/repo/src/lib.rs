@@ -121,6 +121,7 @@ pub mod place;
 mod plans_cache;
 pub mod postgres;
 mod repository;
+pub mod retention;
 mod schedules;
 pub mod schema;
 mod schemas_cache;

@@ -282,6 +282,28 @@ impl Repository {
         }
     }
 
+    /// One round of retention: what `keep` lets go, each kind in its own short transaction
+    /// of at most [`retention::ROUND`](super::retention::ROUND) rows.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn prune(&self, keep: &super::retention::Retention) -> Result<super::retention::Pruned> {
+        use super::retention;
+        let mut pruned = retention::Pruned::default();
+        if let Some(before) = &keep.runs_before {
+            pruned.instances = self.tx(|c| retention::instances(c, before))?;
+        }
+        pruned.plans = self.tx(retention::plans)?;
+        if let Some(before) = &keep.logs_before {
+            pruned.logs = self.tx(|c| retention::logs(c, before))?;
+        }
+        if let Some(before) = &keep.deploys_before {
+            pruned.history = self.tx(|c| retention::history(c, before))?;
+        }
+        Ok(pruned)
+    }
+
     /// Runs `f` on a read-only view of the deployed state (the [`super::Facts`] a deploy
     /// judges against, outside its transaction).
     ///

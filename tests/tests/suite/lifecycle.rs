@@ -860,3 +860,214 @@ fn a_backfill_runs_the_batch_once_a_planned_start_with_its_schedule_date_in_orde
     assert_eq!(st, 400, "{v}");
     assert_eq!(v["error"]["details"][0]["path"], "payload.to", "{v}");
 }
+
+/// UTC time `days` ago as the repository writes times.
+fn days_ago(days: i64) -> String {
+    (chrono::Utc::now() - chrono::Duration::days(days))
+        .format("%Y-%m-%d %H:%M:%S%.3f")
+        .to_string()
+}
+
+#[test]
+fn retention_prunes_old_runs_their_logs_and_the_deploy_history_but_each_objects_newest_line() {
+    let (w, _data) = crate::runs::setup_with(&[
+        ("WEFT_PRUNE_INTERVAL_SECONDS", "1"),
+        ("WEFT_KEEP_RUNS_DAYS", "10"),
+        ("WEFT_KEEP_LOGS_DAYS", "5"),
+        ("WEFT_KEEP_DEPLOYS_DAYS", "10"),
+    ]);
+    chain(&w);
+    // Sheet 100 again: its first line is not its newest any more.
+    deploy(
+        &w,
+        &crate::runs::sheet(
+            100,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO raw VALUES (${n}, 'again')",
+            &[],
+            "raw",
+        ),
+    );
+    let vars = json!([{"variableName": "n", "variableType": "String", "variableValue": "3"}]);
+    let runs: Vec<i64> = (0..3)
+        .map(|_| {
+            let id = crate::runs::run(&w, &[("S", 100)], Some(vars.clone()));
+            assert_eq!(wait(&w, id)["state"], "finished");
+            id
+        })
+        .collect();
+    let history_before: i64 = w
+        .repo_value("SELECT COUNT(*) FROM deploy_history")
+        .parse()
+        .expect("count");
+    w.repo_execute(&format!(
+        "UPDATE batch_instances SET ended_at = '{}' WHERE id = {};
+         UPDATE batch_instances SET ended_at = '{}' WHERE id = {};
+         UPDATE deploy_history SET deployed_at = '{}';
+         UPDATE deploys SET deployed_at = '{}';",
+        days_ago(20),
+        runs[0],
+        days_ago(7),
+        runs[1],
+        days_ago(20),
+        days_ago(20),
+    ));
+    // The event: the oldest run is gone (the next round of pruning, within a second).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (st, _) = command(
+            &w,
+            "GetBatchInstance",
+            json!({"batchInstanceId": runs[0]}),
+            None,
+        );
+        if st == 404 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never pruned");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The second stays without its log lines; the newest keeps them.
+    let (_, second) = command(
+        &w,
+        "GetBatchInstance",
+        json!({"batchInstanceId": runs[1]}),
+        None,
+    );
+    assert_eq!(
+        action(&second["payload"], 1000)["log"],
+        json!(["(log removed by retention: setting keep_logs_days)"]),
+        "{second}"
+    );
+    let (_, third) = command(
+        &w,
+        "GetBatchInstance",
+        json!({"batchInstanceId": runs[2]}),
+        None,
+    );
+    assert!(
+        action(&third["payload"], 1000)["log"]
+            .as_array()
+            .is_some_and(|l| l
+                .iter()
+                .any(|x| x.as_str().is_some_and(|x| x.starts_with("Sql")))),
+        "{third}"
+    );
+    // The deploy history keeps each object's newest line: one line less (sheet 100's
+    // first), and an export still has every object.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let now: i64 = w
+            .repo_value("SELECT COUNT(*) FROM deploy_history")
+            .parse()
+            .expect("count");
+        if now == history_before - 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "history never pruned: {now}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (st, v) = command(&w, "ExportRepository", json!({}), None);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        v["payload"]["files"].as_array().map(Vec::len),
+        Some(6),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_backup_taken_during_a_run_restores_into_a_new_home_and_the_server_goes_on() {
+    let (w, data) = setup();
+    chain(&w);
+    // A run in flight while the backup is taken: action 5000 waits for the data file's lock.
+    let (gate, id) = held_chain(&w, &data);
+    let backup = w.home.path().join("backup.db");
+    let new_home = tempfile::tempdir().expect("home");
+    match backend() {
+        Backend::Sqlite => {
+            let weft = |home: &std::path::Path, args: &[&str]| {
+                let o = std::process::Command::new(weft_bin())
+                    .arg("--home")
+                    .arg(home)
+                    .args(args)
+                    .output()
+                    .expect("weft");
+                let (out, err) = text(&o);
+                (o.status.code(), out, err)
+            };
+            let b = backup.display().to_string();
+            let (code, out, err) = weft(w.home.path(), &["backup", &b]);
+            assert_eq!(code, Some(0), "{out}{err}");
+            assert!(out.contains("integrity checked"), "{out}");
+            // Not over a file, and not a file that is no repository.
+            assert_eq!(weft(w.home.path(), &["backup", &b]).0, Some(2));
+            let junk = w.home.path().join("junk.db");
+            std::fs::write(&junk, b"not a database").expect("junk");
+            let (code, _, err) = weft(new_home.path(), &["restore", &junk.display().to_string()]);
+            assert_eq!(code, Some(5), "{err}");
+            assert!(
+                !new_home.path().join("repository.db").exists(),
+                "nothing restored"
+            );
+            // Not over the repository of a running server.
+            let (code, _, err) = weft(w.home.path(), &["restore", &b, "--replace"]);
+            assert_eq!(code, Some(4), "{err}");
+            assert!(err.contains("stop it first"), "{err}");
+            let (code, _, err) = weft(w.home.path(), &["restore", &b]);
+            assert_eq!(code, Some(2), "{err}");
+            let (code, out, err) = weft(new_home.path(), &["restore", &b]);
+            assert_eq!(code, Some(0), "{out}{err}");
+        }
+        Backend::Postgres => {
+            let pg = repository_server();
+            let db = repository_database_of(&w);
+            let b = backup.display().to_string();
+            pg.client_tool("pg_dump", &["-Fc", "-f", &b, &db])
+                .expect("pg_dump");
+            let restored = format!("{db}_restored");
+            pg.psql(&format!("CREATE DATABASE {restored}"))
+                .expect("database");
+            pg.client_tool("pg_restore", &["--no-owner", "-d", &restored, &b])
+                .expect("pg_restore");
+            std::fs::write(
+                new_home.path().join("keyfile"),
+                format!(
+                    "0|postgresql|postgresql://127.0.0.1:{}/{restored}|weft|secret|sslmode=disable\n",
+                    pg.port
+                ),
+            )
+            .expect("keyfile");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                new_home.path().join("keyfile"),
+                std::fs::Permissions::from_mode(0o600),
+            )
+            .expect("mode");
+        }
+    }
+    // The running server went on: the run ends.
+    gate.execute_batch("COMMIT").expect("let the lock go");
+    assert_eq!(wait(&w, id)["state"], "finished");
+    // A server on the restored repository has what was deployed and the run as it was at
+    // the backup's moment (running then: now interrupted, as after any stop).
+    let restored = Weft::start_in(new_home, &["--listen", "127.0.0.1:0"], &[]);
+    let (_, tree) = command(&restored, "ListSheets", json!({}), None);
+    assert_eq!(
+        tree["payload"]["sheets"].as_array().map(Vec::len),
+        Some(5),
+        "{tree}"
+    );
+    let (st, inst) = command(
+        &restored,
+        "GetBatchInstance",
+        json!({"batchInstanceId": id}),
+        None,
+    );
+    assert_eq!(st, 200, "{inst}");
+    assert_ne!(inst["payload"]["state"], "finished", "{inst}");
+}

@@ -16,7 +16,7 @@ pub(crate) fn setup() -> (Weft, std::path::PathBuf) {
 }
 
 /// [`setup`] with extra environment for the server.
-fn setup_with(env: &[(&str, &str)]) -> (Weft, std::path::PathBuf) {
+pub(crate) fn setup_with(env: &[(&str, &str)]) -> (Weft, std::path::PathBuf) {
     let w = Weft::start_with(&["--listen", "127.0.0.1:0"], env);
     let data = w.home.path().join("data.db");
     rusqlite::Connection::open(&data)

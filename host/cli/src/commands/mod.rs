@@ -4,6 +4,7 @@
 
 mod args;
 mod backfill;
+mod backup;
 mod delete;
 mod deploy;
 mod export;
@@ -75,6 +76,10 @@ enum Command {
     /// Run a scheduled batch once per planned start over a range of days, each with its
     /// day's schedule date, in order, N at a time (BackfillBatch).
     Backfill(backfill::Backfill),
+    /// Copy the SQLite repository to a new file while the server runs (checked).
+    Backup(backup::Backup),
+    /// Put a backup in place of HOME's SQLite repository (no server may run on it).
+    Restore(backup::Restore),
     /// Manage JDBC drivers: the interactive menu, or list, add, delete for scripts (what bin/jdbcManager runs).
     Jdbc(jdbc::Jdbc),
     /// List the plugin libraries found (next to the binary, in INSTALL/plugins and in HOME/plugins) and what they provide, refused ones with the reason; or install one.
@@ -115,6 +120,8 @@ impl Cli {
             Command::Logs(c) => c.run(&home),
             Command::Halt(c) => c.run(&home),
             Command::Backfill(c) => c.run(&home),
+            Command::Backup(c) => c.run(&home),
+            Command::Restore(c) => c.run(&home),
             Command::Jdbc(c) => c.run(),
             Command::Plugins(c) => c.run(&home),
             Command::NextRuns(c) => c.run(&home),

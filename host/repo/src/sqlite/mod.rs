@@ -8,6 +8,7 @@
 //! that concurrent deploys neither fail with `SQLITE_BUSY` nor interleave. A write that is
 //! not committed changes nothing: a rejected deploy or a dry run rolls back.
 
+pub mod backup;
 pub mod dump;
 pub use dump::dump;
 pub mod migrations;
