@@ -19,6 +19,10 @@ pub const BEFORE_TARGET_COMMIT: &str = "before_target_commit";
 /// and the action claimed runs here on no slot. Once in a process's life.
 pub const END_ANSWER_LOST: &str = "end_answer_lost";
 
+/// A backfill's start has begun: its instance and the claim of the start are committed;
+/// nothing of it has run.
+pub const AFTER_BACKFILL_START: &str = "after_backfill_start";
+
 #[cfg(any(test, feature = "fault-injection"))]
 fn armed() -> Option<&'static str> {
     static POINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();

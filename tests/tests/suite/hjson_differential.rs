@@ -240,16 +240,14 @@ const out = texts.map(t => { try { return { ok: Hjson.parse(t) }; } catch (e) { 
 process.stdout.write(JSON.stringify(out));
 "#;
 
-#[test]
-fn agrees_with_hjson_js_on_generated_documents() {
+/// What hjson-js 3.2.2 makes of each of `texts`: `{ok: value}` or `{err: message}`.
+fn hjson_js(texts: &[String]) -> Vec<serde_json::Value> {
     let module = common::root().join("target/hjson-js/node_modules/hjson");
     assert!(
         module.is_dir(),
         "hjson-js is missing at {}: ./test.sh installs it (npm install --prefix target/hjson-js hjson@3.2.2)",
         module.display()
     );
-    let mut r = Rng(0x5EED_0F4E_57AB);
-    let docs: Vec<String> = (0..1500).map(|_| document(&mut r)).collect();
     let mut child = Command::new("node")
         .args(["-e", SCRIPT])
         .arg(&module)
@@ -258,7 +256,7 @@ fn agrees_with_hjson_js_on_generated_documents() {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("node (Node.js) must be installed for the differential test");
-    let input = serde_json::to_vec(&docs).expect("json");
+    let input = serde_json::to_vec(texts).expect("json");
     child
         .stdin
         .take()
@@ -269,7 +267,52 @@ fn agrees_with_hjson_js_on_generated_documents() {
     assert!(out.status.success(), "node failed");
     let answers: Vec<serde_json::Value> =
         serde_json::from_slice(&out.stdout).expect("node's answer");
-    assert_eq!(answers.len(), docs.len());
+    assert_eq!(answers.len(), texts.len());
+    answers
+}
+
+#[test]
+fn hjson_js_reads_what_an_export_writes_as_it_was() {
+    // The values of the generated documents, written as an export writes (`dsr::write`).
+    let mut r = Rng(0x0E8F_0A75_11E5);
+    let values: Vec<serde_json::Value> = (0..1500)
+        .filter_map(|_| weft_dsr::hjson::parse(&document(&mut r)).ok())
+        .map(|v| v.value.to_json())
+        .filter(serde_json::Value::is_object)
+        .collect();
+    let written: Vec<String> = values.iter().map(weft_dsr::write::hjson).collect();
+    let answers = hjson_js(&written);
+    let wrong: Vec<String> = written
+        .iter()
+        .zip(&values)
+        .zip(&answers)
+        .filter(|((_, v), a)| !a.get("ok").is_some_and(|ok| same(ok, v)))
+        .map(|((text, v), a)| format!("{text}\n  value: {v}\n  hjson-js: {a}"))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {} written documents read back differently:\n\n{}",
+        wrong.len(),
+        written.len(),
+        wrong
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n\n---\n")
+    );
+    assert!(
+        written.len() > 300 && written.iter().any(|t| t.contains("'''")),
+        "the generator must give values, some of several lines: {}",
+        written.len()
+    );
+}
+
+#[test]
+fn agrees_with_hjson_js_on_generated_documents() {
+    let mut r = Rng(0x5EED_0F4E_57AB);
+    let docs: Vec<String> = (0..1500).map(|_| document(&mut r)).collect();
+    let answers = hjson_js(&docs);
     let mut disagreements = Vec::new();
     let (mut accepted, mut rejected) = (0, 0);
     for (doc, reference) in docs.iter().zip(&answers) {

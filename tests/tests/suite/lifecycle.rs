@@ -1071,3 +1071,84 @@ fn a_backup_taken_during_a_run_restores_into_a_new_home_and_the_server_goes_on()
     assert_eq!(st, 200, "{inst}");
     assert_ne!(inst["payload"]["state"], "finished", "{inst}");
 }
+
+#[test]
+fn a_backfill_killed_right_after_a_start_began_goes_on_without_beginning_it_twice() {
+    let (w, data) = crate::runs::setup_with(&[("WEFT_FAULT", "after_backfill_start")]);
+    deploy(
+        &w,
+        &crate::runs::sheet(
+            140,
+            (10, "/etl"),
+            "Sql",
+            "INSERT INTO stage VALUES (${batch_instance_id}, '${schedule_date}')",
+            &[],
+            "stage",
+        ),
+    );
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"batches": [{"id": 5, "name": "nightly",
+            "schedule": "daily 02:00", "enabled": false,
+            "elements": [{"elementType": "S", "elementId": 140}]}]}}),
+    );
+    let (st, v) = command(
+        &w,
+        "BackfillBatch",
+        json!({"batch": 5, "from": "2026-01-01", "to": "2026-01-03"}),
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    // The server dies right after the first start's instance and claim committed.
+    let (status, home) = w.exited(std::time::Duration::from_secs(30));
+    assert!(!status.success(), "{status:?}");
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    // The backfill goes on: three instances in all, one per day, none twice.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let listed = loop {
+        let (_, v) = command(
+            &w,
+            "ListBatchInstances",
+            json!({"backfillId": 1, "limit": 10}),
+            None,
+        );
+        let listed = v["payload"]["instances"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if listed.len() == 3 && listed.iter().all(|i| i["end"].is_string()) {
+            break listed;
+        }
+        assert!(std::time::Instant::now() < deadline, "{v}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut planned: Vec<&str> = listed
+        .iter()
+        .map(|i| i["plannedStart"].as_str().expect("plannedStart"))
+        .collect();
+    planned.sort_unstable();
+    assert_eq!(
+        planned,
+        [
+            "2026-01-01 02:00:00",
+            "2026-01-02 02:00:00",
+            "2026-01-03 02:00:00"
+        ]
+    );
+    // The two after the kill ran; the one begun before it ended as a stop leaves it (its
+    // actions had not started: nothing of it ran twice).
+    let c = rusqlite::Connection::open(&data).expect("data");
+    let days: Vec<String> = c
+        .prepare("SELECT v FROM stage ORDER BY v")
+        .expect("prepare")
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert!(
+        days.iter().filter(|d| *d == "2026-01-02").count() == 1
+            && days.iter().filter(|d| *d == "2026-01-03").count() == 1
+            && days.iter().filter(|d| *d == "2026-01-01").count() <= 1,
+        "{days:?}"
+    );
+}

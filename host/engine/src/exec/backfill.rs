@@ -195,12 +195,15 @@ impl Executor {
                 select: weft_protocol::Selection::Named,
             };
             match self.start_once(&req, None, Some(&p.start)) {
-                Ok(id) => tracing::info!(
-                    message = "Backfill start began.",
-                    backfill = p.start.backfill_id,
-                    planned_start = %p.start.planned_start,
-                    batch_instance_id = id
-                ),
+                Ok(id) => {
+                    crate::fault::hit(crate::fault::AFTER_BACKFILL_START);
+                    tracing::info!(
+                        message = "Backfill start began.",
+                        backfill = p.start.backfill_id,
+                        planned_start = %p.start.planned_start,
+                        batch_instance_id = id
+                    );
+                }
                 // Begun elsewhere, or no place free any more: the next round decides.
                 Err(StartError::Repo(repo::Error::Conflict(_) | repo::Error::Redeployed(_))) => {}
                 Err(e @ (StartError::Busy(_) | StartError::Repo(_))) => {
