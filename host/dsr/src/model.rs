@@ -92,6 +92,19 @@ pub struct Batch {
     /// `first` (default), `second` or `both`, for a planned time that happens twice.
     #[serde(rename = "autumnOverlap")]
     pub autumn_overlap: Option<At<String>>,
+    /// Batches (by id) whose runs of the same schedule date must have finished before a
+    /// scheduled start of this one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<At<i64>>,
+    /// How long a scheduled start waits for `after` (default 120 minutes).
+    #[serde(
+        rename = "afterTimeoutMinutes",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub after_timeout_minutes: Option<At<i64>>,
+    /// What then: `skip` (default: the start passes, recorded as missed) or `start`.
+    #[serde(rename = "afterTimeout", skip_serializing_if = "Option::is_none")]
+    pub after_timeout: Option<At<String>>,
     /// Free text.
     pub documentation: Option<String>,
     /// The whole object.

@@ -193,12 +193,34 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
     let if_running = o.string("ifRunning", false, text, problems);
     let spring_gap = o.string("springGap", false, text, problems);
     let autumn_overlap = o.string("autumnOverlap", false, text, problems);
+    let mut after = Vec::new();
+    if let Some(list) = o.array("after", problems) {
+        for (i, e) in list.iter().enumerate() {
+            match &e.value {
+                Value::Int(id) => after.push(At::new(*id, e.span)),
+                _ => {
+                    problems.error(
+                        "dsr.wrong_type",
+                        "an entry of `after` is a batch id (a whole number)",
+                        e.span,
+                        &path.key("after").index(i),
+                    );
+                    ok = false;
+                }
+            }
+        }
+    }
+    let after_timeout_minutes = o.int("afterTimeoutMinutes", false, text, problems);
+    let after_timeout = o.string("afterTimeout", false, text, problems);
     let documentation = o.nullable_string("documentation", text, problems);
     let extra = o.finish(problems);
     if !ok {
         return None;
     }
     Some(Batch {
+        after,
+        after_timeout_minutes,
+        after_timeout,
         id: id?,
         name: name?,
         schedule: schedule?,

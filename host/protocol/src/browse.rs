@@ -215,6 +215,7 @@ pub struct MissedItem {
     /// When a host passed it (UTC, ISO 8601).
     pub decided: String,
     /// Why: `running` (the previous run had not finished), `clockGap` (the clocks skip
-    /// it), or `cannotStart: ` and the error.
+    /// it), `cannotStart: ` and the error, or `after: ` and the batches it waited for in
+    /// vain.
     pub reason: String,
 }

@@ -72,6 +72,12 @@ pub trait Facts {
     ///
     /// A repository error.
     fn action_exists(&self, id: i64) -> super::error::Result<bool>;
+    /// Whether batch `id` exists.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn batch_exists(&self, id: i64) -> super::error::Result<bool>;
 }
 
 /// The sheets that own nodes and edges, as [`Facts::owners`] answers.

@@ -732,6 +732,10 @@ impl PlannedStarts for Repository {
         self.with(|c| instances::batch_is_running(c, batch_id))
     }
 
+    fn finished_on(&self, batch_id: i64, day: &str) -> Result<bool> {
+        self.with(|c| schedules::finished_on(c, batch_id, day))
+    }
+
     fn due_starts(&self, until: &str) -> Result<Vec<StoredStart>> {
         self.with(|c| schedules::due(c, until))
     }

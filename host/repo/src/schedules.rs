@@ -7,7 +7,7 @@ use crate::sql::{Row, Session, args};
 use weft_core::sched::schedule::Planned;
 use weft_core::sched::scheduler::{Missed, StoredStart};
 
-const COLUMNS: &str = "b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT)";
+const COLUMNS: &str = "b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT), b.after_batches, b.after_timeout_minutes, b.after_timeout";
 
 fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
     serde_json::from_str(text).map_err(|e| e.to_string())
@@ -28,6 +28,9 @@ fn stored(r: &Row) -> Result<StoredStart> {
         variables: decode(&r.get::<String>(8)?),
         second: second_of.is_some() && second_of == start_dt,
         start_dt,
+        after: decode(&r.get::<String>(11)?),
+        after_timeout_minutes: r.get(12)?,
+        after_timeout: r.get(13)?,
     })
 }
 
@@ -57,6 +60,24 @@ pub fn batch(conn: &dyn Session, batch_id: i64) -> Result<Option<StoredStart>> {
         "SELECT {COLUMNS} FROM batches b LEFT JOIN service_batch_next_run n ON n.batch_id = b.id WHERE b.id = ?1"
     );
     conn.row(&sql, args![batch_id], stored)
+}
+
+/// Whether batch `batch_id` has a finished run planned on `day` (`YYYY-MM-DD`; its
+/// scheduled or backfilled runs, by their planned start).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn finished_on(conn: &dyn Session, batch_id: i64, day: &str) -> Result<bool> {
+    let from = format!("{day} 00:00:00");
+    let to = format!("{day} 23:59:59.999");
+    Ok(conn
+        .value::<i64>(
+            "SELECT 1 FROM batch_instances WHERE batch_id = ?1 AND state = 'finished'
+               AND planned_start >= ?2 AND planned_start <= ?3 LIMIT 1",
+            args![batch_id, from, to],
+        )?
+        .is_some())
 }
 
 /// How many missed starts are kept per batch: the newest.

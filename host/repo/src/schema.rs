@@ -434,6 +434,17 @@ CREATE INDEX batch_instances_backfill ON batch_instances(backfill_id, state) WHE
         postgres: None,
         then: None,
     },
+    Migration {
+        summary: "batch dependencies: the batches (ids, JSON) whose runs of the same schedule date a scheduled start of a batch waits for, how many minutes at most, and what then (skip or start)",
+        sql: "
+ALTER TABLE batches ADD COLUMN after_batches TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE batches ADD COLUMN after_timeout_minutes INTEGER NOT NULL DEFAULT 120;
+ALTER TABLE batches ADD COLUMN after_timeout TEXT NOT NULL DEFAULT 'skip';
+CREATE INDEX batch_instances_planned ON batch_instances(batch_id, planned_start) WHERE batch_id IS NOT NULL;
+",
+        postgres: None,
+        then: None,
+    },
 ];
 
 /// The channel PostgreSQL notifies at the commit of a change to instances or their actions

@@ -241,6 +241,18 @@ fn make_fixture_v15() {
         .expect("checkpoint");
 }
 
+#[test]
+#[ignore = "writes a fixture file; run by hand only when a new schema version is added"]
+fn make_fixture_v16() {
+    let path = fixtures().join("repository-v16.db");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(fixtures().join("repository-v15.db"), &path).expect("copy v15");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_version(&mut conn, 16).expect("v16");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
 /// Version 14 on a repository upgraded from version `v`: each sheet's plans stored before
 /// are its version 0, each instance's copies of its actions' plans are its own version of
 /// each sheet it ran (minus its id), and the copies' columns are gone.
@@ -500,6 +512,15 @@ fn upgrades_every_earlier_version_and_keeps_the_data() {
             )
             .expect("v16 backfills");
         assert_eq!(backfilled, 0, "version {v}");
+        // Version 17: no batch runs after another; each waits 120 minutes, then skips.
+        let after: Vec<String> = pairs_text(
+            &conn,
+            "SELECT after_batches || ' ' || after_timeout_minutes || ' ' || after_timeout FROM batches",
+        );
+        assert!(
+            after.iter().all(|a| a == "[] 120 skip"),
+            "version {v}: {after:?}"
+        );
         // Idempotent: a second run changes nothing.
         let before = dump(&conn).expect("dump");
         let again = migrations::to_latest(&mut conn).expect("again");
@@ -801,4 +822,13 @@ fn a_deploy_keeps_its_sheet_s_plans_parsed_for_the_first_run() {
     let (fourth, d) = redeploy("SELECT 4");
     assert_eq!(versions(), [(fourth, 0)]);
     assert_eq!(d.get(11).and_then(|p| p.text.as_deref()), Some("SELECT 4"));
+}
+
+/// The first column of each row of `sql`, as text.
+fn pairs_text(conn: &rusqlite::Connection, sql: &str) -> Vec<String> {
+    let mut st = conn.prepare(sql).expect("prepare");
+    st.query_map([], |r| r.get::<_, String>(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows")
 }

@@ -621,3 +621,116 @@ fn a_nightly_derives_its_load_date_from_the_schedule_date_and_a_batch_cannot_set
         "{v}"
     );
 }
+
+#[test]
+fn a_batch_after_another_waits_for_its_run_of_the_day_and_passes_when_it_does_not_finish_in_time() {
+    let w = start(tempfile::tempdir().expect("home"), "2026-03-10 01:00:00");
+    add_data_connection(&w);
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE t (d TEXT); CREATE TABLE u (d TEXT);")
+        .expect("tables");
+    let sheet = |id: i64, sql: &str, target: &str| {
+        json!({"id": id, "attributes": {"name": format!("s{id}"), "folder_id": 1, "folder": "/n"},
+            "nodes": [
+                {"id": id * 10, "type": 0, "attributes": {"module": "Sql", "name": format!("a{id}"), "action": sql}},
+                {"id": id * 10 + 1, "type": 1, "attributes": {"field1": target, "objectTypeId": 1, "connectionId": 1}}],
+            "edges": [{"id": id * 10, "from": id * 10, "to": id * 10 + 1}]})
+    };
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 1, "path": "/n"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [sheet(50, "INSERT INTO t VALUES ('${schedule_date}')", "t"),
+                   sheet(60, "INSERT INTO u VALUES ('${schedule_date}')", "u")],
+        "batches": [
+            {"id": 1, "name": "extract", "schedule": "daily 02:00",
+             "elements": [{"elementType": "S", "elementId": 50}]},
+            {"id": 2, "name": "load", "schedule": "daily 02:00", "after": [1],
+             "afterTimeoutMinutes": 30,
+             "elements": [{"elementType": "S", "elementId": 60}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    // Night one: the load waits for the extract's run of the day, then starts.
+    let first = advance(&w, "2026-03-10 02:00:00");
+    assert_eq!(
+        first.iter().map(|s| s.0).collect::<Vec<_>>(),
+        [1],
+        "{first:?}"
+    );
+    finished(&w, first[0].1);
+    scheduled_run(&w, "2026-03-10 02:00:01", 2);
+    // Night two: the extract fails (its table is gone); the load waits its 30 minutes and
+    // passes, recorded with why.
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("DROP TABLE t")
+        .expect("drop");
+    let second = advance(&w, "2026-03-11 02:00:00");
+    assert_eq!(
+        second.iter().map(|s| s.0).collect::<Vec<_>>(),
+        [1],
+        "{second:?}"
+    );
+    let (_, v) = command(
+        &w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": second[0].1, "timeoutSeconds": 60}),
+    );
+    assert_eq!(v["payload"]["state"], "failed", "{v}");
+    assert!(
+        advance(&w, "2026-03-11 02:29:00").is_empty(),
+        "still waiting"
+    );
+    assert!(
+        advance(&w, "2026-03-11 02:30:01").is_empty(),
+        "passed, not started"
+    );
+    let (_, v) = command(&w, "ListBatches", json!({}));
+    let load = v["payload"]["batches"]
+        .as_array()
+        .expect("batches")
+        .iter()
+        .find(|b| b["batchId"] == 2)
+        .expect("batch 2")
+        .clone();
+    assert_eq!(
+        load["missed"][0]["planned"], "2026-03-11 02:00:00",
+        "{load}"
+    );
+    assert_eq!(
+        load["missed"][0]["reason"],
+        "after: batches [1] had not finished their runs of 2026-03-11 within 30 minutes",
+        "{load}"
+    );
+    // It ran once, on the first night.
+    let c = rusqlite::Connection::open(&data).expect("data");
+    let loaded: Vec<String> = c
+        .prepare("SELECT d FROM u")
+        .expect("prepare")
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(loaded, ["2026-03-10"]);
+    // `after` naming nothing there, or itself, is refused at deploy.
+    let bad = json!({"version": 1, "transformationData": {"batches": [
+        {"id": 3, "name": "x", "schedule": "daily 03:00", "after": [3, 99],
+         "elements": [{"elementType": "S", "elementId": 60}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&bad.to_string()));
+    assert_eq!(st, 422, "{v}");
+    let paths: Vec<&str> = v["error"]["details"]
+        .as_array()
+        .expect("details")
+        .iter()
+        .filter_map(|d| d["path"].as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "transformationData.batches[0].after[0]",
+            "transformationData.batches[0].after[1]"
+        ],
+        "{v}"
+    );
+}

@@ -49,6 +49,12 @@ pub struct Due {
     pub start_dt: String,
     /// The planned start it means.
     pub planned: Planned,
+    /// The batches whose runs of the same schedule date it waits for.
+    pub after: Vec<i64>,
+    /// How many minutes past its planned start it waits for them at most.
+    pub after_timeout_minutes: i64,
+    /// `skip` or `start`, when they have not finished by then.
+    pub after_timeout: String,
 }
 
 /// A new instance that the scheduler starts: recorded with the batch and its planned start,
@@ -95,6 +101,13 @@ pub struct StoredStart {
     pub start_dt: Option<String>,
     /// Whether `start_dt` means the second occurrence of an ambiguous wall-clock time.
     pub second: bool,
+    /// The batches whose runs of the same schedule date it waits for (`after`); `Err` when
+    /// they cannot be read.
+    pub after: Result<Vec<i64>, String>,
+    /// `afterTimeoutMinutes`.
+    pub after_timeout_minutes: i64,
+    /// `afterTimeout`: `skip` or `start`.
+    pub after_timeout: String,
 }
 
 /// What the scheduler needs of the repository (`repo::Repository` implements it), so that
@@ -138,6 +151,12 @@ pub trait PlannedStarts {
     ///
     /// A repository error.
     fn batch_is_running(&self, batch_id: i64) -> Result<bool, Self::Error>;
+    /// Whether batch `batch_id` has a finished run planned on `day` (`YYYY-MM-DD`).
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn finished_on(&self, batch_id: i64, day: &str) -> Result<bool, Self::Error>;
 }
 
 /// What starts a scheduled batch: the executor, which the server hands to the scheduler
@@ -235,6 +254,9 @@ fn due_of(s: StoredStart) -> Result<Due, String> {
         enabled: s.enabled,
         elements: s.elements?,
         variables: s.variables?,
+        after: s.after?,
+        after_timeout_minutes: s.after_timeout_minutes,
+        after_timeout: s.after_timeout,
         planned: Planned {
             local,
             second: s.second,
@@ -360,6 +382,46 @@ fn one<S: Starter>(
         }
         return Ok(());
     }
+    if !d.after.is_empty() {
+        // The batches it runs after, by their runs of this start's day.
+        let day = d.planned.local.date().to_string();
+        let mut open = Vec::new();
+        for b in &d.after {
+            if !repo.finished_on(*b, &day)? {
+                open.push(*b);
+            }
+        }
+        if !open.is_empty() {
+            let waited = (now - when).num_minutes();
+            if waited < d.after_timeout_minutes {
+                report.waiting.push(d.batch_id);
+                return Ok(());
+            }
+            let why = format!(
+                "batches {open:?} had not finished their runs of {day} within {} minutes",
+                d.after_timeout_minutes
+            );
+            if d.after_timeout != "start" {
+                if repo.advance_start(
+                    d.batch_id,
+                    &d.start_dt,
+                    d.planned.second,
+                    next.as_ref(),
+                    Some(&Missed {
+                        planned: d.planned.to_string(),
+                        reason: MissedReason::After(why.clone()),
+                        at: now,
+                    }),
+                )? {
+                    tracing::warn!(message = "A scheduled start passed: the batches it runs after had not finished (afterTimeout skip).", batch_id = d.batch_id, planned = %d.planned, why = %why);
+                    crate::metrics::scheduled_start_missed();
+                    report.passed.push(d.batch_id);
+                }
+                return Ok(());
+            }
+            tracing::warn!(message = "A scheduled batch starts without the batches it runs after (afterTimeout start).", batch_id = d.batch_id, planned = %d.planned, why = %why);
+        }
+    }
     if repo.batch_is_running(d.batch_id)? {
         if d.if_running == "wait" {
             report.waiting.push(d.batch_id);
@@ -449,6 +511,9 @@ pub enum MissedReason {
     ClockGap,
     /// The batch could not start: its elements are gone or form a cycle.
     CannotStart(String),
+    /// The batches it runs after had not finished their runs of its day in time
+    /// (`afterTimeout: skip`).
+    After(String),
 }
 
 impl std::fmt::Display for MissedReason {
@@ -458,6 +523,7 @@ impl std::fmt::Display for MissedReason {
             MissedReason::Running => f.write_str("running"),
             MissedReason::ClockGap => f.write_str("clockGap"),
             MissedReason::CannotStart(e) => write!(f, "cannotStart: {e}"),
+            MissedReason::After(e) => write!(f, "after: {e}"),
         }
     }
 }

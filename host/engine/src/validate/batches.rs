@@ -80,12 +80,36 @@ pub fn batch_schedule(
         "`skip` or `wait`",
         running != Some(false),
     );
+    policy(
+        &b.after_timeout,
+        "afterTimeout",
+        "`skip` or `start`",
+        b.after_timeout
+            .as_ref()
+            .is_none_or(|t| matches!(t.v.as_str(), "skip" | "start")),
+    );
+    if let Some(m) = &b.after_timeout_minutes
+        && !(1..=MAX_AFTER_MINUTES).contains(&m.v)
+    {
+        problems.error(
+            "batch.policy",
+            format!(
+                "batch {}: `afterTimeoutMinutes` is {}; use 1 to {MAX_AFTER_MINUTES} (a week)",
+                b.id.v, m.v
+            ),
+            m.span,
+            &path.key("afterTimeoutMinutes"),
+        );
+    }
     Some(weft_core::sched::schedule::Schedule {
         repeat: repeat?,
         gap: gap.unwrap_or(Some(GapPolicy::Next))?,
         overlap: overlap.unwrap_or(Some(OverlapPolicy::First))?,
     })
 }
+
+/// The longest a scheduled start waits for the batches it runs after: a week.
+const MAX_AFTER_MINUTES: i64 = 7 * 24 * 60;
 
 pub(super) fn batches(
     doc: &Document,
@@ -156,6 +180,28 @@ pub(super) fn batches(
                 b.span,
                 &path.key("elements"),
             );
+        }
+        let doc_batches: HashSet<i64> = doc.batches.iter().map(|b| b.id.v).collect();
+        for (j, a) in b.after.iter().enumerate() {
+            let apath = path.key("after").index(j);
+            if a.v == b.id.v {
+                problems.error(
+                    "batch.after",
+                    format!("batch {}: `after` names the batch itself", b.id.v),
+                    a.span,
+                    &apath,
+                );
+            } else if !doc_batches.contains(&a.v) && !facts.batch_exists(a.v)? {
+                problems.error(
+                    "batch.after",
+                    format!(
+                        "batch {}: `after` names batch {}, which exists neither in the repository nor in this document",
+                        b.id.v, a.v
+                    ),
+                    a.span,
+                    &apath,
+                );
+            }
         }
         for (j, e) in b.elements.iter().enumerate() {
             let epath = path.key("elements").index(j);

@@ -16,6 +16,9 @@ struct FakeFacts {
 }
 
 impl Facts for FakeFacts {
+    fn batch_exists(&self, _id: i64) -> RepoResult<bool> {
+        Ok(false)
+    }
     fn folder_path(&self, id: i64) -> RepoResult<Option<String>> {
         Ok(self.folders.get(&id).cloned())
     }
