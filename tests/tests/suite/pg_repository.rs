@@ -213,6 +213,8 @@ fn copy_rows(from: &std::path::Path, to: &PgRepo) {
         "sheet_plans",
         "hosts",
         "repository_identity",
+        "backfills",
+        "backfill_starts",
     ];
     // A table the list misses would be left empty, unseen.
     for t in &tables {
