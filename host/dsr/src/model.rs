@@ -124,6 +124,13 @@ pub struct BatchElement {
     /// Its id.
     #[serde(rename = "elementId")]
     pub id: At<i64>,
+    /// Left out of the batch's runs for now.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skip: bool,
+    /// Its actions (and what depends on them) start halted: they run when the instance is
+    /// restarted.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub halted: bool,
 }
 
 /// A transformation directory.

@@ -149,9 +149,27 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
                 };
                 let kind = eo.string("elementType", true, text, problems);
                 let eid = eo.int("elementId", true, text, problems);
+                let mut flag = |key: &'static str| match eo.get(key) {
+                    None => false,
+                    Some(Spanned {
+                        value: Value::Bool(b),
+                        ..
+                    }) => *b,
+                    Some(other) => {
+                        eo.wrong(key, "true or false", other, problems);
+                        false
+                    }
+                };
+                let skip = flag("skip");
+                let halted = flag("halted");
                 let _ = eo.finish(problems);
                 match (kind, eid) {
-                    (Some(kind), Some(id)) => elements.push(BatchElement { kind, id }),
+                    (Some(kind), Some(id)) => elements.push(BatchElement {
+                        kind,
+                        id,
+                        skip,
+                        halted,
+                    }),
                     _ => ok = false,
                 }
             }

@@ -168,6 +168,7 @@ mod tests {
                 module: "Sql".to_owned(),
                 plan_version: 1,
                 depends_on: Vec::new(),
+                held: false,
             }],
             backfill: Some(BackfillStart {
                 seq,

@@ -31,6 +31,9 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
     let variables = json(&new.variables)?;
     let (state, ended) = if new.actions.is_empty() {
         (InstanceState::Finished, Some(now.as_str()))
+    } else if new.actions.iter().all(|a| a.held) {
+        // Nothing to run until a restart: it ends halted at once.
+        (InstanceState::Halted, Some(now.as_str()))
     } else {
         (InstanceState::Waiting, None)
     };
@@ -59,9 +62,11 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
             )));
         }
     }
-    let mut rows = Vec::with_capacity(new.actions.len() * 8);
+    let mut rows = Vec::with_capacity(new.actions.len() * 9);
     for (a, (deps, waits)) in new.actions.iter().zip(&texts) {
-        let state = if *waits == 0 {
+        let state = if a.held {
+            ActionState::Halted
+        } else if *waits == 0 {
             ActionState::Waiting
         } else {
             ActionState::Defined
@@ -75,12 +80,17 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
             deps.to_param(),
             state.code().to_param(),
             Param::Int(*waits as i64),
+            if a.held {
+                crate::model::HELD.to_param()
+            } else {
+                Param::Null
+            },
         ]);
     }
     insert_rows(
         conn,
-        "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, depends_on, state, waits_for)",
-        8,
+        "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, depends_on, state, waits_for, error)",
+        9,
         rows,
     )?;
     let mut rows = Vec::with_capacity(all_deps.len() * 3);

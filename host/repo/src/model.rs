@@ -30,7 +30,13 @@ pub struct NewAction {
     pub plan_version: i64,
     /// The actions it waits for.
     pub depends_on: Vec<i64>,
+    /// It starts halted (its batch element starts halted, or it depends on one that does):
+    /// it runs when the instance is restarted.
+    pub held: bool,
 }
+
+/// The error an action that starts halted shows until a restart runs it.
+pub const HELD: &str = "held: its batch element starts halted (or it depends on one that does); a restart of the instance runs it";
 
 /// A sheet's plans at one version, as runs read them: in the sheet's order, and by action.
 #[derive(Debug, Clone, Default)]

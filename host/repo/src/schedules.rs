@@ -13,9 +13,49 @@ fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
     serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
+/// A batch's element as stored, with its options.
+#[derive(serde::Deserialize)]
+struct StoredElement {
+    #[serde(flatten)]
+    element: weft_core::plan::Element,
+    #[serde(default)]
+    skip: bool,
+    #[serde(default)]
+    halted: bool,
+}
+
+/// A batch's stored elements: those its runs run (not the skipped ones), and those of them
+/// that start halted.
+fn elements(
+    text: &str,
+) -> (
+    Result<Vec<weft_core::plan::Element>, String>,
+    Vec<weft_core::plan::Element>,
+) {
+    match decode::<Vec<StoredElement>>(text) {
+        Ok(list) => {
+            let held = list
+                .iter()
+                .filter(|e| e.halted && !e.skip)
+                .map(|e| e.element)
+                .collect();
+            (
+                Ok(list
+                    .into_iter()
+                    .filter(|e| !e.skip)
+                    .map(|e| e.element)
+                    .collect()),
+                held,
+            )
+        }
+        Err(e) => (Err(e), Vec::new()),
+    }
+}
+
 fn stored(r: &Row) -> Result<StoredStart> {
     let second_of: Option<String> = r.get(9)?;
     let start_dt: Option<String> = r.get(10)?;
+    let (elements, held) = elements(&r.get::<String>(7)?);
     Ok(StoredStart {
         batch_id: r.get(0)?,
         name: r.get(1)?,
@@ -24,7 +64,8 @@ fn stored(r: &Row) -> Result<StoredStart> {
         autumn_overlap: r.get(4)?,
         if_running: r.get(5)?,
         enabled: r.get(6)?,
-        elements: decode(&r.get::<String>(7)?),
+        elements,
+        held,
         variables: decode(&r.get::<String>(8)?),
         second: second_of.is_some() && second_of == start_dt,
         start_dt,

@@ -523,7 +523,12 @@ fn end_if_done(conn: &dyn Session, instance: i64, now: &str) -> Result<Option<In
         "SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state = 'H' LIMIT 1",
         args![instance],
     )?;
-    let state = if halted.is_some() && halt_requested(conn, instance)? {
+    // Actions that started halted (a batch element's option) end it halted too.
+    let held: Option<i64> = conn.value(
+        "SELECT 1 FROM instance_actions WHERE instance_id = ?1 AND state = 'H' AND error = ?2 LIMIT 1",
+        args![instance, crate::model::HELD],
+    )?;
+    let state = if halted.is_some() && (held.is_some() || halt_requested(conn, instance)?) {
         InstanceState::Halted
     } else if failed.is_some() {
         InstanceState::Failed

@@ -734,3 +734,99 @@ fn a_batch_after_another_waits_for_its_run_of_the_day_and_passes_when_it_does_no
         "{v}"
     );
 }
+
+#[test]
+fn a_batchs_elements_may_be_skipped_or_start_halted_until_a_restart() {
+    let w = start(tempfile::tempdir().expect("home"), "2026-03-10 01:00:00");
+    add_data_connection(&w);
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(
+            "CREATE TABLE t (d TEXT); CREATE TABLE u (d TEXT); CREATE TABLE v (d TEXT); CREATE TABLE x (d TEXT);",
+        )
+        .expect("tables");
+    let sheet = |id: i64, sql: &str, source: Option<&str>, target: &str| {
+        let a = id * 10;
+        let mut nodes = vec![
+            json!({"id": a, "type": 0, "attributes": {"module": "Sql", "name": format!("a{id}"), "action": sql}}),
+            json!({"id": a + 1, "type": 1, "attributes": {"field1": target, "objectTypeId": 1, "connectionId": 1}}),
+        ];
+        let mut edges = vec![json!({"id": a + 1, "from": a, "to": a + 1})];
+        if let Some(s) = source {
+            nodes.push(json!({"id": a + 2, "type": 1, "attributes": {"field1": s, "objectTypeId": 1, "connectionId": 1}}));
+            edges.push(json!({"id": a + 2, "from": a + 2, "to": a}));
+        }
+        json!({"id": id, "attributes": {"name": format!("s{id}"), "folder_id": 1, "folder": "/n"},
+               "nodes": nodes, "edges": edges})
+    };
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 1, "path": "/n"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [
+            sheet(50, "INSERT INTO t VALUES ('${schedule_date}')", None, "t"),
+            sheet(60, "INSERT INTO u SELECT d FROM t", Some("t"), "u"),
+            sheet(70, "INSERT INTO v VALUES ('${schedule_date}')", None, "v"),
+            sheet(80, "INSERT INTO x VALUES ('${schedule_date}')", None, "x")],
+        "batches": [{"id": 1, "name": "nightly", "schedule": "daily 02:00", "elements": [
+            {"elementType": "S", "elementId": 50, "halted": true},
+            {"elementType": "S", "elementId": 60},
+            {"elementType": "S", "elementId": 70},
+            {"elementType": "S", "elementId": 80, "skip": true}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let started = advance(&w, "2026-03-10 02:00:00");
+    assert_eq!(started.len(), 1, "{started:?}");
+    let id = started[0].1;
+    let (_, v) = command(
+        &w,
+        "WaitBatchInstance",
+        json!({"batchInstanceId": id, "timeoutSeconds": 60}),
+    );
+    let inst = &v["payload"];
+    assert_eq!(inst["state"], "halted", "{inst}");
+    let states: Vec<(i64, String)> = inst["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .map(|a| {
+            (
+                a["actionId"].as_i64().expect("id"),
+                a["state"].as_str().expect("state").to_owned(),
+            )
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (500, "H".to_owned()),
+            (600, "H".to_owned()),
+            (700, "F".to_owned())
+        ],
+        "the halted element and what depends on it wait, the skipped one is not there: {inst}"
+    );
+    assert!(
+        inst["actions"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("held: ")),
+        "{inst}"
+    );
+    // A restart runs what was held.
+    let (st, v) = command(&w, "RestartBatchInstance", json!({"batchInstanceId": id}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["actionsToRun"], 2, "{v}");
+    finished(&w, id);
+    let count = |table: &str| -> i64 {
+        rusqlite::Connection::open(&data)
+            .expect("data")
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .expect("count")
+    };
+    assert_eq!(
+        (count("t"), count("u"), count("v"), count("x")),
+        (1, 1, 1, 0),
+        "each ran once; the skipped element never"
+    );
+}

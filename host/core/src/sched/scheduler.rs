@@ -43,6 +43,8 @@ pub struct Due {
     pub enabled: bool,
     /// What it runs.
     pub elements: Vec<Element>,
+    /// The elements among them that start halted.
+    pub held: Vec<Element>,
     /// Its variables.
     pub variables: Vec<(String, String)>,
     /// `start_dt` as read.
@@ -92,8 +94,11 @@ pub struct StoredStart {
     pub if_running: String,
     /// Whether it runs.
     pub enabled: bool,
-    /// What it runs; `Err` when the stored elements cannot be read.
+    /// What it runs (its elements but those it skips now); `Err` when the stored elements
+    /// cannot be read.
     pub elements: Result<Vec<Element>, String>,
+    /// The elements among them that start halted.
+    pub held: Vec<Element>,
     /// Its variables; `Err` when they cannot be read.
     pub variables: Result<Vec<(String, String)>, String>,
     /// The planned start as stored (`start_dt`, as text whatever was written into it);
@@ -253,6 +258,7 @@ fn due_of(s: StoredStart) -> Result<Due, String> {
         if_running: s.if_running,
         enabled: s.enabled,
         elements: s.elements?,
+        held: s.held,
         variables: s.variables?,
         after: s.after?,
         after_timeout_minutes: s.after_timeout_minutes,

@@ -193,6 +193,7 @@ impl Executor {
                 elements,
                 variables,
                 select: weft_protocol::Selection::Named,
+                held: batch.held,
             };
             match self.start_once(&req, None, Some(&p.start)) {
                 Ok(id) => {

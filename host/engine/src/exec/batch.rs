@@ -152,6 +152,9 @@ pub struct RunRequest {
     pub variables: Vec<(String, String)>,
     /// What the data graph adds to the elements' actions.
     pub select: weft_protocol::Selection,
+    /// Elements (among `elements`) whose actions start halted, with every action that
+    /// depends on them: a batch's elements with `halted`.
+    pub held: Vec<Element>,
 }
 
 /// Why a run, a halt or a restart did not happen (nothing was stored).

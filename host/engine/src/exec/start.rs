@@ -79,6 +79,7 @@ impl Executor {
             return Err(StartError::Cycle(describe_cycle(&self.registry, plans, &c)));
         }
         let ordered_at = began.elapsed();
+        let held = held_actions(&*self.repo, req, &deps, &dialect)?;
         let actions = plans.len();
         let new = NewInstance {
             batch_name: req.batch_name.clone(),
@@ -97,6 +98,7 @@ impl Executor {
                     module: p.module,
                     plan_version: version,
                     depends_on: deps.get(&p.id).cloned().unwrap_or_default(),
+                    held: held.contains(&p.id),
                 })
                 .collect(),
             backfill: backfill.cloned(),
@@ -271,6 +273,7 @@ impl weft_core::sched::scheduler::Starter for Executor {
             elements: due.elements.clone(),
             variables: due.variables.clone(),
             select: weft_protocol::Selection::Named,
+            held: due.held.clone(),
         };
         Executor::start_scheduled(self, req, Some(scheduled)).map_err(|e| match e {
             StartError::Repo(repo::Error::Conflict(_)) => NotStarted::Changed,
@@ -278,6 +281,35 @@ impl weft_core::sched::scheduler::Starter for Executor {
             e => NotStarted::Never(e.to_string()),
         })
     }
+}
+
+/// The actions of `req.held`'s elements and every action that depends on them, directly
+/// or through others: they start halted.
+fn held_actions(
+    repo: &Repository,
+    req: &RunRequest,
+    deps: &std::collections::BTreeMap<i64, Vec<i64>>,
+    dialect: &dyn Fn(i64) -> weft_sdk::Dialect,
+) -> Result<std::collections::HashSet<i64>, StartError> {
+    let mut held = std::collections::HashSet::new();
+    if req.held.is_empty() {
+        return Ok(held);
+    }
+    let seeds = expand(repo, &req.held, weft_protocol::Selection::Named, dialect)?
+        .map_err(|e| StartError::NotFound(e.to_string()))?;
+    let mut dependents: std::collections::HashMap<i64, Vec<i64>> = std::collections::HashMap::new();
+    for (action, on) in deps {
+        for d in on {
+            dependents.entry(*d).or_default().push(*action);
+        }
+    }
+    let mut todo: Vec<i64> = seeds.plans.iter().map(|p| p.id).collect();
+    while let Some(a) = todo.pop() {
+        if held.insert(a) {
+            todo.extend(dependents.get(&a).into_iter().flatten().copied());
+        }
+    }
+    Ok(held)
 }
 
 #[cfg(test)]

@@ -66,6 +66,7 @@ fn new_instance(actions: &[(i64, &[i64])]) -> NewInstance {
                 module: "Sql".to_owned(),
                 plan_version: 1,
                 depends_on: deps.to_vec(),
+                held: false,
             })
             .collect(),
         backfill: None,

@@ -74,6 +74,7 @@ impl Handler for RunElements {
     async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Started, ApiError> {
         let execution = self.batch_execution;
         let run = RunRequest {
+            held: Vec::new(),
             batch_name: execution.batch_name,
             user: execution.user,
             elements: execution.element_list,

@@ -41,6 +41,7 @@ fn env_with(limit: usize, options: Vec<(String, String)>) -> Env {
 impl Env {
     fn start(&self) -> Result<i64, StartError> {
         self.exec.start(RunRequest {
+            held: Vec::new(),
             batch_name: "b".into(),
             user: "u".into(),
             elements: vec![Element { kind: 'S', id: 50 }],
