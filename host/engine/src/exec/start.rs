@@ -79,7 +79,7 @@ impl Executor {
             return Err(StartError::Cycle(describe_cycle(&self.registry, plans, &c)));
         }
         let ordered_at = began.elapsed();
-        let held = held_actions(&*self.repo, req, &deps, &dialect)?;
+        let held = held_actions(&self.repo, req, &deps, &dialect)?;
         let actions = plans.len();
         let new = NewInstance {
             batch_name: req.batch_name.clone(),
