@@ -105,6 +105,11 @@ pub struct Batch {
     /// What then: `skip` (default: the start passes, recorded as missed) or `start`.
     #[serde(rename = "afterTimeout", skip_serializing_if = "Option::is_none")]
     pub after_timeout: Option<At<String>>,
+    /// `allow` (default) or `exclude`: while a run of this batch goes, a manual run of any
+    /// of its actions is refused, and its scheduled start waits while such a manual run
+    /// goes.
+    #[serde(rename = "manualRuns", skip_serializing_if = "Option::is_none")]
+    pub manual_runs: Option<At<String>>,
     /// Free text.
     pub documentation: Option<String>,
     /// The whole object.

@@ -230,6 +230,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
     }
     let after_timeout_minutes = o.int("afterTimeoutMinutes", false, text, problems);
     let after_timeout = o.string("afterTimeout", false, text, problems);
+    let manual_runs = o.string("manualRuns", false, text, problems);
     let documentation = o.nullable_string("documentation", text, problems);
     let extra = o.finish(problems);
     if !ok {
@@ -239,6 +240,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
         after,
         after_timeout_minutes,
         after_timeout,
+        manual_runs,
         id: id?,
         name: name?,
         schedule: schedule?,

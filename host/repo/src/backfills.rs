@@ -170,6 +170,7 @@ mod tests {
                 depends_on: Vec::new(),
                 held: false,
             }],
+            exclusion: crate::model::Exclusion::None,
             backfill: Some(BackfillStart {
                 seq,
                 planned_start: format!("2026-01-0{} 02:00:00", seq + 1),

@@ -183,6 +183,61 @@ fn action_state(code: &str) -> Result<ActionState> {
         .ok_or_else(|| Error::Corrupt(format!("`{code}` is not an action state")))
 }
 
+/// Why `new` may not be stored now ([`Exclusion`](crate::model::Exclusion)): a running or
+/// waiting run that shares an action with it and excludes it; `None` when nothing does.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn excluded(conn: &dyn Session, new: &NewInstance) -> Result<Option<String>> {
+    use crate::model::Exclusion;
+    let others = match new.exclusion {
+        Exclusion::None => return Ok(None),
+        // Runs of batches that exclude manual runs: most of the time there are none.
+        Exclusion::Manual => "i.batch_id IN (SELECT id FROM batches WHERE manual_runs = 'exclude')",
+        Exclusion::Batch => "i.batch_id IS NULL",
+    };
+    let going: Option<i64> = conn.value(
+        &format!(
+            "SELECT 1 FROM batch_instances i WHERE i.state IN ('running', 'waiting') AND {others} LIMIT 1"
+        ),
+        args![],
+    )?;
+    if going.is_none() {
+        return Ok(None);
+    }
+    let ids: Vec<i64> = new.actions.iter().map(|a| a.action_id).collect();
+    for chunk in ids.chunks(500) {
+        let list = chunk
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let hit: Option<(i64, String, i64)> = conn.row(
+            &format!(
+                "SELECT i.id, i.batch_name, a.action_id FROM instance_actions a
+                   JOIN batch_instances i ON i.id = a.instance_id
+                  WHERE i.state IN ('running', 'waiting') AND {others}
+                    AND a.action_id IN ({list})
+                  ORDER BY i.id, a.action_id LIMIT 1"
+            ),
+            args![],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        if let Some((id, name, action)) = hit {
+            return Ok(Some(match new.exclusion {
+                Exclusion::Manual => format!(
+                    "batch instance {id} ({name}) runs action {action}, and its batch excludes manual runs of its actions while it runs (manualRuns: exclude); try again when it has ended"
+                ),
+                _ => format!(
+                    "manual run {id} ({name}) runs action {action} of this batch, which excludes manual runs (manualRuns: exclude)"
+                ),
+            }));
+        }
+    }
+    Ok(None)
+}
+
 /// Whether an instance of batch `batch_id` is running or waiting.
 ///
 /// # Errors

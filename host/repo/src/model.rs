@@ -78,6 +78,22 @@ pub struct NewInstance {
     pub actions: Vec<NewAction>,
     /// The start of a backfill it is (claimed in the same transaction).
     pub backfill: Option<BackfillStart>,
+    /// Which other runs of its actions keep it from being stored.
+    pub exclusion: Exclusion,
+}
+
+/// Runs a new instance may not be stored beside (a batch's `manualRuns: exclude`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Exclusion {
+    /// None: a batch's run that allows manual runs.
+    #[default]
+    None,
+    /// A manual run: not while a run of a batch that excludes manual runs runs or waits
+    /// with any of its actions.
+    Manual,
+    /// A run of a batch that excludes manual runs: not while a manual run runs or waits
+    /// with any of its actions.
+    Batch,
 }
 
 /// One planned start of a backfill.

@@ -404,6 +404,9 @@ impl InstanceStore for Repository {
             if waiting >= max_waiting as i64 {
                 return Ok(Created::Busy(waiting));
             }
+            if let Some(why) = instances::excluded(c, new)? {
+                return Ok(Created::Excluded(why));
+            }
             let id = instances::create(c, new)?;
             if let Some(b) = &new.backfill
                 && !backfills::attach(c, id, b)?

@@ -7,7 +7,7 @@ use crate::sql::{Row, Session, args};
 use weft_core::sched::schedule::Planned;
 use weft_core::sched::scheduler::{Missed, StoredStart};
 
-const COLUMNS: &str = "b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT), b.after_batches, b.after_timeout_minutes, b.after_timeout";
+const COLUMNS: &str = "b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT), b.after_batches, b.after_timeout_minutes, b.after_timeout, b.manual_runs";
 
 fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
     serde_json::from_str(text).map_err(|e| e.to_string())
@@ -72,6 +72,7 @@ fn stored(r: &Row) -> Result<StoredStart> {
         after: decode(&r.get::<String>(11)?),
         after_timeout_minutes: r.get(12)?,
         after_timeout: r.get(13)?,
+        exclusive: r.get::<String>(14)? == "exclude",
     })
 }
 

@@ -435,11 +435,12 @@ CREATE INDEX batch_instances_backfill ON batch_instances(backfill_id, state) WHE
         then: None,
     },
     Migration {
-        summary: "batch dependencies: the batches (ids, JSON) whose runs of the same schedule date a scheduled start of a batch waits for, how many minutes at most, and what then (skip or start)",
+        summary: "batch dependencies: the batches (ids, JSON) whose runs of the same schedule date a scheduled start of a batch waits for, how many minutes at most, and what then (skip or start); whether a batch's runs exclude manual runs of its actions",
         sql: "
 ALTER TABLE batches ADD COLUMN after_batches TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE batches ADD COLUMN after_timeout_minutes INTEGER NOT NULL DEFAULT 120;
 ALTER TABLE batches ADD COLUMN after_timeout TEXT NOT NULL DEFAULT 'skip';
+ALTER TABLE batches ADD COLUMN manual_runs TEXT NOT NULL DEFAULT 'allow';
 CREATE INDEX batch_instances_planned ON batch_instances(batch_id, planned_start) WHERE batch_id IS NOT NULL;
 ",
         postgres: None,

@@ -195,12 +195,15 @@ pub trait InstanceStore {
 }
 
 /// What storing a new instance did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Created {
     /// Stored, with this id.
     Stored(i64),
     /// Nothing stored: this many instances wait already.
     Busy(i64),
+    /// Nothing stored: another run of some of its actions excludes it (its
+    /// [`Exclusion`](crate::model::Exclusion)); why.
+    Excluded(String),
 }
 
 /// The deployed sheets, as a run reads them when it starts.

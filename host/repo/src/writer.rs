@@ -282,6 +282,7 @@ impl<'t> Writer<'t> {
             .map_err(|e| Error::Corrupt(e.to_string()))?;
         let after_minutes = b.after_timeout_minutes.as_ref().map_or(120, |m| m.v);
         let after_timeout = b.after_timeout.as_ref().map_or("skip", |t| t.v.as_str());
+        let manual_runs = b.manual_runs.as_ref().map_or("allow", |t| t.v.as_str());
         type Row = (
             String,
             String,
@@ -294,9 +295,9 @@ impl<'t> Writer<'t> {
             Option<String>,
             String,
             i64,
-            String,
+            (String, String),
         );
-        let sql = "SELECT name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, after_batches, after_timeout_minutes, after_timeout FROM batches WHERE id = ?1";
+        let sql = "SELECT name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, after_batches, after_timeout_minutes, after_timeout, manual_runs FROM batches WHERE id = ?1";
         let old: Option<Row> = self.tx.row(sql, args![b.id.v], |r| {
             Ok((
                 r.get(0)?,
@@ -310,7 +311,7 @@ impl<'t> Writer<'t> {
                 r.get(8)?,
                 r.get(9)?,
                 r.get(10)?,
-                r.get(11)?,
+                (r.get(11)?, r.get(12)?),
             ))
         })?;
         let new: Row = (
@@ -325,7 +326,7 @@ impl<'t> Writer<'t> {
             b.documentation.clone(),
             after,
             after_minutes,
-            after_timeout.to_owned(),
+            (after_timeout.to_owned(), manual_runs.to_owned()),
         );
         let planned: Option<String> = self.one(
             "SELECT start_dt FROM service_batch_next_run WHERE batch_id = ?1",
@@ -335,8 +336,8 @@ impl<'t> Writer<'t> {
             Some(o) if *o == new => (ChangeKind::Unchanged, false),
             Some(o) => {
                 self.exec(
-                    "UPDATE batches SET name = ?2, schedule = ?3, spring_gap = ?4, autumn_overlap = ?5, if_running = ?6, enabled = ?7, elements = ?8, variables = ?9, documentation = ?10, updated_at = ?11, after_batches = ?12, after_timeout_minutes = ?13, after_timeout = ?14 WHERE id = ?1",
-                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11],
+                    "UPDATE batches SET name = ?2, schedule = ?3, spring_gap = ?4, autumn_overlap = ?5, if_running = ?6, enabled = ?7, elements = ?8, variables = ?9, documentation = ?10, updated_at = ?11, after_batches = ?12, after_timeout_minutes = ?13, after_timeout = ?14, manual_runs = ?15 WHERE id = ?1",
+                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11.0, new.11.1],
                 )?;
                 (
                     ChangeKind::Updated,
@@ -345,8 +346,8 @@ impl<'t> Writer<'t> {
             }
             None => {
                 self.exec(
-                    "INSERT INTO batches (id, name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, created_at, updated_at, after_batches, after_timeout_minutes, after_timeout) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14)",
-                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11],
+                    "INSERT INTO batches (id, name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, created_at, updated_at, after_batches, after_timeout_minutes, after_timeout, manual_runs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?15)",
+                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11.0, new.11.1],
                 )?;
                 (ChangeKind::Created, true)
             }

@@ -145,7 +145,7 @@ impl ApiError {
             ApiError::Run(e) => match e {
                 StartError::NotFound(_) => StatusCode::NOT_FOUND,
                 StartError::Cycle(_) => StatusCode::UNPROCESSABLE_ENTITY,
-                StartError::Conflict(_) => StatusCode::CONFLICT,
+                StartError::Conflict(_) | StartError::Excluded(_) => StatusCode::CONFLICT,
                 StartError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
                 StartError::Invalid(_) | StartError::Repo(_) => StatusCode::INTERNAL_SERVER_ERROR,
             },
@@ -177,6 +177,7 @@ impl ApiError {
                 StartError::NotFound(_) => "run.not_found",
                 StartError::Cycle(_) => "run.cycle",
                 StartError::Conflict(_) => "run.conflict",
+                StartError::Excluded(_) => "run.excluded",
                 StartError::Busy(_) => "run.queue_full",
                 StartError::Invalid(_) | StartError::Repo(_) => "internal",
             },

@@ -624,20 +624,8 @@ fn a_nightly_derives_its_load_date_from_the_schedule_date_and_a_batch_cannot_set
 
 #[test]
 fn a_batch_after_another_waits_for_its_run_of_the_day_and_passes_when_it_does_not_finish_in_time() {
-    let w = start(tempfile::tempdir().expect("home"), "2026-03-10 01:00:00");
-    add_data_connection(&w);
-    let data = w.home.path().join("data.db");
-    rusqlite::Connection::open(&data)
-        .expect("data")
-        .execute_batch("CREATE TABLE t (d TEXT); CREATE TABLE u (d TEXT);")
-        .expect("tables");
-    let sheet = |id: i64, sql: &str, target: &str| {
-        json!({"id": id, "attributes": {"name": format!("s{id}"), "folder_id": 1, "folder": "/n"},
-            "nodes": [
-                {"id": id * 10, "type": 0, "attributes": {"module": "Sql", "name": format!("a{id}"), "action": sql}},
-                {"id": id * 10 + 1, "type": 1, "attributes": {"field1": target, "objectTypeId": 1, "connectionId": 1}}],
-            "edges": [{"id": id * 10, "from": id * 10, "to": id * 10 + 1}]})
-    };
+    let (w, data) = night_server("CREATE TABLE t (d TEXT); CREATE TABLE u (d TEXT);");
+    let sheet = |id: i64, sql: &str, target: &str| one_action_sheet(id, sql, None, target);
     let doc = json!({"version": 1, "transformationData": {
         "folders": [{"id": 1, "path": "/n"}],
         "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
@@ -737,37 +725,17 @@ fn a_batch_after_another_waits_for_its_run_of_the_day_and_passes_when_it_does_no
 
 #[test]
 fn a_batchs_elements_may_be_skipped_or_start_halted_until_a_restart() {
-    let w = start(tempfile::tempdir().expect("home"), "2026-03-10 01:00:00");
-    add_data_connection(&w);
-    let data = w.home.path().join("data.db");
-    rusqlite::Connection::open(&data)
-        .expect("data")
-        .execute_batch(
-            "CREATE TABLE t (d TEXT); CREATE TABLE u (d TEXT); CREATE TABLE v (d TEXT); CREATE TABLE x (d TEXT);",
-        )
-        .expect("tables");
-    let sheet = |id: i64, sql: &str, source: Option<&str>, target: &str| {
-        let a = id * 10;
-        let mut nodes = vec![
-            json!({"id": a, "type": 0, "attributes": {"module": "Sql", "name": format!("a{id}"), "action": sql}}),
-            json!({"id": a + 1, "type": 1, "attributes": {"field1": target, "objectTypeId": 1, "connectionId": 1}}),
-        ];
-        let mut edges = vec![json!({"id": a + 1, "from": a, "to": a + 1})];
-        if let Some(s) = source {
-            nodes.push(json!({"id": a + 2, "type": 1, "attributes": {"field1": s, "objectTypeId": 1, "connectionId": 1}}));
-            edges.push(json!({"id": a + 2, "from": a + 2, "to": a}));
-        }
-        json!({"id": id, "attributes": {"name": format!("s{id}"), "folder_id": 1, "folder": "/n"},
-               "nodes": nodes, "edges": edges})
-    };
+    let (w, data) = night_server(
+        "CREATE TABLE t (d TEXT); CREATE TABLE u (d TEXT); CREATE TABLE v (d TEXT); CREATE TABLE x (d TEXT);",
+    );
     let doc = json!({"version": 1, "transformationData": {
         "folders": [{"id": 1, "path": "/n"}],
         "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
         "sheets": [
-            sheet(50, "INSERT INTO t VALUES ('${schedule_date}')", None, "t"),
-            sheet(60, "INSERT INTO u SELECT d FROM t", Some("t"), "u"),
-            sheet(70, "INSERT INTO v VALUES ('${schedule_date}')", None, "v"),
-            sheet(80, "INSERT INTO x VALUES ('${schedule_date}')", None, "x")],
+            one_action_sheet(50, "INSERT INTO t VALUES ('${schedule_date}')", None, "t"),
+            one_action_sheet(60, "INSERT INTO u SELECT d FROM t", Some("t"), "u"),
+            one_action_sheet(70, "INSERT INTO v VALUES ('${schedule_date}')", None, "v"),
+            one_action_sheet(80, "INSERT INTO x VALUES ('${schedule_date}')", None, "x")],
         "batches": [{"id": 1, "name": "nightly", "schedule": "daily 02:00", "elements": [
             {"elementType": "S", "elementId": 50, "halted": true},
             {"elementType": "S", "elementId": 60},
@@ -829,4 +797,91 @@ fn a_batchs_elements_may_be_skipped_or_start_halted_until_a_restart() {
         (1, 1, 1, 0),
         "each ran once; the skipped element never"
     );
+}
+
+#[test]
+fn a_batch_that_excludes_manual_runs_refuses_them_while_it_runs_and_waits_for_them() {
+    let (w, data) = night_server("CREATE TABLE t (d TEXT); CREATE TABLE v (d TEXT);");
+    let sheet = |id: i64, sql: &str, target: &str| one_action_sheet(id, sql, None, target);
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 1, "path": "/n"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [sheet(50, "INSERT INTO t VALUES ('${schedule_date}')", "t"),
+                   sheet(70, "INSERT INTO v VALUES ('x')", "v")],
+        "batches": [{"id": 1, "name": "nightly", "schedule": "daily 02:00", "manualRuns": "exclude",
+             "elements": [{"elementType": "S", "elementId": 50}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let manual = |sheet: i64| {
+        command(
+            &w,
+            "RunElements",
+            json!({"batchExecution": {"batchName": "by hand", "user": "ops",
+                "elementList": [{"elementType": "S", "elementId": sheet}]}}),
+        )
+    };
+    // The nightly runs, held by the test's lock on the data file.
+    let gate = rusqlite::Connection::open(&data).expect("gate");
+    gate.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    let started = advance(&w, "2026-03-10 02:00:00");
+    assert_eq!(started.len(), 1, "{started:?}");
+    // A manual run of its sheet is refused, naming the run; another sheet's is not.
+    let (st, v) = manual(50);
+    assert_eq!(st, 409, "{v}");
+    assert_eq!(v["error"]["code"], "run.excluded", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!(
+                "batch instance {} (nightly) runs action 500",
+                started[0].1
+            ))),
+        "{v}"
+    );
+    let (st, v) = manual(70);
+    assert_eq!(st, 200, "{v}");
+    gate.execute_batch("COMMIT").expect("let go");
+    finished(&w, started[0].1);
+    // The other way: a manual run of its sheet goes at the next planned start; the start
+    // waits for it, then starts.
+    gate.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    let (st, v) = manual(50);
+    assert_eq!(st, 200, "{v}");
+    let by_hand = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    let (st, v) = command(&w, "AdvanceClock", json!({"to": "2026-03-11 02:00:00"}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["started"], json!([]), "{v}");
+    gate.execute_batch("COMMIT").expect("let go");
+    finished(&w, by_hand);
+    scheduled_run(&w, "2026-03-11 02:00:01", 1);
+}
+
+/// Sheet `id` in folder 1 `/n`: one Sql action (id `id * 10`) writing `target` through
+/// connection 1, reading `source` when given.
+fn one_action_sheet(id: i64, sql: &str, source: Option<&str>, target: &str) -> serde_json::Value {
+    let a = id * 10;
+    let mut nodes = vec![
+        json!({"id": a, "type": 0, "attributes": {"module": "Sql", "name": format!("a{id}"), "action": sql}}),
+        json!({"id": a + 1, "type": 1, "attributes": {"field1": target, "objectTypeId": 1, "connectionId": 1}}),
+    ];
+    let mut edges = vec![json!({"id": a + 1, "from": a, "to": a + 1})];
+    if let Some(s) = source {
+        nodes.push(json!({"id": a + 2, "type": 1, "attributes": {"field1": s, "objectTypeId": 1, "connectionId": 1}}));
+        edges.push(json!({"id": a + 2, "from": a + 2, "to": a}));
+    }
+    json!({"id": id, "attributes": {"name": format!("s{id}"), "folder_id": 1, "folder": "/n"},
+           "nodes": nodes, "edges": edges})
+}
+
+/// A server at 2026-03-10 01:00 (stepped clock) with connection 1 a data file holding
+/// `tables` (their DDL): the server and the file.
+fn night_server(tables: &str) -> (Weft, std::path::PathBuf) {
+    let w = start(tempfile::tempdir().expect("home"), "2026-03-10 01:00:00");
+    add_data_connection(&w);
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch(tables)
+        .expect("tables");
+    (w, data)
 }

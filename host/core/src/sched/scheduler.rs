@@ -57,6 +57,8 @@ pub struct Due {
     pub after_timeout_minutes: i64,
     /// `skip` or `start`, when they have not finished by then.
     pub after_timeout: String,
+    /// Whether its runs exclude manual runs of their actions.
+    pub exclusive: bool,
 }
 
 /// A new instance that the scheduler starts: recorded with the batch and its planned start,
@@ -113,6 +115,8 @@ pub struct StoredStart {
     pub after_timeout_minutes: i64,
     /// `afterTimeout`: `skip` or `start`.
     pub after_timeout: String,
+    /// Whether its runs exclude manual runs of their actions (`manualRuns: exclude`).
+    pub exclusive: bool,
 }
 
 /// What the scheduler needs of the repository (`repo::Repository` implements it), so that
@@ -263,6 +267,7 @@ fn due_of(s: StoredStart) -> Result<Due, String> {
         after: s.after?,
         after_timeout_minutes: s.after_timeout_minutes,
         after_timeout: s.after_timeout,
+        exclusive: s.exclusive,
         planned: Planned {
             local,
             second: s.second,

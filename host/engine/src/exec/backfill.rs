@@ -194,6 +194,11 @@ impl Executor {
                 variables,
                 select: weft_protocol::Selection::Named,
                 held: batch.held,
+                exclusion: if batch.exclusive {
+                    weft_repo::model::Exclusion::Batch
+                } else {
+                    weft_repo::model::Exclusion::None
+                },
             };
             match self.start_once(&req, None, Some(&p.start)) {
                 Ok(id) => {
@@ -207,7 +212,7 @@ impl Executor {
                 }
                 // Begun elsewhere, or no place free any more: the next round decides.
                 Err(StartError::Repo(repo::Error::Conflict(_) | repo::Error::Redeployed(_))) => {}
-                Err(e @ (StartError::Busy(_) | StartError::Repo(_))) => {
+                Err(e @ (StartError::Busy(_) | StartError::Repo(_) | StartError::Excluded(_))) => {
                     tracing::debug!(message = "A backfill start waits.", error = %e);
                     return;
                 }

@@ -155,6 +155,8 @@ pub struct RunRequest {
     /// Elements (among `elements`) whose actions start halted, with every action that
     /// depends on them: a batch's elements with `halted`.
     pub held: Vec<Element>,
+    /// Which other runs of its actions keep it from starting (`manualRuns: exclude`).
+    pub exclusion: weft_repo::model::Exclusion,
 }
 
 /// Why a run, a halt or a restart did not happen (nothing was stored).
@@ -163,6 +165,10 @@ pub enum StartError {
     /// An element or the instance does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// Another run of some of its actions excludes it (`manualRuns: exclude`): 409; a
+    /// scheduled start waits.
+    #[error("{0}")]
+    Excluded(String),
     /// The actions wait for each other in a circle.
     #[error("{0}")]
     Cycle(String),

@@ -102,6 +102,7 @@ impl Executor {
                 })
                 .collect(),
             backfill: backfill.cloned(),
+            exclusion: req.exclusion,
         };
         let max = self.max_waiting.load(Ordering::SeqCst);
         match self.repo.create_instance(&new, scheduled, max)? {
@@ -122,6 +123,7 @@ impl Executor {
                 self.wake.ring();
                 Ok(id)
             }
+            Created::Excluded(why) => Err(StartError::Excluded(why)),
             Created::Busy(waiting) => Err(StartError::Busy(format!(
                 "{waiting} batch instances wait for a free slot already (setting max_waiting_instances = {max}); try again later"
             ))),
@@ -274,10 +276,17 @@ impl weft_core::sched::scheduler::Starter for Executor {
             variables: due.variables.clone(),
             select: weft_protocol::Selection::Named,
             held: due.held.clone(),
+            exclusion: if due.exclusive {
+                weft_repo::model::Exclusion::Batch
+            } else {
+                weft_repo::model::Exclusion::None
+            },
         };
         Executor::start_scheduled(self, req, Some(scheduled)).map_err(|e| match e {
             StartError::Repo(repo::Error::Conflict(_)) => NotStarted::Changed,
-            e @ (StartError::Repo(_) | StartError::Busy(_)) => NotStarted::Later(e.to_string()),
+            e @ (StartError::Repo(_) | StartError::Busy(_) | StartError::Excluded(_)) => {
+                NotStarted::Later(e.to_string())
+            }
             e => NotStarted::Never(e.to_string()),
         })
     }

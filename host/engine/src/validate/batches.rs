@@ -81,6 +81,14 @@ pub fn batch_schedule(
         running != Some(false),
     );
     policy(
+        &b.manual_runs,
+        "manualRuns",
+        "`allow` or `exclude`",
+        b.manual_runs
+            .as_ref()
+            .is_none_or(|t| matches!(t.v.as_str(), "allow" | "exclude")),
+    );
+    policy(
         &b.after_timeout,
         "afterTimeout",
         "`skip` or `start`",

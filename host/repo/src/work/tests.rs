@@ -70,6 +70,7 @@ fn new_instance(actions: &[(i64, &[i64])]) -> NewInstance {
             })
             .collect(),
         backfill: None,
+        exclusion: crate::model::Exclusion::None,
     }
 }
 

@@ -75,6 +75,7 @@ impl Handler for RunElements {
         let execution = self.batch_execution;
         let run = RunRequest {
             held: Vec::new(),
+            exclusion: weft_repo::model::Exclusion::Manual,
             batch_name: execution.batch_name,
             user: execution.user,
             elements: execution.element_list,

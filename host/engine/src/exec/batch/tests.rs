@@ -42,6 +42,7 @@ impl Env {
     fn start(&self) -> Result<i64, StartError> {
         self.exec.start(RunRequest {
             held: Vec::new(),
+            exclusion: weft_repo::model::Exclusion::None,
             batch_name: "b".into(),
             user: "u".into(),
             elements: vec![Element { kind: 'S', id: 50 }],
