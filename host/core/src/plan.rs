@@ -122,6 +122,9 @@ pub struct ActionPlan {
     pub text: Option<String>,
     /// Attributes beyond table A.
     pub attributes: Vec<(String, Attr)>,
+    /// Its priority when slots are scarce (0 to 1000; higher first).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i64,
     /// Source objects (edges object -> action).
     pub sources: Vec<Object>,
     /// Target objects (edges action -> object).
@@ -134,6 +137,11 @@ pub struct ActionPlan {
     /// ([`ActionPlan::set_dialects`]); a connection not in it is `Dialect::Unknown`.
     #[serde(skip)]
     pub dialects: BTreeMap<i64, Dialect>,
+}
+
+/// Whether a priority is the default one.
+fn is_zero(p: &i64) -> bool {
+    *p == 0
 }
 
 impl ActionPlan {
@@ -286,6 +294,7 @@ pub fn stored_plans(sheet: &Sheet) -> Vec<ActionPlan> {
                 name: a.name.v.clone(),
                 module: a.module.v.clone(),
                 text: a.action.as_ref().map(|t| t.v.clone()),
+                priority: a.priority.as_ref().map_or(0, |p| p.v),
                 attributes: a
                     .extra
                     .iter()

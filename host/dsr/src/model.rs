@@ -307,6 +307,9 @@ pub struct ActionAttributes {
     pub name: At<String>,
     /// The action text (SQL for most modules).
     pub action: Option<At<String>>,
+    /// When slots are scarce, ready actions of a higher priority are claimed first (0 to
+    /// 1000; default 0).
+    pub priority: Option<At<i64>>,
     /// Attributes beyond table A, for the module to judge (`truncateBefore`, `keys`, ...).
     pub extra: Vec<(At<String>, Spanned)>,
 }
@@ -319,6 +322,9 @@ impl Serialize for ActionAttributes {
         map.serialize_entry("documentation", &self.documentation)?;
         map.serialize_entry("name", &self.name)?;
         map.serialize_entry("action", &self.action)?;
+        if let Some(p) = &self.priority {
+            map.serialize_entry("priority", &p.v)?;
+        }
         for (k, v) in &self.extra {
             map.serialize_entry(&k.v, &v.value.to_json())?;
         }

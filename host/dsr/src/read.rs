@@ -359,7 +359,10 @@ fn sheet_attributes(
 }
 
 /// The attributes of table A.
-pub const ACTION_ATTRIBUTES: &[&str] = &["module", "documentation", "name", "action"];
+pub const ACTION_ATTRIBUTES: &[&str] = &["module", "documentation", "name", "action", "priority"];
+
+/// The highest `priority` an action may have.
+pub const MAX_PRIORITY: i64 = 1000;
 /// The attributes of table B.
 pub const OBJECT_ATTRIBUTES: &[&str] = &[
     "field1",
@@ -438,6 +441,20 @@ fn action_attributes(
     let documentation = o.nullable_string("documentation", text, problems);
     let name = o.string("name", true, text, problems);
     let action = o.nullable_at_string("action", text, problems);
+    let priority = o.int("priority", false, text, problems);
+    if let Some(p) = &priority
+        && !(0..=MAX_PRIORITY).contains(&p.v)
+    {
+        problems.error(
+            "node.priority",
+            format!(
+                "`priority` is {}; use 0 (the default) to {MAX_PRIORITY}",
+                p.v
+            ),
+            p.span,
+            &path.key("priority"),
+        );
+    }
     let mut extra = Vec::new();
     for m in o.take_rest(|_| true) {
         if OBJECT_ATTRIBUTES.contains(&m.key.as_str()) {
@@ -461,6 +478,7 @@ fn action_attributes(
         documentation,
         name: name?,
         action,
+        priority,
         extra,
     })
 }

@@ -169,6 +169,7 @@ mod tests {
                 plan_version: 1,
                 depends_on: Vec::new(),
                 held: false,
+                priority: 0,
             }],
             exclusion: crate::model::Exclusion::None,
             backfill: Some(BackfillStart {

@@ -62,7 +62,7 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
             )));
         }
     }
-    let mut rows = Vec::with_capacity(new.actions.len() * 9);
+    let mut rows = Vec::with_capacity(new.actions.len() * 10);
     for (a, (deps, waits)) in new.actions.iter().zip(&texts) {
         let state = if a.held {
             ActionState::Halted
@@ -85,12 +85,13 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
             } else {
                 Param::Null
             },
+            Param::Int(a.priority),
         ]);
     }
     insert_rows(
         conn,
-        "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, depends_on, state, waits_for, error)",
-        9,
+        "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, depends_on, state, waits_for, error, priority)",
+        10,
         rows,
     )?;
     let mut rows = Vec::with_capacity(all_deps.len() * 3);

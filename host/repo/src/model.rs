@@ -33,6 +33,8 @@ pub struct NewAction {
     /// It starts halted (its batch element starts halted, or it depends on one that does):
     /// it runs when the instance is restarted.
     pub held: bool,
+    /// Its priority when slots are scarce (higher first; 0 the default).
+    pub priority: i64,
 }
 
 /// The error an action that starts halted shows until a restart runs it.

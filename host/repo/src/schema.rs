@@ -435,12 +435,14 @@ CREATE INDEX batch_instances_backfill ON batch_instances(backfill_id, state) WHE
         then: None,
     },
     Migration {
-        summary: "batch dependencies: the batches (ids, JSON) whose runs of the same schedule date a scheduled start of a batch waits for, how many minutes at most, and what then (skip or start); whether a batch's runs exclude manual runs of its actions",
+        summary: "batch dependencies: the batches (ids, JSON) whose runs of the same schedule date a scheduled start of a batch waits for, how many minutes at most, and what then (skip or start); whether a batch's runs exclude manual runs of its actions; each action's priority, the ready ones of a priority above 0 found by an index of their own",
         sql: "
 ALTER TABLE batches ADD COLUMN after_batches TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE batches ADD COLUMN after_timeout_minutes INTEGER NOT NULL DEFAULT 120;
 ALTER TABLE batches ADD COLUMN after_timeout TEXT NOT NULL DEFAULT 'skip';
 ALTER TABLE batches ADD COLUMN manual_runs TEXT NOT NULL DEFAULT 'allow';
+ALTER TABLE instance_actions ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX instance_actions_urgent ON instance_actions(priority DESC, instance_id, action_id) WHERE state = 'W' AND priority > 0;
 CREATE INDEX batch_instances_planned ON batch_instances(batch_id, planned_start) WHERE batch_id IS NOT NULL;
 ",
         postgres: None,

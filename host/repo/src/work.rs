@@ -220,31 +220,50 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
         // The rows picked are locked, and rows another host locked are skipped. The pick is
         // a materialized CTE: as `IN (subquery)` PostgreSQL may run the subquery again for
         // each row it updates, and each run may pick (and lock) other rows, past the limit.
+        // A ready action of a priority above 0 first (its own small index), else the first
+        // ready one in order.
         Dialect::Postgres => format!(
-            "WITH {}, picked AS MATERIALIZED (
+            "WITH {busy}, urgent AS MATERIALIZED (
                  SELECT instance_id, action_id FROM instance_actions w
-                 WHERE state = 'W' AND NOT {}
-                 ORDER BY instance_id, action_id LIMIT 1 FOR UPDATE SKIP LOCKED)
-             UPDATE instance_actions a SET {}
+                 WHERE state = 'W' AND priority > 0 AND NOT {written}
+                 ORDER BY priority DESC, instance_id, action_id LIMIT 1 FOR UPDATE SKIP LOCKED),
+             plain AS MATERIALIZED (
+                 SELECT instance_id, action_id FROM instance_actions w
+                 WHERE state = 'W' AND NOT EXISTS (SELECT 1 FROM urgent) AND NOT {written}
+                 ORDER BY instance_id, action_id LIMIT 1 FOR UPDATE SKIP LOCKED),
+             picked AS (SELECT instance_id, action_id FROM urgent
+                        UNION ALL SELECT instance_id, action_id FROM plain)
+             UPDATE instance_actions a SET {set}
              FROM picked WHERE a.instance_id = picked.instance_id AND a.action_id = picked.action_id
-             RETURNING {}",
-            busy(Dialect::Postgres),
-            written_by_another_run("w"),
-            set("a"),
-            pinned_columns("a")
+             RETURNING {columns}",
+            busy = busy(Dialect::Postgres),
+            written = written_by_another_run("w"),
+            set = set("a"),
+            columns = pinned_columns("a")
         ),
         // One writer: nothing to skip.
+        // SQLite is told to take the small index of the urgent ones: else it walks every
+        // ready action by the index of ready ones (a fan-out of 10,000 paid twice its cost).
         Dialect::Sqlite => format!(
-            "WITH {} UPDATE instance_actions SET {}
+            "WITH {busy} UPDATE instance_actions SET {set}
              WHERE state = 'W' AND (instance_id, action_id) IN (
-                 SELECT instance_id, action_id FROM instance_actions w
-                 WHERE state = 'W' AND NOT {}
-                 ORDER BY instance_id, action_id LIMIT 1)
-             RETURNING {}",
-            busy(Dialect::Sqlite),
-            set("instance_actions"),
-            written_by_another_run("w"),
-            pinned_columns("instance_actions")
+                 SELECT instance_id, action_id FROM (
+                     SELECT 0 AS k, instance_id, action_id FROM (
+                         SELECT instance_id, action_id FROM instance_actions w
+                             INDEXED BY instance_actions_urgent
+                         WHERE state = 'W' AND priority > 0 AND NOT {written}
+                         ORDER BY priority DESC, instance_id, action_id LIMIT 1)
+                     UNION ALL
+                     SELECT 1 AS k, instance_id, action_id FROM (
+                         SELECT instance_id, action_id FROM instance_actions w
+                         WHERE state = 'W' AND NOT {written}
+                         ORDER BY instance_id, action_id LIMIT 1))
+                 ORDER BY k LIMIT 1)
+             RETURNING {columns}",
+            busy = busy(Dialect::Sqlite),
+            set = set("instance_actions"),
+            written = written_by_another_run("w"),
+            columns = pinned_columns("instance_actions")
         ),
     };
     // One claim at a time over all hosts (SQLite's one writer is that already): two at once

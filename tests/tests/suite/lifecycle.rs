@@ -1157,3 +1157,72 @@ fn a_backfill_killed_right_after_a_start_began_goes_on_without_beginning_it_twic
         "{days:?}"
     );
 }
+
+#[test]
+fn when_slots_are_scarce_the_ready_action_of_the_highest_priority_runs_first() {
+    let (w, data) = crate::runs::setup_with(&[("WEFT_MAX_PARALLEL_ACTIONS", "1")]);
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE pa (n INTEGER); CREATE TABLE pb (n INTEGER); CREATE TABLE pc (n INTEGER);")
+        .expect("tables");
+    let action = |id: i64, table: &str, priority: Option<i64>| {
+        let mut attributes = json!({"module": "Sql", "name": format!("to {table}"),
+            "action": format!("INSERT INTO {table} VALUES ({id})")});
+        if let Some(p) = priority {
+            attributes["priority"] = json!(p);
+        }
+        (
+            json!({"id": id, "type": 0, "attributes": attributes}),
+            json!({"id": id + 1, "type": 1, "attributes": {"field1": table, "objectTypeId": 1, "connectionId": 1}}),
+            json!({"id": id + 1, "from": id, "to": id + 1}),
+        )
+    };
+    let parts = [
+        action(700, "pa", None),
+        action(800, "pb", None),
+        action(900, "pc", Some(7)),
+    ];
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"sheets": [{"id": 70,
+            "attributes": {"name": "three", "folder_id": 10, "folder": "/etl"},
+            "nodes": parts.iter().flat_map(|p| [p.0.clone(), p.1.clone()]).collect::<Vec<_>>(),
+            "edges": parts.iter().map(|p| p.2.clone()).collect::<Vec<_>>()}]}}),
+    );
+    // The one slot's first action waits for the test's lock on the data file: which one it
+    // is shows the choice.
+    let gate = rusqlite::Connection::open(&data).expect("gate");
+    gate.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    let id = crate::runs::run(&w, &[("S", 70)], None);
+    crate::runs::wait_until_running(&w, id, 900, "Sql action 900");
+    let (_, v) = command(&w, "GetBatchInstance", json!({"batchInstanceId": id}), None);
+    let waiting: Vec<i64> = v["payload"]["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter(|a| a["state"] == "W")
+        .map(|a| a["actionId"].as_i64().expect("id"))
+        .collect();
+    assert_eq!(waiting, [700, 800], "{v}");
+    gate.execute_batch("COMMIT").expect("let go");
+    assert_eq!(wait(&w, id)["state"], "finished");
+    // A priority out of its range is refused at its place.
+    let mut bad = action(990, "pa", Some(5000)).0;
+    bad["id"] = json!(990);
+    let (st, v) = command(
+        &w,
+        "DeployRepository",
+        json!({"content": json!({"version": 1, "transformationData": {"sheets": [{"id": 99,
+            "attributes": {"name": "bad", "folder_id": 10, "folder": "/etl"},
+            "nodes": [bad], "edges": []}]}}).to_string()}),
+        None,
+    );
+    assert_eq!(st, 422, "{v}");
+    assert!(
+        details(&v)
+            .iter()
+            .any(|(code, path, _)| code == "node.priority"
+                && path == "transformationData.sheets[0].nodes[0].attributes.priority"),
+        "{v}"
+    );
+}

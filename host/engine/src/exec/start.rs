@@ -99,6 +99,7 @@ impl Executor {
                     plan_version: version,
                     depends_on: deps.get(&p.id).cloned().unwrap_or_default(),
                     held: held.contains(&p.id),
+                    priority: p.priority,
                 })
                 .collect(),
             backfill: backfill.cloned(),

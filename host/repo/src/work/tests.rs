@@ -67,6 +67,7 @@ fn new_instance(actions: &[(i64, &[i64])]) -> NewInstance {
                 plan_version: 1,
                 depends_on: deps.to_vec(),
                 held: false,
+                priority: 0,
             })
             .collect(),
         backfill: None,
@@ -118,6 +119,25 @@ fn failed() -> ActionEnd<'static> {
 
 fn end_of(conn: &rusqlite::Connection, host: &str, c: &Pinned, how: &ActionEnd<'_>) -> Ended {
     end(conn, host, c.instance, c.action, c.attempt, how).expect("end")
+}
+
+#[test]
+fn ready_actions_of_a_higher_priority_are_claimed_first_then_the_others_in_order() {
+    let conn = repo();
+    let mut new = new_instance(&[(1, &[]), (2, &[]), (3, &[]), (4, &[]), (5, &[])]);
+    new.actions[2].priority = 5;
+    new.actions[4].priority = 9;
+    store_plans(&conn, &new);
+    instances::create(&conn, &new).expect("create");
+    let order: Vec<i64> = (0..5)
+        .flat_map(|_| ids(&claim(&conn, "h", 1).expect("claim")))
+        .collect();
+    assert_eq!(
+        order,
+        [5, 3, 1, 2, 4],
+        "9, then 5, then the rest oldest first"
+    );
+    assert!(claim(&conn, "h", 1).expect("claim").is_empty());
 }
 
 #[test]
