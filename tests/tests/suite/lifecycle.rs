@@ -725,8 +725,17 @@ fn an_export_deploys_into_an_empty_repository_and_exports_the_same_files_again()
     let (code, _, err) = cli(&w, &["export", &part.display().to_string()]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--replace"), "{err}");
-    let (code, out, err) = cli(&w, &["export", "--replace", &part.display().to_string()]);
+    let (code, out, err) = cli(
+        &w,
+        &["export", "--replace", "--json", &part.display().to_string()],
+    );
     assert_eq!(code, Some(0), "{out}{err}");
+    let listed: Value = serde_json::from_str(out.trim()).expect("JSON");
+    assert_eq!(
+        listed["files"].as_array().map(Vec::len),
+        Some(files.len()),
+        "{out}"
+    );
     assert_eq!(tree(&part), files, "replaced: the whole repository now");
     let (code, _, err) = cli(
         &w,

@@ -25,6 +25,9 @@ pub struct Export {
     /// The directory to write (made when missing).
     #[arg(value_name = "DIR")]
     dir: PathBuf,
+    /// Print what was written as JSON: `{"dir", "files": [names]}`.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     endpoint: Endpoint,
 }
@@ -100,6 +103,13 @@ impl Export {
                 eprintln!("weft export: cannot write {}: {e}", path.display());
                 return Exit::Usage;
             }
+        }
+        if self.json {
+            let names: Vec<&str> = answer.files.iter().map(|f| f.name.as_str()).collect();
+            return super::view::print_json(
+                "weft export",
+                &serde_json::json!({"dir": self.dir.display().to_string(), "files": names}),
+            );
         }
         println!(
             "{} file(s) written to {}",
