@@ -106,6 +106,50 @@ pub struct Snapshot {
     pub hosts: i64,
     /// Actions running on this host.
     pub running_here: usize,
+    /// Scheduled batches by name, each with the end of its newest finished run (seconds
+    /// since 1970, UTC).
+    pub last_success: Vec<(String, f64)>,
+}
+
+/// The buckets of batch durations, in seconds: from a minute's run to a day's.
+const BATCH_BUCKETS: &[f64] = &[
+    1.0, 10.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14_400.0, 28_800.0, 86_400.0,
+];
+
+/// The most batch names this process labels series with; a run of any other batch counts
+/// under `batch="other"`, so that many names (`RunElements` takes any) cannot make the
+/// answer grow without bound.
+pub const MAX_BATCH_LABELS: usize = 100;
+
+/// The label of batch `name`: itself while fewer than [`MAX_BATCH_LABELS`] names were
+/// labelled, else `other`.
+fn batch_label(name: &str) -> String {
+    static SEEN: std::sync::Mutex<Option<std::collections::HashSet<String>>> =
+        std::sync::Mutex::new(None);
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let seen = seen.get_or_insert_with(Default::default);
+    if seen.contains(name) {
+        return name.to_owned();
+    }
+    if seen.len() < MAX_BATCH_LABELS {
+        seen.insert(name.to_owned());
+        return name.to_owned();
+    }
+    "other".to_owned()
+}
+
+/// Counts a batch instance that ended on this host (its last action's end was recorded
+/// here): its batch name, how it ended (`finished`, `failed`, `halted`, ...) and how long it
+/// took.
+pub fn instance_ended(batch: &str, state: &str, seconds: f64) {
+    let Some(m) = get() else { return };
+    let label = batch_label(batch);
+    m.batch_runs.with_label_values(&[&label, state]).inc();
+    m.batch_seconds
+        .with_label_values(&[&label])
+        .observe(seconds.max(0.0));
 }
 
 struct Metrics {
@@ -126,6 +170,9 @@ struct Metrics {
     actions: IntGaugeVec,
     hosts: IntGauge,
     running_here: IntGauge,
+    batch_runs: IntCounterVec,
+    batch_seconds: HistogramVec,
+    batch_last_success: prometheus::GaugeVec,
 }
 
 impl Metrics {
@@ -155,6 +202,23 @@ impl Metrics {
             &["state"],
         )?;
         registry.register(Box::new(action_seconds.clone()))?;
+        let batch_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "weft_batch_duration_seconds",
+                "How long the batch instances whose end this host recorded took, from their start to their end, by batch name (at most 100 names; the rest as other).",
+            )
+            .buckets(BATCH_BUCKETS.to_vec()),
+            &["batch"],
+        )?;
+        registry.register(Box::new(batch_seconds.clone()))?;
+        let batch_last_success = prometheus::GaugeVec::new(
+            Opts::new(
+                "weft_batch_last_success_timestamp_seconds",
+                "When the newest finished run of each scheduled batch ended (seconds since 1970, UTC), from the repository: the 100 most recent.",
+            ),
+            &["batch"],
+        )?;
+        registry.register(Box::new(batch_last_success.clone()))?;
         let start_lateness = Histogram::with_opts(
             HistogramOpts::new(
                 "weft_scheduler_lateness_seconds",
@@ -244,6 +308,13 @@ impl Metrics {
                 "weft_host_actions_running",
                 "Actions running on this host now.",
             )?,
+            batch_runs: counters(
+                "weft_batch_runs_total",
+                "Batch instances whose end this host recorded, by batch name (at most 100 names; the rest as other) and how they ended.",
+                &["batch", "state"],
+            )?,
+            batch_seconds,
+            batch_last_success,
             registry,
         })
     }
@@ -358,6 +429,10 @@ pub fn render(now: &Snapshot) -> String {
         m.actions.with_label_values(&[state]).set(n);
     }
     m.hosts.set(now.hosts);
+    m.batch_last_success.reset();
+    for (batch, at) in &now.last_success {
+        m.batch_last_success.with_label_values(&[batch]).set(*at);
+    }
     m.running_here
         .set(i64::try_from(now.running_here).unwrap_or(i64::MAX));
     let mut out = Vec::new();
@@ -402,8 +477,16 @@ mod tests {
             actions: vec![("R".to_owned(), 3)],
             hosts: 2,
             running_here: 1,
+            last_success: vec![("nightly".to_owned(), 1_795_000_000.5)],
         });
         assert_eq!(ended(&text), failed_before + 1.0, "{text}");
+        assert_eq!(
+            sample(
+                &text,
+                r#"weft_batch_last_success_timestamp_seconds{batch="nightly"}"#
+            ),
+            Some(1_795_000_000.5)
+        );
         assert!(sample(&text, r#"weft_rows_total{kind="written"}"#).unwrap_or(0.0) >= 5.0);
         assert!(sample(&text, r#"weft_deploys_total{result="rejected"}"#).is_some());
         assert!(sample(&text, r#"weft_plugin_errors_total{module="Sql"}"#).is_some());
@@ -436,5 +519,42 @@ mod tests {
             ..Snapshot::default()
         });
         assert_eq!(sample(&later, r#"weft_instances{state="failed"}"#), None);
+    }
+
+    #[test]
+    fn batch_series_count_each_run_under_at_most_a_bounded_number_of_batch_names() {
+        instance_ended("nightly load", "failed", 12.0);
+        instance_ended("nightly load", "failed", 3.0);
+        let text = render(&Snapshot::default());
+        assert!(
+            sample(
+                &text,
+                r#"weft_batch_runs_total{batch="nightly load",state="failed"}"#
+            )
+            .unwrap_or(0.0)
+                >= 2.0,
+            "{text}"
+        );
+        assert!(
+            sample(
+                &text,
+                r#"weft_batch_duration_seconds_count{batch="nightly load"}"#
+            )
+            .unwrap_or(0.0)
+                >= 2.0,
+            "{text}"
+        );
+        // Past the cap, every other name counts as `other`.
+        for i in 0..(MAX_BATCH_LABELS + 10) {
+            instance_ended(&format!("adhoc {i}"), "finished", 1.0);
+        }
+        let text = render(&Snapshot::default());
+        let names: std::collections::HashSet<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("weft_batch_runs_total{"))
+            .filter_map(|l| l.split("batch=\"").nth(1)?.split('"').next())
+            .collect();
+        assert!(names.len() <= MAX_BATCH_LABELS + 1, "{}", names.len());
+        assert!(names.contains("other"), "{names:?}");
     }
 }

@@ -441,8 +441,24 @@ pub fn counts(conn: &dyn Session) -> Result<crate::model::StateCounts> {
         args![],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
-    Ok(crate::model::StateCounts { instances, actions })
+    let last_success = conn.rows(
+        &format!(
+            "SELECT batch_name, MAX(ended_at) FROM batch_instances
+              WHERE state = 'finished' AND batch_id IS NOT NULL AND ended_at IS NOT NULL
+              GROUP BY batch_name ORDER BY 2 DESC LIMIT {LAST_SUCCESS_SHOWN}"
+        ),
+        args![],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(crate::model::StateCounts {
+        instances,
+        actions,
+        last_success,
+    })
 }
+
+/// How many batches `/metrics` shows the last success of: the most recent.
+pub const LAST_SUCCESS_SHOWN: i64 = 100;
 
 /// The newest `limit` instances that ran (or run) actions of sheet `sheet`, newest first,
 /// found through the sheets each instance ran (`instance_sheets`, schema version 13), so

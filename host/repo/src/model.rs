@@ -323,6 +323,10 @@ pub struct StateCounts {
     pub instances: Vec<(String, i64)>,
     /// Actions of unfinished instances by state code (`D`, `W`, `R`).
     pub actions: Vec<(String, i64)>,
+    /// The scheduled (or backfilled) batches by name, each with the end of its newest
+    /// finished run (as stored: UTC text), the most recent first, at most
+    /// [`crate::instances::LAST_SUCCESS_SHOWN`].
+    pub last_success: Vec<(String, String)>,
 }
 
 /// Which instances a list shows, newest first: `ListBatchInstances` and the web page's runs.

@@ -151,6 +151,15 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
                 actions: counts.actions,
                 hosts: hosts.iter().filter(|h| h.silent_ms <= lease_ms).count() as i64,
                 running_here: exec.running(),
+                last_success: counts
+                    .last_success
+                    .iter()
+                    .filter_map(|(batch, ended)| {
+                        chrono::NaiveDateTime::parse_from_str(ended, "%Y-%m-%d %H:%M:%S%.f")
+                            .ok()
+                            .map(|t| (batch.clone(), t.and_utc().timestamp_millis() as f64 / 1e3))
+                    })
+                    .collect(),
             })
         })
         .await??;

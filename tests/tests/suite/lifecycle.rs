@@ -847,6 +847,16 @@ fn a_backfill_runs_the_batch_once_a_planned_start_with_its_schedule_date_in_orde
         None,
     );
     assert_eq!(one["payload"]["scheduleDate"], "2026-01-30", "{one}");
+    // The batch's last success, for an alert on a batch that stopped succeeding.
+    weft::init_tls();
+    let text = reqwest::blocking::get(w.url.replace("/weft/service", "/metrics"))
+        .and_then(|r| r.text())
+        .expect("GET /metrics");
+    assert!(
+        text.lines().any(|l| l
+            .starts_with(r#"weft_batch_last_success_timestamp_seconds{batch="nightly load"} "#)),
+        "{text}"
+    );
     // The answer as JSON; refusals: no such batch, no planned start, a range backwards.
     let (code, out, err) = cli(&["5", "--from", "2026-03-01", "--to", "2026-03-01", "--json"]);
     assert_eq!(code, Some(0), "{out}{err}");

@@ -159,6 +159,28 @@ fn metrics_count_deploys_actions_rows_and_failures_in_prometheus_text() {
     is(r#"weft_actions{state="R"}"#, 0.0);
     is("weft_host_actions_running", 0.0);
     is(r#"weft_action_duration_seconds_count{state="failed"}"#, 2.0);
+    // Each instance's end, by its batch name: counted right after its end is recorded (a
+    // wait may answer first), so looked for until there.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, _, text) = scrape(&w.url, &[]);
+        let runs = |state: &str| {
+            sample(
+                &text,
+                &format!(r#"weft_batch_runs_total{{batch="m",state="{state}"}}"#),
+            )
+        };
+        if runs("finished") == Some(1.0) && runs("failed") == Some(2.0) {
+            assert_eq!(
+                sample(&text, r#"weft_batch_duration_seconds_count{batch="m"}"#),
+                Some(3.0),
+                "{text}"
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{text}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     is(
         r#"weft_action_duration_seconds_bucket{state="finished",le="+Inf"}"#,
         1.0,

@@ -164,10 +164,21 @@ impl Executor {
                 instance: Some(state),
                 ..
             }) => {
+                // Its batch and how long it took, for the log and the per-batch series.
+                let info = self.repo.instance_info(c.instance).ok().flatten();
+                let batch = info.as_ref().map_or("", |i| i.batch_name.as_str());
+                let seconds = info
+                    .as_ref()
+                    .and_then(|i| chrono::DateTime::parse_from_rfc3339(&i.start).ok())
+                    .map_or(0.0, |t| {
+                        let now = weft_core::sched::clock::current().clock.now();
+                        (now - t.with_timezone(&chrono::Utc)).num_milliseconds() as f64 / 1e3
+                    });
+                weft_core::metrics::instance_ended(batch, state.word(), seconds);
                 if state == weft_repo::model::InstanceState::Finished {
-                    tracing::info!(message = "Batch instance ended.", batch_instance_id = c.instance, state = %state);
+                    tracing::info!(message = "Batch instance ended.", batch = batch, batch_instance_id = c.instance, state = %state, seconds);
                 } else {
-                    tracing::warn!(message = "Batch instance ended without finishing.", batch_instance_id = c.instance, state = %state);
+                    tracing::warn!(message = "Batch instance ended without finishing.", batch = batch, batch_instance_id = c.instance, state = %state, seconds);
                 }
             }
             _ => {}
