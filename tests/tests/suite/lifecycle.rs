@@ -867,6 +867,17 @@ fn a_backfill_runs_the_batch_once_a_planned_start_with_its_schedule_date_in_orde
         "{answer}"
     );
     assert_eq!(answer["backfillId"], 2, "{answer}");
+    // A day that fails says why, and the exit code says that one did not finish.
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("DROP TABLE stage")
+        .expect("drop");
+    let (code, out, err) = cli(&["5", "--from", "2026-03-02", "--to", "2026-03-02", "--wait"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains("1/1: instance") && err.contains("failed: ") && err.contains("stage"),
+        "{err}"
+    );
     let (code, _, err) = cli(&["weekly", "--from", "2026-03-01", "--to", "2026-03-02"]);
     assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("no batch is named `weekly`"), "{err}");

@@ -105,7 +105,7 @@ impl Backfill {
                 // Not started yet: wait for the one before it to change, else a moment.
                 std::thread::sleep(std::time::Duration::from_millis(200));
             };
-            let state = loop {
+            let instance = loop {
                 let wait = WaitBatchInstance {
                     batch_instance_id: id,
                     timeout_seconds: Some(60.0),
@@ -113,14 +113,23 @@ impl Backfill {
                 };
                 match call(&service, "weft backfill", wait) {
                     Ok(w) if w.timed_out => {}
-                    Ok(w) => break w.instance.summary.state,
+                    Ok(w) => break w.instance,
                     Err(code) => return code,
                 }
             };
+            let state = instance.summary.state;
+            // An instance that did not finish says why: its first action's error.
+            let why = instance
+                .actions
+                .iter()
+                .find_map(|a| a.error.as_deref())
+                .filter(|_| state != InstanceState::Finished)
+                .map(|e| format!(": {}", e.lines().next().unwrap_or_default()))
+                .unwrap_or_default();
             if state != InstanceState::Finished {
                 failed += 1;
             }
-            eprintln!("{}/{n}: instance {id} {state}", k + 1);
+            eprintln!("{}/{n}: instance {id} {state}{why}", k + 1);
         }
         println!(
             "backfill {}: {} of {n} finished",
