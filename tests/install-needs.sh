@@ -8,7 +8,8 @@
 # - PostgreSQL (the JDBC tests start their own server) and the JDBC driver jars of Debian;
 # - util-linux (prlimit), mount (a tmpfs) and procps (kill): the fault tests lower a running
 #   server's descriptor limit, fill a small disk and signal jdbcManager;
-# - Chromium, for the web page's tests in a real browser.
+# - Chromium, for the web page's tests in a real browser;
+# - promtool (Debian's prometheus package), for the metrics and the example alert rules.
 set -euo pipefail
 packages=()
 command -v prlimit >/dev/null 2>&1 || packages+=(util-linux)
@@ -28,6 +29,8 @@ command -v python3 >/dev/null 2>&1 || packages+=(python3)
 python3 -c "import jsonschema" >/dev/null 2>&1 || packages+=(python3-jsonschema)
 # The History benchmark compares with the same SQL in the sqlite3 shell.
 command -v sqlite3 >/dev/null 2>&1 || packages+=(sqlite3)
+# promtool checks /metrics and the example alert rules (docs/alerts) and runs their tests.
+command -v promtool >/dev/null 2>&1 || packages+=(prometheus)
 # The web page's tests drive a real headless Chromium (tests/src/browser.rs).
 test -x /usr/bin/chromium || packages+=(chromium)
 for jar in postgresql:libpostgresql-jdbc-java h2:libh2-java hsqldb:libhsqldb-java \

@@ -109,6 +109,9 @@ pub struct Snapshot {
     /// Scheduled batches by name, each with the end of its newest finished run (seconds
     /// since 1970, UTC).
     pub last_success: Vec<(String, f64)>,
+    /// Scheduled batches with an unfinished run, each with the start of its oldest (seconds
+    /// since 1970, UTC).
+    pub running_since: Vec<(String, f64)>,
 }
 
 /// The buckets of batch durations, in seconds: from a minute's run to a day's.
@@ -173,6 +176,7 @@ struct Metrics {
     batch_runs: IntCounterVec,
     batch_seconds: HistogramVec,
     batch_last_success: prometheus::GaugeVec,
+    batch_running_since: prometheus::GaugeVec,
 }
 
 impl Metrics {
@@ -219,6 +223,14 @@ impl Metrics {
             &["batch"],
         )?;
         registry.register(Box::new(batch_last_success.clone()))?;
+        let batch_running_since = prometheus::GaugeVec::new(
+            Opts::new(
+                "weft_batch_running_since_timestamp_seconds",
+                "When the oldest unfinished (waiting or running) run of each scheduled batch started (seconds since 1970, UTC), from the repository; absent while none runs.",
+            ),
+            &["batch"],
+        )?;
+        registry.register(Box::new(batch_running_since.clone()))?;
         let start_lateness = Histogram::with_opts(
             HistogramOpts::new(
                 "weft_scheduler_lateness_seconds",
@@ -315,6 +327,7 @@ impl Metrics {
             )?,
             batch_seconds,
             batch_last_success,
+            batch_running_since,
             registry,
         })
     }
@@ -433,6 +446,10 @@ pub fn render(now: &Snapshot) -> String {
     for (batch, at) in &now.last_success {
         m.batch_last_success.with_label_values(&[batch]).set(*at);
     }
+    m.batch_running_since.reset();
+    for (batch, at) in &now.running_since {
+        m.batch_running_since.with_label_values(&[batch]).set(*at);
+    }
     m.running_here
         .set(i64::try_from(now.running_here).unwrap_or(i64::MAX));
     let mut out = Vec::new();
@@ -478,6 +495,7 @@ mod tests {
             hosts: 2,
             running_here: 1,
             last_success: vec![("nightly".to_owned(), 1_795_000_000.5)],
+            running_since: vec![("hourly".to_owned(), 1_795_003_600.0)],
         });
         assert_eq!(ended(&text), failed_before + 1.0, "{text}");
         assert_eq!(
@@ -486,6 +504,13 @@ mod tests {
                 r#"weft_batch_last_success_timestamp_seconds{batch="nightly"}"#
             ),
             Some(1_795_000_000.5)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"weft_batch_running_since_timestamp_seconds{batch="hourly"}"#
+            ),
+            Some(1_795_003_600.0)
         );
         assert!(sample(&text, r#"weft_rows_total{kind="written"}"#).unwrap_or(0.0) >= 5.0);
         assert!(sample(&text, r#"weft_deploys_total{result="rejected"}"#).is_some());

@@ -450,10 +450,21 @@ pub fn counts(conn: &dyn Session) -> Result<crate::model::StateCounts> {
         args![],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
+    // Unfinished instances are few (the state index finds them).
+    let running_since = conn.rows(
+        &format!(
+            "SELECT batch_name, MIN(started_at) FROM batch_instances
+              WHERE state IN ('waiting', 'running') AND batch_id IS NOT NULL
+              GROUP BY batch_name ORDER BY 2 LIMIT {LAST_SUCCESS_SHOWN}"
+        ),
+        args![],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     Ok(crate::model::StateCounts {
         instances,
         actions,
         last_success,
+        running_since,
     })
 }
 

@@ -327,6 +327,9 @@ pub struct StateCounts {
     /// finished run (as stored: UTC text), the most recent first, at most
     /// [`crate::instances::LAST_SUCCESS_SHOWN`].
     pub last_success: Vec<(String, String)>,
+    /// Scheduled batches with an unfinished run, each with the start of its oldest (UTC
+    /// text): what a "running too long" alert compares with the clock.
+    pub running_since: Vec<(String, String)>,
 }
 
 /// Which instances a list shows, newest first: `ListBatchInstances` and the web page's runs.

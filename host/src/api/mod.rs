@@ -132,6 +132,18 @@ async fn handle(
 /// `GET /metrics`: what this process counted and what the repository holds now, in
 /// Prometheus's text format. The same guard as the commands (a token beyond loopback, no
 /// cross-site page), no body.
+/// Each batch with its repository time (UTC text) as seconds since 1970.
+fn epoch_seconds(times: &[(String, String)]) -> Vec<(String, f64)> {
+    times
+        .iter()
+        .filter_map(|(batch, at)| {
+            chrono::NaiveDateTime::parse_from_str(at, "%Y-%m-%d %H:%M:%S%.f")
+                .ok()
+                .map(|t| (batch.clone(), t.and_utc().timestamp_millis() as f64 / 1e3))
+        })
+        .collect()
+}
+
 async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     let answer = async {
         guard::check_origin(&state.hosts, &headers)?;
@@ -151,15 +163,8 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
                 actions: counts.actions,
                 hosts: hosts.iter().filter(|h| h.silent_ms <= lease_ms).count() as i64,
                 running_here: exec.running(),
-                last_success: counts
-                    .last_success
-                    .iter()
-                    .filter_map(|(batch, ended)| {
-                        chrono::NaiveDateTime::parse_from_str(ended, "%Y-%m-%d %H:%M:%S%.f")
-                            .ok()
-                            .map(|t| (batch.clone(), t.and_utc().timestamp_millis() as f64 / 1e3))
-                    })
-                    .collect(),
+                last_success: epoch_seconds(&counts.last_success),
+                running_since: epoch_seconds(&counts.running_since),
             })
         })
         .await??;

@@ -68,6 +68,73 @@ fn assert_text_format(text: &str) {
     }
 }
 
+/// The server's log files, read again until `done` holds of them (for 10 s at most).
+fn server_log_with(w: &Weft, done: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut log = String::new();
+        for entry in std::fs::read_dir(w.home.path().join("logs")).expect("logs") {
+            log.push_str(
+                &std::fs::read_to_string(entry.expect("entry").path()).unwrap_or_default(),
+            );
+        }
+        if done(&log) || std::time::Instant::now() > deadline {
+            return log;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// `promtool` (Debian's prometheus package; tests/install-needs.sh installs it) with `args`,
+/// `stdin` written to it, in the repository's root.
+fn promtool(args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("promtool")
+        .args(args)
+        .current_dir(root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian: apt-get install prometheus; tests/install-needs.sh does)");
+    let mut input = child.stdin.take().expect("stdin");
+    input
+        .write_all(stdin.unwrap_or_default().as_bytes())
+        .expect("write to promtool");
+    drop(input);
+    child.wait_with_output().expect("promtool ran")
+}
+
+#[test]
+fn the_example_alert_rules_are_valid_pass_their_tests_and_name_only_series_weft_serves() {
+    let rules = "docs/alerts/weft.rules.yml";
+    let checked = promtool(&["check", "rules", rules], None);
+    assert!(checked.status.success(), "{checked:?}");
+    let tested = promtool(&["test", "rules", "docs/alerts/weft.rules.test.yml"], None);
+    assert!(tested.status.success(), "{tested:?}");
+    // Every weft series a rule names is one the server makes (its HELP text is in the
+    // metrics' source): a renamed metric breaks this test, not a team's alert in silence.
+    let text = std::fs::read_to_string(root().join(rules)).expect("rules");
+    let source =
+        std::fs::read_to_string(root().join("host/core/src/metrics.rs")).expect("metrics.rs");
+    let mut named = 0;
+    for (at, _) in text.match_indices("weft_") {
+        let name: String = text[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name == "weft_" || text[..at].ends_with("# ") {
+            continue;
+        }
+        named += 1;
+        assert!(
+            source.contains(&format!("\"{name}\"")),
+            "{rules} names {name}, which weft does not serve"
+        );
+    }
+    assert!(named >= 6, "{named} series named");
+}
+
 fn run_sheet(w: &Weft, sheet: i64) -> serde_json::Value {
     let (st, v) = command(
         w,
@@ -184,6 +251,34 @@ fn metrics_count_deploys_actions_rows_and_failures_in_prometheus_text() {
     is(
         r#"weft_action_duration_seconds_bucket{state="finished",le="+Inf"}"#,
         1.0,
+    );
+    // A failed action and a failed instance are in the server's log at WARN, with the
+    // batch, the instance, the action and the error (the log file is written behind, so
+    // read until there).
+    let failed_action = |log: &str| {
+        log.lines().any(|l| {
+            l.contains(" WARN ")
+                && l.contains("An action failed.")
+                && l.contains(r#"batch="m" "#)
+                && l.contains(r#"action="a2" "#)
+                && l.contains("no such table: nowhere")
+        })
+    };
+    let failed_instance = |log: &str| {
+        log.lines().any(|l| {
+            l.contains(" WARN ")
+                && l.contains("Batch instance ended without finishing.")
+                && l.contains(r#"batch="m" "#)
+                && l.contains("state=failed")
+        })
+    };
+    let log = server_log_with(&w, |log| failed_action(log) && failed_instance(log));
+    assert!(failed_action(&log) && failed_instance(&log), "{log}");
+    // Prometheus itself reads the answer as valid.
+    let checked = promtool(&["check", "metrics"], Some(&text));
+    assert!(
+        checked.status.success(),
+        "promtool check metrics: {checked:?}\n{text}"
     );
     assert!(
         !text.contains("secret") && !text.contains("no-such-folder"),

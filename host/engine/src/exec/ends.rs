@@ -27,7 +27,11 @@ impl Executor {
             Ok(o) => (*o, false),
             // What a failed process module said it handled before it failed.
             Err(Stopped::Failed { message, partial }) => {
-                tracing::warn!(message = "An action failed.", batch_instance_id = c.instance, action_id = c.action, attempt = c.attempt, error = %message);
+                // Its batch, read for the log alone: failures are few.
+                let info = self.repo.instance_info(c.instance).ok().flatten();
+                let batch = info.as_ref().map_or("", |i| i.batch_name.as_str());
+                let action = c.plan.as_ref().map_or("", |p| p.name.as_str());
+                tracing::warn!(message = "An action failed.", batch = batch, batch_instance_id = c.instance, action_id = c.action, action = action, attempt = c.attempt, error = %message);
                 (*partial, false)
             }
             Err(e @ Stopped::Halted { partial, .. }) => {
