@@ -27,6 +27,10 @@ command -v openssl >/dev/null 2>&1 || packages+=(openssl)
 command -v python3 >/dev/null 2>&1 || packages+=(python3)
 # docs/dsr.schema.json is checked with a real JSON Schema validator (Python's jsonschema).
 python3 -c "import jsonschema" >/dev/null 2>&1 || packages+=(python3-jsonschema)
+# The notification tests mail a real SMTP server (aiosmtpd, for Debian's Python).
+if command -v dpkg >/dev/null 2>&1; then
+  dpkg -s python3-aiosmtpd >/dev/null 2>&1 || packages+=(python3-aiosmtpd)
+fi
 # The History benchmark compares with the same SQL in the sqlite3 shell.
 command -v sqlite3 >/dev/null 2>&1 || packages+=(sqlite3)
 # promtool checks /metrics and the example alert rules (docs/alerts) and runs their tests.

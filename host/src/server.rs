@@ -461,6 +461,23 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         )
     };
     spawn_retention(&repo, &settings).map_err(Error::Serve)?;
+    weft_notify::sender::spawn(
+        weft_notify::sender::Sender {
+            repo: Arc::clone(&repo),
+            keys: Arc::clone(&keys),
+            host: executor.host().to_owned(),
+            page_url: Some(
+                settings
+                    .page_url
+                    .clone()
+                    .unwrap_or_else(|| url.trim_end_matches("weft/service").to_owned()),
+            ),
+            retry: std::time::Duration::from_secs(settings.notify_retry_seconds),
+            give_up: std::time::Duration::from_secs(settings.notify_give_up_minutes * 60),
+        },
+        Arc::new(ChangesBell(Arc::downgrade(&executor))),
+    )
+    .map_err(Error::Serve)?;
     let stopping = Arc::clone(&executor);
     let state = Arc::new(
         AppState::new(
@@ -588,6 +605,28 @@ async fn shutdown() {
 /// of at most `retention::ROUND` rows of a kind): what is left waits for the next tick.
 const PRUNE_ROUNDS_A_TICK: usize = 20;
 
+/// What wakes the notification sender: this host's changes to instances; it stops with the
+/// executor.
+struct ChangesBell(std::sync::Weak<weft_engine::exec::batch::Executor>);
+
+impl weft_notify::sender::Bell for ChangesBell {
+    fn count(&self) -> u64 {
+        self.0.upgrade().map_or(0, |e| e.changes().count())
+    }
+
+    fn wait_past(&self, seen: u64, patience: std::time::Duration) {
+        if let Some(e) = self.0.upgrade() {
+            let changes = e.changes_handle();
+            drop(e);
+            changes.wait_past(seen, patience);
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.0.upgrade().is_none_or(|e| e.stopped())
+    }
+}
+
 /// The thread that prunes what the `keep_*` settings let go, every `prune_interval_seconds`,
 /// while the repository is open.
 fn spawn_retention(repo: &Arc<Repository>, settings: &Settings) -> std::io::Result<()> {
@@ -615,7 +654,8 @@ fn spawn_retention(repo: &Arc<Repository>, settings: &Settings) -> std::io::Resu
                             instances = p.instances,
                             plans = p.plans,
                             logs = p.logs,
-                            deploy_history = p.history
+                            deploy_history = p.history,
+                            notifications = p.notifications
                         ),
                         Ok(_) => break,
                         Err(e) => {

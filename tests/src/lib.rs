@@ -9,4 +9,5 @@ pub mod browser;
 pub mod documents;
 pub mod outside;
 pub mod postgres;
+pub mod receivers;
 pub mod server;

@@ -369,8 +369,8 @@ impl Postgres {
 
 /// A certificate authority (`ca.pem`) and a server certificate for `localhost` and
 /// `127.0.0.1` signed by it (`server.crt`, `server.key`, the key readable by the server's
-/// user only, as PostgreSQL requires), in `dir`.
-fn certificates(dir: &Path, user: Option<(u32, u32)>) -> Result<(), String> {
+/// user only, as PostgreSQL requires), in `dir`. The SMTP test server uses them too.
+pub fn certificates(dir: &Path, user: Option<(u32, u32)>) -> Result<(), String> {
     let openssl = |args: &[&str]| -> Result<(), String> {
         let out = Command::new("openssl")
             .args(args)

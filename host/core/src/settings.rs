@@ -107,6 +107,15 @@ pub struct Settings {
     /// Seconds between two rounds of pruning what the `keep_*` settings let go (each round
     /// removes at most a bounded number of rows of each kind).
     pub prune_interval_seconds: u64,
+    /// Minutes a notification is tried again (with back-off) after its event before it is
+    /// given up, its last error kept.
+    pub notify_give_up_minutes: u64,
+    /// Seconds before a notification whose send failed is tried the first time again; each
+    /// further try waits twice as long, at most 15 minutes (or this, when longer).
+    pub notify_retry_seconds: u64,
+    /// The web page's address as the people notified reach it (`https://weft.example.com/`),
+    /// for the link to a run; default: this server's own address.
+    pub page_url: Option<String>,
 }
 
 /// The default of `max_connections`.
@@ -137,6 +146,9 @@ impl Default for Settings {
             keep_logs_days: 30,
             keep_deploys_days: 0,
             prune_interval_seconds: 300,
+            notify_give_up_minutes: 1440,
+            notify_retry_seconds: 30,
+            page_url: None,
         }
     }
 }
@@ -225,6 +237,11 @@ impl Settings {
         number("WEFT_KEEP_LOGS_DAYS", &mut s.keep_logs_days)?;
         number("WEFT_KEEP_DEPLOYS_DAYS", &mut s.keep_deploys_days)?;
         number("WEFT_PRUNE_INTERVAL_SECONDS", &mut s.prune_interval_seconds)?;
+        number("WEFT_NOTIFY_GIVE_UP_MINUTES", &mut s.notify_give_up_minutes)?;
+        number("WEFT_NOTIFY_RETRY_SECONDS", &mut s.notify_retry_seconds)?;
+        if let Some(v) = var("WEFT_PAGE_URL") {
+            s.page_url = Some(v);
+        }
         if let Some(v) = var("WEFT_SHELL_MODULES") {
             s.shell_modules = match v.to_ascii_lowercase().as_str() {
                 "true" | "1" | "yes" => true,
@@ -249,6 +266,8 @@ impl Settings {
             ("host_lease_seconds", s.host_lease_seconds, 3_600),
             ("host_poll_ms", s.host_poll_ms, 60_000),
             ("prune_interval_seconds", s.prune_interval_seconds, 86_400),
+            ("notify_give_up_minutes", s.notify_give_up_minutes, 10_080),
+            ("notify_retry_seconds", s.notify_retry_seconds, 3_600),
         ] {
             if !(1..=most).contains(&value) {
                 return Err(Error::Parse {

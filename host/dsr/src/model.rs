@@ -61,6 +61,9 @@ pub struct Document {
     pub sheets: Vec<Sheet>,
     /// Scheduled batches to create or update.
     pub batches: Vec<Batch>,
+    /// The notification channels and the rules for every batch; when present, they
+    /// replace the stored ones as a whole.
+    pub notifications: Option<Notifications>,
     /// False when an object could not be read (a required field missing or mistyped) and is
     /// absent from the model, so that graph rules would judge an incomplete sheet.
     pub complete: bool,
@@ -110,8 +113,97 @@ pub struct Batch {
     /// goes.
     #[serde(rename = "manualRuns", skip_serializing_if = "Option::is_none")]
     pub manual_runs: Option<At<String>>,
+    /// Who is told of this batch's runs, beside the rules for every batch.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notifications: Vec<NotificationRule>,
     /// Free text.
     pub documentation: Option<String>,
+    /// The whole object.
+    #[serde(skip)]
+    pub span: Span,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The repository's notification setup (one object; a deploy that has it replaces it):
+/// the channels notifications go through and the rules that apply to every batch.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Notifications {
+    /// Where notifications go, by name.
+    pub channels: Vec<Channel>,
+    /// Rules for the runs of every batch (scheduled or not).
+    pub rules: Vec<NotificationRule>,
+    /// The whole object.
+    #[serde(skip)]
+    pub span: Span,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A way to tell people: `email` (through an SMTP server named in the key file) or
+/// `webhook` (an HTTP POST, signed with a secret from the key file).
+#[derive(Debug, Clone, Serialize)]
+pub struct Channel {
+    /// The name rules send to.
+    pub name: At<String>,
+    /// `email` or `webhook`.
+    #[serde(rename = "type")]
+    pub kind: At<String>,
+    /// E-mail: the key-file entry of the SMTP server (`smtp://` or `smtps://` URL, user,
+    /// password).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<At<String>>,
+    /// E-mail: the sender address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<At<String>>,
+    /// E-mail: the recipients.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub to: Vec<At<String>>,
+    /// Webhook: where to POST.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<At<String>>,
+    /// Webhook: the key-file entry whose password signs the body (HMAC-SHA256).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<At<String>>,
+    /// Webhook: how long a POST may take (default 10 s).
+    #[serde(rename = "timeoutSeconds", skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<At<i64>>,
+    /// E-mail: the subject's template.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<At<String>>,
+    /// The body's template (e-mail text; a webhook's body, JSON by default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<At<String>>,
+    /// The whole object.
+    #[serde(skip)]
+    pub span: Span,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Which events of a batch's runs go to which channels.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotificationRule {
+    /// The events: `started`, `finished`, `failed`, `halted`, `interrupted`, `missed`,
+    /// `late`, `actionFailed`.
+    pub on: Vec<At<String>>,
+    /// The channels, by name.
+    pub to: Vec<At<String>>,
+    /// `late`: a run of the day not finished by this time (`HH:MM`, service time zone).
+    #[serde(rename = "lateAt", skip_serializing_if = "Option::is_none")]
+    pub late_at: Option<At<String>>,
+    /// `late`: a run still going this many minutes after its start.
+    #[serde(rename = "longerThanMinutes", skip_serializing_if = "Option::is_none")]
+    pub longer_than_minutes: Option<At<i64>>,
+    /// The subject's template, instead of the channel's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<At<String>>,
+    /// The body's template, instead of the channel's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<At<String>>,
     /// The whole object.
     #[serde(skip)]
     pub span: Span,

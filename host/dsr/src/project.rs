@@ -223,6 +223,24 @@ pub fn read(files: &[(String, String)]) -> (Option<Document>, Problems, Project)
         doc.connections.extend(one.connections);
         doc.sheets.extend(one.sheets);
         doc.batches.extend(one.batches);
+        if let Some(n) = one.notifications {
+            match &doc.notifications {
+                Some(first) => problems.error(
+                    "dsr.duplicate",
+                    format!(
+                        "the notifications are set up twice in the project: once in {}, again here; keep one",
+                        project
+                            .files
+                            .iter()
+                            .find(|f| first.span.start >= f.start && first.span.start <= f.end)
+                            .map_or("another file", |f| f.name.as_str())
+                    ),
+                    n.span,
+                    &crate::Path::root().key("transformationData").key("notifications"),
+                ),
+                None => doc.notifications = Some(n),
+            }
+        }
         doc.complete &= one.complete;
     }
     (Some(doc), problems, project)

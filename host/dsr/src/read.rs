@@ -77,6 +77,10 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
                 });
                 doc.complete &= complete;
             }
+            if let Some(v) = td_obj.get("notifications") {
+                doc.notifications = notifications(v, &td_path.key("notifications"), text, problems);
+                doc.complete &= doc.notifications.is_some();
+            }
             // Unknown fields here and at the top are warned about; nothing stores them.
             let _ = td_obj.finish(problems);
         }
@@ -231,6 +235,12 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
     let after_timeout_minutes = o.int("afterTimeoutMinutes", false, text, problems);
     let after_timeout = o.string("afterTimeout", false, text, problems);
     let manual_runs = o.string("manualRuns", false, text, problems);
+    let mut notifications = Vec::new();
+    if let Some(list) = o.array("notifications", problems) {
+        notifications = each(list, &path.key("notifications"), &mut ok, |v, p| {
+            rule(v, p, text, problems)
+        });
+    }
     let documentation = o.nullable_string("documentation", text, problems);
     let extra = o.finish(problems);
     if !ok {
@@ -241,6 +251,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
         after_timeout_minutes,
         after_timeout,
         manual_runs,
+        notifications,
         id: id?,
         name: name?,
         schedule: schedule?,
@@ -251,6 +262,117 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
         spring_gap,
         autumn_overlap,
         documentation,
+        span: v.span,
+        extra,
+    })
+}
+
+fn notifications(
+    v: &Spanned,
+    path: &Path,
+    text: &str,
+    problems: &mut Problems,
+) -> Option<Notifications> {
+    let mut o = Fields::of(v, path, "the notifications", Dialect::Document, problems)?;
+    let mut ok = true;
+    let mut channels = Vec::new();
+    if let Some(list) = o.array("channels", problems) {
+        channels = each(list, &path.key("channels"), &mut ok, |v, p| {
+            channel(v, p, text, problems)
+        });
+    }
+    let mut rules = Vec::new();
+    if let Some(list) = o.array("rules", problems) {
+        rules = each(list, &path.key("rules"), &mut ok, |v, p| {
+            rule(v, p, text, problems)
+        });
+    }
+    let extra = o.finish(problems);
+    ok.then_some(Notifications {
+        channels,
+        rules,
+        span: v.span,
+        extra,
+    })
+}
+
+/// The strings of array `key` (absent: none); an entry that is no string is a problem.
+fn strings(
+    o: &mut Fields<'_>,
+    key: &'static str,
+    required: bool,
+    path: &Path,
+    problems: &mut Problems,
+) -> Option<Vec<At<String>>> {
+    let Some(list) = o.array(key, problems) else {
+        if required && !o.has(key) {
+            o.missing(key, problems);
+        }
+        return (!o.has(key) && !required).then(Vec::new);
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for (i, e) in list.iter().enumerate() {
+        match &e.value {
+            Value::String(s) => out.push(At::new(s.clone(), e.span)),
+            _ => {
+                problems.error(
+                    "dsr.wrong_type",
+                    format!("an entry of `{key}` is a string"),
+                    e.span,
+                    &path.key(key).index(i),
+                );
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+fn channel(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Channel> {
+    let mut o = Fields::of(v, path, "a channel", Dialect::Document, problems)?;
+    let name = o.string("name", true, text, problems);
+    let kind = o.string("type", true, text, problems);
+    let server = o.string("server", false, text, problems);
+    let from = o.string("from", false, text, problems);
+    let to = strings(&mut o, "to", false, path, problems);
+    let url = o.string("url", false, text, problems);
+    let secret = o.string("secret", false, text, problems);
+    let timeout_seconds = o.int("timeoutSeconds", false, text, problems);
+    let subject = o.string("subject", false, text, problems);
+    let body = o.string("body", false, text, problems);
+    let extra = o.finish(problems);
+    Some(Channel {
+        name: name?,
+        kind: kind?,
+        server,
+        from,
+        to: to?,
+        url,
+        secret,
+        timeout_seconds,
+        subject,
+        body,
+        span: v.span,
+        extra,
+    })
+}
+
+fn rule(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<NotificationRule> {
+    let mut o = Fields::of(v, path, "a notification rule", Dialect::Document, problems)?;
+    let on = strings(&mut o, "on", true, path, problems);
+    let to = strings(&mut o, "to", true, path, problems);
+    let late_at = o.string("lateAt", false, text, problems);
+    let longer_than_minutes = o.int("longerThanMinutes", false, text, problems);
+    let subject = o.string("subject", false, text, problems);
+    let body = o.string("body", false, text, problems);
+    let extra = o.finish(problems);
+    Some(NotificationRule {
+        on: on?,
+        to: to?,
+        late_at,
+        longer_than_minutes,
+        subject,
+        body,
         span: v.span,
         extra,
     })

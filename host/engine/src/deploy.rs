@@ -392,10 +392,11 @@ fn deploy_read(
         && doc.connections.is_empty()
         && doc.sheets.is_empty()
         && doc.batches.is_empty()
+        && doc.notifications.is_none()
     {
         problems.warning(
             "dsr.empty",
-            "the document holds no folder, connection, sheet or batch; nothing was deployed",
+            "the document holds no folder, connection, sheet, batch or notifications; nothing was deployed",
             dsr::Span::default(),
             &Path::root().key("transformationData"),
         );
@@ -468,6 +469,9 @@ fn deploy_read(
         }
         for s in &doc.sheets {
             changes.extend(w.sheet(s)?);
+        }
+        if let Some(n) = &doc.notifications {
+            changes.push(w.notifications(n)?);
         }
         if !doc.batches.is_empty() {
             let time = weft_core::sched::clock::current();

@@ -96,6 +96,8 @@ pub enum ObjectKind {
     Edge,
     /// A batch.
     Batch,
+    /// The notification setup (channels and the rules for every batch; one object).
+    Notifications,
 }
 
 impl ObjectKind {
@@ -108,6 +110,7 @@ impl ObjectKind {
             ObjectKind::Node => "node",
             ObjectKind::Edge => "edge",
             ObjectKind::Batch => "batch",
+            ObjectKind::Notifications => "notifications",
         }
     }
 }

@@ -70,7 +70,7 @@ pub fn find(tx: &dyn Session, kind: ObjectKind, key: &Lookup) -> Result<Vec<Name
             args![name],
             named,
         ),
-        (ObjectKind::Node | ObjectKind::Edge, _) => Ok(Vec::new()),
+        (ObjectKind::Node | ObjectKind::Edge | ObjectKind::Notifications, _) => Ok(Vec::new()),
     }
 }
 
@@ -169,6 +169,7 @@ pub fn removal(kind: ObjectKind, id: i64) -> Vec<Statement<'static>> {
         ObjectKind::Folder => vec![("DELETE FROM folders WHERE id = ?1", p())],
         ObjectKind::Connection => vec![("DELETE FROM connections WHERE id = ?1", p())],
         ObjectKind::Batch => vec![("DELETE FROM batches WHERE id = ?1", p())],
-        ObjectKind::Node | ObjectKind::Edge => Vec::new(),
+        // The setup is replaced by a deploy, never deleted alone.
+        ObjectKind::Node | ObjectKind::Edge | ObjectKind::Notifications => Vec::new(),
     }
 }

@@ -125,10 +125,20 @@ pub fn exported(tx: &dyn Session, below: Option<&str>) -> Result<Exported> {
             },
         )?
     };
+    // The setup belongs to the whole repository, not to a folder.
+    let notifications = if below.is_none() {
+        tx.value(
+            "SELECT definition FROM notification_setup WHERE id = ?1",
+            args![crate::notifications::SETUP_ID],
+        )?
+    } else {
+        None
+    };
     Ok(Exported {
         folders,
         connections,
         sheets,
         batches,
+        notifications,
     })
 }

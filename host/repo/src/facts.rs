@@ -78,6 +78,24 @@ pub trait Facts {
     ///
     /// A repository error.
     fn batch_exists(&self, id: i64) -> super::error::Result<bool>;
+    /// The channels of the stored notification setup (`None`: no setup deployed), and the
+    /// channels each stored batch's own rules name (batch id, name, channel).
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn notification_refs(&self) -> super::error::Result<NotificationRefs> {
+        Ok(NotificationRefs::default())
+    }
+}
+
+/// What a deploy of notification rules is judged against: [`Facts::notification_refs`].
+#[derive(Debug, Default)]
+pub struct NotificationRefs {
+    /// The stored setup's channel names; `None` when none was deployed.
+    pub channels: Option<Vec<String>>,
+    /// Each stored batch's rules' channels: batch id, batch name, channel.
+    pub used: Vec<(i64, String, String)>,
 }
 
 /// The sheets that own nodes and edges, as [`Facts::owners`] answers.

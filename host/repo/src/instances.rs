@@ -625,13 +625,23 @@ fn halt_waiting(conn: &dyn Session, instance: i64, now: &str) -> Result<()> {
 
 /// Ends an instance: `finished` when every action finished, else `otherwise`.
 fn end_as(conn: &dyn Session, instance: i64, now: &str, otherwise: &str) -> Result<()> {
-    conn.execute(
+    let state: Option<String> = conn.value(
         "UPDATE batch_instances SET ended_at = ?2, state = CASE WHEN EXISTS
              (SELECT 1 FROM instance_actions WHERE instance_id = ?1
                  AND state IN ('D', 'W', 'R', 'E', 'S', 'H'))
-             THEN ?3 ELSE 'finished' END WHERE id = ?1",
+             THEN ?3 ELSE 'finished' END WHERE id = ?1 RETURNING state",
         args![instance, now, otherwise],
     )?;
+    if let Some(state) = state {
+        crate::notifications::record(
+            conn,
+            &crate::notifications::Event::Ended {
+                instance,
+                state: instance_state(&state)?,
+            },
+            now,
+        )?;
+    }
     Ok(())
 }
 

@@ -117,6 +117,7 @@ mod facts;
 mod flow;
 pub mod instances;
 pub mod model;
+pub mod notifications;
 pub mod place;
 mod plans_cache;
 pub mod postgres;
@@ -132,7 +133,7 @@ pub mod work;
 pub(crate) mod writer;
 
 pub use error::{Error, Fault, Result, now_utc};
-pub use facts::Facts;
+pub use facts::{Facts, NotificationRefs};
 pub use model::{Change, ChangeKind, IdTable, ObjectKind};
 pub use place::Place;
 pub use repository::Repository;

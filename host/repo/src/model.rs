@@ -302,6 +302,8 @@ pub struct Exported {
     pub sheets: Vec<(String, ExportedObject)>,
     /// Batches, by id.
     pub batches: Vec<ExportedObject>,
+    /// The notification setup's definition (JSON), in a whole export.
+    pub notifications: Option<String>,
 }
 
 /// The tables whose ids an `intoFolder` copy allocates afresh.
@@ -409,4 +411,50 @@ pub struct BatchScope {
     pub enabled: bool,
     /// What it runs.
     pub elements: Vec<Element>,
+}
+
+/// A notification as `ListNotifications` answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notification {
+    /// Its id (the `Weft-Notification-Id` a webhook receives).
+    pub id: i64,
+    /// The event word.
+    pub event: String,
+    /// The batch of the event.
+    pub batch: String,
+    /// The instance, for the events of one.
+    pub instance: Option<i64>,
+    /// The action, for `actionFailed`.
+    pub action: Option<i64>,
+    /// The channel's name.
+    pub channel: String,
+    /// `pending`, `sent` or `given_up`.
+    pub state: String,
+    /// Sends tried.
+    pub attempts: i64,
+    /// When the event recorded it (UTC).
+    pub created_at: String,
+    /// When it is (or was last) due.
+    pub next_at: String,
+    /// When it was sent.
+    pub sent_at: Option<String>,
+    /// Why the last send failed.
+    pub last_error: Option<String>,
+    /// The host sending it now.
+    pub claimed_by: Option<String>,
+}
+
+/// Which notifications to list.
+#[derive(Debug, Clone, Default)]
+pub struct NotificationFilter {
+    /// Only those in this state.
+    pub state: Option<String>,
+    /// Only those of this instance.
+    pub instance: Option<i64>,
+    /// Only those of this batch.
+    pub batch: Option<String>,
+    /// Only those with an id below (the next page).
+    pub before: Option<i64>,
+    /// How many at most.
+    pub limit: i64,
 }

@@ -301,7 +301,123 @@ impl Repository {
         if let Some(before) = &keep.deploys_before {
             pruned.history = self.tx(|c| retention::history(c, before))?;
         }
+        if let Some(before) = &keep.runs_before {
+            pruned.notifications = self.tx(|c| retention::notifications(c, before))?;
+        }
         Ok(pruned)
+    }
+
+    /// Claims up to `limit` due notifications for `host` until `until` (one transaction;
+    /// on PostgreSQL, rows another host is claiming are skipped).
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn claim_notifications(
+        &self,
+        host: &str,
+        now: &str,
+        until: &str,
+        limit: i64,
+    ) -> Result<Vec<super::notifications::Outgoing>> {
+        self.tx(|c| super::notifications::claim(c, host, now, until, limit))
+    }
+
+    /// Marks notification `id` sent; false when `host` no longer held it.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn notification_sent(&self, id: i64, host: &str, now: &str) -> Result<bool> {
+        self.tx(|c| super::notifications::sent(c, id, host, now))
+    }
+
+    /// Records a failed send of notification `id`: due again at `next`, or given up.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn notification_failed(
+        &self,
+        id: i64,
+        host: &str,
+        error: &str,
+        next: Option<&str>,
+    ) -> Result<bool> {
+        self.tx(|c| super::notifications::failed(c, id, host, error, next))
+    }
+
+    /// When the next pending notification is due.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn notifications_next_due(&self) -> Result<Option<String>> {
+        self.with(super::notifications::next_due)
+    }
+
+    /// The notifications `filter` asks for, newest first.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn list_notifications(
+        &self,
+        filter: &crate::model::NotificationFilter,
+    ) -> Result<Vec<crate::model::Notification>> {
+        self.with(|c| super::notifications::list(c, filter))
+    }
+
+    /// Every rule `on` late with what it watches.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn late_watches(&self) -> Result<Vec<super::notifications::LateWatch>> {
+        self.with(super::notifications::late_watches)
+    }
+
+    /// Whether a run of batch `batch_id` planned from `from` to `to` (wall-clock text)
+    /// finished.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn finished_planned(&self, batch_id: i64, from: &str, to: &str) -> Result<bool> {
+        self.with(|c| super::notifications::finished_planned(c, batch_id, from, to))
+    }
+
+    /// The unfinished runs (of batch `batch_id`, or any) started before `before` (UTC).
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn running_since(&self, batch_id: Option<i64>, before: &str) -> Result<Vec<(i64, String)>> {
+        self.with(|c| super::notifications::running_since(c, batch_id, before))
+    }
+
+    /// Records a lateness by `rule` once (one transaction); how many notifications were new.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn record_late(
+        &self,
+        event: &super::notifications::Event<'_>,
+        batch: &str,
+        rule: &super::notifications::RuleDef,
+        now: &str,
+    ) -> Result<usize> {
+        self.tx(|c| super::notifications::record_late(c, event, batch, rule, now))
+    }
+
+    /// What a notification of instance `id` tells of it (its first `max` failed actions).
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn run_facts(&self, id: i64, max: i64) -> Result<Option<super::notifications::RunFacts>> {
+        self.with(|c| super::notifications::run_facts(c, id, max))
     }
 
     /// Runs `f` on a read-only view of the deployed state (the [`super::Facts`] a deploy
@@ -432,6 +548,11 @@ impl InstanceStore for Repository {
                 }
                 schedules::record_start(c, id, s.batch_id, &s.from, s.late_seconds)?;
             }
+            crate::notifications::record(
+                c,
+                &crate::notifications::Event::Started { instance: id },
+                &crate::error::now_utc(),
+            )?;
             Ok(Created::Stored(id))
         })
     }

@@ -42,6 +42,8 @@ pub struct Pruned {
     pub logs: usize,
     /// Lines of the deploy history.
     pub history: usize,
+    /// Notifications sent or given up.
+    pub notifications: usize,
 }
 
 impl Retention {
@@ -69,7 +71,7 @@ impl Retention {
 impl Pruned {
     /// Whether the round removed anything (another may find more).
     pub fn any(&self) -> bool {
-        self.instances + self.plans + self.logs + self.history > 0
+        self.instances + self.plans + self.logs + self.history + self.notifications > 0
     }
 }
 
@@ -139,4 +141,21 @@ pub fn history(tx: &dyn Session, before: &str) -> Result<usize> {
         args![before],
     )?;
     Ok(lines)
+}
+
+/// Deletes (at most [`ROUND`]) notifications sent or given up before `before`, as the runs
+/// they told of go; pending ones stay.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn notifications(tx: &dyn Session, before: &str) -> Result<usize> {
+    tx.execute(
+        &format!(
+            "DELETE FROM notifications WHERE id IN (
+                 SELECT id FROM notifications WHERE state <> 'pending' AND created_at < ?1
+                  ORDER BY id LIMIT {ROUND})"
+        ),
+        args![before],
+    )
 }

@@ -188,6 +188,16 @@ pub fn advance(
             "DELETE FROM missed_starts WHERE batch_id = ?1 AND id <= (SELECT id FROM missed_starts WHERE batch_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
             args![batch_id, MISSED_KEPT],
         )?;
+        let reason = m.reason.to_string();
+        crate::notifications::record(
+            conn,
+            &crate::notifications::Event::Missed {
+                batch_id,
+                planned: &m.planned,
+                reason: &reason,
+            },
+            &crate::error::now_utc(),
+        )?;
     }
     Ok(true)
 }

@@ -448,6 +448,39 @@ CREATE INDEX batch_instances_planned ON batch_instances(batch_id, planned_start)
         postgres: None,
         then: None,
     },
+    Migration {
+        summary: "notifications: the deployed setup (channels and the rules for every batch, one row of JSON), each batch's own rules, and the outbox the events of a run write into in their own transaction, sent by one host at a time (its claim), tried again until sent or given up",
+        sql: "
+CREATE TABLE notification_setup (
+    id         INTEGER PRIMARY KEY,
+    definition TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+ALTER TABLE batches ADD COLUMN notifications TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE notifications (
+    id            INTEGER PRIMARY KEY,
+    event_key     TEXT NOT NULL UNIQUE,
+    event         TEXT NOT NULL,
+    batch_name    TEXT NOT NULL,
+    instance_id   INTEGER,
+    action_id     INTEGER,
+    channel       TEXT NOT NULL,
+    message       TEXT NOT NULL,
+    state         TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    next_at       TEXT NOT NULL,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    claimed_by    TEXT,
+    claimed_until TEXT,
+    sent_at       TEXT,
+    last_error    TEXT
+);
+CREATE INDEX notifications_due ON notifications(next_at) WHERE state = 'pending';
+CREATE INDEX notifications_instance ON notifications(instance_id) WHERE instance_id IS NOT NULL;
+",
+        postgres: None,
+        then: None,
+    },
 ];
 
 /// The channel PostgreSQL notifies at the commit of a change to instances or their actions

@@ -42,6 +42,8 @@ pub trait DeployWriter: Facts {
     /// start after now, which the caller computed) when the batch is new, its schedule
     /// changed, or it has none; else the stored one stays (a sheet may have moved it).
     fn batch(&self, b: &Batch, schedule: &Schedule, first: Option<Planned>) -> Result<Change>;
+    /// Replaces the notification setup (channels and the rules for every batch).
+    fn notifications(&self, n: &weft_dsr::model::Notifications) -> Result<Change>;
     /// The number this deploy got with its first change (in `deploys`); `None` while it
     /// changed nothing.
     fn deploy_id(&self) -> Option<i64>;

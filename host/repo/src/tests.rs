@@ -253,6 +253,20 @@ fn make_fixture_v16() {
         .expect("checkpoint");
 }
 
+/// Writes `tests/fixtures/repository-v17.db`: the version 16 fixture upgraded to 17 (batch
+/// dependencies, priorities). Run by hand (`--ignored`) when version 18 is added.
+#[test]
+#[ignore = "writes a fixture; run by hand when a migration is added"]
+fn make_fixture_v17() {
+    let path = fixtures().join("repository-v17.db");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(fixtures().join("repository-v16.db"), &path).expect("copy v16");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_version(&mut conn, 17).expect("v17");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
 /// Version 14 on a repository upgraded from version `v`: each sheet's plans stored before
 /// are its version 0, each instance's copies of its actions' plans are its own version of
 /// each sheet it ran (minus its id), and the copies' columns are gone.

@@ -427,6 +427,17 @@ pub fn end(
     if changed == 0 {
         return Ok(Ended::NOT_RECORDED);
     }
+    if let (ActionState::Error, Some(error)) = (state, end.error) {
+        crate::notifications::record(
+            conn,
+            &crate::notifications::Event::ActionFailed {
+                instance,
+                action,
+                error,
+            },
+            &now,
+        )?;
+    }
     follow(conn, instance, action, state, &now)
 }
 
@@ -554,10 +565,17 @@ fn end_if_done(conn: &dyn Session, instance: i64, now: &str) -> Result<Option<In
     } else {
         InstanceState::Finished
     };
-    conn.execute(
+    let ended = conn.execute(
         "UPDATE batch_instances SET state = ?2, ended_at = ?3 WHERE id = ?1 AND state IN ('running', 'waiting')",
         args![instance, state.word(), now],
     )?;
+    if ended == 1 {
+        crate::notifications::record(
+            conn,
+            &crate::notifications::Event::Ended { instance, state },
+            now,
+        )?;
+    }
     Ok(Some(state))
 }
 

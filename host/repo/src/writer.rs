@@ -283,6 +283,8 @@ impl<'t> Writer<'t> {
         let after_minutes = b.after_timeout_minutes.as_ref().map_or(120, |m| m.v);
         let after_timeout = b.after_timeout.as_ref().map_or("skip", |t| t.v.as_str());
         let manual_runs = b.manual_runs.as_ref().map_or("allow", |t| t.v.as_str());
+        let notifications =
+            serde_json::to_string(&b.notifications).map_err(|e| Error::Corrupt(e.to_string()))?;
         type Row = (
             String,
             String,
@@ -295,9 +297,9 @@ impl<'t> Writer<'t> {
             Option<String>,
             String,
             i64,
-            (String, String),
+            (String, String, String),
         );
-        let sql = "SELECT name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, after_batches, after_timeout_minutes, after_timeout, manual_runs FROM batches WHERE id = ?1";
+        let sql = "SELECT name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, after_batches, after_timeout_minutes, after_timeout, manual_runs, notifications FROM batches WHERE id = ?1";
         let old: Option<Row> = self.tx.row(sql, args![b.id.v], |r| {
             Ok((
                 r.get(0)?,
@@ -311,7 +313,7 @@ impl<'t> Writer<'t> {
                 r.get(8)?,
                 r.get(9)?,
                 r.get(10)?,
-                (r.get(11)?, r.get(12)?),
+                (r.get(11)?, r.get(12)?, r.get(13)?),
             ))
         })?;
         let new: Row = (
@@ -326,7 +328,11 @@ impl<'t> Writer<'t> {
             b.documentation.clone(),
             after,
             after_minutes,
-            (after_timeout.to_owned(), manual_runs.to_owned()),
+            (
+                after_timeout.to_owned(),
+                manual_runs.to_owned(),
+                notifications,
+            ),
         );
         let planned: Option<String> = self.one(
             "SELECT start_dt FROM service_batch_next_run WHERE batch_id = ?1",
@@ -336,8 +342,8 @@ impl<'t> Writer<'t> {
             Some(o) if *o == new => (ChangeKind::Unchanged, false),
             Some(o) => {
                 self.exec(
-                    "UPDATE batches SET name = ?2, schedule = ?3, spring_gap = ?4, autumn_overlap = ?5, if_running = ?6, enabled = ?7, elements = ?8, variables = ?9, documentation = ?10, updated_at = ?11, after_batches = ?12, after_timeout_minutes = ?13, after_timeout = ?14, manual_runs = ?15 WHERE id = ?1",
-                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11.0, new.11.1],
+                    "UPDATE batches SET name = ?2, schedule = ?3, spring_gap = ?4, autumn_overlap = ?5, if_running = ?6, enabled = ?7, elements = ?8, variables = ?9, documentation = ?10, updated_at = ?11, after_batches = ?12, after_timeout_minutes = ?13, after_timeout = ?14, manual_runs = ?15, notifications = ?16 WHERE id = ?1",
+                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11.0, new.11.1, new.11.2],
                 )?;
                 (
                     ChangeKind::Updated,
@@ -346,8 +352,8 @@ impl<'t> Writer<'t> {
             }
             None => {
                 self.exec(
-                    "INSERT INTO batches (id, name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, created_at, updated_at, after_batches, after_timeout_minutes, after_timeout, manual_runs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?15)",
-                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11.0, new.11.1],
+                    "INSERT INTO batches (id, name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, created_at, updated_at, after_batches, after_timeout_minutes, after_timeout, manual_runs, notifications) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?15, ?16)",
+                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11.0, new.11.1, new.11.2],
                 )?;
                 (ChangeKind::Created, true)
             }
@@ -385,6 +391,50 @@ impl<'t> Writer<'t> {
         Ok(Change {
             kind: ObjectKind::Batch,
             id: b.id.v,
+            change,
+            sheet_id: None,
+        })
+    }
+
+    /// Replaces the notification setup (channels and the rules for every batch) with `n`;
+    /// unchanged when it is the same.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn notifications(&self, n: &weft_dsr::model::Notifications) -> Result<Change> {
+        self.forget();
+        let definition = serde_json::to_string(n).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let id = crate::notifications::SETUP_ID;
+        let old: Option<String> = self.one(
+            "SELECT definition FROM notification_setup WHERE id = ?1",
+            id,
+        )?;
+        let change = match old {
+            Some(o) if o == definition => ChangeKind::Unchanged,
+            Some(_) => {
+                self.exec(
+                    "UPDATE notification_setup SET definition = ?2, updated_at = ?3 WHERE id = ?1",
+                    args![id, definition, now_utc()],
+                )?;
+                ChangeKind::Updated
+            }
+            None => {
+                self.exec(
+                    "INSERT INTO notification_setup (id, definition, updated_at) VALUES (?1, ?2, ?3)",
+                    args![id, definition, now_utc()],
+                )?;
+                ChangeKind::Created
+            }
+        };
+        self.history(
+            ("notifications", id, "notifications"),
+            change,
+            Some(&definition),
+        )?;
+        Ok(Change {
+            kind: ObjectKind::Notifications,
+            id,
             change,
             sheet_id: None,
         })
@@ -762,6 +812,27 @@ impl Facts for Writer<'_> {
             .is_some())
     }
 
+    fn notification_refs(&self) -> Result<crate::facts::NotificationRefs> {
+        let channels = crate::notifications::setup(self.tx)?
+            .map(|s| s.channels.into_iter().map(|c| c.name).collect());
+        let rows: Vec<(i64, String, String)> = self.tx.rows(
+            "SELECT id, name, notifications FROM batches WHERE notifications <> '[]' ORDER BY id",
+            args![],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let mut used = Vec::new();
+        for (id, name, rules) in rows {
+            let rules: Vec<crate::notifications::RuleDef> =
+                serde_json::from_str(&rules).map_err(|e| {
+                    Error::Corrupt(format!("the notification rules of batch {id}: {e}"))
+                })?;
+            for channel in rules.into_iter().flat_map(|r| r.to) {
+                used.push((id, name.clone(), channel));
+            }
+        }
+        Ok(crate::facts::NotificationRefs { channels, used })
+    }
+
     fn batch_exists(&self, id: i64) -> Result<bool> {
         Ok(self
             .one::<i64>("SELECT 1 FROM batches WHERE id = ?1", id)?
@@ -885,6 +956,10 @@ impl crate::store::DeployWriter for Writer<'_> {
         first: Option<weft_core::sched::schedule::Planned>,
     ) -> Result<Change> {
         Writer::batch(self, b, schedule, first)
+    }
+
+    fn notifications(&self, n: &weft_dsr::model::Notifications) -> Result<Change> {
+        Writer::notifications(self, n)
     }
 
     fn deploy_id(&self) -> Option<i64> {

@@ -485,6 +485,7 @@ const CRATES: &[(&str, &str, &[&str], bool)] = &[
         &["weft_protocol", "weft_dsr", "weft_core", "weft_pg_client"],
         false,
     ),
+    ("notify", "sender", &["weft_core", "weft_repo"], false),
     (
         "engine",
         "exec::batch",
@@ -494,6 +495,7 @@ const CRATES: &[(&str, &str, &[&str], bool)] = &[
             "weft_sdk",
             "weft_core",
             "weft_repo",
+            "weft_notify",
         ],
         false,
     ),
@@ -506,6 +508,7 @@ const CRATES: &[(&str, &str, &[&str], bool)] = &[
             "weft_sdk",
             "weft_core",
             "weft_repo",
+            "weft_notify",
             "weft_engine",
         ],
         false,

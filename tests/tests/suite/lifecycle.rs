@@ -645,7 +645,15 @@ fn an_export_deploys_into_an_empty_repository_and_exports_the_same_files_again()
             "edges": [{"id": 1301, "from": 1301, "to": 1300}, {"id": 1309, "from": 1300, "to": 1309}]}],
           "batches": [{"id": 9, "name": "with vars", "schedule": "daily 04:00", "enabled": false,
             "variables": [{"variableName": "label", "variableValue": "x"}],
-            "elements": [{"elementType": "F", "elementId": 11}]}]}}),
+            "elements": [{"elementType": "F", "elementId": 11}],
+            "notifications": [{"on": ["late"], "lateAt": "06:00", "to": ["slack"]}]}],
+          "notifications": {
+            "channels": [
+              {"name": "team", "type": "email", "server": "relay", "from": "weft@example.com",
+               "to": ["a@example.com", "Team B <b@example.com>"]},
+              {"name": "slack", "type": "webhook", "url": "https://hooks.example.com/T1/B2",
+               "body": "{\"text\": {{ (batch ~ \": \" ~ headline) | tojson }}}\n"}],
+            "rules": [{"on": ["failed", "missed"], "to": ["team"]}]}}}),
     );
     let cli = |w: &Weft, args: &[&str]| {
         let o = std::process::Command::new(weft_bin())
@@ -666,6 +674,7 @@ fn an_export_deploys_into_an_empty_repository_and_exports_the_same_files_again()
         [
             "_batches.dsr",
             "_connections.dsr",
+            "_notifications.dsr",
             "etl/_folder.dsr",
             "etl/marts/_folder.dsr",
             "etl/marts/multi_line_ sheet.dsr",
@@ -675,7 +684,7 @@ fn an_export_deploys_into_an_empty_repository_and_exports_the_same_files_again()
         ],
         "{out}"
     );
-    let multi = &files[4].1;
+    let multi = &files[5].1;
     assert!(
         multi.contains("'''\n") && multi.contains("  FROM mart\n"),
         "SQL of several lines is a block of lines: {multi}"

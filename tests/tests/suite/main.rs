@@ -23,6 +23,7 @@ mod lifecycle;
 mod load;
 mod metrics;
 mod modules;
+mod notifications;
 mod overload;
 mod page;
 mod pg_repository;

@@ -215,6 +215,8 @@ fn copy_rows(from: &std::path::Path, to: &PgRepo) {
         "repository_identity",
         "backfills",
         "backfill_starts",
+        "notification_setup",
+        "notifications",
     ];
     // A table the list misses would be left empty, unseen.
     for t in &tables {

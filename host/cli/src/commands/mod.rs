@@ -16,6 +16,7 @@ mod jdbc;
 mod keys;
 mod logs;
 mod next_runs;
+mod notifications;
 mod plugins;
 mod restart;
 mod run;
@@ -76,6 +77,9 @@ enum Command {
     /// Run a scheduled batch once per planned start over a range of days, each with its
     /// day's schedule date, in order, N at a time (BackfillBatch).
     Backfill(backfill::Backfill),
+    /// List the notifications the events of runs recorded, newest first: sent, pending
+    /// with their next try, or given up with why (ListNotifications).
+    Notifications(notifications::Notifications),
     /// Copy the SQLite repository to a new file while the server runs (checked).
     Backup(backup::Backup),
     /// Put a backup in place of HOME's SQLite repository (no server may run on it).
@@ -120,6 +124,7 @@ impl Cli {
             Command::Logs(c) => c.run(&home),
             Command::Halt(c) => c.run(&home),
             Command::Backfill(c) => c.run(&home),
+            Command::Notifications(c) => c.run(&home),
             Command::Backup(c) => c.run(&home),
             Command::Restore(c) => c.run(&home),
             Command::Jdbc(c) => c.run(),

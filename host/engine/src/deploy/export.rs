@@ -2,7 +2,8 @@
 //! form, so that export, deploy into an empty repository and export again give identical
 //! files, and a project kept in git diffs by the lines that changed:
 //!
-//! - `_connections.dsr` and `_batches.dsr` at the top hold every connection and batch;
+//! - `_connections.dsr` and `_batches.dsr` at the top hold every connection and batch,
+//!   `_notifications.dsr` the notification setup (in a whole export);
 //! - each folder is a directory by its path, holding `_folder.dsr` (the folder itself) and a
 //!   file per sheet, named for the sheet (`Orders.dsr`).
 //!
@@ -38,6 +39,12 @@ pub fn files(exported: &Exported) -> Vec<(String, String)> {
             .map(|b| batch(canonical(&b.definition)))
             .collect();
         out.push(("_batches.dsr".to_owned(), doc("batches", defs)));
+    }
+    if let Some(n) = &exported.notifications {
+        let text = weft_dsr::write::hjson(
+            &json!({"version": 1, "transformationData": {"notifications": canonical(n)}}),
+        );
+        out.push(("_notifications.dsr".to_owned(), text));
     }
     // Each folder's directory, by path; one taken already gets the folder's id.
     let mut dirs: HashMap<String, String> = HashMap::new();

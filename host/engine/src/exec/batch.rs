@@ -452,6 +452,12 @@ impl Executor {
         &self.host
     }
 
+    /// Whether this host has stopped (left, or its executor is being dropped): its threads
+    /// end.
+    pub fn stopped(&self) -> bool {
+        self.local().stopped
+    }
+
     /// Sets the URL this host serves (shown in the list of hosts).
     pub fn set_url(&self, url: &str) {
         *self.url.lock().unwrap_or_else(PoisonError::into_inner) = url.to_owned();
@@ -467,6 +473,12 @@ impl Executor {
     pub fn set_write_patience(&self, patience: Duration) {
         self.write_patience_ms
             .store(patience.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// The changes to instances, shared, for a thread that outlives a borrow of the
+    /// executor.
+    pub fn changes_handle(&self) -> Arc<Changes> {
+        Arc::clone(&self.changes)
     }
 
     /// The changes to instances this host knows of: its own, and on PostgreSQL every

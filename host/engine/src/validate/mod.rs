@@ -19,6 +19,7 @@ mod catalog;
 mod folders;
 mod graph;
 mod ids;
+mod notifications;
 
 use actions::{action, plugin_checks};
 pub use batches::batch_schedule;
@@ -92,6 +93,7 @@ pub fn document(
             ids_not_taken(s, &path, facts, problems)?;
         }
     }
+    notifications::notifications(doc, &td, facts, problems)?;
     batches(doc, &td, &doc_folders, facts, problems)
 }
 

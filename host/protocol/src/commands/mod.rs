@@ -23,6 +23,7 @@ mod list_batch_instances;
 mod list_batches;
 mod list_deploys;
 mod list_hosts;
+mod list_notifications;
 mod list_plugins;
 mod list_sheets;
 mod next_runs;
@@ -45,6 +46,7 @@ pub use list_batch_instances::*;
 pub use list_batches::*;
 pub use list_deploys::*;
 pub use list_hosts::*;
+pub use list_notifications::*;
 pub use list_plugins::*;
 pub use list_sheets::*;
 pub use next_runs::*;
@@ -76,6 +78,7 @@ macro_rules! for_each_command {
             HaltBatchInstance,
             RestartBatchInstance,
             BackfillBatch,
+            ListNotifications,
             NextRuns,
             ListPlugins,
             ListHosts,

@@ -23,6 +23,7 @@ mod list_batch_instances;
 mod list_batches;
 mod list_deploys;
 mod list_hosts;
+mod list_notifications;
 mod list_plugins;
 mod list_sheets;
 mod next_runs;
