@@ -832,3 +832,47 @@ fn a_host_paused_past_its_lease_commits_nothing_that_was_taken_over() {
         "its late ends changed nothing: {after}"
     );
 }
+
+#[test]
+fn three_hosts_send_each_notification_once() {
+    let hook = weft_tests::receivers::Webhook::start("three-hosts", 0);
+    let (hosts, _data) = cluster(3, &[("WEFT_MAX_PARALLEL_ACTIONS", "4")]);
+    for w in &hosts {
+        w.add_keys("hook|secret|||three-hosts|\n");
+    }
+    // Thirty actions that fail: each an actionFailed, and the run's failed, on any host.
+    deploy_sql_actions(&hosts[0], 30, "INSERT INTO nowhere VALUES (1)");
+    let doc = json!({"version": 1, "transformationData": {"notifications": {
+        "channels": [{"name": "hook", "type": "webhook", "url": hook.url, "secret": "hook"}],
+        "rules": [{"on": ["failed", "actionFailed"], "to": ["hook"]}]}}});
+    let (st, v) = post(&hosts[1].url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let id = run_folder(&hosts[2]);
+    assert_eq!(wait(&hosts[0], id)["state"], "failed");
+    let all_sent = |w: &Weft| {
+        let (st, v) = command(w, "ListNotifications", json!({"limit": 500}));
+        assert_eq!(st, 200, "{v}");
+        let list = v["payload"]["notifications"]
+            .as_array()
+            .expect("list")
+            .clone();
+        (list.len(), list.iter().all(|n| n["state"] == "sent"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while all_sent(&hosts[0]) != (31, true) {
+        assert!(Instant::now() < deadline, "{:?}", all_sent(&hosts[0]));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Every host answers the same list; the receiver got each once.
+    assert_eq!(all_sent(&hosts[1]), (31, true));
+    let got = hook.requests();
+    let mut ids: Vec<&str> = got
+        .iter()
+        .map(|r| r["headers"]["weft-notification-id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids.len(), 31, "{got:#?}");
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 31, "no notification twice");
+    assert!(got.iter().all(|r| r["valid"] == true));
+}

@@ -598,3 +598,129 @@ fn a_failure_is_mailed_over_starttls_and_implicit_tls_with_authentication_and_a_
     );
     assert!(!why.contains("not-the-password"), "{why}");
 }
+
+#[test]
+fn a_notification_that_cannot_be_sent_is_given_up_after_its_time_with_why() {
+    // The receiver never takes it; the clock moves only when the test says.
+    let hook = Webhook::start(SECRET, usize::MAX >> 1);
+    let w = Weft::start_with(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--fake-now",
+            "2026-11-27 10:00:00",
+            "--stepped-clock",
+        ],
+        &[
+            ("WEFT_NOTIFY_RETRY_SECONDS", "1"),
+            ("WEFT_NOTIFY_GIVE_UP_MINUTES", "1"),
+        ],
+    );
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE other (n INTEGER)")
+        .expect("tables");
+    w.add_keys(&format!(
+        "1|sqlite|{}|||\nhook|secret|||{SECRET}|\n",
+        data.display()
+    ));
+    let mut doc = notify_doc(&hook.url, json!([{"on": ["failed"], "to": ["team-hook"]}]));
+    doc["transformationData"]["folders"] = json!([{"id": 10, "path": "/etl"}]);
+    doc["transformationData"]["connections"] = json!([{"id": 1, "name": "data", "type": "sqlite"}]);
+    deploy(&w, &doc);
+    run_sheet(&w, 2, "nightly");
+    let first = wait_notifications(&w, |n| n.first().is_some_and(|n| n["attempts"] == 1));
+    assert_eq!(first[0]["state"], "pending", "{first:#?}");
+    // Past the minute: the next try fails too, and it is given up.
+    let (st, v) = command(&w, "AdvanceClock", json!({"to": "2026-11-27 10:02:00"}));
+    assert_eq!(st, 200, "{v}");
+    let listed = wait_notifications(&w, |n| n.first().is_some_and(|n| n["state"] == "given_up"));
+    let n = &listed[0];
+    assert_eq!(
+        (n["state"].as_str(), n["attempts"].as_i64()),
+        (Some("given_up"), Some(2)),
+        "{n}"
+    );
+    let why = n["lastError"].as_str().expect("why");
+    assert!(
+        why.starts_with("given up after 2 tries over 2 minutes: POST "),
+        "{why}"
+    );
+    assert!(why.contains("503"), "{why}");
+    assert!(n.get("nextAttempt").is_none(), "{n}");
+    assert_eq!(hook.requests().len(), 2);
+    let given_up = notifications(&w, json!({"state": "given_up"}));
+    assert_eq!(given_up.len(), 1);
+    assert!(notifications(&w, json!({"state": "pending"})).is_empty());
+}
+
+#[test]
+fn a_planned_start_passed_while_the_batch_still_runs_is_told_as_missed() {
+    let hook = Webhook::start(SECRET, 0);
+    let w = Weft::start_with(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--fake-now",
+            "2026-11-27 10:30:00",
+            "--stepped-clock",
+        ],
+        &[("WEFT_TIMEZONE", "Europe/Berlin")],
+    );
+    let data = w.home.path().join("data.db");
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE other (n INTEGER)")
+        .expect("tables");
+    w.add_keys(&format!(
+        "1|sqlite|{}|||\nhook|secret|||{SECRET}|\n",
+        data.display()
+    ));
+    let mut doc = notify_doc(
+        &hook.url,
+        json!([{"on": ["missed", "started"], "to": ["team-hook"]}]),
+    );
+    let td = &mut doc["transformationData"];
+    td["folders"] = json!([{"id": 10, "path": "/etl"}]);
+    td["connections"] = json!([{"id": 1, "name": "data", "type": "sqlite"}]);
+    td["batches"] = json!([{"id": 8, "name": "hourly", "schedule": "every 60 minutes",
+        "elements": [{"elementType": "S", "elementId": 1}]}]);
+    deploy(&w, &doc);
+    // The 11:00 run waits for the data file's write lock; the 12:00 start passes.
+    let gate = rusqlite::Connection::open(&data).expect("data");
+    gate.execute_batch("BEGIN IMMEDIATE")
+        .expect("the write lock");
+    for to in ["2026-11-27 11:00:00", "2026-11-27 12:00:00"] {
+        let (st, v) = command(&w, "AdvanceClock", json!({"to": to}));
+        assert_eq!(st, 200, "{v}");
+    }
+    let got = hook.wait_for(|r| r.len() >= 2);
+    gate.execute_batch("ROLLBACK").expect("release");
+    let bodies: Vec<Value> = got
+        .iter()
+        .map(|r| serde_json::from_str(r["body"].as_str().expect("body")).expect("JSON"))
+        .collect();
+    assert_eq!(bodies.len(), 2, "{bodies:#?}");
+    let started = bodies
+        .iter()
+        .find(|b| b["event"] == "started")
+        .expect("started");
+    assert_eq!(started["batch"], "hourly");
+    assert_eq!(started["plannedStart"], "2026-11-27 11:00:00");
+    let missed = bodies
+        .iter()
+        .find(|b| b["event"] == "missed")
+        .expect("missed");
+    assert_eq!(missed["batch"], "hourly");
+    assert_eq!(missed["batchId"], 8);
+    assert_eq!(missed["planned"], "2026-11-27 12:00:00");
+    assert_eq!(
+        missed["headline"],
+        "the planned start 2026-11-27 12:00:00 was missed"
+    );
+    assert!(
+        missed["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{missed}"
+    );
+}
