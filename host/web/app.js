@@ -354,8 +354,21 @@ function actionDetail(a) {
       el('div', {}, el('span', {}, 'Start'), el('span', {}, localTime(a.start) || '—')),
       el('div', {}, el('span', {}, 'Took'), el('span', {}, a.start ? took(a.start, a.end) : '—')),
       el('div', {}, el('span', {}, 'Rows'), el('span', { id: 'rows' }, rows)),
-      a.dependsOn?.length ? el('div', {}, el('span', {}, 'After'), el('span', {}, a.dependsOn.join(', '))) : null),
+      a.dependsOn?.length ? el('div', {}, el('span', {}, 'After'), el('span', {}, a.dependsOn.join(', '))) : null,
+      a.retryAt ? el('div', {}, el('span', {}, 'Tried again'), el('span', { id: 'retry-at' }, localTime(a.retryAt))) : null),
   ];
+  if (a.tries?.length) {
+    parts.push(el('h2', {}, `Failed tries (${a.tries.length})`),
+      el('table', { id: 'tries' },
+        el('thead', {}, el('tr', {}, el('th', {}, 'Try'), el('th', {}, 'Host'), el('th', {}, 'Ended'),
+          el('th', {}, 'Tried again'), el('th', {}, 'Error'))),
+        el('tbody', {}, a.tries.map((t) => el('tr', {},
+          el('td', { class: 'num' }, t.counted ? String(t.attempt) : `${t.attempt} (not counted)`),
+          el('td', {}, t.host ?? '—'),
+          el('td', {}, localTime(t.end)),
+          el('td', {}, localTime(t.retryAt)),
+          el('td', {}, el('pre', { class: 'error' }, t.error)))))));
+  }
   if (a.error) {
     parts.push(el('h2', {}, 'Error'), el('pre', { class: 'error', id: 'error' }, a.error));
     const place = errorPlace(a.error, a.log);
@@ -840,6 +853,47 @@ async function deployChangeView(id) {
   return null;
 }
 
+// ---- notifications ----
+
+/** How many notifications a page shows. */
+const NOTIFICATIONS = 50;
+
+/** What was sent, what waits for its next try, what was given up (ListNotifications). */
+async function notificationsView(params) {
+  const asked = { limit: NOTIFICATIONS };
+  const state = params.get('state');
+  if (state) asked.state = state;
+  const before = Number(params.get('before'));
+  if (before > 0) asked.before = before;
+  const { notifications } = await call('ListNotifications', asked);
+  const link = (label, s) => el('a', { href: s ? `#/notifications?state=${s}` : '#/notifications',
+    class: (state ?? '') === (s ?? '') ? 'current' : '' }, label);
+  const rows = notifications.map((n) => el('tr', { 'data-notification': n.id, class: `notification-${n.state}` },
+    el('td', { class: 'num' }, n.id),
+    el('td', {}, n.state.replace('_', ' ')),
+    el('td', {}, n.event),
+    el('td', {}, n.batchName),
+    el('td', { class: 'num' }, n.batchInstanceId ? el('a', { href: `#/runs/${n.batchInstanceId}` }, n.batchInstanceId) : '—'),
+    el('td', {}, n.channel),
+    el('td', { class: 'num' }, n.attempts),
+    el('td', {}, localTime(n.created)),
+    el('td', {}, n.sent ? localTime(n.sent) : n.nextAttempt ? `next try ${localTime(n.nextAttempt)}` : '—'),
+    el('td', { class: 'why' }, n.lastError ?? '')));
+  const older = notifications.length === NOTIFICATIONS
+    ? `#/notifications?${state ? `state=${state}&` : ''}before=${notifications[notifications.length - 1].id}` : null;
+  show(el('h1', {}, 'Notifications'),
+    el('p', { class: 'filters' }, 'Show: ', link('all', null), ' · ', link('pending', 'pending'), ' · ',
+      link('sent', 'sent'), ' · ', link('given up', 'given_up')),
+    rows.length ? el('div', { class: 'table-wrap' }, el('table', { id: 'notifications' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'ID'), el('th', {}, 'State'), el('th', {}, 'Event'), el('th', {}, 'Batch'),
+        el('th', {}, 'Run'), el('th', {}, 'Channel'), el('th', {}, 'Tries'), el('th', {}, 'Recorded'),
+        el('th', {}, 'Sent or next try'), el('th', {}, 'Last error'))),
+      el('tbody', {}, rows))) : el('p', { class: 'muted' }, 'No notification.'),
+    older ? el('p', {}, el('a', { href: older, id: 'older' }, 'Older')) : null);
+  say('');
+  return null;
+}
+
 // ---- the router ----
 
 const routes = [
@@ -850,6 +904,7 @@ const routes = [
   [/^#\/deploys(?:\?(.*))?$/, (m) => deploysView(new URLSearchParams(m[1] ?? ''))],
   [/^#\/runs\/(\d+)(?:\?action=(\d+))?$/, (m) => runView(Number(m[1]), m[2] ? Number(m[2]) : null)],
   [/^#\/runs(?:\?(.*))?$/, (m) => runsView(new URLSearchParams(m[1] ?? ''))],
+  [/^#\/notifications(?:\?(.*))?$/, (m) => notificationsView(new URLSearchParams(m[1] ?? ''))],
 ];
 
 let current = null;

@@ -125,6 +125,10 @@ pub struct ActionPlan {
     /// Its priority when slots are scarce (0 to 1000; higher first).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub priority: i64,
+    /// How a failure of it is tried again, as its attributes say (a batch's default fills
+    /// what they leave out).
+    #[serde(default, skip_serializing_if = "RetryPlan::is_empty")]
+    pub retry: RetryPlan,
     /// Source objects (edges object -> action).
     pub sources: Vec<Object>,
     /// Target objects (edges action -> object).
@@ -137,6 +141,41 @@ pub struct ActionPlan {
     /// ([`ActionPlan::set_dialects`]); a connection not in it is `Dialect::Unknown`.
     #[serde(skip)]
     pub dialects: BTreeMap<i64, Dialect>,
+}
+
+/// How a failed action is tried again; each field unset leaves it to the batch's default,
+/// else to weft's (no retries, 60 s, `connection`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryPlan {
+    /// How many times at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<i64>,
+    /// The first pause, seconds.
+    #[serde(
+        default,
+        rename = "delaySeconds",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub delay_seconds: Option<i64>,
+    /// Which failures: `connection`, `all`, `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<String>,
+}
+
+impl RetryPlan {
+    /// Whether it says nothing.
+    pub fn is_empty(&self) -> bool {
+        self.retries.is_none() && self.delay_seconds.is_none() && self.on.is_none()
+    }
+
+    /// The retry of a `.dsr` action or batch.
+    pub fn of(r: &weft_dsr::model::Retry) -> Self {
+        RetryPlan {
+            retries: r.retries.as_ref().map(|v| v.v),
+            delay_seconds: r.delay_seconds.as_ref().map(|v| v.v),
+            on: r.on.as_ref().map(|v| v.v.clone()),
+        }
+    }
 }
 
 /// Whether a priority is the default one.
@@ -295,6 +334,7 @@ pub fn stored_plans(sheet: &Sheet) -> Vec<ActionPlan> {
                 module: a.module.v.clone(),
                 text: a.action.as_ref().map(|t| t.v.clone()),
                 priority: a.priority.as_ref().map_or(0, |p| p.v),
+                retry: RetryPlan::of(&a.retry),
                 attributes: a
                     .extra
                     .iter()

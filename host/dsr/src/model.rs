@@ -116,6 +116,9 @@ pub struct Batch {
     /// Who is told of this batch's runs, beside the rules for every batch.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notifications: Vec<NotificationRule>,
+    /// How the failed actions of its runs are tried again, for those that say nothing.
+    #[serde(flatten)]
+    pub retry: Retry,
     /// Free text.
     pub documentation: Option<String>,
     /// The whole object.
@@ -402,8 +405,55 @@ pub struct ActionAttributes {
     /// When slots are scarce, ready actions of a higher priority are claimed first (0 to
     /// 1000; default 0).
     pub priority: Option<At<i64>>,
+    /// How a failure of it is tried again (`retries`, `retryDelaySeconds`, `retryOn`).
+    pub retry: Retry,
     /// Attributes beyond table A, for the module to judge (`truncateBefore`, `keys`, ...).
     pub extra: Vec<(At<String>, Spanned)>,
+}
+
+/// How a failed action is tried again: on an action (its attributes) or on a batch (the
+/// default of the actions of its runs that say nothing).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Retry {
+    /// How many times at most (0 to 20; default 0).
+    pub retries: Option<At<i64>>,
+    /// The pause before the first try again, doubled at each further one, at most an hour
+    /// (0 to 3600; default 60).
+    pub delay_seconds: Option<At<i64>>,
+    /// Which failures: `connection` (default: a connection that could not be opened or was
+    /// lost, a deadlock, a serialization failure, a lock that could not be had), `all` or
+    /// `none`.
+    pub on: Option<At<String>>,
+}
+
+impl Retry {
+    /// Whether nothing is said.
+    pub fn is_empty(&self) -> bool {
+        self.retries.is_none() && self.delay_seconds.is_none() && self.on.is_none()
+    }
+
+    /// Its fields into a map being written, by their names.
+    pub fn serialize_into<M: serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        if let Some(r) = &self.retries {
+            map.serialize_entry("retries", &r.v)?;
+        }
+        if let Some(d) = &self.delay_seconds {
+            map.serialize_entry("retryDelaySeconds", &d.v)?;
+        }
+        if let Some(o) = &self.on {
+            map.serialize_entry("retryOn", &o.v)?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Retry {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        self.serialize_into(&mut map)?;
+        map.end()
+    }
 }
 
 impl Serialize for ActionAttributes {
@@ -417,6 +467,7 @@ impl Serialize for ActionAttributes {
         if let Some(p) = &self.priority {
             map.serialize_entry("priority", &p.v)?;
         }
+        self.retry.serialize_into(&mut map)?;
         for (k, v) in &self.extra {
             map.serialize_entry(&k.v, &v.value.to_json())?;
         }

@@ -235,6 +235,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
     let after_timeout_minutes = o.int("afterTimeoutMinutes", false, text, problems);
     let after_timeout = o.string("afterTimeout", false, text, problems);
     let manual_runs = o.string("manualRuns", false, text, problems);
+    let retry = retry(&mut o, path, text, problems);
     let mut notifications = Vec::new();
     if let Some(list) = o.array("notifications", problems) {
         notifications = each(list, &path.key("notifications"), &mut ok, |v, p| {
@@ -252,6 +253,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
         after_timeout,
         manual_runs,
         notifications,
+        retry,
         id: id?,
         name: name?,
         schedule: schedule?,
@@ -481,7 +483,61 @@ fn sheet_attributes(
 }
 
 /// The attributes of table A.
-pub const ACTION_ATTRIBUTES: &[&str] = &["module", "documentation", "name", "action", "priority"];
+pub const ACTION_ATTRIBUTES: &[&str] = &[
+    "module",
+    "documentation",
+    "name",
+    "action",
+    "priority",
+    "retries",
+    "retryDelaySeconds",
+    "retryOn",
+];
+
+/// The most `retries` an action or batch may ask for.
+pub const MAX_RETRIES: i64 = 20;
+/// The longest `retryDelaySeconds`: an hour (also the longest pause after doubling).
+pub const MAX_RETRY_DELAY: i64 = 3600;
+
+/// `retries`, `retryDelaySeconds` and `retryOn` of an action's attributes or a batch.
+fn retry(o: &mut Fields<'_>, path: &Path, text: &str, problems: &mut Problems) -> Retry {
+    let retries = o.int("retries", false, text, problems);
+    let delay_seconds = o.int("retryDelaySeconds", false, text, problems);
+    let on = o.string("retryOn", false, text, problems);
+    for (key, v, most) in [
+        ("retries", &retries, MAX_RETRIES),
+        ("retryDelaySeconds", &delay_seconds, MAX_RETRY_DELAY),
+    ] {
+        if let Some(v) = v
+            && !(0..=most).contains(&v.v)
+        {
+            problems.error(
+                "retry.policy",
+                format!("`{key}` is {}; use 0 to {most}", v.v),
+                v.span,
+                &path.key(key),
+            );
+        }
+    }
+    if let Some(on) = &on
+        && !matches!(on.v.as_str(), "connection" | "all" | "none")
+    {
+        problems.error(
+            "retry.policy",
+            format!(
+                "`retryOn` is `{}`; use connection (the default: a connection lost or not opened, a deadlock, a lock not had), all or none",
+                on.v
+            ),
+            on.span,
+            &path.key("retryOn"),
+        );
+    }
+    Retry {
+        retries,
+        delay_seconds,
+        on,
+    }
+}
 
 /// The highest `priority` an action may have.
 pub const MAX_PRIORITY: i64 = 1000;
@@ -564,6 +620,7 @@ fn action_attributes(
     let name = o.string("name", true, text, problems);
     let action = o.nullable_at_string("action", text, problems);
     let priority = o.int("priority", false, text, problems);
+    let retry = retry(&mut o, path, text, problems);
     if let Some(p) = &priority
         && !(0..=MAX_PRIORITY).contains(&p.v)
     {
@@ -601,6 +658,7 @@ fn action_attributes(
         name: name?,
         action,
         priority,
+        retry,
         extra,
     })
 }

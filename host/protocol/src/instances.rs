@@ -114,6 +114,35 @@ pub struct Action {
     /// instance writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_for: Option<WaitingFor>,
+    /// A failed action waiting to be tried again: when (UTC ISO 8601).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
+    /// Its earlier tries that failed and were tried again, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tries: Vec<Try>,
+}
+
+/// A try of an action that failed and was tried again.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Try {
+    /// Which run of the action it was (the commit marker's).
+    pub attempt: i64,
+    /// The host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Its start, UTC ISO 8601.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Its end.
+    pub end: String,
+    /// Its error.
+    pub error: String,
+    /// Whether it counted against `retries` (a connection that failed before the action did
+    /// anything is tried again at once, uncounted).
+    pub counted: bool,
+    /// When it was to be tried again.
+    pub retry_at: String,
 }
 
 /// An object a ready action waits for, and the running action of another instance that

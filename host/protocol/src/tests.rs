@@ -43,6 +43,8 @@ fn the_answers_read_back_as_the_server_wrote_them() {
             depends_on: vec![3, 4],
             deploy_id: Some(12),
             waiting_for: None,
+            retry_at: None,
+            tries: Vec::new(),
         }],
     };
     let waited = Waited {

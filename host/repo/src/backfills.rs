@@ -170,6 +170,7 @@ mod tests {
                 depends_on: Vec::new(),
                 held: false,
                 priority: 0,
+                retry: weft_core::plan::RetryPlan::default(),
             }],
             exclusion: crate::model::Exclusion::None,
             backfill: Some(BackfillStart {

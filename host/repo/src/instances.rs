@@ -25,7 +25,18 @@ fn json(value: &impl serde::Serialize) -> Result<String> {
 /// # Errors
 ///
 /// A repository error.
-pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
+pub fn create(conn: &dyn Session, new: &NewInstance, batch_id: Option<i64>) -> Result<i64> {
+    // The batch's default retry, for the actions that say nothing of their own.
+    let default: weft_core::plan::RetryPlan = match batch_id {
+        Some(b) => {
+            match conn.value::<String>("SELECT retry FROM batches WHERE id = ?1", args![b])? {
+                Some(text) => serde_json::from_str(&text)
+                    .map_err(|e| Error::Corrupt(format!("the retry of batch {b}: {e}")))?,
+                None => weft_core::plan::RetryPlan::default(),
+            }
+        }
+        None => weft_core::plan::RetryPlan::default(),
+    };
     let now = now_utc();
     let elements = json(&new.elements)?;
     let variables = json(&new.variables)?;
@@ -62,8 +73,19 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
             )));
         }
     }
-    let mut rows = Vec::with_capacity(new.actions.len() * 10);
-    for (a, (deps, waits)) in new.actions.iter().zip(&texts) {
+    let retry_ons: Vec<String> = new
+        .actions
+        .iter()
+        .map(|a| {
+            a.retry
+                .on
+                .clone()
+                .or_else(|| default.on.clone())
+                .unwrap_or_else(|| "connection".to_owned())
+        })
+        .collect();
+    let mut rows = Vec::with_capacity(new.actions.len() * 13);
+    for ((a, (deps, waits)), retry_on) in new.actions.iter().zip(&texts).zip(&retry_ons) {
         let state = if a.held {
             ActionState::Halted
         } else if *waits == 0 {
@@ -86,12 +108,20 @@ pub fn create(conn: &dyn Session, new: &NewInstance) -> Result<i64> {
                 Param::Null
             },
             Param::Int(a.priority),
+            Param::Int(a.retry.retries.or(default.retries).unwrap_or(0)),
+            Param::Int(
+                a.retry
+                    .delay_seconds
+                    .or(default.delay_seconds)
+                    .unwrap_or(DEFAULT_RETRY_DELAY),
+            ),
+            retry_on.to_param(),
         ]);
     }
     insert_rows(
         conn,
-        "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, depends_on, state, waits_for, error, priority)",
-        10,
+        "INSERT INTO instance_actions (instance_id, action_id, sheet_id, name, module, depends_on, state, waits_for, error, priority, retries, retry_delay_seconds, retry_on)",
+        13,
         rows,
     )?;
     let mut rows = Vec::with_capacity(all_deps.len() * 3);
@@ -289,7 +319,7 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
         })?,
     };
     let actions = conn.rows(
-        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, attempt, unmarked, rows_deleted, host, deploy_id
+        "SELECT action_id, sheet_id, name, module, state, started_at, ended_at, rows_read, rows_written, rows_updated, error, log, depends_on, attempt, unmarked, rows_deleted, host, deploy_id, ready_at, retried + free_retried
          FROM instance_actions WHERE instance_id = ?1 ORDER BY action_id",
         args![instance],
         |r| {
@@ -314,6 +344,8 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
                     host: r.get(16)?,
                     deploy_id: r.get(17)?,
                     waiting_for: None,
+                    retry_at: r.get::<Option<String>>(18)?.map(|t| iso(&t)),
+                    tries: Vec::with_capacity(r.get::<i64>(19)?.clamp(0, 64) as usize),
                     unmarked: r
                         .get::<Option<String>>(14)?
                         .and_then(|t| serde_json::from_str(&t).ok())
@@ -329,6 +361,33 @@ pub fn get(conn: &dyn Session, instance: i64) -> Result<Option<InstanceRow>> {
             Ok(a)
         })
         .collect::<Result<_>>()?;
+    // The failed tries of the actions that were tried again.
+    if row.actions.iter().any(|a| a.tries.capacity() > 0) {
+        let tries = conn.rows(
+            "SELECT action_id, attempt, host, started_at, ended_at, error, counted, retry_at
+               FROM action_attempts WHERE instance_id = ?1 ORDER BY action_id, attempt",
+            args![instance],
+            |r| {
+                Ok((
+                    r.get::<i64>(0)?,
+                    weft_protocol::instances::Try {
+                        attempt: r.get(1)?,
+                        host: r.get(2)?,
+                        start: r.get::<Option<String>>(3)?.map(|t| iso(&t)),
+                        end: iso(&r.get::<String>(4)?),
+                        error: r.get(5)?,
+                        counted: r.get::<i64>(6)? != 0,
+                        retry_at: iso(&r.get::<String>(7)?),
+                    },
+                ))
+            },
+        )?;
+        for (action, t) in tries {
+            if let Some(a) = row.actions.iter_mut().find(|a| a.action_id == action) {
+                a.tries.push(t);
+            }
+        }
+    }
     // Ready actions that wait for an object another run writes now, with what holds it.
     if row.actions.iter().any(|a| a.state == ActionState::Waiting) {
         for (action, waiting) in waits_for_objects(conn, instance)? {
@@ -644,6 +703,9 @@ fn end_as(conn: &dyn Session, instance: i64, now: &str, otherwise: &str) -> Resu
     }
     Ok(())
 }
+
+/// The first pause before an action is tried again, when neither it nor its batch says.
+pub const DEFAULT_RETRY_DELAY: i64 = 60;
 
 /// After a crash: every instance still `running` or `waiting` becomes `interrupted` (or
 /// `finished`, when every action of it finished), its running actions errors

@@ -35,6 +35,8 @@ pub struct NewAction {
     pub held: bool,
     /// Its priority when slots are scarce (higher first; 0 the default).
     pub priority: i64,
+    /// How a failure of it is tried again, as its attributes say.
+    pub retry: weft_core::plan::RetryPlan,
 }
 
 /// The error an action that starts halted shows until a restart runs it.
@@ -164,6 +166,10 @@ pub struct ActionRow {
     pub deploy_id: Option<i64>,
     /// A ready action's wait for an object a running action of another instance writes.
     pub waiting_for: Option<weft_protocol::instances::WaitingFor>,
+    /// A failed action waiting to be tried again: when (ISO 8601).
+    pub retry_at: Option<String>,
+    /// Its earlier failed tries.
+    pub tries: Vec<weft_protocol::instances::Try>,
 }
 
 /// An instance without its actions, read straight into the answer `ListBatchInstances`
@@ -202,6 +208,27 @@ pub struct ActionEnd<'a> {
     pub rows_deleted: u64,
     /// Log lines to append.
     pub log: &'a [String],
+    /// What kind of failure its error is, for its retries.
+    pub class: FailureClass,
+    /// It failed before its module ran (a connection that could not be opened or begin):
+    /// it did nothing, so a connection failure then is tried again at once, uncounted.
+    pub untouched: bool,
+}
+
+/// What kind of failure an action's error is, for its retries (`retryOn`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FailureClass {
+    /// Anything else: bad SQL, a constraint, a missing table.
+    #[default]
+    Other,
+    /// A connection that could not be opened or was lost.
+    Connection,
+    /// A deadlock, a serialization failure, a lock that could not be had: the same work
+    /// may pass when tried again.
+    Transient,
+    /// Its commit failed, or a process module failed after it said it had handled rows: it
+    /// may have written, so it is never tried again by itself.
+    Commit,
 }
 
 /// What a restart found.

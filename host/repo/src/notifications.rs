@@ -137,6 +137,17 @@ pub enum Event<'a> {
         /// Its error.
         error: &'a str,
     },
+    /// Action `action` of `instance` failed with `error` and is tried again at `retry_at`.
+    Retried {
+        /// The instance.
+        instance: i64,
+        /// The action.
+        action: i64,
+        /// Its error.
+        error: &'a str,
+        /// When it is tried again (UTC).
+        retry_at: &'a str,
+    },
     /// A run is late by `rule` (its `lateAt` passed without a finished run of the day, or a
     /// run went on longer than its `longerThanMinutes`); `key` tells this lateness from
     /// others (the day and time, or the instance and minutes).
@@ -168,6 +179,7 @@ impl Event<'_> {
             Event::Started { .. } => "started",
             Event::Ended { state, .. } => state.word(),
             Event::ActionFailed { .. } => "actionFailed",
+            Event::Retried { .. } => "retried",
             Event::Late { .. } => "late",
             Event::Missed { .. } => "missed",
         }
@@ -175,12 +187,13 @@ impl Event<'_> {
 }
 
 /// The events a rule's `on` may name.
-pub const EVENTS: [&str; 8] = [
+pub const EVENTS: [&str; 9] = [
     "started",
     "finished",
     "failed",
     "halted",
     "interrupted",
+    "retried",
     "missed",
     "late",
     "actionFailed",
@@ -216,7 +229,8 @@ pub fn record(conn: &dyn Session, event: &Event<'_>, now: &str) -> Result<usize>
     let found: Option<Found> = match event {
         Event::Started { instance }
         | Event::Ended { instance, .. }
-        | Event::ActionFailed { instance, .. } => conn.row(
+        | Event::ActionFailed { instance, .. }
+        | Event::Retried { instance, .. } => conn.row(
             "SELECT i.batch_name, i.batch_id,
                     (SELECT s.definition FROM notification_setup s WHERE s.id = ?2),
                     (SELECT b.notifications FROM batches b WHERE b.id = i.batch_id)
@@ -298,6 +312,17 @@ fn facts(event: &Event<'_>, batch: &str, batch_id: Option<i64>, now: &str) -> se
             f["actionId"] = (*action).into();
             f["error"] = (*error).into();
         }
+        Event::Retried {
+            instance,
+            action,
+            error,
+            retry_at,
+        } => {
+            f["instanceId"] = (*instance).into();
+            f["actionId"] = (*action).into();
+            f["error"] = (*error).into();
+            f["retryAt"] = (*retry_at).into();
+        }
         Event::Late {
             instance,
             what: (field, value),
@@ -329,6 +354,9 @@ fn insert(
         Event::Started { instance } | Event::Ended { instance, .. } => (Some(*instance), None),
         Event::Late { instance, .. } => (*instance, None),
         Event::ActionFailed {
+            instance, action, ..
+        }
+        | Event::Retried {
             instance, action, ..
         } => (Some(*instance), Some(*action)),
         Event::Missed { .. } => (None, None),

@@ -523,7 +523,16 @@ impl InstanceStore for Repository {
             if let Some(why) = instances::excluded(c, new)? {
                 return Ok(Created::Excluded(why));
             }
-            let id = instances::create(c, new)?;
+            // The scheduled batch the instance runs for, whose default retry its actions take.
+            let batch_id = match (scheduled, &new.backfill) {
+                (Some(s), _) => Some(s.batch_id),
+                (None, Some(b)) => c.value::<i64>(
+                    "SELECT batch_id FROM backfills WHERE id = ?1",
+                    crate::sql::args![b.backfill_id],
+                )?,
+                (None, None) => None,
+            };
+            let id = instances::create(c, new, batch_id)?;
             if let Some(b) = &new.backfill
                 && !backfills::attach(c, id, b)?
             {

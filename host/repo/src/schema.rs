@@ -481,6 +481,32 @@ CREATE INDEX notifications_instance ON notifications(instance_id) WHERE instance
         postgres: None,
         then: None,
     },
+    Migration {
+        summary: "retries: each action of a run with how often and after what pause it is tried again, and on which failures (its own attributes, else its batch's default), how often it was, and when it may be claimed again; each failed try kept; a batch's default",
+        sql: "
+ALTER TABLE instance_actions ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE instance_actions ADD COLUMN retry_delay_seconds INTEGER NOT NULL DEFAULT 60;
+ALTER TABLE instance_actions ADD COLUMN retry_on TEXT NOT NULL DEFAULT 'connection';
+ALTER TABLE instance_actions ADD COLUMN retried INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE instance_actions ADD COLUMN free_retried INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE instance_actions ADD COLUMN ready_at TEXT;
+CREATE TABLE action_attempts (
+    instance_id INTEGER NOT NULL REFERENCES batch_instances(id) ON DELETE CASCADE,
+    action_id   INTEGER NOT NULL,
+    attempt     INTEGER NOT NULL,
+    host        TEXT,
+    started_at  TEXT,
+    ended_at    TEXT NOT NULL,
+    error       TEXT NOT NULL,
+    counted     INTEGER NOT NULL,
+    retry_at    TEXT NOT NULL,
+    PRIMARY KEY (instance_id, action_id, attempt)
+);
+ALTER TABLE batches ADD COLUMN retry TEXT NOT NULL DEFAULT '{}';
+",
+        postgres: None,
+        then: None,
+    },
 ];
 
 /// The channel PostgreSQL notifies at the commit of a change to instances or their actions

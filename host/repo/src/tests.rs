@@ -267,6 +267,20 @@ fn make_fixture_v17() {
         .expect("checkpoint");
 }
 
+/// Writes `tests/fixtures/repository-v18.db`: the version 17 fixture upgraded to 18
+/// (notifications). Run by hand (`--ignored`) when version 19 is added.
+#[test]
+#[ignore = "writes a fixture; run by hand when a migration is added"]
+fn make_fixture_v18() {
+    let path = fixtures().join("repository-v18.db");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(fixtures().join("repository-v17.db"), &path).expect("copy v17");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_version(&mut conn, 18).expect("v18");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
 /// Version 14 on a repository upgraded from version `v`: each sheet's plans stored before
 /// are its version 0, each instance's copies of its actions' plans are its own version of
 /// each sheet it ran (minus its id), and the copies' columns are gone.

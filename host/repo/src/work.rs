@@ -194,6 +194,9 @@ fn now_ms(d: Dialect) -> &'static str {
     }
 }
 
+/// A ready action may be claimed now: it waits for no retry's pause (`?2` is now).
+const DUE: &str = "(w.ready_at IS NULL OR w.ready_at <= ?2)";
+
 /// The claim of up to `limit` ready actions for `host`, oldest instance first (their
 /// instances start running by [`mark_running`]).
 ///
@@ -209,7 +212,7 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
     let set = |t: &str| {
         format!(
             "state = 'R', host = ?1, started_at = ?2, ended_at = NULL, error = NULL,
-             attempt = attempt + 1, unmarked = NULL,
+             attempt = attempt + 1, unmarked = NULL, ready_at = NULL,
              deploy_id = (SELECT CASE WHEN v.version > 0 THEN v.version END FROM instance_sheets v
                           WHERE v.sheet_id = {t}.sheet_id AND v.instance_id = {t}.instance_id)"
         )
@@ -225,11 +228,11 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
         Dialect::Postgres => format!(
             "WITH {busy}, urgent AS MATERIALIZED (
                  SELECT instance_id, action_id FROM instance_actions w
-                 WHERE state = 'W' AND priority > 0 AND NOT {written}
+                 WHERE state = 'W' AND priority > 0 AND NOT {written} AND {due}
                  ORDER BY priority DESC, instance_id, action_id LIMIT 1 FOR UPDATE SKIP LOCKED),
              plain AS MATERIALIZED (
                  SELECT instance_id, action_id FROM instance_actions w
-                 WHERE state = 'W' AND NOT EXISTS (SELECT 1 FROM urgent) AND NOT {written}
+                 WHERE state = 'W' AND NOT EXISTS (SELECT 1 FROM urgent) AND NOT {written} AND {due}
                  ORDER BY instance_id, action_id LIMIT 1 FOR UPDATE SKIP LOCKED),
              picked AS (SELECT instance_id, action_id FROM urgent
                         UNION ALL SELECT instance_id, action_id FROM plain)
@@ -239,7 +242,8 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
             busy = busy(Dialect::Postgres),
             written = written_by_another_run("w"),
             set = set("a"),
-            columns = pinned_columns("a")
+            columns = pinned_columns("a"),
+            due = DUE,
         ),
         // One writer: nothing to skip.
         // SQLite is told to take the small index of the urgent ones: else it walks every
@@ -251,19 +255,20 @@ pub fn claim(conn: &dyn Session, host: &str, limit: usize) -> Result<Vec<Pinned>
                      SELECT 0 AS k, instance_id, action_id FROM (
                          SELECT instance_id, action_id FROM instance_actions w
                              INDEXED BY instance_actions_urgent
-                         WHERE state = 'W' AND priority > 0 AND NOT {written}
+                         WHERE state = 'W' AND priority > 0 AND NOT {written} AND {due}
                          ORDER BY priority DESC, instance_id, action_id LIMIT 1)
                      UNION ALL
                      SELECT 1 AS k, instance_id, action_id FROM (
                          SELECT instance_id, action_id FROM instance_actions w
-                         WHERE state = 'W' AND NOT {written}
+                         WHERE state = 'W' AND NOT {written} AND {due}
                          ORDER BY instance_id, action_id LIMIT 1))
                  ORDER BY k LIMIT 1)
              RETURNING {columns}",
             busy = busy(Dialect::Sqlite),
             set = set("instance_actions"),
             written = written_by_another_run("w"),
-            columns = pinned_columns("instance_actions")
+            columns = pinned_columns("instance_actions"),
+            due = DUE,
         ),
     };
     // One claim at a time over all hosts (SQLite's one writer is that already): two at once
@@ -405,6 +410,17 @@ pub fn end(
     lock_instance(conn, instance)?;
     let now = now_utc();
     let log: String = end.log.iter().map(|l| format!("{l}\n")).collect();
+    if let (ActionState::Error, Some(error)) = (state, end.error)
+        && let Some(ended) = retry(
+            conn,
+            (host, instance, action, attempt),
+            end,
+            (error, &log),
+            &now,
+        )?
+    {
+        return Ok(ended);
+    }
     let changed = conn.execute(
         "UPDATE instance_actions SET state = ?5, ended_at = ?6, rows_read = ?7, rows_written = ?8,
              rows_updated = ?9, rows_deleted = ?10, error = ?11, log = log || ?12
@@ -439,6 +455,99 @@ pub fn end(
         )?;
     }
     follow(conn, instance, action, state, &now)
+}
+
+/// The longest pause before a retry: an hour.
+pub const MAX_RETRY_PAUSE: i64 = 3600;
+
+/// The pause before try `retried + 1` again of an action whose first pause is `delay`
+/// seconds: doubled at each try, at most [`MAX_RETRY_PAUSE`] (or `delay`, when longer).
+pub fn retry_pause(delay: i64, retried: i64) -> i64 {
+    delay
+        .saturating_mul(1i64 << retried.clamp(0, 30))
+        .min(MAX_RETRY_PAUSE.max(delay))
+}
+
+/// Puts the failed `action` back to be tried again when its policy says so (a failure of
+/// the kind its `retryOn` names, tries left), in the caller's transaction: ready again after
+/// its pause (doubled at each try, at most [`MAX_RETRY_PAUSE`]), the failed try kept in
+/// `action_attempts`, a `retried` notification recorded. A connection failure before it did
+/// anything is tried again at once without counting, once for each counted try. `None`:
+/// not tried again.
+fn retry(
+    conn: &dyn Session,
+    (host, instance, action, attempt): (&str, i64, i64, i64),
+    end: &ActionEnd<'_>,
+    (error, log): (&str, &str),
+    now: &str,
+) -> Result<Option<Ended>> {
+    use crate::model::FailureClass;
+    type Policy = (i64, i64, String, i64, i64, Option<String>);
+    let policy: Option<Policy> = conn.row(
+        "SELECT retries, retry_delay_seconds, retry_on, retried, free_retried, started_at FROM instance_actions
+          WHERE instance_id = ?1 AND action_id = ?2 AND state = 'R' AND host = ?3 AND attempt = ?4",
+        args![instance, action, host, attempt],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+    )?;
+    let Some((retries, delay, on, retried, free_retried, started_at)) = policy else {
+        return Ok(None);
+    };
+    let free = end.untouched && end.class == FailureClass::Connection && free_retried <= retried;
+    let kind_retries = match (on.as_str(), end.class) {
+        (_, FailureClass::Commit) | ("none", _) => false,
+        ("all", _) => true,
+        (_, class) => class != FailureClass::Other,
+    };
+    let counted = kind_retries && retried < retries;
+    if !(free || counted) {
+        return Ok(None);
+    }
+    let pause = if free { 0 } else { retry_pause(delay, retried) };
+    let ready_at = (pause > 0).then(|| {
+        let at = weft_core::sched::clock::current().clock.now() + chrono::Duration::seconds(pause);
+        crate::error::stored_time(at)
+    });
+    conn.execute(
+        "UPDATE instance_actions SET state = 'W', ready_at = ?5, error = ?6, log = log || ?7,
+             retried = retried + ?8, free_retried = free_retried + ?9
+         WHERE instance_id = ?1 AND action_id = ?2 AND state = 'R' AND host = ?3 AND attempt = ?4",
+        args![
+            instance,
+            action,
+            host,
+            attempt,
+            ready_at.clone(),
+            error,
+            log,
+            i64::from(!free),
+            i64::from(free)
+        ],
+    )?;
+    let retry_at = ready_at.clone().unwrap_or_else(|| now.to_owned());
+    conn.execute(
+        "INSERT INTO action_attempts (instance_id, action_id, attempt, host, started_at, ended_at, error, counted, retry_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         ON CONFLICT (instance_id, action_id, attempt) DO NOTHING",
+        args![instance, action, attempt, host, started_at, now, error, i64::from(!free), retry_at],
+    )?;
+    if !free {
+        crate::notifications::record(
+            conn,
+            &crate::notifications::Event::Retried {
+                instance,
+                action,
+                error,
+                retry_at: &retry_at,
+            },
+            now,
+        )?;
+    }
+    tracing::warn!(message = "An action failed and is tried again.", batch_instance_id = instance, action_id = action, attempt, counted = !free, retry_at = %retry_at, error = %error);
+    Ok(Some(Ended {
+        recorded: true,
+        ready: usize::from(pause == 0),
+        instance: None,
+    }))
 }
 
 /// What follows from `action` reaching `state`: its dependents count down and become ready
@@ -789,7 +898,8 @@ pub fn restart(
     let n = conn.execute(
         &format!(
             "{again}UPDATE instance_actions SET state = 'D', started_at = NULL, ended_at = NULL,
-                 error = NULL, host = NULL, log = log || '-- restarted\n'
+                 error = NULL, host = NULL, log = log || '-- restarted\n',
+                 retried = 0, free_retried = 0, ready_at = NULL
              WHERE instance_id = ?1 AND state IN {TO_RUN_AGAIN} AND {selected}"
         ),
         args![id],

@@ -285,6 +285,8 @@ impl<'t> Writer<'t> {
         let manual_runs = b.manual_runs.as_ref().map_or("allow", |t| t.v.as_str());
         let notifications =
             serde_json::to_string(&b.notifications).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let retry = serde_json::to_string(&weft_core::plan::RetryPlan::of(&b.retry))
+            .map_err(|e| Error::Corrupt(e.to_string()))?;
         type Row = (
             String,
             String,
@@ -297,9 +299,9 @@ impl<'t> Writer<'t> {
             Option<String>,
             String,
             i64,
-            (String, String, String),
+            (String, String, String, String),
         );
-        let sql = "SELECT name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, after_batches, after_timeout_minutes, after_timeout, manual_runs, notifications FROM batches WHERE id = ?1";
+        let sql = "SELECT name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, after_batches, after_timeout_minutes, after_timeout, manual_runs, notifications, retry FROM batches WHERE id = ?1";
         let old: Option<Row> = self.tx.row(sql, args![b.id.v], |r| {
             Ok((
                 r.get(0)?,
@@ -313,7 +315,7 @@ impl<'t> Writer<'t> {
                 r.get(8)?,
                 r.get(9)?,
                 r.get(10)?,
-                (r.get(11)?, r.get(12)?, r.get(13)?),
+                (r.get(11)?, r.get(12)?, r.get(13)?, r.get(14)?),
             ))
         })?;
         let new: Row = (
@@ -332,6 +334,7 @@ impl<'t> Writer<'t> {
                 after_timeout.to_owned(),
                 manual_runs.to_owned(),
                 notifications,
+                retry,
             ),
         );
         let planned: Option<String> = self.one(
@@ -342,8 +345,8 @@ impl<'t> Writer<'t> {
             Some(o) if *o == new => (ChangeKind::Unchanged, false),
             Some(o) => {
                 self.exec(
-                    "UPDATE batches SET name = ?2, schedule = ?3, spring_gap = ?4, autumn_overlap = ?5, if_running = ?6, enabled = ?7, elements = ?8, variables = ?9, documentation = ?10, updated_at = ?11, after_batches = ?12, after_timeout_minutes = ?13, after_timeout = ?14, manual_runs = ?15, notifications = ?16 WHERE id = ?1",
-                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11.0, new.11.1, new.11.2],
+                    "UPDATE batches SET name = ?2, schedule = ?3, spring_gap = ?4, autumn_overlap = ?5, if_running = ?6, enabled = ?7, elements = ?8, variables = ?9, documentation = ?10, updated_at = ?11, after_batches = ?12, after_timeout_minutes = ?13, after_timeout = ?14, manual_runs = ?15, notifications = ?16, retry = ?17 WHERE id = ?1",
+                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11.0, new.11.1, new.11.2, new.11.3],
                 )?;
                 (
                     ChangeKind::Updated,
@@ -352,8 +355,8 @@ impl<'t> Writer<'t> {
             }
             None => {
                 self.exec(
-                    "INSERT INTO batches (id, name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, created_at, updated_at, after_batches, after_timeout_minutes, after_timeout, manual_runs, notifications) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?15, ?16)",
-                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11.0, new.11.1, new.11.2],
+                    "INSERT INTO batches (id, name, schedule, spring_gap, autumn_overlap, if_running, enabled, elements, variables, documentation, created_at, updated_at, after_batches, after_timeout_minutes, after_timeout, manual_runs, notifications, retry) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                    args![b.id.v, new.0, new.1, new.2, new.3, new.4, new.5, new.6, new.7, new.8, now_utc(), new.9, new.10, new.11.0, new.11.1, new.11.2, new.11.3],
                 )?;
                 (ChangeKind::Created, true)
             }

@@ -30,6 +30,7 @@ mod pg_repository;
 mod plugins;
 mod postgres;
 mod process_modules;
+mod retries;
 mod runs;
 mod scheduler;
 mod schema;

@@ -928,3 +928,62 @@ fn in_a_real_browser_a_backfills_runs_are_one_group() {
     assert_eq!(page.text("#backfill"), "backfill 1");
     page.assert_no_errors();
 }
+
+#[test]
+fn in_a_real_browser_the_notifications_and_a_retried_actions_tries_are_shown() {
+    let (w, data) = server_with_sheets();
+    // A receiver that answers 503: the notification waits with its error.
+    let hook = weft_tests::receivers::Webhook::start("s", usize::MAX >> 1);
+    let doc = serde_json::json!({"version": 1, "transformationData": {
+        "sheets": [{"id": 50, "attributes": {"name": "late table", "folder_id": 10, "folder": "/etl"},
+            "nodes": [
+                {"id": 500, "type": 0, "attributes": {"module": "Sql", "name": "count it",
+                    "action": "INSERT INTO slow SELECT COUNT(*) FROM comes_later", "retries": 5,
+                    "retryDelaySeconds": 1, "retryOn": "all"}},
+                {"id": 501, "type": 1, "attributes": {"field1": "slow", "objectTypeId": 1, "connectionId": 1}},
+                {"id": 502, "type": 1, "attributes": {"field1": "comes_later", "objectTypeId": 1, "connectionId": 1}}],
+            "edges": [{"id": 501, "from": 500, "to": 501}, {"id": 502, "from": 502, "to": 500}]}],
+        "notifications": {
+            "channels": [{"name": "ops hook", "type": "webhook", "url": hook.url}],
+            "rules": [{"on": ["retried"], "to": ["ops hook"]}]}}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let id = start(&w, "retrying", &[50]);
+    // The first try failed and waits; its notification waits for the receiver.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while w.repo_value("SELECT COUNT(*) FROM notifications WHERE attempts > 0") == "0" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no try of the notification"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let browser = weft_tests::browser::Browser::start();
+    let page = browser.open(&format!("{base}/#/notifications?state=pending"));
+    page.wait_for("#notifications tbody tr");
+    let row = page.text("#notifications tbody tr");
+    assert!(
+        row.contains("pending") && row.contains("retried") && row.contains("ops hook"),
+        "{row}"
+    );
+    assert!(row.contains("503"), "the last error: {row}");
+    assert!(row.contains("next try"), "{row}");
+    page.click("#notifications tbody tr a");
+    page.wait_for("h1");
+    // The run's action shows its failed tries.
+    page.goto(&format!("{base}/#/runs/{id}?action=500"));
+    page.wait_for("#tries tbody tr");
+    let tried = page.text("#tries tbody tr");
+    assert!(tried.contains("no such table: comes_later"), "{tried}");
+    // What it lacked arrives: the run finishes, the tries stay.
+    rusqlite::Connection::open(&data)
+        .expect("data")
+        .execute_batch("CREATE TABLE comes_later (n INTEGER)")
+        .expect("table");
+    assert_eq!(wait_end(&w, id)["state"], "finished");
+    page.goto(&format!("{base}/#/runs/{id}?action=500"));
+    page.wait_for("#tries tbody tr");
+    assert!(page.count("#tries tbody tr") >= 1);
+    page.assert_no_errors();
+}

@@ -217,6 +217,7 @@ fn copy_rows(from: &std::path::Path, to: &PgRepo) {
         "backfill_starts",
         "notification_setup",
         "notifications",
+        "action_attempts",
     ];
     // A table the list misses would be left empty, unseen.
     for t in &tables {

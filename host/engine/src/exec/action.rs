@@ -15,6 +15,7 @@ use weft_core::connect::marker;
 use weft_core::keys::KeyFile;
 use weft_core::plan::ActionPlan;
 use weft_core::plugins::Registry;
+use weft_repo::model::FailureClass;
 use weft_sdk::{Log, RunContext, RunOutcome, RunParts};
 
 /// `text` with every secret replaced by `***`.
@@ -208,6 +209,10 @@ pub struct Ran {
     pub outcome: Result<RunOutcome, Stopped>,
     /// The log lines of the plugin (with a live log, those it was not handed).
     pub log: Vec<String>,
+    /// What kind of failure it was (for its retries); `Other` when it did not fail.
+    pub class: FailureClass,
+    /// It failed before its module ran: it did nothing.
+    pub untouched: bool,
 }
 
 impl Ran {
@@ -216,7 +221,47 @@ impl Ran {
         Ran {
             outcome: Err(Stopped::failed(message)),
             log: Vec::new(),
+            class: FailureClass::Other,
+            untouched: true,
         }
+    }
+}
+
+/// The kind of a failure from the plugin's error kind and, for what a database says in its
+/// own words, the message: a lost connection, or a deadlock, serialization failure or lock
+/// not had (SQLSTATE classes 08, 40, 55P03; SQLite's "database is locked").
+pub fn classify(kind: Option<weft_sdk::ErrorKind>, message: &str) -> FailureClass {
+    let m = message.to_ascii_lowercase();
+    let any = |words: &[&str]| words.iter().any(|w| m.contains(w));
+    if kind == Some(weft_sdk::ErrorKind::Connection)
+        || any(&[
+            "(08000)",
+            "(08001)",
+            "(08003)",
+            "(08006)",
+            "connection refused",
+            "connection reset",
+            "broken pipe",
+            "server closed the connection",
+            "terminating connection",
+            "connection closed",
+        ])
+    {
+        FailureClass::Connection
+    } else if any(&[
+        "deadlock",
+        "(40001)",
+        "(40p01)",
+        "could not serialize",
+        "serialization failure",
+        "database is locked",
+        "(55p03)",
+        "lock timeout",
+        "lock wait timeout",
+    ]) {
+        FailureClass::Transient
+    } else {
+        FailureClass::Other
     }
 }
 
@@ -266,7 +311,11 @@ pub fn run_marked(
         Some(live) => Lines::live(live, secrets.clone()),
         None => Lines::default(),
     };
+    let mut class = FailureClass::Other;
+    let mut untouched = false;
     let outcome = run_inner(registry, keys, plan, variables, marking, &lines).map_err(|f| {
+        class = f.class;
+        untouched = f.untouched;
         let message = redact(&f.message, &secrets);
         // Whatever ended it, an action that did not commit after its instance was asked to
         // halt counts as halted.
@@ -287,13 +336,21 @@ pub fn run_marked(
     });
     let log = lines.rest();
     let log = log.iter().map(|l| redact(l, &secrets)).collect();
-    Ran { outcome, log }
+    Ran {
+        outcome,
+        log,
+        class,
+        untouched,
+    }
 }
 
-/// Why an action failed: the message, and the rows it reported before it failed.
+/// Why an action failed: the message, the rows it reported before it failed, its kind, and
+/// whether it failed before its module ran.
 struct Failure {
     message: String,
     partial: RunOutcome,
+    class: FailureClass,
+    untouched: bool,
 }
 
 impl From<String> for Failure {
@@ -301,6 +358,20 @@ impl From<String> for Failure {
         Failure {
             message,
             partial: RunOutcome::default(),
+            class: FailureClass::Other,
+            untouched: false,
+        }
+    }
+}
+
+impl Failure {
+    /// A failure of a plugin call, classified; `untouched` before the module ran.
+    fn of(message: String, e: &weft_sdk::PluginError, untouched: bool) -> Self {
+        Failure {
+            class: classify(Some(e.kind()), &message),
+            message,
+            partial: RunOutcome::default(),
+            untouched,
         }
     }
 }
@@ -388,7 +459,7 @@ fn run_inner(
         None => Vec::new(),
     };
     let targets = Targets::begin(&mut ctx, &target_ids)
-        .map_err(|(_, e)| format!("action {}: {e}", plan.id))?;
+        .map_err(|(_, e)| Failure::of(format!("action {}: {e}", plan.id), &e, true))?;
     // A halt asked before this point finds no statement running to interrupt.
     let mut result = if halt_signal.is_raised() {
         Err(weft_sdk::PluginError::of(
@@ -432,12 +503,22 @@ fn run_inner(
         fault::hit_for(fault::BEFORE_TARGET_COMMIT, plan.id);
     }
     if let Err((_, e)) = targets.finish(&mut ctx, result.is_ok()) {
-        return Err(format!("action {}: commit failed: {e}", plan.id).into());
+        // It may have committed (an answer lost): never tried again by itself.
+        return Err(Failure {
+            class: FailureClass::Commit,
+            ..format!("action {}: commit failed: {e}", plan.id).into()
+        });
     }
     if let (Ok(_), Some(at), false) = (&result, checked, target_ids.is_empty()) {
         weft_core::metrics::commit_window(at.elapsed().as_secs_f64());
     }
-    result.map_err(|e| format!("action {} ({}): {e}", plan.id, plan.module).into())
+    result.map_err(|e| {
+        Failure::of(
+            format!("action {} ({}): {e}", plan.id, plan.module),
+            &e,
+            false,
+        )
+    })
 }
 
 /// The key file entry of connection `id`, which `plan` uses.
@@ -465,9 +546,15 @@ fn open_connections(
     let mut connections = Vec::with_capacity(ids.len());
     for id in ids {
         let entry = entry_of(keys, plan, *id)?;
+        // A connection that cannot be opened: nothing was done yet.
         let connection =
-            connect::open_in(entry, registry, plan.schemas.get(id).map(String::as_str))
-                .map_err(|e| format!("action {}: {e}", plan.id))?;
+            connect::open_in(entry, registry, plan.schemas.get(id).map(String::as_str)).map_err(
+                |e| Failure {
+                    class: FailureClass::Connection,
+                    untouched: true,
+                    ..format!("action {}: {e}", plan.id).into()
+                },
+            )?;
         connections.push((*id, connection));
     }
     Ok(connections)
@@ -606,14 +693,25 @@ fn run_process(
         &|| halt.is_some_and(halt::Halt::is_raised) || lease.is_some_and(|l| l().is_some()),
         &|line| lines.push(line),
     )
-    .map_err(|e| Failure {
-        message: format!(
+    .map_err(|e| {
+        let message = format!(
             "action {} ({}): {}",
             plan.id,
             plan.module,
             e.error.message()
-        ),
-        partial: e.counts,
+        );
+        // A process module commits itself: one that said it handled rows is not tried again.
+        let class = if e.counts == RunOutcome::default() {
+            classify(Some(e.error.kind()), &message)
+        } else {
+            FailureClass::Commit
+        };
+        Failure {
+            message,
+            partial: e.counts,
+            class,
+            untouched: false,
+        }
     })
 }
 

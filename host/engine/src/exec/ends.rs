@@ -58,6 +58,8 @@ impl Executor {
             rows_updated: o.rows_updated,
             rows_deleted: o.rows_deleted,
             log: &ran.log,
+            class: ran.class,
+            untouched: ran.untouched,
         };
         let patience = Duration::from_millis(self.write_patience_ms.load(Ordering::SeqCst));
         let since = Instant::now();

@@ -100,6 +100,7 @@ impl Executor {
                     depends_on: deps.get(&p.id).cloned().unwrap_or_default(),
                     held: held.contains(&p.id),
                     priority: p.priority,
+                    retry: p.retry,
                 })
                 .collect(),
             backfill: backfill.cloned(),

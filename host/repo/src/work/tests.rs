@@ -16,7 +16,7 @@ fn repo() -> rusqlite::Connection {
 fn instance(conn: &rusqlite::Connection, actions: &[(i64, &[i64])]) -> i64 {
     let new = new_instance(actions);
     store_plans(conn, &new);
-    instances::create(conn, &new).expect("create")
+    instances::create(conn, &new, None).expect("create")
 }
 
 /// Stores the plans `new` runs, as a deploy would: each of its sheets' at version 1.
@@ -68,6 +68,7 @@ fn new_instance(actions: &[(i64, &[i64])]) -> NewInstance {
                 depends_on: deps.to_vec(),
                 held: false,
                 priority: 0,
+                retry: weft_core::plan::RetryPlan::default(),
             })
             .collect(),
         backfill: None,
@@ -107,6 +108,8 @@ fn finished() -> ActionEnd<'static> {
         rows_updated: 0,
         rows_deleted: 0,
         log: &[],
+        class: crate::model::FailureClass::Other,
+        untouched: false,
     }
 }
 
@@ -128,7 +131,7 @@ fn ready_actions_of_a_higher_priority_are_claimed_first_then_the_others_in_order
     new.actions[2].priority = 5;
     new.actions[4].priority = 9;
     store_plans(&conn, &new);
-    instances::create(&conn, &new).expect("create");
+    instances::create(&conn, &new, None).expect("create");
     let order: Vec<i64> = (0..5)
         .flat_map(|_| ids(&claim(&conn, "h", 1).expect("claim")))
         .collect();
@@ -437,7 +440,7 @@ fn the_runs_of_a_sheet_are_the_instances_that_ran_it_newest_first() {
             a.sheet_id = *s;
         }
         store_plans(&conn, &new);
-        instances::create(&conn, &new).expect("create")
+        instances::create(&conn, &new, None).expect("create")
     };
     let first = on_sheets(&[7, 7, 8]);
     let second = on_sheets(&[8, 8, 8]);
@@ -509,4 +512,16 @@ fn one_claim_never_starts_two_runs_writing_one_table() {
             .collect::<Vec<_>>(),
         vec![(second, 1)]
     );
+}
+
+#[test]
+fn the_pause_before_a_retry_doubles_up_to_an_hour() {
+    use super::retry_pause;
+    assert_eq!(
+        (0..8).map(|n| retry_pause(60, n)).collect::<Vec<_>>(),
+        [60, 120, 240, 480, 960, 1920, 3600, 3600]
+    );
+    assert_eq!(retry_pause(0, 5), 0);
+    assert_eq!(retry_pause(1, 40), 3600);
+    assert_eq!(retry_pause(3600, 3), 3600);
 }

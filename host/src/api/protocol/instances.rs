@@ -25,6 +25,8 @@ pub fn action(a: ActionRow) -> Action {
         depends_on: a.depends_on,
         deploy_id: a.deploy_id,
         waiting_for: a.waiting_for,
+        retry_at: a.retry_at,
+        tries: a.tries,
     }
 }
 
