@@ -474,6 +474,8 @@ pub async fn run(opts: Options) -> Result<(), Error> {
             ),
             retry: std::time::Duration::from_secs(settings.notify_retry_seconds),
             give_up: std::time::Duration::from_secs(settings.notify_give_up_minutes * 60),
+            shared,
+            fault: notify_fault,
         },
         Arc::new(ChangesBell(Arc::downgrade(&executor))),
     )
@@ -604,6 +606,15 @@ async fn shutdown() {
 /// The most rounds of pruning one tick of retention runs (each a few short transactions
 /// of at most `retention::ROUND` rows of a kind): what is left waits for the next tick.
 const PRUNE_ROUNDS_A_TICK: usize = 20;
+
+/// The fault points of a notification's send (`WEFT_FAULT`, test builds only).
+fn notify_fault(moment: weft_notify::sender::Moment) {
+    use weft_engine::fault;
+    fault::hit(match moment {
+        weft_notify::sender::Moment::BeforeSend => fault::BEFORE_NOTIFICATION_SEND,
+        weft_notify::sender::Moment::AfterSend => fault::AFTER_NOTIFICATION_SEND,
+    });
+}
 
 /// What wakes the notification sender: this host's changes to instances; it stops with the
 /// executor.

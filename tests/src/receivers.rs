@@ -8,13 +8,14 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The webhook receiver's program: answers 503 to the first FAIL requests (a receiver that
-/// is down), then 204 to a request whose signature is right and 401 to one whose is not;
+/// The webhook receiver's program: keeps the first HANG requests waiting 10 s and answers
+/// nothing (a receiver that hangs), answers 503 to the next FAIL (a receiver that is down),
+/// then 204 to a request whose signature is right and 401 to one whose is not;
 /// appends every request (headers, body, whether the signature held, the answer) to LOG as
 /// a JSON line (header names in lowercase).
 const WEBHOOK: &str = r#"
-import hashlib, hmac, http.server, json, sys, threading
-secret, log, fail = sys.argv[1].encode(), sys.argv[2], int(sys.argv[3])
+import hashlib, hmac, http.server, json, sys, threading, time
+secret, log, fail, hang = sys.argv[1].encode(), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 lock = threading.Lock()
 seen = [0]
 class H(http.server.BaseHTTPRequestHandler):
@@ -25,7 +26,12 @@ class H(http.server.BaseHTTPRequestHandler):
         valid = hmac.compare_digest(want, self.headers.get("Weft-Signature", ""))
         with lock:
             seen[0] += 1
-            status = 503 if seen[0] <= fail else (204 if valid else 401)
+            n = seen[0]
+        if n <= hang:
+            time.sleep(10)
+            return
+        with lock:
+            status = 503 if n <= hang + fail else (204 if valid else 401)
             with open(log, "a") as f:
                 f.write(json.dumps({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
                     "body": body.decode("utf-8", "replace"), "valid": valid, "status": status}) + "\n")
@@ -77,6 +83,12 @@ impl Webhook {
     /// Starts one that checks signatures under `secret` and answers 503 to the first
     /// `fail_first` requests.
     pub fn start(secret: &str, fail_first: usize) -> Webhook {
+        Self::start_hanging(secret, 0, fail_first)
+    }
+
+    /// Starts one that keeps the first `hang_first` requests waiting without an answer, then
+    /// answers 503 to `fail_first`, then takes them.
+    pub fn start_hanging(secret: &str, hang_first: usize, fail_first: usize) -> Webhook {
         let dir = tempfile::tempdir().expect("receiver dir");
         let script = dir.path().join("webhook.py");
         std::fs::write(&script, WEBHOOK).expect("script");
@@ -86,6 +98,7 @@ impl Webhook {
             .arg(secret)
             .arg(&log)
             .arg(fail_first.to_string())
+            .arg(hang_first.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

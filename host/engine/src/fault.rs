@@ -19,6 +19,11 @@ pub const BEFORE_TARGET_COMMIT: &str = "before_target_commit";
 /// and the action claimed runs here on no slot. Once in a process's life.
 pub const END_ANSWER_LOST: &str = "end_answer_lost";
 
+/// A notification is claimed for sending; nothing was sent.
+pub const BEFORE_NOTIFICATION_SEND: &str = "before_notification_send";
+/// A notification's receiver took it; that it was sent is not recorded.
+pub const AFTER_NOTIFICATION_SEND: &str = "after_notification_send";
+
 /// A backfill's start has begun: its instance and the claim of the start are committed;
 /// nothing of it has run.
 pub const AFTER_BACKFILL_START: &str = "after_backfill_start";

@@ -58,6 +58,20 @@ pub struct Sender {
     pub retry: Duration,
     /// How long after its event a notification is given up.
     pub give_up: Duration,
+    /// Whether this host keeps its id across restarts (a shared repository): it lets go of
+    /// its own claims at its start; else (the one server of a SQLite repository) of all.
+    pub shared: bool,
+    /// Called at the moments a fault test stops the process (the server's fault points).
+    pub fault: fn(Moment),
+}
+
+/// The moments of a send that a fault test may stop the process at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moment {
+    /// A notification is claimed; nothing was sent.
+    BeforeSend,
+    /// The receiver took it; that it was sent is not recorded.
+    AfterSend,
 }
 
 /// Starts the sender's thread; it ends when `bell` says the server stops.
@@ -91,6 +105,21 @@ fn parse(t: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 
 impl Sender {
     fn run(&self, bell: &dyn Bell) {
+        // What a stopped process of this host was sending is due again now, not when its
+        // claim would have run out (on this thread: the repository blocks).
+        let mine = self.shared.then_some(self.host.as_str());
+        match self.repo.release_notification_claims(mine) {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(
+                    message = "Notifications a stopped server was sending are due again.",
+                    notifications = n
+                );
+            }
+            Err(e) => {
+                tracing::warn!(message = "The claims of a stopped server on notifications cannot be let go; they run out by themselves.", error = %e);
+            }
+        }
         loop {
             if bell.stopped() {
                 return;
@@ -144,7 +173,11 @@ impl Sender {
     }
 
     fn send_one(&self, o: &Outgoing) {
+        (self.fault)(Moment::BeforeSend);
         let result = self.send(o);
+        if result.is_ok() {
+            (self.fault)(Moment::AfterSend);
+        }
         let at = now();
         let recorded = match &result {
             Ok(()) => {

@@ -444,6 +444,22 @@ pub fn claim(
         .collect()
 }
 
+/// Lets go of the claims of pending notifications that a stopped process held: those of
+/// `host` (a host that keeps its id across restarts), or all (`None`: the one server of a
+/// SQLite repository starting). Answers how many.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn release(conn: &dyn Session, host: Option<&str>) -> Result<usize> {
+    conn.execute(
+        "UPDATE notifications SET claimed_by = NULL, claimed_until = NULL
+          WHERE state = 'pending' AND claimed_by IS NOT NULL
+            AND (CAST(?1 AS TEXT) IS NULL OR claimed_by = ?1)",
+        args![host],
+    )
+}
+
 /// Marks notification `id`, claimed by `host`, sent at `now`. False when another host holds
 /// it now (its claim ran out meanwhile).
 ///

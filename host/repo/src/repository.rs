@@ -323,6 +323,15 @@ impl Repository {
         self.tx(|c| super::notifications::claim(c, host, now, until, limit))
     }
 
+    /// Lets go of the claims a stopped process held: `host`'s, or all (`None`).
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn release_notification_claims(&self, host: Option<&str>) -> Result<usize> {
+        self.tx(|c| super::notifications::release(c, host))
+    }
+
     /// Marks notification `id` sent; false when `host` no longer held it.
     ///
     /// # Errors

@@ -724,3 +724,114 @@ fn a_planned_start_passed_while_the_batch_still_runs_is_told_as_missed() {
         "{missed}"
     );
 }
+
+/// A server on a home of its own with the webhook's secret, whose process stops dead at
+/// fault point `fault`; sheets 1 and 2 and a rule on `failed` deployed.
+fn server_stopping_at(hook: &Webhook, fault: &str) -> Weft {
+    let (w, _) = setup_with(&[("WEFT_FAULT", fault)]);
+    w.add_keys(&format!("hook|secret|||{SECRET}|\n"));
+    deploy(
+        &w,
+        &notify_doc(&hook.url, json!([{"on": ["failed"], "to": ["team-hook"]}])),
+    );
+    w
+}
+
+#[test]
+fn a_server_killed_after_the_event_and_before_the_send_sends_it_once_when_it_starts_again() {
+    let hook = Webhook::start(SECRET, 0);
+    let w = server_stopping_at(&hook, "before_notification_send");
+    // The run fails; its notification is committed with its end, claimed, and the process
+    // stops dead before anything is sent.
+    let (st, v) = command(
+        &w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "nightly", "user": "t",
+            "elementList": [{"elementType": "S", "elementId": 2}]}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (status, home) = w.exited(std::time::Duration::from_secs(30));
+    assert!(!status.success(), "{status:?}");
+    assert!(hook.requests().is_empty());
+    // At its next start the claim of the stopped process is let go: sent at once, once.
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let got = hook.wait_for(|r| !r.is_empty());
+    assert_eq!(got.len(), 1, "{got:#?}");
+    let listed = wait_notifications(&w, |n| n.first().is_some_and(|n| n["state"] == "sent"));
+    assert_eq!(
+        (listed.len(), listed[0]["attempts"].as_i64()),
+        (1, Some(1)),
+        "{listed:#?}"
+    );
+    assert_eq!(hook.requests().len(), 1, "nothing sent twice");
+}
+
+#[test]
+fn a_server_killed_after_the_send_and_before_its_record_sends_it_again_with_the_same_id() {
+    let hook = Webhook::start(SECRET, 0);
+    let w = server_stopping_at(&hook, "after_notification_send");
+    let (st, v) = command(
+        &w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "nightly", "user": "t",
+            "elementList": [{"elementType": "S", "elementId": 2}]}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (status, home) = w.exited(std::time::Duration::from_secs(30));
+    assert!(!status.success(), "{status:?}");
+    assert_eq!(
+        hook.requests().len(),
+        1,
+        "the receiver took it before the stop"
+    );
+    // Delivery is at least once: the next start sends it again, with the same id, by which
+    // the receiver can tell the repeat.
+    let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
+    let got = hook.wait_for(|r| r.len() >= 2);
+    assert_eq!(got.len(), 2, "{got:#?}");
+    assert_eq!(
+        got[0]["headers"]["weft-notification-id"],
+        got[1]["headers"]["weft-notification-id"]
+    );
+    // The same notification; only the link names the restarted server's new port.
+    let body = |r: &Value| {
+        let mut b: Value = serde_json::from_str(r["body"].as_str().expect("body")).expect("JSON");
+        b.as_object_mut().expect("object").remove("url");
+        b
+    };
+    assert_eq!(body(&got[0]), body(&got[1]), "the same notification");
+    let listed = wait_notifications(&w, |n| n.first().is_some_and(|n| n["state"] == "sent"));
+    assert_eq!(listed[0]["state"], "sent", "{listed:#?}");
+}
+
+#[test]
+fn a_receiver_that_does_not_answer_is_given_up_on_after_the_channels_timeout_and_tried_again() {
+    // The first POST gets no answer for 10 s; the channel waits 1 s.
+    let hook = Webhook::start_hanging(SECRET, 1, 0);
+    let (w, _) = setup_with(&[("WEFT_NOTIFY_RETRY_SECONDS", "1")]);
+    w.add_keys(&format!("hook|secret|||{SECRET}|\n"));
+    let mut doc = notify_doc(&hook.url, json!([{"on": ["failed"], "to": ["team-hook"]}]));
+    doc["transformationData"]["notifications"]["channels"][0]["timeoutSeconds"] = json!(1);
+    deploy(&w, &doc);
+    let started = std::time::Instant::now();
+    run_sheet(&w, 2, "nightly");
+    let listed = wait_notifications(&w, |n| n.first().is_some_and(|n| n["state"] == "sent"));
+    let n = &listed[0];
+    assert_eq!(
+        (n["state"].as_str(), n["attempts"].as_i64()),
+        (Some("sent"), Some(2)),
+        "{n}"
+    );
+    let why = n["lastError"].as_str().expect("the first try's error");
+    assert!(
+        why.contains("timed out") || why.contains("timeout"),
+        "{why}"
+    );
+    // Well before the receiver's 10 s: the send did not wait for it.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(9),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(hook.requests().len(), 1);
+}

@@ -782,6 +782,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn failures_are_told_apart_by_their_kind_and_the_databases_words() {
+        use weft_sdk::ErrorKind;
+        let class = |kind, m: &str| classify(kind, m);
+        // What the native PostgreSQL and SQLite connections and the JDBC bridge say.
+        for m in [
+            "action 4 (Sql): PostgreSQL (connection 2): deadlock detected (40P01)",
+            "action 4 (Sql): PostgreSQL (connection 2): could not serialize access due to concurrent update (40001)",
+            "action 4 (Sql): SQLite (connection 1): database is locked",
+            "action 4 (Sql): PostgreSQL (connection 2): canceling statement due to lock timeout (55P03)",
+        ] {
+            assert_eq!(
+                class(Some(ErrorKind::Failed), m),
+                FailureClass::Transient,
+                "{m}"
+            );
+        }
+        for m in [
+            "action 4 (Sql): PostgreSQL (connection 2): terminating connection due to administrator command (57P01): server closed the connection unexpectedly",
+            "action 4 (Transfer): connection 3: Connection refused (os error 111)",
+            "action 4 (Sql): connection 2: SSL SYSCALL error (08006)",
+        ] {
+            assert_eq!(
+                class(Some(ErrorKind::Failed), m),
+                FailureClass::Connection,
+                "{m}"
+            );
+        }
+        assert_eq!(
+            class(Some(ErrorKind::Connection), "anything"),
+            FailureClass::Connection
+        );
+        for m in [
+            "action 4 (Sql): SQLite (connection 1): no such table: orders",
+            "action 4 (Sql): PostgreSQL (connection 2): duplicate key value violates unique constraint (23505)",
+        ] {
+            assert_eq!(
+                class(Some(ErrorKind::Failed), m),
+                FailureClass::Other,
+                "{m}"
+            );
+        }
+    }
+
+    #[test]
     fn a_held_back_line_is_handed_on_without_a_line_after_it() {
         let (tx, rx) = std::sync::mpsc::channel::<Vec<String>>();
         let tx = Mutex::new(tx);
