@@ -737,12 +737,9 @@ fn server_stopping_at(hook: &Webhook, fault: &str) -> Weft {
     w
 }
 
-#[test]
-fn a_server_killed_after_the_event_and_before_the_send_sends_it_once_when_it_starts_again() {
-    let hook = Webhook::start(SECRET, 0);
-    let w = server_stopping_at(&hook, "before_notification_send");
-    // The run fails; its notification is committed with its end, claimed, and the process
-    // stops dead before anything is sent.
+/// Runs the failing sheet 2 on `w`, whose process then stops dead at its fault point; its
+/// home.
+fn fail_and_stop(w: Weft) -> tempfile::TempDir {
     let (st, v) = command(
         &w,
         "RunElements",
@@ -752,6 +749,15 @@ fn a_server_killed_after_the_event_and_before_the_send_sends_it_once_when_it_sta
     assert_eq!(st, 200, "{v}");
     let (status, home) = w.exited(std::time::Duration::from_secs(30));
     assert!(!status.success(), "{status:?}");
+    home
+}
+
+#[test]
+fn a_server_killed_after_the_event_and_before_the_send_sends_it_once_when_it_starts_again() {
+    let hook = Webhook::start(SECRET, 0);
+    // The run fails; its notification is committed with its end, claimed, and the process
+    // stops dead before anything is sent.
+    let home = fail_and_stop(server_stopping_at(&hook, "before_notification_send"));
     assert!(hook.requests().is_empty());
     // At its next start the claim of the stopped process is let go: sent at once, once.
     let w = Weft::start_in(home, &["--listen", "127.0.0.1:0"], &[]);
@@ -769,16 +775,7 @@ fn a_server_killed_after_the_event_and_before_the_send_sends_it_once_when_it_sta
 #[test]
 fn a_server_killed_after_the_send_and_before_its_record_sends_it_again_with_the_same_id() {
     let hook = Webhook::start(SECRET, 0);
-    let w = server_stopping_at(&hook, "after_notification_send");
-    let (st, v) = command(
-        &w,
-        "RunElements",
-        json!({"batchExecution": {"batchName": "nightly", "user": "t",
-            "elementList": [{"elementType": "S", "elementId": 2}]}}),
-    );
-    assert_eq!(st, 200, "{v}");
-    let (status, home) = w.exited(std::time::Duration::from_secs(30));
-    assert!(!status.success(), "{status:?}");
+    let home = fail_and_stop(server_stopping_at(&hook, "after_notification_send"));
     assert_eq!(
         hook.requests().len(),
         1,
