@@ -360,35 +360,33 @@ fn one<S: Starter>(
         return Ok(());
     }
     let next = d.schedule.next(zone, &d.planned, now);
-    let Some(when) = when else {
-        // A planned time the clocks skip, whose policy is to skip it.
-        let missed = Missed {
+    // The planned start moves on to the next without a run, kept as missed for `reason`
+    // (none: unrecorded); whether this tick moved it.
+    let pass = |reason: Option<MissedReason>| {
+        let missed = reason.map(|reason| Missed {
             planned: d.planned.to_string(),
-            reason: MissedReason::ClockGap,
+            reason,
             at: now,
-        };
-        // A disabled batch's starts pass unrecorded, this one too.
-        let missed = Some(&missed).filter(|_| d.enabled);
-        if repo.advance_start(
+        });
+        repo.advance_start(
             d.batch_id,
             &d.start_dt,
             d.planned.second,
             next.as_ref(),
-            missed,
-        )? {
+            missed.as_ref(),
+        )
+    };
+    let Some(when) = when else {
+        // A planned time the clocks skip, whose policy is to skip it. A disabled batch's
+        // starts pass unrecorded, this one too.
+        if pass(Some(MissedReason::ClockGap).filter(|_| d.enabled))? {
             tracing::info!(message = "A planned start the clocks skip passed (springGap skip).", batch_id = d.batch_id, planned = %d.planned);
             report.passed.push(d.batch_id);
         }
         return Ok(());
     };
     if !d.enabled {
-        if repo.advance_start(
-            d.batch_id,
-            &d.start_dt,
-            d.planned.second,
-            next.as_ref(),
-            None,
-        )? {
+        if pass(None)? {
             report.passed.push(d.batch_id);
         }
         return Ok(());
@@ -413,17 +411,7 @@ fn one<S: Starter>(
                 d.after_timeout_minutes
             );
             if d.after_timeout != "start" {
-                if repo.advance_start(
-                    d.batch_id,
-                    &d.start_dt,
-                    d.planned.second,
-                    next.as_ref(),
-                    Some(&Missed {
-                        planned: d.planned.to_string(),
-                        reason: MissedReason::After(why.clone()),
-                        at: now,
-                    }),
-                )? {
+                if pass(Some(MissedReason::After(why.clone())))? {
                     tracing::warn!(message = "A scheduled start passed: the batches it runs after had not finished (afterTimeout skip).", batch_id = d.batch_id, planned = %d.planned, why = %why);
                     crate::metrics::scheduled_start_missed();
                     report.passed.push(d.batch_id);
@@ -436,17 +424,7 @@ fn one<S: Starter>(
     if repo.batch_is_running(d.batch_id)? {
         if d.if_running == "wait" {
             report.waiting.push(d.batch_id);
-        } else if repo.advance_start(
-            d.batch_id,
-            &d.start_dt,
-            d.planned.second,
-            next.as_ref(),
-            Some(&Missed {
-                planned: d.planned.to_string(),
-                reason: MissedReason::Running,
-                at: now,
-            }),
-        )? {
+        } else if pass(Some(MissedReason::Running))? {
             tracing::warn!(message = "A scheduled start passed: the batch's previous run has not finished (ifRunning skip).", batch_id = d.batch_id, planned = %d.planned);
             crate::metrics::scheduled_start_missed();
             report.passed.push(d.batch_id);
@@ -483,18 +461,7 @@ fn one<S: Starter>(
             // The elements no longer exist, or form a cycle: the start passes, with the
             // reason in the log, so that one broken batch does not block the others.
             tracing::error!(message = "A scheduled batch could not start; its planned start passes.", batch_id = d.batch_id, planned = %planned_text, error = %e);
-            let missed = Missed {
-                planned: planned_text.clone(),
-                reason: MissedReason::CannotStart(e.to_string()),
-                at: now,
-            };
-            if repo.advance_start(
-                d.batch_id,
-                &d.start_dt,
-                d.planned.second,
-                next.as_ref(),
-                Some(&missed),
-            )? {
+            if pass(Some(MissedReason::CannotStart(e.to_string())))? {
                 report.passed.push(d.batch_id);
             }
         }
