@@ -383,35 +383,55 @@ fn a_channel_a_stored_batch_still_sends_to_cannot_be_dropped() {
     assert_eq!(w.dump(), before);
 }
 
-#[test]
-fn late_runs_are_told_once_by_the_time_of_day_and_by_how_long_they_run() {
-    let hook = Webhook::start(SECRET, 0);
+/// A server on a stepped clock standing at `fake_now` (service time) with `env`: its data
+/// file (connection 1) holding `tables`, the webhook's secret in its key file.
+fn stepped_server(
+    fake_now: &str,
+    env: &[(&str, &str)],
+    tables: &str,
+) -> (Weft, std::path::PathBuf) {
     let w = Weft::start_with(
         &[
             "--listen",
             "127.0.0.1:0",
             "--fake-now",
-            "2026-11-27 05:50:00",
+            fake_now,
             "--stepped-clock",
         ],
-        &[("WEFT_TIMEZONE", "Europe/Berlin")],
+        env,
     );
     let data = w.home.path().join("data.db");
     rusqlite::Connection::open(&data)
         .expect("data")
-        .execute_batch("CREATE TABLE other (n INTEGER); CREATE TABLE slow (n INTEGER);")
+        .execute_batch(tables)
         .expect("tables");
     w.add_keys(&format!(
         "1|sqlite|{}|||\nhook|secret|||{SECRET}|\n",
         data.display()
     ));
+    (w, data)
+}
+
+/// `doc` with the folder and connection a [`stepped_server`] does not have yet.
+fn with_data(doc: &mut Value) {
+    doc["transformationData"]["folders"] = json!([{"id": 10, "path": "/etl"}]);
+    doc["transformationData"]["connections"] = json!([{"id": 1, "name": "data", "type": "sqlite"}]);
+}
+
+#[test]
+fn late_runs_are_told_once_by_the_time_of_day_and_by_how_long_they_run() {
+    let hook = Webhook::start(SECRET, 0);
+    let (w, data) = stepped_server(
+        "2026-11-27 05:50:00",
+        &[("WEFT_TIMEZONE", "Europe/Berlin")],
+        "CREATE TABLE other (n INTEGER); CREATE TABLE slow (n INTEGER);",
+    );
     let mut doc = notify_doc(
         &hook.url,
         json!([{"on": ["late"], "longerThanMinutes": 30, "to": ["team-hook"]}]),
     );
+    with_data(&mut doc);
     let td = &mut doc["transformationData"];
-    td["folders"] = json!([{"id": 10, "path": "/etl"}]);
-    td["connections"] = json!([{"id": 1, "name": "data", "type": "sqlite"}]);
     let at_six = json!([{"on": ["late"], "lateAt": "06:00", "to": ["team-hook"]}]);
     let element = json!([{"elementType": "S", "elementId": 1}]);
     td["batches"] = json!([
@@ -603,31 +623,16 @@ fn a_failure_is_mailed_over_starttls_and_implicit_tls_with_authentication_and_a_
 fn a_notification_that_cannot_be_sent_is_given_up_after_its_time_with_why() {
     // The receiver never takes it; the clock moves only when the test says.
     let hook = Webhook::start(SECRET, usize::MAX >> 1);
-    let w = Weft::start_with(
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--fake-now",
-            "2026-11-27 10:00:00",
-            "--stepped-clock",
-        ],
+    let (w, _data) = stepped_server(
+        "2026-11-27 10:00:00",
         &[
             ("WEFT_NOTIFY_RETRY_SECONDS", "1"),
             ("WEFT_NOTIFY_GIVE_UP_MINUTES", "1"),
         ],
+        "CREATE TABLE other (n INTEGER)",
     );
-    let data = w.home.path().join("data.db");
-    rusqlite::Connection::open(&data)
-        .expect("data")
-        .execute_batch("CREATE TABLE other (n INTEGER)")
-        .expect("tables");
-    w.add_keys(&format!(
-        "1|sqlite|{}|||\nhook|secret|||{SECRET}|\n",
-        data.display()
-    ));
     let mut doc = notify_doc(&hook.url, json!([{"on": ["failed"], "to": ["team-hook"]}]));
-    doc["transformationData"]["folders"] = json!([{"id": 10, "path": "/etl"}]);
-    doc["transformationData"]["connections"] = json!([{"id": 1, "name": "data", "type": "sqlite"}]);
+    with_data(&mut doc);
     deploy(&w, &doc);
     run_sheet(&w, 2, "nightly");
     let first = wait_notifications(&w, |n| n.first().is_some_and(|n| n["attempts"] == 1));
@@ -658,32 +663,17 @@ fn a_notification_that_cannot_be_sent_is_given_up_after_its_time_with_why() {
 #[test]
 fn a_planned_start_passed_while_the_batch_still_runs_is_told_as_missed() {
     let hook = Webhook::start(SECRET, 0);
-    let w = Weft::start_with(
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--fake-now",
-            "2026-11-27 10:30:00",
-            "--stepped-clock",
-        ],
+    let (w, data) = stepped_server(
+        "2026-11-27 10:30:00",
         &[("WEFT_TIMEZONE", "Europe/Berlin")],
+        "CREATE TABLE other (n INTEGER)",
     );
-    let data = w.home.path().join("data.db");
-    rusqlite::Connection::open(&data)
-        .expect("data")
-        .execute_batch("CREATE TABLE other (n INTEGER)")
-        .expect("tables");
-    w.add_keys(&format!(
-        "1|sqlite|{}|||\nhook|secret|||{SECRET}|\n",
-        data.display()
-    ));
     let mut doc = notify_doc(
         &hook.url,
         json!([{"on": ["missed", "started"], "to": ["team-hook"]}]),
     );
+    with_data(&mut doc);
     let td = &mut doc["transformationData"];
-    td["folders"] = json!([{"id": 10, "path": "/etl"}]);
-    td["connections"] = json!([{"id": 1, "name": "data", "type": "sqlite"}]);
     td["batches"] = json!([{"id": 8, "name": "hourly", "schedule": "every 60 minutes",
         "elements": [{"elementType": "S", "elementId": 1}]}]);
     deploy(&w, &doc);
