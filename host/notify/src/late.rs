@@ -21,14 +21,14 @@ pub fn check(
     zone: chrono_tz::Tz,
 ) -> weft_repo::Result<usize> {
     let mut new = 0;
-    let stamp = now.format("%Y-%m-%d %H:%M:%S%.3f").to_string();
+    let stamp = weft_repo::stored_time(now);
     for w in repo.late_watches()? {
         if let (Some(at), Some(batch_id)) = (&w.rule.late_at, w.batch_id) {
             new += late_at(repo, &w, batch_id, at, now, zone, &stamp)?;
         }
         if let Some(minutes) = w.rule.longer_than_minutes {
             let before = now - chrono::Duration::minutes(minutes);
-            let before = before.format("%Y-%m-%d %H:%M:%S%.3f").to_string();
+            let before = weft_repo::stored_time(before);
             for (instance, batch) in repo.running_since(w.batch_id, &before)? {
                 let key = format!("run {instance} over {minutes} min");
                 let minutes_text = minutes.to_string();

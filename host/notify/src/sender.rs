@@ -6,14 +6,16 @@
 //! `notify_give_up_minutes` after its event with the reason kept.
 //!
 //! It wakes at each change to instances this host knows of (an event's notification is
-//! recorded in the same transaction as the change) and at the next due time; a host that
+//! recorded in the same transaction as the change) and at the next due time, reads when the
+//! next notification is due, and claims (a write) only when one is; it looks for late runs at
+//! most once a second; a host that
 //! is killed while sending leaves its claim to run out, and another host (or itself, after
 //! a restart) sends it again: at least once, with the same `Weft-Notification-Id`.
 
 use crate::channels::{self, SmtpServer};
 use crate::templates;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use weft_core::keys::KeyStore;
 use weft_repo::Repository;
 use weft_repo::notifications::{Outgoing, RunFacts};
@@ -30,6 +32,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(900);
 /// How long the sender sleeps at most without a change (another host's event on a shared
 /// repository, a planned start missed).
 const IDLE: Duration = Duration::from_secs(5);
+
+/// How often the sender looks for late runs at most.
+const LATE_EVERY: Duration = Duration::from_secs(1);
 
 /// How many failed actions a notification lists.
 const FAILED_SHOWN: i64 = 10;
@@ -92,16 +97,7 @@ fn now() -> chrono::DateTime<chrono::Utc> {
     weft_core::sched::clock::current().clock.now()
 }
 
-/// `t` as the repository stores times.
-fn stored(t: chrono::DateTime<chrono::Utc>) -> String {
-    t.format("%Y-%m-%d %H:%M:%S%.3f").to_string()
-}
-
-fn parse(t: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-    chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f")
-        .ok()
-        .map(|t| t.and_utc())
-}
+use weft_repo::{parse_stored_time as parse, stored_time as stored};
 
 impl Sender {
     fn run(&self, bell: &dyn Bell) {
@@ -120,19 +116,23 @@ impl Sender {
                 tracing::warn!(message = "The claims of a stopped server on notifications cannot be let go; they run out by themselves.", error = %e);
             }
         }
+        let mut late_checked: Option<Instant> = None;
         loop {
             if bell.stopped() {
                 return;
             }
             let seen = bell.count();
-            let time = weft_core::sched::clock::current();
-            if let Err(e) = crate::late::check(&self.repo, time.clock.now(), time.zone) {
-                tracing::warn!(message = "Late runs cannot be looked for now; looking again later.", error = %e);
+            // Lateness moves with the clock, not with changes: once a second is enough,
+            // however many actions end.
+            if late_checked.is_none_or(|t| t.elapsed() >= LATE_EVERY) {
+                let time = weft_core::sched::clock::current();
+                if let Err(e) = crate::late::check(&self.repo, time.clock.now(), time.zone) {
+                    tracing::warn!(message = "Late runs cannot be looked for now; looking again later.", error = %e);
+                }
+                late_checked = Some(Instant::now());
             }
-            let claimed = self.round();
-            if claimed >= BATCH as usize {
-                continue;
-            }
+            // A read first: most changes (an action's end) record no notification, and a
+            // claim is a write transaction.
             let patience = match self.repo.notifications_next_due() {
                 Ok(Some(due)) => parse(&due).map_or(IDLE, |due| {
                     (due - now()).to_std().unwrap_or(Duration::ZERO).min(IDLE)
@@ -143,9 +143,16 @@ impl Sender {
                     IDLE
                 }
             };
-            if !patience.is_zero() {
-                bell.wait_past(seen, patience);
-            }
+            let patience = if patience.is_zero() {
+                if self.round() > 0 {
+                    continue;
+                }
+                // Due, and none could be claimed: another host holds them right now.
+                LATE_EVERY
+            } else {
+                patience
+            };
+            bell.wait_past(seen, patience);
         }
     }
 

@@ -172,9 +172,17 @@ pub fn now_utc() -> String {
     stored_time(weft_core::sched::clock::current().clock.now())
 }
 
+/// A time as the repository stores it (see [`now_utc`]), whole seconds or milliseconds, as
+/// UTC; `None` for text that is not one.
+pub fn parse_stored_time(t: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f")
+        .ok()
+        .map(|t| t.and_utc())
+}
+
 /// `t` as the repository stores it (see [`now_utc`]): written field by field, as chrono's
 /// `format` reads its pattern again at every call (each action's end writes the time).
-pub(crate) fn stored_time(t: chrono::DateTime<chrono::Utc>) -> String {
+pub fn stored_time(t: chrono::DateTime<chrono::Utc>) -> String {
     use chrono::{Datelike as _, Timelike as _};
     use std::fmt::Write as _;
     // Years of other widths and leap seconds (never the clock's), as chrono writes them.

@@ -29,7 +29,7 @@
 //!   `ListDeploys`, `GetDeployChange`): no type of the repository's own is an answer.
 //! - `repo::error`: `Error` (each variant names the statement or the place), `Fault` (what a
 //!   client is told: full, I/O, busy, other, from SQLite's codes or PostgreSQL's SQLSTATE),
-//!   `Result`, `now_utc`.
+//!   `Result`, `now_utc`, `stored_time`, `parse_stored_time`.
 //! - `repo::store`: the traits callers use. `InstanceStore` (create an instance, with a
 //!   scheduled start in the same transaction; read, list, state changes, halt, restart as one
 //!   check-and-reset, recovery after a crash, commit-marker bookkeeping), `SheetStore` (the
@@ -132,7 +132,7 @@ pub mod store;
 pub mod work;
 pub(crate) mod writer;
 
-pub use error::{Error, Fault, Result, now_utc};
+pub use error::{Error, Fault, Result, now_utc, parse_stored_time, stored_time};
 pub use facts::{Facts, NotificationRefs};
 pub use model::{Change, ChangeKind, IdTable, ObjectKind};
 pub use place::Place;

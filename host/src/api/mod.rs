@@ -137,9 +137,8 @@ fn epoch_seconds(times: &[(String, String)]) -> Vec<(String, f64)> {
     times
         .iter()
         .filter_map(|(batch, at)| {
-            chrono::NaiveDateTime::parse_from_str(at, "%Y-%m-%d %H:%M:%S%.f")
-                .ok()
-                .map(|t| (batch.clone(), t.and_utc().timestamp_millis() as f64 / 1e3))
+            weft_repo::parse_stored_time(at)
+                .map(|t| (batch.clone(), t.timestamp_millis() as f64 / 1e3))
         })
         .collect()
 }
