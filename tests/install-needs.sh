@@ -9,9 +9,12 @@
 # - util-linux (prlimit), mount (a tmpfs) and procps (kill): the fault tests lower a running
 #   server's descriptor limit, fill a small disk and signal jdbcManager;
 # - Chromium, for the web page's tests in a real browser;
-# - promtool (Debian's prometheus package), for the metrics and the example alert rules.
+# - promtool (Debian's prometheus package), for the metrics and the example alert rules;
+# - libclang, which the build itself needs: PostgreSQL's own SQL parser (pg_query, C) is
+#   bound with bindgen.
 set -euo pipefail
 packages=()
+ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang*.so* >/dev/null 2>&1 || packages+=(libclang-dev)
 command -v prlimit >/dev/null 2>&1 || packages+=(util-linux)
 command -v mount >/dev/null 2>&1 || packages+=(mount)
 command -v kill >/dev/null 2>&1 || packages+=(procps)

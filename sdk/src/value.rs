@@ -368,12 +368,12 @@ open_enum! {
 }
 
 impl Dialect {
-    /// Whether a parse failure in this dialect rejects a deploy (else it is a warning).
+    /// Whether a syntax error in this dialect can reject a deploy: where weft has the
+    /// database's own parser to confirm it (SQLite, PostgreSQL; `weft_sql_support`). Elsewhere
+    /// what weft's parser cannot read is a warning, "not checked": a statement the database
+    /// accepts is never refused.
     pub fn parse_errors_are_errors(self) -> bool {
-        matches!(
-            self,
-            Dialect::Sqlite | Dialect::Postgres | Dialect::MySql | Dialect::MsSql
-        )
+        matches!(self, Dialect::Sqlite | Dialect::Postgres)
     }
 
     /// Whether `INSERT ... ON CONFLICT (...) DO UPDATE` is understood.

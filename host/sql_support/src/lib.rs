@@ -2,10 +2,11 @@
 //!
 //! - [`check`]: the validation every SQL module does: `${name}` variables masked by a token
 //!   of the same length (so positions stay true), the text parsed with the `sqlparser`
-//!   dialect of the connection, a parse error reported with its byte offset in the action
-//!   text (an error where the dialect is SQLite, PostgreSQL, MySQL or MS SQL, a warning
-//!   elsewhere), and the tables the text reads. The attribute `validateSql: false` skips the
-//!   parse.
+//!   dialect of the connection, and the tables the text reads. What sqlparser cannot read
+//!   goes to the database's own parser (`own_parser`: PostgreSQL's libpg_query, SQLite
+//!   itself): an error (`sql.syntax`, with its byte offset in the action text) only when
+//!   that parser refuses it too, else a warning "not checked" (`sql.unchecked`) for each
+//!   statement sqlparser cannot read. The attribute `validateSql: false` skips the parse.
 //! - Identifier quoting and the column matching the modules use at run time.
 //!
 //! - [`describe_object`], [`described_table`], [`match_columns`], [`column_probe`]: what a
@@ -18,6 +19,7 @@
 //! nothing from weft's workspace, so a plugin outside the repository depends on it by path
 //! (or, once published, by version) beside the sdk; `examples/plugin-rowcount` does.
 
+mod own_parser;
 mod requalify;
 pub use requalify::{Requalified, requalify};
 
@@ -305,22 +307,7 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
     {
         return out;
     }
-    match parse(sql, dialect) {
-        Ok(statements) => {
-            for table in reads(&statements, sql) {
-                out.read(table);
-            }
-        }
-        Err((message, offset)) => {
-            let text = format!("the SQL does not parse as {}: {message}", dialect.name());
-            let p = if dialect.parse_errors_are_errors() {
-                Problem::error("sql.syntax", text, offset)
-            } else {
-                Problem::warning("sql.syntax", text, offset)
-            };
-            out.push(p);
-        }
-    }
+    check_text(&mut out, sql, dialect, None);
     // The loop's query reads data too: one query, whose tables order the action as well.
     if let Some(looped) = input.attribute(LOOP_QUERY).and_then(AttributeValue::as_str) {
         if input
@@ -337,35 +324,126 @@ pub fn check(input: &ValidateInput, dialect: Dialect) -> ValidateOutput {
                 .on_attribute("truncateBefore"),
             );
         }
-        match parse(looped, dialect) {
-            Ok(statements) if is_one_query(&statements) => {
-                for table in reads(&statements, looped) {
-                    out.read(table);
-                }
-            }
-            Ok(_) => out.push(
+        if let Some(statements) = check_text(&mut out, looped, dialect, Some(LOOP_QUERY))
+            && !is_one_query(&statements)
+        {
+            out.push(
                 Problem::error(
                     "sql.loop_not_a_query",
                     "`loopQuery` is one query (SELECT ...) whose rows the action runs once each for",
                     Some(0),
                 )
                 .on_attribute(LOOP_QUERY),
-            ),
-            Err((message, offset)) => {
-                let text = format!(
-                    "`loopQuery` does not parse as {}: {message}",
-                    dialect.name()
-                );
-                let p = if dialect.parse_errors_are_errors() {
-                    Problem::error("sql.syntax", text, offset)
-                } else {
-                    Problem::warning("sql.syntax", text, offset)
-                };
-                out.push(p.on_attribute(LOOP_QUERY));
-            }
+            );
         }
     }
     out
+}
+
+/// Checks `sql` (the action text, or the attribute `attribute`) and notes the tables it
+/// reads; its statements when sqlparser reads the whole text.
+///
+/// What sqlparser cannot read goes to the database's own parser (PostgreSQL's, SQLite): a
+/// syntax error is an error only when that parser refuses the text too. Each statement it
+/// reads is then checked on its own: those sqlparser reads are checked fully, the others
+/// are a warning `sql.unchecked` ("not checked") and read the tables the own parser names.
+/// Where weft has no parser of the database, a statement sqlparser cannot read is a warning.
+fn check_text(
+    out: &mut ValidateOutput,
+    sql: &str,
+    dialect: Dialect,
+    attribute: Option<&str>,
+) -> Option<Vec<Statement>> {
+    let place = |p: Problem| match attribute {
+        Some(a) => p.on_attribute(a),
+        None => p,
+    };
+    let offset = match parse(sql, dialect) {
+        Ok(statements) => {
+            for table in reads(&statements, sql) {
+                out.read(table);
+            }
+            return Some(statements);
+        }
+        Err((_, offset)) => offset,
+    };
+    let masked = mask_variables(sql);
+    let what = attribute.map_or_else(|| "the SQL".to_owned(), |a| format!("`{a}`"));
+    match own_parser::judge(&masked, dialect) {
+        Some(own_parser::Judgement::Refused {
+            message,
+            offset: at,
+        }) => {
+            out.push(place(Problem::error(
+                "sql.syntax",
+                format!("{what} does not parse as {}: {message}", dialect.name()),
+                at.map(|o| o as u32).or(offset),
+            )));
+        }
+        Some(own_parser::Judgement::Read(statements)) => {
+            for (range, tables) in statements {
+                check_statement(out, sql, range, dialect, Some(tables), &place);
+            }
+        }
+        None => {
+            for range in statement_ranges(&masked, dialect) {
+                check_statement(out, sql, range, dialect, None, &place);
+            }
+        }
+    }
+    None
+}
+
+/// Checks the statement at `range` of `sql` on its own. `own_reads` are the tables the
+/// database's own parser found in it (it read it), `None` where weft has no such parser.
+fn check_statement(
+    out: &mut ValidateOutput,
+    sql: &str,
+    range: std::ops::Range<usize>,
+    dialect: Dialect,
+    own_reads: Option<Vec<String>>,
+    place: &dyn Fn(Problem) -> Problem,
+) {
+    let piece = &sql[range.clone()];
+    let shift = |o: u32| o + range.start as u32;
+    match parse(piece, dialect) {
+        Ok(statements) => {
+            for t in reads(&statements, piece) {
+                out.read(TableName::new(t.schema(), t.name(), t.offset().map(shift)));
+            }
+        }
+        Err((message, offset)) => {
+            let opening: String = piece
+                .split_whitespace()
+                .take(4)
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(40)
+                .collect();
+            let db = dialect.name();
+            let text = match &own_reads {
+                Some(_) => format!(
+                    "not checked: `{opening}` ...: weft's SQL parser cannot read it ({message}); {db}'s own parser can, so it is left to the database"
+                ),
+                None => format!(
+                    "not checked: `{opening}` ... does not parse as {db} here ({message}); the database checks it when it runs"
+                ),
+            };
+            out.push(place(Problem::warning(
+                "sql.unchecked",
+                text,
+                Some(shift(offset.unwrap_or(0))),
+            )));
+            for table in own_reads.unwrap_or_default() {
+                let (schema, name) = match table.rsplit_once('.') {
+                    Some((s, n)) => (Some(s), n),
+                    None => (None, table.as_str()),
+                };
+                out.read(TableName::new(schema, name, None));
+            }
+        }
+    }
 }
 
 /// The names of the columns a single query returns, when its outermost `SELECT` names every
@@ -839,6 +917,66 @@ pub fn statement_ranges(sql: &str, dialect: Dialect) -> Vec<std::ops::Range<usiz
     out.push(trimmed(start..sql.len()));
     out.retain(|r| !r.is_empty());
     out
+}
+
+#[cfg(test)]
+mod check_tests {
+    use super::*;
+    use weft_sdk::Severity;
+
+    /// A problem as `(severity, code, offset)`.
+    type Found = (Severity, String, Option<u32>);
+
+    /// Each problem, and the tables read.
+    fn checked(sql: &str, dialect: Dialect) -> (Vec<Found>, Vec<String>) {
+        let out = check(
+            &weft_sdk::testing::Validate::new(Some(sql)).build(),
+            dialect,
+        );
+        (
+            out.problems()
+                .iter()
+                .map(|p| (p.severity(), p.code().to_owned(), p.offset()))
+                .collect(),
+            out.reads().iter().map(|t| t.name().to_owned()).collect(),
+        )
+    }
+
+    #[test]
+    fn what_the_database_reads_is_a_warning_at_its_statement_and_the_rest_is_checked() {
+        let sql = "CREATE TRIGGER tr AFTER INSERT ON a BEGIN DELETE FROM b INDEXED BY i; END;\nINSERT INTO c SELECT x FROM d";
+        let (problems, reads) = checked(sql, Dialect::Sqlite);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(
+            (problems[0].0, problems[0].1.as_str()),
+            (Severity::Warning, "sql.unchecked")
+        );
+        assert_eq!(reads, vec!["d"]);
+        // Where weft has no parser of the database: each statement on its own.
+        let sql = "SELEC 1; SELECT x FROM e";
+        let (problems, reads) = checked(sql, Dialect::MySql);
+        assert_eq!(
+            problems,
+            vec![(Severity::Warning, "sql.unchecked".to_owned(), Some(0))]
+        );
+        assert_eq!(reads, vec!["e"]);
+    }
+
+    #[test]
+    fn what_the_database_refuses_is_an_error_at_its_place() {
+        for dialect in [Dialect::Sqlite, Dialect::Postgres] {
+            let sql = "SELECT 1;\nSELECT x FROM t WHERE x = = 1";
+            let (problems, _) = checked(sql, dialect);
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            let (severity, code, offset) = &problems[0];
+            assert_eq!((*severity, code.as_str()), (Severity::Error, "sql.syntax"));
+            assert_eq!(
+                &sql[offset.map_or(0, |o| o as usize)..],
+                "= 1",
+                "{dialect:?}"
+            );
+        }
+    }
 }
 
 #[cfg(test)]

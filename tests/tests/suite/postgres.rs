@@ -950,6 +950,67 @@ fn deploys_check_sql_in_postgresqls_dialect_and_table_functions_are_no_tables() 
     );
 }
 
+/// What PostgreSQL runs is never refused at deploy: a `DO` block, a function with a
+/// dollar-quoted body, one in SQL-standard form (`BEGIN ATOMIC`, whose `;` end no
+/// statement). Each statement weft's parser cannot read is a warning "not checked", at its
+/// place; the others are checked as before. A real syntax error stays an error.
+#[test]
+fn statements_postgresql_accepts_deploy_with_warnings_and_run() {
+    let pg = Postgres::start().expect("PostgreSQL");
+    pg.psql("CREATE TABLE t (n int); CREATE TABLE log (line text);")
+        .expect("tables");
+    let (w, _) = setup(&pg);
+    let text = "DO $do$ BEGIN INSERT INTO log VALUES ('started; still one statement'); END $do$;\n\
+                CREATE OR REPLACE FUNCTION twice(x int) RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT x * 2; END;\n\
+                INSERT INTO t SELECT twice(g) FROM generate_series(1, 3) AS g WHERE 'ab' ~~ 'a%'";
+    let doc = sheet(21, "Sql", text, json!({}), &[], ("t", 7));
+    let (st, v) = post(
+        &w.url,
+        deploy_body(&serde_json::to_string_pretty(&doc).expect("text")),
+    );
+    assert_eq!(st, 200, "{v}");
+    let warnings: Vec<&Value> = v["payload"]["warnings"]
+        .as_array()
+        .map(|a| a.iter().filter(|d| d["code"] == "sql.unchecked").collect())
+        .unwrap_or_default();
+    assert_eq!(warnings.len(), 2, "{v}");
+    for (w, opening) in warnings
+        .iter()
+        .zip(["DO $do$", "CREATE OR REPLACE FUNCTION"])
+    {
+        let m = w["message"].as_str().unwrap_or("");
+        assert!(
+            m.contains(&format!("not checked: `{opening}"))
+                && m.contains("PostgreSQL's own parser can"),
+            "{w}"
+        );
+        assert!(w["line"].as_u64().is_some(), "{w}");
+    }
+    let inst = run_and_wait(&w, 21);
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(pg.psql("SELECT sum(n) FROM t").expect("sum"), "12");
+    assert_eq!(pg.psql("SELECT count(*) FROM log").expect("log"), "1");
+    // PostgreSQL refuses this one too: an error, the repository unchanged.
+    let bad = sheet(
+        22,
+        "Sql",
+        "DO $$ BEGIN END $$; SELECT FROM WHERE",
+        json!({}),
+        &[],
+        ("t", 7),
+    );
+    let (st, v) = post(&w.url, deploy_body(&bad.to_string()));
+    assert_eq!(st, 422, "{v}");
+    let d = &v["error"]["details"][0];
+    assert_eq!(d["code"], "sql.syntax", "{v}");
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("syntax error at or near \"WHERE\"")),
+        "{v}"
+    );
+}
+
 #[test]
 fn a_million_rows_copy_in_and_a_bad_row_500001_leaves_the_target_as_it_was() {
     let pg = Postgres::start().expect("PostgreSQL");

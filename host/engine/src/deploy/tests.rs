@@ -999,9 +999,14 @@ fn on_a_connection_of_unknown_dialect_a_parse_error_is_a_warning() {
     let r = f.ok(include_str!(
         "fixtures/cases/a-sql-syntax-error-on-connection-2.dsr"
     ));
-    let w = find(&r.warnings, "sql.syntax");
+    let w = find(&r.warnings, "sql.unchecked");
     assert_eq!(w.severity, Severity::Warning);
-    assert!(w.message.contains("unknown database"), "{}", w.message);
+    assert!(
+        w.message.contains("not checked: `SELECT id, name,, email`")
+            && w.message.contains("unknown database"),
+        "{}",
+        w.message
+    );
     // The key file has no entry for connection 2: said once, at its first object.
     let w = find(&r.warnings, "node.connection_unknown");
     assert!(
