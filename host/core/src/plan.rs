@@ -129,6 +129,9 @@ pub struct ActionPlan {
     /// what they leave out).
     #[serde(default, skip_serializing_if = "RetryPlan::is_empty")]
     pub retry: RetryPlan,
+    /// The actions it runs after when a run holds them (`after`, resolved to ids at deploy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<i64>,
     /// Source objects (edges object -> action).
     pub sources: Vec<Object>,
     /// Target objects (edges action -> object).
@@ -335,6 +338,7 @@ pub fn stored_plans(sheet: &Sheet) -> Vec<ActionPlan> {
                 text: a.action.as_ref().map(|t| t.v.clone()),
                 priority: a.priority.as_ref().map_or(0, |p| p.v),
                 retry: RetryPlan::of(&a.retry),
+                after: a.after.iter().filter_map(|x| x.resolved).collect(),
                 attributes: a
                     .extra
                     .iter()
@@ -376,7 +380,8 @@ pub fn plain_identity(o: &ObjectRef) -> (i64, String, String) {
 }
 
 /// For each action, the actions it waits for: X waits for Y when a `Y`-dependency source of
-/// X is a `Y`-dependency target of Y (never for itself).
+/// X is a `Y`-dependency target of Y, or when X names Y in `after` and the run holds Y (never
+/// for itself).
 ///
 /// Each object type is asked once for each distinct object (type, connection, schema and
 /// name, which are all an identity may depend on), not once per edge: a table read by
@@ -394,9 +399,15 @@ pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, 
             writers.entry(identity_of(p, o)).or_default().push(p.id);
         }
     }
+    let in_run: std::collections::HashSet<i64> = plans.iter().map(|p| p.id).collect();
     let mut deps = BTreeMap::new();
     for p in plans {
-        let mut d: Vec<i64> = Vec::new();
+        let mut d: Vec<i64> = p
+            .after
+            .iter()
+            .copied()
+            .filter(|a| *a != p.id && in_run.contains(a))
+            .collect();
         for o in p.sources.iter().filter(|o| o.orders()) {
             if let Some(w) = writers.get(&identity_of(p, o)) {
                 d.extend(w.iter().filter(|w| **w != p.id));
@@ -558,6 +569,26 @@ mod tests {
         assert_eq!(deps[&3], vec![1, 2, 4]);
         assert_eq!(deps[&4], vec![2]);
         assert_eq!(deps[&5], Vec::<i64>::new());
+    }
+
+    #[test]
+    fn an_action_waits_for_what_it_runs_after_when_the_run_holds_it() {
+        let mut create = plan(1, &[], &[(1, None, "t", "Y")]);
+        let mut load = plan(2, &[], &[(1, None, "t", "Y")]);
+        // Two writers of one table: no order from the data.
+        assert_eq!(
+            dependencies(&Registry::default(), &[create.clone(), load.clone()])[&2],
+            Vec::<i64>::new()
+        );
+        load.after = vec![1, 99, 2];
+        let deps = dependencies(&Registry::default(), &[create.clone(), load.clone()]);
+        // Not for itself, nor for an action the run does not hold.
+        assert_eq!(deps[&2], vec![1]);
+        assert_eq!(deps[&1], Vec::<i64>::new());
+        // An `after` against the data's order is a cycle, refused as one.
+        create.after = vec![2];
+        let deps = dependencies(&Registry::default(), &[create, load]);
+        assert!(dependency_cycle(&deps).is_some());
     }
 
     /// The stored form is the one the repository has kept since schema version 1: a plan

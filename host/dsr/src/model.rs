@@ -407,8 +407,39 @@ pub struct ActionAttributes {
     pub priority: Option<At<i64>>,
     /// How a failure of it is tried again (`retries`, `retryDelaySeconds`, `retryOn`).
     pub retry: Retry,
+    /// The actions it runs after when a run holds both (`after`), for what the data cannot
+    /// say: DDL before the load, a side effect.
+    pub after: Vec<After>,
     /// Attributes beyond table A, for the module to judge (`truncateBefore`, `keys`, ...).
     pub extra: Vec<(At<String>, Spanned)>,
+}
+
+/// An action another runs after, as written in `after`: an action's id, the name of an
+/// action of the same sheet, or the path of one in any sheet (`/folder/sheet/action`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterRef {
+    /// An action's id.
+    Id(i64),
+    /// A name (no `/`) or a path (from `/`).
+    Name(String),
+}
+
+/// An entry of `after`: as written, and the action's id once the deploy found it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct After {
+    /// As written, where written.
+    pub written: At<AfterRef>,
+    /// The action's id (the deploy resolves names and paths; an id is itself).
+    pub resolved: Option<i64>,
+}
+
+impl Serialize for After {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.written.v {
+            AfterRef::Id(id) => s.serialize_i64(*id),
+            AfterRef::Name(n) => s.serialize_str(n),
+        }
+    }
 }
 
 /// How a failed action is tried again: on an action (its attributes) or on a batch (the
@@ -468,6 +499,9 @@ impl Serialize for ActionAttributes {
             map.serialize_entry("priority", &p.v)?;
         }
         self.retry.serialize_into(&mut map)?;
+        if !self.after.is_empty() {
+            map.serialize_entry("after", &self.after)?;
+        }
         for (k, v) in &self.extra {
             map.serialize_entry(&k.v, &v.value.to_json())?;
         }

@@ -492,6 +492,7 @@ pub const ACTION_ATTRIBUTES: &[&str] = &[
     "retries",
     "retryDelaySeconds",
     "retryOn",
+    "after",
 ];
 
 /// The most `retries` an action or batch may ask for.
@@ -621,6 +622,7 @@ fn action_attributes(
     let action = o.nullable_at_string("action", text, problems);
     let priority = o.int("priority", false, text, problems);
     let retry = retry(&mut o, path, text, problems);
+    let after = after(&mut o, path, problems);
     if let Some(p) = &priority
         && !(0..=MAX_PRIORITY).contains(&p.v)
     {
@@ -659,8 +661,65 @@ fn action_attributes(
         action,
         priority,
         retry,
+        after,
         extra,
     })
+}
+
+/// The most entries an action's `after` may hold.
+pub const MAX_AFTER: usize = 1000;
+
+/// `after`: one action or a list, each an id or a name or path.
+fn after(o: &mut Fields<'_>, path: &Path, problems: &mut Problems) -> Vec<After> {
+    let Some(v) = o.get("after") else {
+        return Vec::new();
+    };
+    let key = path.key("after");
+    let entries: Vec<(&Spanned, Path)> = match &v.value {
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e, key.index(i)))
+            .collect(),
+        _ => vec![(v, key.clone())],
+    };
+    if entries.len() > MAX_AFTER {
+        problems.error(
+            "action.after",
+            format!(
+                "`after` names {} actions; at most {MAX_AFTER}",
+                entries.len()
+            ),
+            v.span,
+            &key,
+        );
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(entries.len());
+    for (e, at) in entries {
+        let written = match &e.value {
+            Value::Int(id) => AfterRef::Id(*id),
+            Value::String(s) if !s.trim().is_empty() => AfterRef::Name(s.trim().to_owned()),
+            _ => {
+                problems.error(
+                    "action.after",
+                    "an entry of `after` is an action: its id (a number), its name in this sheet, or its path `/folder/sheet/action`",
+                    e.span,
+                    &at,
+                );
+                continue;
+            }
+        };
+        let resolved = match written {
+            AfterRef::Id(id) => Some(id),
+            AfterRef::Name(_) => None,
+        };
+        out.push(After {
+            written: At::new(written, e.span),
+            resolved,
+        });
+    }
+    out
 }
 
 fn object_attributes(

@@ -441,6 +441,7 @@ fn deploy_read(
         // repository by id is read ahead in one round trip.
         w.prefetch(&doc.sheets)?;
         validate::document(&doc, w, catalog, vopts, &mut problems)?;
+        validate::resolve_after(&mut doc, w, &mut problems)?;
         if problems.has_errors() {
             return invalid(&mut problems);
         }
@@ -648,6 +649,22 @@ fn renumber(doc: &mut Document, w: &dyn DeployWriter) -> repo::Result<Result<IdM
                         at.span,
                         &td.key("sheets").index(i).key("edges").index(j).key(end),
                     )),
+                }
+            }
+        }
+    }
+    // `after` entries that name an action of the copy follow it to its new id.
+    for s in &mut doc.sheets {
+        for n in &mut s.nodes {
+            if let weft_dsr::model::NodeAttributes::Action(a) = &mut n.attributes {
+                for entry in &mut a.after {
+                    if let Some(new) = entry.resolved.and_then(|id| map.nodes.get(&id.to_string()))
+                    {
+                        entry.resolved = Some(*new);
+                        if let weft_dsr::model::AfterRef::Id(id) = &mut entry.written.v {
+                            *id = *new;
+                        }
+                    }
                 }
             }
         }

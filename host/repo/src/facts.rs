@@ -78,6 +78,14 @@ pub trait Facts {
     ///
     /// A repository error.
     fn batch_exists(&self, id: i64) -> super::error::Result<bool>;
+    /// The ids of the actions named `action` in the sheets named `sheet` of the folder at
+    /// `folder` (an action's path in `after`), in id order.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn actions_at(&self, folder: &str, sheet: &str, action: &str)
+    -> super::error::Result<Vec<i64>>;
     /// The channels of the stored notification setup (`None`: no setup deployed), and the
     /// channels each stored batch's own rules name (batch id, name, channel).
     ///

@@ -842,6 +842,15 @@ impl Facts for Writer<'_> {
             .is_some())
     }
 
+    fn actions_at(&self, folder: &str, sheet: &str, action: &str) -> Result<Vec<i64>> {
+        self.tx.rows(
+            "SELECT n.id FROM nodes n JOIN sheets s ON s.id = n.sheet_id JOIN folders f ON f.id = s.folder_id
+              WHERE f.path = ?1 AND s.name = ?2 AND n.type = 0 AND n.name = ?3 ORDER BY n.id",
+            args![folder, sheet, action],
+            |r| r.get(0),
+        )
+    }
+
     fn action_exists(&self, id: i64) -> Result<bool> {
         Ok(self
             .one::<i64>("SELECT 1 FROM nodes WHERE id = ?1 AND type = 0", id)?

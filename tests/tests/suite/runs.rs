@@ -248,6 +248,53 @@ fn a_folder_runs_everything_below_it() {
     assert_eq!(v["payload"]["instances"][0]["batchInstanceId"], id);
 }
 
+/// DDL before the load, in one run: the loads name the DDL in `after` (by its path in
+/// another sheet), which the data cannot say (all of them write `ordered`). Ten runs, each
+/// dropping and creating the table first: every load's rows are there each time.
+#[test]
+fn after_orders_ddl_before_the_loads_of_one_run_across_sheets() {
+    let (w, data) = setup();
+    let mut load_nodes = vec![
+        json!({"id": 751, "type": 1, "attributes": {"field1": "ordered", "objectTypeId": 1, "connectionId": 1}}),
+    ];
+    let mut load_edges = Vec::new();
+    for k in 0..5 {
+        let id = 760 + k;
+        load_nodes.push(json!({"id": id, "type": 0, "attributes": {"module": "Sql", "name": format!("load {k}"),
+            "action": format!("INSERT INTO ordered VALUES ({k})"), "after": ["/etl/setup/create"]}}));
+        load_edges.push(json!({"id": id + 10, "from": id, "to": 751}));
+    }
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"sheets": [
+            {"id": 70, "attributes": {"name": "setup", "folder_id": 10, "folder": "/etl"},
+             "nodes": [
+                {"id": 700, "type": 0, "attributes": {"module": "Sql", "name": "create",
+                  "action": "DROP TABLE IF EXISTS ordered; CREATE TABLE ordered (n INTEGER)"}},
+                {"id": 701, "type": 1, "attributes": {"field1": "ordered", "objectTypeId": 1, "connectionId": 1}}],
+             "edges": [{"id": 702, "from": 700, "to": 701}]},
+            {"id": 75, "attributes": {"name": "loads", "folder_id": 10, "folder": "/etl"},
+             "nodes": load_nodes, "edges": load_edges}]}}),
+    );
+    for _ in 0..10 {
+        let id = run(&w, &[("S", 70), ("S", 75)], None);
+        let inst = wait(&w, id);
+        assert_eq!(inst["state"], "finished", "{inst}");
+        assert_eq!(count(&data, "ordered"), 5);
+        let time = |a: &Value, at: &str| a[at].as_str().map(str::to_owned).expect("a time");
+        let actions = inst["actions"].as_array().cloned().unwrap_or_default();
+        assert_eq!(actions.len(), 6, "{inst}");
+        let create = actions
+            .iter()
+            .find(|a| a["actionId"] == 700)
+            .map(|a| time(a, "end"))
+            .expect("create");
+        for a in actions.iter().filter(|a| a["actionId"] != 700) {
+            assert!(time(a, "start") >= create, "{a} started before {create}");
+        }
+    }
+}
+
 #[test]
 fn an_error_skips_exactly_its_dependants() {
     let (w, data) = setup();

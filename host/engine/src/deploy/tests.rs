@@ -1389,3 +1389,126 @@ fn a_redeploy_replaces_the_lines_of_the_actions_it_drops() {
         ]
     );
 }
+
+/// Two sheets of `/sales`: `setup` (action 201 `create`, a second action 202 named `create`
+/// too when `twice`) and `load` (action 301 `load`, whose `after` is `after`).
+fn after_doc(after: &str, twice: bool) -> String {
+    let second = if twice {
+        r#"{id: 202, type: 0, attributes: {module: "Sql", name: "create", action: "SELECT 2"}}
+           {id: 205, type: 1, attributes: {field1: "t2", objectTypeId: 1, connectionId: 1}}"#
+    } else {
+        ""
+    };
+    let second_edge = if twice {
+        "{id: 206, from: 202, to: 205}"
+    } else {
+        ""
+    };
+    format!(
+        r#"{{version: 1, transformationData: {{sheets: [
+  {{id: 200, attributes: {{name: "setup", folder_id: 10, folder: "/sales"}},
+    nodes: [
+      {{id: 201, type: 0, attributes: {{module: "Sql", name: "create", action: "CREATE TABLE IF NOT EXISTS t (n INTEGER)"}}}}
+      {{id: 203, type: 1, attributes: {{field1: "t", objectTypeId: 1, connectionId: 1}}}}
+      {second}
+    ]
+    edges: [{{id: 204, from: 201, to: 203}} {second_edge}]}}
+  {{id: 300, attributes: {{name: "load", folder_id: 10, folder: "/sales"}},
+    nodes: [
+      {{id: 301, type: 0, attributes: {{module: "Sql", name: "load", action: "INSERT INTO t VALUES (1)", after: {after}}}}}
+      {{id: 302, type: 0, attributes: {{module: "Sql", name: "other", action: "INSERT INTO t VALUES (2)"}}}}
+      {{id: 303, type: 1, attributes: {{field1: "t", objectTypeId: 1, connectionId: 1}}}}
+    ]
+    edges: [{{id: 304, from: 301, to: 303}}, {{id: 305, from: 302, to: 303}}]}}
+]}}}}"#
+    )
+}
+
+/// The `after` ids of action `id` in the plans stored for its sheet.
+fn stored_after(f: &Fixture, sheet: i64, id: i64) -> Vec<i64> {
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let plans: String = conn
+        .query_row(
+            "SELECT plans FROM sheet_plans WHERE sheet_id = ?1 ORDER BY version DESC LIMIT 1",
+            [sheet],
+            |r| r.get(0),
+        )
+        .expect("plans");
+    let plans: Vec<weft_core::plan::ActionPlan> = serde_json::from_str(&plans).expect("json");
+    plans
+        .into_iter()
+        .find(|p| p.id == id)
+        .map(|p| p.after)
+        .unwrap_or_default()
+}
+
+#[test]
+fn after_names_an_action_by_id_name_or_path_and_is_stored_as_its_id() {
+    let f = Fixture::with_base();
+    f.ok(&after_doc(
+        r#"[201, "other", "/sales/setup/create"]"#,
+        false,
+    ));
+    assert_eq!(stored_after(&f, 300, 301), vec![201, 302, 201]);
+    // A path into the repository, from a document that holds only the later sheet.
+    let doc = after_doc(r#""/sales/setup/create""#, false);
+    let load_only = doc
+        .split_once("  {id: 300")
+        .map(|(_, rest)| {
+            format!("{{version: 1, transformationData: {{sheets: [\n  {{id: 300{rest}")
+        })
+        .expect("the load sheet");
+    f.ok(&load_only);
+    assert_eq!(stored_after(&f, 300, 301), vec![201]);
+    // Exported as written: names stay names.
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let definition: String = conn
+        .query_row("SELECT definition FROM sheets WHERE id = 300", [], |r| {
+            r.get(0)
+        })
+        .expect("definition");
+    assert!(
+        definition.contains(r#""after":["/sales/setup/create"]"#),
+        "{definition}"
+    );
+}
+
+#[test]
+fn an_after_that_names_no_one_action_is_refused_at_its_place() {
+    let f = Fixture::with_base();
+    for (after, twice, says) in [
+        (
+            r#""nobody""#,
+            false,
+            "this sheet has no action named `nobody`",
+        ),
+        (r#""load""#, false, "action 301 cannot run after itself"),
+        ("301", false, "action 301 cannot run after itself"),
+        ("999", false, "no action has id 999"),
+        ("303", false, "no action has id 303"),
+        (
+            r#""/sales/setup/create""#,
+            true,
+            "`/sales/setup/create` names 2 actions (201, 202)",
+        ),
+        (
+            r#""/sales/nowhere/create""#,
+            false,
+            "no action `create` in a sheet `nowhere` of folder `/sales`",
+        ),
+        (r#""/create""#, false, "is not an action's path"),
+        ("[true]", false, "an entry of `after` is an action"),
+    ] {
+        let text = after_doc(after, twice);
+        let d = f.invalid(&text);
+        let p = find(&d, "action.after");
+        assert!(p.message.contains(says), "{after}: {}", p.message);
+        assert!(
+            p.path
+                .starts_with("transformationData.sheets[1].nodes[0].attributes.after"),
+            "{after}: {}",
+            p.path
+        );
+        assert!(p.line.is_some(), "{after}: {p:?}");
+    }
+}

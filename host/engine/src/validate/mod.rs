@@ -13,6 +13,7 @@ use weft_dsr::{Path, Problems};
 pub use weft_repo::Facts;
 
 mod actions;
+mod after;
 mod batches;
 pub mod budget;
 mod catalog;
@@ -22,6 +23,7 @@ mod ids;
 mod notifications;
 
 use actions::{action, plugin_checks};
+pub use after::resolve as resolve_after;
 pub use batches::batch_schedule;
 use batches::batches;
 pub use catalog::{CHECK_BUDGET, Catalog, PluginCatalog};

@@ -1,0 +1,180 @@
+//! An action's `after`: each entry found as an action's id, in the document or the
+//! repository. An id must be an action's, not the action's own; a name is an action of the
+//! same sheet; a path `/folder/sheet/action` is an action of a sheet in the document (which
+//! replaces the stored one) or else in the repository. A name found twice is refused: its id
+//! says which.
+
+use std::collections::{HashMap, HashSet};
+use weft_dsr::model::{AfterRef, Document, NodeAttributes};
+use weft_dsr::{Path, Problems};
+use weft_repo::Facts;
+
+/// Finds the action of each `after` entry of `doc` (setting `resolved`), each problem at
+/// its entry.
+///
+/// # Errors
+///
+/// A repository error while asking `facts`.
+pub fn resolve(
+    doc: &mut Document,
+    facts: &dyn Facts,
+    problems: &mut Problems,
+) -> weft_repo::Result<()> {
+    if !doc.sheets.iter().any(|s| {
+        s.nodes
+            .iter()
+            .any(|n| matches!(&n.attributes, NodeAttributes::Action(a) if !a.after.is_empty()))
+    }) {
+        return Ok(());
+    }
+    // The document's actions: by id, and by (folder path, sheet name, action name).
+    let mut ids: HashSet<i64> = HashSet::new();
+    let mut by_path: HashMap<(String, String, String), Vec<i64>> = HashMap::new();
+    let mut sheets_here: HashSet<(String, String)> = HashSet::new();
+    for s in &doc.sheets {
+        let folder = s.attributes.folder.v.clone();
+        sheets_here.insert((folder.clone(), s.attributes.name.v.clone()));
+        for n in &s.nodes {
+            if let NodeAttributes::Action(a) = &n.attributes {
+                ids.insert(n.id.v);
+                by_path
+                    .entry((
+                        folder.clone(),
+                        s.attributes.name.v.clone(),
+                        a.name.v.clone(),
+                    ))
+                    .or_default()
+                    .push(n.id.v);
+            }
+        }
+    }
+    let td = Path::root().key("transformationData");
+    for (i, s) in doc.sheets.iter_mut().enumerate() {
+        let folder = s.attributes.folder.v.clone();
+        let sheet = s.attributes.name.v.clone();
+        for (j, n) in s.nodes.iter_mut().enumerate() {
+            let own = n.id.v;
+            let NodeAttributes::Action(a) = &mut n.attributes else {
+                continue;
+            };
+            for (k, entry) in a.after.iter_mut().enumerate() {
+                let path = td
+                    .key("sheets")
+                    .index(i)
+                    .key("nodes")
+                    .index(j)
+                    .key("attributes")
+                    .key("after")
+                    .index(k);
+                let span = entry.written.span;
+                let found: Result<i64, String> = match &entry.written.v {
+                    AfterRef::Id(id) if *id == own => {
+                        Err(format!("action {own} cannot run after itself"))
+                    }
+                    AfterRef::Id(id) => {
+                        if ids.contains(id) || facts.action_exists(*id)? {
+                            Ok(*id)
+                        } else {
+                            Err(format!(
+                                "no action has id {id}, neither in this document nor in the repository"
+                            ))
+                        }
+                    }
+                    AfterRef::Name(name) if !name.starts_with('/') => {
+                        let key = (folder.clone(), sheet.clone(), name.clone());
+                        one(
+                            by_path.get(&key).cloned().unwrap_or_default(),
+                            || format!("this sheet has no action named `{name}`"),
+                            name,
+                        )
+                        .and_then(|id| {
+                            if id == own {
+                                Err(format!("action {own} cannot run after itself"))
+                            } else {
+                                Ok(id)
+                            }
+                        })
+                    }
+                    AfterRef::Name(written) => {
+                        let Some((f, s, act)) = split_path(written) else {
+                            problems.error(
+                                "action.after",
+                                format!("`{written}` is not an action's path: write /folder/sheet/action"),
+                                span,
+                                &path,
+                            );
+                            continue;
+                        };
+                        let candidates = if sheets_here.contains(&(f.clone(), s.clone())) {
+                            by_path
+                                .get(&(f.clone(), s.clone(), act.clone()))
+                                .cloned()
+                                .unwrap_or_default()
+                        } else {
+                            facts.actions_at(&f, &s, &act)?
+                        };
+                        one(
+                            candidates,
+                            || {
+                                format!(
+                                    "no action `{act}` in a sheet `{s}` of folder `{f}`, neither in this document nor in the repository"
+                                )
+                            },
+                            written,
+                        )
+                    }
+                };
+                match found {
+                    Ok(id) => entry.resolved = Some(id),
+                    Err(message) => problems.error("action.after", message, span, &path),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The one id of `candidates`; else why not.
+fn one(candidates: Vec<i64>, none: impl Fn() -> String, written: &str) -> Result<i64, String> {
+    match candidates.as_slice() {
+        [id] => Ok(*id),
+        [] => Err(none()),
+        many => Err(format!(
+            "`{written}` names {} actions ({}); write the id of the one meant",
+            many.len(),
+            many.iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// `/folder/path/sheet/action` as (folder path, sheet, action); a sheet in the root folder
+/// is `/sheet/action`.
+fn split_path(written: &str) -> Option<(String, String, String)> {
+    let (rest, action) = written.rsplit_once('/')?;
+    let (folder, sheet) = rest.rsplit_once('/')?;
+    if action.is_empty() || sheet.is_empty() {
+        return None;
+    }
+    let folder = if folder.is_empty() { "/" } else { folder };
+    Some((folder.to_owned(), sheet.to_owned(), action.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_path;
+
+    #[test]
+    fn a_path_is_folder_sheet_and_action() {
+        let p = |s: &str| split_path(s).map(|(f, s, a)| format!("{f}|{s}|{a}"));
+        assert_eq!(
+            p("/jaffle/models/customers/load").as_deref(),
+            Some("/jaffle/models|customers|load")
+        );
+        assert_eq!(p("/setup/create").as_deref(), Some("/|setup|create"));
+        assert_eq!(p("/only"), None);
+        assert_eq!(p("/a/b/"), None);
+    }
+}
