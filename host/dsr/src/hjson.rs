@@ -116,29 +116,75 @@ pub fn parse(text: &str) -> Result<Spanned, SyntaxError> {
         b: text.as_bytes(),
         pos: start,
         budget: Budget::default(),
+        swallowed: None,
     };
-    r.white();
-    match r.cur() {
-        Some(b'{') | Some(b'[') => {
-            let v = r.value()?;
-            r.trailing()?;
-            Ok(v)
-        }
-        _ => {
-            let root_start = r.pos;
-            match r.object(true).and_then(|v| r.trailing().map(|()| v)) {
-                Ok(v) => Ok(v),
-                Err(first) => {
-                    // A single value (string, number, literal) at the root instead.
-                    r.pos = root_start;
-                    r.budget.reset();
-                    match r.value().and_then(|v| r.trailing().map(|()| v)) {
-                        Ok(v) => Ok(v),
-                        Err(_) => Err(first),
+    let read = r.read();
+    read.map_err(|e| r.explain(e))
+}
+
+impl Reader<'_> {
+    /// The whole text.
+    fn read(&mut self) -> Result<Spanned, SyntaxError> {
+        let r = self;
+        r.white();
+        match r.cur() {
+            Some(b'{') | Some(b'[') => {
+                let v = r.value()?;
+                r.trailing()?;
+                Ok(v)
+            }
+            _ => {
+                let root_start = r.pos;
+                match r.object(true).and_then(|v| r.trailing().map(|()| v)) {
+                    Ok(v) => Ok(v),
+                    Err(first) => {
+                        // A single value (string, number, literal) at the root instead.
+                        let culprit = r.swallowed.take();
+                        r.pos = root_start;
+                        r.budget.reset();
+                        match r.value().and_then(|v| r.trailing().map(|()| v)) {
+                            Ok(v) => Ok(v),
+                            Err(_) => {
+                                r.swallowed = culprit;
+                                Err(first)
+                            }
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// `e` told as what most likely caused it: HJSON's trap, a quoteless string that ran to
+    /// the end of its line and took in a `}` or `]` meant to close something (`{name: a}`,
+    /// `module: Sql, name: load}`). The error is then placed on that value, which it names.
+    fn explain(&self, e: SyntaxError) -> SyntaxError {
+        let Some((start, end, key)) = &self.swallowed else {
+            return e;
+        };
+        if e.code != "dsr.syntax" || *start > e.offset {
+            return e;
+        }
+        let raw = &self.text[*start..*end];
+        let line = self.text[..e.offset].matches('\n').count() + 1;
+        let what = match key {
+            Some(k) => format!("the value of `{k}`"),
+            None => "an entry of an array".to_owned(),
+        };
+        let shown: String = raw.chars().take(60).collect();
+        let ellipsis = if raw.chars().count() > 60 { "..." } else { "" };
+        let closer = if raw.matches('}').count() > raw.matches('{').count() {
+            '}'
+        } else {
+            ']'
+        };
+        SyntaxError::new(
+            format!(
+                "{what}, `{shown}{ellipsis}`, has no quotes: it runs to the end of its line, taking in the `{closer}` meant to close; quote it, or end the line after it (the reader stopped on line {line}: {})",
+                e.message
+            ),
+            *start,
+        )
     }
 }
 
@@ -147,6 +193,15 @@ struct Reader<'a> {
     b: &'a [u8],
     pos: usize,
     budget: Budget,
+    /// The last quoteless string whose closing brackets outnumber its opening ones, as
+    /// (start, end, its key): where a later syntax error most likely comes from.
+    swallowed: Option<(usize, usize, Option<String>)>,
+}
+
+/// Whether quoteless text `raw` closes more `}` or `]` than it opens.
+fn closes_more(raw: &str) -> bool {
+    let count = |c: char| raw.chars().filter(|x| *x == c).count();
+    count('}') > count('{') || count(']') > count('[')
 }
 
 fn is_punctuator(c: u8) -> bool {
@@ -216,6 +271,18 @@ impl<'a> Reader<'a> {
         self.budget.enter(self.pos)
     }
 
+    /// Notes `v` when it is a quoteless string that took in a closing bracket.
+    fn note_quoteless(&mut self, v: &Spanned, key: Option<&str>) {
+        if let Value::String(_) = &v.value {
+            let (start, end) = (v.span.start as usize, v.span.end as usize);
+            let raw = self.text.get(start..end).unwrap_or("");
+            let quoted = matches!(raw.as_bytes().first(), Some(b'"' | b'\''));
+            if !quoted && closes_more(raw) {
+                self.swallowed = Some((start, end, key.map(str::to_owned)));
+            }
+        }
+    }
+
     fn value(&mut self) -> Result<Spanned, SyntaxError> {
         self.white();
         self.budget.value(self.pos)?;
@@ -260,6 +327,7 @@ impl<'a> Reader<'a> {
             }
             self.pos += 1;
             let value = self.value()?;
+            self.note_quoteless(&value, Some(&key));
             members.push(Member {
                 key,
                 key_span,
@@ -306,7 +374,9 @@ impl<'a> Reader<'a> {
             });
         }
         while self.cur().is_some() {
-            items.push(self.value()?);
+            let item = self.value()?;
+            self.note_quoteless(&item, None);
+            items.push(item);
             self.white();
             if self.cur() == Some(b',') {
                 self.pos += 1;

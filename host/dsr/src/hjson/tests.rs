@@ -280,3 +280,33 @@ fn string_source_maps_place_decoded_bytes() {
     let map = string_source_map(text, m[0].value.span.start as usize);
     assert_eq!(&text[map[14]..map[14] + 1], "u");
 }
+
+/// HJSON's trap: a quoteless value runs to the end of its line, so a `}` or `]` written after
+/// it on the line is part of it. The error is told on the value's line, naming it, not where
+/// the reader later stopped.
+#[test]
+fn a_quoteless_value_that_took_in_a_closing_bracket_is_named_on_its_line() {
+    let text = "{\n  sheets: [\n    {name: load orders, folder: /jaffle}\n  ]\n  version: 1\n}\n";
+    let e = parse(text).expect_err("the trap");
+    let at = text.find("load orders").expect("value");
+    assert_eq!(e.offset, at);
+    assert!(
+        e.message.starts_with("the value of `name`, `load orders, folder: /jaffle}`, has no quotes: it runs to the end of its line, taking in the `}`"),
+        "{}",
+        e.message
+    );
+    // In an array, and with the line the reader stopped on.
+    let e = parse("{\n  after: [create, load]\n  x: 1\n}").expect_err("the trap");
+    assert!(
+        e.message
+            .starts_with("an entry of an array, `create, load]`"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("stopped on line 4"), "{}", e.message);
+    // A value whose brackets are balanced (a `${variable}` in SQL) is not blamed for a later
+    // error.
+    let text = "{\n  action: SELECT * FROM t WHERE d >= '${since}'\n  b: [1, 2\n}";
+    let e = parse(text).expect_err("a missing ]");
+    assert!(!e.message.contains("has no quotes"), "{}", e.message);
+}
