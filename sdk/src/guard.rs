@@ -7,14 +7,14 @@ use crate::error::{PluginError, catch};
 use crate::module::ObjectRef;
 use crate::module::{
     ActionModule, ActionModuleBox, ActionModuleFfi, ActionModuleFfi_TO, ModuleInfo, RunContext,
-    RunOutcome, ValidateInput, ValidateOutput,
+    RunOutcome, ValidateInput, ValidateOutput, WrittenTable,
 };
 use crate::object_type::{
     ConnectionBridge, ConnectionBridgeBox, ConnectionBridgeFfi, ConnectionBridgeFfi_TO, KeyEntry,
     ObjectIdentity, ObjectType, ObjectTypeBox, ObjectTypeFfi, ObjectTypeFfi_TO, ObjectTypeInfo,
 };
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{ROption, RResult, RString};
+use abi_stable::std_types::{ROption, RResult, RString, RVec};
 
 /// An author's plugin behind the boundary, every call guarded.
 struct Guard<T>(T);
@@ -30,6 +30,10 @@ impl<T: ActionModule> ActionModuleFfi for Guard<T> {
 
     fn run(&self, ctx: &mut RunContext) -> RResult<RunOutcome, PluginError> {
         catch(|| self.0.run(ctx))
+    }
+
+    fn writes(&self, input: &ValidateInput) -> RResult<RVec<WrittenTable>, PluginError> {
+        catch(|| Ok(self.0.writes(input).into()))
     }
 }
 

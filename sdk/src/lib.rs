@@ -62,6 +62,7 @@ pub use halt::{HaltSignal, Interrupter};
 pub use module::{
     ActionModule, AttributeKind, AttributeSpec, AttributeValue, Log, ModuleInfo, ObjectRef,
     Problem, RunContext, RunOutcome, RunParts, Severity, TableName, ValidateInput, ValidateOutput,
+    WrittenTable,
 };
 pub use object_type::{ConnectionBridge, KeyEntry, ObjectIdentity, ObjectType, ObjectTypeInfo};
 pub use value::{ColumnInfo, Datum, Dialect, Row, TableInfo, Value, ValueKind};

@@ -436,6 +436,34 @@ impl TableName {
     }
 }
 
+/// A table an action's text writes, and how: its rows only (`INSERT`, `UPDATE`, `DELETE`,
+/// `MERGE`), or the table itself (`CREATE`, `DROP`, `ALTER`: DDL), which a run does before
+/// the other actions that read or write the table. Added in sdk 0.3.2.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct WrittenTable {
+    table: TableName,
+    defines: bool,
+}
+
+impl WrittenTable {
+    /// `table`, whose rows are written (`defines` false) or which is created, dropped or
+    /// altered (`defines` true).
+    pub fn new(table: TableName, defines: bool) -> Self {
+        WrittenTable { table, defines }
+    }
+
+    /// The table.
+    pub fn table(&self) -> &TableName {
+        &self.table
+    }
+
+    /// Whether the text creates, drops or alters it (DDL).
+    pub fn defines(&self) -> bool {
+        self.defines
+    }
+}
+
 /// Attribute values by name, as `validate` and `run` get them.
 fn find_attribute<'a>(
     attributes: &'a [Tuple2<RString, AttributeValue>],
@@ -901,6 +929,15 @@ pub trait ActionModule: Send + Sync + 'static {
     ///
     /// What went wrong; the host rolls the action's target transaction back.
     fn run(&self, ctx: &mut RunContext) -> PluginResult<RunOutcome>;
+
+    /// The tables the action's text writes, each saying whether it defines it (DDL): asked at
+    /// deploy beside `validate`, so that a run does an action's DDL before the other actions
+    /// of the table. No I/O. Nothing by default (a module whose target objects say all it
+    /// writes).
+    fn writes(&self, input: &ValidateInput) -> Vec<WrittenTable> {
+        let _ = input;
+        Vec::new()
+    }
 }
 
 /// The boundary form of an [`ActionModule`].
@@ -915,6 +952,13 @@ pub trait ActionModuleFfi: Send + Sync {
     /// See [`ActionModule::run`].
     #[sabi(last_prefix_field)]
     fn run(&self, ctx: &mut RunContext) -> RResult<RunOutcome, PluginError>;
+
+    /// See [`ActionModule::writes`]. Added in sdk 0.3.2 (after the prefix: a module from a
+    /// plugin built before writes nothing it says).
+    fn writes(&self, input: &ValidateInput) -> RResult<RVec<WrittenTable>, PluginError> {
+        let _ = input;
+        RResult::ROk(RVec::new())
+    }
 }
 
 /// An action module as it crosses the boundary.

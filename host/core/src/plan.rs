@@ -36,6 +36,15 @@ pub struct Object {
     pub schema: Option<String>,
     /// The edge's dependency letter.
     pub dependency: String,
+    /// Whether the action's text defines this target (DDL: creates, drops or alters it), as
+    /// its module told the deploy: the other actions of a run that read or write it wait.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub defines: bool,
+}
+
+/// Whether a flag is off (the default).
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Object {
@@ -283,6 +292,7 @@ fn object(n: &Node) -> Option<Object> {
         name: o.field1.v.clone(),
         schema: o.field2.clone(),
         dependency: o.dependency.v.clone(),
+        defines: false,
     })
 }
 
@@ -345,12 +355,27 @@ pub fn stored_plans(sheet: &Sheet) -> Vec<ActionPlan> {
                     .filter_map(|(k, v)| Some((k.v.clone(), Attr::of(&v.value)?)))
                     .collect(),
                 sources: linked(&into, n.id.v),
-                targets: linked(&out_of, n.id.v),
+                targets: defined(linked(&out_of, n.id.v), &a.defines),
                 schemas: BTreeMap::new(),
                 dialects: BTreeMap::new(),
             })
         })
         .collect()
+}
+
+/// `targets`, each marked when it is one of `defines` (the same name, and schema where both
+/// name one, in any case).
+fn defined(mut targets: Vec<Object>, defines: &[(Option<String>, String)]) -> Vec<Object> {
+    for t in &mut targets {
+        t.defines = defines.iter().any(|(schema, name)| {
+            name.eq_ignore_ascii_case(&t.name)
+                && match (schema, &t.schema) {
+                    (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                    _ => true,
+                }
+        });
+    }
+    targets
 }
 
 /// The identity of an object as its object type sees it (connection, schema, name): two
@@ -394,9 +419,14 @@ pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, 
     };
     let mut identity_of = |p, o| numbers.number(p, o);
     let mut writers: HashMap<usize, Vec<i64>> = HashMap::new();
+    let mut definers: HashMap<usize, Vec<i64>> = HashMap::new();
     for p in plans {
         for o in p.targets.iter().filter(|o| o.orders()) {
-            writers.entry(identity_of(p, o)).or_default().push(p.id);
+            let n = identity_of(p, o);
+            writers.entry(n).or_default().push(p.id);
+            if o.defines {
+                definers.entry(n).or_default().push(p.id);
+            }
         }
     }
     let in_run: std::collections::HashSet<i64> = plans.iter().map(|p| p.id).collect();
@@ -417,7 +447,49 @@ pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, 
         d.dedup();
         deps.insert(p.id, d);
     }
+    if definers.is_empty() {
+        return deps;
+    }
+    // DDL first: an action that reads or writes a table another action of the run defines
+    // waits for it, unless that one already waits for it (its data or `after` come first:
+    // an order that held before stays, and no cycle is made).
+    for p in plans {
+        let mut wanted: Vec<i64> = Vec::new();
+        for o in p.sources.iter().chain(&p.targets).filter(|o| o.orders()) {
+            if let Some(ds) = definers.get(&identity_of(p, o))
+                && !ds.contains(&p.id)
+            {
+                wanted.extend(ds);
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        for d in wanted {
+            if deps.get(&p.id).is_some_and(|w| w.contains(&d)) || waits_for(&deps, d, p.id) {
+                continue;
+            }
+            if let Some(w) = deps.get_mut(&p.id) {
+                w.push(d);
+                w.sort_unstable();
+            }
+        }
+    }
     deps
+}
+
+/// Whether `from` waits, directly or through others, for `to` in `deps`.
+fn waits_for(deps: &BTreeMap<i64, Vec<i64>>, from: i64, to: i64) -> bool {
+    let mut seen: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let mut stack = vec![from];
+    while let Some(a) = stack.pop() {
+        if a == to {
+            return true;
+        }
+        if seen.insert(a) {
+            stack.extend(deps.get(&a).into_iter().flatten().copied());
+        }
+    }
+    false
 }
 
 /// Each distinct object of a run, and each distinct identity (objects written differently
@@ -589,6 +661,37 @@ mod tests {
         create.after = vec![2];
         let deps = dependencies(&Registry::default(), &[create, load]);
         assert!(dependency_cycle(&deps).is_some());
+    }
+
+    #[test]
+    fn ddl_goes_before_the_other_actions_of_its_table_unless_they_come_first() {
+        let mut create = plan(1, &[], &[(1, None, "t", "Y")]);
+        create.targets[0].defines = true;
+        let load = plan(2, &[], &[(1, None, "T", "Y")]);
+        let read = plan(3, &[(1, None, "t", "Y")], &[]);
+        let deps = dependencies(
+            &Registry::default(),
+            &[create.clone(), load.clone(), read.clone()],
+        );
+        assert_eq!(deps[&1], Vec::<i64>::new());
+        assert_eq!(deps[&2], vec![1]);
+        assert_eq!(deps[&3], vec![1, 2]);
+        // The DDL reads what the load writes elsewhere: the data's order stands, no cycle.
+        let mut create_late = create.clone();
+        create_late.sources = plan(9, &[(1, None, "u", "Y")], &[]).sources;
+        let mut load_first = load.clone();
+        load_first
+            .targets
+            .push(plan(9, &[], &[(1, None, "u", "Y")]).targets[0].clone());
+        let deps = dependencies(&Registry::default(), &[create_late, load_first]);
+        assert_eq!(deps[&1], vec![2]);
+        assert_eq!(deps[&2], Vec::<i64>::new());
+        assert!(dependency_cycle(&deps).is_none());
+        // Two that define one table are left as they were.
+        let mut again = load;
+        again.targets[0].defines = true;
+        let deps = dependencies(&Registry::default(), &[create, again]);
+        assert_eq!((deps[&1].len(), deps[&2].len()), (0, 0));
     }
 
     /// The stored form is the one the repository has kept since schema version 1: a plan

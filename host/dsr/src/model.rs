@@ -410,6 +410,9 @@ pub struct ActionAttributes {
     /// The actions it runs after when a run holds both (`after`), for what the data cannot
     /// say: DDL before the load, a side effect.
     pub after: Vec<After>,
+    /// The tables its text defines (creates, drops, alters: `(schema, name)`), as its module
+    /// told the deploy; never written in a document.
+    pub defines: Vec<(Option<String>, String)>,
     /// Attributes beyond table A, for the module to judge (`truncateBefore`, `keys`, ...).
     pub extra: Vec<(At<String>, Spanned)>,
 }

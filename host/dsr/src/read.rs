@@ -662,6 +662,7 @@ fn action_attributes(
         priority,
         retry,
         after,
+        defines: Vec::new(),
         extra,
     })
 }

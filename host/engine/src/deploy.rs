@@ -418,7 +418,8 @@ fn deploy_read(
         full: opts.validate,
         check_ids: opts.into_folder.is_none(),
     };
-    validate::sheets(&doc, content, catalog, &used.kinds, vopts, &mut problems);
+    let defines = validate::sheets(&doc, content, catalog, &used.kinds, vopts, &mut problems);
+    validate::note_defines(&mut doc, &defines);
     if opts.validate && doc.complete && !problems.has_errors() {
         // Each connection's default schema: as the document deploys it, else as deployed.
         object_warnings(&doc, catalog, &used.schemas, &mut problems);

@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 use weft_sdk::{
     AttributeValue, Datum, Dialect, PluginError, Problem, TableName, ValidateInput, ValidateOutput,
-    Value,
+    Value, WrittenTable,
 };
 
 /// Replaces every `${name}` by `v___…` of the same byte length; `$${` (a literal `${`) is
@@ -255,6 +255,120 @@ pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
         ));
     }
     out
+}
+
+/// The tables `statements` write: the rows of those of `INSERT`, `UPDATE`, `DELETE`,
+/// `MERGE` and `TRUNCATE`, and the tables themselves (DDL: `defines`) of `CREATE TABLE`
+/// (with `AS SELECT` too), `CREATE VIEW`, `ALTER TABLE` and `DROP TABLE` or `VIEW`. Each table
+/// once, the DDL kept when a text both defines and fills it; names made of a `${name}`
+/// variable are left out.
+pub fn writes(statements: &[Statement], sql: &str) -> Vec<WrittenTable> {
+    use sqlparser::ast::{ObjectType, TableFactor, TableObject};
+    let masked = mask_variables(sql);
+    let variables = variable_ranges(sql);
+    let mut out: Vec<(String, WrittenTable)> = Vec::new();
+    let mut add = |name: &ObjectName, defines: bool| {
+        let parts = name_parts(name);
+        let offsets: Vec<usize> = parts
+            .iter()
+            .filter_map(|(_, p)| p.map(|(l, c)| offset_of(&masked, l, c)))
+            .collect();
+        if offsets
+            .iter()
+            .any(|o| variables.iter().any(|r| r.contains(o)))
+        {
+            return;
+        }
+        let Some((table, pos)) = parts.last().cloned() else {
+            return;
+        };
+        let k = key(&parts);
+        let schema = (parts.len() >= 2).then(|| parts[parts.len() - 2].0.clone());
+        let written = WrittenTable::new(
+            TableName::new(
+                schema.as_deref(),
+                &table,
+                pos.map(|(l, c)| offset_of(&masked, l, c) as u32),
+            ),
+            defines,
+        );
+        match out.iter_mut().find(|(seen, _)| *seen == k) {
+            Some((_, w)) if defines && !w.defines() => *w = written,
+            Some(_) => {}
+            None => out.push((k, written)),
+        }
+    };
+    for s in statements {
+        match s {
+            Statement::Insert(i) => {
+                if let TableObject::TableName(n) = &i.table {
+                    add(n, false);
+                }
+            }
+            Statement::Update(u) => {
+                if let Some(n) = table_of(&u.table) {
+                    add(n, false);
+                }
+            }
+            Statement::Delete(d) => {
+                let from = match &d.from {
+                    sqlparser::ast::FromTable::WithFromKeyword(t)
+                    | sqlparser::ast::FromTable::WithoutKeyword(t) => t,
+                };
+                if d.tables.is_empty() {
+                    for n in from.iter().filter_map(table_of) {
+                        add(n, false);
+                    }
+                } else {
+                    for n in &d.tables {
+                        add(n, false);
+                    }
+                }
+            }
+            Statement::Merge(m) => {
+                if let TableFactor::Table { name, .. } = &m.table {
+                    add(name, false);
+                }
+            }
+            Statement::Truncate(t) => {
+                for n in &t.table_names {
+                    add(&n.name, false);
+                }
+            }
+            Statement::CreateTable(c) => add(&c.name, true),
+            Statement::CreateView(v) => add(&v.name, true),
+            Statement::AlterTable(a) => add(&a.name, true),
+            Statement::Drop {
+                object_type: ObjectType::Table | ObjectType::View | ObjectType::MaterializedView,
+                names,
+                ..
+            } => {
+                for n in names {
+                    add(n, true);
+                }
+            }
+            _ => {}
+        }
+    }
+    out.into_iter().map(|(_, w)| w).collect()
+}
+
+/// The tables the action text of `input` writes (see [`writes`]), in `dialect`; nothing
+/// when it does not parse or `validateSql` is off.
+pub fn written_tables(input: &ValidateInput, dialect: Dialect) -> Vec<WrittenTable> {
+    let Some(sql) = input.action() else {
+        return Vec::new();
+    };
+    if input
+        .attribute("validateSql")
+        .and_then(AttributeValue::as_bool)
+        == Some(false)
+    {
+        return Vec::new();
+    }
+    parse(sql, dialect)
+        .map(|st| writes(&st, sql))
+        .unwrap_or_default()
 }
 
 /// The byte ranges of the `${name}` variables in `text`.
@@ -917,6 +1031,59 @@ pub fn statement_ranges(sql: &str, dialect: Dialect) -> Vec<std::ops::Range<usiz
     out.push(trimmed(start..sql.len()));
     out.retain(|r| !r.is_empty());
     out
+}
+
+#[cfg(test)]
+mod writes_tests {
+    use super::*;
+
+    fn written(sql: &str) -> Vec<String> {
+        let st = parse(sql, Dialect::Postgres).expect("parses");
+        writes(&st, sql)
+            .iter()
+            .map(|w| {
+                let t = w.table();
+                let schema = t.schema().map(|s| format!("{s}.")).unwrap_or_default();
+                let kind = if w.defines() { "ddl" } else { "rows" };
+                format!("{schema}{} {kind}", t.name())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ddl_defines_its_table_and_dml_writes_its_rows() {
+        assert_eq!(
+            written(
+                "DROP TABLE IF EXISTS dw.orders; CREATE TABLE dw.orders AS SELECT * FROM raw; INSERT INTO dw.orders SELECT 1"
+            ),
+            vec!["dw.orders ddl"]
+        );
+        assert_eq!(
+            written("CREATE OR REPLACE VIEW v AS SELECT 1; ALTER TABLE t ADD COLUMN c int"),
+            vec!["v ddl", "t ddl"]
+        );
+        assert_eq!(
+            written(
+                "INSERT INTO a SELECT 1; UPDATE b SET x = 1; DELETE FROM c; TRUNCATE d;
+                 MERGE INTO e USING s ON e.id = s.id WHEN MATCHED THEN UPDATE SET x = s.x"
+            ),
+            vec!["a rows", "b rows", "c rows", "d rows", "e rows"]
+        );
+        // Read tables, CTEs, variables and indexes are written by no one.
+        assert_eq!(
+            written(
+                "WITH w AS (SELECT 1) SELECT * FROM w JOIN t ON true; INSERT INTO ${target} SELECT 1; CREATE INDEX i ON t (x)"
+            ),
+            Vec::<String>::new()
+        );
+        let sql = "SELECT 1;\nCREATE TABLE made (x int)";
+        let st = parse(sql, Dialect::Sqlite).expect("parses");
+        let w = writes(&st, sql);
+        assert_eq!(
+            &sql[w[0].table().offset().unwrap_or(0) as usize..],
+            "made (x int)"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,10 @@ use weft_sdk::Dialect;
 
 /// What the database's own parser says about an action's text (variables masked).
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(
+    not(any(feature = "postgres-parser", feature = "sqlite-parser")),
+    allow(dead_code)
+)]
 pub(crate) enum Judgement {
     /// It refuses the text: its message, and the byte offset of the error when known.
     Refused {
@@ -26,6 +30,7 @@ pub(crate) enum Judgement {
 /// Asks the own parser of `dialect`, when weft has one; `None` when it has none (then a
 /// parse failure stays a warning).
 pub(crate) fn judge(masked: &str, dialect: Dialect) -> Option<Judgement> {
+    let _ = masked;
     match dialect {
         #[cfg(feature = "postgres-parser")]
         Dialect::Postgres => Some(postgres::judge(masked)),
@@ -44,6 +49,7 @@ fn range_in(whole: &str, piece: &str) -> Range<usize> {
 }
 
 /// `r` without the white space at its ends.
+#[cfg(any(feature = "postgres-parser", feature = "sqlite-parser"))]
 fn trimmed(text: &str, r: Range<usize>) -> Range<usize> {
     let piece = &text[r.clone()];
     let start = r.start + (piece.len() - piece.trim_start().len());

@@ -9,7 +9,7 @@
 
 use weft_sdk::{
     ActionModule, Dialect, ModuleInfo, PluginError, PluginResult, Problem, RunContext, RunOutcome,
-    ValidateInput, ValidateOutput, export_plugin,
+    ValidateInput, ValidateOutput, WrittenTable, export_plugin,
 };
 
 /// The `Sql` module.
@@ -55,6 +55,12 @@ impl ActionModule for Sql {
             ));
         }
         out
+    }
+
+    fn writes(&self, input: &ValidateInput) -> Vec<WrittenTable> {
+        let object = input.targets().first().or_else(|| input.sources().first());
+        let dialect = object.map_or(Dialect::Unknown, |o| o.dialect());
+        weft_sql_support::written_tables(input, dialect)
     }
 
     fn run(&self, ctx: &mut RunContext) -> PluginResult<RunOutcome> {

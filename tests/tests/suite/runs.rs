@@ -248,39 +248,43 @@ fn a_folder_runs_everything_below_it() {
     assert_eq!(v["payload"]["instances"][0]["batchInstanceId"], id);
 }
 
-/// DDL before the load, in one run: the loads name the DDL in `after` (by its path in
-/// another sheet), which the data cannot say (all of them write `ordered`). Ten runs, each
-/// dropping and creating the table first: every load's rows are there each time.
-#[test]
-fn after_orders_ddl_before_the_loads_of_one_run_across_sheets() {
-    let (w, data) = setup();
+/// Sheet 70 `setup` (action 700 `create`: drop and create `ordered`) and sheet 75 `loads`
+/// (five actions, each inserting a row into `ordered`, each with the extra attributes
+/// `extra`; the DDL's SQL unchecked unless `ddl_known`), deployed on `w`; then ten runs of
+/// both, each checked: finished, five rows, every load started after the DDL ended.
+fn ddl_and_loads_run_ten_times(w: &Weft, data: &std::path::Path, extra: Value, ddl_known: bool) {
     let mut load_nodes = vec![
         json!({"id": 751, "type": 1, "attributes": {"field1": "ordered", "objectTypeId": 1, "connectionId": 1}}),
     ];
     let mut load_edges = Vec::new();
     for k in 0..5 {
         let id = 760 + k;
-        load_nodes.push(json!({"id": id, "type": 0, "attributes": {"module": "Sql", "name": format!("load {k}"),
-            "action": format!("INSERT INTO ordered VALUES ({k})"), "after": ["/etl/setup/create"]}}));
+        let mut attributes = json!({"module": "Sql", "name": format!("load {k}"),
+            "action": format!("INSERT INTO ordered VALUES ({k})")});
+        if let (Some(a), Some(e)) = (attributes.as_object_mut(), extra.as_object()) {
+            a.extend(e.clone());
+        }
+        load_nodes.push(json!({"id": id, "type": 0, "attributes": attributes}));
         load_edges.push(json!({"id": id + 10, "from": id, "to": 751}));
     }
     deploy(
-        &w,
+        w,
         &json!({"version": 1, "transformationData": {"sheets": [
             {"id": 70, "attributes": {"name": "setup", "folder_id": 10, "folder": "/etl"},
              "nodes": [
                 {"id": 700, "type": 0, "attributes": {"module": "Sql", "name": "create",
-                  "action": "DROP TABLE IF EXISTS ordered; CREATE TABLE ordered (n INTEGER)"}},
+                  "action": "DROP TABLE IF EXISTS ordered; CREATE TABLE ordered (n INTEGER)",
+                  "validateSql": ddl_known}},
                 {"id": 701, "type": 1, "attributes": {"field1": "ordered", "objectTypeId": 1, "connectionId": 1}}],
              "edges": [{"id": 702, "from": 700, "to": 701}]},
             {"id": 75, "attributes": {"name": "loads", "folder_id": 10, "folder": "/etl"},
              "nodes": load_nodes, "edges": load_edges}]}}),
     );
     for _ in 0..10 {
-        let id = run(&w, &[("S", 70), ("S", 75)], None);
-        let inst = wait(&w, id);
+        let id = run(w, &[("S", 70), ("S", 75)], None);
+        let inst = wait(w, id);
         assert_eq!(inst["state"], "finished", "{inst}");
-        assert_eq!(count(&data, "ordered"), 5);
+        assert_eq!(count(data, "ordered"), 5);
         let time = |a: &Value, at: &str| a[at].as_str().map(str::to_owned).expect("a time");
         let actions = inst["actions"].as_array().cloned().unwrap_or_default();
         assert_eq!(actions.len(), 6, "{inst}");
@@ -293,6 +297,22 @@ fn after_orders_ddl_before_the_loads_of_one_run_across_sheets() {
             assert!(time(a, "start") >= create, "{a} started before {create}");
         }
     }
+}
+
+/// DDL before the loads, in one run, said with `after` (by the DDL's path in another sheet),
+/// here with `validateSql: false` on the DDL, so that it is not known from the SQL.
+#[test]
+fn after_orders_ddl_before_the_loads_of_one_run_across_sheets() {
+    let (w, data) = setup();
+    ddl_and_loads_run_ten_times(&w, &data, json!({"after": ["/etl/setup/create"]}), false);
+}
+
+/// DDL before the loads of its table without a word: the deploy knows from the SQL that
+/// action 700 drops and creates `ordered`, which the five loads write.
+#[test]
+fn ddl_goes_before_the_loads_of_its_table_in_one_run() {
+    let (w, data) = setup();
+    ddl_and_loads_run_ten_times(&w, &data, json!({}), true);
 }
 
 #[test]

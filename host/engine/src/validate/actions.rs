@@ -155,8 +155,13 @@ fn place_in_string(text: &str, start: usize, offset: u32) -> usize {
     }
 }
 
+/// The tables each action's text defines (DDL: creates, drops, alters), by action id, as
+/// its module said (`validate::sheets` answers them): `(schema, name)`.
+pub type Defines = std::collections::HashMap<i64, Vec<(Option<String>, String)>>;
+
 /// Asks each action's module to validate it, places the module's problems in the document,
-/// and checks that every table the action text reads is one of the action's objects.
+/// and checks that every table the action text reads is one of the action's objects; notes
+/// in `defines` the tables each action's text defines (DDL), as its module says.
 pub(super) fn plugin_checks(
     s: &Sheet,
     path: &Path,
@@ -164,6 +169,7 @@ pub(super) fn plugin_checks(
     catalog: &dyn Catalog,
     text: &str,
     problems: &mut Problems,
+    defines: &mut Defines,
 ) {
     for plan in weft_core::plan::actions_of(s, dialect) {
         let node = &s.nodes[plan.index];
@@ -213,7 +219,21 @@ pub(super) fn plugin_checks(
         }
         let share = super::budget::take(weight);
         let checked = catalog.validate_action(&plan.module, &input);
+        let defined: Vec<(Option<String>, String)> = catalog
+            .writes_of(&plan.module, &input)
+            .iter()
+            .filter(|w| w.defines())
+            .map(|w| {
+                (
+                    w.table().schema().map(str::to_owned),
+                    w.table().name().to_owned(),
+                )
+            })
+            .collect();
         drop(share);
+        if !defined.is_empty() {
+            defines.insert(plan.id, defined);
+        }
         let out = match checked {
             Ok(out) => out,
             Err(e) => {

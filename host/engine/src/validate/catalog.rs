@@ -27,6 +27,16 @@ pub trait Catalog {
         name: &str,
         input: &weft_sdk::ValidateInput,
     ) -> Result<weft_sdk::ValidateOutput, String>;
+    /// The tables module `name` says an action's text writes (nothing when it says nothing
+    /// or fails: the targets still order the run).
+    fn writes_of(
+        &self,
+        name: &str,
+        input: &weft_sdk::ValidateInput,
+    ) -> Vec<weft_sdk::WrittenTable> {
+        let _ = (name, input);
+        Vec::new()
+    }
     /// Whether object type `id` is provided.
     fn object_type(&self, id: i64) -> bool;
     /// Every object type as `id (name)`.
@@ -84,6 +94,18 @@ impl Catalog for PluginCatalog<'_> {
             .validate(input)
             .into_result()
             .map_err(|e| e.to_string())
+    }
+
+    fn writes_of(
+        &self,
+        name: &str,
+        input: &weft_sdk::ValidateInput,
+    ) -> Vec<weft_sdk::WrittenTable> {
+        self.registry
+            .module(name)
+            .and_then(|m| m.module.writes(input).into_result().ok())
+            .map(Vec::from)
+            .unwrap_or_default()
     }
 
     fn object_type(&self, id: i64) -> bool {

@@ -22,6 +22,7 @@ mod graph;
 mod ids;
 mod notifications;
 
+pub use actions::Defines;
 use actions::{action, plugin_checks};
 pub use after::resolve as resolve_after;
 pub use batches::batch_schedule;
@@ -153,9 +154,23 @@ pub fn used_connections(doc: &Document, facts: &dyn Facts) -> weft_repo::Result<
     Ok(used)
 }
 
+/// Notes in each action of `doc` the tables its text defines ([`sheets`] found them), so
+/// that the plans stored with its sheet order that DDL first.
+pub fn note_defines(doc: &mut Document, defines: &Defines) {
+    for s in &mut doc.sheets {
+        for n in &mut s.nodes {
+            if let (NodeAttributes::Action(a), Some(d)) = (&mut n.attributes, defines.get(&n.id.v))
+            {
+                a.defines = d.clone();
+            }
+        }
+    }
+}
+
 /// The checks of each sheet that need nothing of the repository but the connection types
 /// (`kinds`): attributes, the graph, nodes, and each module's own validation. They run
-/// before the repository is locked, as they may take a while.
+/// before the repository is locked, as they may take a while. Answers the tables each
+/// action's text defines.
 pub fn sheets(
     doc: &Document,
     text: &str,
@@ -163,7 +178,8 @@ pub fn sheets(
     kinds: &HashMap<i64, Option<String>>,
     opts: Options,
     problems: &mut Problems,
-) {
+) -> Defines {
+    let mut defines = Defines::new();
     let td = Path::root().key("transformationData");
     let dialect = |id: i64| catalog.dialect(id, kinds.get(&id).and_then(|k| k.as_deref()));
     for (i, s) in doc.sheets.iter().enumerate() {
@@ -172,7 +188,7 @@ pub fn sheets(
         if opts.full {
             graph(s, &path, problems);
             nodes(s, &path, kinds, catalog, problems);
-            plugin_checks(s, &path, &dialect, catalog, text, problems);
+            plugin_checks(s, &path, &dialect, catalog, text, problems, &mut defines);
         } else {
             // Types are checked even without validation: the attributes of a known module.
             for (j, n) in s.nodes.iter().enumerate() {
@@ -188,6 +204,7 @@ pub fn sheets(
             }
         }
     }
+    defines
 }
 
 #[cfg(test)]
