@@ -1281,3 +1281,87 @@ fn a_cycle_between_sheets_is_warned_at_deploy_and_refused_inside_a_scheduled_bat
         "{v}"
     );
 }
+
+/// `weft check DIR` without a server finds what a deploy of the same project finds, line for
+/// line (file, line, column, message, code), with exit code 1; a fixed project passes with
+/// 0, a warning fails only with `--strict`, and a path that cannot be read is a usage error.
+#[test]
+fn weft_check_finds_offline_what_a_deploy_finds() {
+    let dir = tempfile::tempdir().expect("project");
+    for f in ["1-folder.dsr", "2-connection.dsr", "3-sheet.dsr"] {
+        std::fs::copy(example(f), dir.path().join(f)).expect("copy");
+    }
+    let sheet = dir.path().join("3-sheet.dsr");
+    let good = std::fs::read_to_string(&sheet).expect("sheet");
+    let bad = good
+        .replace("FROM stg_customers", "FROM stg_customers WHERE = =")
+        .replace("keys: id", "keys: id\n              after: nobody");
+    assert_ne!(bad, good);
+    std::fs::write(&sheet, &bad).expect("bad sheet");
+    let home = tempfile::tempdir().expect("home");
+    let check = |args: &[&str]| {
+        let o = std::process::Command::new(weft_bin())
+            .arg("check")
+            .args(args)
+            .env("WEFT_HOME", home.path())
+            .output()
+            .expect("weft check");
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let path = dir.path().to_str().expect("a path");
+    let (code, out, err) = check(&[path]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("(3 files): 2 error(s)"), "{out}");
+    let problems: Vec<&str> = err.lines().collect();
+    assert_eq!(problems.len(), 2, "{err}");
+    assert!(
+        problems
+            .iter()
+            .any(|l| l.contains("3-sheet.dsr:") && l.ends_with("[sql.syntax]")),
+        "{err}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|l| l.contains("this sheet has no action named `nobody`")
+                && l.ends_with("[action.after]")),
+        "{err}"
+    );
+    // The same lines from a deploy of the same files to a server.
+    let w = Weft::start();
+    let o = std::process::Command::new(weft_bin())
+        .args(["deploy", path, "--url", &w.url])
+        .env("WEFT_HOME", w.home.path())
+        .output()
+        .expect("weft deploy");
+    let (dout, derr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{dout}{derr}");
+    for p in &problems {
+        assert!(
+            derr.lines().any(|l| l == *p),
+            "deploy said:\n{derr}\ncheck said: {p}"
+        );
+    }
+    // Fixed: no errors; a sheet whose SQL weft's parser cannot read warns, which --strict fails.
+    std::fs::write(&sheet, &good).expect("good sheet");
+    let (code, out, err) = check(&[path]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("0 error(s), 0 warning(s)"), "{out}");
+    std::fs::write(
+        &sheet,
+        good.replace(
+            "FROM stg_customers",
+            "FROM stg_customers INDEXED BY stg_by_id",
+        ),
+    )
+    .expect("sheet");
+    let (code, _, err) = check(&[path]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("[sql.unchecked]"), "{err}");
+    let (code, _, err) = check(&["--strict", path]);
+    assert_eq!(code, Some(1), "{err}");
+    let (code, _, err) = check(&["/nowhere/at/all"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot read /nowhere/at/all"), "{err}");
+}

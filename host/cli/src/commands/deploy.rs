@@ -51,7 +51,7 @@ const MAX_FILES: usize = 20_000;
 
 /// The `.dsr` files below `dir` (hidden directories and files skipped), by their path
 /// relative to it with `/` between parts, sorted.
-fn project_files(dir: &Path) -> Result<Vec<(String, String)>, String> {
+pub(super) fn project_files(dir: &Path) -> Result<Vec<(String, String)>, String> {
     let mut found = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
@@ -292,7 +292,7 @@ fn deploy(args: &Deploy, home: &Path) -> Exit {
 }
 
 /// What was deployed, as problems name it.
-enum Name {
+pub(super) enum Name {
     /// A file (or `<stdin>`).
     File(String),
     /// A project's directory.
@@ -302,7 +302,7 @@ enum Name {
 impl Name {
     /// The name a problem is printed with: a project's file as a path from the directory
     /// (so that editors open it), else the file's.
-    fn of(&self, file: Option<&str>) -> String {
+    pub(super) fn of(&self, file: Option<&str>) -> String {
         match (self, file) {
             (Name::File(name), _) => name.clone(),
             (Name::Project(dir), Some(file)) => dir.join(file).display().to_string(),
@@ -349,7 +349,7 @@ fn print_per_file(name: &Name, report: &weft_protocol::deploys::Report) {
     }
 }
 
-fn read_content(file: Option<&Path>) -> Result<(String, String), String> {
+pub(super) fn read_content(file: Option<&Path>) -> Result<(String, String), String> {
     match file {
         Some(p) if p != Path::new("-") => {
             let bytes =

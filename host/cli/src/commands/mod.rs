@@ -5,6 +5,7 @@
 mod args;
 mod backfill;
 mod backup;
+mod check;
 mod delete;
 mod deploy;
 mod export;
@@ -53,6 +54,9 @@ enum Command {
     Schema(schema::Schema),
     /// Deploy a .dsr file to the service (what deploySheet.sh runs).
     Deploy(deploy::Deploy),
+    /// Check a .dsr file or a project's directory without a server, as a deploy into an
+    /// empty repository would: the same problems at FILE:LINE:COLUMN; exit 0 none, 1 some.
+    Check(check::Check),
     /// Delete folders, sheets, connections or batches from the repository (DeleteObjects),
     /// refused while anything that stays refers to them.
     Delete(delete::Delete),
@@ -114,6 +118,7 @@ impl Cli {
             Command::Serve(c) => c.run(home),
             Command::Schema(c) => c.run(&home),
             Command::Deploy(c) => c.run(&home),
+            Command::Check(c) => c.run(&home),
             Command::Delete(c) => c.run(&home),
             Command::Export(c) => c.run(&home),
             Command::Run(c) => c.run(&home),
