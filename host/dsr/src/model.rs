@@ -302,6 +302,10 @@ pub struct SheetAttributes {
     pub folder_id: At<i64>,
     /// Containing folder path.
     pub folder: At<String>,
+    /// The connection of its actions that name none and have no object nodes (an id or a
+    /// name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection: Option<At<NameOrId>>,
     /// The attributes object.
     #[serde(skip)]
     pub span: Span,
@@ -410,6 +414,9 @@ pub struct ActionAttributes {
     /// The actions it runs after when a run holds both (`after`), for what the data cannot
     /// say: DDL before the load, a side effect.
     pub after: Vec<After>,
+    /// The connection its SQL runs on when it has no object nodes (its id or name; else its
+    /// sheet's `connection`): the deploy then finds its objects in the SQL.
+    pub connection: Option<At<NameOrId>>,
     /// The tables its text defines (creates, drops, alters: `(schema, name)`), as its module
     /// told the deploy; never written in a document.
     pub defines: Vec<(Option<String>, String)>,
@@ -417,31 +424,38 @@ pub struct ActionAttributes {
     pub extra: Vec<(At<String>, Spanned)>,
 }
 
-/// An action another runs after, as written in `after`: an action's id, the name of an
-/// action of the same sheet, or the path of one in any sheet (`/folder/sheet/action`).
+/// An object named by its id or by its name: an entry of `after` (an action's id, the name
+/// of an action of the same sheet, or the path of one in any sheet, `/folder/sheet/action`),
+/// or a `connection` (its id or name).
 #[derive(Debug, Clone, PartialEq)]
-pub enum AfterRef {
-    /// An action's id.
+pub enum NameOrId {
+    /// An id.
     Id(i64),
-    /// A name (no `/`) or a path (from `/`).
+    /// A name (for `after`: no `/`) or a path (from `/`).
     Name(String),
+}
+
+impl Serialize for NameOrId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            NameOrId::Id(id) => s.serialize_i64(*id),
+            NameOrId::Name(n) => s.serialize_str(n),
+        }
+    }
 }
 
 /// An entry of `after`: as written, and the action's id once the deploy found it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct After {
     /// As written, where written.
-    pub written: At<AfterRef>,
+    pub written: At<NameOrId>,
     /// The action's id (the deploy resolves names and paths; an id is itself).
     pub resolved: Option<i64>,
 }
 
 impl Serialize for After {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match &self.written.v {
-            AfterRef::Id(id) => s.serialize_i64(*id),
-            AfterRef::Name(n) => s.serialize_str(n),
-        }
+        self.written.v.serialize(s)
     }
 }
 
@@ -504,6 +518,9 @@ impl Serialize for ActionAttributes {
         self.retry.serialize_into(&mut map)?;
         if !self.after.is_empty() {
             map.serialize_entry("after", &self.after)?;
+        }
+        if let Some(c) = &self.connection {
+            map.serialize_entry("connection", c)?;
         }
         for (k, v) in &self.extra {
             map.serialize_entry(&k.v, &v.value.to_json())?;

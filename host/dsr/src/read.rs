@@ -470,6 +470,7 @@ fn sheet_attributes(
     let order = o.string("order", false, text, problems);
     let folder_id = o.id("folder_id", text, problems);
     let folder = o.string("folder", true, text, problems);
+    let connection = name_or_id(&mut o, "connection", path, problems);
     let extra = o.finish(problems);
     Some(SheetAttributes {
         documentation,
@@ -477,6 +478,7 @@ fn sheet_attributes(
         order,
         folder_id: folder_id?,
         folder: folder?,
+        connection,
         span: v.span,
         extra,
     })
@@ -493,6 +495,7 @@ pub const ACTION_ATTRIBUTES: &[&str] = &[
     "retryDelaySeconds",
     "retryOn",
     "after",
+    "connection",
 ];
 
 /// The most `retries` an action or batch may ask for.
@@ -623,6 +626,7 @@ fn action_attributes(
     let priority = o.int("priority", false, text, problems);
     let retry = retry(&mut o, path, text, problems);
     let after = after(&mut o, path, problems);
+    let connection = name_or_id(&mut o, "connection", path, problems);
     if let Some(p) = &priority
         && !(0..=MAX_PRIORITY).contains(&p.v)
     {
@@ -662,9 +666,35 @@ fn action_attributes(
         priority,
         retry,
         after,
+        connection,
         defines: Vec::new(),
         extra,
     })
+}
+
+/// `key` as a connection's id (a number) or name (a string).
+fn name_or_id(
+    o: &mut Fields<'_>,
+    key: &'static str,
+    path: &Path,
+    problems: &mut Problems,
+) -> Option<At<NameOrId>> {
+    let v = o.get(key)?;
+    match &v.value {
+        Value::Int(id) => Some(At::new(NameOrId::Id(*id), v.span)),
+        Value::String(s) if !s.trim().is_empty() => {
+            Some(At::new(NameOrId::Name(s.trim().to_owned()), v.span))
+        }
+        _ => {
+            problems.error(
+                "dsr.wrong_type",
+                format!("`{key}` is a connection: its id (a number) or its name"),
+                v.span,
+                &path.key(key),
+            );
+            None
+        }
+    }
 }
 
 /// The most entries an action's `after` may hold.
@@ -699,8 +729,8 @@ fn after(o: &mut Fields<'_>, path: &Path, problems: &mut Problems) -> Vec<After>
     let mut out = Vec::with_capacity(entries.len());
     for (e, at) in entries {
         let written = match &e.value {
-            Value::Int(id) => AfterRef::Id(*id),
-            Value::String(s) if !s.trim().is_empty() => AfterRef::Name(s.trim().to_owned()),
+            Value::Int(id) => NameOrId::Id(*id),
+            Value::String(s) if !s.trim().is_empty() => NameOrId::Name(s.trim().to_owned()),
             _ => {
                 problems.error(
                     "action.after",
@@ -712,8 +742,8 @@ fn after(o: &mut Fields<'_>, path: &Path, problems: &mut Problems) -> Vec<After>
             }
         };
         let resolved = match written {
-            AfterRef::Id(id) => Some(id),
-            AfterRef::Name(_) => None,
+            NameOrId::Id(id) => Some(id),
+            NameOrId::Name(_) => None,
         };
         out.push(After {
             written: At::new(written, e.span),

@@ -413,6 +413,9 @@ fn deploy_read(
             &Path::root().key("transformationData").key("sheets"),
         );
     }
+    // Objects from the SQL, for the actions that have none and name their connection.
+    let conns = repo.read(|w| validate::action_connections(&doc, w, &mut problems))?;
+    validate::derive_objects(&mut doc, catalog, &conns, &mut problems);
     let used = repo.read(|w| validate::used_connections(&doc, w))?;
     let vopts = validate::Options {
         full: opts.validate,
@@ -555,9 +558,38 @@ fn object_warnings(
     problems: &mut Problems,
 ) {
     let td = Path::root().key("transformationData");
+    // A table an action of this deploy creates (its SQL's DDL) need not exist yet: a run
+    // makes it.
+    let mut written: HashSet<(i64, String)> = HashSet::new();
+    for s in &doc.sheets {
+        for n in &s.nodes {
+            let weft_dsr::model::NodeAttributes::Action(a) = &n.attributes else {
+                continue;
+            };
+            if a.defines.is_empty() {
+                continue;
+            }
+            for e in s.edges.iter().filter(|e| e.from.v == n.id.v) {
+                if let Some(o) = s
+                    .nodes
+                    .iter()
+                    .find(|t| t.id.v == e.to.v)
+                    .and_then(|t| t.object())
+                    && a.defines
+                        .iter()
+                        .any(|(_, name)| name.eq_ignore_ascii_case(&o.field1.v))
+                {
+                    written.insert((o.connection_id.v, o.field1.v.to_lowercase()));
+                }
+            }
+        }
+    }
     for (i, s) in doc.sheets.iter().enumerate() {
         let objects: Vec<weft_sdk::ObjectRef> =
-            weft_core::plan::objects_of(s, &|id| catalog.dialect(id, None));
+            weft_core::plan::objects_of(s, &|id| catalog.dialect(id, None))
+                .into_iter()
+                .filter(|o| !written.contains(&(o.connection_id(), o.name().to_lowercase())))
+                .collect();
         for (node_id, message) in catalog.check_objects(&objects, schemas) {
             if let Some((j, n)) = s.nodes.iter().enumerate().find(|(_, n)| n.id.v == node_id) {
                 problems.warning(
@@ -625,7 +657,7 @@ fn renumber(doc: &mut Document, w: &dyn DeployWriter) -> repo::Result<Result<IdM
         map.sheets.insert(s.id.v.to_string(), id);
         s.id.v = id;
         let mut nodes = HashMap::new();
-        for n in &mut s.nodes {
+        for n in s.nodes.iter_mut().filter(|n| !validate::is_derived(n.id.v)) {
             let Some(id) = fresh(1) else {
                 return Ok(Err(vec![overflow()]));
             };
@@ -633,12 +665,34 @@ fn renumber(doc: &mut Document, w: &dyn DeployWriter) -> repo::Result<Result<IdM
             map.nodes.insert(n.id.v.to_string(), id);
             n.id.v = id;
         }
+        // Objects taken from an action's SQL take their ids from its new one.
+        let follow = |nodes: &HashMap<i64, i64>, old: i64| -> Option<i64> {
+            let action = nodes.get(&(old.checked_neg()? / 1000))?;
+            action
+                .checked_mul(1000)?
+                .checked_add(old.checked_neg()? % 1000)
+                .map(|v| -v)
+        };
+        for n in s.nodes.iter_mut().filter(|n| validate::is_derived(n.id.v)) {
+            let Some(id) = follow(&nodes, n.id.v) else {
+                return Ok(Err(vec![overflow()]));
+            };
+            nodes.insert(n.id.v, id);
+            n.id.v = id;
+        }
         for (j, e) in s.edges.iter_mut().enumerate() {
-            let Some(id) = fresh(2) else {
+            let fresh_id = if validate::is_derived(e.id.v) {
+                follow(&nodes, e.id.v)
+            } else {
+                fresh(2)
+            };
+            let Some(id) = fresh_id else {
                 return Ok(Err(vec![overflow()]));
             };
             let old = e.id.v;
-            map.edges.insert(old.to_string(), id);
+            if !validate::is_derived(old) {
+                map.edges.insert(old.to_string(), id);
+            }
             e.id.v = id;
             for (end, at) in [("from", &mut e.from), ("to", &mut e.to)] {
                 match nodes.get(&at.v) {
@@ -662,7 +716,7 @@ fn renumber(doc: &mut Document, w: &dyn DeployWriter) -> repo::Result<Result<IdM
                     if let Some(new) = entry.resolved.and_then(|id| map.nodes.get(&id.to_string()))
                     {
                         entry.resolved = Some(*new);
-                        if let weft_dsr::model::AfterRef::Id(id) = &mut entry.written.v {
+                        if let weft_dsr::model::NameOrId::Id(id) = &mut entry.written.v {
                             *id = *new;
                         }
                     }

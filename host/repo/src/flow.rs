@@ -9,6 +9,51 @@ use crate::model::{ActionPlace, BatchScope, FlowRow, ObjectKey};
 use crate::sql::{Param, Session, Statement, args};
 use std::borrow::Cow;
 
+/// The actions of the whole repository that read or write the table `table` (any case; on
+/// `connection` and in `schema` when given), writers first, each with its sheet and folder:
+/// at most `limit`.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn lineage(
+    conn: &dyn Session,
+    table: &str,
+    connection: Option<i64>,
+    schema: Option<&str>,
+    limit: i64,
+) -> Result<Vec<crate::model::LineageRow>> {
+    conn.rows(
+        "SELECT d.action_id, d.writes, d.connection_id, d.schema_name, d.object_name,
+                COALESCE(n.name, ''), s.id, s.name, f.path
+           FROM data_flow d
+           JOIN nodes n ON n.id = d.action_id
+           JOIN sheets s ON s.id = n.sheet_id
+           JOIN folders f ON f.id = s.folder_id
+          WHERE LOWER(d.object_name) = LOWER(?1)
+            AND (CAST(?2 AS BIGINT) IS NULL OR d.connection_id = ?2)
+            AND (CAST(?3 AS TEXT) IS NULL OR LOWER(d.schema_name) = LOWER(?3))
+          ORDER BY d.writes DESC, f.path, s.name, 6, d.action_id
+          LIMIT ?4",
+        args![table, connection, schema, limit],
+        |r| {
+            Ok(crate::model::LineageRow {
+                action_id: r.get(0)?,
+                writes: r.get::<i64>(1)? != 0,
+                object: ObjectKey {
+                    connection_id: r.get(2)?,
+                    schema: r.get(3)?,
+                    name: r.get(4)?,
+                },
+                action_name: r.get(5)?,
+                sheet_id: r.get(6)?,
+                sheet_name: r.get(7)?,
+                folder: r.get(8)?,
+            })
+        },
+    )
+}
+
 /// Replaces the lines of the actions `clear` (a redeployed sheet's actions, those it no
 /// longer holds included) with `rows`; with `sheet`, marks that sheet's flow recorded (a
 /// sheet stored before the data graph; one a deploy writes is marked as it is written).

@@ -416,6 +416,25 @@ pub struct FlowRow {
     pub writes: bool,
 }
 
+/// An action that reads or writes a table, with where it lives (`Repository::lineage`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineageRow {
+    /// The action.
+    pub action_id: i64,
+    /// Whether it writes the table (else it reads it).
+    pub writes: bool,
+    /// The table as its object type identifies it: connection, schema, name.
+    pub object: ObjectKey,
+    /// The action's name.
+    pub action_name: String,
+    /// Its sheet.
+    pub sheet_id: i64,
+    /// The sheet's name.
+    pub sheet_name: String,
+    /// The sheet's folder's path.
+    pub folder: String,
+}
+
 /// Where an action lives, for naming it and for asking whether a batch runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActionPlace {

@@ -365,6 +365,21 @@ impl Repository {
         self.with(super::notifications::next_due)
     }
 
+    /// The actions that read or write table `table` (see `flow::lineage`), writers first.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn lineage(
+        &self,
+        table: &str,
+        connection: Option<i64>,
+        schema: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<crate::model::LineageRow>> {
+        self.with(|c| super::flow::lineage(c, table, connection, schema, limit))
+    }
+
     /// The notifications `filter` asks for, newest first.
     ///
     /// # Errors

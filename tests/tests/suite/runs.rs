@@ -315,6 +315,81 @@ fn ddl_goes_before_the_loads_of_its_table_in_one_run() {
     ddl_and_loads_run_ten_times(&w, &data, json!({}), true);
 }
 
+/// Sheets without object nodes: each action names its connection (the sheet's, or its own
+/// by id), and the deploy takes the objects from the SQL. The load in another sheet reads
+/// what the staging action creates, so it runs after it; the sheet shows the objects.
+#[test]
+fn objects_taken_from_the_sql_order_a_run_across_sheets() {
+    let (w, data) = setup();
+    deploy(
+        &w,
+        &json!({"version": 1, "transformationData": {"sheets": [
+            {"id": 80, "attributes": {"name": "stage", "folder_id": 10, "folder": "/etl", "connection": "data"},
+             "nodes": [{"id": 800, "type": 0, "attributes": {"module": "Sql", "name": "stage",
+                "action": "DROP TABLE IF EXISTS s_orders; CREATE TABLE s_orders AS SELECT id, v FROM raw"}}],
+             "edges": []},
+            {"id": 81, "attributes": {"name": "mart", "folder_id": 10, "folder": "/etl"},
+             "nodes": [{"id": 810, "type": 0, "attributes": {"module": "Sql", "name": "load", "connection": 1,
+                "action": "DELETE FROM mart; INSERT INTO mart WITH o AS (SELECT id, v FROM s_orders) SELECT id, v FROM o"}}],
+             "edges": []}]}}),
+    );
+    for _ in 0..3 {
+        let id = run(&w, &[("S", 81), ("S", 80)], None);
+        let inst = wait(&w, id);
+        assert_eq!(inst["state"], "finished", "{inst}");
+        let actions = inst["actions"].as_array().cloned().unwrap_or_default();
+        let at = |id: i64, when: &str| {
+            actions
+                .iter()
+                .find(|a| a["actionId"] == id)
+                .and_then(|a| a[when].as_str())
+                .map(str::to_owned)
+                .expect("a time")
+        };
+        assert!(at(810, "start") >= at(800, "end"), "{inst}");
+        assert_eq!(
+            rows(&data, "SELECT id, v FROM mart ORDER BY id"),
+            vec!["1|a", "2|b"]
+        );
+    }
+    let (st, v) = command(&w, "GetSheet", json!({"sheetId": 81}), None);
+    assert_eq!(st, 200, "{v}");
+    let answer = v.to_string();
+    assert!(
+        answer.contains("s_orders") && answer.contains("-810001"),
+        "{v}"
+    );
+    // Lineage across the repository: who feeds `s_orders`, and what it feeds.
+    let (st, v) = command(&w, "GetLineage", json!({"table": "S_ORDERS"}), None);
+    assert_eq!(st, 200, "{v}");
+    let ids = |list: &str| -> Vec<i64> {
+        v["payload"][list]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x["actionId"].as_i64()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        (ids("writers"), ids("readers")),
+        (vec![800], vec![810]),
+        "{v}"
+    );
+    assert_eq!(v["payload"]["writers"][0]["folder"], "/etl", "{v}");
+    let o = std::process::Command::new(weft_bin())
+        .args(["lineage", "s_orders", "--url", &w.url])
+        .env("WEFT_HOME", w.home.path())
+        .output()
+        .expect("weft lineage");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains("s_orders written by: 1\n  /etl/stage/stage\t(action 800")
+            && out.contains("s_orders read by: 1\n  /etl/mart/load\t(action 810"),
+        "{out}"
+    );
+    let (st, v) = command(&w, "GetLineage", json!({"table": ""}), None);
+    assert_eq!(st, 400, "{v}");
+}
+
 #[test]
 fn an_error_skips_exactly_its_dependants() {
     let (w, data) = setup();

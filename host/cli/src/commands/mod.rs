@@ -15,6 +15,7 @@ mod halt;
 mod hosts;
 mod jdbc;
 mod keys;
+mod lineage;
 mod logs;
 mod next_runs;
 mod notifications;
@@ -98,6 +99,9 @@ enum Command {
     /// List the hosts on the repository with their last heartbeat and what runs on each
     /// (the ListHosts command): several with the repository on PostgreSQL, else one.
     Hosts(hosts::Hosts),
+    /// Which actions of the repository write a table and which read it, as
+    /// /folder/sheet/action (the GetLineage command).
+    Lineage(lineage::Lineage),
     /// Work on the key file (HOME/keyfile).
     Keys(keys::Keys),
     /// Print a field of a key file entry (default its URL).
@@ -137,6 +141,7 @@ impl Cli {
             Command::NextRuns(c) => c.run(&home),
             Command::Hosts(c) => c.run(&home),
             Command::Keys(c) => c.run(&home),
+            Command::Lineage(c) => c.run(&home),
             Command::Getkey(c) => c.run(&home),
         }
     }

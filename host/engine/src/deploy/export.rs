@@ -11,7 +11,8 @@
 //! become `_`; a leading `.` or `_` of a sheet's or folder's name gets a prefix, as the names
 //! with `_` are this layout's own and hidden files are skipped by a project deploy); names
 //! that still meet (two sheets of one name in a folder) get `-ID`. Each file is one
-//! document written by `dsr::write` (HJSON, SQL as `'''` blocks); members without a value
+//! document written by `dsr::write` (HJSON, SQL as `'''` blocks), a sheet without the objects
+//! its actions' SQL gave (made again at each deploy); members without a value
 //! (`null`) are left out, as reading treats both alike.
 
 use serde_json::{Map, Value, json};
@@ -90,7 +91,7 @@ pub fn files(exported: &Exported) -> Vec<(String, String)> {
             };
             out.push((
                 within(&dir, &name),
-                doc("sheets", vec![canonical(&s.definition)]),
+                doc("sheets", vec![without_derived(canonical(&s.definition))]),
             ));
         }
     }
@@ -145,6 +146,17 @@ fn canonical(definition: &str) -> Value {
     let mut v: Value =
         serde_json::from_str(definition).unwrap_or_else(|_| Value::String(definition.to_owned()));
     drop_nulls(&mut v);
+    v
+}
+
+/// A sheet without the objects its actions' SQL gave (negative ids, made again at each
+/// deploy: `validate::derive_objects`), as its document was written.
+fn without_derived(mut v: Value) -> Value {
+    for list in ["nodes", "edges"] {
+        if let Some(Value::Array(items)) = v.get_mut(list) {
+            items.retain(|i| i.get("id").and_then(Value::as_i64).is_none_or(|id| id >= 0));
+        }
+    }
     v
 }
 

@@ -1512,3 +1512,121 @@ fn an_after_that_names_no_one_action_is_refused_at_its_place() {
         assert!(p.line.is_some(), "{after}: {p:?}");
     }
 }
+
+/// Sheet 400 of `/sales` whose actions name no objects: the sheet's `connection` is
+/// `connection`; action 401 creates `stage_orders`, action 402 loads `orders` from it
+/// through a CTE.
+fn derived_doc(connection: &str) -> String {
+    format!(
+        r#"{{version: 1, transformationData: {{sheets: [
+  {{id: 400, attributes: {{name: "orders", folder_id: 10, folder: "/sales", connection: {connection}}},
+    nodes: [
+      {{id: 401, type: 0, attributes: {{module: "Sql", name: "create", action: "CREATE TABLE IF NOT EXISTS stage_orders (id INTEGER)"}}}}
+      {{id: 402, type: 0, attributes: {{module: "Sql", name: "load", action: "INSERT INTO orders WITH x AS (SELECT id FROM stage_orders) SELECT id FROM x"}}}}
+    ]
+    edges: []}}
+]}}}}"#
+    )
+}
+
+#[test]
+fn objects_come_from_the_sql_of_actions_that_name_their_connection() {
+    let f = Fixture::with_base();
+    let r = f.ok(&derived_doc(r#""sales""#));
+    // No warning that the tables are missing: actions of this deploy write them.
+    assert!(
+        r.warnings.iter().all(|w| w.code != "object.missing"),
+        "{:#?}",
+        r.warnings
+    );
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let nodes: Vec<(i64, String)> = conn
+        .prepare(
+            "SELECT id, attributes FROM nodes WHERE sheet_id = 400 AND type = 1 ORDER BY id DESC",
+        )
+        .expect("prepare")
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+            ))
+        })
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(
+        nodes.iter().map(|n| n.0).collect::<Vec<_>>(),
+        vec![-401001, -402001, -402002],
+        "{nodes:?}"
+    );
+    let plans: String = conn
+        .query_row(
+            "SELECT plans FROM sheet_plans WHERE sheet_id = 400",
+            [],
+            |r| r.get(0),
+        )
+        .expect("plans");
+    let plans: Vec<weft_core::plan::ActionPlan> = serde_json::from_str(&plans).expect("json");
+    let names =
+        |o: &[weft_core::plan::Object]| o.iter().map(|o| o.name.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        (names(&plans[0].sources), names(&plans[0].targets)),
+        (vec![], vec!["stage_orders".to_owned()])
+    );
+    assert!(plans[0].targets[0].defines);
+    assert_eq!(
+        (names(&plans[1].sources), names(&plans[1].targets)),
+        (vec!["stage_orders".to_owned()], vec!["orders".to_owned()])
+    );
+    let deps = weft_core::plan::dependencies(&weft_core::plugins::Registry::default(), &plans);
+    assert_eq!(deps[&402], vec![401]);
+    // The same text again changes nothing; an export leaves the derived objects out.
+    let again = f.ok(&derived_doc(r#""sales""#));
+    assert!(
+        again.created.is_empty() && again.updated.is_empty(),
+        "{again:#?}"
+    );
+    let files = export(&f.repo, Some("/sales")).expect("export");
+    let (_, text) = files
+        .iter()
+        .find(|(n, _)| n.ends_with("orders.dsr"))
+        .expect("the sheet");
+    assert!(
+        !text.contains("-40") && text.contains(r#"connection: "sales""#),
+        "{text}"
+    );
+    // By id too; an unknown name is refused at its place.
+    f.ok(&derived_doc("1"));
+    let d = f.invalid(&derived_doc(r#""nowhere""#));
+    let p = find(&d, "action.connection");
+    assert!(
+        p.message.contains("no connection is named `nowhere`"),
+        "{}",
+        p.message
+    );
+    assert_eq!(p.path, "transformationData.sheets[0].attributes.connection");
+}
+
+#[test]
+fn a_table_the_sql_writes_that_is_no_object_is_a_warning_at_its_place() {
+    let f = Fixture::with_base();
+    let text = r#"{version: 1, transformationData: {sheets: [
+  {id: 500, attributes: {name: "w", folder_id: 10, folder: "/sales"},
+    nodes: [
+      {id: 501, type: 0, attributes: {module: "Sql", name: "load", action: "INSERT INTO t VALUES (1); DELETE FROM elsewhere"}}
+      {id: 502, type: 1, attributes: {field1: "t", objectTypeId: 1, connectionId: 1}}
+    ]
+    edges: [{id: 503, from: 501, to: 502}]}
+]}}"#;
+    let r = f.ok(text);
+    let w = find(&r.warnings, "sql.undeclared_write");
+    assert!(w.message.contains("writes `elsewhere`"), "{}", w.message);
+    assert_eq!((w.line, w.column), pos_of(text, "elsewhere"));
+    assert_eq!(
+        r.warnings
+            .iter()
+            .filter(|w| w.code == "sql.undeclared_write")
+            .count(),
+        1
+    );
+}

@@ -219,8 +219,8 @@ pub(super) fn plugin_checks(
         }
         let share = super::budget::take(weight);
         let checked = catalog.validate_action(&plan.module, &input);
-        let defined: Vec<(Option<String>, String)> = catalog
-            .writes_of(&plan.module, &input)
+        let writes = catalog.writes_of(&plan.module, &input);
+        let defined: Vec<(Option<String>, String)> = writes
             .iter()
             .filter(|w| w.defines())
             .map(|w| {
@@ -286,6 +286,29 @@ pub(super) fn plugin_checks(
                 problems.warning(code, message, span, &ppath);
             } else {
                 problems.error(code, message, span, &ppath);
+            }
+        }
+        // A table the SQL writes that is none of the action's objects: the order does not
+        // know it (a warning: documents that deployed before keep deploying).
+        for w in &writes {
+            let t = w.table();
+            let known = plan
+                .targets
+                .iter()
+                .chain(&plan.sources)
+                .any(|o| o.name.eq_ignore_ascii_case(t.name()));
+            if !known {
+                let (span, ppath) = place(t.offset(), None);
+                problems.warning(
+                    "sql.undeclared_write",
+                    format!(
+                        "action {}: its SQL writes `{}`, which is none of its objects, so no run orders by it: add it as a target, or leave the objects out and name the `connection` for weft to take them from the SQL",
+                        plan.id,
+                        t.name()
+                    ),
+                    span,
+                    &ppath,
+                );
             }
         }
         // The host enforces what the module declares.

@@ -5,7 +5,7 @@
 //! says which.
 
 use std::collections::{HashMap, HashSet};
-use weft_dsr::model::{AfterRef, Document, NodeAttributes};
+use weft_dsr::model::{Document, NameOrId, NodeAttributes};
 use weft_dsr::{Path, Problems};
 use weft_repo::Facts;
 
@@ -68,10 +68,10 @@ pub fn resolve(
                     .index(k);
                 let span = entry.written.span;
                 let found: Result<i64, String> = match &entry.written.v {
-                    AfterRef::Id(id) if *id == own => {
+                    NameOrId::Id(id) if *id == own => {
                         Err(format!("action {own} cannot run after itself"))
                     }
-                    AfterRef::Id(id) => {
+                    NameOrId::Id(id) => {
                         if ids.contains(id) || facts.action_exists(*id)? {
                             Ok(*id)
                         } else {
@@ -80,12 +80,13 @@ pub fn resolve(
                             ))
                         }
                     }
-                    AfterRef::Name(name) if !name.starts_with('/') => {
+                    NameOrId::Name(name) if !name.starts_with('/') => {
                         let key = (folder.clone(), sheet.clone(), name.clone());
-                        one(
+                        one_named(
                             by_path.get(&key).cloned().unwrap_or_default(),
                             || format!("this sheet has no action named `{name}`"),
                             name,
+                            "actions",
                         )
                         .and_then(|id| {
                             if id == own {
@@ -95,7 +96,7 @@ pub fn resolve(
                             }
                         })
                     }
-                    AfterRef::Name(written) => {
+                    NameOrId::Name(written) => {
                         let Some((f, s, act)) = split_path(written) else {
                             problems.error(
                                 "action.after",
@@ -113,7 +114,7 @@ pub fn resolve(
                         } else {
                             facts.actions_at(&f, &s, &act)?
                         };
-                        one(
+                        one_named(
                             candidates,
                             || {
                                 format!(
@@ -121,6 +122,7 @@ pub fn resolve(
                                 )
                             },
                             written,
+                            "actions",
                         )
                     }
                 };
@@ -134,13 +136,18 @@ pub fn resolve(
     Ok(())
 }
 
-/// The one id of `candidates`; else why not.
-fn one(candidates: Vec<i64>, none: impl Fn() -> String, written: &str) -> Result<i64, String> {
+/// The one id of `candidates` (actions, or `what` else) that `written` names; else why not.
+pub(super) fn one_named(
+    candidates: Vec<i64>,
+    none: impl Fn() -> String,
+    written: &str,
+    what: &str,
+) -> Result<i64, String> {
     match candidates.as_slice() {
         [id] => Ok(*id),
         [] => Err(none()),
         many => Err(format!(
-            "`{written}` names {} actions ({}); write the id of the one meant",
+            "`{written}` names {} {what} ({}); write the id of the one meant",
             many.len(),
             many.iter()
                 .map(i64::to_string)

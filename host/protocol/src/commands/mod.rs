@@ -17,6 +17,7 @@ mod envelope;
 mod export_repository;
 mod get_batch_instance;
 mod get_deploy_change;
+mod get_lineage;
 mod get_sheet;
 mod halt_batch_instance;
 mod list_batch_instances;
@@ -40,6 +41,7 @@ pub use envelope::*;
 pub use export_repository::*;
 pub use get_batch_instance::*;
 pub use get_deploy_change::*;
+pub use get_lineage::*;
 pub use get_sheet::*;
 pub use halt_batch_instance::*;
 pub use list_batch_instances::*;
@@ -84,6 +86,7 @@ macro_rules! for_each_command {
             ListHosts,
             ListSheets,
             GetSheet,
+            GetLineage,
             ListBatches,
             ListDeploys,
             GetDeployChange,

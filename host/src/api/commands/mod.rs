@@ -16,6 +16,7 @@ mod deploy_repository;
 mod export_repository;
 mod get_batch_instance;
 mod get_deploy_change;
+mod get_lineage;
 mod get_sheet;
 mod halt_batch_instance;
 mod handler;
