@@ -28,11 +28,6 @@ pub struct ActionConnections {
     pub kinds: HashMap<i64, Option<String>>,
 }
 
-/// Whether node `id` of a sheet has an edge.
-fn linked(edges: &[Edge], id: i64) -> bool {
-    edges.iter().any(|e| e.from.v == id || e.to.v == id)
-}
-
 /// Whether a node id is one this module made.
 pub fn is_derived(id: i64) -> bool {
     id < 0
@@ -59,11 +54,16 @@ pub fn action_connections(
         .collect();
     for (i, s) in doc.sheets.iter().enumerate() {
         let spath = td.key("sheets").index(i);
+        // The nodes with an edge, once per sheet.
+        let linked: std::collections::HashSet<i64> =
+            s.edges.iter().flat_map(|e| [e.from.v, e.to.v]).collect();
         for (j, n) in s.nodes.iter().enumerate() {
             let NodeAttributes::Action(a) = &n.attributes else {
                 continue;
             };
-            if linked(&s.edges, n.id.v) {
+            if linked.contains(&n.id.v)
+                || (a.connection.is_none() && s.attributes.connection.is_none())
+            {
                 continue;
             }
             let (written, path) = match (&a.connection, &s.attributes.connection) {
@@ -143,6 +143,9 @@ pub fn derive(
     }
     let td = Path::root().key("transformationData");
     for (i, s) in doc.sheets.iter_mut().enumerate() {
+        if !s.nodes.iter().any(|n| conns.of.contains_key(&n.id.v)) {
+            continue;
+        }
         let dialect =
             |id: i64| catalog.dialect(id, conns.kinds.get(&id).and_then(|k| k.as_deref()));
         let plans = weft_core::plan::actions_of(s, &dialect);
