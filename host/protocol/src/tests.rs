@@ -134,6 +134,7 @@ fn every_command_is_listed_once_under_the_name_its_type_gives() {
         ListHosts::NAME,
         ListSheets::NAME,
         GetSheet::NAME,
+        GetLineage::NAME,
         ListBatches::NAME,
         ListDeploys::NAME,
         GetDeployChange::NAME,

@@ -7,6 +7,9 @@
 //!   itself): an error (`sql.syntax`, with its byte offset in the action text) only when
 //!   that parser refuses it too, else a warning "not checked" (`sql.unchecked`) for each
 //!   statement sqlparser cannot read. The attribute `validateSql: false` skips the parse.
+//! - [`writes`], [`written_tables`]: the tables a text writes, each saying whether it defines
+//!   it (DDL), what `Sql`'s `ActionModule::writes` answers (DDL first in a run; objects taken
+//!   from the SQL).
 //! - Identifier quoting and the column matching the modules use at run time.
 //!
 //! - [`describe_object`], [`described_table`], [`match_columns`], [`column_probe`]: what a
