@@ -49,6 +49,10 @@ pub fn resolve(
         }
     }
     let td = Path::root().key("transformationData");
+    // What the repository answered, asked once per id or path however many entries name it
+    // (inside the deploy's lock).
+    let mut exists: HashMap<i64, bool> = HashMap::new();
+    let mut at: HashMap<(String, String, String), Vec<i64>> = HashMap::new();
     for (i, s) in doc.sheets.iter_mut().enumerate() {
         let folder = s.attributes.folder.v.clone();
         let sheet = s.attributes.name.v.clone();
@@ -72,7 +76,15 @@ pub fn resolve(
                         Err(format!("action {own} cannot run after itself"))
                     }
                     NameOrId::Id(id) => {
-                        if ids.contains(id) || facts.action_exists(*id)? {
+                        let stored = match exists.get(id) {
+                            Some(known) => *known,
+                            None => {
+                                let known = !ids.contains(id) && facts.action_exists(*id)?;
+                                exists.insert(*id, known);
+                                known
+                            }
+                        };
+                        if ids.contains(id) || stored {
                             Ok(*id)
                         } else {
                             Err(format!(
@@ -112,7 +124,15 @@ pub fn resolve(
                                 .cloned()
                                 .unwrap_or_default()
                         } else {
-                            facts.actions_at(&f, &s, &act)?
+                            let key = (f.clone(), s.clone(), act.clone());
+                            match at.get(&key) {
+                                Some(found) => found.clone(),
+                                None => {
+                                    let found = facts.actions_at(&f, &s, &act)?;
+                                    at.insert(key, found.clone());
+                                    found
+                                }
+                            }
                         };
                         one_named(
                             candidates,

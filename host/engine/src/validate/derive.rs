@@ -52,6 +52,8 @@ pub fn action_connections(
         .iter()
         .map(|c| (c.id.v, c.name.v.as_str(), c.kind.v.as_str()))
         .collect();
+    // What the repository answered, asked once per name however many actions name it.
+    let mut named: HashMap<String, Vec<i64>> = HashMap::new();
     for (i, s) in doc.sheets.iter().enumerate() {
         let spath = td.key("sheets").index(i);
         // The nodes with an edge, once per sheet.
@@ -79,6 +81,8 @@ pub fn action_connections(
                 (None, None) => continue,
             };
             let found: Result<i64, String> = match &written.v {
+                // Found before (its type is noted): not asked again.
+                NameOrId::Id(id) if out.kinds.contains_key(id) => Ok(*id),
                 NameOrId::Id(id) => match in_doc.iter().find(|(c, _, _)| c == id) {
                     Some(_) => Ok(*id),
                     None => match facts.connection_facts(*id)? {
@@ -94,10 +98,14 @@ pub fn action_connections(
                         .filter(|(_, n, _)| n == name)
                         .map(|(id, _, _)| *id)
                         .collect();
-                    let ids = if here.is_empty() {
-                        facts.connections_named(name)?
-                    } else {
+                    let ids = if !here.is_empty() {
                         here
+                    } else if let Some(found) = named.get(name) {
+                        found.clone()
+                    } else {
+                        let found = facts.connections_named(name)?;
+                        named.insert(name.clone(), found.clone());
+                        found
                     };
                     super::after::one_named(
                         ids,
