@@ -1630,3 +1630,40 @@ fn a_table_the_sql_writes_that_is_no_object_is_a_warning_at_its_place() {
         1
     );
 }
+
+#[test]
+fn objects_from_the_sql_are_bounded_and_a_connection_is_an_id_or_a_name() {
+    let f = Fixture::with_base();
+    // 500 tables read: more than an action's SQL may give.
+    let tables: Vec<String> = (0..500).map(|i| format!("t{i}")).collect();
+    let sql = format!("INSERT INTO wide SELECT 1 FROM {}", tables.join(", "));
+    let text = derived_doc(r#""sales""#)
+        .replace("CREATE TABLE IF NOT EXISTS stage_orders (id INTEGER)", &sql);
+    let d = f.invalid(&text);
+    let p = find(&d, "action.objects");
+    assert!(
+        p.message.contains("names 501 tables; at most 499"),
+        "{}",
+        p.message
+    );
+    // Neither an id nor a name.
+    let d = f.invalid(&derived_doc("[1]"));
+    let p = find(&d, "dsr.wrong_type");
+    assert_eq!(p.path, "transformationData.sheets[0].attributes.connection");
+    // An id no connection has, on the action itself.
+    let text = derived_doc(r#""sales""#).replace(
+        r#"name: "create", action:"#,
+        r#"name: "create", connection: 77, action:"#,
+    );
+    let d = f.invalid(&text);
+    let p = find(&d, "action.connection");
+    assert!(
+        p.message.contains("no connection has id 77"),
+        "{}",
+        p.message
+    );
+    assert_eq!(
+        p.path,
+        "transformationData.sheets[0].nodes[0].attributes.connection"
+    );
+}
