@@ -1667,3 +1667,19 @@ fn objects_from_the_sql_are_bounded_and_a_connection_is_an_id_or_a_name() {
         "transformationData.sheets[0].nodes[0].attributes.connection"
     );
 }
+
+#[test]
+fn an_after_cycle_is_refused_at_deploy() {
+    let f = Fixture::with_base();
+    let text = after_doc(r#""other""#, false).replace(
+        r#"name: "other", action: "INSERT INTO t VALUES (2)""#,
+        r#"name: "other", action: "INSERT INTO t VALUES (2)", after: "load""#,
+    );
+    let d = f.invalid(&text);
+    let p = find(&d, "action.after");
+    assert!(
+        p.message.contains("makes a cycle, 301 after 302 after 301"),
+        "{}",
+        p.message
+    );
+}

@@ -153,7 +153,49 @@ pub fn resolve(
             }
         }
     }
+    cycles(doc, &td, problems);
     Ok(())
+}
+
+/// An `after` cycle among the document's actions (each waits for the next): no run can hold
+/// them all, so it is refused at the first entry on it.
+fn cycles(doc: &Document, td: &Path, problems: &mut Problems) {
+    let mut next: HashMap<i64, Vec<i64>> = HashMap::new();
+    let mut place: HashMap<i64, (weft_dsr::Span, Path)> = HashMap::new();
+    for (i, s) in doc.sheets.iter().enumerate() {
+        for (j, n) in s.nodes.iter().enumerate() {
+            if let NodeAttributes::Action(a) = &n.attributes
+                && !a.after.is_empty()
+            {
+                next.insert(n.id.v, a.after.iter().filter_map(|x| x.resolved).collect());
+                let path = td
+                    .key("sheets")
+                    .index(i)
+                    .key("nodes")
+                    .index(j)
+                    .key("attributes")
+                    .key("after");
+                place.insert(n.id.v, (a.after[0].written.span, path));
+            }
+        }
+    }
+    let mut order: Vec<i64> = next.keys().copied().collect();
+    order.sort_unstable();
+    if let Some(cycle) =
+        weft_core::plan::find_cycle(order, |a| next.get(&a).map_or(&[][..], Vec::as_slice))
+        && let Some((span, path)) = cycle.first().and_then(|a| place.get(a))
+    {
+        let shown: Vec<String> = cycle.iter().map(i64::to_string).collect();
+        problems.error(
+            "action.after",
+            format!(
+                "`after` makes a cycle, {}: no run can hold these actions together",
+                shown.join(" after ")
+            ),
+            *span,
+            path,
+        );
+    }
 }
 
 /// The one id of `candidates` (actions, or `what` else) that `written` names; else why not.
