@@ -14,6 +14,37 @@ pub struct Element {
     pub id: i64,
 }
 
+/// An element as a run names it: by id, or by its path (`/folder` a folder, `/folder/sheet`
+/// a sheet, `/folder/sheet/action` an action), which the server finds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElementRef {
+    /// `S` sheet, `A` action, `F` folder.
+    #[serde(rename = "elementType")]
+    pub kind: char,
+    /// Its id or its path.
+    #[serde(rename = "elementId")]
+    pub id: ElementKey,
+}
+
+/// An element's id, or its path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ElementKey {
+    /// Its id.
+    Id(i64),
+    /// Its path, from `/`.
+    Path(String),
+}
+
+impl From<Element> for ElementRef {
+    fn from(e: Element) -> Self {
+        ElementRef {
+            kind: e.kind,
+            id: ElementKey::Id(e.id),
+        }
+    }
+}
+
 /// What a run adds to the actions its elements name, by the data graph (dbt's `model+` and
 /// `+model`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -25,7 +25,7 @@ pub mod states;
 pub use browse::*;
 pub use commands::*;
 pub use deploys::{IdMap, ObjectKind, Options as DeployOptions, Report as DeployReport, Touched};
-pub use elements::{Element, Selection};
+pub use elements::{Element, ElementKey, ElementRef, Selection};
 pub use instances::{Action as InstanceAction, Instance, Listed};
 pub use plugins::*;
 pub use problems::{Detail, MAX_DETAILS, Severity};

@@ -77,7 +77,7 @@ fn a_command_serialises_to_its_envelope_with_the_variables_beside_the_payload() 
         batch_execution: BatchExecution {
             batch_name: "nightly".to_owned(),
             user: "ops".to_owned(),
-            element_list: vec![Element { kind: 'F', id: 7 }],
+            element_list: vec![Element { kind: 'F', id: 7 }.into()],
             select: crate::Selection::Named,
         },
         variables: vec![Variable {

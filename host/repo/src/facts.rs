@@ -78,6 +78,12 @@ pub trait Facts {
     ///
     /// A repository error.
     fn batch_exists(&self, id: i64) -> super::error::Result<bool>;
+    /// The ids of the sheets named `sheet` in the folder at `folder`, in id order.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn sheets_at(&self, folder: &str, sheet: &str) -> super::error::Result<Vec<i64>>;
     /// The ids of the connections named `name`, in id order.
     ///
     /// # Errors

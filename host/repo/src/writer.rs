@@ -842,6 +842,15 @@ impl Facts for Writer<'_> {
             .is_some())
     }
 
+    fn sheets_at(&self, folder: &str, sheet: &str) -> Result<Vec<i64>> {
+        self.tx.rows(
+            "SELECT s.id FROM sheets s JOIN folders f ON f.id = s.folder_id
+              WHERE f.path = ?1 AND s.name = ?2 ORDER BY s.id",
+            args![folder, sheet],
+            |r| r.get(0),
+        )
+    }
+
     fn connections_named(&self, name: &str) -> Result<Vec<i64>> {
         self.tx.rows(
             "SELECT id FROM connections WHERE name = ?1 ORDER BY id",

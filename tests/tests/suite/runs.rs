@@ -388,6 +388,50 @@ fn objects_taken_from_the_sql_order_a_run_across_sheets() {
     );
     let (st, v) = command(&w, "GetLineage", json!({"table": ""}), None);
     assert_eq!(st, 400, "{v}");
+    // Elements by path: a folder, a sheet, an action.
+    for (kind, path, actions) in [
+        ("F", "/etl", 2),
+        ("S", "/etl/stage", 1),
+        ("A", "/etl/mart/load", 1),
+    ] {
+        let (st, v) = command(
+            &w,
+            "RunElements",
+            json!({"batchExecution": {"batchName": "by path", "user": "t",
+                "elementList": [{"elementType": kind, "elementId": path}]}}),
+            None,
+        );
+        assert_eq!(st, 200, "{v}");
+        let inst = wait(&w, v["payload"]["batchInstanceId"].as_i64().expect("id"));
+        assert_eq!(inst["state"], "finished", "{inst}");
+        assert!(
+            inst["actions"]
+                .as_array()
+                .is_some_and(|a| a.len() >= actions),
+            "{path}: {inst}"
+        );
+    }
+    let (st, v) = command(
+        &w,
+        "RunElements",
+        json!({"batchExecution": {"batchName": "by path", "user": "t",
+            "elementList": [{"elementType": "S", "elementId": "/etl/nowhere"}]}}),
+        None,
+    );
+    assert_eq!(st, 404, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`/etl/nowhere`: no sheet has this path")),
+        "{v}"
+    );
+    let o = std::process::Command::new(weft_bin())
+        .args(["run", "--sheet", "/etl/mart", "--wait", "--url", &w.url])
+        .env("WEFT_HOME", w.home.path())
+        .output()
+        .expect("weft run");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
 }
 
 #[test]

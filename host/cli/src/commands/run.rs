@@ -6,22 +6,22 @@ use crate::client::{Exit, Service};
 use clap::Args;
 use std::path::Path;
 use std::process::ExitCode;
-use weft_protocol::{BatchExecution, Element, RunElements, Selection, Variable};
+use weft_protocol::{BatchExecution, ElementKey, ElementRef, RunElements, Selection, Variable};
 
 /// `weft run`'s arguments.
 #[derive(Debug, Args)]
 pub struct Run {
     #[command(flatten)]
     endpoint: Endpoint,
-    /// A sheet to run (repeatable).
-    #[arg(long = "sheet", value_name = "ID")]
-    sheets: Vec<i64>,
-    /// An action to run (repeatable).
-    #[arg(long = "action", value_name = "ID")]
-    actions: Vec<i64>,
-    /// A folder whose sheets, at any depth, run (repeatable).
-    #[arg(long = "folder", value_name = "ID")]
-    folders: Vec<i64>,
+    /// A sheet to run, by id or path (/folder/sheet) (repeatable).
+    #[arg(long = "sheet", value_name = "ID|PATH", value_parser = parse_key)]
+    sheets: Vec<ElementKey>,
+    /// An action to run, by id or path (/folder/sheet/action) (repeatable).
+    #[arg(long = "action", value_name = "ID|PATH", value_parser = parse_key)]
+    actions: Vec<ElementKey>,
+    /// A folder whose sheets, at any depth, run, by id or path (repeatable).
+    #[arg(long = "folder", value_name = "ID|PATH", value_parser = parse_key)]
+    folders: Vec<ElementKey>,
     /// A variable for the run (repeatable).
     #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
     vars: Vec<(String, String)>,
@@ -57,6 +57,16 @@ impl Run {
 }
 
 /// `NAME=VALUE` of `--var`.
+/// An element's id, or its path (from `/`).
+fn parse_key(s: &str) -> Result<ElementKey, String> {
+    if s.starts_with('/') {
+        return Ok(ElementKey::Path(s.to_owned()));
+    }
+    s.parse()
+        .map(ElementKey::Id)
+        .map_err(|_| format!("`{s}` is neither an id nor a path from `/`"))
+}
+
 fn parse_var(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().to_owned(), v.to_owned())),
@@ -82,11 +92,14 @@ fn run(args: &Run, user: String, home: &Path) -> Exit {
         ('A', &args.actions),
         ('F', &args.folders),
     ] {
-        elements.extend(ids.iter().map(|&id| Element { kind, id }));
+        elements.extend(ids.iter().map(|id| ElementRef {
+            kind,
+            id: id.clone(),
+        }));
     }
     if elements.is_empty() {
         eprintln!(
-            "weft run: name something to run: --sheet ID, --action ID or --folder ID (each may be repeated)"
+            "weft run: name something to run: --sheet, --action or --folder, each an ID or a /path (each may be repeated)"
         );
         return Exit::Usage;
     }

@@ -17,6 +17,7 @@ pub mod halt;
 pub mod identity;
 pub mod leftovers;
 pub mod looped;
+pub mod paths;
 pub mod pool;
 pub mod process;
 pub mod slots;

@@ -47,6 +47,9 @@ impl Facts for FakeFacts {
     fn action_exists(&self, _id: i64) -> RepoResult<bool> {
         Ok(false)
     }
+    fn sheets_at(&self, _folder: &str, _sheet: &str) -> RepoResult<Vec<i64>> {
+        Ok(Vec::new())
+    }
     fn connections_named(&self, _name: &str) -> RepoResult<Vec<i64>> {
         Ok(Vec::new())
     }

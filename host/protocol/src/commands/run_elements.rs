@@ -1,7 +1,7 @@
 //! `RunElements`: start a batch instance of sheets, actions or folders (SPEC 4.3), with the envelope's variables; answered with its id at once.
 
 use super::Request;
-use crate::elements::{Element, Selection};
+use crate::elements::{ElementRef, Selection};
 use serde::{Deserialize, Serialize};
 
 impl Request for RunElements {
@@ -29,8 +29,8 @@ pub struct BatchExecution {
     pub batch_name: String,
     /// Who started it.
     pub user: String,
-    /// The sheets, actions and folders to run.
-    pub element_list: Vec<Element>,
+    /// The sheets, actions and folders to run, each by id or path.
+    pub element_list: Vec<ElementRef>,
     /// What is added to them by the data graph: what follows them (`downstream`) or what
     /// they follow (`upstream`).
     #[serde(skip_serializing_if = "is_named")]

@@ -6,12 +6,12 @@ use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, object, text, whole, wrong};
 use crate::api::state::AppState;
 use std::sync::Arc;
-use weft_core::plan::Element;
 use weft_dsr::value::{Spanned, Value};
 use weft_dsr::{Path, Problems};
 use weft_engine::exec::batch::RunRequest;
 use weft_protocol::Selection;
 use weft_protocol::commands::{BatchExecution, RunElements, Started};
+use weft_protocol::{ElementKey, ElementRef};
 
 impl Handler for RunElements {
     fn read(mut payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
@@ -78,7 +78,7 @@ impl Handler for RunElements {
             exclusion: weft_repo::model::Exclusion::Manual,
             batch_name: execution.batch_name,
             user: execution.user,
-            elements: execution.element_list,
+            elements: Vec::new(),
             select: execution.select,
             variables: self
                 .variables
@@ -87,14 +87,23 @@ impl Handler for RunElements {
                 .collect(),
         };
         let exec = Arc::clone(&state.executor);
-        let id = tokio::task::spawn_blocking(move || exec.start(run)).await??;
+        let refs = execution.element_list;
+        let id = tokio::task::spawn_blocking(move || {
+            let mut run = run;
+            run.elements = weft_engine::exec::paths::resolve(exec.repo(), &refs)?;
+            exec.start(run)
+        })
+        .await??;
         Ok(Started {
             batch_instance_id: id,
         })
     }
 }
 
-fn element_list(v: &Spanned, path: &Path, problems: &mut Problems) -> Option<Vec<Element>> {
+/// The longest path an element may be named by.
+const MAX_PATH: usize = 2000;
+
+fn element_list(v: &Spanned, path: &Path, problems: &mut Problems) -> Option<Vec<ElementRef>> {
     let Value::Array(items) = &v.value else {
         wrong(v, path, "`elementList` must be an array", problems);
         return None;
@@ -131,10 +140,26 @@ fn element_list(v: &Spanned, path: &Path, problems: &mut Problems) -> Option<Vec
             });
         let id = fields
             .required("elementId", problems)
-            .and_then(|(v, p)| whole(v, &p, "elementId", i64::MIN..=i64::MAX, problems));
+            .and_then(|(v, p)| match &v.value {
+                // A path; any other text is read as a number (the scripts send "100").
+                Value::String(s) if s.starts_with('/') => {
+                    if s.len() <= MAX_PATH {
+                        Some(ElementKey::Path(s.clone()))
+                    } else {
+                        wrong(
+                            v,
+                            &p,
+                            "a path in `elementId` is at most 2000 bytes",
+                            problems,
+                        );
+                        None
+                    }
+                }
+                _ => whole(v, &p, "elementId", i64::MIN..=i64::MAX, problems).map(ElementKey::Id),
+            });
         fields.finish(problems);
         if let (Some(kind), Some(id)) = (kind, id) {
-            elements.push(Element { kind, id });
+            elements.push(ElementRef { kind, id });
         }
     }
     Some(elements)

@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use weft_core::plan::Element;
 use weft_dsr::{LineIndex, Problems, json};
 use weft_engine::deploy;
+use weft_protocol::{ElementKey, ElementRef};
 
 /// Reads `text` as the server does: the command, or every problem as `(line, column, path,
 /// message)`.
@@ -49,9 +50,13 @@ fn every_command_the_client_writes_reads_back_as_itself() {
             batch_name: "nightly".to_owned(),
             user: "ci".to_owned(),
             element_list: vec![
-                Element { kind: 'S', id: 100 },
-                Element { kind: 'A', id: -3 },
-                Element { kind: 'F', id: 7 },
+                Element { kind: 'S', id: 100 }.into(),
+                Element { kind: 'A', id: -3 }.into(),
+                Element { kind: 'F', id: 7 }.into(),
+                ElementRef {
+                    kind: 'S',
+                    id: ElementKey::Path("/etl/stage".to_owned()),
+                },
             ],
             select: weft_protocol::Selection::Downstream,
         },
@@ -204,7 +209,7 @@ fn the_lenient_forms_of_the_scripts_read_as_their_values() {
     };
     assert_eq!(
         run.batch_execution.element_list,
-        [Element { kind: 'S', id: 100 }]
+        [ElementRef::from(Element { kind: 'S', id: 100 })]
     );
     assert_eq!(
         run.variables,
@@ -407,9 +412,13 @@ fn an_unknown_command_is_named_at_its_place_and_its_payload_is_not_read() {
     assert!(problems[3].3.contains("given twice"), "{problems:?}");
 }
 
-fn element() -> impl Strategy<Value = Element> {
-    (prop_oneof![Just('S'), Just('A'), Just('F')], any::<i64>())
-        .prop_map(|(kind, id)| Element { kind, id })
+fn element() -> impl Strategy<Value = ElementRef> {
+    let key = prop_oneof![
+        any::<i64>().prop_map(ElementKey::Id),
+        "/[^\\x00]{0,30}".prop_map(ElementKey::Path),
+    ];
+    (prop_oneof![Just('S'), Just('A'), Just('F')], key)
+        .prop_map(|(kind, id)| ElementRef { kind, id })
 }
 
 proptest! {
@@ -431,7 +440,7 @@ proptest! {
             batch_execution: BatchExecution {
                 batch_name: name,
                 user,
-                element_list: vec![Element { kind: 'S', id: 1 }],
+                element_list: vec![Element { kind: 'S', id: 1 }.into()],
                 select: weft_protocol::Selection::Named,
             },
             variables: vec![Variable { name: "x".to_owned(), kind: None, value }],
