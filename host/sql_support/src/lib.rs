@@ -233,31 +233,39 @@ pub fn reads(statements: &[Statement], sql: &str) -> Vec<TableName> {
         if parts.len() == 1 && ctes.0.contains(&parts[0].0.to_lowercase()) {
             continue;
         }
-        let offsets: Vec<usize> = parts
-            .iter()
-            .filter_map(|(_, p)| p.map(|(l, c)| offset_of(&masked, l, c)))
-            .collect();
-        if offsets
-            .iter()
-            .any(|o| variables.iter().any(|r| r.contains(o)))
-        {
+        let Some(table) = table_name(&parts, &masked, &variables) else {
             continue;
-        }
+        };
         if emitted.contains(&k) {
             continue;
         }
         emitted.push(k);
-        let Some((name, pos)) = parts.last().cloned() else {
-            continue;
-        };
-        let schema = (parts.len() >= 2).then(|| parts[parts.len() - 2].0.clone());
-        out.push(TableName::new(
-            schema.as_deref(),
-            &name,
-            pos.map(|(l, c)| offset_of(&masked, l, c) as u32),
-        ));
+        out.push(table);
     }
     out
+}
+
+/// The table a dotted name names, placed in the action text (`masked`); `None` for a name
+/// with a part made of a `${name}` variable (known only at run time).
+fn table_name(
+    parts: &NameParts,
+    masked: &str,
+    variables: &[std::ops::Range<usize>],
+) -> Option<TableName> {
+    let in_variable = parts
+        .iter()
+        .filter_map(|(_, p)| p.map(|(l, c)| offset_of(masked, l, c)))
+        .any(|o| variables.iter().any(|r| r.contains(&o)));
+    if in_variable {
+        return None;
+    }
+    let (name, pos) = parts.last().cloned()?;
+    let schema = (parts.len() >= 2).then(|| parts[parts.len() - 2].0.clone());
+    Some(TableName::new(
+        schema.as_deref(),
+        &name,
+        pos.map(|(l, c)| offset_of(masked, l, c) as u32),
+    ))
 }
 
 /// The tables `statements` write: the rows of those of `INSERT`, `UPDATE`, `DELETE`,
@@ -272,29 +280,11 @@ pub fn writes(statements: &[Statement], sql: &str) -> Vec<WrittenTable> {
     let mut out: Vec<(String, WrittenTable)> = Vec::new();
     let mut add = |name: &ObjectName, defines: bool| {
         let parts = name_parts(name);
-        let offsets: Vec<usize> = parts
-            .iter()
-            .filter_map(|(_, p)| p.map(|(l, c)| offset_of(&masked, l, c)))
-            .collect();
-        if offsets
-            .iter()
-            .any(|o| variables.iter().any(|r| r.contains(o)))
-        {
-            return;
-        }
-        let Some((table, pos)) = parts.last().cloned() else {
+        let Some(table) = table_name(&parts, &masked, &variables) else {
             return;
         };
         let k = key(&parts);
-        let schema = (parts.len() >= 2).then(|| parts[parts.len() - 2].0.clone());
-        let written = WrittenTable::new(
-            TableName::new(
-                schema.as_deref(),
-                &table,
-                pos.map(|(l, c)| offset_of(&masked, l, c) as u32),
-            ),
-            defines,
-        );
+        let written = WrittenTable::new(table, defines);
         match out.iter_mut().find(|(seen, _)| *seen == k) {
             Some((_, w)) if defines && !w.defines() => *w = written,
             Some(_) => {}

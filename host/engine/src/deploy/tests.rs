@@ -1683,3 +1683,16 @@ fn an_after_cycle_is_refused_at_deploy() {
         p.message
     );
 }
+
+#[test]
+fn an_after_of_more_than_1000_entries_is_refused() {
+    let f = Fixture::with_base();
+    let many = format!("[{}]", vec!["201"; 1001].join(", "));
+    let d = f.invalid(&after_doc(&many, false));
+    let p = find(&d, "action.after");
+    assert!(
+        p.message.contains("names 1001 actions; at most 1000"),
+        "{}",
+        p.message
+    );
+}

@@ -62,14 +62,7 @@ pub fn resolve(
                 continue;
             };
             for (k, entry) in a.after.iter_mut().enumerate() {
-                let path = td
-                    .key("sheets")
-                    .index(i)
-                    .key("nodes")
-                    .index(j)
-                    .key("attributes")
-                    .key("after")
-                    .index(k);
+                let path = after_path(&td, i, j).index(k);
                 let span = entry.written.span;
                 let found: Result<i64, String> = match &entry.written.v {
                     NameOrId::Id(id) if *id == own => {
@@ -157,6 +150,16 @@ pub fn resolve(
     Ok(())
 }
 
+/// The path of the `after` of node `j` of sheet `i`.
+fn after_path(td: &Path, i: usize, j: usize) -> Path {
+    td.key("sheets")
+        .index(i)
+        .key("nodes")
+        .index(j)
+        .key("attributes")
+        .key("after")
+}
+
 /// An `after` cycle among the document's actions (each waits for the next): no run can hold
 /// them all, so it is refused at the first entry on it.
 fn cycles(doc: &Document, td: &Path, problems: &mut Problems) {
@@ -168,13 +171,7 @@ fn cycles(doc: &Document, td: &Path, problems: &mut Problems) {
                 && !a.after.is_empty()
             {
                 next.insert(n.id.v, a.after.iter().filter_map(|x| x.resolved).collect());
-                let path = td
-                    .key("sheets")
-                    .index(i)
-                    .key("nodes")
-                    .index(j)
-                    .key("attributes")
-                    .key("after");
+                let path = after_path(td, i, j);
                 place.insert(n.id.v, (a.after[0].written.span, path));
             }
         }
