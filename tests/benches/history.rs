@@ -18,6 +18,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
+use weft_tests::bench::median;
 
 const TABLES: &str = "
 CREATE TABLE stg (id INTEGER PRIMARY KEY, name TEXT, city TEXT, amount INTEGER);
@@ -37,12 +38,6 @@ INSERT INTO dim (id, name, city, amount, valid_from_dt, invalid_from_dt)
 SELECT s.id, s.name, s.city, s.amount, '2026-01-02', NULL FROM stg s
  WHERE NOT EXISTS (SELECT 1 FROM dim d WHERE d.id = s.id AND d.invalid_from_dt IS NULL);
 COMMIT;";
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 /// The history's rows, as one text to compare.
 fn digest(path: &Path) -> (i64, i64, i64) {

@@ -20,6 +20,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
+use weft_tests::bench::median;
 use weft_tests::postgres::Postgres;
 
 const CREATE: &str =
@@ -39,12 +40,6 @@ fn fresh_target(path: &Path) {
         .expect("target")
         .execute_batch(CREATE)
         .expect("create");
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {

@@ -30,6 +30,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
+use weft_tests::bench::{median, rounds as fmt};
 use weft_tests::postgres::Postgres;
 
 const PG_JAR: &str = "/usr/share/java/postgresql.jar";
@@ -37,19 +38,6 @@ const PG_TABLE: &str = "CREATE TABLE t (id bigint PRIMARY KEY, name text, amount
 const LITE_TABLE: &str =
     "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, amount TEXT, day TEXT, flag INTEGER)";
 const QUERY: &str = "SELECT id, name, amount, day, flag FROM t";
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn fmt(v: &[f64]) -> String {
-    v.iter()
-        .map(|t| format!("{t:.2}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// `sql` in database `db` of `pg`, through psql.
 fn psql(pg: &Postgres, db: &str, sql: &str) -> String {

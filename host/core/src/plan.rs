@@ -349,10 +349,16 @@ pub fn stored_plans(sheet: &Sheet) -> Vec<ActionPlan> {
                 priority: a.priority.as_ref().map_or(0, |p| p.v),
                 retry: RetryPlan::of(&a.retry),
                 after: a.after.iter().filter_map(|x| x.resolved).collect(),
+                // The module sees `file` too (the name of the file its text was read from).
                 attributes: a
                     .extra
                     .iter()
                     .filter_map(|(k, v)| Some((k.v.clone(), Attr::of(&v.value)?)))
+                    .chain(
+                        a.file
+                            .as_ref()
+                            .map(|f| ("file".to_owned(), Attr::String(f.v.clone()))),
+                    )
                     .collect(),
                 sources: linked(&into, n.id.v),
                 targets: defined(linked(&out_of, n.id.v), &a.defines),

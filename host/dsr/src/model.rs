@@ -417,6 +417,12 @@ pub struct ActionAttributes {
     /// The connection its SQL runs on when it has no object nodes (its id or name; else its
     /// sheet's `connection`): the deploy then finds its objects in the SQL.
     pub connection: Option<At<NameOrId>>,
+    /// The file its text is read from (`file`), as written: a path relative to the document,
+    /// in a project deploy, which carries the file (`project::files`).
+    pub file: Option<At<String>>,
+    /// Whether `action` holds a file's content (its span then covers that content, placed
+    /// after the documents in a project's joined text), not a string of the document.
+    pub text_from_file: bool,
     /// The tables its text defines (creates, drops, alters: `(schema, name)`), as its module
     /// told the deploy; never written in a document.
     pub defines: Vec<(Option<String>, String)>,
@@ -521,6 +527,9 @@ impl Serialize for ActionAttributes {
         }
         if let Some(c) = &self.connection {
             map.serialize_entry("connection", c)?;
+        }
+        if let Some(f) = &self.file {
+            map.serialize_entry("file", &f.v)?;
         }
         for (k, v) in &self.extra {
             map.serialize_entry(&k.v, &v.value.to_json())?;

@@ -29,6 +29,8 @@ struct Placed {
     /// Where its objects of each of [`LISTS`] begin in the joined lists, and how many it has.
     first: [usize; 4],
     count: [usize; 4],
+    /// A file an action reads (`file`), not a document.
+    attached: bool,
 }
 
 /// The files of a project as one text, and where each one is.
@@ -78,6 +80,13 @@ impl Project {
                 return p.detail(&LineIndex::new(""));
             };
             let f = &self.files[at];
+            // A problem in a file an action reads keeps the path of its action in the
+            // document that names it.
+            let home = &self.files[if f.attached {
+                by_path.unwrap_or(at)
+            } else {
+                at
+            }];
             let mut local = Problem {
                 span: p.span.map(|s| {
                     Span::new(
@@ -88,14 +97,182 @@ impl Project {
                 ..p.clone()
             };
             if let Some((k, i, rest)) = listed
-                && i >= f.first[k]
+                && i >= home.first[k]
             {
-                local.path = format!("transformationData.{}[{}]{rest}", LISTS[k], i - f.first[k]);
+                local.path = format!(
+                    "transformationData.{}[{}]{rest}",
+                    LISTS[k],
+                    i - home.first[k]
+                );
             }
             let mut d = local.detail(&indexes[at]);
             d.file = Some(f.name.clone());
             d
         })
+    }
+}
+
+impl Project {
+    /// Places `content`, the file `name` an action reads, after the documents in the joined
+    /// text: the span of its text there, so that problems in it are answered at its own
+    /// line and column.
+    pub fn attach(&mut self, name: &str, content: &str) -> Span {
+        let start = u32::try_from(self.text.len()).unwrap_or(u32::MAX);
+        self.text.push_str(content);
+        let end = u32::try_from(self.text.len()).unwrap_or(u32::MAX);
+        self.text.push('\n');
+        let first = self.files.last().map_or([0; 4], |f| {
+            let mut n = f.first;
+            for (x, c) in n.iter_mut().zip(f.count) {
+                *x += c;
+            }
+            n
+        });
+        self.files.push(Placed {
+            name: name.to_owned(),
+            start,
+            end,
+            first,
+            count: [0; 4],
+            attached: true,
+        });
+        Span::new(start as usize, end as usize)
+    }
+}
+
+/// The name in a project of the file `file` that the document `document` names (`file` of
+/// an action): relative to the document's folder, `.` and `..` resolved, `/` between parts.
+///
+/// # Errors
+///
+/// Why it names no file of the project: absolute, empty, a backslash or a control
+/// character, or above the project's top.
+pub fn file_name(document: &str, file: &str) -> Result<String, String> {
+    if file.trim().is_empty() {
+        return Err("`file` is empty: name a file relative to this document".to_owned());
+    }
+    if file.starts_with('/') || file.contains('\\') {
+        return Err(format!(
+            "`file: {file}` is not a relative path with `/`: name a file of the project, relative to this document (a file on the server's host is read by a module, such as Seed's `path`)"
+        ));
+    }
+    if file.chars().any(char::is_control) {
+        return Err("`file` holds a control character".to_owned());
+    }
+    let mut parts: Vec<&str> = document.split('/').collect();
+    parts.pop();
+    for part in file.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(format!(
+                        "`file: {file}` lies above the project's top folder"
+                    ));
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    parts.retain(|p| !p.is_empty() && *p != ".");
+    Ok(parts.join("/"))
+}
+
+/// What an action's `file` names: the sheet and node it is on, the file's name in the
+/// project (or why it names none) and where `file` is written.
+#[derive(Debug, Clone)]
+pub struct FileRef {
+    /// The sheet's index in the joined document.
+    pub sheet: usize,
+    /// The node's index in the sheet.
+    pub node: usize,
+    /// The file's name in the project ([`file_name`]), or why it names none.
+    pub name: Result<String, String>,
+    /// `file` as written.
+    pub written: crate::model::At<String>,
+}
+
+impl FileRef {
+    /// The path of its `file` in the joined document.
+    pub fn path(&self) -> crate::Path {
+        crate::Path::root()
+            .key("transformationData")
+            .key("sheets")
+            .index(self.sheet)
+            .key("nodes")
+            .index(self.node)
+            .key("attributes")
+            .key("file")
+    }
+}
+
+/// Every `file` of the actions of `doc`, a project's joined document, in order.
+pub fn file_refs(doc: &Document, project: &Project) -> Vec<FileRef> {
+    let mut out = Vec::new();
+    for (i, s) in doc.sheets.iter().enumerate() {
+        let document = project.file_of("sheets", i).unwrap_or_default();
+        for (j, n) in s.nodes.iter().enumerate() {
+            if let crate::model::NodeAttributes::Action(a) = &n.attributes
+                && let Some(f) = &a.file
+            {
+                out.push(FileRef {
+                    sheet: i,
+                    node: j,
+                    name: file_name(document, &f.v),
+                    written: f.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Gives each action of `doc` that names a `file` that file's content from `files` (by its
+/// name in the project) as its text, placed in `project`'s text; a `file` that names none
+/// of them, or no file of the project at all, is a problem at its place (`action.file`).
+pub fn read_files(
+    doc: &mut Document,
+    project: &mut Project,
+    files: &[(String, String)],
+    problems: &mut Problems,
+) {
+    let refs = file_refs(doc, project);
+    let mut placed: Vec<(String, Span)> = Vec::new();
+    for r in refs {
+        let path = r.path();
+        let name = match r.name {
+            Ok(n) => n,
+            Err(why) => {
+                problems.error("action.file", why, r.written.span, &path);
+                continue;
+            }
+        };
+        let Some((_, content)) = files.iter().find(|(n, _)| *n == name) else {
+            problems.error(
+                "action.file",
+                format!(
+                    "`file: {}` names {name} of the project, which this deploy does not carry (`weft deploy DIR` and `weft check DIR` send each file a project's actions name)",
+                    r.written.v
+                ),
+                r.written.span,
+                &path,
+            );
+            continue;
+        };
+        let span = match placed.iter().find(|(n, _)| *n == name) {
+            Some((_, s)) => *s,
+            None => {
+                let s = project.attach(&name, content);
+                placed.push((name, s));
+                s
+            }
+        };
+        if let crate::model::NodeAttributes::Action(a) =
+            &mut doc.sheets[r.sheet].nodes[r.node].attributes
+        {
+            a.action = Some(crate::model::At::new(content.clone(), span));
+            a.text_from_file = true;
+        }
     }
 }
 
@@ -171,6 +348,7 @@ pub fn read(files: &[(String, String)]) -> (Option<Document>, Problems, Project)
             end,
             first,
             count: [0; 4],
+            attached: false,
         };
         match hjson::parse(content) {
             Ok(mut root) => {

@@ -496,6 +496,7 @@ pub const ACTION_ATTRIBUTES: &[&str] = &[
     "retryOn",
     "after",
     "connection",
+    "file",
 ];
 
 /// The most `retries` an action or batch may ask for.
@@ -627,6 +628,18 @@ fn action_attributes(
     let retry = retry(&mut o, path, text, problems);
     let after = after(&mut o, path, problems);
     let connection = name_or_id(&mut o, "connection", path, problems);
+    let file = o.string("file", false, text, problems);
+    if let (Some(f), Some(t)) = (&file, &action) {
+        problems.error(
+            "action.file",
+            format!(
+                "the action has both its text (`action`) and `file: {}`; keep one",
+                f.v
+            ),
+            t.span,
+            &path.key("action"),
+        );
+    }
     if let Some(p) = &priority
         && !(0..=MAX_PRIORITY).contains(&p.v)
     {
@@ -667,6 +680,8 @@ fn action_attributes(
         retry,
         after,
         connection,
+        file,
+        text_from_file: false,
         defines: Vec::new(),
         extra,
     })

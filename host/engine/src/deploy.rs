@@ -250,7 +250,20 @@ pub fn deploy(
         return Err(Error::IntoFolderRefused(env));
     }
     let index = LineIndex::new(content);
-    let (doc, problems) = dsr::parse(content);
+    let (doc, mut problems) = dsr::parse(content);
+    if let Some(doc) = &doc {
+        for r in dsr::project::file_refs(doc, &dsr::project::Project::default()) {
+            problems.error(
+                "action.file",
+                format!(
+                    "`file: {}`: an action's text is read from a file only in a project deploy, which carries the file (`weft deploy DIR` or `weft deploy FILE`, DeployProject)",
+                    r.written.v
+                ),
+                r.written.span,
+                &r.path(),
+            );
+        }
+    }
     let read = Read {
         text: content,
         details: &|problems: Problems| problems.into_details(&index),
@@ -295,6 +308,7 @@ pub fn deploy_project(
     repo: &Repository,
     catalog: &dyn validate::Catalog,
     files: &[(String, String)],
+    data: &[(String, String)],
     prune: &[String],
     opts: Options,
     env: Environment,
@@ -302,7 +316,11 @@ pub fn deploy_project(
     if opts.into_folder.is_some() && env != Environment::Development {
         return Err(Error::IntoFolderRefused(env));
     }
-    let (doc, problems, project) = dsr::project::read(files);
+    let (mut doc, mut problems, mut project) = dsr::project::read(files);
+    // The files the actions read (`file`), each its text.
+    if let Some(doc) = &mut doc {
+        dsr::project::read_files(doc, &mut project, data, &mut problems);
+    }
     // The file of each object, for the report.
     let mut homes: HashMap<(ObjectKind, i64), String> = HashMap::new();
     if let Some(doc) = &doc {
@@ -415,13 +433,21 @@ fn deploy_read(
     }
     // Objects from the SQL, for the actions that have none and name their connection.
     let conns = repo.read(|w| validate::action_connections(&doc, w, &mut problems))?;
-    validate::derive_objects(&mut doc, catalog, &conns, &mut problems);
+    let refused = validate::derive_objects(&mut doc, catalog, &conns, content, &mut problems);
     let used = repo.read(|w| validate::used_connections(&doc, w))?;
     let vopts = validate::Options {
         full: opts.validate,
         check_ids: opts.into_folder.is_none(),
     };
-    let defines = validate::sheets(&doc, content, catalog, &used.kinds, vopts, &mut problems);
+    let defines = validate::sheets(
+        &doc,
+        content,
+        catalog,
+        &used.kinds,
+        vopts,
+        &refused,
+        &mut problems,
+    );
     validate::note_defines(&mut doc, &defines);
     if opts.validate && doc.complete && !problems.has_errors() {
         // Each connection's default schema: as the document deploys it, else as deployed.

@@ -34,3 +34,4 @@ mod retries;
 mod runs;
 mod scheduler;
 mod schema;
+mod seeds;

@@ -10,7 +10,7 @@
 //! found, 2 a mistake in the arguments or a file that cannot be read.
 
 use super::args::Home;
-use super::deploy::{Name, project_files, read_content};
+use super::deploy::{Name, action_files, project_files, read_content, single_as_project};
 use crate::client::format_detail;
 use clap::Args;
 use std::path::PathBuf;
@@ -38,21 +38,26 @@ impl Check {
 }
 
 fn check(args: &Check, home: &Home) -> u8 {
-    let (name, files) = match &args.path {
-        Some(dir) if dir.is_dir() => match project_files(dir) {
-            Ok(files) => (Name::Project(dir.clone()), files),
-            Err(e) => {
-                eprintln!("weft check: {e}");
-                return 2;
-            }
-        },
-        path => match read_content(path.as_deref()) {
-            Ok((name, text)) => (Name::File(name.clone()), vec![(name, text)]),
-            Err(e) => {
-                eprintln!("weft check: {e}");
-                return 2;
-            }
-        },
+    // The documents, and the files their actions read (`file`): a single file whose
+    // actions read files is checked as a project of one document, as `weft deploy` sends it.
+    let read = match &args.path {
+        Some(dir) if dir.is_dir() => project_files(dir).and_then(|files| {
+            let data = action_files(dir, &files)?;
+            Ok((Name::Project(dir.clone()), files, data))
+        }),
+        path => read_content(path.as_deref()).and_then(|(name, text)| {
+            Ok(match single_as_project(path.as_deref(), &text)? {
+                Some((dir, files, data)) => (Name::Project(dir), files, data),
+                None => (Name::File(name.clone()), vec![(name, text)], Vec::new()),
+            })
+        }),
+    };
+    let (name, files, data) = match read {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("weft check: {e}");
+            return 2;
+        }
     };
     let dirs = weft_core::plugins::search_path(&home.dir);
     let mut registry = weft_core::plugins::Registry::load(&dirs);
@@ -85,7 +90,7 @@ fn check(args: &Check, home: &Home) -> u8 {
     };
     let env = weft_core::settings::Environment::Development;
     let result = match &name {
-        Name::Project(_) => deploy::deploy_project(&repo, &catalog, &files, &[], opts, env),
+        Name::Project(_) => deploy::deploy_project(&repo, &catalog, &files, &data, &[], opts, env),
         Name::File(_) => deploy::deploy(&repo, &catalog, &files[0].1, opts, env),
     };
     let details = match result {

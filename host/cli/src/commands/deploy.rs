@@ -99,6 +99,82 @@ pub(super) fn project_files(dir: &Path) -> Result<Vec<(String, String)>, String>
     Ok(files)
 }
 
+/// The most bytes of one file an action reads (`file`); the server's `max_body_bytes` bounds
+/// what one deploy carries.
+const MAX_ACTION_FILE: u64 = 256 << 20;
+
+/// The files the actions of `documents` (a project whose top is `dir`) read (`file`), each
+/// its name in the project and its text, each once. A `file` that names no file of the
+/// project is left for the deploy to report at its place.
+///
+/// # Errors
+///
+/// A file that cannot be read, is larger than 256 MiB or is not UTF-8, named with the
+/// document and the `file` that names it.
+pub(super) fn action_files(
+    dir: &Path,
+    documents: &[(String, String)],
+) -> Result<Vec<(String, String)>, String> {
+    let (Some(doc), _, project) = weft_dsr::project::read(documents) else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    for r in weft_dsr::project::file_refs(&doc, &project) {
+        let Ok(name) = r.name else { continue };
+        if out.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
+        let document = project.file_of("sheets", r.sheet).unwrap_or_default();
+        let path = dir.join(&name);
+        let named = || format!("{}: `file: {}`", dir.join(document).display(), r.written.v);
+        let size = std::fs::metadata(&path)
+            .map_err(|e| format!("{}: cannot read {}: {e}", named(), path.display()))?
+            .len();
+        if size > MAX_ACTION_FILE {
+            return Err(format!(
+                "{}: {} holds {size} bytes, more than the 256 MiB a deploy carries; a module reads larger files on the server's host (Seed's `path`)",
+                named(),
+                path.display()
+            ));
+        }
+        let (_, text) = read_content(Some(&path)).map_err(|e| format!("{}: {e}", named()))?;
+        out.push((name, text));
+        if out.len() > MAX_FILES {
+            return Err(format!(
+                "{} names more than {MAX_FILES} files",
+                dir.display()
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Files by name: each its name and text.
+pub(super) type Named = Vec<(String, String)>;
+
+/// A project deploy of the one document `content` of the file `file`, when its actions read
+/// files (`file`, relative to it): its directory and the document and files to send.
+pub(super) fn single_as_project(
+    file: Option<&Path>,
+    content: &str,
+) -> Result<Option<(PathBuf, Named, Named)>, String> {
+    let Some(path) = file.filter(|p| *p != Path::new("-")) else {
+        return Ok(None);
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let documents = vec![(name, content.to_owned())];
+    let files = action_files(&dir, &documents)?;
+    Ok((!files.is_empty()).then_some((dir, documents, files)))
+}
+
 impl Deploy {
     /// Deploys; the exit code of [`Exit`].
     pub fn run(self, home: &Home) -> ExitCode {
@@ -164,20 +240,44 @@ fn deploy(args: &Deploy, home: &Path) -> Exit {
         );
         return Exit::Usage;
     }
-    let (name, answer) = match dir {
-        Some(dir) => {
-            let files = match project_files(&dir) {
-                Ok(f) => f,
+    // A single file whose actions read files goes as a project of one document.
+    let mut single: Option<(String, String)> = None;
+    let project = match dir {
+        Some(dir) => match project_files(&dir).and_then(|docs| {
+            let files = action_files(&dir, &docs)?;
+            Ok((dir, docs, files))
+        }) {
+            Ok(p) => Some(p),
+            Err(msg) => {
+                eprintln!("deploySheet: {msg}");
+                return Exit::Usage;
+            }
+        },
+        None => {
+            let file = args.file.as_deref().or(args.path.as_deref());
+            match read_content(file).and_then(|(name, content)| {
+                let p = single_as_project(file, &content)?;
+                single = Some((name, content));
+                Ok(p)
+            }) {
+                Ok(p) => p,
                 Err(msg) => {
                     eprintln!("deploySheet: {msg}");
                     return Exit::Usage;
                 }
+            }
+        }
+    };
+    let (name, answer) = match project {
+        Some((dir, documents, files)) => {
+            let named = |list: Vec<(String, String)>| -> Vec<ProjectDocument> {
+                list.into_iter()
+                    .map(|(name, content)| ProjectDocument { name, content })
+                    .collect()
             };
             let request = DeployProject {
-                documents: files
-                    .into_iter()
-                    .map(|(name, content)| ProjectDocument { name, content })
-                    .collect(),
+                documents: named(documents),
+                files: named(files),
                 deploy_options: options,
                 prune: args.prune.clone(),
             };
@@ -187,27 +287,24 @@ fn deploy(args: &Deploy, home: &Path) -> Exit {
                 eprintln!("token: {}", service.token_from);
                 eprintln!("options: {}", sent["deployOptions"]);
                 eprintln!(
-                    "project: {} ({} files, {} bytes)",
+                    "project: {} ({} files, {} bytes; {} files its actions read, {} bytes)",
                     dir.display(),
                     request.documents.len(),
                     request
                         .documents
                         .iter()
                         .map(|d| d.content.len())
-                        .sum::<usize>()
+                        .sum::<usize>(),
+                    request.files.len(),
+                    request.files.iter().map(|d| d.content.len()).sum::<usize>()
                 );
             }
             let name = Name::Project(dir);
             (name, service.call(request))
         }
         None => {
-            let file = args.file.as_deref().or(args.path.as_deref());
-            let (name, content) = match read_content(file) {
-                Ok(x) => x,
-                Err(msg) => {
-                    eprintln!("deploySheet: {msg}");
-                    return Exit::Usage;
-                }
+            let Some((name, content)) = single else {
+                return Exit::Usage;
             };
             let request = DeployRepository {
                 content,

@@ -150,11 +150,20 @@ fn canonical(definition: &str) -> Value {
 }
 
 /// A sheet without the objects its actions' SQL gave (negative ids, made again at each
-/// deploy: `validate::derive_objects`), as its document was written.
+/// deploy: `validate::derive_objects`), as its document was written; an action whose text
+/// was read from a file (`file`) holds that text, and no longer names the file, which the
+/// export does not write.
 fn without_derived(mut v: Value) -> Value {
     for list in ["nodes", "edges"] {
         if let Some(Value::Array(items)) = v.get_mut(list) {
             items.retain(|i| i.get("id").and_then(Value::as_i64).is_none_or(|id| id >= 0));
+        }
+    }
+    if let Some(Value::Array(nodes)) = v.get_mut("nodes") {
+        for n in nodes {
+            if let Some(Value::Object(a)) = n.get_mut("attributes") {
+                a.remove("file");
+            }
         }
     }
     v

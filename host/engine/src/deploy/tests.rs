@@ -437,7 +437,7 @@ fn node_rules_dependency_module_object_type_connection() {
     let m = find(&d, "node.unknown_module");
     assert!(
         m.message
-            .contains("History, Insert, Shell, Sql, Transfer, Upsert"),
+            .contains("History, Insert, Seed, Shell, Sql, Transfer, Upsert"),
         "{}",
         m.message
     );

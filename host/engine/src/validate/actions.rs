@@ -155,6 +155,78 @@ fn place_in_string(text: &str, start: usize, offset: u32) -> usize {
     }
 }
 
+/// The place in the document of a module's problem about action `a` (at `apath`): an offset
+/// in its text, or in the value of one of its attributes; else its module.
+pub(super) fn place(
+    a: &ActionAttributes,
+    apath: &Path,
+    text: &str,
+    offset: Option<u32>,
+    attribute: Option<&str>,
+) -> (Span, Path) {
+    if let Some(name) = attribute {
+        return match a.extra.iter().find(|(k, _)| k.v == name) {
+            Some((_, value)) => {
+                let at = match (&value.value, offset) {
+                    (weft_dsr::value::Value::String(_), Some(o)) => {
+                        let at = place_in_string(text, value.span.start as usize, o);
+                        Span::new(at, at)
+                    }
+                    _ => value.span,
+                };
+                (at, apath.key(name))
+            }
+            // Not written: the module's default; the problem is the module's.
+            None => (a.module.span, apath.key("module")),
+        };
+    }
+    match (offset, &a.action) {
+        // A file's text stands in the joined text as it is.
+        (Some(o), Some(t)) if a.text_from_file => {
+            let at = (t.span.start as usize + o as usize).min(t.span.end as usize);
+            (Span::new(at, at), apath.key("action"))
+        }
+        (Some(o), Some(t)) => {
+            let at = place_in_string(text, t.span.start as usize, o);
+            (Span::new(at, at), apath.key("action"))
+        }
+        _ => (a.module.span, apath.key("module")),
+    }
+}
+
+/// Reports each problem a module found in action `id` (`a`, at `apath`), at its place in
+/// `text`.
+pub(super) fn report(
+    out: &weft_sdk::ValidateOutput,
+    id: i64,
+    a: &ActionAttributes,
+    apath: &Path,
+    text: &str,
+    problems: &mut Problems,
+) {
+    for p in out.problems().iter() {
+        let (span, ppath) = place(a, apath, text, p.offset(), p.attribute());
+        let message = format!("action {id}: {}", p.message());
+        let code = module_code(&a.module.v, p.code());
+        // A severity this host does not know (from a newer plugin) counts as an error.
+        if p.severity() == weft_dsr::Severity::Warning {
+            problems.warning(code, message, span, &ppath);
+        } else {
+            problems.error(code, message, span, &ppath);
+        }
+    }
+}
+
+/// What the deploy read: the text its spans point into, and the actions whose text their
+/// module refused while their objects were taken from it (said then, not again).
+#[derive(Debug, Clone, Copy)]
+pub struct Read<'a> {
+    /// The deploy's text.
+    pub text: &'a str,
+    /// Those actions' ids.
+    pub refused: &'a std::collections::HashSet<i64>,
+}
+
 /// The tables each action's text defines (DDL: creates, drops, alters), by action id, as
 /// its module said (`validate::sheets` answers them): `(schema, name)`.
 pub type Defines = std::collections::HashMap<i64, Vec<(Option<String>, String)>>;
@@ -167,11 +239,16 @@ pub(super) fn plugin_checks(
     path: &Path,
     dialect: &dyn Fn(i64) -> weft_sdk::Dialect,
     catalog: &dyn Catalog,
-    text: &str,
+    read: Read<'_>,
     problems: &mut Problems,
     defines: &mut Defines,
 ) {
+    let Read { text, refused } = read;
     for plan in weft_core::plan::actions_of(s, dialect) {
+        // Its text was refused while its objects were taken from it, and said so then.
+        if refused.contains(&plan.id) {
+            continue;
+        }
         let node = &s.nodes[plan.index];
         let NodeAttributes::Action(a) = &node.attributes else {
             continue;
@@ -249,45 +326,10 @@ pub(super) fn plugin_checks(
                 continue;
             }
         };
-        // Offsets in the action text, or in an attribute's value, become places in the
-        // document.
-        let place = |offset: Option<u32>, attribute: Option<&str>| -> (Span, Path) {
-            if let Some(name) = attribute {
-                return match a.extra.iter().find(|(k, _)| k.v == name) {
-                    Some((_, value)) => {
-                        let at = match (&value.value, offset) {
-                            (weft_dsr::value::Value::String(_), Some(o)) => {
-                                let at = place_in_string(text, value.span.start as usize, o);
-                                Span::new(at, at)
-                            }
-                            _ => value.span,
-                        };
-                        (at, apath.key(name))
-                    }
-                    // Not written: the module's default; the problem is the module's.
-                    None => (a.module.span, apath.key("module")),
-                };
-            }
-            match (offset, &a.action) {
-                (Some(o), Some(t)) => {
-                    let at = place_in_string(text, t.span.start as usize, o);
-                    (Span::new(at, at), apath.key("action"))
-                }
-                _ => (a.module.span, apath.key("module")),
-            }
+        let place = |offset: Option<u32>, attribute: Option<&str>| {
+            place(a, &apath, text, offset, attribute)
         };
-        for p in out.problems().iter() {
-            let attribute = p.attribute();
-            let (span, ppath) = place(p.offset(), attribute);
-            let message = format!("action {}: {}", plan.id, p.message());
-            let code = module_code(&plan.module, p.code());
-            // A severity this host does not know (from a newer plugin) counts as an error.
-            if p.severity() == weft_dsr::Severity::Warning {
-                problems.warning(code, message, span, &ppath);
-            } else {
-                problems.error(code, message, span, &ppath);
-            }
-        }
+        report(&out, plan.id, a, &apath, text, problems);
         // A table the SQL writes that is none of the action's objects: the order does not
         // know it (a warning: documents that deployed before keep deploying).
         for w in &writes {

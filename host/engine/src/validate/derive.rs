@@ -8,7 +8,7 @@
 //! the same at every deploy of the same text, and an export leaves them out.
 
 use super::catalog::Catalog;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use weft_dsr::model::{
     At, Document, Edge, Extra, Layout, NameOrId, Node, NodeAttributes, ObjectAttributes,
 };
@@ -138,16 +138,20 @@ pub fn action_connections(
 }
 
 /// Adds to each action of `conns` the objects its module finds in its text, with their
-/// edges. An action whose module finds nothing (or refuses the text) is left as it is: the
-/// checks that follow say what it lacks.
+/// edges. An action whose module finds nothing is left as it is: the checks that follow say
+/// what it lacks. One whose text the module refuses is reported here, at its places (in
+/// `text`, the deploy's), in the connection's dialect: the ids of those are answered, for
+/// the checks that follow to leave alone.
 pub fn derive(
     doc: &mut Document,
     catalog: &dyn Catalog,
     conns: &ActionConnections,
+    text: &str,
     problems: &mut Problems,
-) {
+) -> HashSet<i64> {
+    let mut refused = HashSet::new();
     if conns.of.is_empty() {
-        return;
+        return refused;
     }
     let td = Path::root().key("transformationData");
     for (i, s) in doc.sheets.iter_mut().enumerate() {
@@ -181,6 +185,19 @@ pub fn derive(
             let Ok(out) = catalog.validate_action(&plan.module, &input) else {
                 continue;
             };
+            if out.has_errors() {
+                if let NodeAttributes::Action(a) = &node.attributes {
+                    let apath = td
+                        .key("sheets")
+                        .index(i)
+                        .key("nodes")
+                        .index(plan.index)
+                        .key("attributes");
+                    super::actions::report(&out, plan.id, a, &apath, text, problems);
+                }
+                refused.insert(plan.id);
+                continue;
+            }
             let writes = catalog.writes_of(&plan.module, &input);
             let key = |schema: Option<&str>, name: &str| {
                 (
@@ -278,4 +295,5 @@ pub fn derive(
         s.nodes.extend(nodes);
         s.edges.extend(edges);
     }
+    refused
 }

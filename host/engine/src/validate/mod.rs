@@ -23,7 +23,7 @@ mod graph;
 mod ids;
 mod notifications;
 
-pub use actions::Defines;
+pub use actions::{Defines, Read};
 use actions::{action, plugin_checks};
 pub use after::resolve as resolve_after;
 pub use batches::batch_schedule;
@@ -179,6 +179,7 @@ pub fn sheets(
     catalog: &dyn Catalog,
     kinds: &HashMap<i64, Option<String>>,
     opts: Options,
+    refused: &std::collections::HashSet<i64>,
     problems: &mut Problems,
 ) -> Defines {
     let mut defines = Defines::new();
@@ -190,7 +191,15 @@ pub fn sheets(
         if opts.full {
             graph(s, &path, problems);
             nodes(s, &path, kinds, catalog, problems);
-            plugin_checks(s, &path, &dialect, catalog, text, problems, &mut defines);
+            plugin_checks(
+                s,
+                &path,
+                &dialect,
+                catalog,
+                Read { text, refused },
+                problems,
+                &mut defines,
+            );
         } else {
             // Types are checked even without validation: the attributes of a known module.
             for (j, n) in s.nodes.iter().enumerate() {

@@ -176,7 +176,15 @@ fn judge(text: &str, facts: &FakeFacts) -> Problems {
         .map(|c| (c.id.v, Some(c.kind.v.clone())))
         .chain([(1, Some("sqlite".to_owned()))])
         .collect();
-    sheets(&doc, text, &FakeCatalog, &kinds, FULL, &mut problems);
+    sheets(
+        &doc,
+        text,
+        &FakeCatalog,
+        &kinds,
+        FULL,
+        &Default::default(),
+        &mut problems,
+    );
     document(&doc, facts, &FakeCatalog, FULL, &mut problems).expect("fake facts do not fail");
     problems
 }

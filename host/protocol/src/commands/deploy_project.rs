@@ -1,4 +1,5 @@
-//! `DeployProject`: deploy several `.dsr` documents (a project's tree of files) as one, in
+//! `DeployProject`: deploy several `.dsr` documents (a project's tree of files) as one, with
+//! the files their actions read, in
 //! one transaction, optionally pruning what the project no longer holds; answered with the
 //! deploy report, each object naming its file.
 
@@ -17,6 +18,10 @@ impl Request for DeployProject {
 pub struct DeployProject {
     /// The documents, each with its name (its path in the project), in the order given.
     pub documents: Vec<ProjectDocument>,
+    /// The files the documents' actions read (`file`: SQL, a seed's CSV), each with its
+    /// name in the project and its text.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<ProjectDocument>,
     /// The deploy options, as `DeployRepository`'s.
     #[serde(with = "super::deploy_repository::options_wire")]
     pub deploy_options: deploys::Options,

@@ -1,6 +1,7 @@
-//! `DeployProject {documents, deployOptions?, prune?}`: validates several `.dsr` documents
-//! as one and writes them in one transaction, pruning below the folders named what they no
-//! longer hold; every problem is answered in its file.
+//! `DeployProject {documents, files?, deployOptions?, prune?}`: validates several `.dsr`
+//! documents as one (with the files their actions read) and writes them in one
+//! transaction, pruning below the folders named what they no longer hold; every problem is
+//! answered in its file.
 
 use super::deploy_repository::{answered, catalog};
 use super::handler::{Handler, Payload};
@@ -9,8 +10,8 @@ use crate::api::protocol::read::{deploy_options, object, text, wrong};
 use crate::api::state::AppState;
 use std::collections::HashSet;
 use std::sync::Arc;
-use weft_dsr::Problems;
-use weft_dsr::value::Value;
+use weft_dsr::value::{Spanned, Value};
+use weft_dsr::{Path, Problems};
 use weft_engine::deploy;
 use weft_protocol::commands::{DeployProject, ProjectDocument};
 
@@ -22,66 +23,17 @@ impl Handler for DeployProject {
         let mut fields = object(
             payload.value,
             payload.path,
-            "the DeployProject payload {documents, deployOptions?, prune?}",
+            "the DeployProject payload {documents, files?, deployOptions?, prune?}",
             problems,
         )?;
-        let documents = fields.required("documents", problems).and_then(|(v, p)| {
-            let Value::Array(items) = &v.value else {
-                wrong(
-                    v,
-                    &p,
-                    "`documents` must be an array of {name, content}",
-                    problems,
-                );
-                return None;
-            };
-            if items.len() > MAX_DOCUMENTS {
-                wrong(
-                    v,
-                    &p,
-                    &format!("`documents` holds more than {MAX_DOCUMENTS} documents"),
-                    problems,
-                );
-                return None;
-            }
-            let mut names = HashSet::new();
-            let mut out = Vec::with_capacity(items.len());
-            let mut ok = true;
-            for (i, item) in items.iter().enumerate() {
-                let at = p.index(i);
-                let Some(mut doc) =
-                    object(item, at.clone(), "a document {name, content}", problems)
-                else {
-                    ok = false;
-                    continue;
-                };
-                let name = doc
-                    .required("name", problems)
-                    .and_then(|(v, p)| text(v, &p, "name", problems));
-                let content = doc
-                    .required("content", problems)
-                    .and_then(|(v, p)| text(v, &p, "content", problems));
-                doc.finish(problems);
-                match (name, content) {
-                    (Some(name), Some(content)) => {
-                        if !names.insert(name.clone()) {
-                            wrong(
-                                item,
-                                &at.key("name"),
-                                &format!(
-                                    "two documents are named `{name}`; each needs a name of its own"
-                                ),
-                                problems,
-                            );
-                            ok = false;
-                        }
-                        out.push(ProjectDocument { name, content });
-                    }
-                    _ => ok = false,
-                }
-            }
-            ok.then_some(out)
-        });
+        let documents = fields
+            .required("documents", problems)
+            .and_then(|(v, p)| named_texts(v, &p, "documents", problems));
+        let files = match fields.optional("files") {
+            None => Some(Vec::new()),
+            Some((v, _)) if matches!(v.value, Value::Null) => Some(Vec::new()),
+            Some((v, p)) => named_texts(v, &p, "files", problems),
+        };
         let deploy_options = fields
             .optional("deployOptions")
             .map(|(v, p)| deploy_options(v, &p, problems))
@@ -106,6 +58,7 @@ impl Handler for DeployProject {
         fields.finish(problems);
         Some(DeployProject {
             documents: documents?,
+            files: files?,
             deploy_options,
             prune: prune?,
         })
@@ -123,10 +76,16 @@ impl Handler for DeployProject {
                 .into_iter()
                 .map(|d| (d.name, d.content))
                 .collect();
+            let data: Vec<(String, String)> = self
+                .files
+                .into_iter()
+                .map(|d| (d.name, d.content))
+                .collect();
             deploy::deploy_project(
                 &state.repo,
                 &catalog(&state),
                 &files,
+                &data,
                 &self.prune,
                 self.deploy_options,
                 state.settings.environment,
@@ -135,4 +94,66 @@ impl Handler for DeployProject {
         .await?;
         answered(report, request_id)
     }
+}
+
+/// `documents` or `files`: an array of `{name, content}`, each name once.
+fn named_texts(
+    v: &Spanned,
+    p: &Path,
+    what: &str,
+    problems: &mut Problems,
+) -> Option<Vec<ProjectDocument>> {
+    let Value::Array(items) = &v.value else {
+        wrong(
+            v,
+            p,
+            &format!("`{what}` must be an array of {{name, content}}"),
+            problems,
+        );
+        return None;
+    };
+    if items.len() > MAX_DOCUMENTS {
+        wrong(
+            v,
+            p,
+            &format!("`{what}` holds more than {MAX_DOCUMENTS} entries"),
+            problems,
+        );
+        return None;
+    }
+    let mut names = HashSet::new();
+    let mut out = Vec::with_capacity(items.len());
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        let at = p.index(i);
+        let Some(mut doc) = object(item, at.clone(), "a document {name, content}", problems) else {
+            ok = false;
+            continue;
+        };
+        let name = doc
+            .required("name", problems)
+            .and_then(|(v, p)| text(v, &p, "name", problems));
+        let content = doc
+            .required("content", problems)
+            .and_then(|(v, p)| text(v, &p, "content", problems));
+        doc.finish(problems);
+        match (name, content) {
+            (Some(name), Some(content)) => {
+                if !names.insert(name.clone()) {
+                    wrong(
+                        item,
+                        &at.key("name"),
+                        &format!(
+                            "two of `{what}` are named `{name}`; each needs a name of its own"
+                        ),
+                        problems,
+                    );
+                    ok = false;
+                }
+                out.push(ProjectDocument { name, content });
+            }
+            _ => ok = false,
+        }
+    }
+    ok.then_some(out)
 }

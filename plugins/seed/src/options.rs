@@ -1,0 +1,275 @@
+//! A seed's attributes read and checked: its table, format, delimiter, declared column types
+//! and where its data comes from. Problems name the attribute they are about.
+
+use crate::read::Format;
+use weft_sdk::Problem;
+
+/// What a seed's attributes ask for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// The table, `(schema, name)`: `table`, else the file's name without its extension.
+    pub table: Option<(Option<String>, String)>,
+    /// How the data is written.
+    pub format: Format,
+    /// Declared column types, `(column, type)`, as written.
+    pub declared: Vec<(String, String)>,
+    /// A file on the server's host to read when the action runs.
+    pub path: Option<String>,
+    /// The project file its text was read from, as written (`file`).
+    pub file: Option<String>,
+    /// The attributes that decide how the data is read, as one text for the digest.
+    pub reading: String,
+}
+
+impl Options {
+    /// Reads the attributes `text` answers by name.
+    ///
+    /// # Errors
+    ///
+    /// Every problem, each on its attribute.
+    pub fn of<'a>(text: impl Fn(&str) -> Option<&'a str>) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let file = text("file").map(str::to_owned);
+        let path = text("path").map(str::to_owned);
+        if let Some(p) = &path
+            && !std::path::Path::new(p).is_absolute()
+        {
+            problems.push(
+                Problem::error(
+                    "Seed.path",
+                    format!("`path: {p}` is not absolute: name the file on the server's host from `/` (a project's file is `file`, relative to the document)"),
+                    None,
+                )
+                .on_attribute("path"),
+            );
+        }
+        let source = path.as_deref().or(file.as_deref());
+        let stem = source.and_then(|s| {
+            let base = s.rsplit('/').next().unwrap_or(s);
+            let stem = base.split_once('.').map_or(base, |(stem, _)| stem);
+            (!stem.is_empty()).then(|| stem.to_owned())
+        });
+        let table = match text("table") {
+            Some(t) => match t.trim().split_once('.') {
+                _ if t.trim().is_empty() => {
+                    problems.push(
+                        Problem::error("Seed.table", "`table` is empty", None)
+                            .on_attribute("table"),
+                    );
+                    None
+                }
+                Some((s, n)) if !s.is_empty() && !n.is_empty() && !n.contains('.') => {
+                    Some((Some(s.to_owned()), n.to_owned()))
+                }
+                Some(_) => {
+                    problems.push(
+                        Problem::error(
+                            "Seed.table",
+                            format!("`table: {t}` is not `name` or `schema.name`"),
+                            None,
+                        )
+                        .on_attribute("table"),
+                    );
+                    None
+                }
+                None => Some((None, t.trim().to_owned())),
+            },
+            None => stem.map(|s| (None, s)),
+        };
+        let extension = source
+            .and_then(|s| s.rsplit_once('.'))
+            .map(|(_, e)| e.to_ascii_lowercase());
+        let delimiter = text("delimiter").unwrap_or(",");
+        let delimiter = match delimiter.as_bytes() {
+            [b] if b.is_ascii() && !matches!(b, b'"' | b'\n' | b'\r') => *b,
+            _ => {
+                problems.push(
+                    Problem::error(
+                        "Seed.delimiter",
+                        format!(
+                            "`delimiter: {delimiter:?}` is not one character (an ASCII one other than a quote or a line end)"
+                        ),
+                        None,
+                    )
+                    .on_attribute("delimiter"),
+                );
+                b','
+            }
+        };
+        let format = match text("format").map(str::to_ascii_lowercase).as_deref() {
+            Some("csv") => Format::Csv(delimiter),
+            Some("jsonl" | "ndjson" | "json lines") => Format::JsonLines,
+            Some(other) => {
+                problems.push(
+                    Problem::error(
+                        "Seed.format",
+                        format!("`format: {other}` is not `csv` or `jsonl`"),
+                        None,
+                    )
+                    .on_attribute("format"),
+                );
+                Format::Csv(delimiter)
+            }
+            None if matches!(extension.as_deref(), Some("jsonl" | "ndjson")) => Format::JsonLines,
+            None => Format::Csv(delimiter),
+        };
+        let declared = match text("columnTypes").map(column_types) {
+            None => Vec::new(),
+            Some(Ok(d)) => d,
+            Some(Err(why)) => {
+                problems.push(
+                    Problem::error("Seed.columnTypes", why, None).on_attribute("columnTypes"),
+                );
+                Vec::new()
+            }
+        };
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let reading = format!(
+            "{format:?}\u{1f}{}",
+            declared
+                .iter()
+                .map(|(c, t)| format!("{c} {t}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        Ok(Options {
+            table,
+            format,
+            declared,
+            path,
+            file,
+            reading,
+        })
+    }
+
+    /// The type declared for `column`, if any (names compared without case).
+    pub fn declared_type(&self, column: &str) -> Option<&str> {
+        self.declared
+            .iter()
+            .find(|(c, _)| c.eq_ignore_ascii_case(column))
+            .map(|(_, t)| t.as_str())
+    }
+}
+
+/// `columnTypes`: `name type` entries separated by commas outside parentheses.
+fn column_types(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut entries = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                entries.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    entries.push(&text[start..]);
+    let mut out: Vec<(String, String)> = Vec::new();
+    for e in entries.iter().map(|e| e.trim()).filter(|e| !e.is_empty()) {
+        let (name, ty) = if let Some(rest) = e.strip_prefix('"') {
+            let (n, t) = rest
+                .split_once('"')
+                .ok_or_else(|| format!("`columnTypes`: `{e}` opens a quote it does not close"))?;
+            (n.to_owned(), t.trim())
+        } else {
+            let (n, t) = e.split_once(char::is_whitespace).unwrap_or((e, ""));
+            (n.to_owned(), t.trim())
+        };
+        if ty.is_empty() || ty.contains(';') {
+            return Err(format!(
+                "`columnTypes`: `{e}` is not `column type` (such as `amount numeric(10,2)`)"
+            ));
+        }
+        if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+            return Err(format!("`columnTypes` declares `{name}` twice"));
+        }
+        out.push((name, ty.to_owned()));
+    }
+    if depth != 0 {
+        return Err("`columnTypes`: its parentheses do not match".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(pairs: &[(&str, &str)]) -> Result<Options, Vec<Problem>> {
+        let owned: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Options::of(|n| owned.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str()))
+    }
+
+    #[test]
+    fn the_table_and_format_come_from_the_file_by_default() {
+        let o = of(&[("file", "seeds/raw_orders.csv")]).expect("ok");
+        assert_eq!(o.table, Some((None, "raw_orders".into())));
+        assert_eq!(o.format, Format::Csv(b','));
+        let o = of(&[("path", "/data/events.jsonl"), ("table", "raw.events")]).expect("ok");
+        assert_eq!(o.table, Some((Some("raw".into()), "events".into())));
+        assert_eq!(o.format, Format::JsonLines);
+        let o = of(&[("file", "a.txt"), ("delimiter", ";"), ("format", "CSV")]).expect("ok");
+        assert_eq!(o.format, Format::Csv(b';'));
+    }
+
+    #[test]
+    fn column_types_are_read_with_parentheses() {
+        let o = of(&[
+            ("file", "x.csv"),
+            (
+                "columnTypes",
+                "amount numeric(10, 2), \"Order Date\" date ,note text",
+            ),
+        ])
+        .expect("ok");
+        assert_eq!(
+            o.declared,
+            [
+                ("amount".to_owned(), "numeric(10, 2)".to_owned()),
+                ("Order Date".to_owned(), "date".to_owned()),
+                ("note".to_owned(), "text".to_owned())
+            ]
+        );
+        assert_eq!(o.declared_type("AMOUNT"), Some("numeric(10, 2)"));
+    }
+
+    #[test]
+    fn wrong_attributes_are_named() {
+        let codes = |r: Result<Options, Vec<Problem>>| -> Vec<(String, Option<String>)> {
+            r.expect_err("refused")
+                .iter()
+                .map(|p| (p.code().to_owned(), p.attribute().map(str::to_owned)))
+                .collect()
+        };
+        assert_eq!(
+            codes(of(&[("path", "data.csv")])),
+            [("Seed.path".to_owned(), Some("path".to_owned()))]
+        );
+        assert_eq!(
+            codes(of(&[("file", "x.csv"), ("delimiter", ";;")]))[0].0,
+            "Seed.delimiter"
+        );
+        assert_eq!(
+            codes(of(&[("file", "x.csv"), ("format", "xml")]))[0].0,
+            "Seed.format"
+        );
+        assert_eq!(
+            codes(of(&[("file", "x.csv"), ("columnTypes", "amount")]))[0].0,
+            "Seed.columnTypes"
+        );
+        assert_eq!(
+            codes(of(&[("file", "x.csv"), ("columnTypes", "a int, A text")]))[0].0,
+            "Seed.columnTypes"
+        );
+        assert_eq!(codes(of(&[("table", "a.b.c")]))[0].0, "Seed.table");
+    }
+}
