@@ -7,7 +7,7 @@ use crate::error::{PluginError, catch};
 use crate::module::ObjectRef;
 use crate::module::{
     ActionModule, ActionModuleBox, ActionModuleFfi, ActionModuleFfi_TO, ModuleInfo, RunContext,
-    RunOutcome, ValidateInput, ValidateOutput, WrittenTable,
+    RunOutcome, TableName, ValidateInput, ValidateOutput, WrittenTable,
 };
 use crate::object_type::{
     ConnectionBridge, ConnectionBridgeBox, ConnectionBridgeFfi, ConnectionBridgeFfi_TO, KeyEntry,
@@ -34,6 +34,10 @@ impl<T: ActionModule> ActionModuleFfi for Guard<T> {
 
     fn writes(&self, input: &ValidateInput) -> RResult<RVec<WrittenTable>, PluginError> {
         catch(|| Ok(self.0.writes(input).into()))
+    }
+
+    fn checks(&self, input: &ValidateInput) -> RResult<RVec<TableName>, PluginError> {
+        catch(|| Ok(self.0.checks(input).into()))
     }
 }
 

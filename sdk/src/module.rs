@@ -938,6 +938,15 @@ pub trait ActionModule: Send + Sync + 'static {
         let _ = input;
         Vec::new()
     }
+
+    /// The tables the action checks (a data test), asked at deploy beside `validate`: the
+    /// other actions of a run that read such a table without writing it wait for this one,
+    /// and are skipped when it fails, as the readers of a failed writer are. No I/O. None by
+    /// default.
+    fn checks(&self, input: &ValidateInput) -> Vec<TableName> {
+        let _ = input;
+        Vec::new()
+    }
 }
 
 /// The boundary form of an [`ActionModule`].
@@ -956,6 +965,13 @@ pub trait ActionModuleFfi: Send + Sync {
     /// See [`ActionModule::writes`]. Added in sdk 0.3.2 (after the prefix: a module from a
     /// plugin built before writes nothing it says).
     fn writes(&self, input: &ValidateInput) -> RResult<RVec<WrittenTable>, PluginError> {
+        let _ = input;
+        RResult::ROk(RVec::new())
+    }
+
+    /// See [`ActionModule::checks`]. Added in sdk 0.3.3 (after the prefix: a module from a
+    /// plugin built before checks nothing).
+    fn checks(&self, input: &ValidateInput) -> RResult<RVec<TableName>, PluginError> {
         let _ = input;
         RResult::ROk(RVec::new())
     }

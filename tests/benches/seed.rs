@@ -136,13 +136,12 @@ fn main() {
         drop_lite();
         weft_lite.push(seed(1, weft_sdk::Dialect::Sqlite, rows));
     }
-    let types = psql(
-        "SELECT string_agg(data_type, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 't'",
-    );
     // Unchanged: nothing loaded.
     drop_pg();
     seed(2, weft_sdk::Dialect::Postgres, rows);
-    let types = psql("SELECT string_agg(data_type, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 't'");
+    let types = psql(
+        "SELECT string_agg(data_type, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 't'",
+    );
     let unchanged: Vec<f64> = (0..3)
         .map(|_| seed(2, weft_sdk::Dialect::Postgres, 0))
         .collect();

@@ -596,6 +596,32 @@ pub fn command(w: &Weft, command: &str, payload: serde_json::Value) -> (u16, ser
     post(&w.url, body.to_string().into_bytes())
 }
 
+/// Runs sheet `path` (such as `/etl/load`), waits for its end (at most 120 s) and answers
+/// the instance as `GetBatchInstance` does.
+pub fn run_sheet_to_end(w: &Weft, path: &str) -> serde_json::Value {
+    let (st, v) = command(
+        w,
+        "RunElements",
+        serde_json::json!({"batchExecution": {"batchName": "test", "user": "t", "elementList": [{"elementType": "S", "elementId": path}]}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    let (st, v) = command(
+        w,
+        "WaitBatchInstance",
+        serde_json::json!({"batchInstanceId": id, "timeoutSeconds": 120}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["timedOut"], false, "{v}");
+    let (st, v) = command(
+        w,
+        "GetBatchInstance",
+        serde_json::json!({"batchInstanceId": id}),
+    );
+    assert_eq!(st, 200, "{v}");
+    v["payload"].clone()
+}
+
 /// The `DeployRepository` body for `content`.
 pub fn deploy_body(content: &str) -> Vec<u8> {
     serde_json::json!({"command": "DeployRepository", "payload": {"content": content}})

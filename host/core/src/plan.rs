@@ -40,6 +40,11 @@ pub struct Object {
     /// its module told the deploy: the other actions of a run that read or write it wait.
     #[serde(default, skip_serializing_if = "is_false")]
     pub defines: bool,
+    /// Whether the action checks this source (a data test), as its module told the deploy:
+    /// the other actions of a run that read it without writing it wait, and are skipped when
+    /// the check fails.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub checked: bool,
 }
 
 /// Whether a flag is off (the default).
@@ -293,6 +298,7 @@ fn object(n: &Node) -> Option<Object> {
         schema: o.field2.clone(),
         dependency: o.dependency.v.clone(),
         defines: false,
+        checked: false,
     })
 }
 
@@ -360,8 +366,8 @@ pub fn stored_plans(sheet: &Sheet) -> Vec<ActionPlan> {
                             .map(|f| ("file".to_owned(), Attr::String(f.v.clone()))),
                     )
                     .collect(),
-                sources: linked(&into, n.id.v),
-                targets: defined(linked(&out_of, n.id.v), &a.defines),
+                sources: marked(linked(&into, n.id.v), &a.checks, |o| &mut o.checked),
+                targets: marked(linked(&out_of, n.id.v), &a.defines, |o| &mut o.defines),
                 schemas: BTreeMap::new(),
                 dialects: BTreeMap::new(),
             })
@@ -369,11 +375,15 @@ pub fn stored_plans(sheet: &Sheet) -> Vec<ActionPlan> {
         .collect()
 }
 
-/// `targets`, each marked when it is one of `defines` (the same name, and schema where both
-/// name one, in any case).
-fn defined(mut targets: Vec<Object>, defines: &[(Option<String>, String)]) -> Vec<Object> {
-    for t in &mut targets {
-        t.defines = defines.iter().any(|(schema, name)| {
+/// `objects`, each marked (the flag `flag` gives) when it is one of `tables` (the same name,
+/// and schema where both name one, in any case).
+fn marked(
+    mut objects: Vec<Object>,
+    tables: &[(Option<String>, String)],
+    flag: impl Fn(&mut Object) -> &mut bool,
+) -> Vec<Object> {
+    for t in &mut objects {
+        *flag(t) = tables.iter().any(|(schema, name)| {
             name.eq_ignore_ascii_case(&t.name)
                 && match (schema, &t.schema) {
                     (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
@@ -381,7 +391,7 @@ fn defined(mut targets: Vec<Object>, defines: &[(Option<String>, String)]) -> Ve
                 }
         });
     }
-    targets
+    objects
 }
 
 /// The identity of an object as its object type sees it (connection, schema, name): two
@@ -435,6 +445,14 @@ pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, 
             }
         }
     }
+    // Who checks what (data tests): by identity.
+    let mut checkers: HashMap<usize, Vec<i64>> = HashMap::new();
+    for p in plans {
+        for o in p.sources.iter().filter(|o| o.orders() && o.checked) {
+            let n = identity_of(p, o);
+            checkers.entry(n).or_default().push(p.id);
+        }
+    }
     let in_run: std::collections::HashSet<i64> = plans.iter().map(|p| p.id).collect();
     let mut deps = BTreeMap::new();
     for p in plans {
@@ -453,6 +471,24 @@ pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, 
         d.dedup();
         deps.insert(p.id, d);
     }
+    // Checks before readers: an action that reads a table without writing or checking it
+    // waits for the run's checks of it, unless such a check already waits for it (a check
+    // of a relationship to a table the reader makes): no cycle is made.
+    if !checkers.is_empty() {
+        for p in plans {
+            let mut wanted: Vec<i64> = Vec::new();
+            for o in p.sources.iter().filter(|o| o.orders() && !o.checked) {
+                let n = identity_of(p, o);
+                if writers.get(&n).is_some_and(|w| w.contains(&p.id)) {
+                    continue;
+                }
+                if let Some(c) = checkers.get(&n) {
+                    wanted.extend(c.iter().filter(|c| **c != p.id));
+                }
+            }
+            add_unless_cycle(&mut deps, p.id, wanted);
+        }
+    }
     if definers.is_empty() {
         return deps;
     }
@@ -468,19 +504,25 @@ pub fn dependencies(registry: &Registry, plans: &[ActionPlan]) -> BTreeMap<i64, 
                 wanted.extend(ds);
             }
         }
-        wanted.sort_unstable();
-        wanted.dedup();
-        for d in wanted {
-            if deps.get(&p.id).is_some_and(|w| w.contains(&d)) || waits_for(&deps, d, p.id) {
-                continue;
-            }
-            if let Some(w) = deps.get_mut(&p.id) {
-                w.push(d);
-                w.sort_unstable();
-            }
-        }
+        add_unless_cycle(&mut deps, p.id, wanted);
     }
     deps
+}
+
+/// Makes `id` wait for each of `wanted` it does not wait for yet, unless that one waits for
+/// `id` already (directly or through others).
+fn add_unless_cycle(deps: &mut BTreeMap<i64, Vec<i64>>, id: i64, mut wanted: Vec<i64>) {
+    wanted.sort_unstable();
+    wanted.dedup();
+    for d in wanted {
+        if deps.get(&id).is_some_and(|w| w.contains(&d)) || waits_for(deps, d, id) {
+            continue;
+        }
+        if let Some(w) = deps.get_mut(&id) {
+            w.push(d);
+            w.sort_unstable();
+        }
+    }
 }
 
 /// Whether `from` waits, directly or through others, for `to` in `deps`.
@@ -698,6 +740,38 @@ mod tests {
         again.targets[0].defines = true;
         let deps = dependencies(&Registry::default(), &[create, again]);
         assert_eq!((deps[&1].len(), deps[&2].len()), (0, 0));
+    }
+
+    #[test]
+    fn checks_go_between_a_table_s_writers_and_its_readers_without_a_cycle() {
+        let model = plan(1, &[(1, None, "raw", "Y")], &[(1, None, "t", "Y")]);
+        let mut test = plan(2, &[(1, None, "t", "Y")], &[]);
+        test.sources[0].checked = true;
+        let reader = plan(3, &[(1, None, "T", "Y")], &[(1, None, "u", "Y")]);
+        // Writes what it reads: not a reader to hold back.
+        let in_place = plan(4, &[(1, None, "t", "Y")], &[(1, None, "t", "Y")]);
+        let deps = dependencies(
+            &Registry::default(),
+            &[
+                model.clone(),
+                test.clone(),
+                reader.clone(),
+                in_place.clone(),
+            ],
+        );
+        assert_eq!(deps[&2], vec![1, 4]);
+        assert_eq!(deps[&3], vec![1, 2, 4]);
+        assert_eq!(deps[&4], vec![1]);
+        // A relationship to what the reader makes: the test waits for the reader, which
+        // then does not wait for the test.
+        let mut related = test.clone();
+        related
+            .sources
+            .push(plan(9, &[(1, None, "u", "Y")], &[]).sources[0].clone());
+        let deps = dependencies(&Registry::default(), &[model, related, reader]);
+        assert_eq!(deps[&2], vec![1, 3]);
+        assert_eq!(deps[&3], vec![1]);
+        assert!(dependency_cycle(&deps).is_none());
     }
 
     /// The stored form is the one the repository has kept since schema version 1: a plan

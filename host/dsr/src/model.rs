@@ -388,7 +388,7 @@ pub const NODE_OBJECT: i64 = 1;
 #[serde(untagged)]
 pub enum NodeAttributes {
     /// Type 0: table A.
-    Action(ActionAttributes),
+    Action(Box<ActionAttributes>),
     /// Type 1: table B.
     Object(ObjectAttributes),
     /// The type was not 0 or 1, or the attributes could not be read.
@@ -420,12 +420,18 @@ pub struct ActionAttributes {
     /// The file its text is read from (`file`), as written: a path relative to the document,
     /// in a project deploy, which carries the file (`project::files`).
     pub file: Option<At<String>>,
+    /// Data tests of the table it writes (`tests`), as written: a list of objects, each
+    /// `{KIND: COLUMN, ...}`; the deploy makes a `Test` action of each.
+    pub tests: Option<Spanned>,
     /// Whether `action` holds a file's content (its span then covers that content, placed
     /// after the documents in a project's joined text), not a string of the document.
     pub text_from_file: bool,
     /// The tables its text defines (creates, drops, alters: `(schema, name)`), as its module
     /// told the deploy; never written in a document.
     pub defines: Vec<(Option<String>, String)>,
+    /// The tables it checks (a data test: `(schema, name)`), as its module told the deploy;
+    /// never written in a document.
+    pub checks: Vec<(Option<String>, String)>,
     /// Attributes beyond table A, for the module to judge (`truncateBefore`, `keys`, ...).
     pub extra: Vec<(At<String>, Spanned)>,
 }
@@ -530,6 +536,9 @@ impl Serialize for ActionAttributes {
         }
         if let Some(f) = &self.file {
             map.serialize_entry("file", &f.v)?;
+        }
+        if let Some(t) = &self.tests {
+            map.serialize_entry("tests", &t.value.to_json())?;
         }
         for (k, v) in &self.extra {
             map.serialize_entry(&k.v, &v.value.to_json())?;

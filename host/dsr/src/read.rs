@@ -497,6 +497,7 @@ pub const ACTION_ATTRIBUTES: &[&str] = &[
     "after",
     "connection",
     "file",
+    "tests",
 ];
 
 /// The most `retries` an action or batch may ask for.
@@ -572,7 +573,9 @@ fn node(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option
         (Some(_), None) => NodeAttributes::Invalid,
         (Some(a), Some(k)) => match k.v {
             NODE_ACTION => action_attributes(a, &path.key("attributes"), text, problems)
-                .map_or(NodeAttributes::Invalid, NodeAttributes::Action),
+                .map_or(NodeAttributes::Invalid, |a| {
+                    NodeAttributes::Action(Box::new(a))
+                }),
             NODE_OBJECT => object_attributes(a, &path.key("attributes"), text, problems)
                 .map_or(NodeAttributes::Invalid, NodeAttributes::Object),
             other => {
@@ -629,6 +632,7 @@ fn action_attributes(
     let after = after(&mut o, path, problems);
     let connection = name_or_id(&mut o, "connection", path, problems);
     let file = o.string("file", false, text, problems);
+    let tests = o.get("tests").cloned();
     if let (Some(f), Some(t)) = (&file, &action) {
         problems.error(
             "action.file",
@@ -681,8 +685,10 @@ fn action_attributes(
         after,
         connection,
         file,
+        tests,
         text_from_file: false,
         defines: Vec::new(),
+        checks: Vec::new(),
         extra,
     })
 }

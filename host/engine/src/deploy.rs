@@ -434,6 +434,8 @@ fn deploy_read(
     // Objects from the SQL, for the actions that have none and name their connection.
     let conns = repo.read(|w| validate::action_connections(&doc, w, &mut problems))?;
     let refused = validate::derive_objects(&mut doc, catalog, &conns, content, &mut problems);
+    // Tests attached to actions, on the tables they write (derived ones too).
+    validate::attach_tests(&mut doc, &refused, &mut problems);
     let used = repo.read(|w| validate::used_connections(&doc, w))?;
     let vopts = validate::Options {
         full: opts.validate,

@@ -704,6 +704,27 @@ pub fn quote(dialect: Dialect, ident: &str) -> String {
     }
 }
 
+/// A table named in an attribute, `name` or `schema.name`, as `(schema, name)`; `None` for
+/// an empty text or more than two parts.
+pub fn attribute_table(text: &str) -> Option<(Option<String>, String)> {
+    let t = text.trim();
+    match t.split_once('.') {
+        None if !t.is_empty() => Some((None, t.to_owned())),
+        Some((s, n)) if !s.is_empty() && !n.is_empty() && !n.contains('.') => {
+            Some((Some(s.to_owned()), n.to_owned()))
+        }
+        _ => None,
+    }
+}
+
+/// A file's name without its folders and extension (`seeds/raw_orders.csv`: `raw_orders`),
+/// the table a module of a file makes by default, as dbt names seeds and models.
+pub fn file_stem(path: &str) -> Option<String> {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    let stem = base.split_once('.').map_or(base, |(stem, _)| stem);
+    (!stem.is_empty()).then(|| stem.to_owned())
+}
+
 /// `schema.table`, quoted, for `dialect`.
 pub fn qualified(dialect: Dialect, schema: Option<&str>, table: &str) -> String {
     match schema.filter(|s| !s.is_empty()) {

@@ -44,24 +44,11 @@ impl Options {
             );
         }
         let source = path.as_deref().or(file.as_deref());
-        let stem = source.and_then(|s| {
-            let base = s.rsplit('/').next().unwrap_or(s);
-            let stem = base.split_once('.').map_or(base, |(stem, _)| stem);
-            (!stem.is_empty()).then(|| stem.to_owned())
-        });
+        let stem = source.and_then(weft_sql_support::file_stem);
         let table = match text("table") {
-            Some(t) => match t.trim().split_once('.') {
-                _ if t.trim().is_empty() => {
-                    problems.push(
-                        Problem::error("Seed.table", "`table` is empty", None)
-                            .on_attribute("table"),
-                    );
-                    None
-                }
-                Some((s, n)) if !s.is_empty() && !n.is_empty() && !n.contains('.') => {
-                    Some((Some(s.to_owned()), n.to_owned()))
-                }
-                Some(_) => {
+            Some(t) => {
+                let name = weft_sql_support::attribute_table(t);
+                if name.is_none() {
                     problems.push(
                         Problem::error(
                             "Seed.table",
@@ -70,10 +57,9 @@ impl Options {
                         )
                         .on_attribute("table"),
                     );
-                    None
                 }
-                None => Some((None, t.trim().to_owned())),
-            },
+                name
+            }
             None => stem.map(|s| (None, s)),
         };
         let extension = source

@@ -7,6 +7,7 @@
 mod common;
 
 mod compat;
+mod data_tests;
 mod deploy;
 mod dsr_schema;
 mod durability;
@@ -22,6 +23,7 @@ mod layering;
 mod lifecycle;
 mod load;
 mod metrics;
+mod models;
 mod modules;
 mod notifications;
 mod overload;

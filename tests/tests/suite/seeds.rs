@@ -84,26 +84,6 @@ fn deploy(w: &Weft, path: &str) -> (Option<i32>, String, String) {
     weft(w, &["deploy", path, "--url", &w.url])
 }
 
-/// Runs `/seed/load` and waits for its end; the instance.
-fn run_load(w: &Weft) -> Value {
-    let (st, v) = command(
-        w,
-        "RunElements",
-        json!({"batchExecution": {"batchName": "seed", "user": "t", "elementList": [{"elementType": "S", "elementId": "/seed/load"}]}}),
-    );
-    assert_eq!(st, 200, "{v}");
-    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
-    let (st, v) = command(
-        w,
-        "WaitBatchInstance",
-        json!({"batchInstanceId": id, "timeoutSeconds": 120}),
-    );
-    assert_eq!(st, 200, "{v}");
-    let (st, v) = command(w, "GetBatchInstance", json!({"batchInstanceId": id}));
-    assert_eq!(st, 200, "{v}");
-    v["payload"].clone()
-}
-
 /// The log of action `id` of an instance, as one text.
 fn log_of(inst: &Value, id: i64) -> String {
     inst["actions"]
@@ -121,7 +101,7 @@ fn a_csv_seed_of_a_project_loads_into_sqlite_before_its_model_and_again_only_whe
     let path = dir.to_str().expect("path");
     let (code, out, err) = deploy(&w, path);
     assert_eq!(code, Some(0), "{out}{err}");
-    let inst = run_load(&w);
+    let inst = run_sheet_to_end(&w, "/seed/load");
     assert_eq!(inst["state"], "finished", "{inst}");
     assert!(
         log_of(&inst, 711)
@@ -150,7 +130,7 @@ fn a_csv_seed_of_a_project_loads_into_sqlite_before_its_model_and_again_only_whe
         ["1|Michael|1.5|1", "2|Shawn|-|0", "3|Kathleen, Jr.|7.0|-"]
     );
     // Again: the seed is not loaded again; the model runs after it as before.
-    let inst = run_load(&w);
+    let inst = run_sheet_to_end(&w, "/seed/load");
     assert_eq!(inst["state"], "finished", "{inst}");
     assert!(log_of(&inst, 711).contains("not loaded again"), "{inst}");
     // The file changes: deployed and loaded again.
@@ -161,7 +141,7 @@ fn a_csv_seed_of_a_project_loads_into_sqlite_before_its_model_and_again_only_whe
     .expect("csv");
     let (code, out, err) = deploy(&w, path);
     assert_eq!(code, Some(0), "{out}{err}");
-    let inst = run_load(&w);
+    let inst = run_sheet_to_end(&w, "/seed/load");
     assert!(log_of(&inst, 711).contains("4 rows"), "{inst}");
     assert_eq!(rows(&data, "SELECT count(*) FROM customers"), ["4"]);
     // A mistake in the CSV: refused at its line and column in the CSV, by `weft check` the
@@ -181,7 +161,7 @@ fn a_csv_seed_of_a_project_loads_into_sqlite_before_its_model_and_again_only_whe
     let (code, _, cerr) = weft(&w, &["check", path]);
     assert_eq!(code, Some(1), "{cerr}");
     assert!(cerr.lines().any(|l| l == expected), "{cerr}");
-    let inst = run_load(&w);
+    let inst = run_sheet_to_end(&w, "/seed/load");
     assert!(log_of(&inst, 711).contains("not loaded again"), "{inst}");
     // A file the project does not have: the client says which and where it is named.
     std::fs::remove_file(dir.join("seeds/raw_customers.csv")).expect("rm");
@@ -199,7 +179,7 @@ fn a_single_document_sends_its_files_and_a_document_without_them_is_refused_at_f
     let file = dir.join("load.dsr");
     let (code, out, err) = deploy(&w, file.to_str().expect("path"));
     assert_eq!(code, Some(0), "{out}{err}");
-    assert_eq!(run_load(&w)["state"], "finished");
+    assert_eq!(run_sheet_to_end(&w, "/seed/load")["state"], "finished");
     assert_eq!(rows(&data, "SELECT count(*) FROM raw_customers"), ["3"]);
     // DeployRepository carries no files: `file` is refused at its place.
     let text = std::fs::read_to_string(&file).expect("dsr");
@@ -252,7 +232,7 @@ fn a_seed_loads_into_postgresql_with_dbts_types_and_views_on_it_stay_while_its_c
     let path = dir.to_str().expect("path");
     let (code, out, err) = deploy(&w, path);
     assert_eq!(code, Some(0), "{out}{err}");
-    let inst = run_load(&w);
+    let inst = run_sheet_to_end(&w, "/seed/load");
     assert_eq!(inst["state"], "finished", "{inst}");
     assert_eq!(
         pg.psql("SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'raw_customers'")
@@ -269,7 +249,7 @@ fn a_seed_loads_into_postgresql_with_dbts_types_and_views_on_it_stay_while_its_c
     };
     let first = view();
     // Again: not loaded.
-    assert!(log_of(&run_load(&w), 711).contains("not loaded again"));
+    assert!(log_of(&run_sheet_to_end(&w, "/seed/load"), 711).contains("not loaded again"));
     // Other rows, the same columns: emptied and loaded; the view is the same one.
     std::fs::write(
         dir.join("seeds/raw_customers.csv"),
@@ -277,7 +257,7 @@ fn a_seed_loads_into_postgresql_with_dbts_types_and_views_on_it_stay_while_its_c
     )
     .expect("csv");
     assert_eq!(deploy(&w, path).0, Some(0));
-    let inst = run_load(&w);
+    let inst = run_sheet_to_end(&w, "/seed/load");
     assert!(
         log_of(&inst, 711).contains("emptied and loaded again: 3 rows"),
         "{inst}"
@@ -301,7 +281,7 @@ fn a_seed_loads_into_postgresql_with_dbts_types_and_views_on_it_stay_while_its_c
     let (code, out, err) = weft(&w, &["check", path]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(deploy(&w, path).0, Some(0));
-    let inst = run_load(&w);
+    let inst = run_sheet_to_end(&w, "/seed/load");
     assert_eq!(inst["state"], "finished", "{inst}");
     assert!(
         log_of(&inst, 711).contains("made again (its columns changed)"),
@@ -351,7 +331,7 @@ fn a_models_sql_read_from_its_file_is_checked_at_its_own_line_and_runs() {
     .expect("sql");
     let (code, out, err) = deploy(&w, path);
     assert_eq!(code, Some(0), "{out}{err}");
-    assert_eq!(run_load(&w)["state"], "finished");
+    assert_eq!(run_sheet_to_end(&w, "/seed/load")["state"], "finished");
     assert_eq!(rows(&data, "SELECT count(*) FROM customers"), ["3"]);
     // The export holds the text, not the file's name.
     let (st, v) = command(&w, "ExportRepository", json!({}));

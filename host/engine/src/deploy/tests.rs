@@ -437,7 +437,7 @@ fn node_rules_dependency_module_object_type_connection() {
     let m = find(&d, "node.unknown_module");
     assert!(
         m.message
-            .contains("History, Insert, Seed, Shell, Sql, Transfer, Upsert"),
+            .contains("History, Insert, Model, Seed, Shell, Sql, Test, Transfer, Upsert"),
         "{}",
         m.message
     );
@@ -1634,15 +1634,15 @@ fn a_table_the_sql_writes_that_is_no_object_is_a_warning_at_its_place() {
 #[test]
 fn objects_from_the_sql_are_bounded_and_a_connection_is_an_id_or_a_name() {
     let f = Fixture::with_base();
-    // 500 tables read: more than an action's SQL may give.
-    let tables: Vec<String> = (0..500).map(|i| format!("t{i}")).collect();
+    // 400 tables read: more than an action's SQL may give.
+    let tables: Vec<String> = (0..400).map(|i| format!("t{i}")).collect();
     let sql = format!("INSERT INTO wide SELECT 1 FROM {}", tables.join(", "));
     let text = derived_doc(r#""sales""#)
         .replace("CREATE TABLE IF NOT EXISTS stage_orders (id INTEGER)", &sql);
     let d = f.invalid(&text);
     let p = find(&d, "action.objects");
     assert!(
-        p.message.contains("names 501 tables; at most 499"),
+        p.message.contains("names 401 tables; at most 399"),
         "{}",
         p.message
     );

@@ -227,9 +227,18 @@ pub struct Read<'a> {
     pub refused: &'a std::collections::HashSet<i64>,
 }
 
-/// The tables each action's text defines (DDL: creates, drops, alters), by action id, as
-/// its module said (`validate::sheets` answers them): `(schema, name)`.
-pub type Defines = std::collections::HashMap<i64, Vec<(Option<String>, String)>>;
+/// What each action's module said of the tables of its text, by action id
+/// (`validate::sheets` answers it).
+pub type Defines = std::collections::HashMap<i64, Noted>;
+
+/// What a module said of an action's tables, each `(schema, name)`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Noted {
+    /// The tables its text defines (DDL: creates, drops, alters).
+    pub defines: Vec<(Option<String>, String)>,
+    /// The tables it checks (a data test).
+    pub checks: Vec<(Option<String>, String)>,
+}
 
 /// Asks each action's module to validate it, places the module's problems in the document,
 /// and checks that every table the action text reads is one of the action's objects; notes
@@ -307,9 +316,20 @@ pub(super) fn plugin_checks(
                 )
             })
             .collect();
+        let checks: Vec<(Option<String>, String)> = catalog
+            .checks_of(&plan.module, &input)
+            .iter()
+            .map(|t| (t.schema().map(str::to_owned), t.name().to_owned()))
+            .collect();
         drop(share);
-        if !defined.is_empty() {
-            defines.insert(plan.id, defined);
+        if !defined.is_empty() || !checks.is_empty() {
+            defines.insert(
+                plan.id,
+                Noted {
+                    defines: defined,
+                    checks,
+                },
+            );
         }
         let out = match checked {
             Ok(out) => out,

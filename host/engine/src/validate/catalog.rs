@@ -37,6 +37,12 @@ pub trait Catalog {
         let _ = (name, input);
         Vec::new()
     }
+    /// The tables module `name` says an action checks (a data test; nothing when it says
+    /// nothing or fails).
+    fn checks_of(&self, name: &str, input: &weft_sdk::ValidateInput) -> Vec<weft_sdk::TableName> {
+        let _ = (name, input);
+        Vec::new()
+    }
     /// Whether object type `id` is provided.
     fn object_type(&self, id: i64) -> bool;
     /// Every object type as `id (name)`.
@@ -104,6 +110,14 @@ impl Catalog for PluginCatalog<'_> {
         self.registry
             .module(name)
             .and_then(|m| m.module.writes(input).into_result().ok())
+            .map(Vec::from)
+            .unwrap_or_default()
+    }
+
+    fn checks_of(&self, name: &str, input: &weft_sdk::ValidateInput) -> Vec<weft_sdk::TableName> {
+        self.registry
+            .module(name)
+            .and_then(|m| m.module.checks(input).into_result().ok())
             .map(Vec::from)
             .unwrap_or_default()
     }

@@ -4,8 +4,9 @@
 //! it reads (CTEs and table functions are none) sources. They are added to the document as
 //! nodes and edges before the checks, so that the graph, the order, the page and the
 //! repository see them as any other; their ids are negative (a document's are positive),
-//! derived from the action's (`-(action * 1000 + k)`, edges from `k = 500`), so that they are
-//! the same at every deploy of the same text, and an export leaves them out.
+//! derived from the action's (`-(action * 1000 + k)`, `k` up to 399, edges from `k = 500`;
+//! `400` to `499` and `900` up are the action's attached tests', `attached`), so that they
+//! are the same at every deploy of the same text, and an export leaves them out.
 
 use super::catalog::Catalog;
 use std::collections::{HashMap, HashSet};
@@ -16,7 +17,7 @@ use weft_dsr::{Path, Problems};
 use weft_repo::Facts;
 
 /// The most objects one action's text may give.
-pub const MAX_DERIVED: usize = 499;
+pub const MAX_DERIVED: usize = 399;
 
 /// The connection each action without objects runs on, by action id (found in the document
 /// or the repository), and each such connection's type.

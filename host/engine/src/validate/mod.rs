@@ -14,6 +14,7 @@ pub use weft_repo::Facts;
 
 mod actions;
 mod after;
+mod attached;
 mod batches;
 pub mod budget;
 mod catalog;
@@ -23,9 +24,10 @@ mod graph;
 mod ids;
 mod notifications;
 
-pub use actions::{Defines, Read};
+pub use actions::{Defines, Noted, Read};
 use actions::{action, plugin_checks};
 pub use after::resolve as resolve_after;
+pub use attached::{MAX_TESTS, attach as attach_tests};
 pub use batches::batch_schedule;
 use batches::batches;
 pub use catalog::{CHECK_BUDGET, Catalog, PluginCatalog};
@@ -156,14 +158,16 @@ pub fn used_connections(doc: &Document, facts: &dyn Facts) -> weft_repo::Result<
     Ok(used)
 }
 
-/// Notes in each action of `doc` the tables its text defines ([`sheets`] found them), so
-/// that the plans stored with its sheet order that DDL first.
+/// Notes in each action of `doc` the tables its text defines and those it checks ([`sheets`]
+/// found them), so that the plans stored with its sheet order that DDL first and the checks
+/// of a table before its readers.
 pub fn note_defines(doc: &mut Document, defines: &Defines) {
     for s in &mut doc.sheets {
         for n in &mut s.nodes {
             if let (NodeAttributes::Action(a), Some(d)) = (&mut n.attributes, defines.get(&n.id.v))
             {
-                a.defines = d.clone();
+                a.defines = d.defines.clone();
+                a.checks = d.checks.clone();
             }
         }
     }
