@@ -244,9 +244,19 @@ impl KeyFile {
         })
     }
 
-    /// The entry with `key`.
+    /// The entry with `key`; for a connection's number that no entry has, the entry whose
+    /// key is the name that number was made from (a connection written without an id:
+    /// `crate::names`), so that `dwh|postgresql|...` serves connection `dwh`.
     pub fn get(&self, key: &str) -> Option<&Entry> {
-        self.entries().find(|e| e.key == key)
+        self.entries().find(|e| e.key == key).or_else(|| {
+            let id: i64 = key.parse().ok()?;
+            if !crate::names::is_made(id) {
+                return None;
+            }
+            self.entries().find(|e| {
+                e.key.parse::<i64>().is_err() && crate::names::id_of("connection", &e.key) == id
+            })
+        })
     }
 
     /// The entry with `key`, or an error naming the file.

@@ -77,6 +77,10 @@ pub struct Batch {
     pub id: At<i64>,
     /// Name (the `batchName` of its instances).
     pub name: At<String>,
+    /// The name it had before (`renamedFrom`): a batch written without an id keeps that
+    /// one's id. Not stored.
+    #[serde(skip)]
+    pub renamed_from: Option<At<String>>,
     /// `daily HH:MM`, `weekly DAYS HH:MM`, `monthly DAY HH:MM` or `every N minutes`, in the
     /// service time zone.
     pub schedule: At<String>,
@@ -221,9 +225,12 @@ pub struct BatchElement {
     /// `S` sheet, `A` action, `F` folder.
     #[serde(rename = "elementType")]
     pub kind: At<String>,
-    /// Its id.
+    /// Its id ([`UNNAMED`] until the deploy finds the object `path` names).
     #[serde(rename = "elementId")]
     pub id: At<i64>,
+    /// The path it was written as (`/folder/sheet/action`), instead of an id.
+    #[serde(skip)]
+    pub path: Option<At<String>>,
     /// Left out of the batch's runs for now.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub skip: bool,
@@ -306,6 +313,10 @@ pub struct SheetAttributes {
     /// name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connection: Option<At<NameOrId>>,
+    /// The name it had before (`renamedFrom`): a sheet written without an id keeps that
+    /// one's id. Not stored.
+    #[serde(skip)]
+    pub renamed_from: Option<At<String>>,
     /// The attributes object.
     #[serde(skip)]
     pub span: Span,
@@ -378,6 +389,10 @@ impl Node {
     }
 }
 
+/// The id of an object written without one, until the deploy finds or makes it from its
+/// name (`deploy::names`). Never stored.
+pub const UNNAMED: i64 = i64::MIN;
+
 /// Node type 0.
 pub const NODE_ACTION: i64 = 0;
 /// Node type 1.
@@ -423,6 +438,9 @@ pub struct ActionAttributes {
     /// Data tests of the table it writes (`tests`), as written: a list of objects, each
     /// `{KIND: COLUMN, ...}`; the deploy makes a `Test` action of each.
     pub tests: Option<Spanned>,
+    /// The name it had before (`renamedFrom`): an action written without an id keeps that
+    /// one's id.
+    pub renamed_from: Option<At<String>>,
     /// Whether `action` holds a file's content (its span then covers that content, placed
     /// after the documents in a project's joined text), not a string of the document.
     pub text_from_file: bool,
@@ -577,6 +595,12 @@ pub struct Edge {
     pub from: At<i64>,
     /// End node id.
     pub to: At<i64>,
+    /// The start node's name, when written so (its id is then found by the deploy).
+    #[serde(skip)]
+    pub from_name: Option<At<String>>,
+    /// The end node's name, when written so.
+    #[serde(skip)]
+    pub to_name: Option<At<String>>,
     /// The whole edge object.
     #[serde(skip)]
     pub span: Span,

@@ -121,7 +121,7 @@ fn each<T>(
 
 fn folder(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Folder> {
     let mut o = Fields::of(v, path, "a folder", Dialect::Document, problems)?;
-    let id = o.id("id", text, problems);
+    let id = o.named_id("id", v.span, text, problems);
     let folder_path = o.string("path", true, text, problems);
     let documentation = o.nullable_string("documentation", text, problems);
     let extra = o.finish(problems);
@@ -136,8 +136,9 @@ fn folder(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Opti
 
 fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Batch> {
     let mut o = Fields::of(v, path, "a batch", Dialect::Document, problems)?;
-    let id = o.id("id", text, problems);
+    let id = o.named_id("id", v.span, text, problems);
     let name = o.string("name", true, text, problems);
+    let renamed_from = o.string("renamedFrom", false, text, problems);
     let schedule = o.string("schedule", true, text, problems);
     let mut elements = Vec::new();
     let mut ok = true;
@@ -152,7 +153,17 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
                     continue;
                 };
                 let kind = eo.string("elementType", true, text, problems);
-                let eid = eo.int("elementId", true, text, problems);
+                // An id, or a path (`/folder`, `/folder/sheet`, `/folder/sheet/action`).
+                let (eid, epath_text) = match eo.get("elementId") {
+                    Some(Spanned {
+                        value: Value::String(p),
+                        span,
+                    }) => (
+                        Some(At::new(UNNAMED, *span)),
+                        Some(At::new(p.clone(), *span)),
+                    ),
+                    _ => (eo.int("elementId", true, text, problems), None),
+                };
                 let mut flag = |key: &'static str| match eo.get(key) {
                     None => false,
                     Some(Spanned {
@@ -171,6 +182,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
                     (Some(kind), Some(id)) => elements.push(BatchElement {
                         kind,
                         id,
+                        path: epath_text,
                         skip,
                         halted,
                     }),
@@ -257,6 +269,7 @@ fn batch(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Optio
         id: id?,
         name: name?,
         schedule: schedule?,
+        renamed_from,
         elements,
         variables,
         enabled,
@@ -382,9 +395,13 @@ fn rule(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option
 
 fn connection(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Connection> {
     let mut o = Fields::of(v, path, "a connection", Dialect::Document, problems)?;
-    let id = o.int("id", true, text, problems);
+    let id = match o.get("id") {
+        None => Some(At::new(UNNAMED, v.span)),
+        Some(_) => o.int("id", true, text, problems),
+    };
     if let Some(id) = &id
         && id.v < 0
+        && id.v != UNNAMED
     {
         problems.error(
             "dsr.wrong_type",
@@ -415,7 +432,7 @@ fn sheet(
     complete: &mut bool,
 ) -> Option<Sheet> {
     let mut o = Fields::of(v, path, "a sheet", Dialect::Document, problems)?;
-    let id = o.id("id", text, problems);
+    let id = o.named_id("id", v.span, text, problems);
     let attributes = match o.get("attributes") {
         Some(a) => sheet_attributes(a, &path.key("attributes"), text, problems),
         None => {
@@ -468,7 +485,8 @@ fn sheet_attributes(
     let documentation = o.nullable_string("documentation", text, problems);
     let name = o.string("name", true, text, problems);
     let order = o.string("order", false, text, problems);
-    let folder_id = o.id("folder_id", text, problems);
+    let folder_id = o.named_id("folder_id", v.span, text, problems);
+    let renamed_from = o.string("renamedFrom", false, text, problems);
     let folder = o.string("folder", true, text, problems);
     let connection = name_or_id(&mut o, "connection", path, problems);
     let extra = o.finish(problems);
@@ -479,6 +497,7 @@ fn sheet_attributes(
         folder_id: folder_id?,
         folder: folder?,
         connection,
+        renamed_from,
         span: v.span,
         extra,
     })
@@ -498,6 +517,7 @@ pub const ACTION_ATTRIBUTES: &[&str] = &[
     "connection",
     "file",
     "tests",
+    "renamedFrom",
 ];
 
 /// The most `retries` an action or batch may ask for.
@@ -559,8 +579,21 @@ pub const OBJECT_ATTRIBUTES: &[&str] = &[
 
 fn node(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Node> {
     let mut o = Fields::of(v, path, "a node", Dialect::Document, problems)?;
-    let id = o.id("id", text, problems);
-    let kind = o.int("type", true, text, problems);
+    let id = o.named_id("id", v.span, text, problems);
+    // Without `type`: an action when its attributes name a module, else an object.
+    let kind = match o.get("type") {
+        Some(_) => o.int("type", true, text, problems),
+        None => {
+            let module = match o.get("attributes").map(|a| &a.value) {
+                Some(Value::Object(members)) => members.iter().any(|m| m.key == "module"),
+                _ => false,
+            };
+            Some(At::new(
+                if module { NODE_ACTION } else { NODE_OBJECT },
+                v.span,
+            ))
+        }
+    };
     let layout = match o.get("layout") {
         Some(l) => layout(l, &path.key("layout"), text, problems),
         None => Layout::default(),
@@ -633,6 +666,7 @@ fn action_attributes(
     let connection = name_or_id(&mut o, "connection", path, problems);
     let file = o.string("file", false, text, problems);
     let tests = o.get("tests").cloned();
+    let renamed_from = o.string("renamedFrom", false, text, problems);
     if let (Some(f), Some(t)) = (&file, &action) {
         problems.error(
             "action.file",
@@ -686,6 +720,7 @@ fn action_attributes(
         connection,
         file,
         tests,
+        renamed_from,
         text_from_file: false,
         defines: Vec::new(),
         checks: Vec::new(),
@@ -815,14 +850,27 @@ fn object_attributes(
 
 fn edge(v: &Spanned, path: &Path, text: &str, problems: &mut Problems) -> Option<Edge> {
     let mut o = Fields::of(v, path, "an edge", Dialect::Document, problems)?;
-    let id = o.id("id", text, problems);
-    let from = o.int("from", true, text, problems);
-    let to = o.int("to", true, text, problems);
+    let id = o.named_id("id", v.span, text, problems);
+    // A node's id, or its name: an action's name, an object's table.
+    let mut end = |key: &'static str| match o.get(key) {
+        Some(Spanned {
+            value: Value::String(n),
+            span,
+        }) => (
+            Some(At::new(UNNAMED, *span)),
+            Some(At::new(n.clone(), *span)),
+        ),
+        _ => (o.int(key, true, text, problems), None),
+    };
+    let (from, from_name) = end("from");
+    let (to, to_name) = end("to");
     let extra = o.finish(problems);
     Some(Edge {
         id: id?,
         from: from?,
         to: to?,
+        from_name,
+        to_name,
         span: v.span,
         extra,
     })
@@ -840,6 +888,23 @@ trait DocumentValues<'a> {
     ) -> Option<At<i64>>;
     /// A required positive id.
     fn id(&mut self, key: &'static str, text: &str, problems: &mut Problems) -> Option<At<i64>>;
+    /// A positive id, or [`UNNAMED`] at `whole` when left out: the deploy finds or makes it
+    /// from the object's name.
+    fn named_id(
+        &mut self,
+        key: &'static str,
+        whole: crate::Span,
+        text: &str,
+        problems: &mut Problems,
+    ) -> Option<At<i64>> {
+        if self.has_key(key) {
+            self.id(key, text, problems)
+        } else {
+            Some(At::new(UNNAMED, whole))
+        }
+    }
+    /// Whether the object has `key`.
+    fn has_key(&mut self, key: &'static str) -> bool;
     /// A string; a quoteless number or literal counts as the text it was written as.
     fn string(
         &mut self,
@@ -889,6 +954,10 @@ impl<'a> DocumentValues<'a> for Fields<'a> {
                 None
             }
         }
+    }
+
+    fn has_key(&mut self, key: &'static str) -> bool {
+        self.has(key)
     }
 
     fn id(&mut self, key: &'static str, text: &str, problems: &mut Problems) -> Option<At<i64>> {

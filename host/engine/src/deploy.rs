@@ -124,6 +124,7 @@ use weft_repo::{self as repo, Change, ChangeKind, DeployWriter, IdTable, ObjectK
 mod cycles;
 pub mod delete;
 pub mod export;
+mod names;
 
 /// The deploy options of SPEC 4.2 and a deploy's report: `weft_protocol`'s types.
 pub use weft_protocol::deploys::{IdMap, Options, Report, Touched};
@@ -431,6 +432,8 @@ fn deploy_read(
             &Path::root().key("transformationData").key("sheets"),
         );
     }
+    // Ids for what is written by name.
+    repo.read(|w| names::assign(&mut doc, w, &mut problems))?;
     // Objects from the SQL, for the actions that have none and name their connection.
     let conns = repo.read(|w| validate::action_connections(&doc, w, &mut problems))?;
     let refused = validate::derive_objects(&mut doc, catalog, &conns, content, &mut problems);

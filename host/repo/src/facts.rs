@@ -90,6 +90,12 @@ pub trait Facts {
     ///
     /// A repository error.
     fn connections_named(&self, name: &str) -> super::error::Result<Vec<i64>>;
+    /// The ids of the batches named `name`, in id order.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn batches_named(&self, name: &str) -> super::error::Result<Vec<i64>>;
     /// The ids of the actions named `action` in the sheets named `sheet` of the folder at
     /// `folder` (an action's path in `after`), in id order.
     ///

@@ -859,6 +859,14 @@ impl Facts for Writer<'_> {
         )
     }
 
+    fn batches_named(&self, name: &str) -> Result<Vec<i64>> {
+        self.tx.rows(
+            "SELECT id FROM batches WHERE name = ?1 ORDER BY id",
+            args![name],
+            |r| r.get(0),
+        )
+    }
+
     fn actions_at(&self, folder: &str, sheet: &str, action: &str) -> Result<Vec<i64>> {
         self.tx.rows(
             "SELECT n.id FROM nodes n JOIN sheets s ON s.id = n.sheet_id JOIN folders f ON f.id = s.folder_id

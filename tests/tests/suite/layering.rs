@@ -22,6 +22,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     (
         "core",
         &[
+            "names",
             "variables",
             "settings",
             "keys",

@@ -25,6 +25,7 @@ mod load;
 mod metrics;
 mod models;
 mod modules;
+mod names;
 mod notifications;
 mod overload;
 mod page;

@@ -225,8 +225,8 @@ fn syntax_error_deep_in_a_sheet_has_its_line_and_column() {
 #[test]
 fn unknown_missing_and_mistyped_fields_are_all_reported_with_paths() {
     let f = Fixture::with_base();
-    // Two fields weft does not know, an edge end that is not a number, an object without
-    // its connection.
+    // Two fields weft does not know, an edge end naming no node, an object without its
+    // connection.
     let text = include_str!("fixtures/cases/unknown-missing-and-mistyped-fields.dsr");
     let d = f.invalid(text);
     // A field weft does not know is a warning and is kept...
@@ -248,15 +248,21 @@ fn unknown_missing_and_mistyped_fields_are_all_reported_with_paths() {
         "{}",
         typo.message
     );
-    let wrong = find(&d, "dsr.wrong_type");
-    assert_eq!(wrong.path, "transformationData.sheets[0].edges[0].from");
-    assert_eq!((wrong.line, wrong.column), pos_of(text, "\"one\""));
+    // A text where a node's id goes is a node's name (`"one"`): found once the document is
+    // whole, which an object without its connection is not.
     let missing = find(&d, "dsr.missing_field");
     assert_eq!(
         missing.path,
         "transformationData.sheets[0].nodes[2].attributes.connectionId"
     );
-    assert_eq!(errors(&d).len(), 3, "{d:#?}");
+    assert_eq!(errors(&d).len(), 2, "{d:#?}");
+    let whole = text.replace("objectTypeId: 1", "objectTypeId: 1, connectionId: 1");
+    if whole != text {
+        let d = f.invalid(&whole);
+        let wrong = find(&d, "edge.unknown_node");
+        assert_eq!(wrong.path, "transformationData.sheets[0].edges[0].from");
+        assert_eq!((wrong.line, wrong.column), pos_of(&whole, "\"one\""));
+    }
 }
 
 #[test]

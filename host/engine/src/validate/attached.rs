@@ -157,6 +157,8 @@ fn edge(id: i64, from: i64, to: i64, span: Span) -> Edge {
         id: At::new(id, span),
         from: At::new(from, span),
         to: At::new(to, span),
+        from_name: None,
+        to_name: None,
         span,
         extra: Extra::default(),
     }
@@ -376,6 +378,7 @@ fn test_node(
             connection: None,
             file: None,
             tests: None,
+            renamed_from: None,
             text_from_file: false,
             defines: Vec::new(),
             checks: Vec::new(),

@@ -288,6 +288,8 @@ pub fn derive(
                     id: At::new(-(base + 500 + k), span),
                     from: At::new(from, span),
                     to: At::new(to, span),
+                    from_name: None,
+                    to_name: None,
                     span,
                     extra: Extra::default(),
                 });

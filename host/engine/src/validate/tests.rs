@@ -53,6 +53,9 @@ impl Facts for FakeFacts {
     fn connections_named(&self, _name: &str) -> RepoResult<Vec<i64>> {
         Ok(Vec::new())
     }
+    fn batches_named(&self, _name: &str) -> RepoResult<Vec<i64>> {
+        Ok(Vec::new())
+    }
     fn actions_at(&self, _folder: &str, _sheet: &str, _action: &str) -> RepoResult<Vec<i64>> {
         Ok(Vec::new())
     }
