@@ -16,6 +16,7 @@ mod hjson_differential;
 mod hostile;
 mod hosts;
 mod install;
+mod jaffle;
 mod jdbc;
 mod jdbc_manager;
 mod jdbc_server;

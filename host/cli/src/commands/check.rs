@@ -28,6 +28,10 @@ pub struct Check {
     /// Warnings fail the check too (exit 1).
     #[arg(long)]
     strict: bool,
+    /// A .dsr file deployed before the check, as the server holds it already (the
+    /// connections of an environment, say); repeatable.
+    #[arg(long = "with", value_name = "FILE")]
+    with: Vec<PathBuf>,
 }
 
 impl Check {
@@ -84,11 +88,30 @@ fn check(args: &Check, home: &Home) -> u8 {
             return 2;
         }
     };
+    let env = weft_core::settings::Environment::Development;
+    // What the server holds already, deployed for real into the empty repository.
+    for path in &args.with {
+        let deployed = read_content(Some(path)).and_then(|(name, text)| {
+            deploy::deploy(&repo, &catalog, &text, deploy::Options::default(), env).map_err(|e| {
+                match e {
+                    deploy::Error::Invalid(details) => details
+                        .iter()
+                        .map(|d| format_detail(&name, d, ""))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    other => format!("{name}: {other}"),
+                }
+            })
+        });
+        if let Err(e) = deployed {
+            eprintln!("weft check: --with {}: {e}", path.display());
+            return 2;
+        }
+    }
     let opts = deploy::Options {
         dry_run: true,
         ..deploy::Options::default()
     };
-    let env = weft_core::settings::Environment::Development;
     let result = match &name {
         Name::Project(_) => deploy::deploy_project(&repo, &catalog, &files, &data, &[], opts, env),
         Name::File(_) => deploy::deploy(&repo, &catalog, &files[0].1, opts, env),

@@ -27,6 +27,9 @@ pub struct ActionConnections {
     pub of: HashMap<i64, i64>,
     /// Connection id: its type, when known.
     pub kinds: HashMap<i64, Option<String>>,
+    /// The actions whose connection was not found (said at its place): the checks that
+    /// follow leave them alone rather than say again what that one problem means.
+    pub unfound: HashSet<i64>,
 }
 
 /// Whether a node id is one this module made.
@@ -55,6 +58,7 @@ pub fn action_connections(
         .collect();
     // What the repository answered, asked once per name however many actions name it.
     let mut named: HashMap<String, Vec<i64>> = HashMap::new();
+    let mut told: HashSet<(u32, u32)> = HashSet::new();
     for (i, s) in doc.sheets.iter().enumerate() {
         let spath = td.key("sheets").index(i);
         // The nodes with an edge, once per sheet.
@@ -131,7 +135,13 @@ pub fn action_connections(
                         e.insert(kind);
                     }
                 }
-                Err(message) => problems.error("action.connection", message, written.span, &path),
+                Err(message) => {
+                    out.unfound.insert(n.id.v);
+                    // A sheet's connection is said once, not once per action.
+                    if told.insert((written.span.start, written.span.end)) {
+                        problems.error("action.connection", message, written.span, &path);
+                    }
+                }
             }
         }
     }
@@ -150,7 +160,7 @@ pub fn derive(
     text: &str,
     problems: &mut Problems,
 ) -> HashSet<i64> {
-    let mut refused = HashSet::new();
+    let mut refused = conns.unfound.clone();
     if conns.of.is_empty() {
         return refused;
     }
