@@ -378,6 +378,18 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     };
     executor.set_url(&url);
     executor.set_max_waiting(settings.max_waiting_instances);
+    if let Some(endpoint) = &settings.openlineage_url {
+        let emitter = weft_notify::lineage::Emitter::start(endpoint)
+            .map_err(|e| Error::Serve(std::io::Error::other(e)))?;
+        executor.set_lineage(weft_engine::exec::lineage::Lineage {
+            emitter,
+            namespace: settings
+                .openlineage_namespace
+                .clone()
+                .unwrap_or_else(|| "weft".to_owned()),
+        });
+        tracing::info!(message = "OpenLineage events of every action go to the endpoint.", endpoint = %endpoint);
+    }
     executor.set_write_patience(std::time::Duration::from_secs(
         settings.repository_retry_seconds,
     ));

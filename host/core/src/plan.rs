@@ -146,6 +146,10 @@ pub struct ActionPlan {
     /// The actions it runs after when a run holds them (`after`, resolved to ids at deploy).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<i64>,
+    /// Its path, `/folder/sheet/action`, as deployed (lineage events name it so; plans
+    /// stored before it was kept have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// Source objects (edges object -> action).
     pub sources: Vec<Object>,
     /// Target objects (edges action -> object).
@@ -355,6 +359,12 @@ pub fn stored_plans(sheet: &Sheet) -> Vec<ActionPlan> {
                 priority: a.priority.as_ref().map_or(0, |p| p.v),
                 retry: RetryPlan::of(&a.retry),
                 after: a.after.iter().filter_map(|x| x.resolved).collect(),
+                path: Some(format!(
+                    "{}/{}/{}",
+                    sheet.attributes.folder.v.trim_end_matches('/'),
+                    sheet.attributes.name.v,
+                    a.name.v
+                )),
                 // The module sees `file` too (the name of the file its text was read from).
                 attributes: a
                     .extra

@@ -116,6 +116,11 @@ pub struct Settings {
     /// The web page's address as the people notified reach it (`https://weft.example.com/`),
     /// for the link to a run; default: this server's own address.
     pub page_url: Option<String>,
+    /// Where OpenLineage run events of every action are sent (an HTTP endpoint such as
+    /// Marquez's `http://marquez:5000/api/v1/lineage`); none by default.
+    pub openlineage_url: Option<String>,
+    /// The namespace of the jobs in those events; default `weft`.
+    pub openlineage_namespace: Option<String>,
 }
 
 /// The default of `max_connections`.
@@ -149,6 +154,8 @@ impl Default for Settings {
             notify_give_up_minutes: 1440,
             notify_retry_seconds: 30,
             page_url: None,
+            openlineage_url: None,
+            openlineage_namespace: None,
         }
     }
 }
@@ -241,6 +248,20 @@ impl Settings {
         number("WEFT_NOTIFY_RETRY_SECONDS", &mut s.notify_retry_seconds)?;
         if let Some(v) = var("WEFT_PAGE_URL") {
             s.page_url = Some(v);
+        }
+        if let Some(v) = var("WEFT_OPENLINEAGE_URL") {
+            s.openlineage_url = Some(v);
+        }
+        if let Some(v) = var("WEFT_OPENLINEAGE_NAMESPACE") {
+            s.openlineage_namespace = Some(v);
+        }
+        if let Some(u) = &s.openlineage_url
+            && !(u.starts_with("http://") || u.starts_with("https://"))
+        {
+            return Err(Error::Env {
+                name: "openlineage_url",
+                message: format!("`{u}` is not an http:// or https:// address"),
+            });
         }
         if let Some(v) = var("WEFT_SHELL_MODULES") {
             s.shell_modules = match v.to_ascii_lowercase().as_str() {

@@ -441,6 +441,11 @@ pub struct ActionAttributes {
     /// The name it had before (`renamedFrom`): an action written without an id keeps that
     /// one's id.
     pub renamed_from: Option<At<String>>,
+    /// Whether its text is a template (`template: true`), rendered at deploy.
+    pub template: bool,
+    /// Whether `action` holds what its template rendered (its offsets are the rendered
+    /// text's, not the document's).
+    pub rendered: bool,
     /// Whether `action` holds a file's content (its span then covers that content, placed
     /// after the documents in a project's joined text), not a string of the document.
     pub text_from_file: bool,

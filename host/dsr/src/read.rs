@@ -518,6 +518,7 @@ pub const ACTION_ATTRIBUTES: &[&str] = &[
     "file",
     "tests",
     "renamedFrom",
+    "template",
 ];
 
 /// The most `retries` an action or batch may ask for.
@@ -667,6 +668,17 @@ fn action_attributes(
     let file = o.string("file", false, text, problems);
     let tests = o.get("tests").cloned();
     let renamed_from = o.string("renamedFrom", false, text, problems);
+    let template = match o.get("template") {
+        None => false,
+        Some(Spanned {
+            value: Value::Bool(b),
+            ..
+        }) => *b,
+        Some(other) => {
+            o.wrong("template", "true or false", other, problems);
+            false
+        }
+    };
     if let (Some(f), Some(t)) = (&file, &action) {
         problems.error(
             "action.file",
@@ -721,6 +733,8 @@ fn action_attributes(
         file,
         tests,
         renamed_from,
+        template,
+        rendered: false,
         text_from_file: false,
         defines: Vec::new(),
         checks: Vec::new(),

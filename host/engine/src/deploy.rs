@@ -434,8 +434,11 @@ fn deploy_read(
     }
     // Ids for what is written by name.
     repo.read(|w| names::assign(&mut doc, w, &mut problems))?;
+    // Templates rendered before anything reads their SQL.
+    let unrendered = validate::render_templates(&mut doc, content, &mut problems);
     // Objects from the SQL, for the actions that have none and name their connection.
-    let conns = repo.read(|w| validate::action_connections(&doc, w, &mut problems))?;
+    let mut conns = repo.read(|w| validate::action_connections(&doc, w, &mut problems))?;
+    conns.unfound.extend(unrendered);
     let refused = validate::derive_objects(&mut doc, catalog, &conns, content, &mut problems);
     // Tests attached to actions, on the tables they write (derived ones too).
     validate::attach_tests(&mut doc, &refused, &mut problems);

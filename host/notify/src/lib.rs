@@ -4,9 +4,11 @@
 //! notification says, minijinja over the run's facts), [`channels`] (e-mail through SMTP,
 //! webhooks signed with HMAC-SHA256), [`late`] (runs not finished by a time of day, or going
 //! on too long) and [`sender`] (each host's thread that watches for late runs, claims the
-//! due notifications, sends, and marks each sent, due again after a back-off, or given up).
+//! due notifications, sends, and marks each sent, due again after a back-off, or given up);
+//! [`lineage`] sends the OpenLineage events of every action to a lineage server.
 
 pub mod channels;
 pub mod late;
+pub mod lineage;
 pub mod sender;
 pub mod templates;

@@ -22,6 +22,7 @@ mod jdbc_manager;
 mod jdbc_server;
 mod layering;
 mod lifecycle;
+mod lineage_events;
 mod load;
 mod metrics;
 mod models;

@@ -115,3 +115,70 @@ fn models_build_views_tables_and_increments_on_sqlite() {
         },
     );
 }
+
+/// A model whose text is a template (dbt's loop over payment methods) renders at deploy,
+/// runs, and its mistakes are refused at their place: in the template, or in the rendered
+/// SQL, named by its line.
+#[test]
+fn a_templated_model_renders_its_loop_and_its_mistakes_are_placed() {
+    let w = Weft::start();
+    let data = w.home.path().join("dw.db");
+    rusqlite::Connection::open(&data)
+        .expect("db")
+        .execute_batch(
+            "CREATE TABLE payments (order_id INTEGER, method TEXT, amount INTEGER);
+            INSERT INTO payments VALUES (1, 'coupon', 5), (1, 'card', 10), (2, 'card', 7);",
+        )
+        .expect("raw");
+    w.add_keys(&format!("5|sqlite|{}|||\n", data.display()));
+    let template = "{% set methods = ['card', 'coupon', 'gift'] %}
+SELECT
+    order_id,
+    {% for m in methods -%}
+    sum(CASE WHEN method = '{{ m }}' THEN amount ELSE 0 END) AS {{ m }}_amount,
+    {% endfor -%}
+    sum(amount) AS total
+FROM payments
+GROUP BY order_id";
+    let doc = |text: &str| {
+        json!({"version": 1, "transformationData": {
+            "folders": [{"path": "/t"}],
+            "connections": [{"id": 5, "name": "dw", "type": "sqlite"}],
+            "sheets": [{"attributes": {"name": "models", "folder": "/t", "connection": "dw"},
+                "nodes": [{"attributes": {"module": "Model", "name": "order_payments", "table": "order_payments", "template": true, "action": text}}]}]}})
+        .to_string()
+    };
+    let (st, v) = post(&w.url, deploy_body(&doc(template)));
+    assert_eq!(st, 200, "{v}");
+    let inst = run_sheet_to_end(&w, "/t/models");
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(
+        common::actions::rows(&data, "SELECT * FROM order_payments ORDER BY 1"),
+        ["1|10|5|0|15", "2|7|0|0|7"]
+    );
+    // The template's own mistake, at its place in the template.
+    let broken = template.replace("{% endfor -%}", "{% endfro -%}");
+    let text = doc(&broken);
+    let (st, v) = post(&w.url, deploy_body(&text));
+    assert_eq!(st, 422, "{v}");
+    let d = &v["error"]["details"][0];
+    assert_eq!(d["code"], "action.template", "{v}");
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the template does not render")),
+        "{v}"
+    );
+    // A mistake in what it renders: the rendered line is named.
+    let bad_sql = template.replace("sum(amount) AS total", "sum(amount) AS total,");
+    let (st, v) = post(&w.url, deploy_body(&doc(&bad_sql)));
+    assert_eq!(st, 422, "{v}");
+    let d = &v["error"]["details"][0];
+    assert_eq!(d["code"], "sql.syntax", "{v}");
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("of the rendered template: `FROM payments`")),
+        "{v}"
+    );
+}

@@ -1,3 +1,5 @@
+{% set payment_methods = ['credit_card', 'coupon', 'bank_transfer', 'gift_card'] %}
+
 with orders as (
     select * from stg_orders
 ),
@@ -9,10 +11,9 @@ payments as (
 order_payments as (
     select
         order_id,
-        sum(case when payment_method = 'credit_card' then amount else 0 end) as credit_card_amount,
-        sum(case when payment_method = 'coupon' then amount else 0 end) as coupon_amount,
-        sum(case when payment_method = 'bank_transfer' then amount else 0 end) as bank_transfer_amount,
-        sum(case when payment_method = 'gift_card' then amount else 0 end) as gift_card_amount,
+        {% for payment_method in payment_methods -%}
+        sum(case when payment_method = '{{ payment_method }}' then amount else 0 end) as {{ payment_method }}_amount,
+        {% endfor -%}
         sum(amount) as total_amount
     from payments
     group by order_id
@@ -24,10 +25,9 @@ final as (
         orders.customer_id,
         orders.order_date,
         orders.status,
-        order_payments.credit_card_amount,
-        order_payments.coupon_amount,
-        order_payments.bank_transfer_amount,
-        order_payments.gift_card_amount,
+        {% for payment_method in payment_methods -%}
+        order_payments.{{ payment_method }}_amount,
+        {% endfor -%}
         order_payments.total_amount as amount
     from orders
     left join order_payments

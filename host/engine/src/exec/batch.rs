@@ -340,6 +340,8 @@ pub struct Executor {
     pub(super) backfills_due: std::sync::atomic::AtomicBool,
     /// The threads the actions run on.
     pub(super) threads: super::pool::Pool,
+    /// Where the actions' OpenLineage events go, when the setting asks for them.
+    pub(super) lineage: Mutex<Option<Arc<super::lineage::Lineage>>>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -440,7 +442,21 @@ impl Executor {
             feed: Mutex::new(None),
             taking_over: std::sync::atomic::AtomicBool::new(false),
             backfills_due: std::sync::atomic::AtomicBool::new(true),
+            lineage: Mutex::new(None),
         })
+    }
+
+    /// Sends each action's OpenLineage events to `lineage` from now on.
+    pub fn set_lineage(&self, lineage: super::lineage::Lineage) {
+        *self.lineage.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(lineage));
+    }
+
+    /// Where the actions' OpenLineage events go, if anywhere.
+    pub(super) fn lineage(&self) -> Option<Arc<super::lineage::Lineage>> {
+        self.lineage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub(super) fn local(&self) -> std::sync::MutexGuard<'_, Local> {

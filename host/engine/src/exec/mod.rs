@@ -16,6 +16,7 @@ pub mod expand;
 pub mod halt;
 pub mod identity;
 pub mod leftovers;
+pub mod lineage;
 pub mod looped;
 pub mod paths;
 pub mod pool;

@@ -309,7 +309,29 @@ impl Executor {
             halt: Some(halt),
             lease: Some(&lease),
         };
-        run_marked(&self.registry, &keys, &plan, &vars, Some(&marking))
+        let lineage = self.lineage();
+        let emit = |kind: &str, error: Option<&str>| {
+            if let Some(l) = &lineage {
+                let event = super::lineage::event(
+                    kind,
+                    run,
+                    &info.batch_name,
+                    &plan,
+                    &keys,
+                    &l.namespace,
+                    error,
+                );
+                l.emitter.emit(event.to_string());
+            }
+        };
+        emit("START", None);
+        let ran = run_marked(&self.registry, &keys, &plan, &vars, Some(&marking));
+        match &ran.outcome {
+            Ok(_) => emit("COMPLETE", None),
+            Err(Stopped::Halted { message, .. }) => emit("ABORT", Some(message)),
+            Err(Stopped::Failed { message, .. }) => emit("FAIL", Some(message)),
+        }
+        ran
     }
 }
 

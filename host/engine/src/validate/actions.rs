@@ -181,6 +181,12 @@ pub(super) fn place(
         };
     }
     match (offset, &a.action) {
+        // What a template rendered has no place in the document: its start stands for it
+        // (`report` names the rendered line).
+        (Some(_), Some(t)) if a.rendered => {
+            let at = t.span.start as usize;
+            (Span::new(at, at), apath.key("action"))
+        }
         // A file's text stands in the joined text as it is.
         (Some(o), Some(t)) if a.text_from_file => {
             let at = (t.span.start as usize + o as usize).min(t.span.end as usize);
@@ -206,7 +212,28 @@ pub(super) fn report(
 ) {
     for p in out.problems().iter() {
         let (span, ppath) = place(a, apath, text, p.offset(), p.attribute());
-        let message = format!("action {id}: {}", p.message());
+        let mut message = format!("action {id}: {}", p.message());
+        if a.rendered
+            && p.attribute().is_none()
+            && let (Some(o), Some(t)) = (p.offset(), &a.action)
+        {
+            let o = (o as usize).min(t.v.len());
+            let before = t.v.get(..o).unwrap_or_default();
+            let line = before.matches('\n').count() + 1;
+            let start = before.rfind('\n').map_or(0, |i| i + 1);
+            let shown: String = t.v[start..]
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .chars()
+                .take(80)
+                .collect();
+            message.push_str(&format!(
+                " (line {line}, column {} of the rendered template: `{shown}`)",
+                o - start + 1
+            ));
+        }
         let code = module_code(&a.module.v, p.code());
         // A severity this host does not know (from a newer plugin) counts as an error.
         if p.severity() == weft_dsr::Severity::Warning {

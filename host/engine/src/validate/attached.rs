@@ -379,6 +379,8 @@ fn test_node(
             file: None,
             tests: None,
             renamed_from: None,
+            template: false,
+            rendered: false,
             text_from_file: false,
             defines: Vec::new(),
             checks: Vec::new(),

@@ -178,6 +178,9 @@ pub fn derive(
             let Some(&connection) = conns.of.get(&plan.id) else {
                 continue;
             };
+            if conns.unfound.contains(&plan.id) {
+                continue;
+            }
             let Some(info) = catalog.module(&plan.module) else {
                 continue;
             };

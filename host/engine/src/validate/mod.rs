@@ -23,6 +23,7 @@ mod folders;
 mod graph;
 mod ids;
 mod notifications;
+mod templates;
 
 pub use actions::{Defines, Noted, Read};
 use actions::{action, plugin_checks};
@@ -35,6 +36,7 @@ pub use derive::{ActionConnections, action_connections, derive as derive_objects
 use folders::{folder, sheet_folder};
 use graph::{graph, nodes, sheet_attributes};
 use ids::{has_control, ids_not_taken, unique_ids};
+pub use templates::{MAX_RENDERED, render as render_templates};
 
 /// How to validate.
 #[derive(Debug, Clone, Copy)]

@@ -1,0 +1,102 @@
+//! Templates in action text: an action with `template: true` has its text rendered at
+//! deploy by minijinja (Jinja, as dbt users write it: `{% set %}`, `{% for %}`, `{% if %}`,
+//! macros, filters), and the rendered SQL is what is checked, stored and run. A mistake in
+//! the template is refused at its place in the template (`action.template`); the rendering
+//! is bounded (fuel, and the size of what it writes). `${name}` variables are left for the
+//! run, as in any text.
+
+use weft_dsr::model::{Document, NodeAttributes};
+use weft_dsr::{Path, Problems};
+
+/// The most bytes a template may render.
+pub const MAX_RENDERED: usize = 4 << 20;
+/// The steps a template may take (minijinja's fuel): loops cannot run away.
+const FUEL: u64 = 2_000_000;
+
+/// Renders the text of each action of `doc` that says `template: true`; `text` is the
+/// deploy's (the actions' spans point into it). Answers the actions whose template did not
+/// render (said at its place), for the checks that follow to leave alone.
+pub fn render(
+    doc: &mut Document,
+    text: &str,
+    problems: &mut Problems,
+) -> std::collections::HashSet<i64> {
+    let mut failed = std::collections::HashSet::new();
+    let td = Path::root().key("transformationData");
+    for (i, s) in doc.sheets.iter_mut().enumerate() {
+        for (j, n) in s.nodes.iter_mut().enumerate() {
+            let NodeAttributes::Action(a) = &mut n.attributes else {
+                continue;
+            };
+            if !a.template {
+                continue;
+            }
+            let Some(source) = a.action.clone() else {
+                continue;
+            };
+            let apath = td
+                .key("sheets")
+                .index(i)
+                .key("nodes")
+                .index(j)
+                .key("attributes");
+            let mut env = minijinja::Environment::new();
+            env.set_fuel(Some(FUEL));
+            env.set_keep_trailing_newline(true);
+            let rendered = env
+                .template_from_str(&source.v)
+                .and_then(|t| t.render(minijinja::context! {}));
+            match rendered {
+                Ok(out) if out.len() > MAX_RENDERED => {
+                    failed.insert(n.id.v);
+                    problems.error(
+                        "action.template",
+                        format!(
+                            "action {}: its template renders {} bytes, more than {MAX_RENDERED}",
+                            n.id.v,
+                            out.len()
+                        ),
+                        source.span,
+                        &apath.key("action"),
+                    );
+                }
+                Ok(out) => {
+                    a.action = Some(weft_dsr::model::At::new(out, source.span));
+                    a.rendered = true;
+                }
+                Err(e) => {
+                    failed.insert(n.id.v);
+                    // The place of the mistake in the template, where minijinja knows it.
+                    let offset = e.range().map(|r| r.start).or_else(|| {
+                        e.line().map(|l| {
+                            source
+                                .v
+                                .split_inclusive('\n')
+                                .take(l.saturating_sub(1))
+                                .map(str::len)
+                                .sum()
+                        })
+                    });
+                    let (span, path) = match offset {
+                        Some(o) => {
+                            let (at, p) =
+                                super::actions::place(a, &apath, text, u32::try_from(o).ok(), None);
+                            (at, p)
+                        }
+                        None => (source.span, apath.key("action")),
+                    };
+                    let what = e
+                        .detail()
+                        .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
+                    problems.error(
+                        "action.template",
+                        format!("action {}: the template does not render: {what}", n.id.v),
+                        span,
+                        &path,
+                    );
+                }
+            }
+        }
+    }
+    failed
+}
