@@ -3,8 +3,8 @@
 //!
 //! A CSV file of 1,000,000 rows in jaffle_shop's shape (id, user_id, order_date, status,
 //! amount, paid: integer, integer, date, text, number, boolean) loaded by the `Seed` module
-//! (its shared library, run by the host's action runner, `path` read on this host, types
-//! inferred) into a real PostgreSQL server started by the bench, three alternating rounds
+//! (its shared library, run by the host's action runner, the file as the action's text as
+//! `weft deploy` sends a project's file, types inferred) into a real PostgreSQL server started by the bench, three alternating rounds
 //! against PostgreSQL's own CSV reader (`psql \copy t FROM file (FORMAT csv, HEADER)` into a
 //! table made beforehand: the server parsing and writing, the floor). Goal: at least 1,000,000
 //! rows a second into PostgreSQL. Also measured: the same load into a SQLite file, and a run
@@ -23,11 +23,12 @@ use std::time::Instant;
 use weft_tests::bench::{median, rounds as fmt};
 use weft_tests::postgres::Postgres;
 
-/// A Seed of `file` into table `t` on `connection`.
-fn plan(file: &Path, connection: i64, dialect: weft_sdk::Dialect) -> weft_engine::exec::ActionPlan {
+/// A Seed of the CSV `data` (a project's file, as `weft deploy` sends it) into table `t` on
+/// `connection`.
+fn plan(data: &str, connection: i64, dialect: weft_sdk::Dialect) -> weft_engine::exec::ActionPlan {
     let sheet = serde_json::json!({"version": 1, "transformationData": {"sheets": [{"id": 1, "attributes": {"name": "seed", "folder_id": 1, "folder": "/"},
         "nodes": [
-            {"id": 1, "type": 0, "attributes": {"module": "Seed", "name": "orders", "path": file.display().to_string()}},
+            {"id": 1, "type": 0, "attributes": {"module": "Seed", "name": "orders", "action": data}},
             {"id": 2, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": connection}}],
         "edges": [{"id": 1, "from": 1, "to": 2}]}]}});
     let (doc, _) = weft_dsr::parse(&sheet.to_string());
@@ -70,7 +71,8 @@ fn main() {
             .expect("row");
         }
     }
-    let bytes = std::fs::metadata(&csv).map(|m| m.len()).unwrap_or(0);
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    let bytes = text.len();
     println!("seed: {rows} rows, {:.1} MB of CSV", bytes as f64 / 1e6);
     let pg = Postgres::start().expect("start PostgreSQL");
     let target_dir = std::env::current_exe()
@@ -100,7 +102,7 @@ fn main() {
     }
     let keys = weft_core::keys::KeyFile::load(&kf).expect("keys");
     let seed = |connection: i64, dialect: weft_sdk::Dialect, expect: i64| {
-        let p = plan(&csv, connection, dialect);
+        let p = plan(&text, connection, dialect);
         let t = Instant::now();
         let ran = weft_engine::exec::run_action(&registry, &keys, &p, &[]);
         let secs = t.elapsed().as_secs_f64();

@@ -721,7 +721,7 @@ pub fn attribute_table(text: &str) -> Option<(Option<String>, String)> {
 /// the table a module of a file makes by default, as dbt names seeds and models.
 pub fn file_stem(path: &str) -> Option<String> {
     let base = path.rsplit('/').next().unwrap_or(path);
-    let stem = base.split_once('.').map_or(base, |(stem, _)| stem);
+    let stem = base.rsplit_once('.').map_or(base, |(stem, _)| stem);
     (!stem.is_empty()).then(|| stem.to_owned())
 }
 

@@ -97,7 +97,7 @@ pub fn build(
     let dialect = c.dialect();
     let table = qualified(dialect, schema.as_deref(), &name);
     let now = standing(c, dialect, schema.as_deref(), &name)?;
-    let temp_name = format!("{name}__weft_new");
+    let temp_name = temp_name_of(&name);
     let temp = qualified(dialect, schema.as_deref(), &temp_name);
     // A leftover of a build that was killed between its statements cannot stand in the way
     // (the transaction was rolled back, but a database without transactional DDL keeps it).
@@ -190,6 +190,21 @@ pub fn build(
     })
 }
 
+/// The temporary name a table is built under: `name__weft_new`, or, where that would pass
+/// the 63 bytes PostgreSQL keeps of a name (and be cut back to the name itself), one made
+/// from the name.
+pub fn temp_name_of(name: &str) -> String {
+    let plain = format!("{name}__weft_new");
+    if plain.len() <= 63 {
+        return plain;
+    }
+    // FNV-1a: the same in every build, so that a leftover is found again.
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("weft_new_{hash:016x}")
+}
+
 /// Renames table `from` (qualified) to `to` (a bare name, in the same schema).
 fn rename(c: &mut Connection, dialect: Dialect, from: &str, to: &str) -> PluginResult<()> {
     let to = quote(dialect, to);
@@ -204,8 +219,11 @@ fn rename(c: &mut Connection, dialect: Dialect, from: &str, to: &str) -> PluginR
         }
         Dialect::MsSql => c
             .execute_batch(&format!(
-                "EXEC sp_rename '{from}', '{}'",
+                "EXEC sp_rename '{}', '{}'",
+                from.replace('\'', "''"),
                 to.trim_matches(['[', ']'])
+                    .replace("]]", "]")
+                    .replace('\'', "''")
             ))
             .map(|_| ()),
         _ => c

@@ -141,6 +141,18 @@ fn an_incremental_model_adds_what_its_filter_keeps_and_replaces_by_key() {
 }
 
 #[test]
+fn a_long_name_gets_a_temporary_name_postgresql_keeps_apart() {
+    let long = "x".repeat(60);
+    let temp = build::temp_name_of(&long);
+    assert!(
+        temp.len() <= 63 && temp != long && !long.starts_with(&temp),
+        "{temp}"
+    );
+    assert_eq!(temp, build::temp_name_of(&long));
+    assert_eq!(build::temp_name_of("orders"), "orders__weft_new");
+}
+
+#[test]
 fn validation_wants_one_query_and_fitting_attributes() {
     let target = testing::table(2, 1, "t");
     let check = |text: &str, attrs: &[(&str, &str)]| -> Vec<String> {

@@ -123,7 +123,7 @@ pub fn date(t: &str) -> bool {
 /// `YYYY-MM-DD HH:MM:SS` or with `T`, with an optional fraction of up to 6 digits.
 pub fn timestamp(t: &str) -> bool {
     let b = t.as_bytes();
-    if b.len() < 19 || !date(&t[..10]) || !matches!(b[10], b' ' | b'T') {
+    if b.len() < 19 || !t.get(..10).is_some_and(date) || !matches!(b[10], b' ' | b'T') {
         return false;
     }
     let (Some(h), Some(mi), Some(s)) = (digits(&b[11..13]), digits(&b[14..16]), digits(&b[17..19]))
@@ -287,6 +287,8 @@ mod tests {
         assert_eq!(kind_of(&["1", "x"]), Kind::Text);
         assert_eq!(kind_of(&["nan"]), Kind::Text);
         assert_eq!(kind_of(&["inf", "1"]), Kind::Text);
+        // A character across byte 10 of a long text is no timestamp, and no panic.
+        assert_eq!(kind_of(&["Müller-Lüdenscheid GmbH"]), Kind::Text);
     }
 
     #[test]

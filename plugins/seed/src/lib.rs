@@ -88,6 +88,14 @@ impl ActionModule for Seed {
         };
         let text = input.action().filter(|t| !t.is_empty());
         match (text, &opts.path) {
+            // An empty file holds no header.
+            (None, None) if opts.file.is_some() && input.action().is_some() => {
+                out.push(Problem::error(
+                    "Seed.data",
+                    "the file is empty: a CSV seed starts with a header line naming its columns",
+                    None,
+                ));
+            }
             // A `file` the host could not read is reported by the host.
             (None, None) if opts.file.is_none() => out.push(Problem::error(
                 "Seed.data",
@@ -103,6 +111,11 @@ impl ActionModule for Seed {
                 .on_attribute("path"),
             ),
             _ => {}
+        }
+        if let Some(p) = &opts.path
+            && let Err(why) = options::allowed_lexically(p)
+        {
+            out.push(Problem::error("Seed.path", why, None).on_attribute("path"));
         }
         if opts.table.is_none() {
             out.push(Problem::error(
@@ -170,9 +183,8 @@ impl ActionModule for Seed {
         let owned;
         let (data, from): (&str, String) = match &opts.path {
             Some(path) => {
-                owned = std::fs::read_to_string(path).map_err(|e| {
-                    PluginError::new(format!("Seed cannot read {path} on this host: {e}"))
-                })?;
+                owned = options::read_allowed(path)
+                    .map_err(|e| PluginError::new(format!("Seed: {e}")))?;
                 (&owned, path.clone())
             }
             None => {

@@ -176,7 +176,7 @@ pub fn load(
             info.columns().len() == columns.len()
                 && info.columns().iter().zip(&columns).all(|(have, want)| {
                     have.name().eq_ignore_ascii_case(&want.name)
-                        && have.type_name().eq_ignore_ascii_case(&want.sql)
+                        && same_type(have.type_name(), &want.sql)
                 })
         });
     let how = if same_columns {
@@ -269,6 +269,36 @@ pub fn load(
         rows_updated: 0,
         rows_deleted: 0,
     })
+}
+
+/// Whether two type names are one type, as PostgreSQL names it (`format_type`): `int` is
+/// `integer`, `varchar(20)` is `character varying(20)`, `numeric(10, 2)` is `numeric(10,2)`.
+pub fn same_type(a: &str, b: &str) -> bool {
+    fn normal(t: &str) -> String {
+        let t = t.trim().to_ascii_lowercase();
+        let (base, args) = match t.split_once('(') {
+            Some((b, rest)) => (b.trim().to_owned(), format!("({}", rest.replace(' ', ""))),
+            None => (t.clone(), String::new()),
+        };
+        let base = match base.as_str() {
+            "int" | "int4" => "integer",
+            "int8" => "bigint",
+            "int2" => "smallint",
+            "float8" | "double" => "double precision",
+            "float4" => "real",
+            "bool" => "boolean",
+            "varchar" => "character varying",
+            "char" | "bpchar" => "character",
+            "decimal" => "numeric",
+            "timestamp" => "timestamp without time zone",
+            "timestamptz" => "timestamp with time zone",
+            "time" => "time without time zone",
+            "timetz" => "time with time zone",
+            other => other,
+        };
+        format!("{base}{args}")
+    }
+    normal(a) == normal(b)
 }
 
 #[cfg(test)]

@@ -32,16 +32,9 @@ impl Options {
         let file = text("file").map(str::to_owned);
         let path = text("path").map(str::to_owned);
         if let Some(p) = &path
-            && !std::path::Path::new(p).is_absolute()
+            && let Err(why) = path_shape(p)
         {
-            problems.push(
-                Problem::error(
-                    "Seed.path",
-                    format!("`path: {p}` is not absolute: name the file on the server's host from `/` (a project's file is `file`, relative to the document)"),
-                    None,
-                )
-                .on_attribute("path"),
-            );
+            problems.push(Problem::error("Seed.path", why, None).on_attribute("path"));
         }
         let source = path.as_deref().or(file.as_deref());
         let stem = source.and_then(weft_sql_support::file_stem);
@@ -139,6 +132,103 @@ impl Options {
     }
 }
 
+/// The variable that lists the directories `path` may read from (`:` between them): none by
+/// default, so that a deploy cannot read the server's files.
+pub const SEED_DIRS: &str = "WEFT_SEED_DIRS";
+
+/// The most bytes a file on the server's host may hold.
+pub const MAX_PATH_BYTES: u64 = 4 << 30;
+
+/// The directories `path` may read from.
+fn seed_dirs() -> Vec<std::path::PathBuf> {
+    std::env::var(SEED_DIRS)
+        .unwrap_or_default()
+        .split(':')
+        .filter(|d| !d.trim().is_empty())
+        .map(std::path::PathBuf::from)
+        .collect()
+}
+
+/// Whether `path` is written as a path on the server's host may be: absolute, without `..`.
+///
+/// # Errors
+///
+/// Why not.
+pub fn path_shape(path: &str) -> Result<(), String> {
+    let p = std::path::Path::new(path);
+    if !p.is_absolute() {
+        return Err(format!(
+            "`path: {path}` is not absolute: name the file on the server's host from `/` (a project's file is `file`, relative to the document)"
+        ));
+    }
+    if p.components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(format!("`path: {path}` holds `..`"));
+    }
+    Ok(())
+}
+
+/// Whether `path` may be read, judged by its text alone (at deploy): of the right shape, and
+/// below a directory of [`SEED_DIRS`].
+///
+/// # Errors
+///
+/// Why not.
+pub fn allowed_lexically(path: &str) -> Result<(), String> {
+    path_shape(path)?;
+    let p = std::path::Path::new(path);
+    let dirs = seed_dirs();
+    if dirs.is_empty() {
+        return Err(format!(
+            "seeds may not read files on the server's host: {SEED_DIRS} lists none (the directories they may read, `:` between them, in the server's environment)"
+        ));
+    }
+    if dirs.iter().any(|d| p.starts_with(d)) {
+        Ok(())
+    } else {
+        Err(format!(
+            "`path: {path}` lies in none of the directories seeds may read ({SEED_DIRS}: {})",
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+}
+
+/// Reads `path` on this host: a regular file of at most [`MAX_PATH_BYTES`] whose real place
+/// (links resolved) lies below a directory of [`SEED_DIRS`].
+///
+/// # Errors
+///
+/// Why it may not or cannot be read.
+pub fn read_allowed(path: &str) -> Result<String, String> {
+    allowed_lexically(path)?;
+    let real = std::fs::canonicalize(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let inside = seed_dirs()
+        .iter()
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .any(|d| real.starts_with(&d));
+    if !inside {
+        return Err(format!(
+            "{path} is {}, outside the directories seeds may read ({SEED_DIRS})",
+            real.display()
+        ));
+    }
+    let meta = std::fs::metadata(&real).map_err(|e| format!("cannot read {path}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{path} is not a regular file"));
+    }
+    if meta.len() > MAX_PATH_BYTES {
+        return Err(format!(
+            "{path} holds {} bytes, more than the {MAX_PATH_BYTES} a seed reads",
+            meta.len()
+        ));
+    }
+    std::fs::read_to_string(&real).map_err(|e| format!("cannot read {path}: {e}"))
+}
+
 /// `columnTypes`: `name type` entries separated by commas outside parentheses.
 fn column_types(text: &str) -> Result<Vec<(String, String)>, String> {
     let mut entries = Vec::new();
@@ -167,7 +257,11 @@ fn column_types(text: &str) -> Result<Vec<(String, String)>, String> {
             let (n, t) = e.split_once(char::is_whitespace).unwrap_or((e, ""));
             (n.to_owned(), t.trim())
         };
-        if ty.is_empty() || ty.contains(';') {
+        if ty.is_empty()
+            || !ty
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || " _(),".contains(c))
+        {
             return Err(format!(
                 "`columnTypes`: `{e}` is not `column type` (such as `amount numeric(10,2)`)"
             ));
@@ -239,6 +333,10 @@ mod tests {
         assert_eq!(
             codes(of(&[("path", "data.csv")])),
             [("Seed.path".to_owned(), Some("path".to_owned()))]
+        );
+        assert_eq!(
+            codes(of(&[("file", "x.csv"), ("columnTypes", "a int) --(")]))[0].0,
+            "Seed.columnTypes"
         );
         assert_eq!(
             codes(of(&[("file", "x.csv"), ("delimiter", ";;")]))[0].0,

@@ -75,9 +75,23 @@ fn field(record: &csv::ByteRecord, i: usize) -> &str {
 /// The first mistake: no header, an empty or repeated column name, a record with another
 /// number of fields, a line that is not a JSON object, more than [`MAX_COLUMNS`] columns.
 pub fn survey(data: &str, format: Format) -> Result<Survey, Mistake> {
+    let (data, skipped) = without_bom(data);
     match format {
         Format::Csv(d) => survey_csv(data, d),
         Format::JsonLines => survey_jsonl(data),
+    }
+    .map_err(|mut m| {
+        m.offset += skipped;
+        m
+    })
+}
+
+/// The data without a leading byte order mark (a spreadsheet's "CSV UTF-8"), and how many
+/// bytes that was.
+fn without_bom(data: &str) -> (&str, u64) {
+    match data.strip_prefix('\u{feff}') {
+        Some(rest) => (rest, 3),
+        None => (data, 0),
     }
 }
 
@@ -195,17 +209,37 @@ fn json_cell<'a>(v: &'a serde_json::Value, buf: &'a mut String) -> Cell<'a> {
 
 fn survey_jsonl(data: &str) -> Result<Survey, Mistake> {
     let mut columns: Vec<String> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut lower: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut testers: Vec<Tester> = Vec::new();
     let mut rows = 0;
     let mut buf = String::new();
     for (n, at, line) in json_lines(data) {
         let object = json_object(line, n, at)?;
         for (key, v) in &object {
-            let i = match columns.iter().position(|c| c == key) {
-                Some(i) => i,
+            let i = match index.get(key) {
+                Some(i) => *i,
                 None => {
+                    let mistake = |message: String| Mistake {
+                        message,
+                        line: n,
+                        offset: at,
+                    };
+                    if key.is_empty() {
+                        return Err(mistake("a key of this line is empty".into()));
+                    }
+                    if !lower.insert(key.to_lowercase()) {
+                        return Err(mistake(format!(
+                            "key `{key}` differs only in case from another: two columns of one name"
+                        )));
+                    }
+                    if columns.len() == MAX_COLUMNS {
+                        return Err(mistake(format!(
+                            "more than {MAX_COLUMNS} keys; a seed has at most {MAX_COLUMNS} columns"
+                        )));
+                    }
                     columns.push(key.clone());
-                    check_columns(&columns, n, at)?;
+                    index.insert(key.clone(), columns.len() - 1);
                     // Lines before this one did not have it: NULL there.
                     testers.push(Tester::default());
                     columns.len() - 1
@@ -245,6 +279,7 @@ pub fn rows<E: From<Mistake>>(
     batch: usize,
     mut each: impl FnMut(Vec<Row>) -> Result<(), E>,
 ) -> Result<(), E> {
+    let (data, _) = without_bom(data);
     let mut out: Vec<Row> = Vec::with_capacity(batch);
     match format {
         Format::Csv(d) => {
@@ -325,6 +360,11 @@ mod tests {
         assert!(e.message.contains("twice"), "{}", e.message);
         let e = survey("", Format::Csv(b',')).expect_err("empty");
         assert!(e.message.contains("empty"), "{}", e.message);
+        // A byte order mark is no part of the first column's name; places count it.
+        let s = survey("\u{feff}id,v\n1,2\n", Format::Csv(b',')).expect("bom");
+        assert_eq!(s.columns, ["id", "v"]);
+        let e = survey("\u{feff}a,b\n1\n", Format::Csv(b',')).expect_err("short");
+        assert_eq!(e.offset, 7);
     }
 
     #[test]

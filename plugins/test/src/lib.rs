@@ -150,12 +150,18 @@ impl ActionModule for Test {
         let title = format!("{} of {table}", spec.title());
         let count_of = |c: &mut weft_sdk::Connection, sql: &str| -> PluginResult<i64> {
             let (_, rows) = c.query_all(sql, &[])?;
-            Ok(match rows.first().and_then(|r| r.first()).map(Value::get) {
-                Some(Datum::Int(n)) => n,
-                Some(Datum::Decimal(t) | Datum::Text(t)) => t.trim().parse().unwrap_or(0),
-                Some(Datum::Float(f)) => f as i64,
-                _ => 0,
-            })
+            let first = rows.first().and_then(|r| r.first());
+            match first.map(Value::get) {
+                Some(Datum::Int(n)) => Ok(n),
+                Some(Datum::Decimal(t) | Datum::Text(t)) if t.trim().parse::<i64>().is_ok() => {
+                    Ok(t.trim().parse().unwrap_or_default())
+                }
+                Some(Datum::Float(f)) => Ok(f as i64),
+                // A test that cannot count its failures must not pass.
+                _ => Err(PluginError::new(format!(
+                    "the count of `{sql}` is not a number: {first:?}"
+                ))),
+            }
         };
         let failed: Option<(i64, String)> = match &spec.kind {
             Kind::RowCount(min, max) => {

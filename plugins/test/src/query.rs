@@ -69,14 +69,15 @@ pub fn failures(spec: &Spec, dialect: Dialect, table: &str) -> Option<String> {
 
 /// How many rows `query` returns.
 pub fn count(query: &str) -> String {
-    format!("SELECT COUNT(*) FROM ({query}) f")
+    // On lines of its own: a `--` comment ending the query cannot swallow the parenthesis.
+    format!("SELECT COUNT(*) FROM (\n{query}\n) f")
 }
 
 /// The first `n` rows of `query`.
 pub fn first(query: &str, dialect: Dialect, n: u32) -> String {
     match dialect {
-        Dialect::MsSql => format!("SELECT TOP {n} * FROM ({query}) f"),
-        _ => format!("SELECT * FROM ({query}) f LIMIT {n}"),
+        Dialect::MsSql => format!("SELECT TOP {n} * FROM (\n{query}\n) f"),
+        _ => format!("SELECT * FROM (\n{query}\n) f LIMIT {n}"),
     }
 }
 
@@ -131,8 +132,8 @@ mod tests {
             )
         );
         assert_eq!(
-            first("SELECT 1", Dialect::MsSql, 10),
-            "SELECT TOP 10 * FROM (SELECT 1) f"
+            first("SELECT 1 -- one", Dialect::MsSql, 10),
+            "SELECT TOP 10 * FROM (\nSELECT 1 -- one\n) f"
         );
     }
 }

@@ -340,3 +340,45 @@ fn a_models_sql_read_from_its_file_is_checked_at_its_own_line_and_runs() {
     assert!(all.contains("CREATE TABLE customers AS"), "{all}");
     assert!(!all.contains("models/customers.sql"), "{all}");
 }
+
+#[test]
+fn a_path_on_the_server_is_read_only_below_the_directories_it_allows() {
+    let allowed = tempfile::tempdir().expect("allowed");
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    for d in [allowed.path(), elsewhere.path()] {
+        std::fs::write(d.join("raw_customers.csv"), CUSTOMERS).expect("csv");
+    }
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0"],
+        &[("WEFT_SEED_DIRS", allowed.path().to_str().expect("dir"))],
+    );
+    let data = w.home.path().join("dw.db");
+    w.add_keys(&format!("5|sqlite|{}|||\n", data.display()));
+    let doc = |path: &std::path::Path| {
+        json!({"version": 1, "transformationData": {
+            "folders": [{"path": "/seed"}],
+            "connections": [{"id": 5, "name": "dw", "type": "sqlite"}],
+            "sheets": [{"attributes": {"name": "load", "folder": "/seed", "connection": "dw"},
+                "nodes": [{"attributes": {"module": "Seed", "name": "customers", "path": path.display().to_string()}}]}]}})
+        .to_string()
+    };
+    let (st, v) = post(
+        &w.url,
+        deploy_body(&doc(&elsewhere.path().join("raw_customers.csv"))),
+    );
+    assert_eq!(st, 422, "{v}");
+    assert!(
+        v["error"]["details"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("lies in none of the directories seeds may read")),
+        "{v}"
+    );
+    let (st, v) = post(
+        &w.url,
+        deploy_body(&doc(&allowed.path().join("raw_customers.csv"))),
+    );
+    assert_eq!(st, 200, "{v}");
+    let inst = run_sheet_to_end(&w, "/seed/load");
+    assert_eq!(inst["state"], "finished", "{inst}");
+    assert_eq!(rows(&data, "SELECT count(*) FROM raw_customers"), ["3"]);
+}

@@ -30,6 +30,13 @@ fn one(found: &[i64], what: &str, name: &str) -> Result<Option<i64>, String> {
     }
 }
 
+/// Why the id made from `name` cannot be had: `holder` holds it.
+fn taken(name: &str, id: i64, holder: &str) -> String {
+    format!(
+        "the id weft makes from `{name}` ({id}) belongs to {holder} in the repository: give this one an `id`, or another name"
+    )
+}
+
 /// Gives every object of `doc` written without an id its id.
 ///
 /// # Errors
@@ -45,10 +52,20 @@ pub fn assign(
         if f.id.v == UNNAMED {
             f.id.v = match facts.folder_at(&f.path.v)? {
                 Some(id) => id,
-                None => id_of("folder", &f.path.v),
+                None => {
+                    let made = id_of("folder", &f.path.v);
+                    if let Some(other) = facts.folder_path(made)? {
+                        problems.error(
+                            "folder.path",
+                            taken(&f.path.v, made, &format!("folder {other}")),
+                            f.path.span,
+                            &td.key("folders").index(i).key("path"),
+                        );
+                    }
+                    made
+                }
             };
         }
-        let _ = i;
     }
     for (i, c) in doc.connections.iter_mut().enumerate() {
         if c.id.v != UNNAMED {
@@ -60,7 +77,18 @@ pub fn assign(
             &c.name.v,
         ) {
             Ok(Some(id)) => id,
-            Ok(None) => id_of("connection", &c.name.v),
+            Ok(None) => {
+                let made = id_of("connection", &c.name.v);
+                if let Some((_, _)) = facts.connection_facts(made)? {
+                    problems.error(
+                        "connection.name",
+                        taken(&c.name.v, made, "another connection"),
+                        c.name.span,
+                        &td.key("connections").index(i).key("name"),
+                    );
+                }
+                made
+            }
             Err(m) => {
                 problems.error(
                     "connection.name",
@@ -107,7 +135,18 @@ pub fn assign(
         if s.id.v == UNNAMED {
             s.id.v = match one(&facts.sheets_at(&folder, &stored)?, "sheet", &stored) {
                 Ok(Some(id)) => id,
-                Ok(None) => id_of("sheet", &full),
+                Ok(None) => {
+                    let made = id_of("sheet", &full);
+                    if facts.sheet_exists(made)? {
+                        problems.error(
+                            "sheet.name",
+                            taken(&full, made, "another sheet (one renamed from this name?)"),
+                            a.name.span,
+                            &spath.key("attributes").key("name"),
+                        );
+                    }
+                    made
+                }
                 Err(m) => {
                     problems.error(
                         "sheet.name",
@@ -145,7 +184,22 @@ pub fn assign(
                         .map_or(name.as_str(), |r| r.v.as_str());
                     n.id.v = match one(&facts.actions_at(&folder, &stored, was)?, "action", was) {
                         Ok(Some(id)) => id,
-                        Ok(None) => id_of("node", &format!("{full}/{name}")),
+                        Ok(None) => {
+                            let made = id_of("node", &format!("{full}/{name}"));
+                            if facts.action_exists(made)? {
+                                problems.error(
+                                    "node.name",
+                                    taken(
+                                        &format!("{full}/{name}"),
+                                        made,
+                                        "another action (one renamed from this name?)",
+                                    ),
+                                    act.name.span,
+                                    &npath.key("attributes").key("name"),
+                                );
+                            }
+                            made
+                        }
                         Err(m) => {
                             problems.error(
                                 "node.name",
@@ -235,7 +289,22 @@ pub fn assign(
             .map_or(b.name.v.as_str(), |r| r.v.as_str());
         b.id.v = match one(&facts.batches_named(was)?, "batch", was) {
             Ok(Some(id)) => id,
-            Ok(None) => id_of("batch", &b.name.v),
+            Ok(None) => {
+                let made = id_of("batch", &b.name.v);
+                if facts.batch_exists(made)? {
+                    problems.error(
+                        "batch.name",
+                        taken(
+                            &b.name.v,
+                            made,
+                            "another batch (one renamed from this name?)",
+                        ),
+                        b.name.span,
+                        &td.key("batches").index(i).key("name"),
+                    );
+                }
+                made
+            }
             Err(m) => {
                 problems.error(
                     "batch.name",

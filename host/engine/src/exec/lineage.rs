@@ -51,17 +51,29 @@ fn uuid_of(parts: &[&str]) -> String {
     )
 }
 
-/// A connection's URL without credentials, query or fragment.
+/// A connection's URL without credentials (anything before an `@`: `user:password@`, an
+/// Oracle `scott/tiger@`), query or options.
 fn bare(url: &str) -> String {
-    let cut = url.find(['?', '#', ';']).map_or(url, |i| &url[..i]);
-    match cut.split_once("://") {
-        Some((scheme, rest)) => {
-            let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-            format!("{scheme}://{rest}")
-        }
-        None => cut.to_owned(),
-    }
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (format!("{s}://"), r),
+        // `jdbc:oracle:thin:scott/tiger@host:1521/x`: the scheme is up to the last `:`
+        // before the `@`.
+        None => match url.rfind('@') {
+            Some(at) => {
+                let head = &url[..at];
+                let cut = head.rfind(':').map_or(0, |i| i + 1);
+                (url[..cut].to_owned(), &url[at + 1..])
+            }
+            None => (String::new(), url),
+        },
+    };
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let rest = rest.find(['?', '#', ';']).map_or(rest, |i| &rest[..i]);
+    format!("{scheme}{rest}")
 }
+
+/// The most characters of an error an event carries.
+const MAX_ERROR: usize = 1000;
 
 /// A dataset: the object's table in its connection's database.
 fn dataset(o: &Object, plan: &ActionPlan, keys: &KeyFile) -> Value {
@@ -73,17 +85,11 @@ fn dataset(o: &Object, plan: &ActionPlan, keys: &KeyFile) -> Value {
     let (namespace, name) = match entry {
         Some(e) if e.kind == "postgresql" => {
             let url = bare(&e.url);
-            let (server, db) = url
+            let rest = url
                 .strip_prefix("postgresql://")
                 .or_else(|| url.strip_prefix("postgres://"))
-                .and_then(|r| r.split_once('/'))
-                .map_or((url.clone(), String::new()), |(s, d)| {
-                    (s.to_owned(), d.to_owned())
-                });
-            let server = server
-                .strip_prefix("postgres://")
-                .unwrap_or(&server)
-                .to_owned();
+                .unwrap_or(&url);
+            let (server, db) = rest.split_once('/').unwrap_or((rest, ""));
             let schema = schema.unwrap_or_else(|| "public".to_owned());
             (
                 format!("postgres://{server}"),
@@ -144,6 +150,12 @@ pub fn event(
     parent["job"] = json!({"namespace": namespace, "name": batch});
     let mut facets = json!({"parent": parent});
     if let Some(message) = error {
+        // A failed data test's rows stay here: the lineage server gets the count only.
+        let message = message
+            .split_once("; each: ")
+            .or_else(|| message.split_once("; the first "))
+            .map_or(message, |(head, _)| head);
+        let message: String = message.chars().take(MAX_ERROR).collect();
         let mut e = facet("1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet");
         e["message"] = json!(message);
         e["programmingLanguage"] = json!("SQL");
@@ -178,5 +190,13 @@ mod tests {
             "postgresql://db.example:5432/dw"
         );
         assert_eq!(bare("jdbc:h2:mem:test;MODE=PostgreSQL"), "jdbc:h2:mem:test");
+        assert_eq!(
+            bare("postgresql://u:p#ss@h:5432/db"),
+            "postgresql://h:5432/db"
+        );
+        assert_eq!(
+            bare("jdbc:oracle:thin:scott/tiger@db.example:1521/orcl"),
+            "jdbc:oracle:thin:db.example:1521/orcl"
+        );
     }
 }

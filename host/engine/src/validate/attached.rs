@@ -121,7 +121,12 @@ pub fn attach(doc: &mut weft_dsr::Document, refused: &HashSet<i64>, problems: &m
                     })
                 })
                 .collect();
-            let Some(base) = n.id.v.checked_mul(1000) else {
+            // The ids made here stay exact in JavaScript's numbers (the page shows them).
+            let Some(base) =
+                n.id.v
+                    .checked_mul(1000)
+                    .filter(|b| b.checked_add(1000).is_some_and(|end| end < 1 << 53))
+            else {
                 problems.error(
                     "action.tests",
                     format!("action {}: its id is too large to carry tests: write them as actions of module Test", n.id.v),
@@ -331,8 +336,8 @@ fn test_node(
             id: At::new(-(base + 440 + k), span),
             kind: At::new(weft_dsr::model::NODE_OBJECT, span),
             layout: Layout {
-                x: owner.layout.x + 240,
-                y: owner.layout.y + 100 + 80 * k,
+                x: owner.layout.x.saturating_add(240),
+                y: owner.layout.y.saturating_add(100 + 80 * k),
                 width: 160,
                 height: 60,
                 extra: Extra::default(),
@@ -359,7 +364,7 @@ fn test_node(
         kind: At::new(weft_dsr::model::NODE_ACTION, span),
         layout: Layout {
             x: owner.layout.x,
-            y: owner.layout.y + 100 + 80 * k,
+            y: owner.layout.y.saturating_add(100 + 80 * k),
             width: 160,
             height: 60,
             extra: Extra::default(),

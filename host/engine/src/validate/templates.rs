@@ -13,6 +13,25 @@ pub const MAX_RENDERED: usize = 4 << 20;
 /// The steps a template may take (minijinja's fuel): loops cannot run away.
 const FUEL: u64 = 2_000_000;
 
+/// What a template writes, refused past [`MAX_RENDERED`] bytes as it is written.
+struct Capped(Vec<u8>);
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() + buf.len() > MAX_RENDERED {
+            return Err(std::io::Error::other(format!(
+                "the template renders more than {MAX_RENDERED} bytes"
+            )));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Renders the text of each action of `doc` that says `template: true`; `text` is the
 /// deploy's (the actions' spans point into it). Answers the actions whose template did not
 /// render (said at its place), for the checks that follow to leave alone.
@@ -43,9 +62,16 @@ pub fn render(
             let mut env = minijinja::Environment::new();
             env.set_fuel(Some(FUEL));
             env.set_keep_trailing_newline(true);
+            // A name the template does not know is a mistake, not an empty text.
+            env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+            let mut out = Capped(Vec::new());
             let rendered = env
                 .template_from_str(&source.v)
-                .and_then(|t| t.render(minijinja::context! {}));
+                .and_then(|t| {
+                    t.render_captured_to(minijinja::context! {}, &mut out)
+                        .map(|_| ())
+                })
+                .map(|_| String::from_utf8_lossy(&out.0).into_owned());
             match rendered {
                 Ok(out) if out.len() > MAX_RENDERED => {
                     failed.insert(n.id.v);

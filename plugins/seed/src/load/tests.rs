@@ -150,6 +150,28 @@ fn json_lines_load_by_their_keys() {
 }
 
 #[test]
+fn declared_types_are_compared_as_postgresql_names_them() {
+    assert!(same_type("numeric(10,2)", "NUMERIC(10, 2)"));
+    assert!(same_type("integer", "int"));
+    assert!(same_type("character varying(20)", "varchar(20)"));
+    assert!(same_type("timestamp with time zone", "timestamptz"));
+    assert!(!same_type("integer", "bigint"));
+    assert!(!same_type("numeric(10,2)", "numeric(12,2)"));
+}
+
+#[test]
+fn a_path_is_read_only_below_the_directories_allowed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("d.csv");
+    std::fs::write(&file, "a\n1\n").expect("csv");
+    let path = file.to_str().expect("path");
+    // No directory allowed (the default): refused, at deploy and at run.
+    let e = crate::options::allowed_lexically(path).expect_err("none allowed");
+    assert!(e.contains("WEFT_SEED_DIRS lists none"), "{e}");
+    assert!(crate::options::read_allowed(path).is_err());
+}
+
+#[test]
 fn validation_finds_the_mistake_and_the_table() {
     let input = testing::Validate::new(Some("a,b\n1,2\n3,4,5\n"))
         .attribute("file", AttributeValue::string("seeds/x.csv"))
