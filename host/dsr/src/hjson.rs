@@ -110,6 +110,16 @@ impl Budget {
 ///
 /// A [`SyntaxError`] with the offset of the first problem.
 pub fn parse(text: &str) -> Result<Spanned, SyntaxError> {
+    parse_with_comments(text).map(|(v, _)| v)
+}
+
+/// Reads an HJSON text as [`parse`] does, and answers the span of every comment too (`#`,
+/// `//` to the end of its line, `/* */`), in the order of the text: what a formatter keeps.
+///
+/// # Errors
+///
+/// A [`SyntaxError`] with the offset of the first problem.
+pub fn parse_with_comments(text: &str) -> Result<(Spanned, Vec<Span>), SyntaxError> {
     let start = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let mut r = Reader {
         text,
@@ -117,9 +127,13 @@ pub fn parse(text: &str) -> Result<Spanned, SyntaxError> {
         pos: start,
         budget: Budget::default(),
         swallowed: None,
+        comments: Vec::new(),
     };
     let read = r.read();
-    read.map_err(|e| r.explain(e))
+    match read {
+        Ok(v) => Ok((v, r.comments)),
+        Err(e) => Err(r.explain(e)),
+    }
 }
 
 impl Reader<'_> {
@@ -142,6 +156,7 @@ impl Reader<'_> {
                         let culprit = r.swallowed.take();
                         r.pos = root_start;
                         r.budget.reset();
+                        r.comments.retain(|c| (c.start as usize) < root_start);
                         match r.value().and_then(|v| r.trailing().map(|()| v)) {
                             Ok(v) => Ok(v),
                             Err(_) => {
@@ -196,6 +211,8 @@ struct Reader<'a> {
     /// The last quoteless string whose closing brackets outnumber its opening ones, as
     /// (start, end, its key): where a later syntax error most likely comes from.
     swallowed: Option<(usize, usize, Option<String>)>,
+    /// The comments skipped so far, in the order of the text.
+    comments: Vec<Span>,
 }
 
 /// Whether quoteless text `raw` closes more `}` or `]` than it opens.
@@ -238,11 +255,14 @@ impl<'a> Reader<'a> {
             }
             match (self.cur(), self.peek(1)) {
                 (Some(b'#'), _) | (Some(b'/'), Some(b'/')) => {
+                    let start = self.pos;
                     while matches!(self.cur(), Some(c) if c != b'\n') {
                         self.pos += 1;
                     }
+                    self.comment(start);
                 }
                 (Some(b'/'), Some(b'*')) => {
+                    let start = self.pos;
                     self.pos += 2;
                     while self.pos < self.b.len()
                         && !(self.b[self.pos] == b'*' && self.peek(1) == Some(b'/'))
@@ -250,9 +270,28 @@ impl<'a> Reader<'a> {
                         self.pos += 1;
                     }
                     self.pos = (self.pos + 2).min(self.b.len());
+                    self.comment(start);
                 }
                 _ => return,
             }
+        }
+    }
+
+    /// Notes the comment from `start` to here (once, though a second reading of the root
+    /// passes it again), without the carriage return of a CRLF line end.
+    fn comment(&mut self, start: usize) {
+        let mut end = self.pos;
+        if self.b[start] != b'/' || self.b.get(start + 1) != Some(&b'*') {
+            while end > start && self.b[end - 1] == b'\r' {
+                end -= 1;
+            }
+        }
+        if self
+            .comments
+            .last()
+            .is_none_or(|c| (c.start as usize) < start)
+        {
+            self.comments.push(Span::new(start, end));
         }
     }
 
@@ -807,4 +846,4 @@ pub(crate) fn parse_number(raw: &str) -> Option<Value> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -7,6 +7,7 @@
 //! strict JSON reader the endpoint uses for request bodies; it shares the value tree.
 
 pub mod fields;
+pub mod format;
 pub mod hjson;
 pub mod json;
 pub mod model;

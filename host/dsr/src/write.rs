@@ -16,7 +16,7 @@ pub fn hjson(v: &Value) -> String {
     out
 }
 
-fn indent(level: usize, out: &mut String) {
+pub(crate) fn indent(level: usize, out: &mut String) {
     for _ in 0..level {
         out.push_str("  ");
     }
@@ -75,7 +75,7 @@ fn member(v: &Value, level: usize, out: &mut String) {
 /// `s` as a `'''` block whose quotes stand at `level` (the cursor is after their indent):
 /// each line indented as far as the quotes, which the reader takes off again; an empty line
 /// left empty.
-fn lines(s: &str, level: usize, out: &mut String) {
+pub(crate) fn lines(s: &str, level: usize, out: &mut String) {
     out.push_str("'''\n");
     for line in s.split('\n') {
         if !line.is_empty() {
@@ -91,14 +91,14 @@ fn lines(s: &str, level: usize, out: &mut String) {
 /// Whether `s` reads back the same from a `'''` block: several lines, no carriage return
 /// (the reader drops it), no `'''` (it would end the block) and no other control
 /// character.
-fn block(s: &str) -> bool {
+pub(crate) fn block(s: &str) -> bool {
     s.contains('\n')
         && !s.contains("'''")
         && s.chars().all(|c| c == '\n' || c == '\t' || !c.is_control())
 }
 
 /// A key without quotes when it is a plain name, else quoted as JSON.
-fn key(k: &str, out: &mut String) {
+pub(crate) fn key(k: &str, out: &mut String) {
     let plain = k
         .chars()
         .next()

@@ -11,6 +11,7 @@ mod data_tests;
 mod deploy;
 mod dsr_schema;
 mod durability;
+mod fmt;
 mod fuzz;
 mod hjson_differential;
 mod hostile;

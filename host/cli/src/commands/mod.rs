@@ -9,6 +9,7 @@ mod check;
 mod delete;
 mod deploy;
 mod export;
+mod fmt;
 mod follow;
 mod getkey;
 mod halt;
@@ -58,6 +59,9 @@ enum Command {
     /// Check a .dsr file or a project's directory without a server, as a deploy into an
     /// empty repository would: the same problems at FILE:LINE:COLUMN; exit 0 none, 1 some.
     Check(check::Check),
+    /// Write .dsr files in one canonical form, comments kept; --check lists the files not in
+    /// it (exit 1) and writes nothing.
+    Fmt(fmt::Fmt),
     /// Delete folders, sheets, connections or batches from the repository (DeleteObjects),
     /// refused while anything that stays refers to them.
     Delete(delete::Delete),
@@ -123,6 +127,7 @@ impl Cli {
             Command::Schema(c) => c.run(&home),
             Command::Deploy(c) => c.run(&home),
             Command::Check(c) => c.run(&home),
+            Command::Fmt(c) => c.run(),
             Command::Delete(c) => c.run(&home),
             Command::Export(c) => c.run(&home),
             Command::Run(c) => c.run(&home),

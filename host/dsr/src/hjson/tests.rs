@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// The public HJSON conformance suite, which is not part of this repository: `shared/`
 /// beside the checkout (or `WEFT_HJSON_SUITE`). Where it is missing the tests that need it
 /// say so and pass, unless `WEFT_REQUIRE_SHARED` is set (CI sets it, and has the suite).
-fn suite_dir() -> Option<PathBuf> {
+pub(crate) fn suite_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("WEFT_HJSON_SUITE").map_or_else(
         || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/hjson-suite"),
         PathBuf::from,
@@ -28,7 +28,7 @@ fn suite_dir() -> Option<PathBuf> {
 }
 
 /// Numbers agree when they are equal to 15 significant digits (the expected files round).
-fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+pub(crate) fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     use serde_json::Value as J;
     match (a, b) {
         (J::Number(x), J::Number(y)) => {
