@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a machine with only Rust: installs what the tests need when it
 # is missing (tests/install-needs.sh: Node.js, a JDK, PostgreSQL, the Debian JDBC jars...) and
-# the reference HJSON reader (hjson-js, from npm) for the differential test, builds the binary
+# the reference HJSON reader (hjson-js, from npm) for the differential test and the LSP client
+# (vscode-languageserver-protocol) for the language server's, builds the binary
 # and the plugin libraries the tests load, then runs every test of the workspace (unit,
 # end-to-end, doc tests). Arguments go to `cargo test`.
 set -euo pipefail
@@ -9,6 +10,10 @@ cd "$(dirname "$0")"
 tests/install-needs.sh
 if [ ! -d target/hjson-js/node_modules/hjson ]; then
   npm install --prefix target/hjson-js --no-audit --no-fund --silent hjson@3.2.2
+fi
+# The LSP client the `lsp` tests drive `weft lsp` with (Microsoft's, as VS Code uses).
+if [ ! -d target/lsp-client/node_modules/vscode-languageserver-protocol ]; then
+  npm install --prefix target/lsp-client --no-audit --no-fund --silent vscode-languageserver-protocol@3.17.5
 fi
 # --all-targets: the features of the test build (dev-dependencies unified), so that the
 # binary and plugins the tests load are built once, not once per feature set.

@@ -22,5 +22,8 @@
 pub mod client;
 pub mod commands;
 pub mod jdbc_manager;
+pub mod lsp;
+pub mod offline;
+pub mod project;
 
 pub use commands::Cli;

@@ -165,7 +165,7 @@ fn jaffle_shop_builds_dbts_tables_on_postgresql_and_bad_data_fails_dbts_test() {
     // Bad data: an order with a status dbt's accepted_values refuses.
     let dir = tempfile::tempdir().expect("copy");
     let project = dir.path().join("project");
-    copy_tree(&example().join("project"), &project);
+    weft_tests::documents::copy_tree(&example().join("project"), &project);
     let orders = project.join("seeds/raw_orders.csv");
     let mut csv = std::fs::read_to_string(&orders).expect("csv");
     csv.push_str("100,1,2018-04-10,lost\n");
@@ -182,17 +182,4 @@ fn jaffle_shop_builds_dbts_tables_on_postgresql_and_bad_data_fails_dbts_test() {
         pg.psql("SELECT count(*) FROM orders").expect("orders"),
         "99"
     );
-}
-
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).expect("dir");
-    for e in std::fs::read_dir(from).expect("read") {
-        let e = e.expect("entry");
-        let target = to.join(e.file_name());
-        if e.file_type().expect("type").is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).expect("copy");
-        }
-    }
 }

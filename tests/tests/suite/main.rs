@@ -25,6 +25,7 @@ mod layering;
 mod lifecycle;
 mod lineage_events;
 mod load;
+mod lsp;
 mod metrics;
 mod models;
 mod modules;

@@ -10,12 +10,12 @@
 //! found, 2 a mistake in the arguments or a file that cannot be read.
 
 use super::args::Home;
-use super::deploy::{Name, action_files, project_files, read_content, single_as_project};
 use crate::client::format_detail;
+use crate::offline::{Checker, Target};
+use crate::project::{Name, action_files, project_files, read_content, single_as_project};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use weft_engine::deploy;
 use weft_protocol::Severity;
 
 /// `weft check`'s arguments.
@@ -63,62 +63,25 @@ fn check(args: &Check, home: &Home) -> u8 {
             return 2;
         }
     };
-    let dirs = weft_core::plugins::search_path(&home.dir);
-    let mut registry = weft_core::plugins::Registry::load(&dirs);
-    registry.load_process_modules(&weft_core::plugins::process_dirs(&home.dir));
-    // The key file, when HOME has one: the dialect of a JDBC connection is its URL's.
-    let keys = weft_core::keys::KeyFile::load(&weft_core::keys::KeyFile::path_in(&home.dir))
-        .ok()
-        .map(std::sync::Arc::new);
-    let catalog = weft_engine::validate::PluginCatalog {
-        registry: &registry,
-        keys,
-    };
-    let scratch = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("weft check: no temporary directory for the empty repository: {e}");
-            return 2;
-        }
-    };
-    let repo = match weft_repo::Repository::open(&scratch.path().join("repository.db")) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("weft check: the empty repository cannot be made: {e}");
-            return 2;
-        }
-    };
-    let env = weft_core::settings::Environment::Development;
-    // What the server holds already, deployed for real into the empty repository.
+    let mut with = Vec::with_capacity(args.with.len());
     for path in &args.with {
-        let deployed = read_content(Some(path)).and_then(|(name, text)| {
-            deploy::deploy(&repo, &catalog, &text, deploy::Options::default(), env).map_err(|e| {
-                match e {
-                    deploy::Error::Invalid(details) => details
-                        .iter()
-                        .map(|d| format_detail(&name, d, ""))
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                    other => format!("{name}: {other}"),
-                }
-            })
-        });
-        if let Err(e) = deployed {
-            eprintln!("weft check: --with {}: {e}", path.display());
-            return 2;
+        match read_content(Some(path)) {
+            Ok(named) => with.push(named),
+            Err(e) => {
+                eprintln!("weft check: --with {}: {e}", path.display());
+                return 2;
+            }
         }
     }
-    let opts = deploy::Options {
-        dry_run: true,
-        ..deploy::Options::default()
+    let target = match &name {
+        Name::Project(_) => Target::Project {
+            documents: &files,
+            files: &data,
+        },
+        Name::File(_) => Target::Document(&files[0].1),
     };
-    let result = match &name {
-        Name::Project(_) => deploy::deploy_project(&repo, &catalog, &files, &data, &[], opts, env),
-        Name::File(_) => deploy::deploy(&repo, &catalog, &files[0].1, opts, env),
-    };
-    let details = match result {
-        Ok(report) => report.warnings,
-        Err(deploy::Error::Invalid(details)) => details,
+    let details = match Checker::new(&home.dir).check(&with, target, true) {
+        Ok(checked) => checked.details,
         Err(e) => {
             eprintln!("weft check: {e}");
             return 2;

@@ -9,7 +9,7 @@
 //! `--check`, already in the form), 1 a file that does not read or, with `--check`, one not
 //! in the form, 2 a mistake in the arguments or a file that cannot be read or written.
 
-use super::deploy::{project_files, read_content};
+use crate::project::{project_files, read_content};
 use clap::Args;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -18,6 +18,7 @@ mod jdbc;
 mod keys;
 mod lineage;
 mod logs;
+mod lsp;
 mod next_runs;
 mod notifications;
 mod plugins;
@@ -62,6 +63,10 @@ enum Command {
     /// Write .dsr files in one canonical form, comments kept; --check lists the files not in
     /// it (exit 1) and writes nothing.
     Fmt(fmt::Fmt),
+    /// The language server for editors (standard input and output): the problems weft check
+    /// finds as you type, hover documentation of attributes, go to the action that writes a
+    /// table, formatting.
+    Lsp(lsp::Lsp),
     /// Delete folders, sheets, connections or batches from the repository (DeleteObjects),
     /// refused while anything that stays refers to them.
     Delete(delete::Delete),
@@ -128,6 +133,7 @@ impl Cli {
             Command::Deploy(c) => c.run(&home),
             Command::Check(c) => c.run(&home),
             Command::Fmt(c) => c.run(),
+            Command::Lsp(c) => c.run(&home),
             Command::Delete(c) => c.run(&home),
             Command::Export(c) => c.run(&home),
             Command::Run(c) => c.run(&home),
