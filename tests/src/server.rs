@@ -427,6 +427,19 @@ impl Weft {
 }
 
 impl Weft {
+    /// `weft ARGS` with this server's home (`WEFT_HOME`): exit code, standard output and
+    /// standard error. A client command still needs `--url` (the home's key file has no
+    /// entry for the server).
+    pub fn cli(&self, args: &[&str]) -> (Option<i32>, String, String) {
+        let o = std::process::Command::new(weft_bin())
+            .args(args)
+            .env("WEFT_HOME", self.home.path())
+            .output()
+            .expect("weft");
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    }
+
     /// Appends `lines` (`KEY|TYPE|URL|USER|PASSWORD|OPTIONS`, each ending in a line break)
     /// to the server's key file, which it reads again when it changes.
     pub fn add_keys(&self, lines: &str) {

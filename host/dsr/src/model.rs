@@ -64,6 +64,8 @@ pub struct Document {
     /// The notification channels and the rules for every batch; when present, they
     /// replace the stored ones as a whole.
     pub notifications: Option<Notifications>,
+    /// Template modules to create or update, by name.
+    pub modules: Vec<TemplateModule>,
     /// False when an object could not be read (a required field missing or mistyped) and is
     /// absent from the model, so that graph rules would judge an incomplete sheet.
     pub complete: bool,
@@ -131,6 +133,59 @@ pub struct Batch {
     /// Fields weft does not model, kept as written.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// A template module (`transformationData.modules`): a module defined in a document as a
+/// Jinja template of SQL with typed attributes. An action that names it in `module` is
+/// rendered at deploy with its attributes and stored and run as an action of the module the
+/// template `runs` (default `Sql`). Deployed, stored and exported by name.
+#[derive(Debug, Clone, Serialize)]
+pub struct TemplateModule {
+    /// The name actions write in `module`.
+    pub name: At<String>,
+    /// What it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<At<String>>,
+    /// The module that runs what it renders (default `Sql`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<At<String>>,
+    /// The attributes an action gives it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attributes: Vec<TemplateAttribute>,
+    /// The template (Jinja, minijinja's dialect).
+    pub template: At<String>,
+    /// The whole object.
+    #[serde(skip)]
+    pub span: Span,
+    /// Fields weft does not model, kept as written.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The types of a template module's attributes.
+pub const TEMPLATE_ATTRIBUTE_TYPES: [&str; 3] = ["text", "integer", "boolean"];
+
+/// An attribute of a template module: its name (a variable of the template), type, default
+/// and what it does.
+#[derive(Debug, Clone, Serialize)]
+pub struct TemplateAttribute {
+    /// Its name, as actions write it and the template reads it.
+    pub name: At<String>,
+    /// `text`, `integer` or `boolean`.
+    #[serde(rename = "type")]
+    pub kind: At<String>,
+    /// The value when an action does not give one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<At<serde_json::Value>>,
+    /// Whether every action must give it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
+    /// What it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<At<String>>,
+    /// The whole object.
+    #[serde(skip)]
+    pub span: Span,
 }
 
 /// The repository's notification setup (one object; a deploy that has it replaces it):

@@ -1,7 +1,7 @@
 //! A project: several `.dsr` documents (a tree of files in git) read as one document, so
 //! that one deploy judges and writes them together, references between files resolved
 //! whatever their order. Each file is read on its own (its syntax, its `version`, its
-//! fields); their folders, connections, sheets and batches are then joined, in file order,
+//! fields); their folders, connections, sheets, batches and template modules are then joined, in file order,
 //! into one [`Document`].
 //!
 //! Every problem keeps its file. The files are joined into one text, each after the one
@@ -17,7 +17,7 @@ use crate::{hjson, read};
 
 /// The lists of a document that a project joins, in their order in a path's
 /// `transformationData.<list>[i]`.
-const LISTS: [&str; 4] = ["folders", "connections", "sheets", "batches"];
+const LISTS: [&str; 5] = ["folders", "connections", "sheets", "batches", "modules"];
 
 /// One file's place in the joined text and in the joined lists.
 #[derive(Debug, Clone)]
@@ -27,8 +27,8 @@ struct Placed {
     start: u32,
     end: u32,
     /// Where its objects of each of [`LISTS`] begin in the joined lists, and how many it has.
-    first: [usize; 4],
-    count: [usize; 4],
+    first: [usize; 5],
+    count: [usize; 5],
     /// A file an action reads (`file`), not a document.
     attached: bool,
 }
@@ -47,7 +47,7 @@ impl Project {
     }
 
     /// The name of the file that holds object `index` of `list` (`folders`, `connections`,
-    /// `sheets` or `batches`) of the joined document.
+    /// `sheets`, `batches` or `modules`) of the joined document.
     pub fn file_of(&self, list: &str, index: usize) -> Option<&str> {
         let k = LISTS.iter().position(|l| *l == list)?;
         self.files
@@ -121,7 +121,7 @@ impl Project {
         self.text.push_str(content);
         let end = u32::try_from(self.text.len()).unwrap_or(u32::MAX);
         self.text.push('\n');
-        let first = self.files.last().map_or([0; 4], |f| {
+        let first = self.files.last().map_or([0; 5], |f| {
             let mut n = f.first;
             for (x, c) in n.iter_mut().zip(f.count) {
                 *x += c;
@@ -133,7 +133,7 @@ impl Project {
             start,
             end,
             first,
-            count: [0; 4],
+            count: [0; 5],
             attached: true,
         });
         Span::new(start as usize, end as usize)
@@ -304,8 +304,8 @@ fn shift(v: &mut Spanned, by: u32) {
 }
 
 /// How many objects of each of [`LISTS`] a document's tree holds as written.
-fn counts(root: &Spanned) -> [usize; 4] {
-    let mut out = [0; 4];
+fn counts(root: &Spanned) -> [usize; 5] {
+    let mut out = [0; 5];
     let Value::Object(top) = &root.value else {
         return out;
     };
@@ -335,7 +335,7 @@ pub fn read(files: &[(String, String)]) -> (Option<Document>, Problems, Project)
     let mut project = Project::default();
     let mut problems = Problems::default();
     let mut trees = Vec::with_capacity(files.len());
-    let mut first = [0usize; 4];
+    let mut first = [0usize; 5];
     let mut syntax = false;
     for (name, content) in files {
         let start = u32::try_from(project.text.len()).unwrap_or(u32::MAX);
@@ -347,7 +347,7 @@ pub fn read(files: &[(String, String)]) -> (Option<Document>, Problems, Project)
             start,
             end,
             first,
-            count: [0; 4],
+            count: [0; 5],
             attached: false,
         };
         match hjson::parse(content) {
@@ -401,6 +401,7 @@ pub fn read(files: &[(String, String)]) -> (Option<Document>, Problems, Project)
         doc.connections.extend(one.connections);
         doc.sheets.extend(one.sheets);
         doc.batches.extend(one.batches);
+        doc.modules.extend(one.modules);
         if let Some(n) = one.notifications {
             match &doc.notifications {
                 Some(first) => problems.error(

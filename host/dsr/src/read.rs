@@ -81,6 +81,13 @@ pub fn document(root: &Spanned, text: &str, problems: &mut Problems) -> Document
                 doc.notifications = notifications(v, &td_path.key("notifications"), text, problems);
                 doc.complete &= doc.notifications.is_some();
             }
+            if let Some(list) = td_obj.array("modules", problems) {
+                let mut ok = true;
+                doc.modules = each(list, &td_path.key("modules"), &mut ok, |v, p| {
+                    template_module(v, p, text, problems)
+                });
+                doc.complete &= ok;
+            }
             // Unknown fields here and at the top are warned about; nothing stores them.
             let _ = td_obj.finish(problems);
         }
@@ -308,6 +315,169 @@ fn notifications(
         rules,
         span: v.span,
         extra,
+    })
+}
+
+/// Whether `name` may name a template module or one of its attributes: a letter or `_`,
+/// then letters, digits and `_`, at most 64 bytes (a name a template can read).
+fn plain_name(name: &str) -> bool {
+    name.len() <= 64
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A template module (`transformationData.modules[i]`).
+pub fn template_module(
+    v: &Spanned,
+    path: &Path,
+    text: &str,
+    problems: &mut Problems,
+) -> Option<TemplateModule> {
+    let mut o = Fields::of(v, path, "a template module", Dialect::Document, problems)?;
+    let name = o.string("name", true, text, problems);
+    let description = o.string("description", false, text, problems);
+    let runs = o.string("runs", false, text, problems);
+    let template = o.string("template", true, text, problems);
+    let mut ok = true;
+    let mut attributes = Vec::new();
+    if let Some(list) = o.array("attributes", problems) {
+        attributes = each(list, &path.key("attributes"), &mut ok, |v, p| {
+            template_attribute(v, p, text, problems)
+        });
+    }
+    let extra = o.finish(problems);
+    if let Some(n) = &name
+        && !plain_name(&n.v)
+    {
+        problems.error(
+            "module.name",
+            format!(
+                "`{}` cannot name a module: a letter, then letters, digits and `_` (64 at most)",
+                n.v
+            ),
+            n.span,
+            &path.key("name"),
+        );
+        ok = false;
+    }
+    for (i, a) in attributes.iter().enumerate() {
+        if attributes[..i].iter().any(|b| b.name.v == a.name.v) {
+            problems.error(
+                "module.attribute",
+                format!("the attribute `{}` is declared twice", a.name.v),
+                a.name.span,
+                &path.key("attributes").index(i).key("name"),
+            );
+            ok = false;
+        }
+    }
+    if !ok {
+        return None;
+    }
+    Some(TemplateModule {
+        name: name?,
+        description,
+        runs,
+        attributes,
+        template: template?,
+        span: v.span,
+        extra,
+    })
+}
+
+/// An attribute of a template module.
+fn template_attribute(
+    v: &Spanned,
+    path: &Path,
+    text: &str,
+    problems: &mut Problems,
+) -> Option<TemplateAttribute> {
+    let mut o = Fields::of(
+        v,
+        path,
+        "a template module's attribute",
+        Dialect::Document,
+        problems,
+    )?;
+    let name = o.string("name", true, text, problems);
+    let kind = o.string("type", true, text, problems);
+    let default = o.get("default").cloned();
+    let required = match o.get("required") {
+        None => false,
+        Some(Spanned {
+            value: Value::Bool(b),
+            ..
+        }) => *b,
+        Some(other) => {
+            o.wrong("required", "true or false", other, problems);
+            return None;
+        }
+    };
+    let description = o.string("description", false, text, problems);
+    let _ = o.finish(problems);
+    let (name, kind) = (name?, kind?);
+    if !plain_name(&name.v) || ACTION_ATTRIBUTES.contains(&name.v.as_str()) {
+        problems.error(
+            "module.attribute",
+            format!(
+                "`{}` cannot name an attribute: a letter or `_`, then letters, digits and `_`, and none of the attributes every action has ({})",
+                name.v,
+                ACTION_ATTRIBUTES.join(", ")
+            ),
+            name.span,
+            &path.key("name"),
+        );
+        return None;
+    }
+    if !TEMPLATE_ATTRIBUTE_TYPES.contains(&kind.v.as_str()) {
+        problems.error(
+            "module.attribute",
+            format!(
+                "`type: {}` is not one of {}",
+                kind.v,
+                TEMPLATE_ATTRIBUTE_TYPES.join(", ")
+            ),
+            kind.span,
+            &path.key("type"),
+        );
+        return None;
+    }
+    let default = match default {
+        None => None,
+        Some(d) => {
+            let fits = matches!(
+                (kind.v.as_str(), &d.value),
+                ("text", Value::String(_))
+                    | ("integer", Value::Int(_))
+                    | ("boolean", Value::Bool(_))
+            );
+            if !fits {
+                problems.error(
+                    "module.attribute",
+                    format!(
+                        "the default of `{}` is {}, not of its type `{}`",
+                        name.v,
+                        d.value.kind(),
+                        kind.v
+                    ),
+                    d.span,
+                    &path.key("default"),
+                );
+                return None;
+            }
+            Some(At::new(d.value.to_json(), d.span))
+        }
+    };
+    Some(TemplateAttribute {
+        name,
+        kind,
+        default,
+        required,
+        description,
+        span: v.span,
     })
 }
 

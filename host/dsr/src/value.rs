@@ -188,6 +188,14 @@ impl Path {
         }
     }
 
+    /// The path of the attributes of node `node` of sheet `sheet` of a document:
+    /// `transformationData.sheets[sheet].nodes[node].attributes`.
+    pub fn node_attributes(sheet: usize, node: usize) -> Self {
+        Path(format!(
+            "transformationData.sheets[{sheet}].nodes[{node}].attributes"
+        ))
+    }
+
     /// The path of element `index` of this array.
     pub fn index(&self, index: usize) -> Self {
         Path(format!("{}[{index}]", self.0))

@@ -199,6 +199,7 @@ pub fn delete(repo: &Repository, request: &DeleteObjects) -> Result<Deleted, Err
             (ObjectKind::Sheet, &request.sheets, "sheets"),
             (ObjectKind::Connection, &request.connections, "connections"),
             (ObjectKind::Batch, &request.batches, "batches"),
+            (ObjectKind::Module, &request.modules, "modules"),
         ] {
             doomed.extend(delete::find(
                 w,
@@ -412,10 +413,11 @@ fn deploy_read(
         && doc.sheets.is_empty()
         && doc.batches.is_empty()
         && doc.notifications.is_none()
+        && doc.modules.is_empty()
     {
         problems.warning(
             "dsr.empty",
-            "the document holds no folder, connection, sheet, batch or notifications; nothing was deployed",
+            "the document holds no folder, connection, sheet, batch, notifications or template module; nothing was deployed",
             dsr::Span::default(),
             &Path::root().key("transformationData"),
         );
@@ -434,8 +436,25 @@ fn deploy_read(
     }
     // Ids for what is written by name.
     repo.read(|w| names::assign(&mut doc, w, &mut problems))?;
-    // Templates rendered before anything reads their SQL.
-    let unrendered = validate::render_templates(&mut doc, content, &mut problems);
+    // Actions of template modules expanded, and templates rendered, before anything reads
+    // their SQL.
+    let wanted = validate::wanted_template_modules(&doc, catalog);
+    let stored = repo.read(|w| {
+        let mut found = std::collections::BTreeMap::new();
+        for name in &wanted {
+            if let Some(m) = w
+                .stored_template_module(name)?
+                .as_deref()
+                .and_then(validate::read_template_module)
+            {
+                found.insert(name.clone(), m);
+            }
+        }
+        Ok(found)
+    })?;
+    let mut unrendered =
+        validate::expand_template_modules(&mut doc, catalog, &stored, content, &mut problems);
+    unrendered.extend(validate::render_templates(&mut doc, content, &mut problems));
     // Objects from the SQL, for the actions that have none and name their connection.
     let mut conns = repo.read(|w| validate::action_connections(&doc, w, &mut problems))?;
     conns.unfound.extend(unrendered);
@@ -511,6 +530,9 @@ fn deploy_read(
         }
         if let Some(n) = &doc.notifications {
             changes.push(w.notifications(n)?);
+        }
+        for m in &doc.modules {
+            changes.push(w.template_module(m)?);
         }
         if !doc.batches.is_empty() {
             let time = weft_core::sched::clock::current();

@@ -98,6 +98,8 @@ pub enum ObjectKind {
     Batch,
     /// The notification setup (channels and the rules for every batch; one object).
     Notifications,
+    /// A template module (by name; its id is made from the name).
+    Module,
 }
 
 impl ObjectKind {
@@ -111,6 +113,7 @@ impl ObjectKind {
             ObjectKind::Edge => "edge",
             ObjectKind::Batch => "batch",
             ObjectKind::Notifications => "notifications",
+            ObjectKind::Module => "module",
         }
     }
 }

@@ -1,6 +1,6 @@
 //! What deleting objects reads and writes, inside a deploy's transaction
-//! (`Repository::write`): folders, sheets, connections and batches found by id or by path or
-//! name, what still refers to a connection, and the removal of each with its line in the
+//! (`Repository::write`): folders, sheets, connections, batches and template modules found by
+//! id or by path or name, what still refers to a connection, and the removal of each with its line in the
 //! deploy history. The engine's `deploy::delete` decides what may go; this module only
 //! reads and writes.
 //!
@@ -67,6 +67,16 @@ pub fn find(tx: &dyn Session, kind: ObjectKind, key: &Lookup) -> Result<Vec<Name
         ),
         (ObjectKind::Batch, Lookup::Name(name)) => tx.rows(
             "SELECT id, name FROM batches WHERE name = ?1 ORDER BY id",
+            args![name],
+            named,
+        ),
+        (ObjectKind::Module, Lookup::Id(id)) => tx.rows(
+            "SELECT id, name FROM template_modules WHERE id = ?1",
+            args![id],
+            named,
+        ),
+        (ObjectKind::Module, Lookup::Name(name)) => tx.rows(
+            "SELECT id, name FROM template_modules WHERE name = ?1",
             args![name],
             named,
         ),
@@ -169,6 +179,8 @@ pub fn removal(kind: ObjectKind, id: i64) -> Vec<Statement<'static>> {
         ObjectKind::Folder => vec![("DELETE FROM folders WHERE id = ?1", p())],
         ObjectKind::Connection => vec![("DELETE FROM connections WHERE id = ?1", p())],
         ObjectKind::Batch => vec![("DELETE FROM batches WHERE id = ?1", p())],
+        // What its actions rendered stays: they were stored as the module it runs.
+        ObjectKind::Module => vec![("DELETE FROM template_modules WHERE id = ?1", p())],
         // The setup is replaced by a deploy, never deleted alone.
         ObjectKind::Node | ObjectKind::Edge | ObjectKind::Notifications => Vec::new(),
     }

@@ -134,11 +134,22 @@ pub fn exported(tx: &dyn Session, below: Option<&str>) -> Result<Exported> {
     } else {
         None
     };
+    // The template modules too.
+    let modules = if below.is_none() {
+        tx.rows(
+            "SELECT definition FROM template_modules ORDER BY name",
+            args![],
+            |r| r.get(0),
+        )?
+    } else {
+        Vec::new()
+    };
     Ok(Exported {
         folders,
         connections,
         sheets,
         batches,
         notifications,
+        modules,
     })
 }

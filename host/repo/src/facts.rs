@@ -104,6 +104,15 @@ pub trait Facts {
     /// A repository error.
     fn actions_at(&self, folder: &str, sheet: &str, action: &str)
     -> super::error::Result<Vec<i64>>;
+    /// The stored definition (JSON) of the template module `name`, if one is deployed.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn stored_template_module(&self, name: &str) -> super::error::Result<Option<String>> {
+        let _ = name;
+        Ok(None)
+    }
     /// The channels of the stored notification setup (`None`: no setup deployed), and the
     /// channels each stored batch's own rules name (batch id, name, channel).
     ///

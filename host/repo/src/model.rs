@@ -331,6 +331,8 @@ pub struct Exported {
     pub batches: Vec<ExportedObject>,
     /// The notification setup's definition (JSON), in a whole export.
     pub notifications: Option<String>,
+    /// The template modules' definitions (JSON), by name, in a whole export.
+    pub modules: Vec<String>,
 }
 
 /// The tables whose ids an `intoFolder` copy allocates afresh.

@@ -35,6 +35,11 @@
 //! | 13 | `instance_action_deps` keyed by (instance, action depended on, action), without the index of dependents; `instance_sheets` (the sheets each instance ran, one row each) in place of the index `instance_actions(sheet_id, instance_id)`; no index `instance_actions(instance_id, state)` (the index of ready actions, by state and instance, serves those look-ups); `plans_versions` (the deploy that wrote each sheet's plans; none for plans stored before; a table of its own, as SQLite reads a column stored after a row's 3 MB of plans only by walking them) |
 //! | 14 | `sheet_plans` (each sheet's plans by version: the current one, which `plans_versions` names, and those instances still run), written once by the deploy and shared by every instance that runs them; `instance_sheets.version` (the plans an instance runs of each sheet); `sheets.plans` and `instance_actions.plan` gone (the upgrade keeps each instance's plans as its own version, minus its id) |
 //! | 15 | `instance_actions.deploy_id` (the deploy whose plans the action's last attempt ran: a restart may take plans deployed since its instance started) |
+//! | 16 | `backfills` (a batch's planned starts over a range of dates, run in order a bounded number at a time) |
+//! | 17 | batch dependencies (`batches.after_batches`, how long to wait and what then), `manual_runs`, action priorities |
+//! | 18 | notifications: `notification_setup`, `batches.notifications`, the outbox `notifications` |
+//! | 19 | retries: `instance_actions.retries` and what goes with them, `action_attempts`, `batches.retry` |
+//! | 20 | `template_modules` (modules defined in documents as SQL templates: the id made from the name, the name, the definition as JSON) |
 
 use crate::error::{Error, Result};
 use crate::sql::{Session, args};
@@ -503,6 +508,19 @@ CREATE TABLE action_attempts (
     PRIMARY KEY (instance_id, action_id, attempt)
 );
 ALTER TABLE batches ADD COLUMN retry TEXT NOT NULL DEFAULT '{}';
+",
+        postgres: None,
+        then: None,
+    },
+    Migration {
+        summary: "template modules: modules defined in documents as SQL templates with typed attributes, stored by name as deployed (their definition as JSON)",
+        sql: "
+CREATE TABLE template_modules (
+    id         BIGINT PRIMARY KEY,
+    name       TEXT NOT NULL UNIQUE,
+    definition TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
 ",
         postgres: None,
         then: None,

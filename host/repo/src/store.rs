@@ -44,6 +44,8 @@ pub trait DeployWriter: Facts {
     fn batch(&self, b: &Batch, schedule: &Schedule, first: Option<Planned>) -> Result<Change>;
     /// Replaces the notification setup (channels and the rules for every batch).
     fn notifications(&self, n: &weft_dsr::model::Notifications) -> Result<Change>;
+    /// Creates or replaces a template module, by its name.
+    fn template_module(&self, m: &weft_dsr::model::TemplateModule) -> Result<Change>;
     /// The number this deploy got with its first change (in `deploys`); `None` while it
     /// changed nothing.
     fn deploy_id(&self) -> Option<i64>;

@@ -268,7 +268,7 @@ fn make_fixture_v17() {
 }
 
 /// Writes `tests/fixtures/repository-v18.db`: the version 17 fixture upgraded to 18
-/// (notifications). Run by hand (`--ignored`) when version 19 is added.
+/// (notifications). Run by hand (`--ignored`) when version 19 was added.
 #[test]
 #[ignore = "writes a fixture; run by hand when a migration is added"]
 fn make_fixture_v18() {
@@ -277,6 +277,20 @@ fn make_fixture_v18() {
     std::fs::copy(fixtures().join("repository-v17.db"), &path).expect("copy v17");
     let mut conn = connect(&path).expect("open");
     migrations::to_version(&mut conn, 18).expect("v18");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+}
+
+/// Writes `tests/fixtures/repository-v19.db`: the version 18 fixture upgraded to 19
+/// (retries). Run by hand (`--ignored`) when version 20 is added.
+#[test]
+#[ignore = "writes a fixture; run by hand when a migration is added"]
+fn make_fixture_v19() {
+    let path = fixtures().join("repository-v19.db");
+    let _ = std::fs::remove_file(&path);
+    std::fs::copy(fixtures().join("repository-v18.db"), &path).expect("copy v18");
+    let mut conn = connect(&path).expect("open");
+    migrations::to_version(&mut conn, 19).expect("v19");
     conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
         .expect("checkpoint");
 }

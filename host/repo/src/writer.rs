@@ -443,6 +443,46 @@ impl<'t> Writer<'t> {
         })
     }
 
+    /// Creates or replaces the template module `m` (by its name); unchanged when its
+    /// definition is the same. Its id, in the answer and the history, is made from its name.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn template_module(&self, m: &weft_dsr::model::TemplateModule) -> Result<Change> {
+        let definition = serde_json::to_string(m).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let name = m.name.v.as_str();
+        let id = weft_core::names::id_of("module", name);
+        let old: Option<String> = self.one(
+            "SELECT definition FROM template_modules WHERE name = ?1",
+            name,
+        )?;
+        let change = match old {
+            Some(o) if o == definition => ChangeKind::Unchanged,
+            Some(_) => {
+                self.exec(
+                    "UPDATE template_modules SET definition = ?2, updated_at = ?3 WHERE name = ?1",
+                    args![name, definition, now_utc()],
+                )?;
+                ChangeKind::Updated
+            }
+            None => {
+                self.exec(
+                    "INSERT INTO template_modules (id, name, definition, updated_at) VALUES (?1, ?2, ?3, ?4)",
+                    args![id, name, definition, now_utc()],
+                )?;
+                ChangeKind::Created
+            }
+        };
+        self.history(("module", id, name), change, Some(&definition))?;
+        Ok(Change {
+            kind: ObjectKind::Module,
+            id,
+            change,
+            sheet_id: None,
+        })
+    }
+
     /// Creates or replaces a sheet with its nodes and edges. Returns the sheet's change
     /// first, then every node and edge the new version no longer holds (deleted).
     ///
@@ -809,6 +849,13 @@ fn history_line<'a>(
 }
 
 impl Facts for Writer<'_> {
+    fn stored_template_module(&self, name: &str) -> Result<Option<String>> {
+        self.one(
+            "SELECT definition FROM template_modules WHERE name = ?1",
+            name,
+        )
+    }
+
     fn sheet_exists(&self, id: i64) -> Result<bool> {
         Ok(self
             .one::<i64>("SELECT 1 FROM sheets WHERE id = ?1", id)?
@@ -997,6 +1044,10 @@ impl crate::store::DeployWriter for Writer<'_> {
 
     fn notifications(&self, n: &weft_dsr::model::Notifications) -> Result<Change> {
         Writer::notifications(self, n)
+    }
+
+    fn template_module(&self, m: &weft_dsr::model::TemplateModule) -> Result<Change> {
+        Writer::template_module(self, m)
     }
 
     fn deploy_id(&self) -> Option<i64> {

@@ -16,14 +16,8 @@ fn example() -> std::path::PathBuf {
 
 /// `weft ARGS` in `w`'s home: exit code and both outputs.
 fn weft(w: &Weft, args: &[&str]) -> (Option<i32>, String) {
-    let o = std::process::Command::new(weft_bin())
-        .args(args)
-        .args(["--url", &w.url])
-        .env("WEFT_HOME", w.home.path())
-        .output()
-        .expect("weft");
-    let (out, err) = text(&o);
-    (o.status.code(), format!("{out}{err}"))
+    let (code, out, err) = w.cli(&[args, &["--url", &w.url]].concat());
+    (code, format!("{out}{err}"))
 }
 
 /// Deploys the connection of `kind` and the project in `project`, and runs the folder as

@@ -42,3 +42,4 @@ mod runs;
 mod scheduler;
 mod schema;
 mod seeds;
+mod template_modules;

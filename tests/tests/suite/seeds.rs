@@ -70,13 +70,7 @@ fn on_sqlite(model: &str) -> (Weft, std::path::PathBuf, std::path::PathBuf) {
 
 /// `weft ARGS` in `w`'s home: exit code, standard output and error.
 fn weft(w: &Weft, args: &[&str]) -> (Option<i32>, String, String) {
-    let o = std::process::Command::new(weft_bin())
-        .args(args)
-        .env("WEFT_HOME", w.home.path())
-        .output()
-        .expect("weft");
-    let (out, err) = text(&o);
-    (o.status.code(), out, err)
+    w.cli(args)
 }
 
 /// `weft deploy PATH` to `w`.

@@ -1,4 +1,5 @@
-//! `weft delete`: removes folders, sheets, connections and batches from the repository
+//! `weft delete`: removes folders, sheets, connections, batches and template modules from the
+//! repository
 //! (`DeleteObjects`), by id or by path or name. Exit 0 when deleted (or, with `--dry-run`,
 //! when the delete would be done), 4 when refused: something named does not exist, or what
 //! stays still refers to it (every reference is printed).
@@ -26,6 +27,9 @@ pub struct Delete {
     /// A batch to delete, by id or name; repeatable.
     #[arg(long = "batch", value_name = "ID|NAME")]
     batches: Vec<String>,
+    /// A template module to delete, by name; repeatable. What its actions rendered stays.
+    #[arg(long = "module", value_name = "NAME")]
+    modules: Vec<String>,
     /// Delete each folder with every folder and sheet below it.
     #[arg(long, short = 'r')]
     recursive: bool,
@@ -56,6 +60,11 @@ impl Delete {
             sheets: names(&self.sheets),
             connections: names(&self.connections),
             batches: names(&self.batches),
+            modules: self
+                .modules
+                .iter()
+                .map(|m| ObjectName::Name(m.clone()))
+                .collect(),
             recursive: self.recursive,
             dry_run: self.dry_run,
         };
@@ -63,9 +72,10 @@ impl Delete {
             && request.sheets.is_empty()
             && request.connections.is_empty()
             && request.batches.is_empty()
+            && request.modules.is_empty()
         {
             eprintln!(
-                "weft delete: name something to delete: --folder, --sheet, --connection or --batch (see weft delete --help)"
+                "weft delete: name something to delete: --folder, --sheet, --connection, --batch or --module (see weft delete --help)"
             );
             return ExitCode::from(Exit::Usage as u8);
         }

@@ -67,7 +67,7 @@ enum Command {
     /// finds as you type, hover documentation of attributes, go to the action that writes a
     /// table, formatting.
     Lsp(lsp::Lsp),
-    /// Delete folders, sheets, connections or batches from the repository (DeleteObjects),
+    /// Delete folders, sheets, connections, batches or template modules from the repository (DeleteObjects),
     /// refused while anything that stays refers to them.
     Delete(delete::Delete),
     /// Write the repository (or one folder's tree) as .dsr files below a directory

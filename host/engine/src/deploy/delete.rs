@@ -114,6 +114,7 @@ pub fn plan(
         ObjectKind::Batch => 0,
         ObjectKind::Sheet => 1,
         ObjectKind::Connection => 2,
+        ObjectKind::Module => 4,
         _ => 3,
     };
     let folders: Vec<(Named, Path)> = doomed

@@ -3,7 +3,8 @@
 //! files, and a project kept in git diffs by the lines that changed:
 //!
 //! - `_connections.dsr` and `_batches.dsr` at the top hold every connection and batch,
-//!   `_notifications.dsr` the notification setup (in a whole export);
+//!   `_notifications.dsr` the notification setup and `_modules.dsr` the template modules (in
+//!   a whole export);
 //! - each folder is a directory by its path, holding `_folder.dsr` (the folder itself) and a
 //!   file per sheet, named for the sheet (`Orders.dsr`).
 //!
@@ -46,6 +47,10 @@ pub fn files(exported: &Exported) -> Vec<(String, String)> {
             &json!({"version": 1, "transformationData": {"notifications": canonical(n)}}),
         );
         out.push(("_notifications.dsr".to_owned(), text));
+    }
+    if !exported.modules.is_empty() {
+        let defs = exported.modules.iter().map(|m| canonical(m)).collect();
+        out.push(("_modules.dsr".to_owned(), doc("modules", defs)));
     }
     // Each folder's directory, by path; one taken already gets the folder's id.
     let mut dirs: HashMap<String, String> = HashMap::new();

@@ -1702,3 +1702,183 @@ fn an_after_of_more_than_1000_entries_is_refused() {
         p.message
     );
 }
+
+/// A template module with typed attributes, and a sheet of actions that use it.
+const SNAPSHOT_MODULE: &str = r#"{
+  version: 1
+  transformationData: {
+    modules: [
+      {
+        name: "Snapshot"
+        description: "Copies a table into its dated snapshot."
+        attributes: [
+          { name: "source", type: "text", required: true, description: "the table copied" }
+          { name: "columns", type: "text", default: "*" }
+          { name: "keepDays", type: "integer", default: 7 }
+          { name: "full", type: "boolean" }
+        ]
+        template:
+          '''
+          CREATE TABLE IF NOT EXISTS {{ source }}_snapshot AS SELECT {{ columns }}, '' AS taken FROM {{ source }} WHERE 0;
+          {% if full %}DELETE FROM {{ source }}_snapshot;{% endif %}
+          INSERT INTO {{ source }}_snapshot SELECT {{ columns }}, date('now') FROM {{ source }};
+          DELETE FROM {{ source }}_snapshot WHERE taken < date('now', '-{{ keepDays }} days');
+          '''
+      }
+    ]
+  }
+}"#;
+
+fn snapshot_sheet(attributes: &str) -> String {
+    format!(
+        r#"{{
+  version: 1
+  transformationData: {{
+    sheets: [
+      {{
+        attributes: {{ name: "snapshots", folder: "/sales", connection: 1 }}
+        nodes: [
+          {{ attributes: {{ module: "Snapshot", name: "orders snapshot", {attributes} }} }}
+        ]
+      }}
+    ]
+  }}
+}}"#
+    )
+}
+
+#[test]
+fn a_template_module_deployed_earlier_renders_its_actions_with_their_typed_attributes() {
+    let f = Fixture::with_base();
+    let report = f.ok(SNAPSHOT_MODULE);
+    assert!(
+        report.created.iter().any(|c| c.kind == ObjectKind::Module),
+        "{report:#?}"
+    );
+    f.ok(&snapshot_sheet(
+        r#"source: "orders", keepDays: 30, full: true"#,
+    ));
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let (module, action): (String, String) = conn
+        .query_row(
+            "SELECT module, action FROM nodes WHERE name = 'orders snapshot'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("node");
+    assert_eq!(module, "Sql", "stored as the module that runs it");
+    assert_eq!(
+        action,
+        "CREATE TABLE IF NOT EXISTS orders_snapshot AS SELECT *, '' AS taken FROM orders WHERE 0;\nDELETE FROM orders_snapshot;\nINSERT INTO orders_snapshot SELECT *, date('now') FROM orders;\nDELETE FROM orders_snapshot WHERE taken < date('now', '-30 days');"
+    );
+    // The objects come from the rendered SQL: orders read, orders_snapshot written.
+    let objects: Vec<String> = conn
+        .prepare("SELECT field1 FROM nodes WHERE type = 1 ORDER BY field1")
+        .expect("prepare")
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(objects, vec!["orders", "orders_snapshot"]);
+    // The same module again changes nothing.
+    let again = f.ok(SNAPSHOT_MODULE);
+    assert!(
+        again.created.is_empty() && again.updated.is_empty() && again.unchanged.len() == 1,
+        "{again:#?}"
+    );
+}
+
+#[test]
+fn a_template_modules_attributes_are_checked_at_their_places() {
+    let f = Fixture::with_base();
+    // Defined and used in one document: wrong type, unknown, required missing.
+    let both = |attributes: &str| {
+        let sheet = snapshot_sheet(attributes);
+        let sheets =
+            &sheet[sheet.find("    sheets:").expect("sheets")..sheet.rfind("  }\n}").expect("end")];
+        SNAPSHOT_MODULE.replacen("    modules: [", &format!("{sheets}    modules: ["), 1)
+    };
+    let text = both(r#"source: "orders", keepDays: "thirty", colour: "red""#);
+    let d = f.invalid(&text);
+    let wrong = d
+        .iter()
+        .find(|d| {
+            d.message
+                .contains("`keepDays` of template module `Snapshot` is integer, found a string")
+        })
+        .unwrap_or_else(|| panic!("{d:#?}"));
+    assert_eq!((wrong.line, wrong.column), pos_of(&text, "\"thirty\""));
+    let unknown = d
+        .iter()
+        .find(|d| {
+            d.message
+                .contains("unknown attribute `colour` for template module `Snapshot`")
+        })
+        .unwrap_or_else(|| panic!("{d:#?}"));
+    assert_eq!((unknown.line, unknown.column), pos_of(&text, "colour"));
+    assert!(
+        !d.iter().any(|d| d.code == "node.unknown_module"),
+        "no noise about the module: {d:#?}"
+    );
+    let text = both("keepDays: 3");
+    let d = f.invalid(&text);
+    let missing = find(&d, "module.attribute");
+    assert!(
+        missing
+            .message
+            .contains("needs attribute `source` (the table copied)"),
+        "{missing:?}"
+    );
+    assert_eq!(
+        (missing.line, missing.column),
+        pos_of(&text, "\"Snapshot\", name")
+    );
+    // The runs module's own attributes pass through to it.
+    f.ok(&both(r#"source: "orders", errorIfLoopEmpty: false"#));
+}
+
+#[test]
+fn a_broken_template_module_is_refused_at_its_place() {
+    let f = Fixture::with_base();
+    let bad_template = SNAPSHOT_MODULE.replace("{% if full %}", "{% if full %");
+    let d = f.invalid(&bad_template);
+    let e = find(&d, "module.template");
+    assert!(
+        e.message
+            .contains("the template of `Snapshot` does not read"),
+        "{e:?}"
+    );
+    assert_eq!(e.line, pos_of(&bad_template, "{% if full %").0);
+    let taken = SNAPSHOT_MODULE.replace("name: \"Snapshot\"", "name: \"Sql\"");
+    let d = f.invalid(&taken);
+    assert!(
+        find(&d, "module.name")
+            .message
+            .contains("a module of a loaded plugin")
+    );
+    let runs = SNAPSHOT_MODULE.replace("description:", "runs: \"Nope\"\n        description:");
+    let d = f.invalid(&runs);
+    assert_eq!(find(&d, "module.runs").line, pos_of(&runs, "\"Nope\"").0);
+    let typed = SNAPSHOT_MODULE.replace(
+        "type: \"integer\", default: 7",
+        "type: \"integer\", default: \"7\"",
+    );
+    let d = f.invalid(&typed);
+    assert!(
+        find(&d, "module.attribute")
+            .message
+            .contains("the default of `keepDays` is a string"),
+        "{d:#?}"
+    );
+    // Rendering fails on a name the template does not know: said at the action.
+    f.ok(&SNAPSHOT_MODULE.replace("{{ keepDays }}", "{{ keep_days }}"));
+    let text = snapshot_sheet(r#"source: "orders""#);
+    let d = f.invalid(&text);
+    let e = find(&d, "module.template");
+    assert!(
+        e.message
+            .contains("template module `Snapshot` does not render (line 4 of its template)"),
+        "{e:?}"
+    );
+    assert_eq!((e.line, e.column), pos_of(&text, "\"Snapshot\""));
+}

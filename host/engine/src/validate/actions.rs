@@ -144,7 +144,7 @@ pub(super) fn module_code(module: &str, code: &str) -> std::borrow::Cow<'static,
 /// The place of byte `offset` of the string literal that starts at `start` in `text`; the
 /// end of the string is just after its last character (the literal's closing quotes may
 /// stand on a later line).
-fn place_in_string(text: &str, start: usize, offset: u32) -> usize {
+pub(super) fn place_in_string(text: &str, start: usize, offset: u32) -> usize {
     let map = weft_dsr::hjson::string_source_map(text, start);
     let o = offset as usize;
     if o + 1 >= map.len() && map.len() >= 2 {

@@ -48,7 +48,6 @@ pub fn resolve(
             }
         }
     }
-    let td = Path::root().key("transformationData");
     // What the repository answered, asked once per id or path however many entries name it
     // (inside the deploy's lock).
     let mut exists: HashMap<i64, bool> = HashMap::new();
@@ -62,7 +61,7 @@ pub fn resolve(
                 continue;
             };
             for (k, entry) in a.after.iter_mut().enumerate() {
-                let path = after_path(&td, i, j).index(k);
+                let path = after_path(i, j).index(k);
                 let span = entry.written.span;
                 let found: Result<i64, String> = match &entry.written.v {
                     NameOrId::Id(id) if *id == own => {
@@ -146,23 +145,18 @@ pub fn resolve(
             }
         }
     }
-    cycles(doc, &td, problems);
+    cycles(doc, problems);
     Ok(())
 }
 
 /// The path of the `after` of node `j` of sheet `i`.
-fn after_path(td: &Path, i: usize, j: usize) -> Path {
-    td.key("sheets")
-        .index(i)
-        .key("nodes")
-        .index(j)
-        .key("attributes")
-        .key("after")
+fn after_path(i: usize, j: usize) -> Path {
+    Path::node_attributes(i, j).key("after")
 }
 
 /// An `after` cycle among the document's actions (each waits for the next): no run can hold
 /// them all, so it is refused at the first entry on it.
-fn cycles(doc: &Document, td: &Path, problems: &mut Problems) {
+fn cycles(doc: &Document, problems: &mut Problems) {
     let mut next: HashMap<i64, Vec<i64>> = HashMap::new();
     let mut place: HashMap<i64, (weft_dsr::Span, Path)> = HashMap::new();
     for (i, s) in doc.sheets.iter().enumerate() {
@@ -171,7 +165,7 @@ fn cycles(doc: &Document, td: &Path, problems: &mut Problems) {
                 && !a.after.is_empty()
             {
                 next.insert(n.id.v, a.after.iter().filter_map(|x| x.resolved).collect());
-                let path = after_path(td, i, j);
+                let path = after_path(i, j);
                 place.insert(n.id.v, (a.after[0].written.span, path));
             }
         }

@@ -65,7 +65,6 @@ fn scalar(v: &Spanned) -> Option<Spanned> {
 /// Adds to each sheet of `doc` a `Test` action for each test its actions carry (those in
 /// `refused`, whose text was refused, are left alone: they have no table).
 pub fn attach(doc: &mut weft_dsr::Document, refused: &HashSet<i64>, problems: &mut Problems) {
-    let td = Path::root().key("transformationData");
     for (i, s) in doc.sheets.iter_mut().enumerate() {
         let mut nodes = Vec::new();
         let mut edges = Vec::new();
@@ -77,13 +76,7 @@ pub fn attach(doc: &mut weft_dsr::Document, refused: &HashSet<i64>, problems: &m
             if refused.contains(&n.id.v) {
                 continue;
             }
-            let apath = td
-                .key("sheets")
-                .index(i)
-                .key("nodes")
-                .index(j)
-                .key("attributes")
-                .key("tests");
+            let apath = Path::node_attributes(i, j).key("tests");
             let Value::Array(entries) = &tests.value else {
                 problems.error(
                     "action.tests",

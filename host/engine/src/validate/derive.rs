@@ -201,12 +201,7 @@ pub fn derive(
             };
             if out.has_errors() {
                 if let NodeAttributes::Action(a) = &node.attributes {
-                    let apath = td
-                        .key("sheets")
-                        .index(i)
-                        .key("nodes")
-                        .index(plan.index)
-                        .key("attributes");
+                    let apath = Path::node_attributes(i, plan.index);
                     super::actions::report(&out, plan.id, a, &apath, text, problems);
                 }
                 refused.insert(plan.id);

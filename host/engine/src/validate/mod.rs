@@ -23,6 +23,7 @@ mod folders;
 mod graph;
 mod ids;
 mod notifications;
+mod template_modules;
 mod templates;
 
 pub use actions::{Defines, Noted, Read};
@@ -36,6 +37,10 @@ pub use derive::{ActionConnections, action_connections, derive as derive_objects
 use folders::{folder, sheet_folder};
 use graph::{graph, nodes, sheet_attributes};
 use ids::{has_control, ids_not_taken, unique_ids};
+pub use template_modules::{
+    DEFAULT_RUNS, expand as expand_template_modules, read_stored as read_template_module,
+    wanted as wanted_template_modules,
+};
 pub use templates::{MAX_RENDERED, render as render_templates};
 
 /// How to validate.

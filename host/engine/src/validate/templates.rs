@@ -41,7 +41,6 @@ pub fn render(
     problems: &mut Problems,
 ) -> std::collections::HashSet<i64> {
     let mut failed = std::collections::HashSet::new();
-    let td = Path::root().key("transformationData");
     for (i, s) in doc.sheets.iter_mut().enumerate() {
         for (j, n) in s.nodes.iter_mut().enumerate() {
             let NodeAttributes::Action(a) = &mut n.attributes else {
@@ -53,70 +52,26 @@ pub fn render(
             let Some(source) = a.action.clone() else {
                 continue;
             };
-            let apath = td
-                .key("sheets")
-                .index(i)
-                .key("nodes")
-                .index(j)
-                .key("attributes");
-            let mut env = minijinja::Environment::new();
-            env.set_fuel(Some(FUEL));
-            env.set_keep_trailing_newline(true);
-            // A name the template does not know is a mistake, not an empty text.
-            env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-            let mut out = Capped(Vec::new());
-            let rendered = env
-                .template_from_str(&source.v)
-                .and_then(|t| {
-                    t.render_captured_to(minijinja::context! {}, &mut out)
-                        .map(|_| ())
-                })
-                .map(|_| String::from_utf8_lossy(&out.0).into_owned());
-            match rendered {
-                Ok(out) if out.len() > MAX_RENDERED => {
-                    failed.insert(n.id.v);
-                    problems.error(
-                        "action.template",
-                        format!(
-                            "action {}: its template renders {} bytes, more than {MAX_RENDERED}",
-                            n.id.v,
-                            out.len()
-                        ),
-                        source.span,
-                        &apath.key("action"),
-                    );
-                }
+            let apath = Path::node_attributes(i, j);
+            match render_str(&source.v, minijinja::context! {}) {
                 Ok(out) => {
                     a.action = Some(weft_dsr::model::At::new(out, source.span));
                     a.rendered = true;
                 }
                 Err(e) => {
                     failed.insert(n.id.v);
-                    // The place of the mistake in the template, where minijinja knows it.
-                    let offset = e.range().map(|r| r.start).or_else(|| {
-                        e.line().map(|l| {
-                            source
-                                .v
-                                .split_inclusive('\n')
-                                .take(l.saturating_sub(1))
-                                .map(str::len)
-                                .sum()
-                        })
-                    });
-                    let (span, path) = match offset {
+                    let (span, path) = match e.offset {
                         Some(o) => {
-                            let (at, p) =
-                                super::actions::place(a, &apath, text, u32::try_from(o).ok(), None);
-                            (at, p)
+                            super::actions::place(a, &apath, text, u32::try_from(o).ok(), None)
                         }
                         None => (source.span, apath.key("action")),
                     };
-                    let what = e
-                        .detail()
-                        .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
                     problems.error(
                         "action.template",
-                        format!("action {}: the template does not render: {what}", n.id.v),
+                        format!(
+                            "action {}: the template does not render: {}",
+                            n.id.v, e.message
+                        ),
                         span,
                         &path,
                     );
@@ -125,4 +80,44 @@ pub fn render(
         }
     }
     failed
+}
+
+/// A template that did not render: where in it (a byte offset) when known, and why.
+pub(super) struct Failure {
+    /// The byte offset of the mistake in the template.
+    pub offset: Option<usize>,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// `source` rendered with `context`: Jinja as minijinja reads it, a name the context does
+/// not hold refused (not rendered empty), at most [`FUEL`] steps and [`MAX_RENDERED`] bytes.
+pub(super) fn render_str(source: &str, context: minijinja::Value) -> Result<String, Failure> {
+    let mut env = minijinja::Environment::new();
+    env.set_fuel(Some(FUEL));
+    env.set_keep_trailing_newline(true);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let mut out = Capped(Vec::new());
+    let rendered = env
+        .template_from_str(source)
+        .and_then(|t| t.render_captured_to(context, &mut out).map(|_| ()));
+    match rendered {
+        Ok(()) => Ok(String::from_utf8_lossy(&out.0).into_owned()),
+        Err(e) => {
+            // The place of the mistake in the template, where minijinja knows it.
+            let offset = e.range().map(|r| r.start).or_else(|| {
+                e.line().map(|l| {
+                    source
+                        .split_inclusive('\n')
+                        .take(l.saturating_sub(1))
+                        .map(str::len)
+                        .sum()
+                })
+            });
+            let message = e
+                .detail()
+                .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
+            Err(Failure { offset, message })
+        }
+    }
 }

@@ -1,4 +1,5 @@
-//! `DeleteObjects`: removes folders, sheets, connections and batches from the repository,
+//! `DeleteObjects`: removes folders, sheets, connections, batches and template modules from
+//! the repository,
 //! by id or by path or name, refusing what is still referenced with every reference named.
 
 use super::Request;
@@ -10,7 +11,7 @@ impl Request for DeleteObjects {
     type Answer = Deleted;
 }
 
-/// `DeleteObjects {folders?, sheets?, connections?, batches?, recursive?, dryRun?}`.
+/// `DeleteObjects {folders?, sheets?, connections?, batches?, modules?, recursive?, dryRun?}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeleteObjects {
@@ -26,6 +27,9 @@ pub struct DeleteObjects {
     /// Batches, by id or name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub batches: Vec<ObjectName>,
+    /// Template modules, by name (or the id made from it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<ObjectName>,
     /// A folder goes with every folder and sheet below it (else a folder that holds
     /// anything not deleted with it is refused).
     #[serde(skip_serializing_if = "std::ops::Not::not")]

@@ -1,4 +1,4 @@
-//! `DeleteObjects {folders?, sheets?, connections?, batches?, recursive?, dryRun?}`: removes
+//! `DeleteObjects {folders?, sheets?, connections?, batches?, modules?, recursive?, dryRun?}`: removes
 //! objects from the repository by id or by path or name, or nothing, naming every
 //! reference that stands in the way.
 
@@ -72,18 +72,19 @@ impl Handler for DeleteObjects {
         let mut fields = object(
             payload.value,
             payload.path,
-            "the DeleteObjects payload {folders?, sheets?, connections?, batches?, recursive?, dryRun?}",
+            "the DeleteObjects payload {folders?, sheets?, connections?, batches?, modules?, recursive?, dryRun?}",
             problems,
         )?;
         let mut list = |key: &'static str| match fields.optional(key) {
             None => Some(Vec::new()),
             Some((v, p)) => names(v, &p, key, problems),
         };
-        let (folders, sheets, connections, batches) = (
+        let (folders, sheets, connections, batches, modules) = (
             list("folders"),
             list("sheets"),
             list("connections"),
             list("batches"),
+            list("modules"),
         );
         let recursive = match fields.optional("recursive") {
             Some((v, p)) => flag(v, &p, "recursive", problems),
@@ -99,18 +100,20 @@ impl Handler for DeleteObjects {
             sheets: sheets?,
             connections: connections?,
             batches: batches?,
+            modules: modules?,
             recursive: recursive?,
             dry_run: dry_run?,
         };
         let named = request.folders.len()
             + request.sheets.len()
             + request.connections.len()
-            + request.batches.len();
+            + request.batches.len()
+            + request.modules.len();
         if named == 0 {
             wrong(
                 payload.value,
                 &at,
-                "DeleteObjects names nothing to delete: give at least one of folders, sheets, connections or batches",
+                "DeleteObjects names nothing to delete: give at least one of folders, sheets, connections, batches or modules",
                 problems,
             );
             return None;
