@@ -54,6 +54,43 @@ pub fn lineage(
     )
 }
 
+/// Every line of the data graph of the actions `actions`, by action: what each reads and
+/// writes (at most 500 actions asked at once).
+///
+/// # Errors
+///
+/// A repository error.
+pub fn tables_of(conn: &dyn Session, actions: &[i64]) -> Result<Vec<FlowRow>> {
+    let mut out = Vec::new();
+    for chunk in actions.chunks(500) {
+        let ids = chunk
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        out.extend(conn.rows(
+            &format!(
+                "SELECT action_id, writes, connection_id, schema_name, object_name
+                   FROM data_flow WHERE action_id IN ({ids})
+                  ORDER BY action_id, writes, object_name, schema_name"
+            ),
+            args![],
+            |r| {
+                Ok(FlowRow {
+                    action_id: r.get(0)?,
+                    writes: r.get::<i64>(1)? != 0,
+                    object: ObjectKey {
+                        connection_id: r.get(2)?,
+                        schema: r.get(3)?,
+                        name: r.get(4)?,
+                    },
+                })
+            },
+        )?);
+    }
+    Ok(out)
+}
+
 /// Replaces the lines of the actions `clear` (a redeployed sheet's actions, those it no
 /// longer holds included) with `rows`; with `sheet`, marks that sheet's flow recorded (a
 /// sheet stored before the data graph; one a deploy writes is marked as it is written).

@@ -987,3 +987,89 @@ fn in_a_real_browser_the_notifications_and_a_retried_actions_tries_are_shown() {
     assert!(page.count("#tries tbody tr") >= 1);
     page.assert_no_errors();
 }
+
+#[test]
+fn in_a_real_browser_the_lineage_of_a_table_spans_sheets_and_is_followed_by_a_click() {
+    let (w, _) = server_with_sheets();
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let browser = weft_tests::browser::Browser::start();
+    let page = browser.open(&format!("{base}/#/lineage"));
+    // Sheet 1 writes `stage` from `raw`; sheets 2 and 3 read it and write `mart`.
+    page.type_into("#lineage-table", "STAGE");
+    page.click("main form button");
+    page.wait_for("#lineage-graph");
+    assert_eq!(
+        page.eval("[...document.querySelectorAll('#lineage-graph [data-table]')].map(n => n.dataset.table)"),
+        serde_json::json!(["raw", "STAGE", "mart"])
+    );
+    assert_eq!(
+        page.eval("[...document.querySelectorAll('#lineage-graph [data-action]')].map(n => Number(n.dataset.action))"),
+        serde_json::json!([10, 20, 30])
+    );
+    assert_eq!(
+        page.count("#lineage-graph .edge[marker-end]"),
+        6,
+        "raw→1→stage→2,3→mart"
+    );
+    let x = |sel: &str| {
+        page.eval(&format!(
+            "document.querySelector(\"#lineage-graph {sel} rect\").x.baseVal.value"
+        ))
+        .as_f64()
+        .expect("x")
+    };
+    assert!(
+        x("[data-table='raw']") < x("[data-action='10']")
+            && x("[data-action='10']") < x("[data-table='STAGE']")
+            && x("[data-table='STAGE']") < x("[data-action='20']")
+            && x("[data-action='20']") < x("[data-table='mart']"),
+        "left to right as the data flows"
+    );
+    assert_eq!(
+        page.text("#lineage-writers li"),
+        "/etl/sheet 1/step 1 reads raw"
+    );
+    assert_eq!(page.count("#lineage-readers li"), 2);
+    page.screenshot("lineage");
+
+    // A click on an upstream table follows it; on an action, opens it in its sheet.
+    page.click("#lineage-graph [data-table='raw'] rect");
+    page.wait_until(
+        "document.querySelector('h1')?.textContent === 'Lineage of raw'",
+        "the lineage of raw",
+    );
+    assert_eq!(page.count("#lineage-writers li"), 0);
+    assert_eq!(
+        page.text("#lineage-readers li"),
+        "/etl/sheet 1/step 1 writes stage"
+    );
+    page.click("#lineage-graph [data-action='10'] rect");
+    page.wait_for("#node-sql");
+    assert_eq!(
+        page.text("#node-sql"),
+        "INSERT INTO stage SELECT * FROM raw"
+    );
+    // From a table of a sheet's graph to its lineage.
+    page.goto(&format!("{base}/#/sheets/2?node=29"));
+    page.click("#node-lineage");
+    page.wait_until(
+        "document.querySelector('h1')?.textContent === 'Lineage of mart'",
+        "the lineage of mart",
+    );
+    assert_eq!(
+        page.eval("[...document.querySelectorAll('#lineage-writers li')].map(l => Number(l.dataset.action))"),
+        serde_json::json!([20, 30])
+    );
+    page.goto(&format!("{base}/#/lineage?table=nowhere"));
+    page.wait_for("#lineage-none");
+    page.resize(390, 844);
+    page.goto(&format!("{base}/#/lineage?table=stage"));
+    page.wait_for("#lineage-graph");
+    assert_eq!(
+        page.eval("document.documentElement.scrollWidth <= 390"),
+        true,
+        "the graph scrolls in its card, not the page"
+    );
+    page.screenshot("lineage-phone");
+    page.assert_no_errors();
+}

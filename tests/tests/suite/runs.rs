@@ -374,6 +374,19 @@ fn objects_taken_from_the_sql_order_a_run_across_sheets() {
         "{v}"
     );
     assert_eq!(v["payload"]["writers"][0]["folder"], "/etl", "{v}");
+    // One step further each way: what the writer reads, what the reader writes.
+    let tables = |who: &str, which: &str| -> Vec<String> {
+        v["payload"][who][0][which]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t["table"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(tables("writers", "reads"), vec!["raw"], "{v}");
+    assert_eq!(tables("readers", "writes"), vec!["mart"], "{v}");
     let o = std::process::Command::new(weft_bin())
         .args(["lineage", "s_orders", "--url", &w.url])
         .env("WEFT_HOME", w.home.path())
@@ -383,7 +396,9 @@ fn objects_taken_from_the_sql_order_a_run_across_sheets() {
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(
         out.contains("s_orders written by: 1\n  /etl/stage/stage\t(action 800")
-            && out.contains("s_orders read by: 1\n  /etl/mart/load\t(action 810"),
+            && out.contains("      reads raw\n")
+            && out.contains("s_orders read by: 1\n  /etl/mart/load\t(action 810")
+            && out.contains("      writes mart\n"),
         "{out}"
     );
     let (st, v) = command(&w, "GetLineage", json!({"table": ""}), None);

@@ -1,13 +1,14 @@
 //! `weft lineage TABLE`: which actions of the whole repository write a table (who feeds it)
 //! and which read it (what it feeds), each as `/folder/sheet/action` with its id
-//! (`GetLineage`). Exit 0, also when none does; 1 when the answer was cut at 1,000 of each.
+//! (`GetLineage`), and one step further: the tables each writer reads, the tables each reader
+//! writes. Exit 0, also when none does; 1 when the answer was cut at 1,000 of each.
 
 use super::args::{Endpoint, Home};
 use super::view::{ask, print_json};
 use crate::client::Exit;
 use clap::Args;
 use std::process::ExitCode;
-use weft_protocol::commands::{GetLineage, LineageAction};
+use weft_protocol::commands::{GetLineage, LineageAction, LineageTable};
 
 /// `weft lineage`'s arguments.
 #[derive(Debug, Args)]
@@ -26,6 +27,21 @@ pub struct Lineage {
     json: bool,
     #[command(flatten)]
     endpoint: Endpoint,
+}
+
+/// Tables as `schema.name`, comma-separated.
+fn names(tables: &[LineageTable]) -> String {
+    tables
+        .iter()
+        .map(|t| {
+            if t.schema.is_empty() {
+                t.table.clone()
+            } else {
+                format!("{}.{}", t.schema, t.table)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// An action as a line: its path, id and the table as it names it.
@@ -57,6 +73,15 @@ impl Lineage {
                     println!("{} {title}: {}", self.table, list.len());
                     for a in list {
                         println!("{}", line(a));
+                        // One step further: what a writer reads, what a reader writes.
+                        let (verb, next) = if title == "written by" {
+                            ("reads", &a.reads)
+                        } else {
+                            ("writes", &a.writes)
+                        };
+                        if !next.is_empty() {
+                            println!("      {verb} {}", names(next));
+                        }
                     }
                 }
                 if l.truncated {

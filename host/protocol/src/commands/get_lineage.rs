@@ -55,4 +55,22 @@ pub struct LineageAction {
     pub schema: String,
     /// The table as its object type names it.
     pub table: String,
+    /// Every table the action reads (a writer's inputs: who feeds it, one step up).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reads: Vec<LineageTable>,
+    /// Every table the action writes (a reader's outputs: what it feeds, one step down).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<LineageTable>,
+}
+
+/// A table an action reads or writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LineageTable {
+    /// Its connection.
+    pub connection_id: i64,
+    /// Its schema as its object type names it (empty: the connection's default).
+    pub schema: String,
+    /// Its name.
+    pub table: String,
 }

@@ -1,14 +1,16 @@
 //! `GetLineage {table, connectionId?, schema?}`: the actions of the whole repository that
-//! write the table and those that read it, from the data graph each deploy records.
+//! write the table and those that read it, from the data graph each deploy records, each
+//! with every table it reads and writes (one step further up and down).
 
 use super::handler::{Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, object, optional_whole, text};
 use crate::api::state::AppState;
+use std::collections::HashMap;
 use std::sync::Arc;
 use weft_dsr::Problems;
 use weft_dsr::value::Value;
-use weft_protocol::commands::{GetLineage, Lineage, LineageAction};
+use weft_protocol::commands::{GetLineage, Lineage, LineageAction, LineageTable};
 
 /// The most writers, and readers, an answer holds.
 const MOST: usize = 1000;
@@ -66,16 +68,36 @@ impl Handler for GetLineage {
 
     async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Lineage, ApiError> {
         let repo = Arc::clone(state.executor.repo());
-        let rows = tokio::task::spawn_blocking(move || {
+        let (rows, tables) = tokio::task::spawn_blocking(move || {
             // One more than an answer holds of both together, to say when it is cut.
-            repo.lineage(
+            let rows = repo.lineage(
                 &self.table,
                 self.connection_id,
                 self.schema.as_deref(),
                 (2 * MOST + 1) as i64,
-            )
+            )?;
+            // What each of them reads and writes besides: one step further each way.
+            let mut actions: Vec<i64> = rows.iter().map(|r| r.action_id).collect();
+            actions.sort_unstable();
+            actions.dedup();
+            let tables = repo.tables_of(&actions)?;
+            Ok::<_, weft_repo::Error>((rows, tables))
         })
         .await??;
+        let mut by_action: HashMap<i64, (Vec<LineageTable>, Vec<LineageTable>)> = HashMap::new();
+        for t in tables {
+            let entry = by_action.entry(t.action_id).or_default();
+            let table = LineageTable {
+                connection_id: t.object.connection_id,
+                schema: t.object.schema,
+                table: t.object.name,
+            };
+            if t.writes {
+                entry.1.push(table);
+            } else {
+                entry.0.push(table);
+            }
+        }
         let mut lineage = Lineage {
             writers: Vec::new(),
             readers: Vec::new(),
@@ -91,7 +113,10 @@ impl Handler for GetLineage {
                 lineage.truncated = true;
                 continue;
             }
+            let (reads, writes) = by_action.get(&r.action_id).cloned().unwrap_or_default();
             list.push(LineageAction {
+                reads,
+                writes,
                 action_id: r.action_id,
                 action_name: r.action_name,
                 sheet_id: r.sheet_id,
