@@ -161,6 +161,7 @@ pub fn assign(
         // Nodes: actions by name (two of one name without ids cannot both be found), objects
         // by their table and connection.
         let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut objects: HashMap<String, usize> = HashMap::new();
         for (j, n) in s.nodes.iter_mut().enumerate() {
             let npath = spath.key("nodes").index(j);
             match &n.attributes {
@@ -212,15 +213,21 @@ pub fn assign(
                     };
                 }
                 NodeAttributes::Object(o) if n.id.v == UNNAMED => {
-                    n.id.v = id_of(
-                        "node",
-                        &format!(
-                            "{full}/#{}.{}@{}",
-                            o.field2.as_deref().unwrap_or_default(),
-                            o.field1.v,
-                            o.connection_id.v
-                        ),
+                    let key = format!(
+                        "{full}/#{}.{}@{}",
+                        o.field2.as_deref().unwrap_or_default(),
+                        o.field1.v,
+                        o.connection_id.v
                     );
+                    // A table drawn twice in one sheet: each drawing its own id, by its
+                    // order among the drawings of that table.
+                    let k = objects.entry(key.clone()).or_insert(0);
+                    *k += 1;
+                    n.id.v = if *k == 1 {
+                        id_of("node", &key)
+                    } else {
+                        id_of("node", &format!("{key}~{k}"))
+                    };
                 }
                 _ => {}
             }

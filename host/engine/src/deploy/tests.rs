@@ -1882,3 +1882,36 @@ fn a_broken_template_module_is_refused_at_its_place() {
     );
     assert_eq!((e.line, e.column), pos_of(&text, "\"Snapshot\""));
 }
+
+#[test]
+fn a_table_drawn_twice_without_ids_is_two_nodes_and_an_edge_by_its_name_is_ambiguous() {
+    let f = Fixture::with_base();
+    let text = r#"{
+  version: 1
+  transformationData: {
+    sheets: [
+      {
+        attributes: { name: "twice", folder: "/sales" }
+        nodes: [
+          { attributes: { module: "Sql", name: "load", action: "INSERT INTO b SELECT * FROM a" } }
+          { attributes: { field1: "a", objectTypeId: 1, connectionId: 1 } }
+          { attributes: { field1: "a", objectTypeId: 1, connectionId: 1 } }
+          { attributes: { field1: "b", objectTypeId: 1, connectionId: 1 } }
+        ]
+        edges: [{ from: "a", to: "load" }, { from: "load", to: "b" }]
+      }
+    ]
+  }
+}"#;
+    let d = f.invalid(text);
+    let e = find(&d, "edge.unknown_node");
+    assert!(
+        e.message.contains("`from: a` names 2 nodes of this sheet"),
+        "{e:?}"
+    );
+    assert!(
+        !d.iter()
+            .any(|d| d.code.contains("duplicate") || d.message.contains("more than once")),
+        "no duplicate id besides: {d:#?}"
+    );
+}
