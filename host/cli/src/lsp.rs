@@ -288,7 +288,23 @@ impl Server {
         let text = self.text(&path_of(uri)?)?;
         let root = weft_dsr::hjson::parse(&text).ok()?;
         let offset = Lines::new(&text).offset(p.text_document_position_params.position);
-        let markdown = hover::hover(&root, u32::try_from(offset).ok()?, self.checker.registry())?;
+        // The template modules of this document and of the project as last checked.
+        let mut templates = Vec::new();
+        let project = self
+            .last
+            .as_ref()
+            .map(|(_, docs)| docs.as_slice())
+            .unwrap_or_default();
+        for t in std::iter::once(text.as_str()).chain(project.iter().map(|(_, t)| t.as_str())) {
+            if let (Some(doc), _) = weft_dsr::parse(t) {
+                templates.extend(doc.modules);
+            }
+        }
+        let modules = hover::Modules {
+            registry: self.checker.registry(),
+            templates: &templates,
+        };
+        let markdown = hover::hover(&root, u32::try_from(offset).ok()?, &modules)?;
         Some(Hover {
             contents: HoverContents::Markup(MarkupContent {
                 kind: MarkupKind::Markdown,

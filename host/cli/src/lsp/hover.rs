@@ -5,6 +5,7 @@
 //! module's.
 
 use weft_core::plugins::Registry;
+use weft_dsr::model::{TemplateAttribute, TemplateModule};
 use weft_dsr::value::{Member, Spanned, Value};
 use weft_sdk::{AttributeKind, AttributeSpec, ModuleInfo};
 
@@ -102,9 +103,18 @@ const TEST_KINDS: &[(&str, &str)] = &[
     ("no_rows", "The query must return no row."),
 ];
 
+/// The modules hover knows: the loaded plugins', and the template modules of the project.
+pub struct Modules<'a> {
+    /// The loaded plugins.
+    pub registry: &'a Registry,
+    /// The template modules the project's documents define.
+    pub templates: &'a [TemplateModule],
+}
+
 /// Markdown about the place `offset` of the document `root` stands on, if it is a key of an
 /// action's attributes or of an attached test, or the module's name.
-pub fn hover(root: &Spanned, offset: u32, registry: &Registry) -> Option<String> {
+pub fn hover(root: &Spanned, offset: u32, modules: &Modules<'_>) -> Option<String> {
+    let registry = modules.registry;
     let mut chain = Vec::new();
     let (member, on_key) = find(root, offset, &mut chain)?;
     let keys: Vec<&str> = chain.iter().map(|s| s.key).collect();
@@ -114,11 +124,24 @@ pub fn hover(root: &Spanned, offset: u32, registry: &Registry) -> Option<String>
         let attributes = chain[n - 1].members;
         let module = text_of(attributes, "module");
         if member.key == "module" && !on_key {
-            return module
-                .and_then(|m| registry.module(m))
-                .map(|m| module_doc(&m.info));
+            let module = module?;
+            if let Some(t) = modules.templates.iter().find(|t| t.name.v == module) {
+                return Some(template_doc(t));
+            }
+            return registry.module(module).map(|m| module_doc(&m.info));
         }
-        return on_key.then(|| attribute_doc(&member.key, module, registry))?;
+        if !on_key {
+            return None;
+        }
+        if let Some(t) = module.and_then(|m| modules.templates.iter().find(|t| t.name.v == m)) {
+            if let Some(a) = t.attributes.iter().find(|a| a.name.v == member.key) {
+                return Some(template_attribute_doc(a, &t.name.v));
+            }
+            // What the module that runs it takes passes through.
+            let runs = t.runs.as_ref().map_or("Sql", |r| r.v.as_str());
+            return attribute_doc(&member.key, Some(runs), registry);
+        }
+        return attribute_doc(&member.key, module, registry);
     }
     // (An array's item steps with its array's key: `attributes`, `tests`, `tests`.)
     if n >= 3
@@ -214,6 +237,39 @@ fn attribute_doc(key: &str, module: Option<&str>, registry: &Registry) -> Option
         .map(|spec| spec_doc(spec, info.name()))
 }
 
+/// A template module and its attributes.
+fn template_doc(t: &TemplateModule) -> String {
+    let runs = t.runs.as_ref().map_or("Sql", |r| r.v.as_str());
+    let mut out = format!(
+        "**{}** (template module, runs `{runs}`)\n\n{}",
+        t.name.v,
+        t.description.as_ref().map_or("", |d| d.v.as_str())
+    );
+    if !t.attributes.is_empty() {
+        out.push_str("\n\nAttributes:");
+        for a in &t.attributes {
+            let what = a.description.as_ref().map_or("", |d| d.v.as_str());
+            out.push_str(&format!("\n- `{}` ({}): {what}", a.name.v, a.kind.v));
+        }
+    }
+    out
+}
+
+/// An attribute as a template module declares it.
+fn template_attribute_doc(a: &TemplateAttribute, module: &str) -> String {
+    let default = match (a.required, &a.default) {
+        (true, _) => ", required".to_owned(),
+        (false, Some(d)) => format!(", default `{}`", d.v),
+        (false, None) => String::new(),
+    };
+    format!(
+        "**{}** ({}{default}) of template module `{module}`\n\n{}",
+        a.name.v,
+        a.kind.v,
+        a.description.as_ref().map_or("", |d| d.v.as_str())
+    )
+}
+
 /// An attribute as its module declares it.
 fn spec_doc(spec: &AttributeSpec, module: &str) -> String {
     let kind = match spec.kind() {
@@ -272,15 +328,58 @@ mod tests {
     fn table_a_and_test_kinds_are_documented_without_plugins() {
         let root = weft_dsr::hjson::parse(DOC).expect("reads");
         let registry = Registry::default();
-        let name = hover(&root, at("name: \"a\""), &registry).expect("name");
+        let modules = Modules {
+            registry: &registry,
+            templates: &[],
+        };
+        let registry = &modules;
+        let name = hover(&root, at("name: \"a\""), registry).expect("name");
         assert!(name.starts_with("**name** (every action)"), "{name}");
-        let tests = hover(&root, at("tests:"), &registry).expect("tests");
+        let tests = hover(&root, at("tests:"), registry).expect("tests");
         assert!(tests.contains("Readers of the table wait"), "{tests}");
-        let unique = hover(&root, at("unique:"), &registry).expect("unique");
+        let unique = hover(&root, at("unique:"), registry).expect("unique");
         assert!(unique.starts_with("**unique** (data test)"), "{unique}");
         // A sheet's attributes are not an action's; an unknown module has no attributes.
-        assert_eq!(hover(&root, at("name: \"s\""), &registry), None);
-        assert_eq!(hover(&root, at("\"Nope\""), &registry), None);
-        assert_eq!(hover(&root, at("version"), &registry), None);
+        assert_eq!(hover(&root, at("name: \"s\""), registry), None);
+        assert_eq!(hover(&root, at("\"Nope\""), registry), None);
+        assert_eq!(hover(&root, at("version"), registry), None);
+    }
+
+    #[test]
+    fn a_template_modules_attributes_are_documented_as_it_declares_them() {
+        let text = r#"{
+  version: 1
+  transformationData: {
+    modules: [
+      {
+        name: "Pivot"
+        description: "Pivots a measure."
+        attributes: [{ name: "source", type: "text", required: true, description: "the table pivoted" }]
+        template: "SELECT 1 FROM {{ source }}"
+      }
+    ]
+    sheets: [{ attributes: { name: "s", folder: "/f" }, nodes: [{ attributes: { module: "Pivot", name: "p", source: "t" } }] }]
+  }
+}"#;
+        let (doc, _) = weft_dsr::parse(text);
+        let templates = doc.expect("reads").modules;
+        let registry = Registry::default();
+        let modules = Modules {
+            registry: &registry,
+            templates: &templates,
+        };
+        let root = weft_dsr::hjson::parse(text).expect("reads");
+        let at = |needle: &str| u32::try_from(text.find(needle).expect("in") + 1).expect("small");
+        let source = hover(&root, at("source: \"t\""), &modules).expect("source");
+        assert_eq!(
+            source,
+            "**source** (text, required) of template module `Pivot`\n\nthe table pivoted"
+        );
+        let module = hover(&root, at("\"Pivot\", name"), &modules).expect("module");
+        assert!(
+            module.starts_with("**Pivot** (template module, runs `Sql`)\n\nPivots a measure.")
+                && module.contains("- `source` (text): the table pivoted"),
+            "{module}"
+        );
     }
 }
