@@ -683,15 +683,19 @@ function lineageHref(name) {
  * the tables they write, in five columns; each table links to its own lineage, each action
  * to its place in its sheet. */
 function lineageGraph(name, lineage) {
+  // The tables one step further, each once (by name in any case), the table itself left out:
+  // the one each action names as the table asked for (same connection, schema and name).
+  const same = (x, y) => x.toLowerCase() === y.toLowerCase();
   const others = (list, key) => {
     const seen = new Map();
     for (const a of list) {
       for (const t of a[key] ?? []) {
+        const itself = t.connectionId === a.connectionId && same(t.schema, a.schema) && same(t.table, a.table);
         const n = tableName(t);
-        if (n.toLowerCase() !== name.toLowerCase() && t.table.toLowerCase() !== name.toLowerCase() && !seen.has(n)) seen.set(n, t);
+        if (!itself && !seen.has(n.toLowerCase())) seen.set(n.toLowerCase(), n);
       }
     }
-    return [...seen.keys()].sort();
+    return [...seen.values()].sort();
   };
   const columns = [
     others(lineage.writers, 'reads').map((n) => ({ kind: 'table', name: n })),

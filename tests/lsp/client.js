@@ -9,7 +9,8 @@
 //   {"notify": METHOD, "params": PARAMS}                           -> {"notified": METHOD}
 //   {"request": METHOD, "params": PARAMS}                          -> {"response": RESULT} or {"error": ...}
 //   {"diagnostics": URI, "until": "empty" | CODE}                  -> {"diagnostics": [...]}
-//       waits until the last diagnostics published for URI are none ("empty") or hold CODE
+//       waits until diagnostics published for URI after the last notify step are none
+//       ("empty") or hold CODE (what was published before it does not count)
 //   {"shutdown": true}                                             -> {"exit": CODE}
 // A step that waits longer than 60 s prints {"timeout": STEP} and the client exits 1.
 'use strict';
@@ -21,12 +22,17 @@ const [weft, scriptFile, ...args] = process.argv.slice(2);
 const script = JSON.parse(fs.readFileSync(scriptFile, 'utf8'));
 const print = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
+// The last diagnostics published for each URI, with their number among all publications.
 const published = new Map();
+let publications = 0;
+// The number of publications when the last notify step was sent: only later ones count.
+let since = 0;
 let waiting = null;
 function check() {
   if (!waiting) return;
-  const list = published.get(waiting.uri);
-  if (!list) return;
+  const last = published.get(waiting.uri);
+  if (!last || last.seq <= since) return;
+  const list = last.diagnostics;
   const done = waiting.until === 'empty'
     ? list.length === 0
     : list.some((d) => d.code === waiting.until);
@@ -66,7 +72,8 @@ async function main() {
         new rpc.StreamMessageWriter(child.stdin),
       );
       connection.onNotification(rpc.PublishDiagnosticsNotification.type, (p) => {
-        published.set(p.uri, p.diagnostics);
+        publications += 1;
+        published.set(p.uri, { seq: publications, diagnostics: p.diagnostics });
         check();
       });
       connection.onNotification(rpc.LogMessageNotification.type, (p) => {
@@ -80,6 +87,7 @@ async function main() {
       await connection.sendNotification(rpc.InitializedNotification.type, {});
       print({ initialize: result });
     } else if (step.notify) {
+      since = publications;
       await connection.sendNotification(step.notify, step.params);
       print({ notified: step.notify });
     } else if (step.request) {

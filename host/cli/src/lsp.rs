@@ -37,6 +37,7 @@ use lsp_types::{
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use text::Lines;
+use weft_dsr::model::TemplateModule;
 use weft_protocol::Severity;
 
 /// What the command line gives the server.
@@ -91,8 +92,9 @@ struct Server {
     open: BTreeMap<PathBuf, String>,
     /// The files problems were last published on.
     published: BTreeSet<PathBuf>,
-    /// The last check that deployed the project, and the documents it read.
-    last: Option<(Checked, Vec<(String, String)>)>,
+    /// The last check that deployed the project, the documents it read, and the template
+    /// modules they define (for hover).
+    last: Option<(Checked, Named, Vec<TemplateModule>)>,
     /// Whether a change waits for a check.
     dirty: bool,
 }
@@ -288,17 +290,13 @@ impl Server {
         let text = self.text(&path_of(uri)?)?;
         let root = weft_dsr::hjson::parse(&text).ok()?;
         let offset = Lines::new(&text).offset(p.text_document_position_params.position);
-        // The template modules of this document and of the project as last checked.
-        let mut templates = Vec::new();
-        let project = self
-            .last
-            .as_ref()
-            .map(|(_, docs)| docs.as_slice())
+        // The template modules of this document, and of the project as last checked.
+        let mut templates = weft_dsr::parse(&text)
+            .0
+            .map(|d| d.modules)
             .unwrap_or_default();
-        for t in std::iter::once(text.as_str()).chain(project.iter().map(|(_, t)| t.as_str())) {
-            if let (Some(doc), _) = weft_dsr::parse(t) {
-                templates.extend(doc.modules);
-            }
+        if let Some((_, _, checked)) = &self.last {
+            templates.extend(checked.iter().cloned());
         }
         let modules = hover::Modules {
             registry: self.checker.registry(),
@@ -315,7 +313,7 @@ impl Server {
     }
 
     fn definition(&self, p: &lsp_types::GotoDefinitionParams) -> Option<GotoDefinitionResponse> {
-        let (checked, documents) = self.last.as_ref()?;
+        let (checked, documents, _) = self.last.as_ref()?;
         let project = self.project.as_ref()?;
         let uri = &p.text_document_position_params.text_document.uri;
         let text = self.text(&path_of(uri)?)?;
@@ -425,14 +423,26 @@ impl Server {
             publish(connection, &path, diagnostics);
         }
         if checked.deployed {
-            self.last = Some((checked, documents));
+            let templates = documents
+                .iter()
+                .filter_map(|(_, t)| weft_dsr::parse(t).0)
+                .flat_map(|d| d.modules)
+                .collect();
+            self.last = Some((checked, documents, templates));
         }
     }
 
     /// The project's documents and the files their actions read, the editor's texts in place
     /// of the files'.
     fn read(&self, dir: &Path) -> Result<(Named, Named), String> {
-        let mut documents = project_files(dir).unwrap_or_default();
+        // A directory that holds no document yet is one the editor's documents fill; any
+        // other failure (a file that is not UTF-8, one that cannot be read) stops the check,
+        // which would otherwise call everything in the other files unknown.
+        let mut documents = match project_files(dir) {
+            Ok(found) => found,
+            Err(e) if e.ends_with("holds no .dsr file") => Vec::new(),
+            Err(e) => return Err(e),
+        };
         for (path, text) in &self.open {
             let Ok(relative) = path.strip_prefix(dir) else {
                 continue;

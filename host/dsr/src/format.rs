@@ -24,9 +24,48 @@ pub const WIDTH: usize = 100;
 ///
 /// # Errors
 ///
-/// The [`SyntaxError`] of a text that does not read (nothing is written then).
+/// The [`SyntaxError`] of a text that does not read (nothing is written then), or
+/// `dsr.format` when the form would not read back as the same value and comments (a block
+/// comment left open at the end of the text, which a closing bracket after it would fall
+/// into): the text is then left as it is.
 pub fn format(text: &str) -> Result<String, SyntaxError> {
     let (root, comments) = hjson::parse_with_comments(text)?;
+    let written = write(text, &root, comments.clone());
+    // What is written must read back as what was read: the same value, the same comments.
+    let same = match hjson::parse_with_comments(&written) {
+        Ok((again, again_comments)) => {
+            again.value.to_json() == root.value.to_json()
+                && texts(&written, &again_comments) == texts(text, &comments)
+        }
+        Err(_) => false,
+    };
+    if !same {
+        let open = comments.iter().find(|c| {
+            text[c.start as usize..c.end as usize].starts_with("/*")
+                && !text[c.start as usize..c.end as usize].ends_with("*/")
+        });
+        return Err(SyntaxError {
+            code: "dsr.format",
+            message: match open {
+                Some(_) => "a block comment is not closed (`/*` without `*/`): close it, and weft fmt can write the file".to_owned(),
+                None => "the canonical form would not read back as this text does; the file is left as it is".to_owned(),
+            },
+            offset: open.map_or(0, |c| c.start as usize),
+        });
+    }
+    Ok(written)
+}
+
+/// The comments' texts, trimmed.
+fn texts(text: &str, comments: &[Span]) -> Vec<String> {
+    comments
+        .iter()
+        .map(|c| text[c.start as usize..c.end as usize].trim().to_owned())
+        .collect()
+}
+
+/// `root`, read from `text` with `comments`, in the canonical form.
+fn write(text: &str, root: &Spanned, comments: Vec<Span>) -> String {
     let mut f = Formatter {
         text,
         comments,
@@ -38,14 +77,24 @@ pub fn format(text: &str) -> Result<String, SyntaxError> {
     f.leading(root.span.start, 0, &mut first);
     f.line(0);
     match &root.value {
-        Value::Object(_) | Value::Array(_) => f.broken(&root, 0),
-        _ => f.value(&root, 0, 0),
+        Value::Object(_) | Value::Array(_) => f.broken(root, 0),
+        _ => f.value(root, 0, 0),
     }
-    f.last = root.span.end;
-    f.trailing(root.span.end);
-    f.leading(u32::MAX, 0, &mut first);
+    // A root without braces ends with its last member (`broken` noted where); one with
+    // braces or a single value ends with its span.
+    let braced = matches!(
+        text.as_bytes().get(root.span.start as usize),
+        Some(b'{' | b'[')
+    );
+    if braced || !matches!(root.value, Value::Object(_)) {
+        f.last = root.span.end;
+        f.trailing(root.span.end);
+    }
+    // After the root, a blank line before a comment is kept as anywhere else.
+    let mut after_root = false;
+    f.leading(u32::MAX, 0, &mut after_root);
     f.out.push('\n');
-    Ok(f.out)
+    f.out
 }
 
 struct Formatter<'a> {

@@ -363,8 +363,9 @@ pub fn template_module(
         );
         ok = false;
     }
+    let mut declared = std::collections::HashSet::new();
     for (i, a) in attributes.iter().enumerate() {
-        if attributes[..i].iter().any(|b| b.name.v == a.name.v) {
+        if !declared.insert(a.name.v.as_str()) {
             problems.error(
                 "module.attribute",
                 format!("the attribute `{}` is declared twice", a.name.v),

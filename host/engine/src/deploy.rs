@@ -452,9 +452,21 @@ fn deploy_read(
         }
         Ok(found)
     })?;
-    let mut unrendered =
-        validate::expand_template_modules(&mut doc, catalog, &stored, content, &mut problems);
-    unrendered.extend(validate::render_templates(&mut doc, content, &mut problems));
+    let mut budget = validate::RenderBudget::default();
+    let mut unrendered = validate::expand_template_modules(
+        &mut doc,
+        catalog,
+        &stored,
+        content,
+        &mut budget,
+        &mut problems,
+    );
+    unrendered.extend(validate::render_templates(
+        &mut doc,
+        content,
+        &mut budget,
+        &mut problems,
+    ));
     // Objects from the SQL, for the actions that have none and name their connection.
     let mut conns = repo.read(|w| validate::action_connections(&doc, w, &mut problems))?;
     conns.unfound.extend(unrendered);

@@ -54,13 +54,14 @@ pub fn lineage(
     )
 }
 
-/// Every line of the data graph of the actions `actions`, by action: what each reads and
-/// writes (at most 500 actions asked at once).
+/// The lines of the data graph of the actions `actions`, by action: what each reads and
+/// writes, at most `most` of each action (by name; one more tells the caller there are
+/// more), 500 actions a query.
 ///
 /// # Errors
 ///
 /// A repository error.
-pub fn tables_of(conn: &dyn Session, actions: &[i64]) -> Result<Vec<FlowRow>> {
+pub fn tables_of(conn: &dyn Session, actions: &[i64], most: i64) -> Result<Vec<FlowRow>> {
     let mut out = Vec::new();
     for chunk in actions.chunks(500) {
         let ids = chunk
@@ -71,10 +72,13 @@ pub fn tables_of(conn: &dyn Session, actions: &[i64]) -> Result<Vec<FlowRow>> {
         out.extend(conn.rows(
             &format!(
                 "SELECT action_id, writes, connection_id, schema_name, object_name
-                   FROM data_flow WHERE action_id IN ({ids})
+                   FROM (SELECT d.*, ROW_NUMBER() OVER (PARTITION BY action_id
+                                     ORDER BY writes, object_name, schema_name) AS n
+                           FROM data_flow d WHERE action_id IN ({ids})) t
+                  WHERE n <= ?1
                   ORDER BY action_id, writes, object_name, schema_name"
             ),
-            args![],
+            args![most + 1],
             |r| {
                 Ok(FlowRow {
                     action_id: r.get(0)?,

@@ -380,13 +380,14 @@ impl Repository {
         self.with(|c| super::flow::lineage(c, table, connection, schema, limit))
     }
 
-    /// What each of `actions` reads and writes, by the data graph (see `flow::tables_of`).
+    /// What each of `actions` reads and writes, by the data graph, at most `most` tables of
+    /// each and one more when it has more (see `flow::tables_of`).
     ///
     /// # Errors
     ///
     /// A repository error.
-    pub fn tables_of(&self, actions: &[i64]) -> Result<Vec<crate::model::FlowRow>> {
-        self.with(|c| super::flow::tables_of(c, actions))
+    pub fn tables_of(&self, actions: &[i64], most: i64) -> Result<Vec<crate::model::FlowRow>> {
+        self.with(|c| super::flow::tables_of(c, actions, most))
     }
 
     /// The notifications `filter` asks for, newest first.

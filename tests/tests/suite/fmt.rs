@@ -87,6 +87,23 @@ fn a_project_is_rewritten_in_the_canonical_form_and_a_broken_file_is_left_alone(
         .collect();
     assert_eq!(left.len(), 1, "{left:?}");
 
+    // A file reached through a symbolic link: the link stays, its target is formatted.
+    let target = dir.path().join("sub/shared.txt");
+    std::fs::write(&target, MESSY).expect("write");
+    let link = dir.path().join("sub/linked.dsr");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let (code, out, err) = fmt(&[link.to_str().expect("path")], None);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("meta")
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), CANONICAL);
+    std::fs::remove_file(&link).expect("rm");
+    std::fs::remove_file(&target).expect("rm");
+
     // Once fixed, a second run changes nothing, and --check passes.
     std::fs::remove_file(&broken).expect("rm");
     let (code, out, err) = fmt(&[d], None);

@@ -127,8 +127,12 @@ fn one(path: &Path, text: &str, check: bool) -> Result<Outcome, String> {
     Ok(Outcome::Changed)
 }
 
-/// Puts `text` in place of the file at `path` in one rename, keeping its permissions.
+/// Puts `text` in place of the file at `path` in one rename, keeping its permissions; a
+/// symbolic link stays one, its target replaced.
 fn replace(path: &Path, text: &str) -> Result<(), String> {
+    let real =
+        std::fs::canonicalize(path).map_err(|e| format!("cannot find {}: {e}", path.display()))?;
+    let path = real.as_path();
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

@@ -236,3 +236,16 @@ fn every_document_of_the_hjson_suite_keeps_its_value_and_comments_and_is_stable(
     }
     assert!(formatted >= 25, "only {formatted} documents formatted");
 }
+
+#[test]
+fn a_block_comment_left_open_is_refused_rather_than_written_to_swallow_a_bracket() {
+    let e = format("a: 1 /* todo").expect_err("would not read back");
+    assert_eq!(e.code, "dsr.format");
+    assert!(e.message.contains("not closed"), "{}", e.message);
+    assert_eq!(e.offset, 5);
+    // Closed, it formats; a blank line before a trailing comment of a braceless root stays.
+    assert_eq!(
+        fmt("a: 1 /* todo */\n\n# the end\n"),
+        "{\n  a: 1 /* todo */\n}\n\n# the end\n"
+    );
+}

@@ -1876,8 +1876,9 @@ fn a_broken_template_module_is_refused_at_its_place() {
     let d = f.invalid(&text);
     let e = find(&d, "module.template");
     assert!(
-        e.message
-            .contains("template module `Snapshot` does not render (line 4 of its template)"),
+        e.message.contains(
+            "the stored template module `Snapshot` (deployed earlier) does not render (line 4 of its template)"
+        ),
         "{e:?}"
     );
     assert_eq!((e.line, e.column), pos_of(&text, "\"Snapshot\""));
@@ -1914,4 +1915,51 @@ fn a_table_drawn_twice_without_ids_is_two_nodes_and_an_edge_by_its_name_is_ambig
             .any(|d| d.code.contains("duplicate") || d.message.contains("more than once")),
         "no duplicate id besides: {d:#?}"
     );
+}
+
+#[test]
+fn a_template_module_renders_once_and_gives_the_running_module_what_it_takes() {
+    let f = Fixture::with_base();
+    // Runs Model, whose `table` the template reads too; a text attribute holding `{{` stays
+    // text (the action's `template: true` does not render it a second time).
+    f.ok(r#"{
+  version: 1
+  transformationData: {
+    modules: [
+      {
+        name: "Copy"
+        runs: "Model"
+        attributes: [
+          { name: "table", type: "text", required: true }
+          { name: "note", type: "text", default: "" }
+        ]
+        template: "SELECT * FROM src_{{ table }} -- {{ note }}"
+      }
+    ]
+  }
+}"#);
+    f.ok(r#"{
+  version: 1
+  transformationData: {
+    sheets: [
+      {
+        attributes: { name: "copies", folder: "/sales", connection: 1 }
+        nodes: [
+          { attributes: { module: "Copy", name: "copy t1", table: "t1", note: "not {{ jinja }}", template: true } }
+        ]
+      }
+    ]
+  }
+}"#);
+    let conn = weft_repo::connect(f.repo.path().expect("a file")).expect("connect");
+    let (module, action, attributes): (String, String, String) = conn
+        .query_row(
+            "SELECT module, action, attributes FROM nodes WHERE name = 'copy t1'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .expect("node");
+    assert_eq!(module, "Model");
+    assert_eq!(action, "SELECT * FROM src_t1 -- not {{ jinja }}");
+    assert_eq!(attributes, r#"{"table":"t1"}"#, "Model gets its table");
 }

@@ -41,7 +41,7 @@ pub use template_modules::{
     DEFAULT_RUNS, expand as expand_template_modules, read_stored as read_template_module,
     wanted as wanted_template_modules,
 };
-pub use templates::{MAX_RENDERED, render as render_templates};
+pub use templates::{MAX_RENDERED, MAX_RENDERED_TOTAL, RenderBudget, render as render_templates};
 
 /// How to validate.
 #[derive(Debug, Clone, Copy)]

@@ -14,8 +14,8 @@
 
 use super::actions::place_in_string;
 use super::catalog::Catalog;
-use super::templates::render_str;
-use std::collections::{BTreeMap, HashSet};
+use super::templates::{RenderBudget, render_str};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use weft_dsr::model::{At, Document, NodeAttributes, TemplateModule};
 use weft_dsr::value::Value;
 use weft_dsr::{Path, Problems};
@@ -26,17 +26,16 @@ pub const DEFAULT_RUNS: &str = "Sql";
 /// The names the actions of `doc` give in `module` that neither a loaded plugin nor `doc`'s
 /// own template modules provide: the stored template modules the deploy looks for.
 pub fn wanted(doc: &Document, catalog: &dyn Catalog) -> Vec<String> {
+    let own: HashSet<&str> = doc.modules.iter().map(|t| t.name.v.as_str()).collect();
+    let mut asked: HashSet<&str> = HashSet::new();
     let mut out: Vec<String> = Vec::new();
     for n in doc.sheets.iter().flat_map(|s| &s.nodes) {
         let NodeAttributes::Action(a) = &n.attributes else {
             continue;
         };
-        let m = &a.module.v;
-        if catalog.module(m).is_none()
-            && !doc.modules.iter().any(|t| t.name.v == *m)
-            && !out.contains(m)
-        {
-            out.push(m.clone());
+        let m = a.module.v.as_str();
+        if !own.contains(m) && asked.insert(m) && catalog.module(m).is_none() {
+            out.push(m.to_owned());
         }
     }
     out
@@ -59,15 +58,21 @@ pub fn expand(
     catalog: &dyn Catalog,
     stored: &BTreeMap<String, TemplateModule>,
     text: &str,
+    budget: &mut RenderBudget,
     problems: &mut Problems,
 ) -> HashSet<i64> {
     let td = Path::root().key("transformationData");
-    let mut usable: BTreeMap<String, TemplateModule> = stored.clone();
+    let mut usable: BTreeMap<String, Usable> = stored
+        .iter()
+        .map(|(name, m)| (name.clone(), Usable::new(m.clone(), true)))
+        .collect();
     let mut broken: HashSet<String> = HashSet::new();
+    let mut defined: HashSet<&str> = HashSet::new();
     for (i, m) in doc.modules.iter().enumerate() {
         let mpath = td.key("modules").index(i);
-        if check(m, &doc.modules[..i], catalog, text, &mpath, problems) {
-            usable.insert(m.name.v.clone(), m.clone());
+        let again = !defined.insert(m.name.v.as_str());
+        if check(m, again, catalog, text, &mpath, problems) {
+            usable.insert(m.name.v.clone(), Usable::new(m.clone(), false));
         } else {
             broken.insert(m.name.v.clone());
         }
@@ -86,7 +91,7 @@ pub fn expand(
             let Some(m) = usable.get(&a.module.v) else {
                 continue;
             };
-            if !expand_one(n.id.v, a, m, catalog, &apath, problems) {
+            if !expand_one(n.id.v, a, m, catalog, &apath, budget, problems) {
                 failed.insert(n.id.v);
             }
         }
@@ -94,11 +99,36 @@ pub fn expand(
     failed
 }
 
+/// A template module an action may name, with its attributes by name.
+struct Usable {
+    module: TemplateModule,
+    /// Its attributes, by name: the index in `module.attributes`.
+    by_name: HashMap<String, usize>,
+    /// Whether it was stored by an earlier deploy (not defined in this one).
+    stored: bool,
+}
+
+impl Usable {
+    fn new(module: TemplateModule, stored: bool) -> Self {
+        let by_name = module
+            .attributes
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.name.v.clone(), i))
+            .collect();
+        Usable {
+            module,
+            by_name,
+            stored,
+        }
+    }
+}
+
 /// Whether template module `m` (at `mpath`) can be used: its name is no plugin's and not
-/// taken by one `before` it, what it runs is loaded, its template reads.
+/// taken by one before it (`again`), what it runs is loaded, its template reads.
 fn check(
     m: &TemplateModule,
-    before: &[TemplateModule],
+    again: bool,
     catalog: &dyn Catalog,
     text: &str,
     mpath: &Path,
@@ -117,7 +147,7 @@ fn check(
         );
         ok = false;
     }
-    if before.iter().any(|b| b.name.v == m.name.v) {
+    if again {
         problems.error(
             "module.name",
             format!("the template module `{}` is defined twice", m.name.v),
@@ -172,15 +202,17 @@ fn check(
     ok
 }
 
-/// Expands action `id` (`a`, at `apath`), which names template module `m`; whether it could.
+/// Expands action `id` (`a`, at `apath`), which names template module `u`; whether it could.
 fn expand_one(
     id: i64,
     a: &mut weft_dsr::model::ActionAttributes,
-    m: &TemplateModule,
+    u: &Usable,
     catalog: &dyn Catalog,
     apath: &Path,
+    budget: &mut RenderBudget,
     problems: &mut Problems,
 ) -> bool {
+    let m = &u.module;
     let runs = m
         .runs
         .as_ref()
@@ -191,7 +223,12 @@ fn expand_one(
     let mut context: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let mut kept = Vec::new();
     for (key, value) in std::mem::take(&mut a.extra) {
-        if let Some(decl) = m.attributes.iter().find(|d| d.name.v == key.v) {
+        // An attribute the running module takes goes to it too (a Model's `table` that the
+        // template also reads).
+        let runs_takes = runs_info
+            .as_ref()
+            .is_some_and(|i| i.attribute_spec(&key.v).is_some());
+        if let Some(decl) = u.by_name.get(&key.v).map(|&i| &m.attributes[i]) {
             let fits = match (decl.kind.v.as_str(), &value.value) {
                 ("text", Value::String(s)) => Some(serde_json::Value::String(s.clone())),
                 ("integer", Value::Int(i)) => Some(serde_json::Value::from(*i)),
@@ -201,6 +238,9 @@ fn expand_one(
             match fits {
                 Some(v) => {
                     context.insert(key.v.clone(), v);
+                    if runs_takes {
+                        kept.push((key, value));
+                    }
                 }
                 None => {
                     problems.error(
@@ -218,10 +258,7 @@ fn expand_one(
                     ok = false;
                 }
             }
-        } else if runs_info
-            .as_ref()
-            .is_some_and(|i| i.attribute_spec(&key.v).is_some())
-        {
+        } else if runs_takes {
             kept.push((key, value));
         } else {
             let mut names: Vec<&str> = m.attributes.iter().map(|d| d.name.v.as_str()).collect();
@@ -285,7 +322,11 @@ fn expand_one(
     if let Some(t) = &own_text {
         context.insert("action".to_owned(), serde_json::Value::String(t.v.clone()));
     }
-    match render_str(&m.template.v, minijinja::Value::from_serialize(&context)) {
+    match render_str(
+        &m.template.v,
+        minijinja::Value::from_serialize(&context),
+        budget,
+    ) {
         Ok(rendered) => {
             a.action = Some(At::new(rendered, module_span));
             a.rendered = true;
@@ -300,12 +341,17 @@ fn expand_one(
                     + 1;
                 format!(" (line {line} of its template)")
             });
+            let whose = if u.stored {
+                format!(
+                    "the stored template module `{}` (deployed earlier)",
+                    m.name.v
+                )
+            } else {
+                format!("template module `{}`", m.name.v)
+            };
             problems.error(
                 "module.template",
-                format!(
-                    "action {id}: template module `{}` does not render{line}: {}",
-                    m.name.v, e.message
-                ),
+                format!("action {id}: {whose} does not render{line}: {}", e.message),
                 module_span,
                 &apath.key("module"),
             );

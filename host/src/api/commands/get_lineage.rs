@@ -14,6 +14,8 @@ use weft_protocol::commands::{GetLineage, Lineage, LineageAction, LineageTable};
 
 /// The most writers, and readers, an answer holds.
 const MOST: usize = 1000;
+/// The most tables an answer gives of each action's reads and writes together.
+const MOST_TABLES: usize = 100;
 
 impl Handler for GetLineage {
     fn read(payload: Payload<'_>, problems: &mut Problems) -> Option<Self> {
@@ -68,25 +70,47 @@ impl Handler for GetLineage {
 
     async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Lineage, ApiError> {
         let repo = Arc::clone(state.executor.repo());
-        let (rows, tables) = tokio::task::spawn_blocking(move || {
+        let (rows, tables, cut) = tokio::task::spawn_blocking(move || {
             // One more than an answer holds of both together, to say when it is cut.
-            let rows = repo.lineage(
+            let all = repo.lineage(
                 &self.table,
                 self.connection_id,
                 self.schema.as_deref(),
                 (2 * MOST + 1) as i64,
             )?;
+            // The first of each kind the answer holds.
+            let (mut writers, mut readers) = (0, 0);
+            let mut cut = false;
+            let mut rows = Vec::with_capacity(all.len());
+            for r in all {
+                let n = if r.writes { &mut writers } else { &mut readers };
+                if *n >= MOST {
+                    cut = true;
+                    continue;
+                }
+                *n += 1;
+                rows.push(r);
+            }
             // What each of them reads and writes besides: one step further each way.
             let mut actions: Vec<i64> = rows.iter().map(|r| r.action_id).collect();
             actions.sort_unstable();
             actions.dedup();
-            let tables = repo.tables_of(&actions)?;
-            Ok::<_, weft_repo::Error>((rows, tables))
+            let tables = repo.tables_of(&actions, MOST_TABLES as i64)?;
+            Ok::<_, weft_repo::Error>((rows, tables, cut))
         })
         .await??;
+        let mut lineage = Lineage {
+            writers: Vec::new(),
+            readers: Vec::new(),
+            truncated: cut,
+        };
         let mut by_action: HashMap<i64, (Vec<LineageTable>, Vec<LineageTable>)> = HashMap::new();
         for t in tables {
             let entry = by_action.entry(t.action_id).or_default();
+            if entry.0.len() + entry.1.len() >= MOST_TABLES {
+                lineage.truncated = true;
+                continue;
+            }
             let table = LineageTable {
                 connection_id: t.object.connection_id,
                 schema: t.object.schema,
@@ -98,22 +122,13 @@ impl Handler for GetLineage {
                 entry.0.push(table);
             }
         }
-        let mut lineage = Lineage {
-            writers: Vec::new(),
-            readers: Vec::new(),
-            truncated: false,
-        };
         for r in rows {
+            let (reads, writes) = by_action.get(&r.action_id).cloned().unwrap_or_default();
             let list = if r.writes {
                 &mut lineage.writers
             } else {
                 &mut lineage.readers
             };
-            if list.len() >= MOST {
-                lineage.truncated = true;
-                continue;
-            }
-            let (reads, writes) = by_action.get(&r.action_id).cloned().unwrap_or_default();
             list.push(LineageAction {
                 reads,
                 writes,
