@@ -278,7 +278,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     };
     let repo_path = opts.home.join(weft_repo::place::FILE_NAME);
     // Entry 0 of type `postgresql` puts the repository there; else it is the file in HOME.
-    let place = weft_repo::Place::of(&opts.home, existing.as_ref());
+    let place = weft_repo::Place::of(&opts.home, existing.as_ref())?;
     if place.is_missing_file() {
         tracing::warn!(
             message = "No repository in HOME: a new, empty one is created. If you meant an existing one, stop this server and give --home DIR or WEFT_HOME.",
@@ -308,8 +308,9 @@ pub async fn run(opts: Options) -> Result<(), Error> {
     })?;
     let url = service_url(addr);
     let mut keyfile = KeyFile::init(&opts.home, &repo_path, &url)?;
-    let require_token = !addr.ip().is_loopback();
-    if require_token && settings.environment == Environment::Development {
+    let beyond_loopback = !addr.ip().is_loopback();
+    let require_token = beyond_loopback || settings.require_token_on_loopback;
+    if beyond_loopback && settings.environment == Environment::Development {
         tracing::warn!(
             message = "This server runs as a development environment and listens beyond loopback: intoFolder copies and --fake-now are allowed. For a shared server set environment = \"production\" (or \"test\") in weft.toml or WEFT_ENVIRONMENT.",
             listen = %addr
@@ -328,7 +329,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
             keyfile.set(entry);
             keyfile.save()?;
             tracing::warn!(
-                message = "Listening beyond loopback: every request needs a bearer token; a new one was written to the key file.",
+                message = "Every request needs a bearer token (listening beyond loopback, or require_token_on_loopback); a new one was written to the key file.",
                 keyfile = %KeyFile::path_in(&opts.home).display()
             );
         }

@@ -6,6 +6,12 @@
 //! that group or others can read is refused with a message saying how to fix it. The first
 //! server start writes entry `0` (the repository) and `weft_server` (the service URL).
 //! [`KeyStore`] re-reads the file when it changes on disk.
+//!
+//! An entry may take its password from a secret store instead: option `passwordCommand`
+//! names a program that prints it, `entryCommand` one that prints the whole entry line
+//! ([`Entry::resolved`], run each time a connection opens; `command`); what they print is
+//! never logged, and what they print is cleaned out of every log and error
+//! ([`printed_secrets`]).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -57,6 +63,54 @@ pub enum Error {
         /// The key asked for.
         key: String,
     },
+    /// The secret store's program of an entry failed (what it printed is not told).
+    #[error("key file entry `{key}`: its {option} failed: {message}")]
+    Command {
+        /// The entry's key.
+        key: String,
+        /// `passwordCommand` or `entryCommand`.
+        option: &'static str,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The option naming a program that prints an entry's password.
+pub const PASSWORD_COMMAND: &str = "passwordCommand";
+/// The option naming a program that prints an entry's whole line.
+pub const ENTRY_COMMAND: &str = "entryCommand";
+/// The option giving either program's time, in whole seconds (default 30).
+pub const COMMAND_TIMEOUT: &str = "commandTimeoutSeconds";
+
+/// The secrets programs printed this process (passwords, secret options), cleaned out of
+/// logs and errors as the key file's own are; at most [`MAX_REMEMBERED`].
+static PRINTED_SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The most printed secrets kept (the oldest forgotten first).
+const MAX_REMEMBERED: usize = 1024;
+
+/// The secrets that secret stores' programs printed in this process (passwords, secret
+/// options), for redaction beside [`KeyFile::secrets`].
+pub fn printed_secrets() -> Vec<String> {
+    PRINTED_SECRETS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+}
+
+/// Adds `secret` to the printed secrets.
+fn remember(secret: &str) {
+    if secret.is_empty() {
+        return;
+    }
+    let mut kept = PRINTED_SECRETS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !kept.iter().any(|s| s == secret) {
+        if kept.len() >= MAX_REMEMBERED {
+            kept.remove(0);
+        }
+        kept.push(secret.to_owned());
+    }
 }
 
 /// A key file result.
@@ -86,6 +140,88 @@ impl Entry {
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The entry as a connection opens with it: with the password its `passwordCommand`
+    /// prints, or as its `entryCommand` prints it (each field printed empty keeps the
+    /// file's, the key stays the file's); else as written. Each time it is asked, so that a
+    /// rotated secret is taken at the next connection.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Command`] when the program fails, naming the entry and why, never what it
+    /// printed.
+    pub fn resolved(&self) -> Result<std::borrow::Cow<'_, Entry>> {
+        let (option, command) = match (self.option(PASSWORD_COMMAND), self.option(ENTRY_COMMAND)) {
+            (Some(c), _) => (PASSWORD_COMMAND, c),
+            (None, Some(c)) => (ENTRY_COMMAND, c),
+            (None, None) => return Ok(std::borrow::Cow::Borrowed(self)),
+        };
+        let failed = |message: String| Error::Command {
+            key: self.key.clone(),
+            option,
+            message,
+        };
+        let seconds = match self.option(COMMAND_TIMEOUT) {
+            None => command::DEFAULT_TIMEOUT_SECONDS,
+            Some(s) => s
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|s| (1..=3600).contains(s))
+                .ok_or_else(|| {
+                    failed(format!("`{COMMAND_TIMEOUT}={s}` is not 1 to 3600 seconds"))
+                })?,
+        };
+        let printed = command::output(command, &self.key, std::time::Duration::from_secs(seconds))
+            .map_err(failed)?;
+        let mut entry = self.clone();
+        // The options that named the program are used up: a connection type does not know
+        // them.
+        entry.options.retain(|(k, _)| {
+            ![PASSWORD_COMMAND, ENTRY_COMMAND, COMMAND_TIMEOUT].contains(&k.as_str())
+        });
+        if option == PASSWORD_COMMAND {
+            remember(&printed);
+            entry.password = printed;
+            return Ok(std::borrow::Cow::Owned(entry));
+        }
+        let line = printed.trim();
+        let fields = split_fields(line)
+            .ok()
+            .filter(|f| f.len() == 6)
+            .ok_or_else(|| {
+                failed("it did not print one line KEY|TYPE|URL|USER|PASSWORD|OPTIONS".to_owned())
+            })?;
+        remember(&fields[4]);
+        for (field, printed) in [
+            (&mut entry.kind, &fields[1]),
+            (&mut entry.url, &fields[2]),
+            (&mut entry.user, &fields[3]),
+            (&mut entry.password, &fields[4]),
+        ] {
+            if !printed.is_empty() {
+                field.clone_from(printed);
+            }
+        }
+        for pair in fields[5].split(';').filter(|p| !p.trim().is_empty()) {
+            let Some((k, v)) = pair.split_once('=') else {
+                return Err(failed(
+                    "an option it printed is not `name=value`".to_owned(),
+                ));
+            };
+            let k = k.trim();
+            if matches!(k, "token" | "password") {
+                remember(v);
+            }
+            // A program cannot name another program.
+            if k == PASSWORD_COMMAND || k == ENTRY_COMMAND {
+                continue;
+            }
+            entry.options.retain(|(name, _)| name != k);
+            entry.options.push((k.to_owned(), v.to_owned()));
+        }
+        Ok(std::borrow::Cow::Owned(entry))
     }
 
     /// The entry as a key file line.
@@ -220,6 +356,12 @@ impl KeyFile {
             if fields[0].is_empty() {
                 return Err(syntax("the KEY field is empty".to_owned()));
             }
+            let has = |name: &str| options.iter().any(|(k, _)| k == name);
+            if has(PASSWORD_COMMAND) && has(ENTRY_COMMAND) {
+                return Err(syntax(format!(
+                    "the entry has both `{PASSWORD_COMMAND}` and `{ENTRY_COMMAND}`; keep one"
+                )));
+            }
             if let Some(first) = seen.insert(fields[0].clone(), i + 1) {
                 return Err(syntax(format!(
                     "entry `{}` is given twice, at lines {first} and {}; keep one of them",
@@ -279,7 +421,7 @@ impl KeyFile {
         })
     }
 
-    /// Every password and token in the file, for redaction.
+    /// Every password and token in the file, for redaction (with [`printed_secrets`]).
     pub fn secrets(&self) -> Vec<String> {
         self.entries()
             .flat_map(|e| {
@@ -492,5 +634,6 @@ pub fn new_token() -> std::io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+mod command;
 #[cfg(test)]
 mod tests;

@@ -96,6 +96,9 @@ pub struct Settings {
     /// Whether Shell actions (scripts run on this machine as the service user) may be
     /// deployed and run; off unless set.
     pub shell_modules: bool,
+    /// Whether requests over loopback need the bearer token too (a machine that other
+    /// people or programs share); off by default: beyond loopback it is always needed.
+    pub require_token_on_loopback: bool,
     /// Days an ended batch instance (with its actions) is kept; 0 keeps them for ever.
     pub keep_runs_days: u64,
     /// Days the log lines of an ended instance's actions are kept (the instance stays);
@@ -147,6 +150,7 @@ impl Default for Settings {
             host_lease_seconds: 10,
             host_poll_ms: 250,
             shell_modules: false,
+            require_token_on_loopback: false,
             keep_runs_days: 180,
             keep_logs_days: 30,
             keep_deploys_days: 0,
@@ -263,17 +267,25 @@ impl Settings {
                 message: format!("`{u}` is not an http:// or https:// address"),
             });
         }
-        if let Some(v) = var("WEFT_SHELL_MODULES") {
-            s.shell_modules = match v.to_ascii_lowercase().as_str() {
-                "true" | "1" | "yes" => true,
-                "false" | "0" | "no" => false,
-                _ => {
-                    return Err(Error::Env {
-                        name: "WEFT_SHELL_MODULES",
-                        message: format!("`{v}` is not true or false"),
-                    });
-                }
-            };
+        for (name, target) in [
+            ("WEFT_SHELL_MODULES", &mut s.shell_modules),
+            (
+                "WEFT_REQUIRE_TOKEN_ON_LOOPBACK",
+                &mut s.require_token_on_loopback,
+            ),
+        ] {
+            if let Some(v) = var(name) {
+                *target = match v.to_ascii_lowercase().as_str() {
+                    "true" | "1" | "yes" => true,
+                    "false" | "0" | "no" => false,
+                    _ => {
+                        return Err(Error::Env {
+                            name,
+                            message: format!("`{v}` is not true or false"),
+                        });
+                    }
+                };
+            }
         }
         for (name, value, most) in [
             ("max_connections", s.max_connections as u64, 1_000_000),

@@ -320,7 +320,7 @@ fn notifications(
 
 /// Whether `name` may name a template module or one of its attributes: a letter or `_`,
 /// then letters, digits and `_`, at most 64 bytes (a name a template can read).
-fn plain_name(name: &str) -> bool {
+pub fn plain_name(name: &str) -> bool {
     name.len() <= 64
         && name
             .chars()

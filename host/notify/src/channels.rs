@@ -170,12 +170,15 @@ pub enum SmtpTls {
 }
 
 impl SmtpServer {
-    /// Reads the key-file entry of an SMTP server.
+    /// Reads the key-file entry of an SMTP server (its password from its secret store's
+    /// program, when it names one).
     ///
     /// # Errors
     ///
-    /// What in the entry is wrong.
+    /// What in the entry is wrong, or why its program failed.
     pub fn of(entry: &Entry) -> Result<SmtpServer, String> {
+        let entry = entry.resolved().map_err(|e| e.to_string())?;
+        let entry = entry.as_ref();
         let what = format!("key file entry `{}`", entry.key);
         let url = reqwest::Url::parse(&entry.url).map_err(|e| {
             format!(

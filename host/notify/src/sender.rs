@@ -248,6 +248,8 @@ impl Sender {
                             .ok_or_else(|| {
                                 format!("the key file has no entry `{name}` (the webhook's secret)")
                             })?
+                            .resolved()
+                            .map_err(|e| e.to_string())?
                             .password
                             .clone(),
                     ),

@@ -22,12 +22,17 @@ pub enum Place {
 }
 
 impl Place {
-    /// HOME's repository, by its key file `keys` (when there is one).
-    pub fn of(home: &Path, keys: Option<&KeyFile>) -> Place {
-        match keys.and_then(Entry::of) {
+    /// HOME's repository, by its key file `keys` (when there is one). Entry 0's password
+    /// comes from its secret store's program, when it names one, now (once a start).
+    ///
+    /// # Errors
+    ///
+    /// When that program fails.
+    pub fn of(home: &Path, keys: Option<&KeyFile>) -> Result<Place> {
+        Ok(match keys.map(Entry::of).transpose()?.flatten() {
             Some(entry) => Place::Postgres(entry),
             None => Place::File(home.join(FILE_NAME)),
-        }
+        })
     }
 
     /// Whether it is a file that does not exist yet (opening it makes a new repository).

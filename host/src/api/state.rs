@@ -64,8 +64,10 @@ impl AppState {
     /// The same state for a server listening on `addr` (which `Host` values name it).
     #[must_use]
     pub fn listening_on(mut self, addr: std::net::SocketAddr) -> Self {
-        self.hosts =
-            guard::HostRules::new(Some(addr), &self.settings.allowed_hosts, self.require_token);
+        // On loopback `Host` is checked whether or not a token is asked for too
+        // (`require_token_on_loopback`): a rebound name is refused before the token is read.
+        let beyond = self.require_token && !addr.ip().is_loopback();
+        self.hosts = guard::HostRules::new(Some(addr), &self.settings.allowed_hosts, beyond);
         self
     }
 

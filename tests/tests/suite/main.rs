@@ -41,5 +41,6 @@ mod retries;
 mod runs;
 mod scheduler;
 mod schema;
+mod security;
 mod seeds;
 mod template_modules;

@@ -48,8 +48,12 @@ fn repository_file(home: &Home, who: &str) -> Result<PathBuf, ExitCode> {
         None
     };
     match repo::Place::of(&home.dir, keys.as_ref()) {
-        repo::Place::File(path) => Ok(path),
-        repo::Place::Postgres(_) => {
+        Err(e) => {
+            eprintln!("{who}: {e}");
+            Err(ExitCode::from(2))
+        }
+        Ok(repo::Place::File(path)) => Ok(path),
+        Ok(repo::Place::Postgres(_)) => {
             eprintln!(
                 "{who}: the repository is the PostgreSQL database of key file entry 0: back it up with pg_dump and restore it with pg_restore (docs/operating.md, \"Backup and restore\")"
             );

@@ -45,7 +45,11 @@ fn getkey(
         eprintln!("{}", no_key_file("getkey", &path, home_from));
         return ExitCode::FAILURE;
     }
-    let entry = KeyFile::load(&path).and_then(|kf| kf.require(name).cloned());
+    // The entry as a connection opens with it: a secret store's program asked now.
+    let entry = KeyFile::load(&path).and_then(|kf| {
+        kf.require(name)
+            .and_then(|e| e.resolved().map(|e| e.into_owned()))
+    });
     match entry {
         Ok(e) => {
             let value = match field {

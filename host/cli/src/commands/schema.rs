@@ -47,7 +47,13 @@ fn upgrade(
         None
     };
     // Entry 0 of type `postgresql`: the repository is that database; else the file in HOME.
-    let place = repo::Place::of(home, keys.as_ref());
+    let place = match repo::Place::of(home, keys.as_ref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("weft schema: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     // A repository is created only on purpose: not because the command ran in another
     // folder (during an update that would upgrade nothing and say it did).
     if let repo::Place::File(path) = &place

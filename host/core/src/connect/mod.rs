@@ -55,6 +55,11 @@ fn open_uncounted(
     registry: &Registry,
     schema: Option<&str>,
 ) -> Result<Connection, PluginError> {
+    // A password from a secret store's program, asked now.
+    let entry = entry
+        .resolved()
+        .map_err(|e| PluginError::of(ErrorKind::Connection, e.to_string()))?;
+    let entry = entry.as_ref();
     if entry.kind == SQLITE {
         return Ok(sqlite::open(&entry.key, &entry.url)?.boxed());
     }

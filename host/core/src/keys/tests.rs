@@ -189,3 +189,140 @@ fn an_entry_given_twice_is_refused_with_both_lines_and_the_server_keeps_the_last
         "/other.db"
     );
 }
+
+/// A program standing in for a vault client: `script` as an executable shell script in `dir`.
+fn program(dir: &Path, name: &str, script: &str) -> String {
+    let path = dir.join(name);
+    write(&path, &format!("#!/bin/sh\n{script}\n"), 0o700);
+    path.display().to_string()
+}
+
+fn entry(line: &str) -> Entry {
+    let kf = KeyFile::parse(Path::new("keyfile"), line).expect("parses");
+    kf.entries().next().expect("an entry").clone()
+}
+
+#[test]
+fn a_password_comes_from_a_secret_stores_program_and_is_redacted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let vault = program(dir.path(), "vault", "echo \"pw-for-$1-$WEFT_KEY\"");
+    let e = entry(&format!(
+        "dwh|postgresql|postgresql://h/db|etl||sslmode=require;passwordCommand={vault} {{key}}"
+    ));
+    let resolved = e.resolved().expect("resolves");
+    assert_eq!(resolved.password, "pw-for-dwh-dwh");
+    assert_eq!(resolved.user, "etl");
+    assert!(printed_secrets().contains(&"pw-for-dwh-dwh".to_owned()));
+    assert_eq!(
+        resolved.options,
+        vec![("sslmode".to_owned(), "require".to_owned())],
+        "the program's options are used up"
+    );
+    // An entry without a program is itself.
+    let plain = entry("7|sqlite|/a.db|||");
+    assert!(matches!(
+        plain.resolved().expect("plain"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}
+
+#[test]
+fn a_whole_entry_comes_from_its_program_its_empty_fields_kept_from_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let vault = program(
+        dir.path(),
+        "entry",
+        "echo 'ignored|postgresql|postgresql://vault/db|app|s\\|ecret|sslmode=verify-full;passwordCommand=/bin/false'",
+    );
+    let e = entry(&format!(
+        "dwh|jdbc|postgresql://file/db|fileuser||fetch=10;entryCommand={vault}"
+    ));
+    let r = e.resolved().expect("resolves");
+    assert_eq!(
+        (
+            r.key.as_str(),
+            r.kind.as_str(),
+            r.url.as_str(),
+            r.user.as_str(),
+            r.password.as_str()
+        ),
+        (
+            "dwh",
+            "postgresql",
+            "postgresql://vault/db",
+            "app",
+            "s|ecret"
+        )
+    );
+    assert_eq!(r.option("sslmode"), Some("verify-full"));
+    assert_eq!(r.option("fetch"), Some("10"));
+    assert_eq!(
+        r.option(PASSWORD_COMMAND),
+        None,
+        "a program cannot name another"
+    );
+}
+
+#[test]
+fn a_failing_slow_or_loud_program_is_an_error_that_never_shows_its_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let failing = program(
+        dir.path(),
+        "failing",
+        "echo leaked-secret; echo oops >&2; exit 3",
+    );
+    let e = entry(&format!("9|postgresql|u|x||passwordCommand={failing}"));
+    let err = e.resolved().expect_err("fails").to_string();
+    assert!(
+        err.starts_with("key file entry `9`: its passwordCommand failed: `")
+            && err.contains("exit status: 3"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("leaked-secret") && !err.contains("oops"),
+        "{err}"
+    );
+    let slow = program(dir.path(), "slow", "exec sleep 30");
+    let e = entry(&format!(
+        "9|postgresql|u|x||passwordCommand={slow};commandTimeoutSeconds=1"
+    ));
+    let err = e.resolved().expect_err("too slow").to_string();
+    assert!(
+        err.contains("did not finish within 1 s; it was killed"),
+        "{err}"
+    );
+    let loud = program(dir.path(), "loud", "head -c 70000 /dev/zero | tr '\\0' x");
+    let e = entry(&format!("9|postgresql|u|x||passwordCommand={loud}"));
+    assert!(
+        e.resolved()
+            .expect_err("loud")
+            .to_string()
+            .contains("more than 65536 bytes")
+    );
+    let e = entry("9|postgresql|u|x||passwordCommand=/nonexistent/vault");
+    assert!(
+        e.resolved()
+            .expect_err("missing")
+            .to_string()
+            .contains("could not start")
+    );
+    let e = entry(&format!(
+        "9|postgresql|u|x||passwordCommand={failing};commandTimeoutSeconds=0"
+    ));
+    assert!(
+        e.resolved()
+            .expect_err("zero")
+            .to_string()
+            .contains("is not 1 to 3600 seconds")
+    );
+    let both = KeyFile::parse(
+        Path::new("keyfile"),
+        "9|postgresql|u|x||passwordCommand=a;entryCommand=b\n",
+    )
+    .expect_err("both");
+    assert!(
+        both.to_string()
+            .contains("both `passwordCommand` and `entryCommand`"),
+        "{both}"
+    );
+}

@@ -305,8 +305,10 @@ pub fn run_marked(
     variables: &[(String, String)],
     marking: Option<&Marking<'_>>,
 ) -> Ran {
-    // Secrets from the key file never reach a log or an error.
-    let secrets = keys.secrets();
+    // Secrets from the key file, and those its secret stores printed, never reach a log or
+    // an error.
+    let mut secrets = keys.secrets();
+    secrets.extend(weft_core::keys::printed_secrets());
     let lines = match marking.and_then(|m| m.live_log.clone()) {
         Some(live) => Lines::live(live, secrets.clone()),
         None => Lines::default(),
@@ -665,11 +667,17 @@ fn run_process(
     marking: Option<&Marking<'_>>,
     lines: &Lines,
 ) -> Result<RunOutcome, Failure> {
-    let mut entries = Vec::with_capacity(ids.len());
+    // Each entry as the module gets it: a password from a secret store's program asked now.
+    let mut resolved = Vec::with_capacity(ids.len());
     for id in ids {
-        let entry = entry_of(keys, plan, *id)?;
-        entries.push((*id, entry));
+        let entry = entry_of(keys, plan, *id)?
+            .resolved()
+            .map_err(|e| format!("action {}: {e}", plan.id))?
+            .into_owned();
+        resolved.push((*id, entry));
     }
+    let entries: Vec<(i64, &weft_core::keys::Entry)> =
+        resolved.iter().map(|(id, e)| (*id, e)).collect();
     if let Some(m) = marking {
         let written = written_connections(plan);
         if !written.is_empty() {

@@ -34,7 +34,13 @@ pub fn wanted(doc: &Document, catalog: &dyn Catalog) -> Vec<String> {
             continue;
         };
         let m = a.module.v.as_str();
-        if !own.contains(m) && asked.insert(m) && catalog.module(m).is_none() {
+        // Only a name a template module can have is looked for (no stray byte reaches the
+        // repository's query).
+        if weft_dsr::read::plain_name(m)
+            && !own.contains(m)
+            && asked.insert(m)
+            && catalog.module(m).is_none()
+        {
             out.push(m.to_owned());
         }
     }

@@ -47,16 +47,29 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// Entry 0 of `keys`, when its type is `postgresql` (the repository lives there).
-    pub fn of(keys: &weft_core::keys::KeyFile) -> Option<Self> {
-        keys.get("0")
+    /// Entry 0 of `keys`, when its type is `postgresql` (the repository lives there), its
+    /// password asked of its secret store's program when it names one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PostgresOpen`] when that program fails.
+    pub fn of(keys: &weft_core::keys::KeyFile) -> Result<Option<Self>> {
+        let Some(e) = keys
+            .get("0")
             .filter(|e| e.kind == weft_core::connect::POSTGRESQL)
-            .map(|e| Entry {
-                url: e.url.clone(),
-                user: e.user.clone(),
-                password: e.password.clone(),
-                options: e.options.clone(),
-            })
+        else {
+            return Ok(None);
+        };
+        let e = e.resolved().map_err(|err| Error::PostgresOpen {
+            place: "entry 0 of the key file".to_owned(),
+            message: err.to_string(),
+        })?;
+        Ok(Some(Entry {
+            url: e.url.clone(),
+            user: e.user.clone(),
+            password: e.password.clone(),
+            options: e.options.clone(),
+        }))
     }
 }
 
