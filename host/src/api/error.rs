@@ -51,9 +51,14 @@ pub enum ApiError {
     },
     /// No valid bearer token on a server that needs one (401).
     #[error(
-        "this server listens beyond loopback and needs `Authorization: Bearer TOKEN`, TOKEN being option `token` of key file entry weft_server"
+        "this server needs `Authorization: Bearer TOKEN` (it listens beyond loopback, or require_token_on_loopback is set), TOKEN being option `token` of key file entry weft_server"
     )]
     Unauthorized,
+    /// Too many failed sign-ins from this client lately (429): refused for the seconds.
+    #[error(
+        "too many requests without the right token came from this client; it is refused for {0} s"
+    )]
+    Throttled(u64),
     /// A path other than the service path (404).
     #[error("no such endpoint; commands are sent as POST to {SERVICE_PATH}")]
     NoSuchPath,
@@ -125,6 +130,7 @@ impl ApiError {
             ApiError::ContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NoSuchPath
             | ApiError::NoInstance(_)
             | ApiError::NoBatch(_)
@@ -163,6 +169,7 @@ impl ApiError {
             ApiError::TooLarge(_) => "request.too_large",
             ApiError::ContentType(_) => "request.content_type",
             ApiError::Unauthorized => "request.unauthorized",
+            ApiError::Throttled(_) => "request.throttled",
             ApiError::NoSuchPath => "request.path",
             ApiError::Method => "request.method",
             ApiError::Deploy(deploy::Error::Invalid(_)) => "deploy.invalid",
@@ -231,6 +238,9 @@ impl ApiError {
 
     /// Seconds after which trying again makes sense (`Retry-After`): 429 and 503.
     pub fn retry_after(&self) -> Option<u64> {
+        if let ApiError::Throttled(seconds) = self {
+            return Some(*seconds);
+        }
         matches!(
             self.status(),
             StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE

@@ -21,6 +21,7 @@ pub mod guard;
 mod page;
 pub mod protocol;
 mod state;
+mod throttle;
 mod waits;
 
 pub use error::{ApiError, Reply};
@@ -37,6 +38,11 @@ use std::sync::Arc;
 
 /// The path of the metrics, in Prometheus's text format.
 pub const METRICS_PATH: &str = "/metrics";
+
+/// The address of the client a request came from, as the accept loop put it in the
+/// request's extensions (absent in tests without a socket: loopback then).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::IpAddr);
 
 /// The router: the POST route of the commands, `GET /metrics`, and the web page (`GET /`,
 /// `GET /ui/FILE`); everything else gets a 404 or 405 in the error shape.
@@ -87,11 +93,13 @@ fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
 
 async fn service(
     State(state): State<Arc<AppState>>,
+    peer: Option<axum::Extension<Peer>>,
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response {
     let id = state.request_id();
-    let result = handle(&state, &headers, body, id).await;
+    let peer = peer.map(|axum::Extension(p)| p);
+    let result = handle(&state, &headers, peer, body, id).await;
     if let Err(e) = &result {
         if let Some(cause) = e.internal_cause() {
             tracing::error!(message = "Request failed.", request_id = id, code = e.code(), error = %cause);
@@ -109,13 +117,12 @@ async fn service(
 async fn handle(
     state: &Arc<AppState>,
     headers: &HeaderMap,
+    peer: Option<Peer>,
     body: axum::body::Body,
     id: u64,
 ) -> Result<serde_json::Value, ApiError> {
     guard::check_origin(&state.hosts, headers)?;
-    if state.require_token {
-        check_token(state, headers)?;
-    }
+    authorize(state, headers, peer)?;
     guard::check_content_type(headers)?;
     let seconds = state.settings.body_timeout_seconds;
     let body = tokio::time::timeout(
@@ -143,12 +150,15 @@ fn epoch_seconds(times: &[(String, String)]) -> Vec<(String, f64)> {
         .collect()
 }
 
-async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+async fn metrics(
+    State(state): State<Arc<AppState>>,
+    peer: Option<axum::Extension<Peer>>,
+    headers: HeaderMap,
+) -> Response {
+    let peer = peer.map(|axum::Extension(p)| p);
     let answer = async {
         guard::check_origin(&state.hosts, &headers)?;
-        if state.require_token {
-            check_token(&state, &headers)?;
-        }
+        authorize(&state, &headers, peer)?;
         let (repo, exec) = (Arc::clone(&state.repo), Arc::clone(&state.executor));
         let lease_ms = i64::try_from(state.settings.host_lease_seconds)
             .unwrap_or(i64::MAX)
@@ -207,6 +217,35 @@ async fn read_body(mut body: axum::body::Body, limit: usize) -> Result<Bytes, Ap
         return Err(ApiError::TooLarge(limit));
     }
     Ok(Bytes::from(buf))
+}
+
+/// The token check of a server that asks for one, with failed sign-ins throttled per client
+/// ([`throttle`]): a blocked client is refused before its token is looked at.
+fn authorize(state: &AppState, headers: &HeaderMap, peer: Option<Peer>) -> Result<(), ApiError> {
+    if !state.require_token {
+        return Ok(());
+    }
+    let ip = peer.map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |p| p.0);
+    let now = std::time::Instant::now();
+    state.throttle.check(ip, now).map_err(ApiError::Throttled)?;
+    match check_token(state, headers) {
+        Ok(()) => {
+            state.throttle.succeeded(ip);
+            Ok(())
+        }
+        Err(ApiError::Unauthorized) => {
+            if state.throttle.failed(ip, now) {
+                tracing::warn!(
+                    message = "A client sent too many requests without the right token; it is refused for a while.",
+                    client = %ip,
+                    failures = throttle::MAX_FAILURES,
+                    seconds = throttle::BLOCK.as_secs()
+                );
+            }
+            Err(ApiError::Unauthorized)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn check_token(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {

@@ -1,5 +1,6 @@
 //! What every request handler shares: the repository, settings, key file, plugins,
-//! executor, the rules for `Host` and `Origin`, and the request counter.
+//! executor, the rules for `Host` and `Origin`, the failed sign-ins of each client, and the
+//! request counter.
 
 use super::error::{ApiError, Reply};
 use super::guard;
@@ -19,8 +20,11 @@ pub struct AppState {
     pub settings: Settings,
     /// The key file; consulted for the token when one is required.
     pub keys: Option<Arc<KeyStore>>,
-    /// Whether requests need `Authorization: Bearer TOKEN` (non-loopback listening).
+    /// Whether requests need `Authorization: Bearer TOKEN` (listening beyond loopback, or
+    /// `require_token_on_loopback`).
     pub require_token: bool,
+    /// The failed sign-ins of each client.
+    pub(super) throttle: super::throttle::Throttle,
     /// The loaded plugins.
     pub registry: Arc<weft_core::plugins::Registry>,
     /// Runs batch instances.
@@ -54,6 +58,7 @@ impl AppState {
             settings,
             keys,
             require_token,
+            throttle: super::throttle::Throttle::default(),
             registry,
             executor,
             hosts,

@@ -52,7 +52,7 @@ pub async fn serve(
     let open = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let service = TowerToHyperService::new(app);
+    use tower::ServiceExt as _;
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -65,10 +65,10 @@ pub async fn serve(
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
         };
-        let stream = match accepted {
-            Ok((stream, _peer)) => {
+        let (stream, peer) = match accepted {
+            Ok((stream, peer)) => {
                 pause = Duration::from_millis(10);
-                stream
+                (stream, peer)
             }
             Err(e) if is_connection_error(&e) => continue,
             Err(e) => {
@@ -93,8 +93,17 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         match Arc::clone(&open).try_acquire_owned() {
             Ok(permit) => {
-                let conn = builder
-                    .serve_connection(TokioIo::new(ErrorBodies::new(stream)), service.clone());
+                // Each request of the connection carries its client's address (the throttle
+                // of failed sign-ins counts by it).
+                let ip = peer.ip();
+                let service = TowerToHyperService::new(app.clone().map_request(
+                    move |mut request: hyper::Request<hyper::body::Incoming>| {
+                        request.extensions_mut().insert(crate::api::Peer(ip));
+                        request
+                    },
+                ));
+                let conn =
+                    builder.serve_connection(TokioIo::new(ErrorBodies::new(stream)), service);
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
                     if let Err(e) = conn.await {

@@ -167,3 +167,54 @@ fn on_a_shared_machine_a_token_is_asked_over_loopback_too() {
     assert_ne!(o.status.code(), Some(0));
     assert!(err.contains("WEFT_REQUIRE_TOKEN_ON_LOOPBACK"), "{err}");
 }
+
+#[test]
+fn guessing_the_token_is_throttled_and_no_guess_is_logged() {
+    let w = Weft::start_with(&[], &[("WEFT_REQUIRE_TOKEN_ON_LOOPBACK", "true")]);
+    let (_, token, _) = w.cli(&["getkey", "weft_server", "--field", "token"]);
+    weft::init_tls();
+    let body = json!({"command": "ListBatchInstances", "payload": {"limit": 5}}).to_string();
+    let send = |token: &str| {
+        let r = reqwest::blocking::Client::new()
+            .post(&w.url)
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .expect("request");
+        let status = r.status().as_u16();
+        let retry = r
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        (status, retry, r.text().unwrap_or_default())
+    };
+    // A right token clears the count: nine wrong ones, a right one, nine wrong ones more.
+    for round in 0..2 {
+        for i in 0..9 {
+            assert_eq!(send(&format!("guess-{round}-{i}")).0, 401);
+        }
+        assert_eq!(send(token.trim()).0, 200, "round {round}");
+    }
+    // The tenth wrong one in a minute blocks the client, the right token included.
+    for i in 0..10 {
+        assert_eq!(send(&format!("guess-2-{i}")).0, 401);
+    }
+    let (status, retry, text) = send(token.trim());
+    assert_eq!(status, 429, "{text}");
+    assert!(text.contains("request.throttled"), "{text}");
+    let retry: u64 = retry.expect("Retry-After").parse().expect("seconds");
+    assert!((1..=60).contains(&retry), "{retry}");
+    // No guess reached the logs; the block did, with the client's address.
+    let logs: String = std::fs::read_dir(w.home.path().join("logs"))
+        .expect("logs")
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .collect();
+    assert!(!logs.contains("guess-"), "a guess was logged");
+    assert!(!logs.contains(token.trim()), "the token was logged");
+    assert!(
+        logs.contains("too many requests without the right token") && logs.contains("127.0.0.1"),
+        "{logs}"
+    );
+}
