@@ -19,6 +19,7 @@ pub mod elements;
 pub mod instances;
 pub mod plugins;
 pub mod problems;
+pub mod rights;
 pub mod schedules;
 pub mod states;
 
@@ -29,6 +30,7 @@ pub use elements::{Element, ElementKey, ElementRef, Selection};
 pub use instances::{Action as InstanceAction, Instance, Listed};
 pub use plugins::*;
 pub use problems::{Detail, MAX_DETAILS, Severity};
+pub use rights::Right;
 pub use schedules::{NextRuns as NextRunsAnswer, NextStart};
 pub use states::{ActionState, InstanceState};
 

@@ -225,3 +225,31 @@ fn each_command_is_named_as_its_payload_type_and_listed_once() {
     .into();
     assert_eq!(halt.name(), "HaltBatchInstance");
 }
+
+#[test]
+fn every_command_has_its_right_and_the_docs_table_says_the_same() {
+    assert_eq!(RIGHTS.len(), COMMANDS.len());
+    // (Read at build time: this crate does no I/O, its tests neither.)
+    let docs = include_str!("../../../docs/api.md");
+    let table = docs
+        .split("### Rights")
+        .nth(1)
+        .expect("docs/api.md has a Rights section");
+    let rows: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("| command |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let listed: Vec<String> = RIGHTS
+        .iter()
+        .map(|(name, right)| format!("| `{name}` | `{}` | {} |", right.word(), right.role()))
+        .collect();
+    assert_eq!(rows, listed, "docs/api.md's Rights table");
+    // Reading needs the least; what changes the repository or runs more.
+    let right = |name: &str| RIGHTS.iter().find(|(n, _)| *n == name).map(|(_, r)| *r);
+    assert_eq!(right("ListBatchInstances"), Some(Right::Read));
+    assert_eq!(right("HaltBatchInstance"), Some(Right::Operate));
+    assert_eq!(right("DeleteObjects"), Some(Right::Deploy));
+    assert!(Right::Read < Right::Operate && Right::Deploy < Right::Admin);
+}

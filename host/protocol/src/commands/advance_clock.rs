@@ -1,10 +1,12 @@
 //! `AdvanceClock`: move a development server's stepped clock (`weft serve --stepped-clock`) and run the scheduler there.
 
 use super::Request;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for AdvanceClock {
     const NAME: &'static str = "AdvanceClock";
+    const RIGHT: Right = Right::Admin;
     type Answer = ClockAdvanced;
 }
 

@@ -4,10 +4,12 @@
 
 use super::Request;
 use super::delete_objects::ObjectName;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for BackfillBatch {
     const NAME: &'static str = "BackfillBatch";
+    const RIGHT: Right = Right::Operate;
     type Answer = Backfilling;
 }
 

@@ -4,10 +4,12 @@
 
 use super::Request;
 use crate::deploys::ObjectKind;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for DeleteObjects {
     const NAME: &'static str = "DeleteObjects";
+    const RIGHT: Right = Right::Deploy;
     type Answer = Deleted;
 }
 

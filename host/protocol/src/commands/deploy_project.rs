@@ -5,10 +5,12 @@
 
 use super::Request;
 use crate::deploys;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for DeployProject {
     const NAME: &'static str = "DeployProject";
+    const RIGHT: Right = Right::Deploy;
     type Answer = deploys::Report;
 }
 

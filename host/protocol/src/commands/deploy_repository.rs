@@ -2,10 +2,12 @@
 
 use super::Request;
 use crate::deploys;
+use crate::rights::Right;
 use serde::Serialize;
 
 impl Request for DeployRepository {
     const NAME: &'static str = "DeployRepository";
+    const RIGHT: Right = Right::Deploy;
     type Answer = deploys::Report;
 }
 

@@ -3,10 +3,12 @@
 
 use super::Request;
 use super::deploy_project::ProjectDocument;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for ExportRepository {
     const NAME: &'static str = "ExportRepository";
+    const RIGHT: Right = Right::Deploy;
     type Answer = Exports;
 }
 

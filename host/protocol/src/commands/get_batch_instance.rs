@@ -2,10 +2,12 @@
 
 use super::Request;
 use crate::instances::Instance;
+use crate::rights::Right;
 use serde::Serialize;
 
 impl Request for GetBatchInstance {
     const NAME: &'static str = "GetBatchInstance";
+    const RIGHT: Right = Right::Read;
     type Answer = Instance;
 }
 

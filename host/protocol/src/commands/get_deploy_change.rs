@@ -2,10 +2,12 @@
 
 use super::Request;
 use crate::browse::HistoryDetail;
+use crate::rights::Right;
 use serde::Serialize;
 
 impl Request for GetDeployChange {
     const NAME: &'static str = "GetDeployChange";
+    const RIGHT: Right = Right::Read;
     type Answer = HistoryDetail;
 }
 

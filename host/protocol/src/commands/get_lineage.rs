@@ -2,10 +2,12 @@
 //! the data graph each deploy records (declared objects and those taken from the SQL alike).
 
 use super::Request;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for GetLineage {
     const NAME: &'static str = "GetLineage";
+    const RIGHT: Right = Right::Read;
     type Answer = Lineage;
 }
 

@@ -3,10 +3,12 @@
 use super::Request;
 use crate::browse::SheetDetail;
 use crate::instances;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for GetSheet {
     const NAME: &'static str = "GetSheet";
+    const RIGHT: Right = Right::Read;
     type Answer = SheetView;
 }
 

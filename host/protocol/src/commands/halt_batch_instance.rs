@@ -1,10 +1,12 @@
 //! `HaltBatchInstance`: halt an instance.
 
 use super::Request;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for HaltBatchInstance {
     const NAME: &'static str = "HaltBatchInstance";
+    const RIGHT: Right = Right::Operate;
     type Answer = HaltRequested;
 }
 

@@ -2,11 +2,13 @@
 
 use super::Request;
 use crate::instances;
+use crate::rights::Right;
 use crate::states::InstanceState;
 use serde::{Deserialize, Serialize};
 
 impl Request for ListBatchInstances {
     const NAME: &'static str = "ListBatchInstances";
+    const RIGHT: Right = Right::Read;
     type Answer = InstanceList;
 }
 

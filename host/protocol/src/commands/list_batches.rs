@@ -2,10 +2,12 @@
 
 use super::Request;
 use crate::browse::BatchItem;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for ListBatches {
     const NAME: &'static str = "ListBatches";
+    const RIGHT: Right = Right::Read;
     type Answer = BatchList;
 }
 

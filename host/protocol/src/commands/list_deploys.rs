@@ -2,10 +2,12 @@
 
 use super::Request;
 use crate::browse::DeployItem;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for ListDeploys {
     const NAME: &'static str = "ListDeploys";
+    const RIGHT: Right = Right::Read;
     type Answer = DeployList;
 }
 

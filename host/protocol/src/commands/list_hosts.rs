@@ -1,10 +1,12 @@
 //! `ListHosts`: the hosts on the repository, with their last heartbeat.
 
 use super::Request;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for ListHosts {
     const NAME: &'static str = "ListHosts";
+    const RIGHT: Right = Right::Read;
     type Answer = HostList;
 }
 

@@ -2,10 +2,12 @@
 //! pending (with their next try) or given up (with why).
 
 use super::Request;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for ListNotifications {
     const NAME: &'static str = "ListNotifications";
+    const RIGHT: Right = Right::Read;
     type Answer = NotificationList;
 }
 

@@ -2,10 +2,12 @@
 
 use super::Request;
 use crate::plugins::PluginList;
+use crate::rights::Right;
 use serde::Serialize;
 
 impl Request for ListPlugins {
     const NAME: &'static str = "ListPlugins";
+    const RIGHT: Right = Right::Read;
     type Answer = PluginList;
 }
 

@@ -2,10 +2,12 @@
 
 use super::Request;
 use crate::browse::Tree;
+use crate::rights::Right;
 use serde::Serialize;
 
 impl Request for ListSheets {
     const NAME: &'static str = "ListSheets";
+    const RIGHT: Right = Right::Read;
     type Answer = Tree;
 }
 

@@ -101,6 +101,8 @@ macro_rules! for_each_command {
 pub trait Request: Into<Command> {
     /// The command's name, as the envelope's `command` says it.
     const NAME: &'static str;
+    /// What the caller must be allowed to do to send it.
+    const RIGHT: crate::rights::Right;
     /// The answer's payload.
     type Answer: serde::de::DeserializeOwned + Serialize;
 }
@@ -109,6 +111,10 @@ macro_rules! envelope {
     ($($name:ident),* $(,)?) => {
         /// The commands the server answers, by name.
         pub const COMMANDS: &[&str] = &[$(<$name as Request>::NAME),*];
+
+        /// Each command's name with the right it needs.
+        pub const RIGHTS: &[(&str, crate::rights::Right)] =
+            &[$((<$name as Request>::NAME, <$name as Request>::RIGHT)),*];
 
         /// A command with its payload.
         #[derive(Debug, Clone, PartialEq)]
@@ -124,6 +130,13 @@ macro_rules! envelope {
             pub fn name(&self) -> &'static str {
                 match self {
                     $(Command::$name(_) => <$name as Request>::NAME,)*
+                }
+            }
+
+            /// What the caller must be allowed to do to send it.
+            pub fn right(&self) -> crate::rights::Right {
+                match self {
+                    $(Command::$name(_) => <$name as Request>::RIGHT,)*
                 }
             }
 

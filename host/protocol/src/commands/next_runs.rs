@@ -1,11 +1,13 @@
 //! `NextRuns`: a scheduled batch's next planned starts, with clock changes marked.
 
 use super::Request;
+use crate::rights::Right;
 use crate::schedules;
 use serde::Serialize;
 
 impl Request for NextRuns {
     const NAME: &'static str = "NextRuns";
+    const RIGHT: Right = Right::Read;
     type Answer = schedules::NextRuns;
 }
 

@@ -2,10 +2,12 @@
 //! instance, with the definitions deployed now (or, `asStarted`, those it ran).
 
 use super::Request;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for RestartBatchInstance {
     const NAME: &'static str = "RestartBatchInstance";
+    const RIGHT: Right = Right::Operate;
     type Answer = Restarting;
 }
 

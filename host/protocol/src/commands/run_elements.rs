@@ -2,10 +2,12 @@
 
 use super::Request;
 use crate::elements::{ElementRef, Selection};
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for RunElements {
     const NAME: &'static str = "RunElements";
+    const RIGHT: Right = Right::Operate;
     type Answer = Started;
 }
 

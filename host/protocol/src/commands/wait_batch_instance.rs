@@ -2,10 +2,12 @@
 
 use super::Request;
 use crate::instances;
+use crate::rights::Right;
 use serde::{Deserialize, Serialize};
 
 impl Request for WaitBatchInstance {
     const NAME: &'static str = "WaitBatchInstance";
+    const RIGHT: Right = Right::Read;
     type Answer = Waited;
 }
 
