@@ -83,10 +83,13 @@ pub const ENTRY_COMMAND: &str = "entryCommand";
 pub const COMMAND_TIMEOUT: &str = "commandTimeoutSeconds";
 
 /// The secrets programs printed this process (passwords, secret options), cleaned out of
-/// logs and errors as the key file's own are; at most [`MAX_REMEMBERED`].
+/// logs and errors as the key file's own are; at most [`MAX_REMEMBERED`] of them and
+/// [`MAX_REMEMBERED_BYTES`] in all.
 static PRINTED_SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// The most printed secrets kept (the oldest forgotten first).
 const MAX_REMEMBERED: usize = 1024;
+/// The most bytes of printed secrets kept.
+const MAX_REMEMBERED_BYTES: usize = 1 << 20;
 
 /// The secrets that secret stores' programs printed in this process (passwords, secret
 /// options), for redaction beside [`KeyFile::secrets`].
@@ -106,11 +109,28 @@ fn remember(secret: &str) {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !kept.iter().any(|s| s == secret) {
-        if kept.len() >= MAX_REMEMBERED {
+        kept.push(secret.to_owned());
+        while kept.len() > MAX_REMEMBERED
+            || kept.iter().map(String::len).sum::<usize>() > MAX_REMEMBERED_BYTES
+        {
             kept.remove(0);
         }
-        kept.push(secret.to_owned());
     }
+}
+
+/// `text` with every secret a program printed in this process replaced by `***`: asked at
+/// each use, so that a password printed while an action ran is cleaned out of its log too.
+pub fn redact_printed(text: &str) -> String {
+    let kept = PRINTED_SECRETS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut out = text.to_owned();
+    for s in kept.iter().filter(|s| s.len() >= 3) {
+        if out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), "***");
+        }
+    }
+    out
 }
 
 /// A key file result.
@@ -194,9 +214,19 @@ impl Entry {
                 failed("it did not print one line KEY|TYPE|URL|USER|PASSWORD|OPTIONS".to_owned())
             })?;
         remember(&fields[4]);
+        // The type and URL are the file's: they are read before a connection opens (the
+        // dialect, a SQLite file's lock), so a program may repeat them, not change them.
+        for (name, file, printed) in [
+            ("TYPE", &entry.kind, &fields[1]),
+            ("URL", &entry.url, &fields[2]),
+        ] {
+            if !printed.is_empty() && printed != file {
+                return Err(failed(format!(
+                    "it printed another {name} than the file's; an entryCommand gives the user, password and options"
+                )));
+            }
+        }
         for (field, printed) in [
-            (&mut entry.kind, &fields[1]),
-            (&mut entry.url, &fields[2]),
             (&mut entry.user, &fields[3]),
             (&mut entry.password, &fields[4]),
         ] {
@@ -362,6 +392,11 @@ impl KeyFile {
                     "the entry has both `{PASSWORD_COMMAND}` and `{ENTRY_COMMAND}`; keep one"
                 )));
             }
+            if fields[0] == SERVER_KEY && (has(PASSWORD_COMMAND) || has(ENTRY_COMMAND)) {
+                return Err(syntax(format!(
+                    "entry `{SERVER_KEY}` (the service's address and token) cannot take its secret from a program"
+                )));
+            }
             if let Some(first) = seen.insert(fields[0].clone(), i + 1) {
                 return Err(syntax(format!(
                     "entry `{}` is given twice, at lines {first} and {}; keep one of them",
@@ -434,6 +469,18 @@ impl KeyFile {
             })
             .filter(|s| !s.is_empty())
             .collect()
+    }
+
+    /// `text` with every secret of the file, and every one a secret store's program printed,
+    /// replaced by `***` (for a message that may quote a connection's error).
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for s in self.secrets().iter().filter(|s| s.len() >= 3) {
+            if out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), "***");
+            }
+        }
+        redact_printed(&out)
     }
 
     /// Adds or replaces the entry with `entry.key`.

@@ -220,20 +220,21 @@ async fn read_body(mut body: axum::body::Body, limit: usize) -> Result<Bytes, Ap
 }
 
 /// The token check of a server that asks for one, with failed sign-ins throttled per client
-/// ([`throttle`]): a blocked client is refused before its token is looked at.
+/// ([`throttle`]): a right token always passes (a client sharing its address with a guesser
+/// is not locked out); a wrong one from a blocked client is refused with 429, not counted.
 fn authorize(state: &AppState, headers: &HeaderMap, peer: Option<Peer>) -> Result<(), ApiError> {
     if !state.require_token {
         return Ok(());
     }
     let ip = peer.map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |p| p.0);
     let now = std::time::Instant::now();
-    state.throttle.check(ip, now).map_err(ApiError::Throttled)?;
     match check_token(state, headers) {
         Ok(()) => {
-            state.throttle.succeeded(ip);
+            state.throttle.succeeded(ip, now);
             Ok(())
         }
         Err(ApiError::Unauthorized) => {
+            state.throttle.check(ip, now).map_err(ApiError::Throttled)?;
             if state.throttle.failed(ip, now) {
                 tracing::warn!(
                     message = "A client sent too many requests without the right token; it is refused for a while.",

@@ -1,8 +1,10 @@
 //! Failed sign-ins throttled per client: a client address that sent [`MAX_FAILURES`] wrong
-//! or missing tokens within [`WINDOW`] is refused (429, `request.throttled`, `Retry-After`)
-//! for [`BLOCK`], whatever it sends, so that guessing a token takes longer than the token can
-//! last. A right token clears its count. At most [`MAX_CLIENTS`] addresses are remembered
-//! (the longest quiet forgotten first), so no flood of addresses fills memory.
+//! or missing tokens within [`WINDOW`] has every further wrong one refused (429,
+//! `request.throttled`, `Retry-After`) for [`BLOCK`], so that guessing is slowed and said in
+//! the log. A right token always passes (one client on an address shared by many, loopback
+//! or a proxy, cannot lock the others out) and clears the count. An IPv6 client counts by
+//! its /64 (an attacker changes addresses within it freely). At most [`MAX_CLIENTS`]
+//! addresses are remembered (the longest quiet forgotten first).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -37,9 +39,25 @@ pub struct Throttle {
     clients: Mutex<HashMap<IpAddr, Client>>,
 }
 
+/// The address a client counts by: an IPv4 address (IPv4-mapped IPv6 ones too) as it is, an
+/// IPv6 one by its /64.
+fn key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+        v4 => v4,
+    }
+}
+
 impl Throttle {
     /// `Err(seconds to wait)` while `ip` is blocked at `now`.
     pub fn check(&self, ip: IpAddr, now: Instant) -> Result<(), u64> {
+        let ip = key(ip);
         let clients = self
             .clients
             .lock()
@@ -52,6 +70,7 @@ impl Throttle {
 
     /// Counts a failed sign-in of `ip` at `now`; whether it is blocked now.
     pub fn failed(&self, ip: IpAddr, now: Instant) -> bool {
+        let ip = key(ip);
         let mut clients = self
             .clients
             .lock()
@@ -72,6 +91,9 @@ impl Throttle {
             c.failures = 0;
             c.since = now;
         }
+        if c.blocked_until.is_some_and(|until| until <= now) {
+            c.blocked_until = None;
+        }
         c.failures += 1;
         c.last = now;
         if c.failures >= MAX_FAILURES {
@@ -83,13 +105,17 @@ impl Throttle {
         false
     }
 
-    /// A right token from `ip`: its failures are forgotten.
-    pub fn succeeded(&self, ip: IpAddr) {
+    /// A right token from `ip` at `now`: its failures are forgotten once it is not blocked.
+    pub fn succeeded(&self, ip: IpAddr, now: Instant) {
+        let ip = key(ip);
         let mut clients = self
             .clients
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if clients.get(&ip).is_some_and(|c| c.blocked_until.is_none()) {
+        if clients
+            .get(&ip)
+            .is_some_and(|c| c.blocked_until.is_none_or(|until| until <= now))
+        {
             clients.remove(&ip);
         }
     }
@@ -120,10 +146,27 @@ mod tests {
             t.check(b, start + Duration::from_secs(11)).is_ok(),
             "another client is not"
         );
-        // A right token during the block does not lift it; after it, the client may try.
-        t.succeeded(a);
+        // A right token during the block does not lift it; after it, the client may try, and
+        // a right token then clears its count.
+        t.succeeded(a, start + Duration::from_secs(30));
         assert!(t.check(a, start + Duration::from_secs(30)).is_err());
         assert!(t.check(a, start + Duration::from_secs(71)).is_ok());
+        assert!(!t.failed(a, start + Duration::from_secs(72)));
+        t.succeeded(a, start + Duration::from_secs(73));
+        assert!(
+            t.clients.lock().expect("lock").is_empty(),
+            "cleared after the block"
+        );
+        // An IPv6 client counts by its /64; an IPv4-mapped one as its IPv4 address.
+        let t = Throttle::default();
+        for i in 0..MAX_FAILURES {
+            let ip: IpAddr = format!("2001:db8:1:2::{i:x}").parse().expect("ip");
+            t.failed(ip, start);
+        }
+        let other: IpAddr = "2001:db8:1:2:ffff::1".parse().expect("ip");
+        assert!(t.check(other, start).is_err(), "the same /64");
+        let mapped: IpAddr = "::ffff:10.0.0.2".parse().expect("ip");
+        assert!(t.check(mapped, start).is_ok());
         // Failures spread wider than the window never block.
         let t = Throttle::default();
         for i in 0..30 {

@@ -52,42 +52,63 @@ pub fn output(command: &str, key: &str, timeout: Duration) -> Result<String, Str
         let _ = printed.send(buf);
     });
     let started = Instant::now();
-    // Its output ends (stdout closed) as it exits, or it runs out of time.
-    let out = loop {
-        let left = timeout.saturating_sub(started.elapsed());
-        match read.recv_timeout(left.min(Duration::from_millis(200))) {
-            Ok(buf) => break buf,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {}
-            Err(_) => {
-                let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-                let _ = child.wait();
-                return Err(format!(
-                    "`{program}` did not finish within {} s; it was killed",
-                    timeout.as_secs()
-                ));
-            }
-        }
-    };
-    if out.len() > MAX_OUTPUT {
+    let kill = || {
         let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-        let _ = child.wait();
-        return Err(format!("`{program}` printed more than {MAX_OUTPUT} bytes"));
-    }
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() < timeout => {
-                std::thread::sleep(Duration::from_millis(5));
+    };
+    // Its output ends (stdout closed) and it exits, in either order, within its time.
+    let mut out: Option<Vec<u8>> = None;
+    let mut exited: Option<(std::process::ExitStatus, Instant)> = None;
+    loop {
+        if out.is_none() {
+            match read.recv_timeout(Duration::from_millis(20)) {
+                Ok(buf) => out = Some(buf),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => out = Some(Vec::new()),
             }
-            _ => {
-                let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-                let _ = child.wait();
-                return Err(format!(
-                    "`{program}` did not end within {} s after it printed; it was killed",
-                    timeout.as_secs()
-                ));
-            }
+        } else {
+            std::thread::sleep(Duration::from_millis(5));
         }
+        if out.as_ref().is_some_and(|o| o.len() > MAX_OUTPUT) {
+            kill();
+            let _ = child.wait();
+            return Err(format!("`{program}` printed more than {MAX_OUTPUT} bytes"));
+        }
+        if exited.is_none()
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            exited = Some((status, Instant::now()));
+        }
+        match (&out, exited) {
+            (Some(_), Some(_)) => break,
+            // It ended, and what it left behind in its group still holds its output: those
+            // go (the group still has members, so its id cannot have been taken again).
+            (None, Some((_, at))) if at.elapsed() > Duration::from_millis(200) => {
+                kill();
+                match read.recv_timeout(Duration::from_secs(1)) {
+                    Ok(buf) => {
+                        out = Some(buf);
+                        break;
+                    }
+                    Err(_) => {
+                        return Err(format!(
+                            "`{program}` ended, but a process it started outside its group still holds its output"
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+        if started.elapsed() >= timeout {
+            kill();
+            let _ = child.wait();
+            return Err(format!(
+                "`{program}` did not finish within {} s; it was killed",
+                timeout.as_secs()
+            ));
+        }
+    }
+    let (Some(out), Some((status, _))) = (out, exited) else {
+        return Err(format!("`{program}` ended without an answer"));
     };
     if !status.success() {
         return Err(format!("`{program}` ended with {status}"));

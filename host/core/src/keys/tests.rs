@@ -232,10 +232,10 @@ fn a_whole_entry_comes_from_its_program_its_empty_fields_kept_from_the_file() {
     let vault = program(
         dir.path(),
         "entry",
-        "echo 'ignored|postgresql|postgresql://vault/db|app|s\\|ecret|sslmode=verify-full;passwordCommand=/bin/false'",
+        "echo 'ignored|postgresql||app|s\\|ecret|sslmode=verify-full;passwordCommand=/bin/false'",
     );
     let e = entry(&format!(
-        "dwh|jdbc|postgresql://file/db|fileuser||fetch=10;entryCommand={vault}"
+        "dwh|postgresql|postgresql://file/db|fileuser||fetch=10;entryCommand={vault}"
     ));
     let r = e.resolved().expect("resolves");
     assert_eq!(
@@ -249,7 +249,7 @@ fn a_whole_entry_comes_from_its_program_its_empty_fields_kept_from_the_file() {
         (
             "dwh",
             "postgresql",
-            "postgresql://vault/db",
+            "postgresql://file/db",
             "app",
             "s|ecret"
         )
@@ -261,6 +261,33 @@ fn a_whole_entry_comes_from_its_program_its_empty_fields_kept_from_the_file() {
         None,
         "a program cannot name another"
     );
+    // Another URL than the file's is refused: it was read before the connection opened.
+    let moved = program(
+        dir.path(),
+        "moved",
+        "echo 'dwh|postgresql|postgresql://elsewhere/db|app|pw|'",
+    );
+    let e = entry(&format!(
+        "dwh|postgresql|postgresql://file/db|u||entryCommand={moved}"
+    ));
+    let err = e.resolved().expect_err("moved").to_string();
+    assert!(err.contains("another URL than the file's"), "{err}");
+    // The service's own entry takes no program.
+    let server = KeyFile::parse(
+        Path::new("keyfile"),
+        "weft_server|http|http://127.0.0.1:1/weft/service|||passwordCommand=x\n",
+    )
+    .expect_err("server");
+    assert!(
+        server
+            .to_string()
+            .contains("cannot take its secret from a program"),
+        "{server}"
+    );
+    // A program that leaves a child holding its output still answers.
+    let forks = program(dir.path(), "forks", "sleep 30 &\necho from-the-parent");
+    let e = entry(&format!("9|postgresql|u|x||passwordCommand={forks}"));
+    assert_eq!(e.resolved().expect("answers").password, "from-the-parent");
 }
 
 #[test]

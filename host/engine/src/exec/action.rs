@@ -24,7 +24,8 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
     for s in secrets.iter().filter(|s| s.len() >= 3) {
         out = out.replace(s.as_str(), "***");
     }
-    out
+    // And what secret stores' programs printed, as of now.
+    weft_core::keys::redact_printed(&out)
 }
 
 /// Where a batch run's log lines go while its action runs (the repository, so that
@@ -305,10 +306,9 @@ pub fn run_marked(
     variables: &[(String, String)],
     marking: Option<&Marking<'_>>,
 ) -> Ran {
-    // Secrets from the key file, and those its secret stores printed, never reach a log or
-    // an error.
-    let mut secrets = keys.secrets();
-    secrets.extend(weft_core::keys::printed_secrets());
+    // Secrets from the key file, and those its secret stores print (`redact` asks for them
+    // at each use), never reach a log or an error.
+    let secrets = keys.secrets();
     let lines = match marking.and_then(|m| m.live_log.clone()) {
         Some(live) => Lines::live(live, secrets.clone()),
         None => Lines::default(),
@@ -765,7 +765,7 @@ pub fn committed(
         let mut conn =
             connect::open_in(entry, registry, schema).map_err(|e| Untold::CannotOpen {
                 connection: id,
-                error: e.to_string(),
+                error: keys.redact(&e.to_string()),
             })?;
         match marker::committed(&mut conn, run, schema) {
             Ok(true) => found.push(id),

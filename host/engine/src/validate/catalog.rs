@@ -190,10 +190,10 @@ impl PluginCatalog<'_> {
                     for o in objs {
                         out.push((
                             o.node_id(),
-                            format!(
+                            keys.redact(&format!(
                                 "connection {id} cannot be reached, so `{}` was not checked: {e}",
                                 o.name()
-                            ),
+                            )),
                         ));
                     }
                     continue;
@@ -222,7 +222,7 @@ impl PluginCatalog<'_> {
                     Ok(_) => {}
                     Err(e) => out.push((
                         o.node_id(),
-                        format!("`{}` could not be checked: {e}", o.name()),
+                        keys.redact(&format!("`{}` could not be checked: {e}", o.name())),
                     )),
                 }
             }
