@@ -14,7 +14,7 @@
 
 use super::actions::place_in_string;
 use super::catalog::Catalog;
-use super::templates::{RenderBudget, render_str};
+use super::templates::{Failure, RenderBudget, render_str};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use weft_dsr::model::{At, Document, NodeAttributes, TemplateModule};
 use weft_dsr::value::Value;
@@ -177,16 +177,10 @@ fn check(
         ok = false;
     }
     if let Err(e) = minijinja::Environment::new().template_from_str(&m.template.v) {
-        let offset = e.range().map(|r| r.start).or_else(|| {
-            e.line().map(|l| {
-                m.template
-                    .v
-                    .split_inclusive('\n')
-                    .take(l.saturating_sub(1))
-                    .map(str::len)
-                    .sum()
-            })
-        });
+        let Failure {
+            offset,
+            message: what,
+        } = Failure::of(&e, &m.template.v);
         let at = offset.map_or(m.template.span.start as usize, |o| {
             place_in_string(
                 text,
@@ -194,9 +188,6 @@ fn check(
                 u32::try_from(o).unwrap_or(0),
             )
         });
-        let what = e
-            .detail()
-            .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
         problems.error(
             "module.template",
             format!("the template of `{}` does not read: {what}", m.name.v),

@@ -123,6 +123,26 @@ pub(super) struct Failure {
     pub message: String,
 }
 
+impl Failure {
+    /// minijinja's error `e` in template `source`: the place of the mistake in the template,
+    /// where minijinja knows it, and what it says.
+    pub(super) fn of(e: &minijinja::Error, source: &str) -> Failure {
+        let offset = e.range().map(|r| r.start).or_else(|| {
+            e.line().map(|l| {
+                source
+                    .split_inclusive('\n')
+                    .take(l.saturating_sub(1))
+                    .map(str::len)
+                    .sum()
+            })
+        });
+        let message = e
+            .detail()
+            .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
+        Failure { offset, message }
+    }
+}
+
 /// `source` rendered with `context`: Jinja as minijinja reads it, a name the context does
 /// not hold refused (not rendered empty), at most [`FUEL`] steps and [`MAX_RENDERED`] bytes,
 /// and within what `budget` has left for the deploy (which it takes).
@@ -169,23 +189,11 @@ pub(super) fn render_str(
                 1
             };
             budget.fuel = budget.fuel.saturating_sub(took);
-            // The place of the mistake in the template, where minijinja knows it.
-            let offset = e.range().map(|r| r.start).or_else(|| {
-                e.line().map(|l| {
-                    source
-                        .split_inclusive('\n')
-                        .take(l.saturating_sub(1))
-                        .map(str::len)
-                        .sum()
-                })
-            });
-            let message = match out.refused.take() {
-                Some(why) => why,
-                None => e
-                    .detail()
-                    .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind())),
-            };
-            Err(Failure { offset, message })
+            let mut failure = Failure::of(&e, source);
+            if let Some(why) = out.refused.take() {
+                failure.message = why;
+            }
+            Err(failure)
         }
     }
 }
