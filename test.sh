@@ -22,7 +22,7 @@ cargo test --workspace --all-targets "$@"
 # The end-to-end tests of deploys, runs, the scheduler and the lifecycle (delete, project
 # deploys) once more with the repository on
 # PostgreSQL (the test library starts a server and gives each home a database of its own).
-WEFT_TEST_REPOSITORY=postgresql cargo test -p weft_tests --test suite "$@" -- deploy:: runs:: scheduler:: lifecycle:: notifications:: retries:: names:: template_modules::
+WEFT_TEST_REPOSITORY=postgresql cargo test -p weft_tests --test suite "$@" -- deploy:: runs:: scheduler:: lifecycle:: notifications:: retries:: names:: template_modules:: security::
 # The sdk's fakes for plugin authors (feature `testing`, which no workspace member turns on:
 # it links SQLite, which the plugin libraries the tests load must not).
 cargo test -p weft_sdk --features testing --all-targets "$@"

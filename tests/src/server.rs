@@ -609,6 +609,27 @@ pub fn command(w: &Weft, command: &str, payload: serde_json::Value) -> (u16, ser
     post(&w.url, body.to_string().into_bytes())
 }
 
+/// Sends `command` with `payload` as the holder of `token` (`Authorization: Bearer`): the
+/// status and the answer.
+pub fn command_as(
+    w: &Weft,
+    token: &str,
+    command: &str,
+    payload: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    weft::init_tls();
+    let body = serde_json::json!({"command": command, "payload": payload});
+    let resp = reqwest::blocking::Client::new()
+        .post(&w.url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .expect("request");
+    let status = resp.status().as_u16();
+    (status, resp.json().expect("JSON answer"))
+}
+
 /// Runs sheet `path` (such as `/etl/load`), waits for its end (at most 120 s) and answers
 /// the instance as `GetBatchInstance` does.
 pub fn run_sheet_to_end(w: &Weft, path: &str) -> serde_json::Value {

@@ -86,26 +86,48 @@ impl Checker {
             .map_err(|e| format!("the empty repository cannot be made: {e}"))?;
         let env = weft_core::settings::Environment::Development;
         for (name, text) in with {
-            deploy::deploy(&repo, &catalog, text, deploy::Options::default(), env).map_err(
-                |e| match e {
-                    deploy::Error::Invalid(details) => details
-                        .iter()
-                        .map(|d| format_detail(name, d, ""))
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                    other => format!("{name}: {other}"),
-                },
-            )?;
+            deploy::deploy(
+                &repo,
+                &catalog,
+                text,
+                deploy::Options::default(),
+                env,
+                deploy::Deployer::anyone("weft check"),
+            )
+            .map_err(|e| match e {
+                deploy::Error::Invalid(details) => details
+                    .iter()
+                    .map(|d| format_detail(name, d, ""))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                other => format!("{name}: {other}"),
+            })?;
         }
         let opts = deploy::Options {
             dry_run,
             ..deploy::Options::default()
         };
         let result = match target {
-            Target::Project { documents, files } => {
-                deploy::deploy_project(&repo, &catalog, documents, files, &[], opts, env)
-            }
-            Target::Document(text) => deploy::deploy(&repo, &catalog, text, opts, env),
+            Target::Project { documents, files } => deploy::deploy_project(
+                &repo,
+                &catalog,
+                deploy::Project {
+                    documents,
+                    files,
+                    prune: &[],
+                },
+                opts,
+                env,
+                deploy::Deployer::anyone("weft check"),
+            ),
+            Target::Document(text) => deploy::deploy(
+                &repo,
+                &catalog,
+                text,
+                opts,
+                env,
+                deploy::Deployer::anyone("weft check"),
+            ),
         };
         let (details, deployed) = match result {
             Ok(report) => (report.warnings, !dry_run),

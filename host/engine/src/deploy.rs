@@ -125,6 +125,9 @@ mod cycles;
 pub mod delete;
 pub mod export;
 mod names;
+pub mod scope;
+
+pub use scope::Deployer;
 
 /// The deploy options of SPEC 4.2 and a deploy's report: `weft_protocol`'s types.
 pub use weft_protocol::deploys::{IdMap, Options, Report, Touched};
@@ -162,6 +165,9 @@ pub enum Error {
         "no folder `{0}` in the repository (a folder is named by its path, such as `/sales/daily`)"
     )]
     NoFolder(String),
+    /// A user whose deploy right is limited to folders touched something outside them.
+    #[error("{0}")]
+    OutsideFolders(String),
     /// The repository failed.
     #[error(transparent)]
     Repo(#[from] repo::Error),
@@ -184,13 +190,17 @@ fn first_message(details: &[Detail]) -> String {
 /// # Errors
 ///
 /// [`Error::NotFound`], [`Error::Referenced`], or a repository error.
-pub fn delete(repo: &Repository, request: &DeleteObjects) -> Result<Deleted, Error> {
+pub fn delete(
+    repo: &Repository,
+    request: &DeleteObjects,
+    by: Deployer<'_>,
+) -> Result<Deleted, Error> {
     let details = |problems: Vec<Problem>| {
         let mut all = Problems::default();
         all.extend(problems);
         all.into_details(&LineIndex::new(""))
     };
-    repo.write(|w| {
+    repo.write(by.name, |w| {
         let payload = Path::root().key("payload");
         let mut missing = Vec::new();
         let mut doomed = Vec::new();
@@ -216,6 +226,9 @@ pub fn delete(repo: &Repository, request: &DeleteObjects) -> Result<Deleted, Err
             Ok(objects) => objects,
             Err(problems) => return Ok((Err(Error::Referenced(details(problems))), false)),
         };
+        if let Some(what) = scope::outside_delete(w, &objects, &by)? {
+            return Ok((Err(Error::OutsideFolders(by.refusal(&what))), false));
+        }
         if !request.dry_run {
             w.delete(&objects)?;
         }
@@ -247,6 +260,7 @@ pub fn deploy(
     content: &str,
     opts: Options,
     env: Environment,
+    by: Deployer<'_>,
 ) -> Result<Report, Error> {
     if opts.into_folder.is_some() && env != Environment::Development {
         return Err(Error::IntoFolderRefused(env));
@@ -270,6 +284,7 @@ pub fn deploy(
         text: content,
         details: &|problems: Problems| problems.into_details(&index),
         prune: &[],
+        by,
     };
     deploy_read(repo, catalog, read, doc, problems, opts)
 }
@@ -296,12 +311,24 @@ pub fn export(repo: &Repository, folder: Option<&str>) -> Result<Vec<(String, St
     }
 }
 
-/// Deploys the `.dsr` documents `files` (each its name, such as its path in the project's
-/// tree, and its text) as one document in one transaction: all or nothing, every problem
-/// of every file answered in its file, references between files resolved whatever their
-/// order. With `prune`, the sheets and folders below each of those folders (by path) that
-/// the files do not hold are deleted in the same transaction (refused, as [`delete()`] is,
-/// while anything that stays refers to them). Each object of the report names its file.
+/// A project as a deploy takes it: its `.dsr` documents and the files its actions read,
+/// each its name (its path in the project's tree) and text, and the folders to prune.
+#[derive(Debug, Clone, Copy)]
+pub struct Project<'a> {
+    /// The `.dsr` documents.
+    pub documents: &'a [(String, String)],
+    /// The files actions read (`file:`).
+    pub files: &'a [(String, String)],
+    /// The folders (paths) below which what the documents do not hold is deleted.
+    pub prune: &'a [String],
+}
+
+/// Deploys the `.dsr` documents of `project` as one document in one transaction: all or
+/// nothing, every problem of every file answered in its file, references between files
+/// resolved whatever their order. With `prune`, the sheets and folders below each of those
+/// folders (by path) that the files do not hold are deleted in the same transaction
+/// (refused, as [`delete()`] is, while anything that stays refers to them). Each object of
+/// the report names its file.
 ///
 /// # Errors
 ///
@@ -309,12 +336,16 @@ pub fn export(repo: &Repository, folder: Option<&str>) -> Result<Vec<(String, St
 pub fn deploy_project(
     repo: &Repository,
     catalog: &dyn validate::Catalog,
-    files: &[(String, String)],
-    data: &[(String, String)],
-    prune: &[String],
+    project: Project<'_>,
     opts: Options,
     env: Environment,
+    by: Deployer<'_>,
 ) -> Result<Report, Error> {
+    let Project {
+        documents: files,
+        files: data,
+        prune,
+    } = project;
     if opts.into_folder.is_some() && env != Environment::Development {
         return Err(Error::IntoFolderRefused(env));
     }
@@ -360,6 +391,7 @@ pub fn deploy_project(
         text: project.text(),
         details: &|problems: Problems| project.details(problems),
         prune,
+        by,
     };
     let mut report = deploy_read(repo, catalog, read, doc, problems, opts)?;
     for t in report
@@ -384,6 +416,8 @@ struct Read<'a> {
     text: &'a str,
     details: &'a dyn Fn(Problems) -> Vec<Detail>,
     prune: &'a [String],
+    /// Who deploys: the deploy's row names it; its folders bound what it may touch.
+    by: Deployer<'a>,
 }
 
 /// The deploy of a document read (one file's, or a project's joined).
@@ -492,7 +526,7 @@ fn deploy_read(
         // Each connection's default schema: as the document deploys it, else as deployed.
         object_warnings(&doc, catalog, &used.schemas, &mut problems);
     }
-    repo.write(|w| {
+    repo.write(read.by.name, |w| {
         let invalid = |problems: &mut Problems| {
             Ok((
                 Err(Error::Invalid(details(std::mem::take(problems)))),
@@ -530,6 +564,7 @@ fn deploy_read(
             id_map,
             ..Report::default()
         };
+        let stood = scope::before(w, &doc, &read.by)?;
         let mut changes = Vec::new();
         for f in &doc.folders {
             changes.push(w.folder(f)?);
@@ -601,6 +636,9 @@ fn deploy_read(
         cycles::check(&doc, &changed, w, catalog, &mut problems)?;
         if problems.has_errors() {
             return invalid(&mut problems);
+        }
+        if let Some(what) = scope::outside(w, &changes, &stood, read.prune, &read.by)? {
+            return Ok((Err(Error::OutsideFolders(read.by.refusal(&what))), false));
         }
         let wrote = changes.iter().any(|c| c.change != ChangeKind::Unchanged);
         for c in changes {

@@ -62,6 +62,7 @@ pub fn deploy(exec: &Executor, doc: &str) {
         doc,
         crate::deploy::Options::default(),
         weft_core::settings::Environment::Development,
+        crate::deploy::Deployer::anyone("tests"),
     )
     .expect("deploy");
 }

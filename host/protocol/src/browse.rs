@@ -147,6 +147,10 @@ pub struct DeployItem {
     pub deploy_id: i64,
     /// When it was committed (UTC, ISO 8601).
     pub deployed: String,
+    /// Who deployed it (a user, `keyfile`, `loopback`); none for deploys made before weft
+    /// recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// How many objects it created.
     pub created: i64,
     /// How many it updated.

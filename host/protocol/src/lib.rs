@@ -30,7 +30,7 @@ pub use elements::{Element, ElementKey, ElementRef, Selection};
 pub use instances::{Action as InstanceAction, Instance, Listed};
 pub use plugins::*;
 pub use problems::{Detail, MAX_DETAILS, Severity};
-pub use rights::Right;
+pub use rights::{Right, Role};
 pub use schedules::{NextRuns as NextRunsAnswer, NextStart};
 pub use states::{ActionState, InstanceState};
 

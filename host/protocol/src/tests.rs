@@ -141,6 +141,13 @@ fn every_command_is_listed_once_under_the_name_its_type_gives() {
         DeleteObjects::NAME,
         ExportRepository::NAME,
         AdvanceClock::NAME,
+        WhoAmI::NAME,
+        AddUser::NAME,
+        ListUsers::NAME,
+        ChangeUser::NAME,
+        CreateToken::NAME,
+        RevokeToken::NAME,
+        ListAudit::NAME,
     ];
     assert_eq!(COMMANDS, names);
 }

@@ -159,13 +159,14 @@ pub fn deploys(
 ) -> Result<Vec<DeployItem>> {
     let mut deploys = conn.rows(
         &format!(
-            "SELECT id, deployed_at FROM deploys WHERE CAST(?1 AS BIGINT) IS NULL OR id < ?1 ORDER BY id DESC LIMIT {limit}"
+            "SELECT id, deployed_at, user_name FROM deploys WHERE CAST(?1 AS BIGINT) IS NULL OR id < ?1 ORDER BY id DESC LIMIT {limit}"
         ),
         args![before],
         |r| {
             Ok(DeployItem {
                 deploy_id: r.get(0)?,
                 deployed: iso(&r.get::<String>(1)?),
+                user: r.get(2)?,
                 created: 0,
                 updated: 0,
                 deleted: 0,

@@ -11,6 +11,12 @@ pub trait Facts {
     ///
     /// A repository error.
     fn folder_path(&self, id: i64) -> super::error::Result<Option<String>>;
+    /// The path of the folder sheet `id` lies in, if the sheet exists.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    fn sheet_folder(&self, id: i64) -> super::error::Result<Option<String>>;
     /// The id of the folder at `path`, if one exists.
     ///
     /// # Errors

@@ -107,6 +107,7 @@
 //! `restart` checks and resets in one transaction; errors are classified by `Error::fault`
 //! (full, I/O, busy, other) for what a client is told.
 
+pub mod audit;
 mod backend;
 mod backfills;
 mod browse;
@@ -126,9 +127,11 @@ pub mod retention;
 mod schedules;
 pub mod schema;
 mod schemas_cache;
+pub mod scope;
 pub mod sql;
 pub mod sqlite;
 pub mod store;
+pub mod users;
 pub mod work;
 pub(crate) mod writer;
 

@@ -295,6 +295,9 @@ impl Repository {
             pruned.instances = self.tx(|c| retention::instances(c, before))?;
         }
         pruned.plans = self.tx(retention::plans)?;
+        if let Some(before) = &keep.runs_before {
+            pruned.audit = self.tx(|c| super::audit::prune(c, before))?;
+        }
         if let Some(before) = &keep.logs_before {
             pruned.logs = self.tx(|c| retention::logs(c, before))?;
         }
@@ -305,6 +308,121 @@ impl Repository {
             pruned.notifications = self.tx(|c| retention::notifications(c, before))?;
         }
         Ok(pruned)
+    }
+
+    /// Adds user `name` (role, folders) made by `by`, with its first token; false when a
+    /// user of that name exists.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn add_user(
+        &self,
+        user: (&str, &str, &[String]),
+        by: &str,
+        token: &super::users::TokenToStore<'_>,
+    ) -> Result<bool> {
+        self.tx(|c| super::users::add(c, user, by, token))
+    }
+
+    /// Changes user `name`; false when there is none.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn change_user(&self, name: &str, change: &super::users::UserChange<'_>) -> Result<bool> {
+        self.tx(|c| super::users::change(c, name, change))
+    }
+
+    /// Adds a token to user `name` (with `replace`, revoking its others); false when there
+    /// is no such user.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn add_token(
+        &self,
+        name: &str,
+        by: &str,
+        token: &super::users::TokenToStore<'_>,
+        replace: bool,
+    ) -> Result<bool> {
+        self.tx(|c| super::users::add_token(c, name, by, token, replace))
+    }
+
+    /// Revokes token `id`; its user, or `None` when there is no such token.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn revoke_token(&self, id: &str) -> Result<Option<String>> {
+        self.tx(|c| super::users::revoke_token(c, id))
+    }
+
+    /// Every user with its tokens.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn users(&self) -> Result<Vec<super::users::UserRow>> {
+        self.with(super::users::list)
+    }
+
+    /// What admitting a request with token `id` needs.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn sign_in(&self, id: &str) -> Result<Option<super::users::SignIn>> {
+        self.with(|c| super::users::sign_in(c, id))
+    }
+
+    /// Records that token `id` was used at `at`.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn token_used(&self, id: &str, at: &str) -> Result<()> {
+        self.tx(|c| super::users::used(c, id, at))
+    }
+
+    /// The folder path of each element (`S`, `A`, `F` by id); `None` for one gone.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn folders_of_elements(&self, elements: &[(char, i64)]) -> Result<Vec<Option<String>>> {
+        self.with(|c| super::scope::of_elements(c, elements))
+    }
+
+    /// The folder path of each sheet instance `id` ran; `None` for a sheet gone.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn folders_of_instance(&self, id: i64) -> Result<Vec<(i64, Option<String>)>> {
+        self.with(|c| super::scope::of_instance(c, id))
+    }
+
+    /// Appends `entry` to the audit.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn audit(&self, entry: &super::audit::Entry) -> Result<()> {
+        self.tx(|c| super::audit::append(c, entry))
+    }
+
+    /// The audit's entries `filter` asks for, newest first.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn audit_list(
+        &self,
+        filter: &super::audit::Filter,
+    ) -> Result<Vec<weft_protocol::commands::AuditEntry>> {
+        self.with(|c| super::audit::list(c, filter))
     }
 
     /// Claims up to `limit` due notifications for `host` until `until` (one transaction;
@@ -472,7 +590,11 @@ impl Repository {
     /// # Errors
     ///
     /// A repository error from `f`, or from beginning or committing the transaction.
-    pub fn write<R>(&self, f: impl FnOnce(&dyn DeployWriter) -> Result<(R, bool)>) -> Result<R> {
+    pub fn write<R>(
+        &self,
+        by: &str,
+        f: impl FnOnce(&dyn DeployWriter) -> Result<(R, bool)>,
+    ) -> Result<R> {
         let mut f = Some(f);
         let mut out = None;
         let mut committed = false;
@@ -481,7 +603,7 @@ impl Repository {
             .transaction(Some(postgres::DEPLOY_LOCK), &mut |s| match f.take() {
                 Some(f) => {
                     let (value, commit) =
-                        f(&Writer::new(s, Some(&self.flow_recorded), Some(&new_plans)))?;
+                        f(&Writer::new(s, Some(&self.flow_recorded), Some(&new_plans)).by(by))?;
                     out = Some(value);
                     committed = commit;
                     Ok(commit)

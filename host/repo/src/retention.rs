@@ -44,6 +44,8 @@ pub struct Pruned {
     pub history: usize,
     /// Notifications sent or given up.
     pub notifications: usize,
+    /// Entries of the audit.
+    pub audit: usize,
 }
 
 impl Retention {
@@ -71,7 +73,7 @@ impl Retention {
 impl Pruned {
     /// Whether the round removed anything (another may find more).
     pub fn any(&self) -> bool {
-        self.instances + self.plans + self.logs + self.history + self.notifications > 0
+        self.instances + self.plans + self.logs + self.history + self.notifications + self.audit > 0
     }
 }
 

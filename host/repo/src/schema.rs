@@ -40,6 +40,7 @@
 //! | 18 | notifications: `notification_setup`, `batches.notifications`, the outbox `notifications` |
 //! | 19 | retries: `instance_actions.retries` and what goes with them, `action_attempts`, `batches.retry` |
 //! | 20 | `template_modules` (modules defined in documents as SQL templates: the id made from the name, the name, the definition as JSON) |
+//! | 21 | `users` (name, role, the folders its deploy and operate rights are limited to, disabled), `user_tokens` (each token's id and the Argon2id hash of its secret, expiry, revocation, last use), `audit` (append-only: when, which host, who, by what, from where, the command, its outcome, what it touched), `deploys.user_name` |
 
 use crate::error::{Error, Result};
 use crate::sql::{Session, args};
@@ -521,6 +522,47 @@ CREATE TABLE template_modules (
     definition TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
+",
+        postgres: None,
+        then: None,
+    },
+    Migration {
+        summary: "users and their tokens (each token's Argon2id hash, never the token), the audit of who did what from where, and who made each deploy",
+        sql: "
+CREATE TABLE users (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    role        TEXT NOT NULL,
+    folders     TEXT NOT NULL DEFAULT '[]',
+    disabled_at TEXT,
+    created_at  TEXT NOT NULL,
+    created_by  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE TABLE user_tokens (
+    id           TEXT PRIMARY KEY,
+    user_id      INTEGER NOT NULL REFERENCES users(id),
+    hash         TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    created_by   TEXT NOT NULL,
+    expires_at   TEXT,
+    revoked_at   TEXT,
+    last_used_at TEXT
+);
+CREATE INDEX user_tokens_user ON user_tokens(user_id);
+CREATE TABLE audit (
+    id        INTEGER PRIMARY KEY,
+    at        TEXT NOT NULL,
+    host      TEXT NOT NULL,
+    user_name TEXT NOT NULL,
+    via       TEXT NOT NULL,
+    client    TEXT NOT NULL,
+    command   TEXT NOT NULL,
+    outcome   TEXT NOT NULL,
+    what      TEXT NOT NULL
+);
+CREATE INDEX audit_at ON audit(at);
+ALTER TABLE deploys ADD COLUMN user_name TEXT;
 ",
         postgres: None,
         then: None,

@@ -17,7 +17,8 @@ use weft_core::plan::ActionPlan;
 use weft_dsr::model::{Batch, Connection, Folder, NodeAttributes, Sheet};
 
 /// The row of a deploy, made at its first real change; answers its number.
-const NEW_DEPLOY: &str = "INSERT INTO deploys (deployed_at) VALUES (?1) RETURNING id";
+const NEW_DEPLOY: &str =
+    "INSERT INTO deploys (deployed_at, user_name) VALUES (?1, ?2) RETURNING id";
 
 /// What the facts a deploy judges ask of a sheet's stored state, by id ([`Writer::prefetch`]
 /// asks them ahead).
@@ -37,6 +38,8 @@ pub struct Writer<'t> {
     flow_recorded: Option<&'t std::sync::atomic::AtomicBool>,
     /// The deploy's number and time, once its first change made its row in `deploys`.
     deploy: std::cell::RefCell<Option<(i64, String)>>,
+    /// Who deploys, for the row in `deploys`.
+    by: Option<&'t str>,
     /// The sheets' new plans as written, with their version (the deploy's number), for the
     /// repository to keep parsed once they are committed (`repo::plans_cache`).
     plans: Option<&'t NewPlans>,
@@ -55,6 +58,7 @@ impl<'t> Writer<'t> {
             tx,
             flow_recorded,
             deploy: std::cell::RefCell::new(None),
+            by: None,
             plans,
             known: std::cell::RefCell::new(std::collections::HashMap::new()),
         }
@@ -108,6 +112,14 @@ impl<'t> Writer<'t> {
         }
     }
 
+    /// The same writer, its deploy recorded as made by `by`.
+    pub(super) fn by(self, by: &'t str) -> Self {
+        Writer {
+            by: Some(by),
+            ..self
+        }
+    }
+
     /// A writer over `conn` used only to read facts outside a transaction.
     pub fn reader(conn: &'t dyn Session) -> Self {
         Self::new(conn, None, None)
@@ -126,7 +138,7 @@ impl<'t> Writer<'t> {
         let at = now_utc();
         let id: i64 = self
             .tx
-            .value(NEW_DEPLOY, args![at])?
+            .value(NEW_DEPLOY, args![at, self.by])?
             .ok_or_else(|| Error::Corrupt("a new deploy's row answered no id".to_owned()))?;
         *self.deploy.borrow_mut() = Some((id, at.clone()));
         Ok((id, at))
@@ -570,7 +582,7 @@ impl<'t> Writer<'t> {
         let known = self.deploy.borrow().clone();
         let new_deploy = (change != ChangeKind::Unchanged && known.is_none()).then(now_utc);
         if let Some(at) = &new_deploy {
-            writes.insert(0, (NEW_DEPLOY, vec![at.to_param()]));
+            writes.insert(0, (NEW_DEPLOY, vec![at.to_param(), self.by.to_param()]));
         }
         let latest: (Option<i64>, &str) = match (&known, &new_deploy) {
             (Some((id, at)), _) => (Some(*id), at.as_str()),
@@ -935,6 +947,13 @@ impl Facts for Writer<'_> {
 
     fn folder_at(&self, path: &str) -> Result<Option<i64>> {
         self.one("SELECT id FROM folders WHERE path = ?1", path)
+    }
+
+    fn sheet_folder(&self, id: i64) -> Result<Option<String>> {
+        self.one(
+            "SELECT f.path FROM sheets s JOIN folders f ON f.id = s.folder_id WHERE s.id = ?1",
+            id,
+        )
     }
 
     fn node_sheet(&self, id: i64) -> Result<Option<i64>> {

@@ -13,14 +13,18 @@ use weft_dsr::{Detail, LineIndex, Path, Problems, json};
 use weft_protocol::Severity;
 use weft_protocol::commands::{COMMANDS, Command};
 
-/// Reads the command of `body`.
+/// Reads the command of `body`, asking `gate` whether the caller may send it (by its name
+/// and right) before its payload is read.
 ///
 /// # Errors
 ///
-/// [`ApiError::Request`] (400) for a body that is not UTF-8, not JSON, not an envelope, a
+/// What `gate` answers (403); [`ApiError::Request`] (400) for a body that is not UTF-8, not JSON, not an envelope, a
 /// command this server does not know, or a payload with missing, mistyped, unknown or
 /// repeated fields; each problem is a detail with its place.
-pub fn read(body: &[u8]) -> Result<Command, ApiError> {
+pub fn read(
+    body: &[u8],
+    gate: &dyn Fn(&str, weft_protocol::Right) -> Result<(), ApiError>,
+) -> Result<Command, ApiError> {
     let text = match std::str::from_utf8(body) {
         Ok(t) => t,
         Err(e) => {
@@ -70,6 +74,16 @@ pub fn read(body: &[u8]) -> Result<Command, ApiError> {
             }],
         }
     })?;
+    // The caller's right to the command, before its payload is read.
+    if let weft_dsr::value::Value::Object(members) = &root.value {
+        for m in members.iter().filter(|m| m.key == "command") {
+            if let weft_dsr::value::Value::String(name) = &m.value.value
+                && let Some((_, right)) = weft_protocol::RIGHTS.iter().find(|(n, _)| n == name)
+            {
+                gate(name, *right)?;
+            }
+        }
+    }
     let mut problems = Problems::default();
     match request(&root, &mut problems) {
         Some(command) if !problems.has_errors() => Ok(command),

@@ -51,9 +51,55 @@ pub enum ApiError {
     },
     /// No valid bearer token on a server that needs one (401).
     #[error(
-        "this server needs `Authorization: Bearer TOKEN` (it listens beyond loopback, or require_token_on_loopback is set), TOKEN being option `token` of key file entry weft_server"
+        "this server needs `Authorization: Bearer TOKEN` (it listens beyond loopback, or require_token_on_loopback is set), TOKEN being a user's token (`weft users`) or option `token` of key file entry weft_server"
     )]
     Unauthorized,
+    /// A user's right token that no longer counts (401): revoked, expired, or its user
+    /// disabled.
+    #[error("{0}")]
+    TokenRefused(String),
+    /// The caller's role lacks the command's right (403).
+    #[error(
+        "`{command}` needs the right `{}` (role {} or above); `{user}` is {}",
+        right.word(),
+        right.role(),
+        role_phrase(*role)
+    )]
+    NoRight {
+        /// The command.
+        command: String,
+        /// The right it needs.
+        right: weft_protocol::Right,
+        /// Who asked.
+        user: String,
+        /// Their role.
+        role: weft_protocol::Role,
+    },
+    /// The caller's right is limited to folders, and this is outside them (403).
+    #[error(
+        "`{user}` may {} only in the folders {} (and below them); {what} is outside them",
+        right.word(),
+        folders.join(", ")
+    )]
+    OutsideFolders {
+        /// Who asked.
+        user: String,
+        /// The right.
+        right: weft_protocol::Right,
+        /// What lies outside.
+        what: String,
+        /// The folders it is limited to.
+        folders: Vec<String>,
+    },
+    /// No user has this name (404).
+    #[error("there is no user `{0}`")]
+    NoUser(String),
+    /// A user of this name exists (409).
+    #[error("a user `{0}` exists already")]
+    UserExists(String),
+    /// No token has this id (404).
+    #[error("there is no token {0}")]
+    NoToken(String),
     /// Too many failed sign-ins from this client lately (429): refused for the seconds.
     #[error(
         "too many requests without the right token came from this client; it is refused for {0} s"
@@ -128,8 +174,12 @@ impl ApiError {
             ApiError::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::ContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden { .. }
+            | ApiError::NoRight { .. }
+            | ApiError::OutsideFolders { .. } => StatusCode::FORBIDDEN,
+            ApiError::Unauthorized | ApiError::TokenRefused(_) => StatusCode::UNAUTHORIZED,
+            ApiError::NoUser(_) | ApiError::NoToken(_) => StatusCode::NOT_FOUND,
+            ApiError::UserExists(_) => StatusCode::CONFLICT,
             ApiError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NoSuchPath
             | ApiError::NoInstance(_)
@@ -139,7 +189,9 @@ impl ApiError {
             ApiError::Method => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::ClockNotStepped | ApiError::ClockBackwards(_) => StatusCode::CONFLICT,
             ApiError::Deploy(deploy::Error::Invalid(_)) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::Deploy(deploy::Error::IntoFolderRefused(_)) => StatusCode::FORBIDDEN,
+            ApiError::Deploy(
+                deploy::Error::IntoFolderRefused(_) | deploy::Error::OutsideFolders(_),
+            ) => StatusCode::FORBIDDEN,
             ApiError::Deploy(deploy::Error::NotFound(_) | deploy::Error::NoFolder(_)) => {
                 StatusCode::NOT_FOUND
             }
@@ -169,11 +221,18 @@ impl ApiError {
             ApiError::TooLarge(_) => "request.too_large",
             ApiError::ContentType(_) => "request.content_type",
             ApiError::Unauthorized => "request.unauthorized",
+            ApiError::TokenRefused(_) => "request.token_refused",
+            ApiError::NoRight { .. } => "request.no_right",
+            ApiError::OutsideFolders { .. } => "request.outside_folders",
+            ApiError::NoUser(_) => "user.not_found",
+            ApiError::UserExists(_) => "user.exists",
+            ApiError::NoToken(_) => "token.not_found",
             ApiError::Throttled(_) => "request.throttled",
             ApiError::NoSuchPath => "request.path",
             ApiError::Method => "request.method",
             ApiError::Deploy(deploy::Error::Invalid(_)) => "deploy.invalid",
             ApiError::Deploy(deploy::Error::IntoFolderRefused(_)) => "deploy.into_folder_refused",
+            ApiError::Deploy(deploy::Error::OutsideFolders(_)) => "request.outside_folders",
             ApiError::Deploy(deploy::Error::NotFound(_)) => "delete.not_found",
             ApiError::Deploy(deploy::Error::NoFolder(_)) => "export.not_found",
             ApiError::Deploy(deploy::Error::Referenced(_)) => "delete.referenced",
@@ -255,6 +314,14 @@ impl ApiError {
             message: self.message(),
             details: self.details().to_vec(),
         }
+    }
+}
+
+/// "a viewer", "an operator", ...
+fn role_phrase(role: weft_protocol::Role) -> String {
+    match role {
+        weft_protocol::Role::Operator | weft_protocol::Role::Admin => format!("an {role}"),
+        _ => format!("a {role}"),
     }
 }
 

@@ -14,6 +14,8 @@
 //! answers it with a typed answer, and [`Reply`] writes the one response shape of success
 //! and refusal ([`ApiError`]).
 
+mod audit;
+pub mod auth;
 mod commands;
 pub mod envelope;
 mod error;
@@ -22,8 +24,10 @@ mod page;
 pub mod protocol;
 mod state;
 mod throttle;
+mod verified;
 mod waits;
 
+pub use auth::Peer;
 pub use error::{ApiError, Reply};
 pub use protocol::{COMMANDS, SERVICE_PATH};
 pub use state::AppState;
@@ -38,11 +42,6 @@ use std::sync::Arc;
 
 /// The path of the metrics, in Prometheus's text format.
 pub const METRICS_PATH: &str = "/metrics";
-
-/// The address of the client a request came from, as the accept loop put it in the
-/// request's extensions (absent in tests without a socket: loopback then).
-#[derive(Debug, Clone, Copy)]
-pub struct Peer(pub std::net::IpAddr);
 
 /// The router: the POST route of the commands, `GET /metrics`, and the web page (`GET /`,
 /// `GET /ui/FILE`); everything else gets a 404 or 405 in the error shape.
@@ -100,6 +99,11 @@ async fn service(
     let id = state.request_id();
     let peer = peer.map(|axum::Extension(p)| p);
     let result = handle(&state, &headers, peer, body, id).await;
+    // A refusal of who asked is audited (a throttled client is not, again and again).
+    if let Err(e @ (ApiError::Unauthorized | ApiError::TokenRefused(_))) = &result {
+        let client = peer.map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |p| p.0);
+        audit::refused_unknown(&state, client, e.message()).await;
+    }
     if let Err(e) = &result {
         if let Some(cause) = e.internal_cause() {
             tracing::error!(message = "Request failed.", request_id = id, code = e.code(), error = %cause);
@@ -122,7 +126,7 @@ async fn handle(
     id: u64,
 ) -> Result<serde_json::Value, ApiError> {
     guard::check_origin(&state.hosts, headers)?;
-    authorize(state, headers, peer)?;
+    let caller = auth::authorize(state, headers, peer).await?;
     guard::check_content_type(headers)?;
     let seconds = state.settings.body_timeout_seconds;
     let body = tokio::time::timeout(
@@ -132,8 +136,26 @@ async fn handle(
     .await
     .map_err(|_| ApiError::BodyTimeout(seconds))??;
     // Reading a large body takes a while: not on the async workers.
-    let command = tokio::task::spawn_blocking(move || envelope::read(&body)).await??;
-    commands::answer(command, state, id).await
+    // The right is checked by the command's name, before its payload is read.
+    let gate = caller.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        envelope::read(&body, &|name, right| gate.may(name, right))
+    })
+    .await?;
+    let command = match read {
+        Err(e @ ApiError::NoRight { .. }) => {
+            if let ApiError::NoRight { command, .. } = &e {
+                audit::record(state, &caller, command, "refused", e.message()).await;
+            }
+            return Err(e);
+        }
+        other => other?,
+    };
+    let call = commands::Call {
+        request_id: id,
+        caller,
+    };
+    commands::answer(command, state, &call).await
 }
 
 /// `GET /metrics`: what this process counted and what the repository holds now, in
@@ -158,7 +180,7 @@ async fn metrics(
     let peer = peer.map(|axum::Extension(p)| p);
     let answer = async {
         guard::check_origin(&state.hosts, &headers)?;
-        authorize(&state, &headers, peer)?;
+        auth::authorize(&state, &headers, peer).await?;
         let (repo, exec) = (Arc::clone(&state.repo), Arc::clone(&state.executor));
         let lease_ms = i64::try_from(state.settings.host_lease_seconds)
             .unwrap_or(i64::MAX)
@@ -217,74 +239,6 @@ async fn read_body(mut body: axum::body::Body, limit: usize) -> Result<Bytes, Ap
         return Err(ApiError::TooLarge(limit));
     }
     Ok(Bytes::from(buf))
-}
-
-/// The token check of a server that asks for one, with failed sign-ins throttled per client
-/// ([`throttle`]): a right token always passes (a client sharing its address with a guesser
-/// is not locked out); a wrong one from a blocked client is refused with 429, not counted.
-fn authorize(state: &AppState, headers: &HeaderMap, peer: Option<Peer>) -> Result<(), ApiError> {
-    if !state.require_token {
-        return Ok(());
-    }
-    let ip = peer.map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |p| p.0);
-    let now = std::time::Instant::now();
-    match check_token(state, headers) {
-        Ok(()) => {
-            state.throttle.succeeded(ip, now);
-            Ok(())
-        }
-        Err(ApiError::Unauthorized) => {
-            state.throttle.check(ip, now).map_err(ApiError::Throttled)?;
-            if state.throttle.failed(ip, now) {
-                tracing::warn!(
-                    message = "A client sent too many requests without the right token; it is refused for a while.",
-                    client = %ip,
-                    failures = throttle::MAX_FAILURES,
-                    seconds = throttle::BLOCK.as_secs()
-                );
-            }
-            Err(ApiError::Unauthorized)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-fn check_token(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let keyfile = match state.keys.as_ref().map(|k| k.current()) {
-        Some(Ok(kf)) => Some(kf),
-        Some(Err(e)) => {
-            return Err(ApiError::internal(format!(
-                "the key file cannot be read: {e}"
-            )));
-        }
-        None => None,
-    };
-    let expected = keyfile.and_then(|kf| {
-        kf.get(weft_core::keys::SERVER_KEY)
-            .and_then(|e| e.option("token").map(str::to_owned))
-    });
-    let Some(expected) = expected.filter(|t| !t.is_empty()) else {
-        return Err(ApiError::internal(
-            "no token is configured for this server (key file entry weft_server, option token)",
-        ));
-    };
-    let given = headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if constant_time_eq(given.as_bytes(), expected.as_bytes()) {
-        Ok(())
-    } else {
-        Err(ApiError::Unauthorized)
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

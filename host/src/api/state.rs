@@ -1,6 +1,6 @@
 //! What every request handler shares: the repository, settings, key file, plugins,
-//! executor, the rules for `Host` and `Origin`, the failed sign-ins of each client, and the
-//! request counter.
+//! executor, the rules for `Host` and `Origin`, the failed sign-ins of each client, the
+//! users' secrets verified, and the request counter.
 
 use super::error::{ApiError, Reply};
 use super::guard;
@@ -25,6 +25,8 @@ pub struct AppState {
     pub require_token: bool,
     /// The failed sign-ins of each client.
     pub(super) throttle: super::throttle::Throttle,
+    /// The users' secrets verified.
+    pub(super) verified: super::verified::Verified,
     /// The loaded plugins.
     pub registry: Arc<weft_core::plugins::Registry>,
     /// Runs batch instances.
@@ -59,6 +61,7 @@ impl AppState {
             keys,
             require_token,
             throttle: super::throttle::Throttle::default(),
+            verified: super::verified::Verified::default(),
             registry,
             executor,
             hosts,

@@ -25,6 +25,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "names",
             "variables",
             "settings",
+            "tokens",
             "keys",
             "metrics",
             "plugins",

@@ -218,6 +218,10 @@ fn copy_rows(from: &std::path::Path, to: &PgRepo) {
         "notification_setup",
         "notifications",
         "action_attempts",
+        "template_modules",
+        "users",
+        "user_tokens",
+        "audit",
     ];
     // A table the list misses would be left empty, unseen.
     for t in &tables {

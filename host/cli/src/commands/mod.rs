@@ -3,6 +3,7 @@
 //! as a whole: `--home` and the subcommand.
 
 mod args;
+mod audit;
 mod backfill;
 mod backup;
 mod check;
@@ -28,7 +29,9 @@ mod runs;
 mod schema;
 mod serve;
 mod show;
+mod users;
 mod view;
+mod whoami;
 
 pub use args::{Endpoint, Home};
 
@@ -115,6 +118,14 @@ enum Command {
     Keys(keys::Keys),
     /// Print a field of a key file entry (default its URL).
     Getkey(getkey::Getkey),
+    /// Named users with roles and their tokens: add, list, set, disable, enable, token,
+    /// revoke (the admin right).
+    Users(users::Users),
+    /// Who the server takes this client for: user, role, rights, folders (WhoAmI).
+    Whoami(whoami::Whoami),
+    /// Who did what, when, from where: deploys, runs, halts, restarts, backfills, user
+    /// changes and refused attempts, newest first (ListAudit; the admin right).
+    Audit(audit::Audit),
 }
 
 impl Cli {
@@ -154,6 +165,9 @@ impl Cli {
             Command::Keys(c) => c.run(&home),
             Command::Lineage(c) => c.run(&home),
             Command::Getkey(c) => c.run(&home),
+            Command::Users(c) => c.run(&home),
+            Command::Whoami(c) => c.run(&home),
+            Command::Audit(c) => c.run(&home),
         }
     }
 }

@@ -39,7 +39,14 @@ impl Fixture {
     }
 
     fn deploy(&self, text: &str, opts: Options) -> Result<Report, Error> {
-        deploy(&self.repo, &catalog(), text, opts, Environment::Development)
+        deploy(
+            &self.repo,
+            &catalog(),
+            text,
+            opts,
+            Environment::Development,
+            Deployer::anyone("tests"),
+        )
     }
 
     fn ok(&self, text: &str) -> Report {
@@ -601,6 +608,7 @@ fn into_folder_copies_with_fresh_ids() {
             ..Options::default()
         },
         Environment::Production,
+        Deployer::anyone("tests"),
     )
     .expect_err("refused");
     assert!(matches!(

@@ -22,6 +22,9 @@ impl Facts for FakeFacts {
     fn folder_path(&self, id: i64) -> RepoResult<Option<String>> {
         Ok(self.folders.get(&id).cloned())
     }
+    fn sheet_folder(&self, _id: i64) -> RepoResult<Option<String>> {
+        Ok(None)
+    }
     fn folder_at(&self, path: &str) -> RepoResult<Option<i64>> {
         Ok(self
             .folders

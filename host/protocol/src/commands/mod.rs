@@ -8,8 +8,11 @@
 //! Adding a command: its file here, its name in the list, its file in the host's
 //! `api::commands` (how its payload is read and how it is answered), and docs/api.md.
 
+mod add_user;
 mod advance_clock;
 mod backfill_batch;
+mod change_user;
+mod create_token;
 mod delete_objects;
 mod deploy_project;
 mod deploy_repository;
@@ -20,6 +23,7 @@ mod get_deploy_change;
 mod get_lineage;
 mod get_sheet;
 mod halt_batch_instance;
+mod list_audit;
 mod list_batch_instances;
 mod list_batches;
 mod list_deploys;
@@ -27,13 +31,19 @@ mod list_hosts;
 mod list_notifications;
 mod list_plugins;
 mod list_sheets;
+mod list_users;
 mod next_runs;
 mod restart_batch_instance;
+mod revoke_token;
 mod run_elements;
 mod wait_batch_instance;
+mod who_am_i;
 
+pub use add_user::*;
 pub use advance_clock::*;
 pub use backfill_batch::*;
+pub use change_user::*;
+pub use create_token::*;
 pub use delete_objects::*;
 pub use deploy_project::*;
 pub use deploy_repository::*;
@@ -44,6 +54,7 @@ pub use get_deploy_change::*;
 pub use get_lineage::*;
 pub use get_sheet::*;
 pub use halt_batch_instance::*;
+pub use list_audit::*;
 pub use list_batch_instances::*;
 pub use list_batches::*;
 pub use list_deploys::*;
@@ -51,10 +62,13 @@ pub use list_hosts::*;
 pub use list_notifications::*;
 pub use list_plugins::*;
 pub use list_sheets::*;
+pub use list_users::*;
 pub use next_runs::*;
 pub use restart_batch_instance::*;
+pub use revoke_token::*;
 pub use run_elements::*;
 pub use wait_batch_instance::*;
+pub use who_am_i::*;
 
 use serde::Serialize;
 use serde::ser::SerializeMap as _;
@@ -93,6 +107,13 @@ macro_rules! for_each_command {
             DeleteObjects,
             ExportRepository,
             AdvanceClock,
+            WhoAmI,
+            AddUser,
+            ListUsers,
+            ChangeUser,
+            CreateToken,
+            RevokeToken,
+            ListAudit,
         }
     };
 }

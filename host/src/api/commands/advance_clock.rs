@@ -1,7 +1,7 @@
 //! `AdvanceClock {seconds}` or `{to}` (development servers started with `--stepped-clock`):
 //! moves the service clock forward and runs one scheduler tick there.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, object, text, whole};
 use crate::api::state::AppState;
@@ -16,11 +16,7 @@ impl Handler for AdvanceClock {
         read_payload(payload.value, payload.path, problems)
     }
 
-    async fn handle(
-        self,
-        state: &Arc<AppState>,
-        _request_id: u64,
-    ) -> Result<ClockAdvanced, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<ClockAdvanced, ApiError> {
         advance(state, self).await
     }
 }

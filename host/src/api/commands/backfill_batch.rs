@@ -1,7 +1,7 @@
 //! `BackfillBatch {batch, from, to, parallel?, user?}`: records a backfill of a scheduled
 //! batch; its instances start in the background, in order, `parallel` at a time.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, text, whole, wrong};
 use crate::api::state::AppState;
@@ -78,11 +78,7 @@ impl Handler for BackfillBatch {
         })
     }
 
-    async fn handle(
-        self,
-        state: &Arc<AppState>,
-        _request_id: u64,
-    ) -> Result<Backfilling, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, call: &Call) -> Result<Backfilling, ApiError> {
         let exec = Arc::clone(&state.executor);
         let (from, to) = match (
             NaiveDate::parse_from_str(&self.from, "%Y-%m-%d"),
@@ -99,8 +95,22 @@ impl Handler for BackfillBatch {
             from,
             to,
             parallel: self.parallel,
-            user: self.user,
+            user: call.caller.run_user(&self.user),
         };
+        // A batch lies in no folder: only a user without folder limits backfills one.
+        call.caller.may_in(
+            weft_protocol::Right::Operate,
+            [(
+                format!(
+                    "batch {}",
+                    match &asked.batch {
+                        BatchRef::Id(id) => id.to_string(),
+                        BatchRef::Name(n) => n.clone(),
+                    }
+                ),
+                None,
+            )],
+        )?;
         let parallel = asked.parallel;
         let done = tokio::task::spawn_blocking(move || exec.backfill(&asked)).await??;
         Ok(Backfilling {

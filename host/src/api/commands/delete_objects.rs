@@ -2,7 +2,7 @@
 //! objects from the repository by id or by path or name, or nothing, naming every
 //! reference that stands in the way.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{flag, object, wrong};
 use crate::api::state::AppState;
@@ -121,11 +121,17 @@ impl Handler for DeleteObjects {
         Some(request)
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Deleted, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, call: &Call) -> Result<Deleted, ApiError> {
         let repo = Arc::clone(&state.repo);
-        let deleted =
-            tokio::task::spawn_blocking(move || weft_engine::deploy::delete(&repo, &self))
-                .await??;
+        let (by, folders) = (call.caller.name.clone(), call.caller.folders.clone());
+        let deleted = tokio::task::spawn_blocking(move || {
+            let by = weft_engine::deploy::Deployer {
+                name: &by,
+                folders: &folders,
+            };
+            weft_engine::deploy::delete(&repo, &self, by)
+        })
+        .await??;
         if let Some(id) = deleted.deploy_id {
             tracing::info!(
                 deploy = id,
@@ -134,5 +140,10 @@ impl Handler for DeleteObjects {
             );
         }
         Ok(deleted)
+    }
+
+    fn audit_answer(answer: &Deleted) -> Option<String> {
+        let number = answer.deploy_id.filter(|_| !answer.dry_run)?;
+        Some(format!("deploy {number}, {} deleted", answer.deleted.len()))
     }
 }

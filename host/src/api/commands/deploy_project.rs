@@ -3,8 +3,8 @@
 //! transaction, pruning below the folders named what they no longer hold; every problem is
 //! answered in its file.
 
-use super::deploy_repository::{answered, catalog};
-use super::handler::{Handler, Payload};
+use super::deploy_repository::{answered, catalog, deploy_audit, deployed_audit};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{deploy_options, object, text, wrong};
 use crate::api::state::AppState;
@@ -64,12 +64,9 @@ impl Handler for DeployProject {
         })
     }
 
-    async fn handle(
-        self,
-        state: &Arc<AppState>,
-        request_id: u64,
-    ) -> Result<deploy::Report, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, call: &Call) -> Result<deploy::Report, ApiError> {
         let state = Arc::clone(state);
+        let (by, folders) = (call.caller.name.clone(), call.caller.folders.clone());
         let report = tokio::task::spawn_blocking(move || {
             let files: Vec<(String, String)> = self
                 .documents
@@ -84,15 +81,29 @@ impl Handler for DeployProject {
             deploy::deploy_project(
                 &state.repo,
                 &catalog(&state),
-                &files,
-                &data,
-                &self.prune,
+                deploy::Project {
+                    documents: &files,
+                    files: &data,
+                    prune: &self.prune,
+                },
                 self.deploy_options,
                 state.settings.environment,
+                deploy::Deployer {
+                    name: &by,
+                    folders: &folders,
+                },
             )
         })
         .await?;
-        answered(report, request_id)
+        answered(report, call.request_id)
+    }
+
+    fn audit(&self) -> String {
+        deploy_audit(self)
+    }
+
+    fn audit_answer(report: &deploy::Report) -> Option<String> {
+        deployed_audit(report)
     }
 }
 

@@ -1,7 +1,7 @@
 //! `DeployRepository {content, deployOptions?}`: validates the `.dsr` content and writes it
 //! in one transaction (SPEC 4.2).
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, deploy_options, object};
 use crate::api::state::AppState;
@@ -47,12 +47,9 @@ impl Handler for DeployRepository {
         })
     }
 
-    async fn handle(
-        self,
-        state: &Arc<AppState>,
-        request_id: u64,
-    ) -> Result<deploy::Report, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, call: &Call) -> Result<deploy::Report, ApiError> {
         let state = Arc::clone(state);
+        let (by, folders) = (call.caller.name.clone(), call.caller.folders.clone());
         let report = tokio::task::spawn_blocking(move || {
             deploy::deploy(
                 &state.repo,
@@ -60,11 +57,50 @@ impl Handler for DeployRepository {
                 &self.content,
                 self.deploy_options,
                 state.settings.environment,
+                deploy::Deployer {
+                    name: &by,
+                    folders: &folders,
+                },
             )
         })
         .await?;
-        answered(report, request_id)
+        answered(report, call.request_id)
     }
+
+    fn audit(&self) -> String {
+        deploy_audit(self)
+    }
+
+    fn audit_answer(report: &deploy::Report) -> Option<String> {
+        deployed_audit(report)
+    }
+}
+
+/// What the audit says of a deploy: its options and its size, never its text (which may be
+/// long): the deploy history keeps what it changed.
+pub(super) fn deploy_audit<T: serde::Serialize>(payload: &T) -> String {
+    let mut v = serde_json::to_value(payload).unwrap_or_default();
+    let mut size = 0;
+    if let Some(o) = v.as_object_mut() {
+        for key in ["content", "documents", "files"] {
+            if let Some(gone) = o.remove(key) {
+                size += gone.to_string().len();
+            }
+        }
+    }
+    format!("{v} ({size} bytes of documents)")
+}
+
+/// What the audit adds of a deploy done: its number and what it changed; nothing for a
+/// dry run or a deploy that changed nothing.
+pub(super) fn deployed_audit(report: &deploy::Report) -> Option<String> {
+    let number = report.deploy_id.filter(|_| !report.dry_run)?;
+    Some(format!(
+        "deploy {number}, {} created, {} updated, {} deleted",
+        report.created.len(),
+        report.updated.len(),
+        report.deleted.len(),
+    ))
 }
 
 /// What a deploy asks of the loaded plugins and the key file.

@@ -1,6 +1,6 @@
 //! `ExportRepository {folder?}`: the repository, or one folder's tree, as `.dsr` files.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, text};
 use crate::api::state::AppState;
@@ -26,7 +26,19 @@ impl Handler for ExportRepository {
         Some(ExportRepository { folder: folder? })
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Exports, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, call: &Call) -> Result<Exports, ApiError> {
+        // A user limited to folders exports one of them (the whole repository holds what
+        // lies in no folder: connections, batches).
+        call.caller.may_in(
+            weft_protocol::Right::Deploy,
+            [(
+                self.folder.as_deref().map_or_else(
+                    || "the whole repository".to_owned(),
+                    |f| format!("folder {f}"),
+                ),
+                self.folder.clone(),
+            )],
+        )?;
         let repo = Arc::clone(&state.repo);
         let files = tokio::task::spawn_blocking(move || {
             weft_engine::deploy::export(&repo, self.folder.as_deref())

@@ -1,6 +1,6 @@
 //! `GetBatchInstance {batchInstanceId}`: an instance with its actions.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::Instance;
 use crate::api::protocol::read::instance_id;
@@ -22,7 +22,7 @@ impl Handler for GetBatchInstance {
         })
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Instance, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<Instance, ApiError> {
         read_instance(state, self.batch_instance_id).await
     }
 }

@@ -1,7 +1,7 @@
 //! `GetDeployChange {historyId}`: one change of a deploy with the definition it deployed and
 //! the one it replaced.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, whole};
 use crate::api::state::AppState;
@@ -26,11 +26,7 @@ impl Handler for GetDeployChange {
         Some(GetDeployChange { history_id: id? })
     }
 
-    async fn handle(
-        self,
-        state: &Arc<AppState>,
-        _request_id: u64,
-    ) -> Result<HistoryDetail, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<HistoryDetail, ApiError> {
         let id = self.history_id;
         let repo = Arc::clone(state.executor.repo());
         tokio::task::spawn_blocking(move || repo.history_detail(id))

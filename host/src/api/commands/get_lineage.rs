@@ -2,7 +2,7 @@
 //! write the table and those that read it, from the data graph each deploy records, each
 //! with every table it reads and writes (one step further up and down).
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, object, optional_whole, text};
 use crate::api::state::AppState;
@@ -68,7 +68,7 @@ impl Handler for GetLineage {
         })
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Lineage, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<Lineage, ApiError> {
         let repo = Arc::clone(state.executor.repo());
         let (rows, tables, cut) = tokio::task::spawn_blocking(move || {
             // One more than an answer holds of both together, to say when it is cut.

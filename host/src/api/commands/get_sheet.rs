@@ -1,6 +1,6 @@
 //! `GetSheet {sheetId}`: the sheet as drawn, and its last runs.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, whole};
 use crate::api::state::AppState;
@@ -24,7 +24,7 @@ impl Handler for GetSheet {
         Some(GetSheet { sheet_id: id? })
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<SheetView, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<SheetView, ApiError> {
         let id = self.sheet_id;
         let repo = Arc::clone(state.executor.repo());
         let (sheet, runs) = tokio::task::spawn_blocking(move || {

@@ -1,7 +1,7 @@
 //! `HaltBatchInstance {batchInstanceId}`: running actions stop at their next check, the
 //! others do not start.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::instance_id;
 use crate::api::state::AppState;
@@ -21,14 +21,15 @@ impl Handler for HaltBatchInstance {
         })
     }
 
-    async fn handle(
-        self,
-        state: &Arc<AppState>,
-        _request_id: u64,
-    ) -> Result<HaltRequested, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, call: &Call) -> Result<HaltRequested, ApiError> {
         let id = self.batch_instance_id;
         let exec = Arc::clone(&state.executor);
-        tokio::task::spawn_blocking(move || exec.halt(id)).await??;
+        let caller = call.caller.clone();
+        tokio::task::spawn_blocking(move || {
+            caller.may_operate_instance(exec.repo(), id)?;
+            exec.halt(id).map_err(ApiError::from)
+        })
+        .await??;
         Ok(HaltRequested {
             batch_instance_id: id,
             halt_requested: true,

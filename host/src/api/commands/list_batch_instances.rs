@@ -1,7 +1,7 @@
 //! `ListBatchInstances {limit?, state?, name?, before?, batchId?, backfillId?}`: the most recent
 //! instances, newest first.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, object, optional_whole, text};
 use crate::api::state::AppState;
@@ -16,11 +16,7 @@ impl Handler for ListBatchInstances {
         read_payload(payload.value, payload.path, problems)
     }
 
-    async fn handle(
-        self,
-        state: &Arc<AppState>,
-        _request_id: u64,
-    ) -> Result<InstanceList, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<InstanceList, ApiError> {
         list(state, self).await
     }
 }

@@ -1,6 +1,6 @@
 //! `ListBatches {}`: the scheduled batches, for the web page's schedules.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::object;
 use crate::api::state::AppState;
@@ -21,7 +21,7 @@ impl Handler for ListBatches {
         Some(ListBatches {})
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<BatchList, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<BatchList, ApiError> {
         let repo = Arc::clone(state.executor.repo());
         let batches = tokio::task::spawn_blocking(move || repo.batches()).await??;
         Ok(BatchList { batches })

@@ -1,6 +1,6 @@
 //! `ListDeploys {limit?, before?, changes?}`: a page of the deploy history, newest first.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, optional_whole};
 use crate::api::state::AppState;
@@ -15,7 +15,7 @@ impl Handler for ListDeploys {
         read_payload(payload.value, payload.path, problems)
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<DeployList, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<DeployList, ApiError> {
         list(state, self).await
     }
 }

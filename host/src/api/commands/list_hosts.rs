@@ -1,7 +1,7 @@
 //! `ListHosts {}`: the hosts on the repository with their last heartbeat (one, alone on
 //! SQLite).
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::object;
 use crate::api::state::AppState;
@@ -22,7 +22,7 @@ impl Handler for ListHosts {
         Some(ListHosts {})
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<HostList, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<HostList, ApiError> {
         let repo = Arc::clone(state.executor.repo());
         let hosts = tokio::task::spawn_blocking(move || repo.hosts()).await??;
         Ok(HostList {

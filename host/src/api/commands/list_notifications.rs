@@ -1,7 +1,7 @@
 //! `ListNotifications {limit?, state?, batchInstanceId?, batchName?, before?}`: the
 //! notifications the events of runs recorded, newest first.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, object, optional_whole, text};
 use crate::api::state::AppState;
@@ -79,7 +79,7 @@ impl Handler for ListNotifications {
     async fn handle(
         self,
         state: &Arc<AppState>,
-        _request_id: u64,
+        _call: &Call,
     ) -> Result<NotificationList, ApiError> {
         let repo = Arc::clone(state.executor.repo());
         let filter = weft_repo::model::NotificationFilter {

@@ -1,6 +1,6 @@
 //! `ListPlugins {}`: what this server loaded at its start (libraries, modules, refusals).
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::PluginList;
 use crate::api::protocol::read::object;
@@ -21,7 +21,7 @@ impl Handler for ListPlugins {
         Some(ListPlugins {})
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<PluginList, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<PluginList, ApiError> {
         Ok(crate::api::protocol::plugin_list(&state.registry))
     }
 }

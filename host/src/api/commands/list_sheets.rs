@@ -1,6 +1,6 @@
 //! `ListSheets {limit?}`: every folder and the first `limit` sheets, for the web page's tree.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, optional_whole};
 use crate::api::state::AppState;
@@ -27,7 +27,7 @@ impl Handler for ListSheets {
         ok.then_some(list)
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Tree, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<Tree, ApiError> {
         let repo = Arc::clone(state.executor.repo());
         Ok(tokio::task::spawn_blocking(move || repo.tree(self.limit)).await??)
     }

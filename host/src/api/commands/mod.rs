@@ -8,8 +8,11 @@
 //! The commands: `DeployRepository` (SPEC 4.2), `RunElements` (SPEC 4.3), and the
 //! monitoring and operation commands of docs/api.md.
 
+mod add_user;
 mod advance_clock;
 mod backfill_batch;
+mod change_user;
+mod create_token;
 mod delete_objects;
 mod deploy_project;
 mod deploy_repository;
@@ -20,6 +23,7 @@ mod get_lineage;
 mod get_sheet;
 mod halt_batch_instance;
 mod handler;
+mod list_audit;
 mod list_batch_instances;
 mod list_batches;
 mod list_deploys;
@@ -27,12 +31,16 @@ mod list_hosts;
 mod list_notifications;
 mod list_plugins;
 mod list_sheets;
+mod list_users;
 mod next_runs;
 mod restart_batch_instance;
+mod revoke_token;
 mod run_elements;
+mod users;
 mod wait_batch_instance;
+mod who_am_i;
 
-pub use handler::{Handler, Payload};
+pub use handler::{Call, Handler, Payload};
 
 use super::error::ApiError;
 use super::state::AppState;
@@ -54,20 +62,49 @@ macro_rules! by_name {
             None
         }
 
-        /// Answers `command`: its typed answer as the payload of the reply.
+        /// Answers `command`: its typed answer as the payload of the reply. A command that
+        /// changes something is audited with its outcome.
         pub async fn answer(
             command: Command,
             state: &Arc<AppState>,
-            request_id: u64,
+            call: &Call,
         ) -> Result<serde_json::Value, ApiError> {
             match command {
-                $(Command::$name(r) => to_payload(r.handle(state, request_id).await),)*
+                $(Command::$name(r) => {
+                    let audited = <$name as Handler>::audited();
+                    let what = if audited { r.audit() } else { String::new() };
+                    let answer = r.handle(state, call).await;
+                    // What changed something, and what was refused; a failure changed
+                    // nothing and is in the server's log.
+                    let entry = match &answer {
+                        Ok(a) if audited => <$name as Handler>::audit_answer(a).map(|made| {
+                            let what = if made.is_empty() { what } else { format!("{made}: {what}") };
+                            ("done", what)
+                        }),
+                        Err(e) if audited && refused(e) => Some(("refused", format!("{}: {what}", e.message()))),
+                        _ => None,
+                    };
+                    if let Some((outcome, what)) = entry {
+                        super::audit::record(state, &call.caller, <$name as Request>::NAME, outcome, what).await;
+                    }
+                    to_payload(answer)
+                })*
             }
         }
     };
 }
 
 weft_protocol::for_each_command!(by_name);
+
+/// Whether `e` refuses the caller (a right missing, outside its folders) rather than fails.
+fn refused(e: &ApiError) -> bool {
+    matches!(
+        e,
+        ApiError::NoRight { .. }
+            | ApiError::OutsideFolders { .. }
+            | ApiError::Deploy(weft_engine::deploy::Error::OutsideFolders(_))
+    )
+}
 
 /// A command's typed answer as the payload of the reply.
 fn to_payload<T: serde::Serialize>(

@@ -1,7 +1,7 @@
 //! `NextRuns {batchId, count?}`: the next planned starts of a scheduled batch in local time
 //! and UTC, with clock changes marked.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{object, whole};
 use crate::api::state::AppState;
@@ -19,7 +19,7 @@ impl Handler for NextRuns {
     async fn handle(
         self,
         state: &Arc<AppState>,
-        _request_id: u64,
+        _call: &Call,
     ) -> Result<scheduler::NextRuns, ApiError> {
         next(state, self).await
     }

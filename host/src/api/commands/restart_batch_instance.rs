@@ -2,7 +2,7 @@
 //! skipped, halted or interrupted in an instance, with the definitions deployed now unless
 //! `asStarted` asks for those it ran.
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{flag, object, whole, wrong};
 use crate::api::state::AppState;
@@ -60,7 +60,7 @@ impl Handler for RestartBatchInstance {
         })
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Restarting, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, call: &Call) -> Result<Restarting, ApiError> {
         let id = self.batch_instance_id;
         let only = self.actions;
         let definitions = if self.as_started {
@@ -69,8 +69,12 @@ impl Handler for RestartBatchInstance {
             Definitions::Current
         };
         let exec = Arc::clone(&state.executor);
-        let actions_to_run =
-            tokio::task::spawn_blocking(move || exec.restart(id, definitions, &only)).await??;
+        let caller = call.caller.clone();
+        let actions_to_run = tokio::task::spawn_blocking(move || {
+            caller.may_operate_instance(exec.repo(), id)?;
+            exec.restart(id, definitions, &only).map_err(ApiError::from)
+        })
+        .await??;
         Ok(Restarting {
             batch_instance_id: id,
             actions_to_run,

@@ -1,7 +1,7 @@
 //! `RunElements {batchExecution: {batchName, user, elementList, select?}}` with the envelope's
 //! `variableList`: starts a batch instance and answers with its id at once (SPEC 4.3).
 
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::read::{ENVELOPE, object, text, whole, wrong};
 use crate::api::state::AppState;
@@ -71,13 +71,13 @@ impl Handler for RunElements {
         })
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Started, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, call: &Call) -> Result<Started, ApiError> {
         let execution = self.batch_execution;
         let run = RunRequest {
             held: Vec::new(),
             exclusion: weft_repo::model::Exclusion::Manual,
             batch_name: execution.batch_name,
-            user: execution.user,
+            user: call.caller.run_user(&execution.user),
             elements: Vec::new(),
             select: execution.select,
             variables: self
@@ -88,15 +88,21 @@ impl Handler for RunElements {
         };
         let exec = Arc::clone(&state.executor);
         let refs = execution.element_list;
+        let caller = call.caller.clone();
         let id = tokio::task::spawn_blocking(move || {
             let mut run = run;
             run.elements = weft_engine::exec::paths::resolve(exec.repo(), &refs)?;
-            exec.start(run)
+            caller.may_run(exec.repo(), &run.elements)?;
+            exec.start(run).map_err(ApiError::from)
         })
         .await??;
         Ok(Started {
             batch_instance_id: id,
         })
+    }
+
+    fn audit_answer(answer: &Started) -> Option<String> {
+        Some(format!("instance {}", answer.batch_instance_id))
     }
 }
 

@@ -3,7 +3,7 @@
 //! differs from that version (a page following a run).
 
 use super::get_batch_instance::read_instance;
-use super::handler::{Handler, Payload};
+use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
 use crate::api::protocol::Instance;
 use crate::api::protocol::read::{object, text, whole, wrong};
@@ -21,7 +21,7 @@ impl Handler for WaitBatchInstance {
         read_payload(payload.value, payload.path, problems)
     }
 
-    async fn handle(self, state: &Arc<AppState>, _request_id: u64) -> Result<Waited, ApiError> {
+    async fn handle(self, state: &Arc<AppState>, _call: &Call) -> Result<Waited, ApiError> {
         wait(state, self).await
     }
 }
