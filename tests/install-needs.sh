@@ -24,8 +24,9 @@ command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
 test -f /usr/share/zoneinfo/Europe/Berlin || packages+=(tzdata)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || packages+=(postgresql)
 command -v psql >/dev/null 2>&1 || packages+=(postgresql-client)
-# The TLS test makes its server's certificates with openssl.
+# The TLS tests make their server's certificates with openssl and speak to it with curl.
 command -v openssl >/dev/null 2>&1 || packages+=(openssl)
+command -v curl >/dev/null 2>&1 || packages+=(curl)
 # The reference process module (examples/modules/min_rows) is Python.
 command -v python3 >/dev/null 2>&1 || packages+=(python3)
 # docs/dsr.schema.json is checked with a real JSON Schema validator (Python's jsonschema).

@@ -19,6 +19,7 @@
 //! seconds to finish. The async runtime runs commands on at most 64 blocking threads.
 
 mod http;
+pub mod tls;
 
 use crate::api::{self, AppState};
 use std::net::SocketAddr;
@@ -66,6 +67,9 @@ pub enum Error {
     /// The service clock or time zone cannot be set up as asked.
     #[error("{0}")]
     Time(String),
+    /// The TLS certificate or key does not read.
+    #[error("TLS: {0}")]
+    Tls(String),
     /// Another server runs with this HOME.
     #[error(
         "another weft server (process {pid}) runs with the home directory {}; stop it first (its lock: {})",
@@ -156,6 +160,8 @@ pub struct Options {
     /// `--stepped-clock`: the service clock stands still (at `fake_now`, else at the start)
     /// and moves only by the command `AdvanceClock`. Development environments only.
     pub stepped_clock: bool,
+    /// `--tls-cert` and `--tls-key`, overriding the settings.
+    pub tls: Option<tls::Files>,
 }
 
 /// The service time for `settings`, `fake_now` and `stepped`: the zone from the setting,
@@ -219,15 +225,17 @@ pub fn prepare_home(home: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// The URL of the endpoint for a listening address (loopback for an unspecified address).
-pub fn service_url(addr: SocketAddr) -> String {
+/// The URL of the endpoint for a listening address (loopback for an unspecified address),
+/// `https` when the server speaks TLS.
+pub fn service_url(addr: SocketAddr, tls: bool) -> String {
     let host = match addr.ip() {
         ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_owned(),
         ip if ip.is_unspecified() => "[::1]".to_owned(),
         std::net::IpAddr::V6(ip) => format!("[{ip}]"),
         std::net::IpAddr::V4(ip) => ip.to_string(),
     };
-    format!("http://{host}:{}{}", addr.port(), api::SERVICE_PATH)
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{host}:{}{}", addr.port(), api::SERVICE_PATH)
 }
 
 /// Runs the server until a shutdown signal.
@@ -306,7 +314,23 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         addr: opts.listen.clone(),
         source,
     })?;
-    let url = service_url(addr);
+    // TLS: the flags, else the settings (a relative path is HOME's); a pair that does not
+    // read stops the start.
+    let tls_files = opts.tls.clone().or_else(|| {
+        settings
+            .tls_cert_file
+            .clone()
+            .zip(settings.tls_key_file.clone())
+            .map(|(cert, key)| tls::Files {
+                cert: opts.home.join(cert),
+                key: opts.home.join(key),
+            })
+    });
+    let acceptor = match &tls_files {
+        Some(files) => Some(tls::acceptor(files).map_err(Error::Tls)?),
+        None => None,
+    };
+    let url = service_url(addr, acceptor.is_some());
     let mut keyfile = KeyFile::init(&opts.home, &repo_path, &url)?;
     let beyond_loopback = !addr.ip().is_loopback();
     let require_token = beyond_loopback || settings.require_token_on_loopback;
@@ -520,7 +544,7 @@ pub async fn run(opts: Options) -> Result<(), Error> {
         header_timeout: std::time::Duration::from_secs(settings.header_timeout_seconds),
         shutdown_grace: std::time::Duration::from_secs(5),
     };
-    http::serve(listener, api::app(state), limits, shutdown()).await;
+    http::serve(listener, acceptor, api::app(state), limits, shutdown()).await;
     // Stopping: nothing new is claimed, and what runs gets up to STOP_GRACE to end and be
     // recorded. What still runs then dies with the process and is settled by its commit
     // markers at the next start (or taken over by another host).

@@ -55,6 +55,7 @@ impl Service {
     pub fn locate(
         url: Option<&str>,
         token: Option<&str>,
+        ca: Option<&Path>,
         home: &Path,
         who: &'static str,
     ) -> Result<Self, Exit> {
@@ -83,10 +84,12 @@ impl Service {
             }
         };
         let given = token.map(str::trim).filter(|t| !t.is_empty());
-        // The key file's token goes only to the server the key file names.
-        let from_keyfile = server_entry
-            .filter(|e| same_origin(&e.url, &url))
-            .and_then(|e| e.option("token").map(str::to_owned));
+        // The key file's token (and CA) go only to the server the key file names.
+        let named = server_entry.filter(|e| same_origin(&e.url, &url));
+        let ca_from_keyfile = named
+            .as_ref()
+            .and_then(|e| e.option("ca").map(std::path::PathBuf::from));
+        let from_keyfile = named.and_then(|e| e.option("token").map(str::to_owned));
         let (token, token_from) = match (given, from_keyfile) {
             (Some(t), _) => (Some(t.to_owned()), "--token or WEFT_TOKEN"),
             (None, Some(t)) => (Some(t), "the key file"),
@@ -94,14 +97,32 @@ impl Service {
         };
         // rustls with ring, for https URLs (the process's one crypto provider).
         weft::init_tls();
-        let http = reqwest::blocking::Client::builder()
+        let mut http = reqwest::blocking::Client::builder()
             .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(3700))
-            .build()
-            .map_err(|e| {
-                eprintln!("{who}: cannot set up the HTTP client: {e}");
-                Exit::ServerError
-            })?;
+            .timeout(Duration::from_secs(3700));
+        if let Some(ca) = ca.map(Path::to_path_buf).or(ca_from_keyfile) {
+            let certs = std::fs::read(&ca)
+                .map_err(|e| e.to_string())
+                .and_then(|pem| {
+                    reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| e.to_string())
+                })
+                .and_then(|certs| {
+                    if certs.is_empty() {
+                        Err("it holds no certificate".to_owned())
+                    } else {
+                        Ok(certs)
+                    }
+                })
+                .map_err(|e| {
+                    eprintln!("{who}: the CA file {} does not read: {e}", ca.display());
+                    Exit::Usage
+                })?;
+            http = http.tls_certs_only(certs);
+        }
+        let http = http.build().map_err(|e| {
+            eprintln!("{who}: cannot set up the HTTP client: {e}");
+            Exit::ServerError
+        })?;
         Ok(Service {
             url,
             url_from,

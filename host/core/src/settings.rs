@@ -116,6 +116,11 @@ pub struct Settings {
     /// Seconds before a notification whose send failed is tried the first time again; each
     /// further try waits twice as long, at most 15 minutes (or this, when longer).
     pub notify_retry_seconds: u64,
+    /// The certificate chain (PEM) the server answers TLS with; with `tls_key_file` the
+    /// server speaks HTTPS only. A relative path is HOME's. Read again when it changes.
+    pub tls_cert_file: Option<PathBuf>,
+    /// The private key (PEM) of `tls_cert_file`.
+    pub tls_key_file: Option<PathBuf>,
     /// The web page's address as the people notified reach it (`https://weft.example.com/`),
     /// for the link to a run; default: this server's own address.
     pub page_url: Option<String>,
@@ -158,6 +163,8 @@ impl Default for Settings {
             notify_give_up_minutes: 1440,
             notify_retry_seconds: 30,
             page_url: None,
+            tls_cert_file: None,
+            tls_key_file: None,
             openlineage_url: None,
             openlineage_namespace: None,
         }
@@ -224,6 +231,18 @@ impl Settings {
                 name: "WEFT_MAX_PARALLEL_ACTIONS",
                 message: format!("`{v}` is not a whole number"),
             })?);
+        }
+        if let Some(v) = var("WEFT_TLS_CERT_FILE") {
+            s.tls_cert_file = Some(PathBuf::from(v));
+        }
+        if let Some(v) = var("WEFT_TLS_KEY_FILE") {
+            s.tls_key_file = Some(PathBuf::from(v));
+        }
+        if s.tls_cert_file.is_some() != s.tls_key_file.is_some() {
+            return Err(Error::Env {
+                name: "tls_cert_file",
+                message: "TLS needs both tls_cert_file and tls_key_file (or WEFT_TLS_CERT_FILE and WEFT_TLS_KEY_FILE), or neither".to_owned(),
+            });
         }
         if let Some(v) = var("WEFT_JAVA_HOME") {
             s.java_home = Some(PathBuf::from(v));

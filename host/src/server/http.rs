@@ -17,6 +17,10 @@
 //! - The answers hyper itself gives to what it cannot read as HTTP (400, 431 for headers
 //!   too large, 414) come with weft's error shape instead of an empty body
 //!   ([`ErrorBodies`]).
+//! - With TLS (`server::tls`), the handshake runs in the connection's own task, within the
+//!   header time, so that a slow or silent client holds one connection's place and nothing
+//!   else; a connection past the cap is closed without an answer (a plain-text 503 means
+//!   nothing to a TLS client).
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -42,9 +46,10 @@ pub struct Limits {
 /// closed without an answer.
 const MAX_REFUSING: usize = 64;
 
-/// Serves `app` on `listener` until `shutdown` completes.
+/// Serves `app` on `listener` (through `tls` when given) until `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     app: Router,
     limits: Limits,
     shutdown: impl Future<Output = ()>,
@@ -102,16 +107,42 @@ pub async fn serve(
                         request
                     },
                 ));
-                let conn =
-                    builder.serve_connection(TokioIo::new(ErrorBodies::new(stream)), service);
-                let conn = graceful.watch(conn);
+                let (watcher, builder, tls) = (graceful.watcher(), builder.clone(), tls.clone());
+                let handshake_time = limits.header_timeout;
                 tokio::spawn(async move {
-                    if let Err(e) = conn.await {
+                    let served = match tls {
+                        None => {
+                            let io = TokioIo::new(ErrorBodies::new(stream));
+                            watcher.watch(builder.serve_connection(io, service)).await
+                        }
+                        Some(acceptor) => {
+                            match tokio::time::timeout(handshake_time, acceptor.accept(stream))
+                                .await
+                            {
+                                Ok(Ok(stream)) => {
+                                    let io = TokioIo::new(ErrorBodies::new(stream));
+                                    watcher.watch(builder.serve_connection(io, service)).await
+                                }
+                                Ok(Err(e)) => {
+                                    tracing::debug!(message = "A TLS handshake failed.", error = %e);
+                                    Ok(())
+                                }
+                                Err(_) => {
+                                    tracing::debug!(
+                                        message = "A TLS handshake did not finish in time."
+                                    );
+                                    Ok(())
+                                }
+                            }
+                        }
+                    };
+                    if let Err(e) = served {
                         tracing::debug!(message = "A connection ended with an error.", error = %e);
                     }
                     drop(permit);
                 });
             }
+            Err(_) if tls.is_some() => {}
             Err(_) => {
                 if let Ok(permit) = Arc::clone(&refusing).try_acquire_owned() {
                     tracing::warn!(

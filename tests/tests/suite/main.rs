@@ -44,3 +44,4 @@ mod schema;
 mod security;
 mod seeds;
 mod template_modules;
+mod tls;

@@ -37,4 +37,8 @@ pub struct Endpoint {
     /// The bearer token of a server listening beyond loopback; default option token of key file entry weft_server.
     #[arg(long, env = "WEFT_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     pub token: Option<String>,
+    /// For an https URL: trust only the CA certificates in FILE (PEM), such as a private
+    /// CA's; default option ca of key file entry weft_server, else the system's roots.
+    #[arg(long, env = "WEFT_CA_FILE", value_name = "FILE")]
+    pub ca: Option<std::path::PathBuf>,
 }

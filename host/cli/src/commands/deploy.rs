@@ -82,6 +82,7 @@ fn deploy(args: &Deploy, home: &Path) -> Exit {
     let service = match Service::locate(
         args.endpoint.url.as_deref(),
         args.endpoint.token.as_deref(),
+        args.endpoint.ca.as_deref(),
         home,
         "deploySheet",
     ) {

@@ -25,6 +25,7 @@ impl Follow {
         let code = match Service::locate(
             self.endpoint.url.as_deref(),
             self.endpoint.token.as_deref(),
+            self.endpoint.ca.as_deref(),
             &home.dir,
             "weft follow",
         ) {

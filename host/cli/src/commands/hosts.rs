@@ -21,6 +21,7 @@ impl Hosts {
         ExitCode::from(hosts(
             self.endpoint.url.as_deref(),
             self.endpoint.token.as_deref(),
+            self.endpoint.ca.as_deref(),
             &home.dir,
         ) as u8)
     }
@@ -28,8 +29,8 @@ impl Hosts {
 
 /// Runs `weft hosts`: one line a host, the answering one marked, with how long ago its
 /// heartbeat was recorded.
-fn hosts(url: Option<&str>, token: Option<&str>, home: &Path) -> Exit {
-    let service = match Service::locate(url, token, home, "weft hosts") {
+fn hosts(url: Option<&str>, token: Option<&str>, ca: Option<&Path>, home: &Path) -> Exit {
+    let service = match Service::locate(url, token, ca, home, "weft hosts") {
         Ok(s) => s,
         Err(code) => return code,
     };

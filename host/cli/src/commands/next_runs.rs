@@ -26,6 +26,7 @@ impl NextRuns {
         ExitCode::from(next_runs(
             self.endpoint.url.as_deref(),
             self.endpoint.token.as_deref(),
+            self.endpoint.ca.as_deref(),
             &home.dir,
             self.batch,
             usize::from(self.count),
@@ -38,11 +39,12 @@ impl NextRuns {
 fn next_runs(
     url: Option<&str>,
     token: Option<&str>,
+    ca: Option<&Path>,
     home: &Path,
     batch: i64,
     count: usize,
 ) -> Exit {
-    let service = match Service::locate(url, token, home, "weft next-runs") {
+    let service = match Service::locate(url, token, ca, home, "weft next-runs") {
         Ok(s) => s,
         Err(code) => return code,
     };

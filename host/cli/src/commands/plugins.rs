@@ -19,6 +19,9 @@ pub struct Plugins {
     /// The bearer token of a server listening beyond loopback; default option token of key file entry weft_server.
     #[arg(long, env = "WEFT_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     token: Option<String>,
+    /// For an https URL: trust only the CA certificates in FILE (PEM).
+    #[arg(long, env = "WEFT_CA_FILE", value_name = "FILE")]
+    ca: Option<PathBuf>,
     /// Without an action: the list.
     #[command(subcommand)]
     action: Option<PluginsAction>,
@@ -51,7 +54,11 @@ impl Plugins {
     pub fn run(self, home: &Home) -> ExitCode {
         match self.action {
             None => match &self.url {
-                Some(url) => ExitCode::from(remote(url, self.token.as_deref(), &home.dir) as u8),
+                Some(url) => {
+                    ExitCode::from(
+                        remote(url, self.token.as_deref(), self.ca.as_deref(), &home.dir) as u8,
+                    )
+                }
                 None => list(&home.dir),
             },
             Some(PluginsAction::Install { file }) => install(&home.dir, &file),
@@ -213,8 +220,8 @@ fn install(home: &std::path::Path, file: &std::path::Path) -> ExitCode {
 }
 
 /// Runs `weft plugins --url`: what the running server loaded, as `weft plugins` prints it.
-fn remote(url: &str, token: Option<&str>, home: &Path) -> Exit {
-    let service = match Service::locate(Some(url), token, home, "weft plugins") {
+fn remote(url: &str, token: Option<&str>, ca: Option<&Path>, home: &Path) -> Exit {
+    let service = match Service::locate(Some(url), token, ca, home, "weft plugins") {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -80,6 +80,7 @@ fn run(args: &Run, user: String, home: &Path) -> Exit {
     let service = match Service::locate(
         args.endpoint.url.as_deref(),
         args.endpoint.token.as_deref(),
+        args.endpoint.ca.as_deref(),
         home,
         "weft run",
     ) {

@@ -25,6 +25,13 @@ pub struct Serve {
     /// For tests; development environments only.
     #[arg(long)]
     stepped_clock: bool,
+    /// Speak HTTPS only, with this certificate chain (PEM; read again when it changes);
+    /// with --tls-key. Overrides tls_cert_file of weft.toml and WEFT_TLS_CERT_FILE.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
 }
 
 impl Serve {
@@ -52,6 +59,10 @@ impl Serve {
             environment: self.environment,
             fake_now: self.fake_now,
             stepped_clock: self.stepped_clock,
+            tls: self
+                .tls_cert
+                .zip(self.tls_key)
+                .map(|(cert, key)| weft::server::tls::Files { cert, key }),
         };
         match runtime.block_on(weft::server::run(opts)) {
             Ok(()) => ExitCode::SUCCESS,

@@ -20,6 +20,7 @@ pub fn ask<R: Request>(
     let service = Service::locate(
         endpoint.url.as_deref(),
         endpoint.token.as_deref(),
+        endpoint.ca.as_deref(),
         &home.dir,
         who,
     )?;
