@@ -527,7 +527,8 @@ pub async fn run(opts: Options) -> Result<(), Error> {
             registry,
             executor,
         )
-        .listening_on(addr),
+        .listening_on(addr)
+        .over_tls(acceptor.is_some()),
     );
     tracing::info!(
         message = "Server started.",

@@ -5,8 +5,17 @@
 
 const main = document.getElementById('main');
 const statusLine = document.getElementById('status');
-const TOKEN = 'weft.token';
+const meLine = document.getElementById('me');
 const PAGE = 50;
+
+/** Who the server takes this browser for (WhoAmI: user, role, rights, via), once known. */
+let me = null;
+
+/** Whether the signed-in caller holds `right` (read, operate, deploy, admin): buttons it
+ * cannot use are not drawn (the server refuses them anyway). */
+function can(right) {
+  return Boolean(me?.rights?.includes(right));
+}
 
 /** A DOM element: `attrs` are attributes (`on*` functions become listeners), children are
  * nodes or text. */
@@ -65,9 +74,8 @@ function reconnected() {
 /** Sends `command` with `payload`; its answer's payload, or an Error with the server's
  * message. */
 async function call(command, payload = {}) {
+  // The token travels in the session cookie the sign-in set (HttpOnly: not readable here).
   const headers = { 'content-type': 'application/json' };
-  const token = sessionStorage.getItem(TOKEN);
-  if (token) headers.authorization = `Bearer ${token}`;
   let resp;
   try {
     resp = await fetch('/weft/service', {
@@ -147,29 +155,89 @@ function badge(state, title) {
   return el('span', { class: `state state-${state}`, title }, state);
 }
 
-// ---- the login form (beyond loopback) ----
+// ---- signing in and out ----
 
+/** Shows who is signed in, and the way out (or in). */
+function drawMe() {
+  if (!me) {
+    meLine.replaceChildren();
+    return;
+  }
+  const out = me.via === 'loopback'
+    ? el('button', { type: 'button', class: 'link', id: 'sign-in', onclick: () => login('', () => route()) }, 'Sign in')
+    : el('button', { type: 'button', class: 'link', id: 'sign-out', onclick: signOut }, 'Sign out');
+  meLine.replaceChildren(
+    el('span', { id: 'me-user' }, me.user),
+    ' ',
+    el('span', { id: 'me-role', class: 'role' }, me.role),
+    ' ',
+    out);
+}
+
+/** Asks who the server takes this browser for. */
+async function loadMe() {
+  me = await call('WhoAmI');
+  drawMe();
+}
+
+async function signOut() {
+  try {
+    await fetch('/weft/session', { method: 'DELETE', credentials: 'same-origin' });
+  } catch {
+    // Signed out or not, the page asks again.
+  }
+  me = null;
+  drawMe();
+  route();
+}
+
+/** The sign-in form: a token (a user's, from `weft users add`; or the key file's), sent
+ * once to the server, which keeps it in an HttpOnly cookie for the browser session. */
 function login(message, retry) {
-  const input = el('input', { type: 'password', name: 'token', autocomplete: 'current-password', required: true, 'aria-label': 'token' });
+  const input = el('input', { type: 'password', name: 'token', id: 'token', autocomplete: 'current-password', required: true });
+  const problem = el('p', { class: 'problem', id: 'sign-in-problem', role: 'alert' }, message || '');
   show(el('section', { class: 'card login' },
     el('h1', {}, 'Sign in'),
-    el('p', { class: 'muted' }, 'This server listens beyond loopback: its token is needed (bin/getkey weft_server --field token).'),
-    message ? el('p', { class: 'problem' }, message) : null,
+    el('p', { class: 'muted' }, 'Your token (weft users add prints one; an administrator can make you another with weft users token).'),
+    problem,
     el('form', {
-      onsubmit: (ev) => {
+      onsubmit: async (ev) => {
         ev.preventDefault();
-        sessionStorage.setItem(TOKEN, input.value.trim());
+        let resp;
+        try {
+          resp = await fetch('/weft/session', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ token: input.value.trim() }),
+            credentials: 'same-origin',
+          });
+        } catch (e) {
+          problem.textContent = `The server cannot be reached (${e.message}).`;
+          return;
+        }
+        const body = await resp.json().catch(() => null);
+        if (!resp.ok) {
+          problem.textContent = resp.status === 401 && body?.error?.code === 'request.unauthorized'
+            ? 'That token was refused.'
+            : (body?.error?.message ?? `Signing in failed (${resp.status}).`);
+          input.value = '';
+          input.focus();
+          return;
+        }
+        input.value = '';
+        me = body;
+        drawMe();
         retry();
       },
-    }, input, el('button', { type: 'submit' }, 'Sign in'))));
+    }, el('label', { for: 'token' }, 'Token'), input, el('button', { type: 'submit', id: 'sign-in-submit' }, 'Sign in'))));
   input.focus();
 }
 
 function failed(e, retry) {
   if (e instanceof Unauthorized) {
-    const had = sessionStorage.getItem(TOKEN);
-    sessionStorage.removeItem(TOKEN);
-    login(had ? 'That token was refused.' : '', retry);
+    me = null;
+    drawMe();
+    login('', retry);
     return;
   }
   show(el('section', { class: 'card' }, el('p', { class: 'problem', id: 'problem' }, e.message)));
@@ -425,6 +493,8 @@ function runView(id, action) {
   let inst = null;
   let stopped = false;
   let message = '';
+  // Halt asks first: the question stands until answered or the run ends.
+  let confirming = false;
   const draw = () => {
     const ongoing = ONGOING.has(inst.state);
     const restartable = ['failed', 'halted', 'interrupted'].includes(inst.state);
@@ -452,9 +522,13 @@ function runView(id, action) {
           inst.batchId !== undefined ? el('div', {}, el('span', {}, 'Planned'), el('span', { class: inst.late ? 'late' : '' }, `${inst.plannedStart}${inst.late ? ` (late ${duration(inst.lateSeconds * 1000)})` : ''}`)) : null,
           inst.backfillId !== undefined ? el('div', {}, el('span', {}, 'Backfill'), el('span', {}, el('a', { href: `#/runs?backfill=${inst.backfillId}`, id: 'backfill' }, `backfill ${inst.backfillId}`))) : null),
         el('div', { class: 'actions-bar' },
-          el('button', { class: 'danger', id: 'halt', disabled: !ongoing, onclick: () => act('HaltBatchInstance', 'Halt asked.') }, 'Halt'),
-          el('button', { class: 'secondary', id: 'restart', disabled: !restartable, onclick: () => act('RestartBatchInstance', 'Restarted.') }, 'Restart'),
+          can('operate') && !(confirming && ongoing) ? el('button', { class: 'danger', id: 'halt', disabled: !ongoing, onclick: () => { confirming = true; draw(); document.getElementById('halt-confirm')?.focus(); } }, 'Halt') : null,
+          can('operate') ? el('button', { class: 'secondary', id: 'restart', disabled: !restartable, onclick: () => act('RestartBatchInstance', 'Restarted.') }, 'Restart') : null,
           el('a', { href: '#/runs' }, 'All runs')),
+        confirming && ongoing ? el('div', { class: 'confirm', id: 'halt-question', role: 'alertdialog', 'aria-labelledby': 'halt-question-text' },
+          el('p', { id: 'halt-question-text' }, `Halt run ${inst.batchInstanceId} (${inst.batchName})? Running actions stop and roll back; nothing new starts. A restart can run what is left later.`),
+          el('button', { class: 'danger', id: 'halt-confirm', onclick: () => { confirming = false; act('HaltBatchInstance', 'Halt asked.'); } }, `Halt run ${inst.batchInstanceId}`),
+          el('button', { class: 'secondary', id: 'halt-cancel', onclick: () => { confirming = false; draw(); } }, 'Cancel')) : null,
         message ? el('p', { class: 'muted', id: 'message' }, message) : null),
       timeline(inst, selected, (aid) => {
         selected = aid;
@@ -879,7 +953,8 @@ async function deploysView(params) {
   const count = (d) => [['created', d.created], ['updated', d.updated], ['deleted', d.deleted]]
     .filter(([, n]) => n).map(([w, n]) => `${n} ${w}`).join(', ');
   const cards = deploys.map((d) => el('section', { class: 'card deploy', 'data-deploy': d.deployId },
-    el('h2', {}, `Deploy ${d.deployId}`, ' ', el('span', { class: 'muted' }, localTime(d.deployed))),
+    el('h2', {}, `Deploy ${d.deployId}`, ' ', el('span', { class: 'muted' }, localTime(d.deployed)),
+      d.user ? el('span', { class: 'muted deployer' }, ` by ${d.user}`) : null),
     el('p', { class: 'muted counts' }, count(d)),
     el('div', { class: 'table-wrap' }, el('table', { class: 'changes' },
       el('thead', {}, el('tr', {}, el('th', {}, 'Change'), el('th', {}, 'Kind'), el('th', { class: 'num' }, 'Id'), el('th', {}, 'Name'))),
@@ -1073,6 +1148,7 @@ async function route() {
   }
   say('loading…');
   try {
+    if (!me) await loadMe();
     const view = await found[1](found[0].exec(hash));
     if (generation !== routeGeneration) {
       view?.stop?.();

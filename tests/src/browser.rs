@@ -268,6 +268,11 @@ impl Page<'_> {
     pub fn click(&self, selector: &str) {
         self.wait_for(selector);
         self.block(async {
+            // A tab behind another draws no frames, and a click waits for one.
+            self.page
+                .bring_to_front()
+                .await
+                .unwrap_or_else(|e| panic!("bring the tab to the front: {e}"));
             self.page
                 .find_element(selector)
                 .await
@@ -282,6 +287,10 @@ impl Page<'_> {
     pub fn type_into(&self, selector: &str, text: &str) {
         self.wait_for(selector);
         self.block(async {
+            self.page
+                .bring_to_front()
+                .await
+                .unwrap_or_else(|e| panic!("bring the tab to the front: {e}"));
             let e = self
                 .page
                 .find_element(selector)

@@ -211,14 +211,52 @@ pub async fn authorize(
     headers: &HeaderMap,
     peer: Option<Peer>,
 ) -> Result<Caller, ApiError> {
-    let ip = peer.map_or(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |p| p.0);
+    // `Authorization: Bearer`, else the page's session cookie.
     let given = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
-        .unwrap_or("")
-        .to_owned();
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .or_else(|| session_cookie(headers))
+        .unwrap_or_default();
+    authorize_token(state, given, peer).await
+}
+
+/// The name of the page's session cookie: the token itself, `HttpOnly` (no script reads
+/// it), `SameSite=Strict` (no other site's request carries it), for the browser session.
+pub const SESSION_COOKIE: &str = "weft_session";
+
+/// Whether the request carries a token at all (a header or the page's cookie).
+pub fn token_given(headers: &HeaderMap) -> bool {
+    headers.contains_key(axum::http::header::AUTHORIZATION) || session_cookie(headers).is_some()
+}
+
+/// The page's session token from the `Cookie` headers, if any.
+fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim().to_owned())
+        .filter(|t| !t.is_empty())
+}
+
+/// Who holds `given` (empty: no token), as [`authorize`] says.
+///
+/// # Errors
+///
+/// As [`authorize`].
+pub async fn authorize_token(
+    state: &Arc<AppState>,
+    given: String,
+    peer: Option<Peer>,
+) -> Result<Caller, ApiError> {
+    let ip = peer.map_or(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |p| p.0);
     if !state.require_token && given.is_empty() {
         return Ok(Caller::admin(Via::Loopback, ip));
     }

@@ -22,6 +22,7 @@ mod error;
 pub mod guard;
 mod page;
 pub mod protocol;
+mod session;
 mod state;
 mod throttle;
 mod verified;
@@ -59,6 +60,12 @@ pub fn app(state: Arc<AppState>) -> Router {
             axum::routing::get(metrics).fallback(|State(state): State<Arc<AppState>>| async move {
                 state.refuse(ApiError::Method)
             }),
+        )
+        .route(
+            session::SESSION_PATH,
+            post(session::sign_in).delete(session::sign_out).fallback(
+                |State(state): State<Arc<AppState>>| async move { state.refuse(ApiError::Method) },
+            ),
         )
         .route(
             SERVICE_PATH,
@@ -99,8 +106,11 @@ async fn service(
     let id = state.request_id();
     let peer = peer.map(|axum::Extension(p)| p);
     let result = handle(&state, &headers, peer, body, id).await;
-    // A refusal of who asked is audited (a throttled client is not, again and again).
-    if let Err(e @ (ApiError::Unauthorized | ApiError::TokenRefused(_))) = &result {
+    // A token refused is audited (a request without any, such as a page not signed in yet,
+    // is no attempt; a throttled client is not audited again and again).
+    if let Err(e @ (ApiError::Unauthorized | ApiError::TokenRefused(_))) = &result
+        && auth::token_given(&headers)
+    {
         let client = peer.map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |p| p.0);
         audit::refused_unknown(&state, client, e.message()).await;
     }

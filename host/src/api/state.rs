@@ -33,6 +33,8 @@ pub struct AppState {
     pub executor: Arc<weft_engine::exec::batch::Executor>,
     /// Which `Host` and `Origin` name this server.
     pub hosts: guard::HostRules,
+    /// Whether the page's session cookie is marked `Secure` (the server speaks TLS).
+    pub secure_cookies: bool,
     /// The `WaitBatchInstance` requests in flight: at most a quarter of `max_connections`.
     pub waits: Arc<super::waits::Waits>,
     next_request: AtomicU64,
@@ -60,6 +62,7 @@ impl AppState {
             settings,
             keys,
             require_token,
+            secure_cookies: false,
             throttle: super::throttle::Throttle::default(),
             verified: super::verified::Verified::default(),
             registry,
@@ -76,6 +79,13 @@ impl AppState {
         // (`require_token_on_loopback`): a rebound name is refused before the token is read.
         let beyond = self.require_token && !addr.ip().is_loopback();
         self.hosts = guard::HostRules::new(Some(addr), &self.settings.allowed_hosts, beyond);
+        self
+    }
+
+    /// The same state for a server that speaks TLS (its session cookie `Secure`).
+    #[must_use]
+    pub fn over_tls(mut self, tls: bool) -> Self {
+        self.secure_cookies = tls;
         self
     }
 

@@ -145,7 +145,7 @@ fn beyond_loopback_the_page_loads_and_its_commands_need_the_token() {
     let (st, v) = command(&w, "ListBatchInstances", serde_json::json!({"limit": 50}));
     assert_eq!(st, 401, "{v}");
     assert!(
-        body.contains("Unauthorized") && body.contains("sessionStorage"),
+        body.contains("Unauthorized") && body.contains("/weft/session"),
         "the page signs in"
     );
 }
@@ -380,7 +380,21 @@ fn in_a_real_browser_the_runs_and_a_run_follow_what_happens() {
         "document.querySelector('#run-state')?.dataset.state === 'running'",
         "running again",
     );
+    // Halt asks first; Cancel leaves the run alone.
     page.click("#halt");
+    page.wait_for("#halt-question");
+    assert!(
+        page.text("#halt-question")
+            .contains(&format!("Halt run {second}"))
+    );
+    page.click("#halt-cancel");
+    page.wait_until(
+        "!document.querySelector('#halt-question')",
+        "the question withdrawn",
+    );
+    assert_eq!(w.instance_state(second), "running");
+    page.click("#halt");
+    page.click("#halt-confirm");
     page.wait_until(
         "document.querySelector('#run-state')?.dataset.state === 'halted'",
         "halted by the button",
@@ -1075,4 +1089,100 @@ fn in_a_real_browser_the_lineage_of_a_table_spans_sheets_and_is_followed_by_a_cl
     );
     page.screenshot("lineage-phone");
     page.assert_no_errors();
+}
+
+/// Each role in a real browser: signed in with its token (kept in an HttpOnly cookie that no
+/// script reads, shared by the browser's tabs, never in an address), shown with its role,
+/// given only the buttons it may use, and signed out.
+#[test]
+fn in_a_real_browser_each_role_signs_in_sees_its_buttons_and_signs_out() {
+    let w = Weft::start_with(
+        &["--listen", "127.0.0.1:0"],
+        &[("WEFT_REQUIRE_TOKEN_ON_LOOPBACK", "true")],
+    );
+    let (_, admin, _) = w.cli(&["getkey", "weft_server", "--field", "token"]);
+    let admin = admin.trim().to_owned();
+    for file in ["1-folder.dsr", "2-connection.dsr", "3-sheet.dsr"] {
+        let doc = std::fs::read_to_string(example(file)).expect("example");
+        let (st, v) = command_as(
+            &w,
+            &admin,
+            "DeployRepository",
+            serde_json::json!({"content": doc}),
+        );
+        assert_eq!(st, 200, "{v}");
+    }
+    // A run that fails (its variable is not set): Restart is what an operator could press.
+    let (st, v) = command_as(
+        &w,
+        &admin,
+        "RunElements",
+        serde_json::json!({"batchExecution": {"batchName": "adhoc", "user": "u",
+            "elementList": [{"elementType": "S", "elementId": 100}]}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let run = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    let (st, v) = command_as(
+        &w,
+        &admin,
+        "WaitBatchInstance",
+        serde_json::json!({"batchInstanceId": run, "timeoutSeconds": 60}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let browser = weft_tests::browser::Browser::start();
+    for role in ["viewer", "operator", "deployer", "admin"] {
+        let name = format!("page-{role}");
+        let (code, out, err) = w.cli(&["users", "add", &name, "--role", role, "--url", &w.url]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        let token = out
+            .lines()
+            .find_map(|l| l.strip_prefix("token:"))
+            .map(|t| t.trim().to_owned())
+            .expect("token");
+        let page = browser.open(&format!("{base}/#/runs/{run}"));
+        page.wait_for(".login form input[name=token]");
+        page.type_into(".login input[name=token]", &token);
+        page.click("#sign-in-submit");
+        page.wait_for("#run-state");
+        assert_eq!(page.text("#me-user"), name);
+        assert_eq!(page.text("#me-role"), role);
+        let operates = role != "viewer";
+        assert_eq!(page.count("#restart") == 1, operates, "{role}: Restart");
+        assert_eq!(page.count("#halt") == 1, operates, "{role}: Halt");
+        // The token: in no script's reach, no address, nothing shown.
+        let secret = &token[token.len() - 64..];
+        for what in [
+            "document.cookie",
+            "location.href",
+            "document.body.innerText",
+            "JSON.stringify(sessionStorage) + JSON.stringify(localStorage)",
+        ] {
+            let v = page.eval(what).to_string();
+            assert!(!v.contains(secret), "{what} holds the token: {v}");
+        }
+        // Another tab of the browser is signed in too.
+        let other = browser.open(&format!("{base}/#/deploys"));
+        other.wait_for(".deploy");
+        assert_eq!(other.text("#me-user"), name);
+        assert!(
+            other.text(".deploy h2").contains("by keyfile"),
+            "{}",
+            other.text(".deploy h2")
+        );
+        // Signed out: the sign-in again, in this tab and the next.
+        page.click("#sign-out");
+        page.wait_for(".login form input[name=token]");
+        assert_eq!(page.count("#me-user"), 0);
+        let after = browser.open(&format!("{base}/#/runs"));
+        after.wait_for(".login form input[name=token]");
+    }
+    // The audit has each sign-in that failed: none here; the page's commands are reads.
+    let (_, v) = command_as(
+        &w,
+        &admin,
+        "ListAudit",
+        serde_json::json!({"outcome": "refused"}),
+    );
+    assert_eq!(v["payload"]["entries"], serde_json::json!([]), "{v}");
 }
