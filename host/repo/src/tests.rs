@@ -888,3 +888,175 @@ fn pairs_text(conn: &rusqlite::Connection, sql: &str) -> Vec<String> {
         .collect::<Result<_, _>>()
         .expect("rows")
 }
+
+#[test]
+fn users_and_their_tokens_are_kept_changed_and_revoked_in_one_place() {
+    use crate::users::{TokenToStore, UserChange};
+    let dir = tempfile::tempdir().expect("dir");
+    let repo = Repository::open(&dir.path().join("repository.db")).expect("open");
+    let token = |id: &'static str| TokenToStore {
+        id,
+        hash: "$argon2id$hash",
+        expires_at: None,
+    };
+    let folders = ["/etl".to_owned()];
+    assert!(
+        repo.add_user(
+            ("anna", "operator", &folders),
+            "keyfile",
+            &token("aaaaaaaaaaaaaaaa")
+        )
+        .expect("add")
+    );
+    // A second user of the name is refused and nothing is written.
+    assert!(
+        !repo
+            .add_user(
+                ("anna", "admin", &[]),
+                "keyfile",
+                &token("bbbbbbbbbbbbbbbb")
+            )
+            .expect("add")
+    );
+    assert!(repo.sign_in("bbbbbbbbbbbbbbbb").expect("sign in").is_none());
+    let s = repo
+        .sign_in("aaaaaaaaaaaaaaaa")
+        .expect("sign in")
+        .expect("known");
+    assert_eq!(
+        (
+            s.user.as_str(),
+            s.role.as_str(),
+            s.folders.as_slice(),
+            s.revoked,
+            s.disabled
+        ),
+        ("anna", "operator", &folders[..], false, false)
+    );
+    // Disabled and enabled again; the role and folders changed.
+    let change = |c: UserChange<'_>| repo.change_user("anna", &c).expect("change");
+    assert!(change(UserChange {
+        disabled: Some(true),
+        ..UserChange::default()
+    }));
+    assert!(
+        repo.sign_in("aaaaaaaaaaaaaaaa")
+            .expect("sign in")
+            .expect("known")
+            .disabled
+    );
+    assert!(change(UserChange {
+        disabled: Some(false),
+        role: Some("deployer"),
+        folders: Some(&[])
+    }));
+    let s = repo
+        .sign_in("aaaaaaaaaaaaaaaa")
+        .expect("sign in")
+        .expect("known");
+    assert_eq!(
+        (s.role.as_str(), s.folders.len(), s.disabled),
+        ("deployer", 0, false)
+    );
+    assert!(
+        !repo
+            .change_user("nobody", &UserChange::default())
+            .expect("change")
+    );
+    // A rotation revokes the others in the same step; a revocation names the user.
+    assert!(
+        repo.add_token("anna", "keyfile", &token("cccccccccccccccc"), true)
+            .expect("token")
+    );
+    assert!(
+        repo.sign_in("aaaaaaaaaaaaaaaa")
+            .expect("sign in")
+            .expect("known")
+            .revoked
+    );
+    assert!(
+        !repo
+            .add_token("nobody", "keyfile", &token("dddddddddddddddd"), false)
+            .expect("token")
+    );
+    assert_eq!(
+        repo.revoke_token("cccccccccccccccc")
+            .expect("revoke")
+            .as_deref(),
+        Some("anna")
+    );
+    assert_eq!(repo.revoke_token("eeeeeeeeeeeeeeee").expect("revoke"), None);
+    let users = repo.users().expect("list");
+    assert_eq!(users.len(), 1);
+    assert_eq!(users[0].tokens.len(), 2);
+    assert!(users[0].tokens.iter().all(|t| t.revoked_at.is_some()));
+}
+
+#[test]
+fn the_audit_is_listed_newest_first_by_filter_and_pruned_as_runs_are() {
+    use crate::audit::{Entry, Filter};
+    let dir = tempfile::tempdir().expect("dir");
+    let repo = Repository::open(&dir.path().join("repository.db")).expect("open");
+    for (user, command, outcome) in [
+        ("anna", "DeployRepository", "done"),
+        ("otto", "HaltBatchInstance", "refused"),
+        ("anna", "RunElements", "done"),
+    ] {
+        repo.audit(&Entry {
+            host: "h".to_owned(),
+            user: user.to_owned(),
+            via: "token 0123456789abcdef".to_owned(),
+            client: "10.0.0.7".to_owned(),
+            command: command.to_owned(),
+            outcome: outcome.to_owned(),
+            what: String::new(),
+        })
+        .expect("append");
+    }
+    let list = |f: Filter| -> Vec<String> {
+        repo.audit_list(&Filter { limit: 100, ..f })
+            .expect("list")
+            .into_iter()
+            .map(|e| e.command)
+            .collect()
+    };
+    assert_eq!(
+        list(Filter::default()),
+        ["RunElements", "HaltBatchInstance", "DeployRepository"]
+    );
+    assert_eq!(
+        list(Filter {
+            user: Some("anna".to_owned()),
+            ..Filter::default()
+        }),
+        ["RunElements", "DeployRepository"]
+    );
+    assert_eq!(
+        list(Filter {
+            outcome: Some("refused".to_owned()),
+            ..Filter::default()
+        }),
+        ["HaltBatchInstance"]
+    );
+    assert_eq!(
+        list(Filter {
+            before_id: Some(3),
+            ..Filter::default()
+        }),
+        ["HaltBatchInstance", "DeployRepository"]
+    );
+    assert_eq!(
+        list(Filter {
+            until: Some("2000-01-01 00:00:00".to_owned()),
+            ..Filter::default()
+        }),
+        Vec::<String>::new()
+    );
+    // Kept as long as runs are: what is older than the cutoff goes.
+    let keep = crate::retention::Retention {
+        runs_before: Some("9999-01-01 00:00:00".to_owned()),
+        ..Default::default()
+    };
+    assert_eq!(repo.prune(&keep).expect("prune").audit, 3);
+    assert_eq!(list(Filter::default()), Vec::<String>::new());
+}

@@ -876,3 +876,204 @@ fn three_hosts_send_each_notification_once() {
     assert_eq!(ids.len(), 31, "no notification twice");
     assert!(got.iter().all(|r| r["valid"] == true));
 }
+
+/// A token from `weft users add NAME --role ROLE` on `w` (the loopback admin).
+fn add_user(w: &Weft, name: &str, role: &str) -> String {
+    let (code, out, err) = w.cli(&["users", "add", name, "--role", role, "--url", &w.url]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    out.lines()
+        .find_map(|l| l.strip_prefix("token:"))
+        .map(|t| t.trim().to_owned())
+        .expect("a token printed")
+}
+
+/// A day of work on three hosts of one repository, each step through another host: users
+/// added, a deploy, a run refused and one started, halted, restarted, a token refused, a
+/// user disabled, a token rotated, a sheet deleted. The audit holds every step once, in
+/// order, with who, from where and on which host, the same read through every host; the
+/// run and the deploys record their users.
+#[test]
+fn a_day_of_work_on_three_hosts_is_audited_completely_and_alike_everywhere() {
+    let (hosts, data) = cluster(3, &[("WEFT_MAX_PARALLEL_ACTIONS", "1")]);
+    let ids: Vec<String> = hosts.iter().map(this_host).collect();
+    let gate = Gate::hold(&data, GATE);
+    // Morning, host 0: the admin (loopback) adds the team.
+    let dana = add_user(&hosts[0], "dana", "deployer");
+    let otto = add_user(&hosts[0], "otto", "operator");
+    let vera = add_user(&hosts[0], "vera", "viewer");
+    // Host 1: dana deploys two sheets.
+    let sheet = |id: i64| {
+        json!({"id": id, "attributes": {"name": format!("s{id}"), "folder_id": 10, "folder": "/load"},
+          "nodes": [
+            {"id": id * 10, "type": 0, "attributes": {"module": "Sql", "name": format!("a{id}"),
+                "action": format!("INSERT INTO t SELECT {id} FROM (SELECT pg_advisory_xact_lock_shared({GATE})) g")}},
+            {"id": id * 10 + 1, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+          "edges": [{"id": id * 10 + 1, "from": id * 10, "to": id * 10 + 1}]})
+    };
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 10, "path": "/load"}],
+        "connections": [{"id": 1, "name": "data", "type": "postgresql"}],
+        "sheets": [sheet(100), sheet(101)]}});
+    let (st, v) = command_as(
+        &hosts[1],
+        &dana,
+        "DeployRepository",
+        json!({"content": doc.to_string()}),
+    );
+    assert_eq!(st, 200, "{v}");
+    // Host 2: vera may not run; otto runs sheet 100.
+    let run = json!({"batchExecution": {"batchName": "adhoc", "user": "whoever",
+        "elementList": [{"elementType": "S", "elementId": 100}]}});
+    assert_eq!(
+        command_as(&hosts[2], &vera, "RunElements", run.clone()).0,
+        403
+    );
+    let (st, v) = command_as(&hosts[2], &otto, "RunElements", run);
+    assert_eq!(st, 200, "{v}");
+    let id = v["payload"]["batchInstanceId"].as_i64().expect("id");
+    running_on(&hosts[0], id, 1);
+    // Host 0: otto halts it; host 1: otto restarts it, and it finishes.
+    let (st, v) = command_as(
+        &hosts[0],
+        &otto,
+        "HaltBatchInstance",
+        json!({"batchInstanceId": id}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(wait(&hosts[0], id)["state"], "halted");
+    let (st, v) = command_as(
+        &hosts[1],
+        &otto,
+        "RestartBatchInstance",
+        json!({"batchInstanceId": id}),
+    );
+    assert_eq!(st, 200, "{v}");
+    drop(gate);
+    assert_eq!(wait(&hosts[1], id)["state"], "finished");
+    // Host 1: a wrong token. Host 2: the admin disables vera and rotates otto's token.
+    assert_eq!(
+        command_as(
+            &hosts[1],
+            "weft_0123456789abcdef_0000",
+            "ListHosts",
+            json!({})
+        )
+        .0,
+        401
+    );
+    let (code, _, err) = hosts[2].cli(&["users", "disable", "vera", "--url", &hosts[2].url]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        command_as(&hosts[0], &vera, "ListHosts", json!({})).0,
+        401,
+        "disabled on every host at once"
+    );
+    let (code, _, err) = hosts[2].cli(&[
+        "users",
+        "token",
+        "otto",
+        "--replace",
+        "--url",
+        &hosts[2].url,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        command_as(&hosts[1], &otto, "ListHosts", json!({})).0,
+        401,
+        "revoked on every host at once"
+    );
+    // Evening, host 0: dana deletes sheet 101.
+    let (st, v) = command_as(&hosts[0], &dana, "DeleteObjects", json!({"sheets": [101]}));
+    assert_eq!(st, 200, "{v}");
+    // The audit, through each host: every step once, in order.
+    let audits: Vec<Value> = hosts
+        .iter()
+        .map(|w| {
+            let (st, v) = command(w, "ListAudit", json!({"limit": 1000}));
+            assert_eq!(st, 200, "{v}");
+            v["payload"]["entries"].clone()
+        })
+        .collect();
+    assert_eq!(audits[0], audits[1]);
+    assert_eq!(audits[1], audits[2]);
+    let host_of = |h: &str| {
+        ids.iter()
+            .position(|i| i == h)
+            .map_or_else(|| h.to_owned(), |i| format!("h{i}"))
+    };
+    let lines: Vec<String> = audits[0]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .rev()
+        .map(|e| {
+            format!(
+                "{} {} {} {} {}",
+                host_of(e["host"].as_str().unwrap_or_default()),
+                e["user"].as_str().unwrap_or_default(),
+                e["command"].as_str().unwrap_or_default(),
+                e["outcome"].as_str().unwrap_or_default(),
+                e["client"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "h0 loopback AddUser done 127.0.0.1",
+            "h0 loopback AddUser done 127.0.0.1",
+            "h0 loopback AddUser done 127.0.0.1",
+            "h1 dana DeployRepository done 127.0.0.1",
+            "h2 vera RunElements refused 127.0.0.1",
+            "h2 otto RunElements done 127.0.0.1",
+            "h0 otto HaltBatchInstance done 127.0.0.1",
+            "h1 otto RestartBatchInstance done 127.0.0.1",
+            "h1 none  refused 127.0.0.1",
+            "h2 loopback ChangeUser done 127.0.0.1",
+            "h0 none  refused 127.0.0.1",
+            "h2 loopback CreateToken done 127.0.0.1",
+            "h1 none  refused 127.0.0.1",
+            "h0 dana DeleteObjects done 127.0.0.1",
+        ],
+        "{:#}",
+        audits[0]
+    );
+    let entries = audits[0].as_array().expect("entries");
+    let what = |command: &str, outcome: &str| {
+        entries
+            .iter()
+            .find(|e| e["command"] == command && e["outcome"] == outcome)
+            .and_then(|e| e["what"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let refused = what("RunElements", "refused");
+    assert!(
+        refused.contains("`RunElements` needs the right `operate`"),
+        "{refused}"
+    );
+    let ran = what("RunElements", "done");
+    assert!(ran.starts_with(&format!("instance {id}: ")), "{ran}");
+    let halted = what("HaltBatchInstance", "done");
+    assert!(
+        halted.contains(&format!("\"batchInstanceId\":{id}")),
+        "{halted}"
+    );
+    let deployed = what("DeployRepository", "done");
+    assert!(deployed.starts_with("deploy "), "{deployed}");
+    // Who ran and who deployed, as the run and the deploy history say.
+    let (_, v) = command(
+        &hosts[2],
+        "GetBatchInstance",
+        json!({"batchInstanceId": id}),
+    );
+    assert_eq!(v["payload"]["user"], "otto", "{v}");
+    let (_, v) = command(&hosts[2], "ListDeploys", json!({}));
+    let deployers: Vec<&str> = v["payload"]["deploys"]
+        .as_array()
+        .expect("deploys")
+        .iter()
+        .map(|d| d["user"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(deployers, ["dana", "dana"], "{v}");
+}

@@ -1150,6 +1150,32 @@ fn in_a_real_browser_each_role_signs_in_sees_its_buttons_and_signs_out() {
         let operates = role != "viewer";
         assert_eq!(page.count("#restart") == 1, operates, "{role}: Restart");
         assert_eq!(page.count("#halt") == 1, operates, "{role}: Halt");
+        // The audit is the admin's to read: its link, and its view with filters.
+        assert_eq!(
+            page.eval("document.getElementById('nav-audit').hidden"),
+            serde_json::Value::Bool(role != "admin"),
+            "{role}: the audit's link"
+        );
+        if role == "admin" {
+            page.click("#nav-audit");
+            page.wait_for("#audit tbody tr");
+            assert_eq!(
+                page.count("#audit tbody tr"),
+                8,
+                "three deploys, a run, four users"
+            );
+            assert!(page.text("#audit tbody tr").contains("AddUser"));
+            page.eval("document.getElementById('audit-command').value = 'HaltBatchInstance'");
+            page.click("#audit-show");
+            page.wait_until(
+                "location.hash === '#/audit?command=HaltBatchInstance'",
+                "the filter in the address",
+            );
+            page.wait_for("main .muted");
+            assert!(page.text("main").contains("No entry matches."));
+            page.goto(&format!("{base}/#/runs/{run}"));
+            page.wait_for("#run-state");
+        }
         // The token: in no script's reach, no address, nothing shown.
         let secret = &token[token.len() - 64..];
         for what in [
