@@ -630,6 +630,28 @@ pub fn command_as(
     (status, resp.json().expect("JSON answer"))
 }
 
+/// The entries of a `ListAudit` answer's payload (`entries`, newest first) oldest first, each
+/// a line of its `fields` joined by spaces, each field mapped by `map` (its name and text).
+pub fn audit_lines(
+    entries: &serde_json::Value,
+    fields: &[&str],
+    map: impl Fn(&str, &str) -> String,
+) -> Vec<String> {
+    entries
+        .as_array()
+        .expect("entries")
+        .iter()
+        .rev()
+        .map(|e| {
+            fields
+                .iter()
+                .map(|f| map(f, e[*f].as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
 /// Runs sheet `path` (such as `/etl/load`), waits for its end (at most 120 s) and answers
 /// the instance as `GetBatchInstance` does.
 pub fn run_sheet_to_end(w: &Weft, path: &str) -> serde_json::Value {

@@ -1001,22 +1001,17 @@ fn a_day_of_work_on_three_hosts_is_audited_completely_and_alike_everywhere() {
             .position(|i| i == h)
             .map_or_else(|| h.to_owned(), |i| format!("h{i}"))
     };
-    let lines: Vec<String> = audits[0]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .rev()
-        .map(|e| {
-            format!(
-                "{} {} {} {} {}",
-                host_of(e["host"].as_str().unwrap_or_default()),
-                e["user"].as_str().unwrap_or_default(),
-                e["command"].as_str().unwrap_or_default(),
-                e["outcome"].as_str().unwrap_or_default(),
-                e["client"].as_str().unwrap_or_default()
-            )
-        })
-        .collect();
+    let lines = audit_lines(
+        &audits[0],
+        &["host", "user", "command", "outcome", "client"],
+        |field, v| {
+            if field == "host" {
+                host_of(v)
+            } else {
+                v.to_owned()
+            }
+        },
+    );
     assert_eq!(
         lines,
         [

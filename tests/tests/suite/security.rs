@@ -498,20 +498,11 @@ fn a_users_tokens_are_shown_once_rotated_revoked_and_never_kept() {
         assert!(!out.contains(secret) && !audit.to_string().contains(secret));
     }
     // The audit: who did what, from where, newest first.
-    let lines: Vec<String> = audit["payload"]["entries"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .rev()
-        .map(|e| {
-            format!(
-                "{} {} {}",
-                e["user"].as_str().unwrap_or_default(),
-                e["command"].as_str().unwrap_or_default(),
-                e["outcome"].as_str().unwrap_or_default()
-            )
-        })
-        .collect();
+    let lines = audit_lines(
+        &audit["payload"]["entries"],
+        &["user", "command", "outcome"],
+        |_, v| v.to_owned(),
+    );
     assert_eq!(
         lines,
         [
