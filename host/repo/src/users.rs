@@ -109,18 +109,16 @@ pub fn add(
     by: &str,
     token: &TokenToStore<'_>,
 ) -> Result<bool> {
-    let exists: Option<i64> = tx.value("SELECT id FROM users WHERE name = ?1", args![name])?;
-    if exists.is_some() {
-        return Ok(false);
-    }
     let now = now_utc();
-    let id: i64 = tx
-        .value(
-            "INSERT INTO users (name, role, folders, created_at, created_by, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?4) RETURNING id",
-            args![name, role, folders_text(folders)?, now, by],
-        )?
-        .ok_or_else(|| Error::Corrupt("a new user answered no id".to_owned()))?;
+    // A user of the name (made meanwhile by another host, too) answers no row.
+    let Some(id) = tx.value::<i64>(
+        "INSERT INTO users (name, role, folders, created_at, created_by, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?4) ON CONFLICT (name) DO NOTHING RETURNING id",
+        args![name, role, folders_text(folders)?, now, by],
+    )?
+    else {
+        return Ok(false);
+    };
     store_token(tx, id, by, token, &now)?;
     Ok(true)
 }

@@ -93,6 +93,16 @@ impl Caller {
     ///
     /// [`ApiError::NoRight`] (403) naming the right missing.
     pub fn may(&self, command: &str, right: Right) -> Result<(), ApiError> {
+        // An admin limited to folders could lift its own limits: the admin commands (users,
+        // the audit, the clock) are for admins without limits.
+        if right == Right::Admin && self.role.holds(right) && !self.folders.is_empty() {
+            return Err(ApiError::OutsideFolders {
+                user: self.name.clone(),
+                right,
+                what: format!("`{command}` (users, the audit and the clock lie in no folder)"),
+                folders: self.folders.clone(),
+            });
+        }
         if self.role.holds(right) {
             Ok(())
         } else {
@@ -317,14 +327,22 @@ fn identify(state: &AppState, given: &str, ip: IpAddr) -> Result<Caller, ApiErro
 fn user(state: &AppState, id: &str, secret: &str, ip: IpAddr) -> Result<Caller, ApiError> {
     let Some(row) = state.repo.sign_in(id)? else {
         // The same work as a real check, so that an unknown id is not told by the time.
-        let _ = state.verified.check(state.verified.decoy(), secret);
-        return Err(ApiError::Unauthorized);
+        return match state.verified.check(state.verified.decoy(), secret) {
+            None => Err(ApiError::SignInsBusy),
+            Some(_) => Err(ApiError::Unauthorized),
+        };
     };
-    let verified =
-        state.verified.knows(id, &row.hash, secret) || state.verified.check(&row.hash, secret);
+    let verified = state.verified.knows(id, &row.hash, secret)
+        || match state.verified.check(&row.hash, secret) {
+            None => return Err(ApiError::SignInsBusy),
+            Some(ok) => ok,
+        };
     if !verified {
         return Err(ApiError::Unauthorized);
     }
+    // Kept as verified before it is judged: a revoked or expired token replayed costs a
+    // look-up, not another slow check.
+    let use_due = state.verified.keep(id, &row.hash, secret);
     let refused = |why: String| Err(ApiError::TokenRefused(why));
     if row.revoked {
         return refused(format!("token {id} of user `{}` was revoked", row.user));
@@ -349,9 +367,7 @@ fn user(state: &AppState, id: &str, secret: &str, ip: IpAddr) -> Result<Caller, 
             row.user, row.role
         )));
     };
-    if state.verified.keep(id, &row.hash, secret)
-        && let Err(e) = state.repo.token_used(id, &weft_repo::now_utc())
-    {
+    if use_due && let Err(e) = state.repo.token_used(id, &weft_repo::now_utc()) {
         tracing::warn!(message = "A token's last use could not be recorded.", token = id, error = %e);
     }
     Ok(Caller {

@@ -91,6 +91,9 @@ pub enum ApiError {
         /// The folders it is limited to.
         folders: Vec<String>,
     },
+    /// As many slow token checks run as may: answered at once, to try again shortly (503).
+    #[error("too many sign-ins with new tokens are being checked at once; try again shortly")]
+    SignInsBusy,
     /// No user has this name (404).
     #[error("there is no user `{0}`")]
     NoUser(String),
@@ -180,6 +183,7 @@ impl ApiError {
             ApiError::Unauthorized | ApiError::TokenRefused(_) => StatusCode::UNAUTHORIZED,
             ApiError::NoUser(_) | ApiError::NoToken(_) => StatusCode::NOT_FOUND,
             ApiError::UserExists(_) => StatusCode::CONFLICT,
+            ApiError::SignInsBusy => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NoSuchPath
             | ApiError::NoInstance(_)
@@ -226,6 +230,7 @@ impl ApiError {
             ApiError::OutsideFolders { .. } => "request.outside_folders",
             ApiError::NoUser(_) => "user.not_found",
             ApiError::UserExists(_) => "user.exists",
+            ApiError::SignInsBusy => "request.busy",
             ApiError::NoToken(_) => "token.not_found",
             ApiError::Throttled(_) => "request.throttled",
             ApiError::NoSuchPath => "request.path",

@@ -149,17 +149,21 @@ async fn handle(
     // The right is checked by the command's name, before its payload is read.
     let gate = caller.clone();
     let read = tokio::task::spawn_blocking(move || {
-        envelope::read(&body, &|name, right| gate.may(name, right))
+        // The command the gate refused, for the audit.
+        let refused = std::cell::RefCell::new(String::new());
+        let read = envelope::read(&body, &|name, right| {
+            gate.may(name, right)
+                .inspect_err(|_| *refused.borrow_mut() = name.to_owned())
+        });
+        (read, refused.into_inner())
     })
     .await?;
     let command = match read {
-        Err(e @ ApiError::NoRight { .. }) => {
-            if let ApiError::NoRight { command, .. } = &e {
-                audit::record(state, &caller, command, "refused", e.message()).await;
-            }
+        (Err(e @ (ApiError::NoRight { .. } | ApiError::OutsideFolders { .. })), command) => {
+            audit::record(state, &caller, &command, "refused", e.message()).await;
             return Err(e);
         }
-        other => other?,
+        (other, _) => other?,
     };
     let call = commands::Call {
         request_id: id,

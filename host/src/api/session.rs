@@ -40,9 +40,14 @@ pub async fn sign_in(
     let answer = async {
         guard::check_origin(&state.hosts, &headers)?;
         guard::check_content_type(&headers)?;
-        let bytes = axum::body::to_bytes(body, MOST)
-            .await
-            .map_err(|_| ApiError::TooLarge(MOST))?;
+        let seconds = state.settings.body_timeout_seconds;
+        let bytes = tokio::time::timeout(
+            std::time::Duration::from_secs(seconds),
+            axum::body::to_bytes(body, MOST),
+        )
+        .await
+        .map_err(|_| ApiError::BodyTimeout(seconds))?
+        .map_err(|_| ApiError::TooLarge(MOST))?;
         let asked: SignIn = serde_json::from_slice(&bytes).map_err(|e| ApiError::Request {
             code: "request.envelope",
             message: format!("the sign-in is {{\"token\": \"...\"}}: {e}"),

@@ -21,7 +21,6 @@ const CHECKS_AT_ONCE: usize = 2;
 pub struct Verified {
     known: Mutex<HashMap<String, Known>>,
     checks: std::sync::Mutex<usize>,
-    check_done: std::sync::Condvar,
     /// The hash of a secret nobody holds, checked for a token id that does not exist.
     decoy: std::sync::OnceLock<String>,
 }
@@ -38,7 +37,6 @@ impl Default for Verified {
         Verified {
             known: Mutex::new(HashMap::new()),
             checks: Mutex::new(0),
-            check_done: std::sync::Condvar::new(),
             decoy: std::sync::OnceLock::new(),
         }
     }
@@ -63,17 +61,14 @@ impl Verified {
         })
     }
 
-    /// Checks `secret` against `hash` the slow way, at most [`CHECKS_AT_ONCE`] at a time.
-    pub(super) fn check(&self, hash: &str, secret: &str) -> bool {
+    /// Checks `secret` against `hash` the slow way; `None`, at once, while
+    /// [`CHECKS_AT_ONCE`] checks run already (a flood of made-up tokens holds two blocking
+    /// threads, not all of them).
+    pub(super) fn check(&self, hash: &str, secret: &str) -> Option<bool> {
         {
-            let Ok(mut busy) = self.checks.lock() else {
-                return false;
-            };
-            while *busy >= CHECKS_AT_ONCE {
-                busy = match self.check_done.wait(busy) {
-                    Ok(b) => b,
-                    Err(_) => return false,
-                };
+            let mut busy = self.checks.lock().ok()?;
+            if *busy >= CHECKS_AT_ONCE {
+                return None;
             }
             *busy += 1;
         }
@@ -81,8 +76,7 @@ impl Verified {
         if let Ok(mut busy) = self.checks.lock() {
             *busy -= 1;
         }
-        self.check_done.notify_one();
-        ok
+        Some(ok)
     }
 
     /// Keeps `secret` as verified for token `id` against `hash`; whether its use is due to
@@ -116,10 +110,47 @@ impl Verified {
     }
 }
 
-/// Whether `a` and `b` are equal, in a time that does not depend on where they differ.
+/// Whether `a` and `b` are equal, in a time that depends on neither where they differ nor
+/// their lengths (their SHA-256 digests are compared).
 pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
+    let digest = |t: &[u8]| weft_core::tokens::fingerprint(&String::from_utf8_lossy(t));
+    let (a, b) = (digest(a), digest(b));
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CHECKS_AT_ONCE, Verified, constant_time_eq};
+
+    #[test]
+    fn a_check_past_the_bound_is_answered_at_once_and_a_verified_secret_is_remembered() {
+        let v = Verified::default();
+        let token = weft_core::tokens::issue().expect("token");
+        let (id, secret) = weft_core::tokens::parse(&token.text).expect("form");
+        *v.checks.lock().expect("lock") = CHECKS_AT_ONCE;
+        assert_eq!(v.check(&token.hash, secret), None, "busy: no wait");
+        *v.checks.lock().expect("lock") = 0;
+        assert_eq!(v.check(&token.hash, secret), Some(true));
+        assert_eq!(v.check(&token.hash, "0"), Some(false));
+        assert!(!v.knows(id, &token.hash, secret));
+        assert!(v.keep(id, &token.hash, secret), "its first use is written");
+        assert!(v.knows(id, &token.hash, secret));
+        assert!(!v.keep(id, &token.hash, secret), "not again within minutes");
+        assert!(
+            !v.knows(id, "another hash", secret),
+            "a changed row is checked again"
+        );
+        assert!(!v.knows(id, &token.hash, "another secret"));
     }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+
+    #[test]
+    fn equal_texts_compare_equal_whatever_their_lengths() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(!constant_time_eq(b"", b"a"));
+    }
 }

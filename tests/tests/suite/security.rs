@@ -624,6 +624,17 @@ fn a_user_limited_to_a_folder_deploys_and_operates_there_only() {
     let (st, v) = run(&op, 3);
     assert_eq!(st, 200, "{v}");
     refused(run(&op, 4), "sheet 4 in /hr");
+    // A selection follows the data into every folder: not for a limited user.
+    refused(
+        command_as(
+            &w,
+            &op,
+            "RunElements",
+            json!({"batchExecution": {"batchName": "adhoc", "user": "u", "select": "downstream",
+                "elementList": [{"elementType": "S", "elementId": 3}]}}),
+        ),
+        "`select: downstream`",
+    );
     let (st, v) = run(&admin, 4);
     assert_eq!(st, 200, "{v}");
     let theirs = v["payload"]["batchInstanceId"].as_i64().expect("id");
@@ -654,5 +665,15 @@ fn a_user_limited_to_a_folder_deploys_and_operates_there_only() {
         .map(|e| e["user"].as_str().unwrap_or_default())
         .collect();
     assert_eq!(who.iter().filter(|u| **u == "sales-dev").count(), 5, "{v}");
-    assert_eq!(who.iter().filter(|u| **u == "sales-op").count(), 3, "{v}");
+    assert_eq!(who.iter().filter(|u| **u == "sales-op").count(), 4, "{v}");
+    // An admin limited to a folder could lift its own limits: no admin command for it.
+    let boss = add_user(&w, "sales-boss", "admin", &["--folder", "/sales"]);
+    let (st, v) = command_as(&w, &boss, "ListUsers", json!({}));
+    assert_eq!(
+        (st, v["error"]["code"].as_str()),
+        (403, Some("request.outside_folders")),
+        "{v}"
+    );
+    let (st, v) = command_as(&w, &boss, "DeployRepository", json!({"content": sheet(3)}));
+    assert_eq!(st, 200, "its deploy right holds in its folder: {v}");
 }

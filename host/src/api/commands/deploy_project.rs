@@ -99,7 +99,18 @@ impl Handler for DeployProject {
     }
 
     fn audit(&self) -> String {
-        deploy_audit(self)
+        let bytes = self
+            .documents
+            .iter()
+            .chain(&self.files)
+            .map(|d| d.content.len())
+            .sum();
+        deploy_audit(
+            &self.deploy_options,
+            self.documents.len() + self.files.len(),
+            bytes,
+            &self.prune,
+        )
     }
 
     fn audit_answer(report: &deploy::Report) -> Option<String> {

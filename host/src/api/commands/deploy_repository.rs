@@ -68,7 +68,7 @@ impl Handler for DeployRepository {
     }
 
     fn audit(&self) -> String {
-        deploy_audit(self)
+        deploy_audit(&self.deploy_options, 1, self.content.len(), &[])
     }
 
     fn audit_answer(report: &deploy::Report) -> Option<String> {
@@ -78,17 +78,23 @@ impl Handler for DeployRepository {
 
 /// What the audit says of a deploy: its options and its size, never its text (which may be
 /// long): the deploy history keeps what it changed.
-pub(super) fn deploy_audit<T: serde::Serialize>(payload: &T) -> String {
-    let mut v = serde_json::to_value(payload).unwrap_or_default();
-    let mut size = 0;
-    if let Some(o) = v.as_object_mut() {
-        for key in ["content", "documents", "files"] {
-            if let Some(gone) = o.remove(key) {
-                size += gone.to_string().len();
-            }
-        }
+pub(super) fn deploy_audit(
+    options: &weft_protocol::deploys::Options,
+    documents: usize,
+    bytes: usize,
+    prune: &[String],
+) -> String {
+    let into = options
+        .into_folder
+        .map_or_else(String::new, |f| format!(", intoFolder {f}"));
+    let mut line = format!(
+        "{documents} document(s), {bytes} bytes, validate {}, dryRun {}{into}",
+        options.validate, options.dry_run
+    );
+    if !prune.is_empty() {
+        line.push_str(&format!(", prune {}", prune.join(", ")));
     }
-    format!("{v} ({size} bytes of documents)")
+    super::handler::cut_line(line)
 }
 
 /// What the audit adds of a deploy done: its number and what it changed; nothing for a

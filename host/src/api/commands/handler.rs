@@ -40,6 +40,19 @@ pub struct Call {
 /// The longest line of the audit made from a payload.
 const AUDIT_LINE: usize = 400;
 
+/// `line` cut to [`AUDIT_LINE`] bytes (at a character's boundary), `...` marking the cut.
+pub fn cut_line(mut line: String) -> String {
+    if line.len() > AUDIT_LINE {
+        let mut end = AUDIT_LINE;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        line.truncate(end);
+        line.push_str("...");
+    }
+    line
+}
+
 /// A command as the server knows it: how its payload is read and how it is answered.
 pub trait Handler: Request + serde::Serialize + Sized + Send + 'static {
     /// The payload read, or `None` after each of its problems is in `problems` with its
@@ -61,16 +74,7 @@ pub trait Handler: Request + serde::Serialize + Sized + Send + 'static {
 
     /// What the audit says of the command, in a line: its payload as JSON, cut.
     fn audit(&self) -> String {
-        let mut line = serde_json::to_string(self).unwrap_or_default();
-        if line.len() > AUDIT_LINE {
-            let mut end = AUDIT_LINE;
-            while !line.is_char_boundary(end) {
-                end -= 1;
-            }
-            line.truncate(end);
-            line.push_str("...");
-        }
-        line
+        cut_line(serde_json::to_string(self).unwrap_or_default())
     }
 
     /// What the audit adds of a success: what it made (an instance, a deploy); `None` for

@@ -87,6 +87,19 @@ impl Handler for RunElements {
                 .collect(),
         };
         let exec = Arc::clone(&state.executor);
+        // A selection follows the data graph across folders: a user limited to folders runs
+        // what it names only.
+        if execution.select != weft_protocol::Selection::Named && !call.caller.folders.is_empty() {
+            return Err(ApiError::OutsideFolders {
+                user: call.caller.name.clone(),
+                right: weft_protocol::Right::Operate,
+                what: format!(
+                    "`select: {}` (it follows the data into every folder)",
+                    execution.select.word()
+                ),
+                folders: call.caller.folders.clone(),
+            });
+        }
         let refs = execution.element_list;
         let caller = call.caller.clone();
         let id = tokio::task::spawn_blocking(move || {
