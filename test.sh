@@ -11,6 +11,15 @@ tests/install-needs.sh
 if [ ! -d target/hjson-js/node_modules/hjson ]; then
   npm install --prefix target/hjson-js --no-audit --no-fund --silent hjson@3.2.2
 fi
+# TypeScript, which checks the web page's JSDoc types (tests/tests/suite/page_code.rs); the
+# page itself is served as written, without a build.
+if [ ! -x target/typescript/node_modules/.bin/tsc ]; then
+  npm install --prefix target/typescript --no-audit --no-fund --silent typescript@5.9.3
+fi
+# axe-core, which the browser tests run on every view of the page (WCAG 2.1 AA).
+if [ ! -f target/axe-core/node_modules/axe-core/axe.min.js ]; then
+  npm install --prefix target/axe-core --no-audit --no-fund --silent axe-core@4.10.3
+fi
 # The LSP client the `lsp` tests drive `weft lsp` with (Microsoft's, as VS Code uses).
 if [ ! -d target/lsp-client/node_modules/vscode-languageserver-protocol ]; then
   npm install --prefix target/lsp-client --no-audit --no-fund --silent vscode-languageserver-protocol@3.17.5
@@ -22,7 +31,7 @@ cargo test --workspace --all-targets "$@"
 # The end-to-end tests of deploys, runs, the scheduler and the lifecycle (delete, project
 # deploys) once more with the repository on
 # PostgreSQL (the test library starts a server and gives each home a database of its own).
-WEFT_TEST_REPOSITORY=postgresql cargo test -p weft_tests --test suite "$@" -- deploy:: runs:: scheduler:: lifecycle:: notifications:: retries:: names:: template_modules:: security::
+WEFT_TEST_REPOSITORY=postgresql cargo test -p weft_tests --test suite "$@" -- deploy:: runs:: run_history:: scheduler:: lifecycle:: notifications:: retries:: names:: template_modules:: security::
 # The sdk's fakes for plugin authors (feature `testing`, which no workspace member turns on:
 # it links SQLite, which the plugin libraries the tests load must not).
 cargo test -p weft_sdk --features testing --all-targets "$@"

@@ -7,7 +7,10 @@
 //! element, a script condition), with a deadline, never a fixed sleep. Screenshots go to
 //! `target/screenshots/`.
 
-use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use chromiumoxide::cdp::browser_protocol::emulation::{
+    MediaFeature, SetDeviceMetricsOverrideParams, SetEmulatedMediaParams,
+};
+use chromiumoxide::cdp::browser_protocol::input::{DispatchKeyEventParams, DispatchKeyEventType};
 use chromiumoxide::cdp::browser_protocol::log::{EventEntryAdded, LogEntryLevel};
 use chromiumoxide::cdp::js_protocol::runtime::{
     ConsoleApiCalledType, EventConsoleApiCalled, EventExceptionThrown,
@@ -338,6 +341,91 @@ impl Page<'_> {
                 .await
                 .expect("resize");
         });
+    }
+
+    /// Presses `key` (a DOM key name: `ArrowDown`, `Enter`, `Home`...) on the element that
+    /// has the focus, as a keyboard would.
+    pub fn press(&self, key: &str) {
+        let (code, vk, text) = match key {
+            "ArrowDown" => ("ArrowDown", 40, None),
+            "ArrowUp" => ("ArrowUp", 38, None),
+            "Home" => ("Home", 36, None),
+            "End" => ("End", 35, None),
+            "Enter" => ("Enter", 13, Some("\r")),
+            " " => ("Space", 32, Some(" ")),
+            "Tab" => ("Tab", 9, None),
+            "Escape" => ("Escape", 27, None),
+            other => panic!("press: no key code for {other}"),
+        };
+        self.block(async {
+            self.page
+                .bring_to_front()
+                .await
+                .unwrap_or_else(|e| panic!("bring the tab to the front: {e}"));
+            for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
+                let mut b = DispatchKeyEventParams::builder()
+                    .r#type(kind.clone())
+                    .key(key)
+                    .code(code)
+                    .windows_virtual_key_code(vk);
+                if let (Some(t), DispatchKeyEventType::KeyDown) = (text, &kind) {
+                    b = b.text(t);
+                }
+                self.page
+                    .execute(b.build().expect("a key event"))
+                    .await
+                    .unwrap_or_else(|e| panic!("press {key}: {e}"));
+            }
+        });
+    }
+
+    /// Shows the page as the system's dark setting asks (`true`) or its light one.
+    pub fn dark(&self, dark: bool) {
+        self.block(async {
+            self.page
+                .execute(
+                    SetEmulatedMediaParams::builder()
+                        .features(vec![MediaFeature::new(
+                            "prefers-color-scheme",
+                            if dark { "dark" } else { "light" },
+                        )])
+                        .build(),
+                )
+                .await
+                .expect("emulate the colour scheme");
+        });
+    }
+
+    /// The WCAG 2.1 A and AA violations axe-core finds on the page as it is now, one line
+    /// each (rule, impact, the elements); axe-core is npm's, installed by `./test.sh` into
+    /// `target/axe-core` and evaluated in the page through the DevTools protocol (the
+    /// page's policy allows no script but its own).
+    pub fn axe(&self) -> Vec<String> {
+        let path = crate::server::root().join("target/axe-core/node_modules/axe-core/axe.min.js");
+        let source = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "axe-core is missing at {} ({e}): ./test.sh installs it (npm install --prefix target/axe-core axe-core@4.10.3)",
+                path.display()
+            )
+        });
+        if self.eval("typeof window.axe") != "object" {
+            self.block(async {
+                self.page
+                    .evaluate_expression(source)
+                    .await
+                    .expect("axe-core loads");
+            });
+        }
+        let found = self.eval(
+            "axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}})\
+             .then(r => r.violations.map(v => `${v.id} (${v.impact}): ${v.help}; ${v.nodes.slice(0, 5).map(n => n.target.join(' ') + ' ' + (n.failureSummary || '').replace(/\\s+/g, ' ')).join(' | ')}`))",
+        );
+        found
+            .as_array()
+            .expect("axe's answer")
+            .iter()
+            .map(|v| v.as_str().unwrap_or_default().to_owned())
+            .collect()
     }
 
     /// Saves a screenshot of the whole page as `target/screenshots/NAME.png`; its path.

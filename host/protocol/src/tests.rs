@@ -125,6 +125,8 @@ fn every_command_is_listed_once_under_the_name_its_type_gives() {
         GetBatchInstance::NAME,
         WaitBatchInstance::NAME,
         ListBatchInstances::NAME,
+        ListRunGroups::NAME,
+        ListRunDays::NAME,
         HaltBatchInstance::NAME,
         RestartBatchInstance::NAME,
         BackfillBatch::NAME,

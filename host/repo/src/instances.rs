@@ -548,39 +548,183 @@ pub fn of_sheet(conn: &dyn Session, sheet: i64, limit: i64) -> Result<Vec<Instan
         .collect()
 }
 
-/// The instances `filter` asks for, newest first, at most its limit.
-pub fn list(conn: &dyn Session, filter: &InstanceFilter) -> Result<Vec<InstanceSummary>> {
-    // The name is matched as text: LIKE's wildcards in it are escaped.
-    let pattern = filter.name.as_ref().map(|n| {
+/// A batch name's text as a LIKE pattern that finds it anywhere, in any case (LIKE's
+/// wildcards in it escaped).
+fn name_pattern(name: Option<&String>) -> Option<String> {
+    name.map(|n| {
         let escaped = n
             .to_lowercase()
             .replace('\\', "\\\\")
             .replace('%', "\\%")
             .replace('_', "\\_");
         format!("%{escaped}%")
-    });
-    let state = filter.state.map(InstanceState::word);
-    let sql = format!(
-        "SELECT {SUMMARY} FROM batch_instances
-         WHERE (CAST(?1 AS TEXT) IS NULL OR state = ?1)
+    })
+}
+
+/// The condition of `filter` on `batch_instances` (parameters ?1 to ?6, [`filter_args`]).
+const FILTERED: &str = "(CAST(?1 AS TEXT) IS NULL OR state = ?1)
            AND (CAST(?2 AS TEXT) IS NULL OR lower(batch_name) LIKE ?2 ESCAPE '\\')
            AND (CAST(?3 AS BIGINT) IS NULL OR id < ?3)
            AND (CAST(?4 AS BIGINT) IS NULL OR batch_id = ?4)
            AND (CAST(?5 AS BIGINT) IS NULL OR backfill_id = ?5)
-         ORDER BY id DESC LIMIT {}",
+           AND (CAST(?6 AS TEXT) IS NULL OR started_at < ?6)";
+
+/// The parameters of [`FILTERED`].
+fn filter_args(filter: &InstanceFilter) -> Vec<Param<'static>> {
+    args![
+        filter.state.map(InstanceState::word),
+        name_pattern(filter.name.as_ref()),
+        filter.before,
+        filter.batch_id,
+        filter.backfill_id,
+        filter.started_before
+    ]
+    .iter()
+    .map(Param::to_owned_param)
+    .collect()
+}
+
+/// How many instances `filter` matches in all (its limit and offset aside).
+pub fn count(conn: &dyn Session, filter: &InstanceFilter) -> Result<i64> {
+    let sql = format!("SELECT COUNT(*) FROM batch_instances WHERE {FILTERED}");
+    Ok(conn
+        .value::<i64>(&sql, &filter_args(filter))?
+        .unwrap_or_default())
+}
+
+/// A row of [`run_days`]: batch, day, runs, failed, and the newest run's id, state, start and
+/// end.
+type DayRow = (i64, String, i64, i64, i64, String, String, Option<String>);
+
+/// Each scheduled batch's runs on each schedule date from `from` to before `until` (days,
+/// `YYYY-MM-DD`): the date of the planned start (wall-clock text in the service time zone),
+/// how many ran and failed that day, and the newest of them; by batch id and day.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn run_days(
+    conn: &dyn Session,
+    from: &str,
+    until: &str,
+    batch_id: Option<i64>,
+) -> Result<Vec<(i64, weft_protocol::commands::RunDay)>> {
+    let rows: Vec<DayRow> = conn.rows(
+        "SELECT g.batch_id, g.day, g.runs, g.failed, b.id, b.state, b.started_at, b.ended_at
+         FROM (SELECT batch_id, substr(planned_start, 1, 10) AS day, COUNT(*) AS runs,
+                      SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END) AS failed,
+                      MAX(id) AS last
+               FROM batch_instances
+               WHERE batch_id IS NOT NULL AND planned_start >= ?1 AND planned_start < ?2
+                 AND (CAST(?3 AS BIGINT) IS NULL OR batch_id = ?3)
+               GROUP BY batch_id, substr(planned_start, 1, 10)) g
+         JOIN batch_instances b ON b.id = g.last
+         ORDER BY g.batch_id, g.day",
+        args![from, until, batch_id],
+        |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+            ))
+        },
+    )?;
+    let now = crate::error::parse_stored_time(&now_utc());
+    rows.into_iter()
+        .map(|(batch, day, runs, failed, id, state, start, end)| {
+            let state = instance_state(&state)?;
+            let began = crate::error::parse_stored_time(&start);
+            let ended = match end {
+                Some(e) => crate::error::parse_stored_time(&e),
+                None if matches!(state, InstanceState::Running | InstanceState::Waiting) => now,
+                None => None,
+            };
+            let seconds = began
+                .zip(ended)
+                .map(|(a, b)| (b - a).num_milliseconds().max(0) as f64 / 1000.0);
+            Ok((
+                batch,
+                weft_protocol::commands::RunDay {
+                    day,
+                    runs,
+                    failed,
+                    batch_instance_id: id,
+                    state,
+                    seconds,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The runs `filter` leaves (its state and name), grouped by batch name: the group of the
+/// newest run first, at most `filter.limit` groups.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn run_groups(
+    conn: &dyn Session,
+    filter: &InstanceFilter,
+) -> Result<Vec<weft_protocol::commands::RunGroup>> {
+    let sql = format!(
+        "SELECT batch_name, COUNT(*),
+                SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END),
+                SUM(CASE WHEN state IN ('waiting', 'running') THEN 1 ELSE 0 END),
+                MAX(id)
+         FROM batch_instances WHERE {FILTERED}
+         GROUP BY batch_name ORDER BY MAX(id) DESC LIMIT {}",
         filter.limit
     );
-    let rows = conn.rows(
-        &sql,
-        args![
-            state,
-            pattern,
-            filter.before,
-            filter.batch_id,
-            filter.backfill_id
-        ],
-        summary,
-    )?;
+    let groups: Vec<(String, i64, i64, i64, i64)> = conn.rows(&sql, &filter_args(filter), |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    })?;
+    if groups.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<String> = groups.iter().map(|g| g.4.to_string()).collect();
+    let last: std::collections::HashMap<i64, InstanceSummary> = conn
+        .rows(
+            &format!(
+                "SELECT {SUMMARY} FROM batch_instances WHERE id IN ({})",
+                ids.join(", ")
+            ),
+            args![],
+            summary,
+        )?
+        .into_iter()
+        .map(|(word, row)| with_state(row, &word).map(|s| (s.batch_instance_id, s)))
+        .collect::<Result<_>>()?;
+    Ok(groups
+        .into_iter()
+        .filter_map(|(batch_name, runs, failed, ongoing, id)| {
+            last.get(&id)
+                .cloned()
+                .map(|last| weft_protocol::commands::RunGroup {
+                    batch_name,
+                    runs,
+                    failed,
+                    ongoing,
+                    last,
+                })
+        })
+        .collect())
+}
+
+/// The instances `filter` asks for, newest first, at most its limit.
+pub fn list(conn: &dyn Session, filter: &InstanceFilter) -> Result<Vec<InstanceSummary>> {
+    let sql = format!(
+        "SELECT {SUMMARY} FROM batch_instances WHERE {FILTERED}
+         ORDER BY id DESC LIMIT {} OFFSET {}",
+        filter.limit,
+        filter.offset.max(0)
+    );
+    let rows = conn.rows(&sql, &filter_args(filter), summary)?;
     let mut list = rows
         .into_iter()
         .map(|(word, row)| with_state(row, &word))

@@ -378,6 +378,10 @@ pub struct InstanceFilter {
     pub batch_id: Option<i64>,
     /// Only those of this backfill.
     pub backfill_id: Option<i64>,
+    /// Only those started before this stored time (UTC, `YYYY-MM-DD HH:MM:SS`).
+    pub started_before: Option<String>,
+    /// Leaves out this many of the newest that match.
+    pub offset: i64,
 }
 
 impl InstanceFilter {
@@ -390,6 +394,8 @@ impl InstanceFilter {
             before: None,
             batch_id: None,
             backfill_id: None,
+            started_before: None,
+            offset: 0,
         }
     }
 }

@@ -763,6 +763,26 @@ impl InstanceStore for Repository {
         self.with(|c| instances::list(c, filter))
     }
 
+    fn count_instances(&self, filter: &crate::model::InstanceFilter) -> Result<i64> {
+        self.with(|c| instances::count(c, filter))
+    }
+
+    fn run_days(
+        &self,
+        from: &str,
+        until: &str,
+        batch_id: Option<i64>,
+    ) -> Result<Vec<(i64, weft_protocol::commands::RunDay)>> {
+        self.with(|c| instances::run_days(c, from, until, batch_id))
+    }
+
+    fn run_groups(
+        &self,
+        filter: &crate::model::InstanceFilter,
+    ) -> Result<Vec<weft_protocol::commands::RunGroup>> {
+        self.with(|c| instances::run_groups(c, filter))
+    }
+
     fn state_counts(&self) -> Result<crate::model::StateCounts> {
         self.with(instances::counts)
     }

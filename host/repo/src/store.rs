@@ -131,6 +131,21 @@ pub trait InstanceStore {
     /// The newest `limit` instances, newest first.
     fn list_instances(&self, filter: &crate::model::InstanceFilter)
     -> Result<Vec<InstanceSummary>>;
+    /// How many instances `filter` matches in all.
+    fn count_instances(&self, filter: &crate::model::InstanceFilter) -> Result<i64>;
+    /// Each scheduled batch's runs by schedule date, `from` to before `until` (days):
+    /// (batch id, day), by batch id and day.
+    fn run_days(
+        &self,
+        from: &str,
+        until: &str,
+        batch_id: Option<i64>,
+    ) -> Result<Vec<(i64, weft_protocol::commands::RunDay)>>;
+    /// The instances `filter` leaves (state and name), grouped by batch name.
+    fn run_groups(
+        &self,
+        filter: &crate::model::InstanceFilter,
+    ) -> Result<Vec<weft_protocol::commands::RunGroup>>;
     /// Instances by state word, and actions of unfinished instances by state code (`D`,
     /// `W`, `R`), for `/metrics`.
     fn state_counts(&self) -> Result<crate::model::StateCounts>;

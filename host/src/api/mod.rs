@@ -52,7 +52,7 @@ pub fn app(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/", axum::routing::get(page::index).fallback(page_only))
         .route(
-            "/ui/{file}",
+            "/ui/{*file}",
             axum::routing::get(page::asset).fallback(page_only),
         )
         .route(

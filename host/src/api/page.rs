@@ -15,31 +15,66 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
-/// One embedded file: its name under `/ui/`, its type and its bytes.
+/// One embedded file: its path under `/ui/` (and `host/web/`) and its text.
 struct Asset {
     name: &'static str,
-    kind: &'static str,
     body: &'static str,
 }
 
 const INDEX: &str = include_str!("../../web/index.html");
 
+/// An embedded file of `host/web/` by its path there, typed by its extension.
+macro_rules! asset {
+    ($name:literal) => {
+        Asset {
+            name: $name,
+            body: include_str!(concat!("../../web/", $name)),
+        }
+    };
+}
+
+/// The type of a file of the page by its extension.
+fn kind_of(name: &str) -> &'static str {
+    match name.rsplit_once('.').map(|(_, e)| e) {
+        Some("js") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Every file the page loads: the entry module, the modules it imports (the router, the
+/// shared `lib/` and one file a view), the style sheet and the icon. A test checks that every
+/// file of `host/web/` the browser may load is listed here.
 const ASSETS: &[Asset] = &[
-    Asset {
-        name: "app.js",
-        kind: "text/javascript; charset=utf-8",
-        body: include_str!("../../web/app.js"),
-    },
-    Asset {
-        name: "app.css",
-        kind: "text/css; charset=utf-8",
-        body: include_str!("../../web/app.css"),
-    },
-    Asset {
-        name: "favicon.svg",
-        kind: "image/svg+xml",
-        body: include_str!("../../web/favicon.svg"),
-    },
+    asset!("app.js"),
+    asset!("router.js"),
+    asset!("lib/api.js"),
+    asset!("lib/axis.js"),
+    asset!("lib/days.js"),
+    asset!("lib/diff.js"),
+    asset!("lib/dom.js"),
+    asset!("lib/errors.js"),
+    asset!("lib/graph.js"),
+    asset!("lib/heat.js"),
+    asset!("lib/order.js"),
+    asset!("lib/session.js"),
+    asset!("lib/time.js"),
+    asset!("lib/types.js"),
+    asset!("views/audit.js"),
+    asset!("views/batch.js"),
+    asset!("views/deploys.js"),
+    asset!("views/grid.js"),
+    asset!("views/lineage.js"),
+    asset!("views/notifications.js"),
+    asset!("views/run-action.js"),
+    asset!("views/run-timeline.js"),
+    asset!("views/run.js"),
+    asset!("views/runs.js"),
+    asset!("views/schedules.js"),
+    asset!("views/sheets.js"),
+    asset!("app.css"),
+    asset!("favicon.svg"),
 ];
 
 /// The policy of every answer: only this server's own files, no inline script, no frames.
@@ -64,7 +99,7 @@ pub async fn asset(
     Path(name): Path<String>,
 ) -> Response {
     match ASSETS.iter().find(|a| a.name == name) {
-        Some(a) => serve(&state, &headers, a.kind, a.body),
+        Some(a) => serve(&state, &headers, kind_of(a.name), a.body),
         None => state.refuse(ApiError::NoSuchPath),
     }
 }
@@ -101,4 +136,36 @@ fn serve(
     // A new server version serves new files: the browser asks again each time.
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ASSETS;
+
+    /// Every script, style and image under `host/web/` is embedded (a module left out would
+    /// fail to load only in a browser), and every embedded file is there.
+    #[test]
+    fn every_file_of_the_page_is_embedded() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
+        let mut found = Vec::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("host/web") {
+                let path = entry.expect("an entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path
+                    .extension()
+                    .is_some_and(|e| e == "js" || e == "css" || e == "svg")
+                {
+                    let name = path.strip_prefix(&root).expect("under web");
+                    found.push(name.to_string_lossy().replace('\\', "/"));
+                }
+            }
+        }
+        found.sort();
+        let mut listed: Vec<String> = ASSETS.iter().map(|a| a.name.to_owned()).collect();
+        listed.sort();
+        assert_eq!(found, listed);
+    }
 }

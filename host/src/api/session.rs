@@ -14,7 +14,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
-use weft_protocol::commands::Identity;
 
 /// The path of the session.
 pub const SESSION_PATH: &str = "/weft/session";
@@ -67,13 +66,7 @@ pub async fn sign_in(
     };
     match answer.await {
         Ok((caller, token)) => {
-            let who = Identity {
-                user: caller.name.clone(),
-                role: caller.role,
-                rights: caller.role.rights(),
-                folders: caller.folders.clone(),
-                via: caller.via.word(),
-            };
+            let who = super::commands::identity(&caller);
             let secure = if state.secure_cookies { "; Secure" } else { "" };
             let cookie =
                 format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{secure}");

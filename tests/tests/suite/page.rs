@@ -67,16 +67,21 @@ fn the_page_and_its_files_are_served_with_a_strict_policy() {
         assert_eq!(header(&h, "content-type"), kind, "{path}");
         assert!(!text.is_empty(), "{path}");
     }
-    // The script puts what the server says on the page as text only.
-    let (_, _, js) = get(&w.url, "/ui/app.js", &[]);
-    assert!(
-        !js.contains("innerHTML") && !js.contains("eval("),
-        "no markup from data"
-    );
+    // The modules the entry imports are served too, typed as scripts; that they write text
+    // only is page_code's to check.
+    for path in ["/ui/router.js", "/ui/lib/dom.js", "/ui/views/run.js"] {
+        let (st, h, text) = get(&w.url, path, &[]);
+        assert_eq!(st, 200, "{path}: {text}");
+        assert_eq!(header(&h, "content-type"), "text/javascript; charset=utf-8");
+        assert!(text.contains("import") || text.contains("export"), "{path}");
+    }
     // Anything else is 404 or 405 in the error shape; no file outside the embedded ones.
     for path in [
         "/ui/nothing.js",
         "/ui/..%2Fsrc%2Flib.rs",
+        "/ui/../src/lib.rs",
+        "/ui/tsconfig.json",
+        "/ui/package.json",
         "/ui/",
         "/index.html",
     ] {
@@ -141,19 +146,21 @@ fn beyond_loopback_the_page_loads_and_its_commands_need_the_token() {
     assert_eq!(st, 200, "{body}");
     let (st, _, body) = get(&w.url, "/ui/app.js", &[]);
     assert_eq!(st, 200, "{body}");
+    let (st, _, body) = get(&w.url, "/ui/lib/session.js", &[]);
+    assert_eq!(st, 200, "{body}");
     // What the page asks first: refused without the token, so the page shows its sign-in.
     let (st, v) = command(&w, "ListBatchInstances", serde_json::json!({"limit": 50}));
     assert_eq!(st, 401, "{v}");
     assert!(
         body.contains("Unauthorized") && body.contains("/weft/session"),
-        "the page signs in"
+        "the page signs in: {body}"
     );
 }
 
 /// A server with connection 1 (`data.db`: `raw`, `stage`, `mart`, `slow`) and folder 10
 /// `/etl`: sheet 1 (raw -> stage) and 2 (stage -> mart) in a chain, 3 failing on a column
 /// that does not exist, 4 writing `slow` (held by a test that holds the file's lock).
-fn server_with_sheets() -> (Weft, std::path::PathBuf) {
+pub(crate) fn server_with_sheets() -> (Weft, std::path::PathBuf) {
     let w = Weft::start();
     let data = w.home.path().join("data.db");
     rusqlite::Connection::open(&data)
@@ -194,7 +201,7 @@ fn server_with_sheets() -> (Weft, std::path::PathBuf) {
     (w, data)
 }
 
-fn start(w: &Weft, name: &str, sheets: &[i64]) -> i64 {
+pub(crate) fn start(w: &Weft, name: &str, sheets: &[i64]) -> i64 {
     let list: Vec<serde_json::Value> = sheets
         .iter()
         .map(|s| serde_json::json!({"elementType": "S", "elementId": s}))
@@ -208,7 +215,7 @@ fn start(w: &Weft, name: &str, sheets: &[i64]) -> i64 {
     v["payload"]["batchInstanceId"].as_i64().expect("id")
 }
 
-fn wait_end(w: &Weft, id: i64) -> serde_json::Value {
+pub(crate) fn wait_end(w: &Weft, id: i64) -> serde_json::Value {
     let (st, v) = command(
         w,
         "WaitBatchInstance",
@@ -596,8 +603,8 @@ fn in_a_real_browser_the_schedules_show_the_next_starts_across_a_clock_change_an
         serde_json::json!([[
             "2026-10-24 04:00:00",
             "the previous run had not finished (ifRunning: skip)",
-            // On the service clock (the browser's zone is UTC here: 04:00 in Berlin).
-            "2026-10-24 02:00:00"
+            // In the service zone (Berlin; the browser's zone is UTC here, 02:00).
+            "2026-10-24 04:00:00"
         ]])
     );
     assert_eq!(
@@ -730,17 +737,34 @@ fn in_a_real_browser_the_deploys_show_what_each_deploy_changed() {
             "[...document.querySelectorAll('#diff .{class}')].map(s => s.textContent.replace(/\\s+/g, ' '))"
         ))
     };
+    // The definition as fields and lines, not JSON; the words that changed marked.
     assert_eq!(
         marked("del"),
-        serde_json::json!(["- \"action\": \"INSERT INTO stage SELECT * FROM raw\""])
+        serde_json::json!(["- action: INSERT INTO stage SELECT * FROM raw"])
     );
     assert_eq!(
         marked("add"),
-        serde_json::json!(["+ \"action\": \"INSERT INTO stage SELECT id, upper(v) FROM raw\""])
+        serde_json::json!(["+ action: INSERT INTO stage SELECT id, upper(v) FROM raw"])
     );
+    assert_eq!(
+        page.eval("[...document.querySelectorAll('#diff del, #diff ins')].map(w => w.textContent)"),
+        serde_json::json!(["*", "id, upper(v)"])
+    );
+    let folds = marked("fold");
     assert!(
-        marked("fold").as_array().is_some_and(|f| !f.is_empty()),
+        folds.as_array().is_some_and(|f| !f.is_empty()),
         "unchanged lines are folded"
+    );
+    // A fold opens in place, with the lines it hid.
+    let lines = "document.querySelectorAll('#diff .same').length";
+    let before = page.eval(lines).as_i64().expect("a count");
+    page.click("#diff button.fold");
+    page.wait_until(
+        &format!(
+            "{lines} > {before} && document.querySelectorAll('#diff button.fold').length === {}",
+            folds.as_array().map_or(0, |f| f.len() - 1)
+        ),
+        "the fold opened",
     );
     assert_eq!(page.text("#change-kind"), "updated");
     page.screenshot("deploy-change");
@@ -792,9 +816,9 @@ fn in_a_real_browser_the_deploys_show_what_each_deploy_changed() {
         "nothing after a delete"
     );
     assert!(
-        marked("del").as_array().is_some_and(|d| d.iter().any(|l| l
-            .as_str()
-            .is_some_and(|l| l.contains("\"name\": \"sheet 4\"")))),
+        marked("del").as_array().is_some_and(|d| d
+            .iter()
+            .any(|l| l.as_str().is_some_and(|l| l.contains("name: sheet 4")))),
         "the deleted version's lines: {}",
         marked("del")
     );

@@ -56,6 +56,7 @@ impl Runs {
             before: self.before,
             batch_id: self.batch,
             backfill_id: self.backfill,
+            ..ListBatchInstances::default()
         };
         let code = match ask(&self.endpoint, home, "weft runs", asked) {
             Ok((_, list)) if self.json => print_json("weft runs", &list),

@@ -12,7 +12,8 @@ impl Request for ListBatchInstances {
     type Answer = InstanceList;
 }
 
-/// `ListBatchInstances {limit?, state?, name?, before?}`.
+/// `ListBatchInstances {limit?, state?, name?, before?, batchId?, backfillId?, startedBefore?,
+/// offset?, total?}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListBatchInstances {
@@ -33,6 +34,20 @@ pub struct ListBatchInstances {
     /// Only the instances of this backfill.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backfill_id: Option<i64>,
+    /// Only instances started before this time (UTC, `YYYY-MM-DD HH:MM:SS` or a day): a
+    /// page of the list by date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_before: Option<String>,
+    /// Leaves out this many of the newest that match: a page of the list by number.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offset: i64,
+    /// Whether to count every instance that matches (the answer's `total`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub total: bool,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 impl Default for ListBatchInstances {
@@ -44,6 +59,9 @@ impl Default for ListBatchInstances {
             before: None,
             batch_id: None,
             backfill_id: None,
+            started_before: None,
+            offset: 0,
+            total: false,
         }
     }
 }
@@ -53,4 +71,7 @@ impl Default for ListBatchInstances {
 pub struct InstanceList {
     /// The instances, newest first, without their actions.
     pub instances: Vec<instances::Listed>,
+    /// How many match the filters in all, when asked (`total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<i64>,
 }

@@ -30,6 +30,8 @@ mod list_deploys;
 mod list_hosts;
 mod list_notifications;
 mod list_plugins;
+mod list_run_days;
+mod list_run_groups;
 mod list_sheets;
 mod list_users;
 mod next_runs;
@@ -61,6 +63,8 @@ pub use list_deploys::*;
 pub use list_hosts::*;
 pub use list_notifications::*;
 pub use list_plugins::*;
+pub use list_run_days::*;
+pub use list_run_groups::*;
 pub use list_sheets::*;
 pub use list_users::*;
 pub use next_runs::*;
@@ -91,6 +95,8 @@ macro_rules! for_each_command {
             GetBatchInstance,
             WaitBatchInstance,
             ListBatchInstances,
+            ListRunGroups,
+            ListRunDays,
             HaltBatchInstance,
             RestartBatchInstance,
             BackfillBatch,

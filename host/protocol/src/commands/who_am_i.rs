@@ -28,4 +28,8 @@ pub struct Identity {
     pub folders: Vec<String>,
     /// How it was known: `token ID`, `keyfile` or `loopback`.
     pub via: String,
+    /// The service time zone (an IANA name), in which the page shows times and schedules
+    /// plan; empty from a server before it was told.
+    #[serde(default)]
+    pub time_zone: String,
 }

@@ -3,7 +3,7 @@
 
 use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::{object, optional_whole, text, wrong};
+use crate::api::protocol::read::{object, optional_whole, text, utc_time, wrong};
 use crate::api::state::AppState;
 use std::sync::Arc;
 use weft_dsr::Problems;
@@ -36,7 +36,7 @@ impl Handler for ListAudit {
         let mut time = |key: &'static str| {
             let (v, p) = fields.optional(key)?;
             let t = text(v, &p, key, problems);
-            match t.as_deref().and_then(stored) {
+            match t.as_deref().and_then(utc_time) {
                 Some(s) => Some(s),
                 None => {
                     if t.is_some() {
@@ -97,14 +97,4 @@ impl Handler for ListAudit {
         let rows = tokio::task::spawn_blocking(move || repo.audit_list(&filter)).await??;
         Ok(AuditList { entries: rows })
     }
-}
-
-/// A time as the repository stores it: a day (its midnight) or an ISO 8601 time in UTC.
-fn stored(t: &str) -> Option<String> {
-    if let Ok(day) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        return Some(format!("{day} 00:00:00"));
-    }
-    chrono::DateTime::parse_from_rfc3339(t)
-        .ok()
-        .map(|d| weft_repo::stored_time(d.with_timezone(&chrono::Utc)))
 }

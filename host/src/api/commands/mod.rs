@@ -30,6 +30,8 @@ mod list_deploys;
 mod list_hosts;
 mod list_notifications;
 mod list_plugins;
+mod list_run_days;
+mod list_run_groups;
 mod list_sheets;
 mod list_users;
 mod next_runs;
@@ -41,6 +43,7 @@ mod wait_batch_instance;
 mod who_am_i;
 
 pub use handler::{Call, Handler, Payload};
+pub use who_am_i::identity;
 
 use super::error::ApiError;
 use super::state::AppState;

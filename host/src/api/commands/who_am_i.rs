@@ -1,6 +1,7 @@
 //! `WhoAmI {}`: who the server takes the caller for, and what they may do.
 
 use super::handler::{Call, Handler, Payload};
+use crate::api::auth::Caller;
 use crate::api::error::ApiError;
 use crate::api::protocol::read::object;
 use crate::api::state::AppState;
@@ -21,13 +22,18 @@ impl Handler for WhoAmI {
     }
 
     async fn handle(self, _state: &Arc<AppState>, call: &Call) -> Result<Identity, ApiError> {
-        let c = &call.caller;
-        Ok(Identity {
-            user: c.name.clone(),
-            role: c.role,
-            rights: c.role.rights(),
-            folders: c.folders.clone(),
-            via: c.via.word(),
-        })
+        Ok(identity(&call.caller))
+    }
+}
+
+/// Who `c` is, as `WhoAmI` and the page's sign-in answer it.
+pub fn identity(c: &Caller) -> Identity {
+    Identity {
+        user: c.name.clone(),
+        role: c.role,
+        rights: c.role.rights(),
+        folders: c.folders.clone(),
+        via: c.via.word(),
+        time_zone: weft_core::sched::clock::current().zone.name().to_owned(),
     }
 }

@@ -346,3 +346,21 @@ fn folder_id(v: &Spanned, path: &Path, problems: &mut Problems) -> Option<i64> {
         }
     }
 }
+
+/// A time as the repository stores it: a day (its midnight), an ISO 8601 time in UTC, or a
+/// time as the repository writes it (`YYYY-MM-DD HH:MM:SS[.mmm]`, UTC).
+pub(crate) fn utc_time(t: &str) -> Option<String> {
+    if let Ok(day) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+        return Some(format!("{day} 00:00:00"));
+    }
+    if let Some(stored) = weft_repo::parse_stored_time(t) {
+        return Some(if t.contains('.') {
+            weft_repo::stored_time(stored)
+        } else {
+            stored.format("%Y-%m-%d %H:%M:%S").to_string()
+        });
+    }
+    chrono::DateTime::parse_from_rfc3339(t)
+        .ok()
+        .map(|d| weft_repo::stored_time(d.with_timezone(&chrono::Utc)))
+}

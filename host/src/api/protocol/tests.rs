@@ -103,6 +103,9 @@ fn every_command_the_client_writes_reads_back_as_itself() {
             before: Some(77),
             batch_id: Some(3),
             backfill_id: Some(4),
+            started_before: Some("2026-10-25 00:00:00".to_owned()),
+            offset: 100,
+            total: true,
         }
         .into(),
     );

@@ -1,0 +1,251 @@
+// One run, failures first: its state and what it was asked to run, Halt (asked first) and
+// Restart, the count of its actions in each state as filters, the failed actions at the top
+// with their error's first line, the timeline, and the chosen action's detail. Followed live
+// (one wait per change) while it goes on; each update writes only what changed. The address
+// names the action chosen and the filter (`#/runs/7?action=12&show=failed`); a link to an
+// action scrolls to it and gives it the keyboard focus.
+
+import { badge, drawn, el, fact, say, show } from '../lib/dom.js';
+import { call, Unauthorized, Unreachable, reconnecting } from '../lib/api.js';
+import { can, failed } from '../lib/session.js';
+import { ACTION_FILTERS, ACTION_STATES, firstLine, ordered, stateCounts } from '../lib/order.js';
+import { duration, localTime, took } from '../lib/time.js';
+import { ONGOING, Timeline } from './run-timeline.js';
+import { ActionDetail } from './run-action.js';
+
+/** @typedef {import('../lib/types.js').Instance} Instance
+ *  @typedef {import('../lib/types.js').Shown} Shown */
+
+/** The words of an element's type. */
+const ELEMENTS = /** @type {Record<string, string>} */ ({ S: 'sheet', F: 'folder', A: 'action', B: 'batch' });
+
+/** The run's logs as one text, action by action in the order of the dependencies.
+ * @param {Instance} inst
+ * @returns {string} */
+export function logsText(inst) {
+  const out = [`run ${inst.batchInstanceId} (${inst.batchName}): ${inst.state}, started ${localTime(inst.start, true)}${inst.end ? `, ended ${localTime(inst.end, true)}` : ''}`];
+  for (const a of ordered(inst.actions)) {
+    out.push('', `== action ${a.actionId} ${a.name} (${a.module}, sheet ${a.sheetId}): ${ACTION_STATES[a.state] ?? a.state}${a.start ? `, ${localTime(a.start, true)} to ${a.end ? localTime(a.end, true) : 'now'}` : ''}`);
+    out.push(...(a.log ?? []));
+    for (const t of a.tries ?? []) out.push(`try ${t.attempt} failed at ${localTime(t.end, true)}: ${t.error}`);
+    if (a.error) out.push(`error: ${a.error}`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+/** Shows run `id`.
+ * @param {number} id
+ * @param {URLSearchParams} params `action` (the one chosen), `show` (a filter's name)
+ * @returns {Shown} */
+export function runView(id, params) {
+  /** @type {Instance | null} */
+  let inst = null;
+  /** @type {number | null} */
+  let selected = Number(params.get('action')) || null;
+  let filter = params.get('show') ?? 'all';
+  if (!ACTION_FILTERS.some(([n]) => n === filter)) filter = 'all';
+  let stopped = false;
+  let message = '';
+  // Halt asks first: the question stands until answered or the run ends.
+  let confirming = false;
+  let revealed = false;
+
+  const heading = el('h1', {});
+  const facts = el('div', { class: 'summary', id: 'run-facts' });
+  const bar = el('div', { class: 'actions-bar' });
+  const question = el('div', {});
+  const note = el('p', { class: 'muted', id: 'message', role: 'status' });
+  const filters = el('div', { class: 'state-filters', role: 'group', 'aria-label': 'show actions by state', id: 'state-filters' });
+  const failures = el('section', { class: 'card failures', id: 'failures', hidden: true });
+  let failuresSig = '';
+  let factsSig = '';
+  let barSig = '';
+
+  /** Chooses action `aid`: marked in the timeline, its detail shown, the address naming it.
+   * @param {number} aid @param {{focus: boolean, reveal?: boolean}} how */
+  const choose = (aid, how) => {
+    selected = aid;
+    address();
+    update();
+    if (how.reveal) timeline.reveal(aid);
+    else if (how.focus) timeline.rows.get(aid)?.row.focus({ preventScroll: true });
+  };
+  const timeline = new Timeline(choose);
+  const detail = new ActionDetail((aid, how) => choose(aid, { ...how, reveal: true }));
+
+  /** The address of what is shown, without a new history entry. */
+  const address = () => {
+    const q = new URLSearchParams();
+    if (selected) q.set('action', String(selected));
+    if (filter !== 'all') q.set('show', filter);
+    history.replaceState(null, '', `#/runs/${id}${q.size ? `?${q}` : ''}`);
+  };
+
+  const act = async (/** @type {string} */ command, /** @type {string} */ done) => {
+    try {
+      await call(command, { batchInstanceId: id });
+      message = done;
+    } catch (e) {
+      if (e instanceof Unauthorized) { failed(e); return; }
+      message = e instanceof Error ? e.message : String(e);
+    }
+    barSig = '';
+    update();
+    if (command === 'RestartBatchInstance') follow();
+  };
+
+  /** The run's facts and what it was asked to run. */
+  const writeFacts = (/** @type {Instance} */ i) => {
+    const sig = JSON.stringify([i.state, i.end, i.late, i.lateSeconds, i.backfillId]);
+    if (sig === factsSig) return;
+    factsSig = sig;
+    heading.textContent = `Run ${i.batchInstanceId}: ${i.batchName}`;
+    facts.replaceChildren(...[
+      fact('State', badge(i.state), { id: 'run-state', 'data-state': i.state }),
+      fact('User', i.user),
+      fact('Start', localTime(i.start, true), { class: 'time' }),
+      fact('End', i.end ? localTime(i.end, true) : '—', { class: 'time' }),
+      fact('Duration', took(i.start, i.end)),
+      i.batchId !== undefined ? fact('Planned', `${i.plannedStart}${i.late ? ` (late ${duration((i.lateSeconds ?? 0) * 1000)})` : ''}`, { class: i.late ? 'late' : '' }) : null,
+      i.scheduleDate ? fact('Schedule date', `${i.scheduleDate}${i.scheduleDateSet ? ' (set by the run)' : ''}`, { id: 'schedule-date' }) : null,
+      i.elements?.length ? fact('Asked to run', i.elements.map((e) => `${ELEMENTS[e.elementType] ?? e.elementType} ${e.elementId}`).join(', '), { id: 'elements' }) : null,
+      i.backfillId !== undefined ? fact('Backfill', el('a', { href: `#/runs?backfill=${i.backfillId}`, id: 'backfill' }, `backfill ${i.backfillId}`)) : null,
+    ].filter((x) => x !== null));
+  };
+
+  /** Halt (asked first), Restart, the logs, all runs: drawn again only when they change, so
+   * that a focused button keeps its focus. */
+  const writeBar = (/** @type {Instance} */ i) => {
+    const ongoing = ONGOING.has(i.state);
+    const restartable = ['failed', 'halted', 'interrupted'].includes(i.state);
+    const asking = confirming && ongoing;
+    const sig = JSON.stringify([ongoing, restartable, asking, can('operate'), message]);
+    if (sig === barSig) return;
+    barSig = sig;
+    bar.replaceChildren(...[
+      can('operate') && !asking ? el('button', { type: 'button', class: 'danger', id: 'halt', disabled: !ongoing, onclick: () => { confirming = true; barSig = ''; update(); document.getElementById('halt-confirm')?.focus(); } }, 'Halt') : null,
+      can('operate') ? el('button', { type: 'button', class: 'secondary', id: 'restart', disabled: !restartable, onclick: () => act('RestartBatchInstance', 'Restarted.') }, 'Restart') : null,
+      el('button', { type: 'button', class: 'secondary', id: 'download-logs', onclick: download }, 'Download logs'),
+      el('a', { href: '#/runs' }, 'All runs'),
+    ].filter((x) => x !== null));
+    question.replaceChildren(...(asking ? [el('div', { class: 'confirm', id: 'halt-question', role: 'alertdialog', 'aria-labelledby': 'halt-question-text' },
+      el('p', { id: 'halt-question-text' }, `Halt run ${i.batchInstanceId} (${i.batchName})? Running actions stop and roll back; nothing new starts. A restart can run what is left later.`),
+      el('button', { type: 'button', class: 'danger', id: 'halt-confirm', onclick: () => { confirming = false; act('HaltBatchInstance', 'Halt asked.'); } }, `Halt run ${i.batchInstanceId}`),
+      el('button', { type: 'button', class: 'secondary', id: 'halt-cancel', onclick: () => { confirming = false; barSig = ''; update(); document.getElementById('halt')?.focus(); } }, 'Cancel'))] : []));
+    note.textContent = message;
+    note.hidden = !message;
+  };
+
+  /** The run's logs as a text file. */
+  const download = () => {
+    if (!inst) return;
+    const url = URL.createObjectURL(new Blob([logsText(inst)], { type: 'text/plain;charset=utf-8' }));
+    const a = el('a', { href: url, download: `weft-run-${id}.log` });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 0);
+  };
+
+  /** The filters, each with its count; the one shown pressed. */
+  const writeFilters = (/** @type {Instance} */ i) => {
+    const counts = stateCounts(i.actions);
+    if (!filters.childElementCount) {
+      filters.append(...ACTION_FILTERS.map(([name]) => el('button', {
+        type: 'button',
+        class: `filter filter-${name}`,
+        'data-filter': name,
+        onclick: () => { filter = name; address(); update(); },
+      })));
+    }
+    for (const b of /** @type {HTMLButtonElement[]} */ ([...filters.children])) {
+      const name = /** @type {string} */ (b.dataset.filter);
+      const n = counts[name] ?? 0;
+      const text = `${ACTION_FILTERS.find(([f]) => f === name)?.[2]} ${n}`;
+      if (b.textContent !== text) b.textContent = text;
+      b.setAttribute('aria-pressed', String(name === filter));
+      // A filter that would show nothing is left out, unless it is the one chosen.
+      b.hidden = n === 0 && name !== 'all' && name !== filter;
+    }
+  };
+
+  /** The failed actions, with their error's first line: a click goes to the action. */
+  const writeFailures = (/** @type {Instance} */ i) => {
+    const list = ordered(i.actions).filter((a) => a.state === 'E');
+    const sig = JSON.stringify(list.map((a) => [a.actionId, a.error]));
+    if (sig === failuresSig) return;
+    failuresSig = sig;
+    const focused = document.activeElement instanceof HTMLElement && failures.contains(document.activeElement)
+      ? document.activeElement.dataset.action : null;
+    failures.hidden = list.length === 0;
+    failures.replaceChildren(el('h2', {}, `Failed (${list.length})`),
+      el('ul', { class: 'failure-list' }, list.map((a) => el('li', {},
+        el('button', { type: 'button', class: 'link failure', 'data-action': a.actionId, onclick: () => choose(a.actionId, { focus: true, reveal: true }) }, a.name),
+        el('span', { class: 'module' }, ` ${a.module}, sheet ${a.sheetId}`),
+        el('div', { class: 'first-line' }, firstLine(a.error) || '(no error text)')))));
+    if (focused) /** @type {HTMLElement | null} */ (failures.querySelector(`[data-action="${focused}"]`))?.focus();
+  };
+
+  let drawnOnce = false;
+  const update = () => {
+    if (!inst) return;
+    if (!drawnOnce) {
+      // On the page first, so that the axis knows its width.
+      drawnOnce = true;
+      show(heading,
+        el('section', { class: 'card' }, facts, bar, question, note),
+        failures,
+        el('div', { class: 'run-body' },
+          el('div', { class: 'run-main' }, filters, timeline.element),
+          detail.element));
+    }
+    writeFacts(inst);
+    writeBar(inst);
+    writeFilters(inst);
+    writeFailures(inst);
+    timeline.update(inst, selected, filter);
+    detail.show(inst.actions.find((a) => a.actionId === selected), inst);
+    drawn();
+    // A link to an action: scrolled to and focused, once.
+    if (!revealed && selected !== null && timeline.rows.has(selected)) {
+      revealed = true;
+      timeline.reveal(selected);
+    }
+    say(ONGOING.has(inst.state) ? 'following the run…' : '');
+  };
+
+  // Follows the run: one wait per change, while it goes on and the view is shown.
+  let following = false;
+  const follow = async () => {
+    if (following) return;
+    following = true;
+    let version = '';
+    try {
+      let attempt = 0;
+      for (;;) {
+        if (stopped) return;
+        let w;
+        try {
+          w = await call('WaitBatchInstance', { batchInstanceId: id, changedFrom: version, timeoutSeconds: version ? 25 : 0 });
+        } catch (e) {
+          if (!(e instanceof Unreachable)) throw e;
+          await reconnecting(attempt++);
+          continue;
+        }
+        attempt = 0;
+        if (stopped) return;
+        version = w.version;
+        inst = w;
+        if (!ONGOING.has(w.state)) confirming = false;
+        update();
+        if (!ONGOING.has(w.state)) return;
+      }
+    } catch (e) {
+      if (!stopped) failed(e);
+    } finally {
+      following = false;
+    }
+  };
+  follow();
+  return { stop: () => { stopped = true; } };
+}
