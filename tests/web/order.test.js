@@ -84,3 +84,22 @@ test("an error's first line, cut", () => {
   assert.equal(firstLine(null), '');
   assert.equal(firstLine('x'.repeat(500), 10), `${'x'.repeat(9)}…`);
 });
+
+import { parseRun, runSentence } from '../../host/web/lib/elements.js';
+
+test("a run's elements, its + selection and its variables, every problem at its line", () => {
+  const a = parseRun('sheet 3\nfolder /etl\n\naction /etl/load/step 1', 'since=2026-01-01\nmode = full');
+  assert.deepEqual(a.problems, []);
+  assert.deepEqual(a.elements, [
+    { elementType: 'S', elementId: 3 }, { elementType: 'F', elementId: '/etl' }, { elementType: 'A', elementId: '/etl/load/step 1' },
+  ]);
+  assert.equal(a.select, 'named');
+  assert.deepEqual(a.variables, [{ variableName: 'since', variableValue: '2026-01-01' }, { variableName: 'mode', variableValue: ' full' }]);
+  assert.equal(parseRun('sheet 3+\nsheet 4 +', '').select, 'downstream');
+  assert.equal(parseRun('+sheet 3', '').select, 'upstream');
+  assert.match(runSentence(parseRun('sheet 3+', 'n=1'), 'adhoc'), /^Starts a new run "adhoc" of sheet 3 and everything downstream of them \(what they feed\) with n=1/);
+  const bad = parseRun('table x\nsheet\nsheet etl\n+sheet 3+\nsheet 4+\nsheet 5', 'no equals\n1x=2\nn=1\nn=2');
+  assert.deepEqual(bad.problems.map((p) => p.line), [1, 2, 3, 4, 1, 1, 2, 4]);
+  assert.match(bad.problems[4].message, /mark every line alike/);
+  assert.deepEqual(parseRun('', '').problems, [{ line: 1, message: 'name at least one sheet, folder or action' }]);
+});

@@ -129,6 +129,15 @@ pub struct BatchItem {
     pub schedule: String,
     /// Whether it runs.
     pub enabled: bool,
+    /// Whether an operator paused it (`PauseBatch`), and who and when.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
+    /// Who paused it, while paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_by: Option<String>,
+    /// When it was paused (UTC, ISO 8601), while paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_at: Option<String>,
     /// Its newest planned starts that passed without a run (at most
     /// [`BatchItem::MISSED_SHOWN`]), newest first.
     pub missed: Vec<MissedItem>,

@@ -18,6 +18,9 @@ pub struct NextRuns {
     pub autumn_overlap: String,
     /// Whether it runs.
     pub enabled: bool,
+    /// Whether an operator paused it (its starts pass, kept as missed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
     /// The service time zone.
     pub time_zone: String,
     /// The planned starts.

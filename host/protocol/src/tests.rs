@@ -130,6 +130,7 @@ fn every_command_is_listed_once_under_the_name_its_type_gives() {
         HaltBatchInstance::NAME,
         RestartBatchInstance::NAME,
         BackfillBatch::NAME,
+        PauseBatch::NAME,
         ListNotifications::NAME,
         NextRuns::NAME,
         ListPlugins::NAME,

@@ -111,14 +111,18 @@ pub fn sheet(conn: &dyn Session, id: i64) -> Result<Option<SheetDetail>> {
 /// Every scheduled batch, by name, with its newest missed starts.
 pub fn batches(conn: &dyn Session) -> Result<Vec<BatchItem>> {
     let mut batches = conn.rows(
-        "SELECT id, name, schedule, enabled FROM batches ORDER BY name, id",
+        "SELECT id, name, schedule, enabled, paused_by, paused_at FROM batches ORDER BY name, id",
         args![],
         |r| {
+            let paused_at: Option<String> = r.get(5)?;
             Ok(BatchItem {
                 batch_id: r.get(0)?,
                 name: r.get(1)?,
                 schedule: r.get(2)?,
                 enabled: r.get::<i64>(3)? != 0,
+                paused: paused_at.is_some(),
+                paused_by: r.get(4)?,
+                paused_at: paused_at.map(|t| iso(&t)),
                 missed: Vec::new(),
             })
         },

@@ -763,6 +763,15 @@ impl InstanceStore for Repository {
         self.with(|c| instances::list(c, filter))
     }
 
+    fn pause_batch(
+        &self,
+        id: i64,
+        paused: bool,
+        by: &str,
+    ) -> Result<Option<weft_protocol::commands::BatchPause>> {
+        self.tx(|c| crate::schedules::pause(c, id, paused, by))
+    }
+
     fn count_instances(&self, filter: &crate::model::InstanceFilter) -> Result<i64> {
         self.with(|c| instances::count(c, filter))
     }

@@ -7,7 +7,7 @@ use crate::sql::{Row, Session, args};
 use weft_core::sched::schedule::Planned;
 use weft_core::sched::scheduler::{Missed, StoredStart};
 
-const COLUMNS: &str = "b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT), b.after_batches, b.after_timeout_minutes, b.after_timeout, b.manual_runs";
+const COLUMNS: &str = "b.id, b.name, b.schedule, b.spring_gap, b.autumn_overlap, b.if_running, b.enabled, b.elements, b.variables, b.second_of, CAST(n.start_dt AS TEXT), b.after_batches, b.after_timeout_minutes, b.after_timeout, b.manual_runs, b.paused_at";
 
 fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
     serde_json::from_str(text).map_err(|e| e.to_string())
@@ -73,6 +73,7 @@ fn stored(r: &Row) -> Result<StoredStart> {
         after_timeout_minutes: r.get(12)?,
         after_timeout: r.get(13)?,
         exclusive: r.get::<String>(14)? == "exclude",
+        paused: r.get::<Option<String>>(15)?.is_some(),
     })
 }
 
@@ -219,6 +220,42 @@ pub fn record_start(
         args![id, batch_id, planned, late_seconds],
     )?;
     Ok(())
+}
+
+/// Pauses batch `id` (`paused`, recording `by` and now) or resumes it: the batch as it is
+/// then (who paused it and when, while paused); `None` when there is no such batch.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn pause(
+    conn: &dyn Session,
+    id: i64,
+    paused: bool,
+    by: &str,
+) -> Result<Option<weft_protocol::commands::BatchPause>> {
+    let now = crate::error::now_utc();
+    // A pause already there keeps who made it and when.
+    conn.execute(
+        "UPDATE batches SET paused_at = CASE WHEN CAST(?2 AS BIGINT) = 1 THEN COALESCE(paused_at, ?3) ELSE NULL END,
+                            paused_by = CASE WHEN CAST(?2 AS BIGINT) = 1 THEN COALESCE(paused_by, ?4) ELSE NULL END
+         WHERE id = ?1",
+        args![id, i64::from(paused), now, by],
+    )?;
+    conn.row(
+        "SELECT name, paused_by, paused_at FROM batches WHERE id = ?1",
+        args![id],
+        |r| {
+            let at: Option<String> = r.get(2)?;
+            Ok(weft_protocol::commands::BatchPause {
+                batch_id: id,
+                name: r.get(0)?,
+                paused: at.is_some(),
+                paused_by: r.get(1)?,
+                paused_at: at.map(|t| crate::instances::iso(&t)),
+            })
+        },
+    )
 }
 
 #[cfg(test)]

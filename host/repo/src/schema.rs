@@ -41,6 +41,7 @@
 //! | 19 | retries: `instance_actions.retries` and what goes with them, `action_attempts`, `batches.retry` |
 //! | 20 | `template_modules` (modules defined in documents as SQL templates: the id made from the name, the name, the definition as JSON) |
 //! | 21 | `users` (name, role, the folders its deploy and operate rights are limited to, disabled), `user_tokens` (each token's id and the Argon2id hash of its secret, expiry, revocation, last use), `audit` (append-only: when, which host, who, by what, from where, the command, its outcome, what it touched), `deploys.user_name` |
+//! | 22 | `batches.paused_at`, `paused_by` (an operator's pause of a schedule, `PauseBatch`; a deploy leaves it) |
 
 use crate::error::{Error, Result};
 use crate::sql::{Session, args};
@@ -563,6 +564,15 @@ CREATE TABLE audit (
 );
 CREATE INDEX audit_at ON audit(at);
 ALTER TABLE deploys ADD COLUMN user_name TEXT;
+",
+        postgres: None,
+        then: None,
+    },
+    Migration {
+        summary: "a batch paused by an operator (who, when), which deploys leave as it is",
+        sql: "
+ALTER TABLE batches ADD COLUMN paused_at TEXT;
+ALTER TABLE batches ADD COLUMN paused_by TEXT;
 ",
         postgres: None,
         then: None,

@@ -131,6 +131,14 @@ pub trait InstanceStore {
     /// The newest `limit` instances, newest first.
     fn list_instances(&self, filter: &crate::model::InstanceFilter)
     -> Result<Vec<InstanceSummary>>;
+    /// Pauses batch `id` or resumes it (`by` recorded as who paused it): the batch as it is
+    /// then; `None` for no such batch.
+    fn pause_batch(
+        &self,
+        id: i64,
+        paused: bool,
+        by: &str,
+    ) -> Result<Option<weft_protocol::commands::BatchPause>>;
     /// How many instances `filter` matches in all.
     fn count_instances(&self, filter: &crate::model::InstanceFilter) -> Result<i64>;
     /// Each scheduled batch's runs by schedule date, `from` to before `until` (days):

@@ -45,19 +45,20 @@ function reconnected() {
   }
 }
 
-/** Sends `command` with `payload`: its answer's payload; `Unreachable`, `Unauthorized` or
- * `Refused` with the server's message.
+/** Sends `command` with `payload` (and `more` beside it in the envelope: `variableList`):
+ * its answer's payload; `Unreachable`, `Unauthorized` or `Refused` with the server's message.
  * @param {string} command
  * @param {Record<string, any>} [payload]
+ * @param {Record<string, any>} [more]
  * @returns {Promise<any>} */
-export async function call(command, payload = {}) {
+export async function call(command, payload = {}, more = {}) {
   // The token travels in the session cookie the sign-in set (HttpOnly: not readable here).
   let resp;
   try {
     resp = await fetch('/weft/service', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ command, payload }),
+      body: JSON.stringify({ command, payload, ...more }),
       credentials: 'same-origin',
     });
   } catch (e) {

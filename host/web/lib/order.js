@@ -64,6 +64,9 @@ export function failuresFirst(actions) {
     || (place.get(a.actionId) ?? 0) - (place.get(b.actionId) ?? 0));
 }
 
+/** The states of a run that a restart takes. */
+export const RESTARTABLE = ['failed', 'halted', 'interrupted'];
+
 /** The words of an action's state letter. */
 export const ACTION_STATES = /** @type {Record<string, string>} */ ({
   D: 'waiting for its inputs', W: 'ready', R: 'running', F: 'finished', E: 'failed', S: 'skipped', H: 'halted',

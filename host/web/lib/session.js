@@ -10,7 +10,7 @@ import { setZone } from './time.js';
 
 /** Who the server takes this browser for, once known.
  * @type {Me | null} */
-let me = null;
+let current = null;
 
 /** Asks the router to show the view of the address again (after a sign-in, a sign-out, a
  * retry). An event, so that no view imports the router that imports it. */
@@ -21,12 +21,17 @@ export function reroute() {
 /** Whether the signed-in caller holds `right` (read, operate, deploy, admin).
  * @param {string} right */
 export function can(right) {
-  return Boolean(me?.rights?.includes(right));
+  return Boolean(current?.rights?.includes(right));
+}
+
+/** Who is signed in, once known. */
+export function me() {
+  return current;
 }
 
 /** Whether the page knows who is signed in. */
 export function known() {
-  return me !== null;
+  return current !== null;
 }
 
 /** Shows who is signed in, and the way out (or in). */
@@ -35,23 +40,23 @@ function drawMe() {
   const audit = document.getElementById('nav-audit');
   // The audit is the admins' to read.
   if (audit) audit.hidden = !can('admin');
-  if (!me) {
+  if (!current) {
     line.replaceChildren();
     return;
   }
-  const out = me.via === 'loopback'
+  const out = current.via === 'loopback'
     ? el('button', { type: 'button', class: 'link', id: 'sign-in', onclick: () => login('') }, 'Sign in')
     : el('button', { type: 'button', class: 'link', id: 'sign-out', onclick: signOut }, 'Sign out');
   line.replaceChildren(
-    el('span', { id: 'me-user' }, me.user), ' ',
-    el('span', { id: 'me-role', class: 'role' }, me.role), ' ',
+    el('span', { id: 'me-user' }, current.user), ' ',
+    el('span', { id: 'me-role', class: 'role' }, current.role), ' ',
     out);
 }
 
 /** Asks who the server takes this browser for. */
 export async function loadMe() {
-  me = await call('WhoAmI');
-  setZone(me?.timeZone);
+  current = await call('WhoAmI');
+  setZone(current?.timeZone);
   drawMe();
 }
 
@@ -61,7 +66,7 @@ async function signOut() {
   } catch {
     // Signed out or not, the page asks again.
   }
-  me = null;
+  current = null;
   drawMe();
   reroute();
 }
@@ -101,8 +106,8 @@ function login(message) {
           return;
         }
         input.value = '';
-        me = body;
-        setZone(me?.timeZone);
+        current = body;
+        setZone(current?.timeZone);
         drawMe();
         reroute();
       },
@@ -115,7 +120,7 @@ function login(message) {
  * @param {unknown} e */
 export function failed(e) {
   if (e instanceof Unauthorized) {
-    me = null;
+    current = null;
     drawMe();
     login('');
     return;

@@ -3,7 +3,9 @@
 // in the weeks ahead (clock changes marked).
 
 import { el, say, show, svg } from '../lib/dom.js';
-import { call } from '../lib/api.js';
+import { call, Unauthorized } from '../lib/api.js';
+import { backfillBatch, pauseBatch } from '../lib/actions.js';
+import { can, failed, reroute } from '../lib/session.js';
 import { addDays, dayOf, dayRange, weekday } from '../lib/days.js';
 import { byDay, daysSummary, heat } from '../lib/heat.js';
 import { duration, localTime, parseTime, zoneName } from '../lib/time.js';
@@ -102,15 +104,43 @@ export async function batchView(id, params) {
   const cells = byDay(batch?.days ?? []);
   const hover = el('p', { class: 'muted', id: 'batch-hover', 'aria-live': 'polite' }, 'Point at a day to see its runs; click it to open its newest run.');
   const summary = daysSummary(days, cells);
+  const said = el('p', { class: 'problem', id: 'batch-problem', role: 'alert' });
+  /** Does `f`, saying a refusal.
+   * @param {() => Promise<void>} f */
+  const act = async (f) => {
+    try {
+      await f();
+    } catch (e) {
+      if (e instanceof Unauthorized) { failed(e); return; }
+      said.textContent = e instanceof Error ? e.message : String(e);
+    }
+  };
   const end = addDays(today, WEEKS_AHEAD * 7);
   show(el('h1', {}, `Batch ${next.name}`),
     el('section', { class: 'card' },
       el('div', { class: 'summary' },
         el('div', {}, el('span', {}, 'Schedule'), el('span', { class: 'schedule-text' }, next.schedule)),
         el('div', {}, el('span', {}, 'Zone'), el('span', {}, next.timeZone)),
-        el('div', {}, el('span', {}, 'Runs'), el('span', { id: 'batch-enabled' }, next.enabled ? 'on schedule' : 'paused')),
+        el('div', {}, el('span', {}, 'Runs'), el('span', { id: 'batch-enabled' }, !next.enabled ? 'disabled (by its definition)' : next.paused ? 'paused' : 'on schedule')),
         el('div', {}, el('span', {}, 'All runs'), el('span', {}, el('a', { href: `#/runs?name=${encodeURIComponent(next.name)}` }, 'list')))),
-      next.problem ? el('p', { class: 'problem' }, next.problem) : null),
+      next.problem ? el('p', { class: 'problem' }, next.problem) : null,
+      can('operate') ? el('div', { class: 'actions-bar' },
+        el('button', {
+          type: 'button',
+          class: next.paused ? 'secondary' : 'danger',
+          id: next.paused ? 'resume' : 'pause',
+          onclick: () => act(async () => { if (await pauseBatch(id, next.name, !next.paused)) reroute(); }),
+        }, next.paused ? 'Resume…' : 'Pause…'),
+        el('button', {
+          type: 'button',
+          class: 'secondary',
+          id: 'backfill',
+          onclick: () => act(async () => {
+            const b = await backfillBatch(id, next.name, today);
+            if (b !== null) location.hash = `#/runs?backfill=${b}`;
+          }),
+        }, 'Backfill…')) : null,
+      said),
     el('section', { class: 'card' },
       el('h2', {}, `Runs by day (${zoneName()})`),
       el('nav', { class: 'pager', 'aria-label': 'days shown' }, 'Weeks: ',

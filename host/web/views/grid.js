@@ -10,7 +10,7 @@ import { zoneName } from '../lib/time.js';
 
 /** @typedef {import('../lib/types.js').Shown} Shown
  *  @typedef {import('../lib/heat.js').RunDay} RunDay
- *  @typedef {{batchId: number, name: string, enabled: boolean, days: RunDay[]}} BatchDays */
+ *  @typedef {{batchId: number, name: string, enabled: boolean, paused?: boolean, days: RunDay[]}} BatchDays */
 
 /** The spans the grid offers, in days. */
 export const SPANS = [30, 90, 365];
@@ -34,7 +34,7 @@ export async function gridView(params) {
     return el('div', { class: 'grid-row', 'data-batch': b.batchId },
       el('div', { class: 'grid-name' },
         el('a', { href: `#/batches/${b.batchId}` }, b.name),
-        b.enabled ? null : el('span', { class: 'muted' }, ' (paused)'),
+        !b.enabled ? el('span', { class: 'muted' }, ' (disabled)') : b.paused ? el('span', { class: 'muted paused' }, ' (paused)') : null,
         el('div', { class: 'muted small' }, summary)),
       heat(days, cells, { layout: 'strip', size, label: `${b.name}: ${summary}`, open, hover: (t) => { hover.textContent = `${b.name}, ${t}`; } }));
   });

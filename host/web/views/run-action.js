@@ -4,7 +4,8 @@
 // at the end; a selection stays) and searchable.
 
 import { badge, el, fact, present } from '../lib/dom.js';
-import { ACTION_STATES } from '../lib/order.js';
+import { ACTION_STATES, RESTARTABLE } from '../lib/order.js';
+import { can } from '../lib/session.js';
 import { errorPlace } from '../lib/errors.js';
 import { localTime, took } from '../lib/time.js';
 
@@ -12,9 +13,11 @@ import { localTime, took } from '../lib/time.js';
  *  @typedef {import('../lib/types.js').Instance} Instance */
 
 export class ActionDetail {
-  /** @param {(id: number, how: {focus: boolean}) => void} choose called when another action is chosen here */
-  constructor(choose) {
+  /** @param {(id: number, how: {focus: boolean}) => void} choose called when another action is chosen here
+   * @param {(what: 'restart' | 'from', id: number) => void} act called by the action's buttons */
+  constructor(choose, act) {
     this.choose = choose;
+    this.act = act;
     this.element = el('section', { class: 'card detail', id: 'detail', 'aria-live': 'off' });
     /** @type {number | null} */
     this.id = null;
@@ -48,7 +51,7 @@ export class ActionDetail {
       return;
     }
     const sig = JSON.stringify([a.state, a.start, a.end, a.error, a.rowsRead, a.rowsWritten, a.rowsUpdated,
-      a.rowsDeleted, a.tries?.length, a.retryAt, a.waitingFor, a.host, a.deployId, a.dependsOn]);
+      a.rowsDeleted, a.tries?.length, a.retryAt, a.waitingFor, a.host, a.deployId, a.dependsOn, inst.state]);
     if (a.actionId !== this.id) {
       this.id = a.actionId;
       this.sig = '';
@@ -97,6 +100,11 @@ export class ActionDetail {
         needs.length ? fact('Needs', named(needs), { id: 'needs' }) : null,
         neededBy.length ? fact('Needed by', named(neededBy), { id: 'needed-by' }) : null,
         a.retryAt ? fact('Tried again', localTime(a.retryAt), { id: 'retry-at' }) : null),
+      can('operate') ? el('div', { class: 'actions-bar' },
+        RESTARTABLE.includes(inst.state) && ['E', 'H', 'S'].includes(a.state)
+          ? el('button', { type: 'button', class: 'secondary', id: 'restart-action', onclick: () => this.act('restart', a.actionId) }, 'Restart this action…')
+          : null,
+        el('button', { type: 'button', class: 'secondary', id: 'run-from', onclick: () => this.act('from', a.actionId) }, 'Run again from here…')) : null,
     ];
     if (a.tries?.length) {
       parts.push(el('h2', {}, `Failed tries (${a.tries.length})`),

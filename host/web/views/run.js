@@ -8,10 +8,12 @@
 import { badge, drawn, el, fact, say, show } from '../lib/dom.js';
 import { call, Unauthorized, Unreachable, reconnecting } from '../lib/api.js';
 import { can, failed } from '../lib/session.js';
-import { ACTION_FILTERS, ACTION_STATES, firstLine, ordered, stateCounts } from '../lib/order.js';
+import { ACTION_FILTERS, ACTION_STATES, RESTARTABLE, firstLine, ordered, stateCounts } from '../lib/order.js';
 import { duration, localTime, took } from '../lib/time.js';
 import { ONGOING, Timeline } from './run-timeline.js';
 import { ActionDetail } from './run-action.js';
+import { ask } from '../lib/confirm.js';
+import { startRun } from '../lib/actions.js';
 
 /** @typedef {import('../lib/types.js').Instance} Instance
  *  @typedef {import('../lib/types.js').Shown} Shown */
@@ -46,14 +48,11 @@ export function runView(id, params) {
   if (!ACTION_FILTERS.some(([n]) => n === filter)) filter = 'all';
   let stopped = false;
   let message = '';
-  // Halt asks first: the question stands until answered or the run ends.
-  let confirming = false;
   let revealed = false;
 
   const heading = el('h1', {});
   const facts = el('div', { class: 'summary', id: 'run-facts' });
   const bar = el('div', { class: 'actions-bar' });
-  const question = el('div', {});
   const note = el('p', { class: 'muted', id: 'message', role: 'status' });
   const filters = el('div', { class: 'state-filters', role: 'group', 'aria-label': 'show actions by state', id: 'state-filters' });
   const failures = el('section', { class: 'card failures', id: 'failures', hidden: true });
@@ -71,7 +70,7 @@ export function runView(id, params) {
     else if (how.focus) timeline.rows.get(aid)?.row.focus({ preventScroll: true });
   };
   const timeline = new Timeline(choose);
-  const detail = new ActionDetail((aid, how) => choose(aid, { ...how, reveal: true }));
+  const detail = new ActionDetail((aid, how) => choose(aid, { ...how, reveal: true }), (what, aid) => actOn(what, aid));
 
   /** The address of what is shown, without a new history entry. */
   const address = () => {
@@ -81,9 +80,11 @@ export function runView(id, params) {
     history.replaceState(null, '', `#/runs/${id}${q.size ? `?${q}` : ''}`);
   };
 
-  const act = async (/** @type {string} */ command, /** @type {string} */ done) => {
+  /** Sends `command` for this run (with `more` in its payload); says how it went.
+   * @param {string} command @param {string} done @param {Record<string, any>} [more] */
+  const act = async (command, done, more = {}) => {
     try {
-      await call(command, { batchInstanceId: id });
+      await call(command, { batchInstanceId: id, ...more });
       message = done;
     } catch (e) {
       if (e instanceof Unauthorized) { failed(e); return; }
@@ -92,6 +93,63 @@ export function runView(id, params) {
     barSig = '';
     update();
     if (command === 'RestartBatchInstance') follow();
+  };
+
+  /** Halt, asked first. */
+  const halt = async () => {
+    if (!inst) return;
+    const yes = await ask({
+      id: 'halt',
+      title: `Halt run ${id}`,
+      text: `Halt run ${id} (${inst.batchName})? Running actions stop and roll back; nothing new starts. A restart can run what is left later.`,
+      confirm: `Halt run ${id}`,
+      danger: true,
+    });
+    if (yes) act('HaltBatchInstance', 'Halt asked.');
+    else document.getElementById('halt')?.focus();
+  };
+
+  /** Restart (the whole run, or `only` one action and what it held back), asked first: with
+   * the definitions deployed now, or as the run ran.
+   * @param {number} [only] */
+  const restart = async (only) => {
+    if (!inst) return;
+    const again = inst.actions.filter((a) => (only ? a.actionId === only : ['E', 'H', 'S'].includes(a.state)));
+    const deploys = [...new Set(inst.actions.map((a) => a.deployId).filter((d) => d !== undefined))];
+    const now = /** @type {HTMLInputElement} */ (el('input', { type: 'radio', name: 'restart-how', id: 'restart-now', value: 'now', checked: true }));
+    const ran = /** @type {HTMLInputElement} */ (el('input', { type: 'radio', name: 'restart-how', id: 'restart-as-started', value: 'asStarted' }));
+    const what = only
+      ? `Restart action ${again[0]?.name ?? only} of run ${id}: it runs again, with what was skipped or halted because of it; nothing else.`
+      : `Restart run ${id} (${inst.batchName}): runs again what failed, was halted or interrupted (${again.length} action${again.length === 1 ? '' : 's'} with what was skipped because of them), never what finished.`;
+    const yes = await ask({
+      id: 'restart',
+      title: only ? `Restart ${again[0]?.name ?? `action ${only}`}` : `Restart run ${id}`,
+      text: what,
+      confirm: 'Restart',
+      body: [el('fieldset', {},
+        el('legend', {}, 'Which definitions'),
+        el('label', { class: 'choice' }, now, ' the ones deployed now (a fix deployed since runs)'),
+        el('label', { class: 'choice' }, ran, ` as it ran (${deploys.length ? `deploy ${deploys.join(', ')}` : 'the definitions it started with'})`))],
+    });
+    if (!yes) return;
+    act('RestartBatchInstance', ran.checked ? 'Restarted as it ran.' : 'Restarted with the definitions deployed now.',
+      { ...(ran.checked ? { asStarted: true } : {}), ...(only ? { actions: [only] } : {}) });
+  };
+
+  /** What the chosen action's buttons ask: a restart of it, or a new run from it on.
+   * @param {'restart' | 'from'} what @param {number} aid */
+  const actOn = async (what, aid) => {
+    if (what === 'restart') { restart(aid); return; }
+    const a = inst?.actions.find((x) => x.actionId === aid);
+    try {
+      const run = await startRun(`action ${aid}+`, `${inst?.batchName ?? 'run'} from ${a?.name ?? aid}`);
+      if (run !== null) location.hash = `#/runs/${run}`;
+    } catch (e) {
+      if (e instanceof Unauthorized) { failed(e); return; }
+      message = e instanceof Error ? e.message : String(e);
+      barSig = '';
+      update();
+    }
   };
 
   /** The run's facts and what it was asked to run. */
@@ -117,21 +175,16 @@ export function runView(id, params) {
    * that a focused button keeps its focus. */
   const writeBar = (/** @type {Instance} */ i) => {
     const ongoing = ONGOING.has(i.state);
-    const restartable = ['failed', 'halted', 'interrupted'].includes(i.state);
-    const asking = confirming && ongoing;
-    const sig = JSON.stringify([ongoing, restartable, asking, can('operate'), message]);
+    const restartable = RESTARTABLE.includes(i.state);
+    const sig = JSON.stringify([ongoing, restartable, can('operate'), message]);
     if (sig === barSig) return;
     barSig = sig;
     bar.replaceChildren(...[
-      can('operate') && !asking ? el('button', { type: 'button', class: 'danger', id: 'halt', disabled: !ongoing, onclick: () => { confirming = true; barSig = ''; update(); document.getElementById('halt-confirm')?.focus(); } }, 'Halt') : null,
-      can('operate') ? el('button', { type: 'button', class: 'secondary', id: 'restart', disabled: !restartable, onclick: () => act('RestartBatchInstance', 'Restarted.') }, 'Restart') : null,
+      can('operate') ? el('button', { type: 'button', class: 'danger', id: 'halt', disabled: !ongoing, onclick: halt }, 'Halt') : null,
+      can('operate') ? el('button', { type: 'button', class: 'secondary', id: 'restart', disabled: !restartable, onclick: () => restart() }, 'Restart…') : null,
       el('button', { type: 'button', class: 'secondary', id: 'download-logs', onclick: download }, 'Download logs'),
       el('a', { href: '#/runs' }, 'All runs'),
     ].filter((x) => x !== null));
-    question.replaceChildren(...(asking ? [el('div', { class: 'confirm', id: 'halt-question', role: 'alertdialog', 'aria-labelledby': 'halt-question-text' },
-      el('p', { id: 'halt-question-text' }, `Halt run ${i.batchInstanceId} (${i.batchName})? Running actions stop and roll back; nothing new starts. A restart can run what is left later.`),
-      el('button', { type: 'button', class: 'danger', id: 'halt-confirm', onclick: () => { confirming = false; act('HaltBatchInstance', 'Halt asked.'); } }, `Halt run ${i.batchInstanceId}`),
-      el('button', { type: 'button', class: 'secondary', id: 'halt-cancel', onclick: () => { confirming = false; barSig = ''; update(); document.getElementById('halt')?.focus(); } }, 'Cancel'))] : []));
     note.textContent = message;
     note.hidden = !message;
   };
@@ -193,7 +246,7 @@ export function runView(id, params) {
       // On the page first, so that the axis knows its width.
       drawnOnce = true;
       show(heading,
-        el('section', { class: 'card' }, facts, bar, question, note),
+        el('section', { class: 'card' }, facts, bar, note),
         failures,
         el('div', { class: 'run-body' },
           el('div', { class: 'run-main' }, filters, timeline.element),
@@ -236,7 +289,6 @@ export function runView(id, params) {
         if (stopped) return;
         version = w.version;
         inst = w;
-        if (!ONGOING.has(w.state)) confirming = false;
         update();
         if (!ONGOING.has(w.state)) return;
       }

@@ -4,7 +4,9 @@
 
 import { badge, drawn, el, say, show } from '../lib/dom.js';
 import { call, Unreachable, reconnecting } from '../lib/api.js';
-import { failed } from '../lib/session.js';
+import { can, failed } from '../lib/session.js';
+import { startRun } from '../lib/actions.js';
+import { Unauthorized } from '../lib/api.js';
 import { addDays, dayStart, isDay } from '../lib/days.js';
 import { duration, localTime, took, zoneName } from '../lib/time.js';
 
@@ -160,7 +162,22 @@ export async function runsView(params) {
     : call('ListBatchInstances', payload));
   draw(await ask());
   const title = backfill ? `Runs of backfill ${backfill}` : grouped ? 'Runs by batch' : 'Runs';
-  show(el('h1', {}, title), filters, listing);
+  const said = el('p', { class: 'problem', id: 'runs-problem', role: 'alert' });
+  const start = can('operate') ? el('button', {
+    type: 'button',
+    class: 'secondary',
+    id: 'start-run',
+    onclick: async () => {
+      try {
+        const run = await startRun('');
+        if (run !== null) location.hash = `#/runs/${run}`;
+      } catch (e) {
+        if (e instanceof Unauthorized) { failed(e); return; }
+        said.textContent = e instanceof Error ? e.message : String(e);
+      }
+    },
+  }, 'Start a run…') : null;
+  show(el('div', { class: 'title-bar' }, el('h1', {}, title), start), said, filters, listing);
   say('');
   // The newest page follows what starts and ends, while it is shown.
   if (before || from || page > 1) return null;

@@ -16,6 +16,7 @@ const BATCHES = 50;
 function missedReason(reason) {
   if (reason === 'running') return 'the previous run had not finished (ifRunning: skip)';
   if (reason === 'clockGap') return 'the clocks skip this time (springGap: skip)';
+  if (reason === 'paused') return 'the batch was paused';
   if (reason.startsWith('cannotStart: ')) return `it could not start: ${reason.slice(13)}`;
   if (reason.startsWith('after: ')) return `the ${reason.slice(7)} (afterTimeout: skip)`;
   return reason;

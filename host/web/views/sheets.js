@@ -5,6 +5,9 @@ import { call } from '../lib/api.js';
 import { graph } from '../lib/graph.js';
 import { localTime, took } from '../lib/time.js';
 import { lineageHref } from './lineage.js';
+import { startRun } from '../lib/actions.js';
+import { can, failed } from '../lib/session.js';
+import { Unauthorized } from '../lib/api.js';
 
 /** @typedef {import('../lib/types.js').Tree} Tree */
 /** @typedef {import('../lib/types.js').SheetItem} SheetItem */
@@ -37,8 +40,20 @@ export async function sheetsView() {
   return null;
 }
 
-/** @param {SheetNode} n */
-function nodeDetail(n) {
+/** Asks for a run of `elements` and opens it once started (a refusal said in `where`).
+ * @param {string} elements @param {string} name @param {HTMLElement} where */
+async function runFromHere(elements, name, where) {
+  try {
+    const run = await startRun(elements, name);
+    if (run !== null) location.hash = `#/runs/${run}`;
+  } catch (e) {
+    if (e instanceof Unauthorized) { failed(e); return; }
+    where.textContent = e instanceof Error ? e.message : String(e);
+  }
+}
+
+/** @param {SheetNode} n @param {HTMLElement} said where a refusal is said */
+function nodeDetail(n, said) {
   /** @param {string} name @param {string | number | undefined} value @param {string} [id] */
   const fact = (name, value, id) => (value === undefined || value === null || value === '' ? null
     : el('div', {}, el('span', {}, name), el('span', id ? { id } : {}, value)));
@@ -46,6 +61,9 @@ function nodeDetail(n) {
     return el('section', { class: 'card detail', id: 'node-detail' },
       el('h2', {}, `Action ${n.nodeId}: ${n.name ?? ''}`),
       el('div', { class: 'summary' }, fact('Module', n.module, 'node-module')),
+      can('operate') ? el('div', { class: 'actions-bar' },
+        el('button', { type: 'button', class: 'secondary', id: 'run-action', onclick: () => runFromHere(`action ${n.nodeId}`, n.name ?? `action ${n.nodeId}`, said) }, 'Run this action…'),
+        el('button', { type: 'button', class: 'secondary', id: 'run-action-on', onclick: () => runFromHere(`action ${n.nodeId}+`, `${n.name ?? n.nodeId} and what follows`, said) }, 'Run it and what follows…')) : null,
       n.action ? [el('h2', {}, 'SQL'), el('pre', { id: 'node-sql' }, n.action)] : null,
       n.documentation ? [el('h2', {}, 'Documentation'), el('p', { id: 'node-doc' }, n.documentation)] : null,
       n.attributes ? [el('h2', {}, 'Attributes'), el('pre', {}, n.attributes)] : null);
@@ -63,6 +81,7 @@ export async function sheetView(id, node) {
   /** @type {Sheet} */
   const sheet = await call('GetSheet', { sheetId: id });
   let selected = node;
+  const said = el('p', { class: 'problem', id: 'sheet-problem', role: 'alert' });
   const draw = () => {
     const sel = sheet.nodes.find((n) => n.nodeId === selected);
     const runs = sheet.runs.map((i) => el('tr', { 'data-instance': i.batchInstanceId },
@@ -72,13 +91,16 @@ export async function sheetView(id, node) {
     show(
       el('h1', {}, `Sheet ${sheet.sheetId}: ${sheet.name}`),
       el('p', { class: 'muted' }, `in ${sheet.folder}`, sheet.documentation ? ` — ${sheet.documentation}` : ''),
+      can('operate') ? el('div', { class: 'actions-bar' },
+        el('button', { type: 'button', class: 'secondary', id: 'run-sheet', onclick: () => runFromHere(`sheet ${sheet.sheetId}`, sheet.name, said) }, 'Run this sheet…')) : null,
+      said,
       el('section', { class: 'card graph-card' }, graph(sheet, selected, (nid) => {
         selected = nid;
         history.replaceState(null, '', `#/sheets/${id}?node=${nid}`);
         draw();
       }),
       el('p', { class: 'muted legend' }, 'Square corners: actions; round: objects (tables). Arrows follow the data.')),
-      sel ? nodeDetail(sel) : el('p', { class: 'muted' }, 'Click a node to see its SQL, documentation or table.'),
+      sel ? nodeDetail(sel, said) : el('p', { class: 'muted' }, 'Click a node to see its SQL, documentation or table.'),
       el('h2', {}, 'Last runs'),
       runs.length ? el('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'last runs' }, el('table', { id: 'sheet-runs' },
         el('thead', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Batch'), el('th', {}, 'State'), el('th', {}, 'Start'), el('th', {}, 'Duration'))),

@@ -408,6 +408,7 @@ fn in_a_real_browser_the_runs_and_a_run_follow_what_happens() {
     );
     gate.execute_batch("COMMIT").expect("let go");
     page.click("#restart");
+    page.click("#restart-confirm");
     page.wait_until(
         "document.querySelector('#run-state')?.dataset.state === 'finished'",
         "restarted and finished",
@@ -1174,6 +1175,17 @@ fn in_a_real_browser_each_role_signs_in_sees_its_buttons_and_signs_out() {
         let operates = role != "viewer";
         assert_eq!(page.count("#restart") == 1, operates, "{role}: Restart");
         assert_eq!(page.count("#halt") == 1, operates, "{role}: Halt");
+        // What an operator starts from the page: not drawn for a viewer.
+        page.click(".tl-row");
+        page.wait_for("#detail-title");
+        assert_eq!(page.count("#run-from") == 1, operates, "{role}: Run again");
+        page.goto(&format!("{base}/#/runs"));
+        page.wait_for("#runs");
+        assert_eq!(
+            page.count("#start-run") == 1,
+            operates,
+            "{role}: Start a run"
+        );
         // The audit is the admin's to read: its link, and its view with filters.
         assert_eq!(
             page.eval("document.getElementById('nav-audit').hidden"),

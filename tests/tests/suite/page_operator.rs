@@ -7,6 +7,7 @@
 
 use super::page::{server_with_sheets, start, wait_end};
 use super::run_history::{backfill, deploy_day_batches};
+use crate::common::*;
 
 /// The JSON text of `v` for a script.
 fn js(v: impl Into<serde_json::Value>) -> String {
@@ -253,6 +254,28 @@ fn in_a_real_browser_every_view_passes_axe_in_light_and_dark_at_two_widths() {
         page.resize(1280, 800);
         page.dark(false);
     }
+    // The questions asked before acting, open.
+    for (address, button) in [
+        ("#/runs".to_owned(), "#start-run"),
+        (format!("#/runs/{broken}"), "#restart"),
+        ("#/batches/7".to_owned(), "#backfill"),
+    ] {
+        page.goto(&format!("{base}/{address}"));
+        page.click(button);
+        page.wait_for("dialog[open]");
+        for dark in [false, true] {
+            page.dark(dark);
+            for v in page.axe() {
+                found.push(format!("{address}, {button}'s question: {v}"));
+            }
+        }
+        page.dark(false);
+        page.press("Escape");
+        page.wait_until(
+            "!document.querySelector('dialog')",
+            "the question closed by Escape",
+        );
+    }
     assert!(found.is_empty(), "axe-core found:\n{}", found.join("\n"));
     page.assert_no_errors();
 }
@@ -307,7 +330,7 @@ fn in_a_real_browser_runs_over_days_show_as_a_grid_a_duration_chart_a_calendar_a
         "{}",
         page.text("#duration-summary")
     );
-    assert_eq!(page.text("#batch-enabled"), "paused");
+    assert_eq!(page.text("#batch-enabled"), "disabled (by its definition)");
     assert!(
         page.eval("[...document.querySelectorAll('#starts-calendar .cal-starts')].every(c => c.textContent === '02:00')")
             == true
@@ -346,6 +369,175 @@ fn in_a_real_browser_runs_over_days_show_as_a_grid_a_duration_chart_a_calendar_a
     page.wait_until(
         "document.querySelector('#shown')?.textContent === '1–50 of 57'",
         "all started by tomorrow",
+    );
+    page.assert_no_errors();
+}
+
+#[test]
+fn in_a_real_browser_an_operator_starts_restarts_reruns_pauses_and_backfills_each_asked_first() {
+    let (w, _data) = server_with_sheets();
+    deploy_day_batches(&w);
+    // One batch on a schedule (its start far from now does not matter: it is paused here).
+    let doc = serde_json::json!({"version": 1, "transformationData": {"batches": [
+        {"id": 9, "name": "daily", "schedule": "daily 02:00",
+         "elements": [{"elementType": "S", "elementId": 1}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let browser = weft_tests::browser::Browser::start();
+
+    // A run of sheet 1 and what it feeds, with a variable, asked first in words.
+    let page = browser.open(&format!("{base}/#/runs"));
+    page.click("#start-run");
+    page.wait_for("#run-question");
+    page.type_into("#run-elements", "table x");
+    page.click("#run-confirm");
+    page.wait_until(
+        "document.querySelector('#run-problem')?.textContent.startsWith('line 1: `table` is not sheet')",
+        "the problem at its line",
+    );
+    page.eval("document.querySelector('#run-elements').value = ''");
+    page.type_into("#run-elements", "sheet 1+");
+    page.type_into("#run-variables", "n=1");
+    page.wait_until(
+        "document.querySelector('#run-sentence').textContent.includes('of sheet 1 and everything downstream of them (what they feed) with n=1')",
+        "what will happen",
+    );
+    page.click("#run-confirm");
+    page.wait_until(
+        "/^#\\/runs\\/\\d+$/.test(location.hash) && document.querySelector('h1')?.textContent.startsWith(`Run ${location.hash.split('/')[2]}:`) && document.querySelector('#run-state')?.dataset.state === 'failed' && document.querySelectorAll('#timeline .tl-row').length === 3",
+        "the run of sheet 1 and what it feeds",
+    );
+    let first: i64 = page
+        .eval("Number(location.hash.split('/')[2])")
+        .as_i64()
+        .expect("the run");
+    assert_eq!(page.text("#elements"), "sheet 1");
+
+    // Restart as it ran: the same failure again; the audit says how it was asked.
+    page.click("#restart");
+    page.wait_for("#restart-question");
+    assert!(
+        page.text("#restart-text")
+            .contains("runs again what failed, was halted or interrupted (1 action"),
+        "{}",
+        page.text("#restart-text")
+    );
+    page.click("#restart-as-started");
+    page.click("#restart-confirm");
+    page.wait_until(
+        "document.querySelector('#message')?.textContent === 'Restarted as it ran.'",
+        "restarted",
+    );
+    page.wait_until(
+        "document.querySelector('#run-state')?.dataset.state === 'failed'",
+        "failed again",
+    );
+    let (_, audit) = command(
+        &w,
+        "ListAudit",
+        serde_json::json!({"command": "RestartBatchInstance"}),
+    );
+    assert!(
+        audit["payload"]["entries"][0]["what"]
+            .as_str()
+            .is_some_and(|t| t.contains("\"asStarted\":true")),
+        "{audit}"
+    );
+    // The SQL fixed and deployed; only the failed action restarted, with the definitions
+    // deployed now.
+    let fixed = serde_json::json!({"version": 1, "transformationData": {"sheets": [{"id": 3,
+        "attributes": {"name": "sheet 3", "folder_id": 10, "folder": "/etl"},
+        "nodes": [
+            {"id": 30, "type": 0, "attributes": {"module": "Sql", "name": "step 3", "action": "INSERT INTO mart SELECT id, v FROM stage WHERE id = 1"}},
+            {"id": 31, "type": 1, "attributes": {"field1": "stage", "objectTypeId": 1, "connectionId": 1}},
+            {"id": 39, "type": 1, "attributes": {"field1": "mart", "objectTypeId": 1, "connectionId": 1}}],
+        "edges": [{"id": 31, "from": 31, "to": 30}, {"id": 39, "from": 30, "to": 39}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&fixed.to_string()));
+    assert_eq!(st, 200, "{v}");
+    page.click(".tl-row[data-action='30']");
+    page.click("#restart-action");
+    page.wait_for("#restart-question");
+    assert!(
+        page.text("#restart-text")
+            .starts_with("Restart action step 3 of run")
+    );
+    page.click("#restart-confirm");
+    page.wait_until(
+        "document.querySelector('#run-state')?.dataset.state === 'finished'",
+        "finished after the fix",
+    );
+
+    // Run again from an action: a new run of it and what follows.
+    page.click(".tl-row[data-action='10']");
+    page.click("#run-from");
+    page.wait_for("#run-question");
+    assert_eq!(
+        page.eval("document.querySelector('#run-elements').value"),
+        "action 10+"
+    );
+    page.click("#run-confirm");
+    page.wait_until(
+        &format!("/^#\\/runs\\/\\d+$/.test(location.hash) && location.hash !== '#/runs/{first}' && document.querySelector('h1')?.textContent.startsWith(`Run ${{location.hash.split('/')[2]}}:`) && document.querySelector('#run-state')?.dataset.state === 'finished' && document.querySelectorAll('#timeline .tl-row').length === 3"),
+        "the new run from action 10",
+    );
+    // A question answered Cancel does nothing.
+    page.click(".tl-row[data-action='20']");
+    page.click("#run-from");
+    page.click("#run-cancel");
+    page.wait_until(
+        "!document.querySelector('#run-question')",
+        "the question withdrawn",
+    );
+
+    // Pause and resume a schedule.
+    page.goto(&format!("{base}/#/batches/9"));
+    page.wait_until(
+        "document.querySelector('#batch-enabled')?.textContent === 'on schedule'",
+        "on schedule",
+    );
+    page.click("#pause");
+    page.wait_for("#pause-question");
+    assert!(
+        page.text("#pause-text")
+            .contains("planned starts pass without a run")
+    );
+    page.click("#pause-confirm");
+    page.wait_until(
+        "document.querySelector('#batch-enabled')?.textContent === 'paused' && document.querySelector('#resume')",
+        "paused",
+    );
+    let (_, batches) = command(&w, "ListBatches", serde_json::json!({}));
+    assert!(
+        batches["payload"]["batches"]
+            .as_array()
+            .is_some_and(|b| b.iter().any(|b| b["batchId"] == 9 && b["paused"] == true)),
+        "{batches}"
+    );
+    page.click("#resume");
+    page.click("#resume-confirm");
+    page.wait_until(
+        "document.querySelector('#batch-enabled')?.textContent === 'on schedule'",
+        "resumed",
+    );
+
+    // Backfill two days: its runs, one group.
+    page.click("#backfill");
+    page.wait_for("#backfill-question");
+    page.eval(&format!(
+        "document.querySelector('#backfill-from').value = '{}'; document.querySelector('#backfill-to').value = '{}'; document.querySelector('#backfill-to').dispatchEvent(new Event('input'))",
+        days_ago(2),
+        days_ago(1)
+    ));
+    assert!(page.text("#backfill-sentence").contains(&format!(
+        "from {} to {}",
+        days_ago(2),
+        days_ago(1)
+    )));
+    page.click("#backfill-confirm");
+    page.wait_until(
+        "/^#\\/runs\\?backfill=\\d+$/.test(location.hash) && document.querySelectorAll('#runs tbody tr').length === 2",
+        "the backfill's two runs",
     );
     page.assert_no_errors();
 }

@@ -885,3 +885,67 @@ fn night_server(tables: &str) -> (Weft, std::path::PathBuf) {
         .expect("tables");
     (w, data)
 }
+
+#[test]
+fn a_paused_batch_passes_its_starts_as_missed_keeps_the_pause_through_a_deploy_and_runs_when_resumed()
+ {
+    let w = start(tempfile::tempdir().expect("home"), "2026-11-22 21:00:00");
+    add_data_connection(&w);
+    deploy_hourly(&w, "CREATE TABLE IF NOT EXISTS t (x INTEGER)");
+    let (st, v) = command(&w, "PauseBatch", json!({"batch": "hourly"}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["paused"], true, "{v}");
+    assert_eq!(v["payload"]["batchId"], 4, "{v}");
+    assert_eq!(v["payload"]["pausedAt"], "2026-11-22T20:00:00.000Z", "{v}");
+    let by = v["payload"]["pausedBy"].clone();
+    assert!(by.is_string(), "{v}");
+    // Its starts pass without a run, each kept as missed: paused.
+    assert_eq!(advance(&w, "2026-11-22 22:00:00"), []);
+    assert_eq!(advance(&w, "2026-11-22 23:00:00"), []);
+    let (_, v) = command(&w, "ListBatches", json!({}));
+    let b = &v["payload"]["batches"][0];
+    assert_eq!(
+        (b["paused"].clone(), b["pausedBy"].clone()),
+        (json!(true), by)
+    );
+    let reasons: Vec<&str> = b["missed"]
+        .as_array()
+        .expect("missed")
+        .iter()
+        .filter_map(|m| m["reason"].as_str())
+        .collect();
+    assert_eq!(reasons, ["paused", "paused"], "{b}");
+    let (_, v) = command(&w, "NextRuns", json!({"batchId": 4, "count": 1}));
+    assert_eq!(v["payload"]["paused"], true, "{v}");
+    // Pausing again keeps who paused and when; a deploy of the batch keeps the pause.
+    let (_, again) = command(&w, "PauseBatch", json!({"batch": 4, "paused": true}));
+    assert_eq!(again["payload"]["pausedAt"], "2026-11-22T20:00:00.000Z");
+    deploy_hourly(&w, "CREATE TABLE IF NOT EXISTS t (x INTEGER, y INTEGER)");
+    assert_eq!(advance(&w, "2026-11-23 00:00:00"), []);
+    // Resumed: the next start runs; nothing is caught up.
+    let (st, v) = command(&w, "PauseBatch", json!({"batch": 4, "paused": false}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["paused"], false, "{v}");
+    assert!(v["payload"].get("pausedAt").is_none(), "{v}");
+    scheduled_run(&w, "2026-11-23 01:00:00", 4);
+    assert_eq!(runs(&w, 4), [("2026-11-23 01:00:00".to_owned(), 0)]);
+    // Refused: no such batch, a name no batch has, a payload without a batch.
+    for (payload, status) in [
+        (json!({"batch": 99}), 404),
+        (json!({"batch": "weekly"}), 404),
+        (json!({"paused": true}), 400),
+        (json!({"batch": 4, "paused": "maybe"}), 400),
+    ] {
+        let (st, v) = command(&w, "PauseBatch", payload.clone());
+        assert_eq!(st, status, "{payload}: {v}");
+    }
+    // From the command line.
+    let (code, out, err) = w.cli(&["pause", "hourly"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("batch 4 (hourly) is paused"), "{out}");
+    let (code, out, err) = w.cli(&["resume", "4", "--json"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("\"paused\":false"), "{out}");
+    let (code, _, err) = w.cli(&["pause", "weekly"]);
+    assert_eq!(code, Some(4), "{err}");
+}

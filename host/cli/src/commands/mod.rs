@@ -22,6 +22,7 @@ mod logs;
 mod lsp;
 mod next_runs;
 mod notifications;
+mod pause;
 mod plugins;
 mod restart;
 mod run;
@@ -94,6 +95,12 @@ enum Command {
     /// Run a scheduled batch once per planned start over a range of days, each with its
     /// day's schedule date, in order, N at a time (BackfillBatch).
     Backfill(backfill::Backfill),
+    /// Pause a scheduled batch: its planned starts pass without a run, each kept as missed,
+    /// until it is resumed; a deploy leaves the pause (PauseBatch).
+    Pause(pause::Pause),
+    /// Resume a paused batch: it runs on its schedule again, from its next planned start
+    /// (PauseBatch with paused: false).
+    Resume(pause::Pause),
     /// List the notifications the events of runs recorded, newest first: sent, pending
     /// with their next try, or given up with why (ListNotifications).
     Notifications(notifications::Notifications),
@@ -155,6 +162,8 @@ impl Cli {
             Command::Logs(c) => c.run(&home),
             Command::Halt(c) => c.run(&home),
             Command::Backfill(c) => c.run(&home),
+            Command::Pause(c) => c.run(&home, true),
+            Command::Resume(c) => c.run(&home, false),
             Command::Notifications(c) => c.run(&home),
             Command::Backup(c) => c.run(&home),
             Command::Restore(c) => c.run(&home),

@@ -41,6 +41,8 @@ pub struct Due {
     pub if_running: String,
     /// Whether it runs.
     pub enabled: bool,
+    /// Whether an operator paused it (its starts pass, kept as missed).
+    pub paused: bool,
     /// What it runs.
     pub elements: Vec<Element>,
     /// The elements among them that start halted.
@@ -117,6 +119,8 @@ pub struct StoredStart {
     pub after_timeout: String,
     /// Whether its runs exclude manual runs of their actions (`manualRuns: exclude`).
     pub exclusive: bool,
+    /// Whether an operator paused it (`PauseBatch`).
+    pub paused: bool,
 }
 
 /// What the scheduler needs of the repository (`repo::Repository` implements it), so that
@@ -261,6 +265,7 @@ fn due_of(s: StoredStart) -> Result<Due, String> {
         schedule,
         if_running: s.if_running,
         enabled: s.enabled,
+        paused: s.paused,
         elements: s.elements?,
         held: s.held,
         variables: s.variables?,
@@ -391,6 +396,14 @@ fn one<S: Starter>(
         }
         return Ok(());
     }
+    if d.paused {
+        // Paused by an operator: the start passes, kept as missed, until resumed.
+        if pass(Some(MissedReason::Paused))? {
+            tracing::info!(message = "A scheduled start passed: the batch is paused.", batch_id = d.batch_id, planned = %d.planned);
+            report.passed.push(d.batch_id);
+        }
+        return Ok(());
+    }
     if !d.after.is_empty() {
         // The batches it runs after, by their runs of this start's day.
         let day = d.planned.local.date().to_string();
@@ -492,16 +505,20 @@ pub enum MissedReason {
     /// The batches it runs after had not finished their runs of its day in time
     /// (`afterTimeout: skip`).
     After(String),
+    /// An operator paused the batch (`PauseBatch`).
+    Paused,
 }
 
 impl std::fmt::Display for MissedReason {
-    /// As stored: `running`, `clockGap`, or `cannotStart: ` and the error.
+    /// As stored: `running`, `clockGap`, `paused`, `after: ` and why, or `cannotStart: `
+    /// and the error.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             MissedReason::Running => f.write_str("running"),
             MissedReason::ClockGap => f.write_str("clockGap"),
             MissedReason::CannotStart(e) => write!(f, "cannotStart: {e}"),
             MissedReason::After(e) => write!(f, "after: {e}"),
+            MissedReason::Paused => f.write_str("paused"),
         }
     }
 }
@@ -642,6 +659,7 @@ pub fn next_runs<S: PlannedStarts>(
         spring_gap: stored.spring_gap,
         autumn_overlap: stored.autumn_overlap,
         enabled: stored.enabled,
+        paused: stored.paused,
         time_zone: zone.name().to_owned(),
         starts,
         problem,

@@ -61,6 +61,36 @@ pub struct Backfilled {
 }
 
 impl Executor {
+    /// The id of the batch `batch` names (an id as it is: whether it exists is the caller's
+    /// to find); `to` says what the caller does with it, for the message when a name is
+    /// several batches'.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::NotFound`] for a name no batch has, [`StartError::Conflict`] for a name
+    /// several batches have.
+    pub fn batch_id(&self, batch: &BatchRef, to: &str) -> Result<i64, StartError> {
+        let name = match batch {
+            BatchRef::Id(id) => return Ok(*id),
+            BatchRef::Name(name) => name,
+        };
+        let found: Vec<i64> = self
+            .repo
+            .batches()?
+            .into_iter()
+            .filter(|x| x.name == *name)
+            .map(|x| x.batch_id)
+            .collect();
+        match found.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(StartError::NotFound(format!("no batch is named `{name}`"))),
+            many => Err(StartError::Conflict(format!(
+                "{} batches are named `{name}` (ids {many:?}); name the one to {to} by its id",
+                many.len()
+            ))),
+        }
+    }
+
     /// Records a backfill of `b.batch` over the days `b.from` to `b.to`: one instance per
     /// planned start of its schedule on those days, started in order, `b.parallel` at a
     /// time, by whichever host has a place. Answers at once.
@@ -71,30 +101,7 @@ impl Executor {
     /// for a name several batches have, a schedule that cannot be read, no planned start in
     /// the range, or more than [`MAX_STARTS`].
     pub fn backfill(&self, b: &Backfill) -> Result<Backfilled, StartError> {
-        let id = match &b.batch {
-            BatchRef::Id(id) => *id,
-            BatchRef::Name(name) => {
-                let found: Vec<i64> = self
-                    .repo
-                    .batches()?
-                    .into_iter()
-                    .filter(|x| x.name == *name)
-                    .map(|x| x.batch_id)
-                    .collect();
-                match found.as_slice() {
-                    [one] => *one,
-                    [] => {
-                        return Err(StartError::NotFound(format!("no batch is named `{name}`")));
-                    }
-                    many => {
-                        return Err(StartError::Conflict(format!(
-                            "{} batches are named `{name}` (ids {many:?}); name the one to backfill by its id",
-                            many.len()
-                        )));
-                    }
-                }
-            }
-        };
+        let id = self.batch_id(&b.batch, "backfill")?;
         let stored = self
             .repo
             .batch_schedule(id)?

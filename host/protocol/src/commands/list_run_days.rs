@@ -54,6 +54,9 @@ pub struct BatchDays {
     pub name: String,
     /// Whether its schedule runs.
     pub enabled: bool,
+    /// Whether an operator paused it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
     /// The days it has runs on, in order (days without a run left out).
     pub days: Vec<RunDay>,
 }

@@ -35,6 +35,7 @@ mod list_run_groups;
 mod list_sheets;
 mod list_users;
 mod next_runs;
+mod pause_batch;
 mod restart_batch_instance;
 mod revoke_token;
 mod run_elements;
@@ -68,6 +69,7 @@ pub use list_run_groups::*;
 pub use list_sheets::*;
 pub use list_users::*;
 pub use next_runs::*;
+pub use pause_batch::*;
 pub use restart_batch_instance::*;
 pub use revoke_token::*;
 pub use run_elements::*;
@@ -100,6 +102,7 @@ macro_rules! for_each_command {
             HaltBatchInstance,
             RestartBatchInstance,
             BackfillBatch,
+            PauseBatch,
             ListNotifications,
             NextRuns,
             ListPlugins,

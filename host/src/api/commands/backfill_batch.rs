@@ -3,12 +3,11 @@
 
 use super::handler::{Call, Handler, Payload};
 use crate::api::error::ApiError;
-use crate::api::protocol::read::{object, text, whole, wrong};
+use crate::api::protocol::read::{batch_name, object, text, whole, wrong};
 use crate::api::state::AppState;
 use chrono::NaiveDate;
 use std::sync::Arc;
 use weft_dsr::Problems;
-use weft_dsr::value::Value;
 use weft_engine::exec::backfill::{Backfill, BatchRef, MAX_PARALLEL};
 use weft_protocol::commands::{BackfillBatch, Backfilling, ObjectName};
 
@@ -23,16 +22,7 @@ impl Handler for BackfillBatch {
             "the BackfillBatch payload {batch, from, to, parallel?, user?}",
             problems,
         )?;
-        let batch = fields
-            .required("batch", problems)
-            .and_then(|(v, p)| match &v.value {
-                Value::Int(id) => Some(ObjectName::Id(*id)),
-                Value::String(s) if !s.trim().is_empty() => Some(ObjectName::Name(s.clone())),
-                _ => {
-                    wrong(v, &p, "`batch` is a batch's id or name", problems);
-                    None
-                }
-            });
+        let batch = batch_name(&mut fields, problems);
         let mut day = |key: &'static str| {
             fields.required(key, problems).and_then(|(v, p)| {
                 let t = text(v, &p, key, problems)?;

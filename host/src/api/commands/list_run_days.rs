@@ -93,6 +93,7 @@ impl Handler for ListRunDays {
                 batch_id: b.batch_id,
                 name: b.name,
                 enabled: b.enabled,
+                paused: b.paused,
                 days: Vec::new(),
             })
             .collect();

@@ -35,6 +35,7 @@ mod list_run_groups;
 mod list_sheets;
 mod list_users;
 mod next_runs;
+mod pause_batch;
 mod restart_batch_instance;
 mod revoke_token;
 mod run_elements;

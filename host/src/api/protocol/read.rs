@@ -364,3 +364,21 @@ pub(crate) fn utc_time(t: &str) -> Option<String> {
         .ok()
         .map(|d| weft_repo::stored_time(d.with_timezone(&chrono::Utc)))
 }
+
+/// The required field `batch`: a batch's id or name.
+pub(crate) fn batch_name(
+    fields: &mut weft_dsr::fields::Fields<'_>,
+    problems: &mut Problems,
+) -> Option<weft_protocol::commands::ObjectName> {
+    use weft_protocol::commands::ObjectName;
+    fields
+        .required("batch", problems)
+        .and_then(|(v, p)| match &v.value {
+            Value::Int(id) => Some(ObjectName::Id(*id)),
+            Value::String(s) if !s.trim().is_empty() => Some(ObjectName::Name(s.clone())),
+            _ => {
+                wrong(v, &p, "`batch` is a batch's id or name", problems);
+                None
+            }
+        })
+}
