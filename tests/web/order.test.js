@@ -103,3 +103,25 @@ test("a run's elements, its + selection and its variables, every problem at its 
   assert.match(bad.problems[4].message, /mark every line alike/);
   assert.deepEqual(parseRun('', '').problems, [{ line: 1, message: 'name at least one sheet, folder or action' }]);
 });
+
+import { layered } from '../../host/web/lib/layered.js';
+
+test('a graph in layers left to right as the data flows, a cycle not hanging', () => {
+  const nodes = ['t:raw', 'a:1', 't:stage', 'a:2', 'a:3', 't:mart', 't:other'].map((id) => ({ id }));
+  const edges = [
+    { from: 't:raw', to: 'a:1' }, { from: 'a:1', to: 't:stage' }, { from: 't:stage', to: 'a:2' },
+    { from: 't:stage', to: 'a:3' }, { from: 'a:2', to: 't:mart' }, { from: 'a:3', to: 't:mart' }, { from: 'a:3', to: 't:other' },
+  ];
+  const { places, layers } = layered(nodes, edges);
+  const x = (id) => places.get(id).x;
+  assert.ok(x('t:raw') < x('a:1') && x('a:1') < x('t:stage') && x('t:stage') < x('a:2') && x('a:2') < x('t:mart'));
+  assert.equal(x('a:2'), x('a:3'));
+  assert.equal(layers, 5);
+  const cyc = layered([{ id: 'a' }, { id: 'b' }, { id: 'c' }], [{ from: 'a', to: 'b' }, { from: 'b', to: 'a' }, { from: 'c', to: 'a' }]);
+  assert.equal(cyc.places.size, 3);
+  const big = Array.from({ length: 3000 }, (_, i) => ({ id: `n${i}` }));
+  const chain = big.slice(1).map((n, i) => ({ from: big[i].id, to: n.id }));
+  const began = Date.now();
+  assert.equal(layered(big, chain).layers, 3000);
+  assert.ok(Date.now() - began < 2000);
+});

@@ -138,6 +138,7 @@ fn every_command_is_listed_once_under_the_name_its_type_gives() {
         ListSheets::NAME,
         GetSheet::NAME,
         GetLineage::NAME,
+        GetLineageGraph::NAME,
         ListBatches::NAME,
         ListDeploys::NAME,
         GetDeployChange::NAME,

@@ -54,6 +54,73 @@ pub fn lineage(
     )
 }
 
+/// The other sheets that share tables with sheet `sheet`: those whose actions write what its
+/// actions read (`downstream` false), or read what they write (`downstream` true), as
+/// (sheet, name, folder, table), by folder, name and table; at most `limit` lines.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn sheet_links(
+    conn: &dyn Session,
+    sheet: i64,
+    downstream: bool,
+    limit: i64,
+) -> Result<Vec<(i64, String, String, String)>> {
+    let (mine, theirs) = if downstream { (1, 0) } else { (0, 1) };
+    conn.rows(
+        "SELECT DISTINCT s.id, s.name, f.path, o.object_name
+           FROM data_flow m
+           JOIN nodes mn ON mn.id = m.action_id
+           JOIN data_flow o ON o.writes = ?3 AND o.connection_id = m.connection_id
+                AND LOWER(o.schema_name) = LOWER(m.schema_name)
+                AND LOWER(o.object_name) = LOWER(m.object_name)
+           JOIN nodes onode ON onode.id = o.action_id
+           JOIN sheets s ON s.id = onode.sheet_id
+           JOIN folders f ON f.id = s.folder_id
+          WHERE mn.sheet_id = ?1 AND m.writes = ?2 AND onode.sheet_id <> ?1
+          ORDER BY f.path, s.name, s.id, o.object_name
+          LIMIT ?4",
+        args![sheet, mine, theirs, limit],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    )
+}
+
+/// Every line of the data graph, each with its action's name, sheet and folder, by action:
+/// at most `limit`.
+///
+/// # Errors
+///
+/// A repository error.
+pub fn graph(conn: &dyn Session, limit: i64) -> Result<Vec<crate::model::LineageRow>> {
+    conn.rows(
+        "SELECT d.action_id, d.writes, d.connection_id, d.schema_name, d.object_name,
+                COALESCE(n.name, ''), s.id, s.name, f.path
+           FROM data_flow d
+           JOIN nodes n ON n.id = d.action_id
+           JOIN sheets s ON s.id = n.sheet_id
+           JOIN folders f ON f.id = s.folder_id
+          ORDER BY d.action_id, d.writes, d.connection_id, d.schema_name, d.object_name
+          LIMIT ?1",
+        args![limit],
+        |r| {
+            Ok(crate::model::LineageRow {
+                action_id: r.get(0)?,
+                writes: r.get::<i64>(1)? != 0,
+                object: ObjectKey {
+                    connection_id: r.get(2)?,
+                    schema: r.get(3)?,
+                    name: r.get(4)?,
+                },
+                action_name: r.get(5)?,
+                sheet_id: r.get(6)?,
+                sheet_name: r.get(7)?,
+                folder: r.get(8)?,
+            })
+        },
+    )
+}
+
 /// The lines of the data graph of the actions `actions`, by action: what each reads and
 /// writes, at most `most` of each action (by name; one more tells the caller there are
 /// more), 500 actions a query.

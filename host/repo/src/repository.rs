@@ -498,6 +498,30 @@ impl Repository {
         self.with(|c| super::flow::lineage(c, table, connection, schema, limit))
     }
 
+    /// The other sheets that share tables with sheet `sheet` (see `flow::sheet_links`).
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn sheet_links(
+        &self,
+        sheet: i64,
+        downstream: bool,
+        limit: i64,
+    ) -> Result<Vec<(i64, String, String, String)>> {
+        self.with(|c| super::flow::sheet_links(c, sheet, downstream, limit))
+    }
+
+    /// The whole data graph of the repository: every action's reads and writes with its
+    /// sheet and folder (see `flow::graph`), at most `limit` lines.
+    ///
+    /// # Errors
+    ///
+    /// A repository error.
+    pub fn lineage_graph(&self, limit: i64) -> Result<Vec<crate::model::LineageRow>> {
+        self.with(|c| super::flow::graph(c, limit))
+    }
+
     /// What each of `actions` reads and writes, by the data graph, at most `most` tables of
     /// each and one more when it has more (see `flow::tables_of`).
     ///

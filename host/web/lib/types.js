@@ -141,6 +141,17 @@
  * @property {SheetNode[]} nodes
  * @property {SheetEdge[]} edges
  * @property {Listed[]} runs the newest ten
+ * @property {SheetLink[]} [fedBy] the sheets whose actions write tables it reads
+ * @property {SheetLink[]} [feeds] the sheets whose actions read tables it writes
+ */
+
+/**
+ * Another sheet sharing tables with a sheet (GetSheet).
+ * @typedef {object} SheetLink
+ * @property {number} sheetId
+ * @property {string} name
+ * @property {string} folder
+ * @property {string[]} tables
  */
 
 /**

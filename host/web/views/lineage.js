@@ -2,6 +2,8 @@
 
 import { el, say, show, svg } from '../lib/dom.js';
 import { call } from '../lib/api.js';
+import { layered } from '../lib/layered.js';
+import { zoomable } from '../lib/panzoom.js';
 
 /** @typedef {import('../lib/types.js').Lineage} Lineage */
 /** @typedef {import('../lib/types.js').LineageAction} LineageAction */
@@ -129,6 +131,52 @@ function lineageGraph(name, lineage) {
 }
 
 /** @param {URLSearchParams} params */
+/** @typedef {{tables: LineageTable[], actions: {actionId: number, actionName: string, sheetId: number, sheetName: string, folder: string}[], edges: {actionId: number, table: number, writes: boolean}[], truncated: boolean}} LineageMap */
+
+/** The data graph `g` drawn in layers as the data flows, zoomable: each table a link to its
+ * lineage, each action to its place in its sheet; `centre` (a table's name) marked.
+ * @param {LineageMap} g @param {string} [centre] */
+export function lineageMap(g, centre) {
+  const nodes = [...g.tables.map((_, i) => ({ id: `t${i}` })), ...g.actions.map((a) => ({ id: `a${a.actionId}` }))];
+  const links = g.edges.map((e) => (e.writes ? { from: `a${e.actionId}`, to: `t${e.table}` } : { from: `t${e.table}`, to: `a${e.actionId}` }));
+  const { places, layers, rows } = layered(nodes, links);
+  const [W, H, GX, GY] = [190, 40, 70, 14];
+  const at = (/** @type {string} */ id) => {
+    const p = places.get(id) ?? { x: 0, y: 0 };
+    return { x: p.x * (W + GX), y: p.y * (H + GY) };
+  };
+  const lower = centre?.toLowerCase();
+  const box = (/** @type {string} */ id, /** @type {string} */ label, /** @type {string} */ sub, /** @type {boolean} */ action, /** @type {string} */ href, /** @type {Record<string, any>} */ data, /** @type {boolean} */ marked) => {
+    const { x, y } = at(id);
+    return svg('a', { href, class: `node ${action ? 'action' : 'object'}${marked ? ' selected' : ''}`, ...data, 'aria-label': action ? `action ${sub}/${label}` : `lineage of ${label}` },
+      svg('rect', { x, y, width: W, height: H, rx: action ? 3 : 14 }),
+      svg('text', { x: x + W / 2, y: y + H / 2 - 2, 'text-anchor': 'middle', class: 'label' }, label.length > 28 ? `${label.slice(0, 27)}…` : label),
+      svg('text', { x: x + W / 2, y: y + H / 2 + 12, 'text-anchor': 'middle', class: 'sub' }, sub.length > 32 ? `…${sub.slice(-31)}` : sub),
+      svg('title', {}, action ? `${sub}/${label}` : label));
+  };
+  const tables = g.tables.map((t, i) => box(`t${i}`, tableName(t), 'table', false, lineageHref(tableName(t)), { 'data-table': tableName(t) }, tableName(t).toLowerCase() === lower || t.table.toLowerCase() === lower));
+  const actions = g.actions.map((a) => {
+    const sheet = `${a.folder.replace(/\/$/, '')}/${a.sheetName}`;
+    return box(`a${a.actionId}`, a.actionName || `action ${a.actionId}`, sheet, true, `#/sheets/${a.sheetId}?node=${a.actionId}`, { 'data-action': a.actionId }, false);
+  });
+  const edges = links.map((l) => {
+    const a = at(l.from);
+    const b = at(l.to);
+    return svg('line', { class: 'edge', x1: a.x + W, y1: a.y + H / 2, x2: b.x, y2: b.y + H / 2, 'marker-end': 'url(#map-arrow)' });
+  });
+  const width = Math.max(1, layers * (W + GX) - GX);
+  const height = Math.max(1, rows * (H + GY) - GY);
+  const drawn = svg('svg', { id: 'lineage-map', class: 'graph map', role: 'group', 'aria-label': 'tables and the actions that read and write them' },
+    svg('defs', {}, svg('marker', { id: 'map-arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' },
+      svg('path', { d: 'M0,0 L10,5 L0,10 z' }))),
+    edges, tables, actions);
+  return zoomable(drawn, { x: -10, y: -10, w: width + 20, h: height + 20 }, 'the lineage graph');
+}
+
+/** The lineage view: without `table`, the whole repository's data graph; with it, who writes
+ * and reads the table and what lies upstream and downstream of it (`depth` actions away).
+ * @param {URLSearchParams} params
+ * @returns {Promise<import('../lib/types.js').Shown>} */
 export async function lineageView(params) {
   const asked = (params.get('table') ?? '').trim();
   const input = el('input', { type: 'search', id: 'lineage-table', name: 'table', value: asked, placeholder: 'table or schema.table', 'aria-label': 'table' });
@@ -141,15 +189,23 @@ export async function lineageView(params) {
   }, el('label', {}, 'Table', input), el('button', { type: 'submit' }, 'Show'));
   const intro = el('p', { class: 'muted' }, 'Which actions of every sheet write a table and which read it, from the data each deploy records (drawn objects and those taken from SQL alike), one step further each way.');
   if (!asked) {
-    show(el('h1', {}, 'Lineage'), intro, form);
+    /** @type {LineageMap} */
+    const all = await call('GetLineageGraph', {});
+    show(el('h1', {}, 'Lineage'), intro, form,
+      el('section', { class: 'card' },
+        el('h2', {}, `Every table and the actions that read and write it (${all.tables.length} tables, ${all.actions.length} actions)`),
+        all.edges.length ? lineageMap(all) : el('p', { class: 'muted' }, 'No deployed action reads or writes a table yet.'),
+        all.truncated ? el('p', { class: 'muted' }, 'The graph is larger than 4,000 lines: the rest is left out; ask for a table to see its part.') : null,
+        el('p', { class: 'muted legend' }, 'Left to right as the data flows. Scroll or + and − to zoom, drag to move. Click a table to see its lineage, an action to see it in its sheet.')));
     say('');
     return null;
   }
   const dot = asked.lastIndexOf('.');
   /** @type {Record<string, any>} */
   const payload = dot > 0 ? { table: asked.slice(dot + 1), schema: asked.slice(0, dot) } : { table: asked };
-  /** @type {Lineage} */
-  const lineage = await call('GetLineage', payload);
+  const depth = Math.min(5, Math.max(1, Number(params.get('depth')) || 2));
+  /** @type {[Lineage, LineageMap]} */
+  const [lineage, around] = await Promise.all([call('GetLineage', payload), call('GetLineageGraph', { ...payload, depth })]);
   /** @param {string} id @param {string} title @param {LineageAction[]} actions
    * @param {'reads' | 'writes'} key @param {string} verb */
   const list = (id, title, actions, key, verb) => el('section', { class: 'card' },
@@ -165,6 +221,12 @@ export async function lineageView(params) {
       : el('p', { class: 'muted', id: 'lineage-none' }, `No action of the repository reads or writes ${asked}.`),
     list('lineage-writers', 'Written by', lineage.writers, 'reads', 'reads'),
     list('lineage-readers', 'Read by', lineage.readers, 'writes', 'writes'),
+    around.edges.length ? el('section', { class: 'card' },
+      el('h2', {}, `Upstream and downstream, ${depth} action${depth === 1 ? '' : 's'} each way`),
+      el('nav', { class: 'pager', 'aria-label': 'how far' }, 'Actions away: ',
+        [1, 2, 3, 4, 5].map((n) => (n === depth ? el('span', { class: 'current-page', 'aria-current': 'page' }, String(n))
+          : el('a', { href: `${lineageHref(asked)}&depth=${n}`, 'data-depth': n }, String(n))))),
+      lineageMap(around, asked)) : null,
     lineage.truncated ? el('p', { class: 'muted' }, 'The answer holds the first 1,000 writers and readers.') : null);
   say('');
   return null;

@@ -3,6 +3,8 @@
 import { badge, el, say, show } from '../lib/dom.js';
 import { call } from '../lib/api.js';
 import { graph } from '../lib/graph.js';
+import { zoomable } from '../lib/panzoom.js';
+import { ACTION_STATES } from '../lib/order.js';
 import { localTime, took } from '../lib/time.js';
 import { lineageHref } from './lineage.js';
 import { startRun } from '../lib/actions.js';
@@ -76,37 +78,80 @@ function nodeDetail(n, said) {
     n.table ? el('p', {}, el('a', { href: lineageHref(n.table), id: 'node-lineage' }, `Who writes and reads ${n.table}, across every sheet`)) : null);
 }
 
-/** @param {number} id @param {number | null} node */
+/** The sheets `links` as a list of links, each with the tables they share.
+ * @param {string} id @param {string} title @param {import('../lib/types.js').SheetLink[]} links @param {string} verb */
+function linkList(id, title, links, verb) {
+  return el('section', { class: 'card' },
+    el('h2', {}, `${title} (${links.length})`),
+    links.length ? el('ul', { id, class: 'lineage-list' }, links.map((l) => el('li', { 'data-sheet': l.sheetId },
+      el('a', { href: `#/sheets/${l.sheetId}` }, `${l.folder.replace(/\/$/, '')}/${l.name}`),
+      ` ${verb} `, l.tables.flatMap((t, i) => [i ? ', ' : '', el('a', { href: lineageHref(t) }, t)]))))
+      : el('p', { class: 'muted' }, 'None.'));
+}
+
+/** A sheet: its graph (zoomable; the actions coloured by the states of its last run), the
+ * node chosen (its SQL, documentation or table), the sheets it shares tables with, its last
+ * runs.
+ * @param {number} id @param {number | null} node */
 export async function sheetView(id, node) {
   /** @type {Sheet} */
   const sheet = await call('GetSheet', { sheetId: id });
   let selected = node;
   const said = el('p', { class: 'problem', id: 'sheet-problem', role: 'alert' });
-  const draw = () => {
+  const detail = el('div', { id: 'node-place' });
+  const drawn = graph(sheet, selected, (nid) => {
+    selected = nid;
+    history.replaceState(null, '', `#/sheets/${id}?node=${nid}`);
+    for (const n of drawn.querySelectorAll('.node')) n.classList.toggle('selected', /** @type {SVGElement} */ (n).dataset.node === String(nid));
+    writeDetail();
+  });
+  const writeDetail = () => {
     const sel = sheet.nodes.find((n) => n.nodeId === selected);
-    const runs = sheet.runs.map((i) => el('tr', { 'data-instance': i.batchInstanceId },
-      el('td', { class: 'num' }, el('a', { href: `#/runs/${i.batchInstanceId}` }, i.batchInstanceId)),
-      el('td', {}, i.batchName), el('td', {}, badge(i.state)), el('td', {}, localTime(i.start)),
-      el('td', { class: 'num' }, took(i.start, i.end))));
-    show(
-      el('h1', {}, `Sheet ${sheet.sheetId}: ${sheet.name}`),
-      el('p', { class: 'muted' }, `in ${sheet.folder}`, sheet.documentation ? ` — ${sheet.documentation}` : ''),
-      can('operate') ? el('div', { class: 'actions-bar' },
-        el('button', { type: 'button', class: 'secondary', id: 'run-sheet', onclick: () => runFromHere(`sheet ${sheet.sheetId}`, sheet.name, said) }, 'Run this sheet…')) : null,
-      said,
-      el('section', { class: 'card graph-card' }, graph(sheet, selected, (nid) => {
-        selected = nid;
-        history.replaceState(null, '', `#/sheets/${id}?node=${nid}`);
-        draw();
-      }),
-      el('p', { class: 'muted legend' }, 'Square corners: actions; round: objects (tables). Arrows follow the data.')),
-      sel ? nodeDetail(sel, said) : el('p', { class: 'muted' }, 'Click a node to see its SQL, documentation or table.'),
-      el('h2', {}, 'Last runs'),
-      runs.length ? el('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'last runs' }, el('table', { id: 'sheet-runs' },
-        el('thead', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Batch'), el('th', {}, 'State'), el('th', {}, 'Start'), el('th', {}, 'Duration'))),
-        el('tbody', {}, runs))) : el('p', { class: 'muted' }, 'It has not run yet.'));
-    say('');
+    detail.replaceChildren(sel ? nodeDetail(sel, said) : el('p', { class: 'muted' }, 'Click a node to see its SQL, documentation or table.'));
   };
-  draw();
+  writeDetail();
+  const [bx, by, bw, bh] = (drawn.getAttribute('viewBox') ?? '0 0 1 1').split(' ').map(Number);
+  const states = el('p', { class: 'muted legend', id: 'graph-states' });
+  const runs = sheet.runs.map((i) => el('tr', { 'data-instance': i.batchInstanceId },
+    el('td', { class: 'num' }, el('a', { href: `#/runs/${i.batchInstanceId}` }, i.batchInstanceId)),
+    el('td', {}, i.batchName), el('td', {}, badge(i.state)), el('td', {}, localTime(i.start)),
+    el('td', { class: 'num' }, took(i.start, i.end))));
+  show(
+    el('h1', {}, `Sheet ${sheet.sheetId}: ${sheet.name}`),
+    el('p', { class: 'muted' }, `in ${sheet.folder}`, sheet.documentation ? ` — ${sheet.documentation}` : ''),
+    can('operate') ? el('div', { class: 'actions-bar' },
+      el('button', { type: 'button', class: 'secondary', id: 'run-sheet', onclick: () => runFromHere(`sheet ${sheet.sheetId}`, sheet.name, said) }, 'Run this sheet…')) : null,
+    said,
+    el('section', { class: 'card graph-card' }, zoomable(drawn, { x: bx, y: by, w: bw, h: bh }, 'the sheet as a graph'),
+      el('p', { class: 'muted legend' }, 'Square corners: actions; round: objects (tables). Arrows follow the data. Scroll or + and − to zoom, drag to move.'),
+      states),
+    detail,
+    el('div', { class: 'two' },
+      linkList('fed-by', 'Fed by', sheet.fedBy ?? [], 'writes'),
+      linkList('feeds', 'Feeds', sheet.feeds ?? [], 'reads')),
+    el('h2', {}, 'Last runs'),
+    runs.length ? el('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'last runs' }, el('table', { id: 'sheet-runs' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Batch'), el('th', {}, 'State'), el('th', {}, 'Start'), el('th', {}, 'Duration'))),
+      el('tbody', {}, runs))) : el('p', { class: 'muted' }, 'It has not run yet.'));
+  say('');
+  // The states of the last run on the graph, once it is read.
+  const last = sheet.runs[0];
+  if (last) {
+    call('GetBatchInstance', { batchInstanceId: last.batchInstanceId }).then((/** @type {import('../lib/types.js').Instance} */ run) => {
+      let marked = 0;
+      for (const a of run.actions) {
+        if (a.sheetId !== sheet.sheetId) continue;
+        const g = drawn.querySelector(`.node[data-node="${a.actionId}"]`);
+        if (!g) continue;
+        g.classList.add(`run-${a.state}`);
+        g.querySelector('title')?.append(` — ${ACTION_STATES[a.state] ?? a.state} in run ${run.batchInstanceId}`);
+        marked += 1;
+      }
+      if (marked) {
+        states.replaceChildren('Actions coloured by their state in ', el('a', { href: `#/runs/${run.batchInstanceId}` }, `run ${run.batchInstanceId}`),
+          ` (${run.batchName}, ${localTime(run.start)}): green finished, red failed, blue running, yellow skipped, orange halted, grey waiting.`);
+      }
+    }).catch(() => { /* the graph stays without states */ });
+  }
   return null;
 }

@@ -218,6 +218,7 @@ fn in_a_real_browser_every_view_passes_axe_in_light_and_dark_at_two_widths() {
         (format!("#/runs/{chain}"), "#timeline .tl-row".to_owned()),
         ("#/sheets".to_owned(), "#tree".to_owned()),
         ("#/sheets/1?node=10".to_owned(), "#node-sql".to_owned()),
+        ("#/lineage".to_owned(), "#lineage-map".to_owned()),
         (
             "#/lineage?table=stage".to_owned(),
             "#lineage-graph".to_owned(),
@@ -540,4 +541,114 @@ fn in_a_real_browser_an_operator_starts_restarts_reruns_pauses_and_backfills_eac
         "the backfill's two runs",
     );
     page.assert_no_errors();
+}
+
+#[test]
+fn in_a_real_browser_lineage_spans_the_repository_zooms_and_a_sheet_shows_its_neighbours_and_run_states()
+ {
+    let (w, _data) = server_with_sheets();
+    let chain = start(&w, "nightly load", &[2, 1]);
+    assert_eq!(wait_end(&w, chain)["state"], "finished");
+    let broken = start(&w, "adhoc", &[3]);
+    assert_eq!(wait_end(&w, broken)["state"], "failed");
+    let base = w.url.trim_end_matches("/weft/service").to_owned();
+    let browser = weft_tests::browser::Browser::start();
+
+    // The whole repository: every table and action, left to right as the data flows.
+    let page = browser.open(&format!("{base}/#/lineage"));
+    page.wait_for("#lineage-map");
+    let actions = "[...document.querySelectorAll('#lineage-map [data-action]')].map(n => Number(n.dataset.action)).sort((a, b) => a - b)";
+    assert_eq!(page.eval(actions), serde_json::json!([10, 20, 30, 40]));
+    assert_eq!(page.count("#lineage-map [data-table]"), 4);
+    assert_eq!(page.count("#lineage-map .edge"), 7);
+    let x = |sel: &str| {
+        page.eval(&format!(
+            "document.querySelector(\"#lineage-map {sel} rect\").x.baseVal.value"
+        ))
+        .as_f64()
+        .expect("x")
+    };
+    assert!(
+        x("[data-table='raw']") < x("[data-action='10']")
+            && x("[data-action='10']") < x("[data-action='20']")
+            && x("[data-action='20']") < x("[data-table='mart']"),
+        "left to right"
+    );
+    // Zoom in and back to the whole.
+    let width = "document.querySelector('#lineage-map').viewBox.baseVal.width";
+    page.wait_until(&format!("{width} > 0"), "laid out");
+    let whole = page.eval(width).as_f64().expect("width");
+    page.click(".zoom-bar [aria-label='zoom in']");
+    page.wait_until(&format!("{width} < {whole}"), "zoomed in");
+    page.click(".zoom-bar [aria-label='show it whole']");
+    page.wait_until(&format!("{width} === {whole}"), "whole again");
+    page.screenshot("lineage-map");
+
+    // Around a table: one action away, then two.
+    page.goto(&format!("{base}/#/lineage?table=mart&depth=1"));
+    page.wait_until(
+        "document.querySelector('h1')?.textContent === 'Lineage of mart' && document.querySelector('#lineage-map')",
+        "mart's neighbourhood",
+    );
+    assert_eq!(page.eval(actions), serde_json::json!([20, 30]));
+    page.click("[data-depth='2']");
+    page.wait_until(
+        "location.hash.endsWith('depth=2') && document.querySelectorAll('#lineage-map [data-action]').length === 3",
+        "two actions away",
+    );
+    assert_eq!(page.eval(actions), serde_json::json!([10, 20, 30]));
+
+    // A sheet: the sheets that feed it and that it feeds, and its last run's states.
+    page.goto(&format!("{base}/#/sheets/1"));
+    page.wait_for("#feeds li");
+    assert_eq!(
+        page.eval("[...document.querySelectorAll('#feeds li')].map(l => l.textContent)"),
+        serde_json::json!(["/etl/sheet 2 reads stage", "/etl/sheet 3 reads stage"])
+    );
+    assert_eq!(page.count("#fed-by li"), 0);
+    page.wait_until(
+        "document.querySelector(\"#graph .node[data-node='10']\")?.classList.contains('run-F') && document.querySelector('#graph-states').textContent.startsWith('Actions coloured by their state in run')",
+        "the last run's states on the graph",
+    );
+    page.goto(&format!("{base}/#/sheets/3"));
+    page.wait_until(
+        "document.querySelector('h1')?.textContent.startsWith('Sheet 3') && document.querySelector(\"#graph .node[data-node='30']\")?.classList.contains('run-E')",
+        "a failed action on the graph",
+    );
+    assert_eq!(
+        page.eval("[...document.querySelectorAll('#fed-by li')].map(l => l.textContent)"),
+        serde_json::json!(["/etl/sheet 1 writes stage"])
+    );
+    // A click on a node chooses it without drawing the graph again (its zoom stays).
+    page.eval("document.querySelector('#graph').dataset.kept = 'yes'");
+    page.click("#graph .node[data-node='30'] rect");
+    page.wait_for("#node-sql");
+    assert_eq!(
+        page.eval("document.querySelector('#graph').dataset.kept"),
+        "yes"
+    );
+    page.screenshot("sheet-states");
+    page.assert_no_errors();
+    // The command itself: a table no action touches is an empty graph; bad asks refused.
+    let (st, v) = command(
+        &w,
+        "GetLineageGraph",
+        serde_json::json!({"table": "nowhere"}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["payload"]["edges"], serde_json::json!([]), "{v}");
+    for (payload, path) in [
+        (serde_json::json!({"depth": 0}), "payload.depth"),
+        (serde_json::json!({"table": ""}), "payload.table"),
+        (serde_json::json!({"tables": "x"}), "payload"),
+    ] {
+        let (st, v) = command(&w, "GetLineageGraph", payload.clone());
+        assert_eq!(st, 400, "{payload}: {v}");
+        assert!(
+            v["error"]["details"][0]["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with(path)),
+            "{payload}: {v}"
+        );
+    }
 }

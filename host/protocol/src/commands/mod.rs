@@ -21,6 +21,7 @@ mod export_repository;
 mod get_batch_instance;
 mod get_deploy_change;
 mod get_lineage;
+mod get_lineage_graph;
 mod get_sheet;
 mod halt_batch_instance;
 mod list_audit;
@@ -55,6 +56,7 @@ pub use export_repository::*;
 pub use get_batch_instance::*;
 pub use get_deploy_change::*;
 pub use get_lineage::*;
+pub use get_lineage_graph::*;
 pub use get_sheet::*;
 pub use halt_batch_instance::*;
 pub use list_audit::*;
@@ -110,6 +112,7 @@ macro_rules! for_each_command {
             ListSheets,
             GetSheet,
             GetLineage,
+            GetLineageGraph,
             ListBatches,
             ListDeploys,
             GetDeployChange,

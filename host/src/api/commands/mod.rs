@@ -20,6 +20,7 @@ mod export_repository;
 mod get_batch_instance;
 mod get_deploy_change;
 mod get_lineage;
+mod get_lineage_graph;
 mod get_sheet;
 mod halt_batch_instance;
 mod handler;
