@@ -67,3 +67,11 @@ test('days in the service zone: ranges, weekdays, and the instant each begins', 
   assert.ok(isDay('2026-02-28') && !isDay('2026-02-30') && !isDay('tomorrow') && !isDay(null));
   setZone('UTC');
 });
+
+import { planned } from '../../host/web/lib/time.js';
+
+test("a planned start says when it is the autumn night's second occurrence", () => {
+  assert.equal(planned({ plannedStart: '2026-10-25 02:30:00', plannedSecond: true }), '2026-10-25 02:30:00 (second)');
+  assert.equal(planned({ plannedStart: '2026-10-25 02:30:00' }), '2026-10-25 02:30:00');
+  assert.equal(planned({}), '');
+});

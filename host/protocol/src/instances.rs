@@ -56,6 +56,10 @@ pub struct Listed {
     /// The planned start it was started for, for a scheduled run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planned_start: Option<String>,
+    /// Whether that planned start was the second occurrence of a wall-clock time the autumn
+    /// clock change repeats (the two 02:30 of the night look alike otherwise).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub planned_second: bool,
     /// How many seconds after its planned start it started, for a scheduled run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_seconds: Option<i64>,

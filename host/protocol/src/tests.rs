@@ -17,6 +17,7 @@ fn the_answers_read_back_as_the_server_wrote_them() {
             end: None,
             batch_id: Some(2),
             planned_start: Some("2026-11-23 11:00".to_owned()),
+            planned_second: true,
             late_seconds: Some(1),
             late: Some(false),
             running_on: vec!["h1".to_owned()],

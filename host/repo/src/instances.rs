@@ -457,6 +457,8 @@ fn summary(r: &Row) -> Result<(String, InstanceSummary)> {
     let late_seconds = batch_id
         .map(|_| r.get::<Option<i64>>(8).map(Option::unwrap_or_default))
         .transpose()?;
+    let planned: Option<String> = r.get(7)?;
+    let started: String = r.get(4)?;
     Ok((
         r.get(3)?,
         InstanceSummary {
@@ -464,16 +466,41 @@ fn summary(r: &Row) -> Result<(String, InstanceSummary)> {
             batch_name: r.get(1)?,
             user: r.get(2)?,
             state: InstanceState::Running,
-            start: iso(&r.get::<String>(4)?),
+            start: iso(&started),
             end: r.get::<Option<String>>(5)?.map(|t| iso(&t)),
             batch_id,
-            planned_start: batch_id.and(r.get(7)?),
+            planned_second: match (batch_id, &planned, late_seconds) {
+                (Some(_), Some(p), Some(late)) => second_occurrence(p, &started, late),
+                _ => false,
+            },
+            planned_start: batch_id.and(planned),
             late_seconds,
             late: late_seconds.map(|s| s > LATE_AFTER_SECONDS),
             running_on: Vec::new(),
             backfill_id: r.get(9)?,
         },
     ))
+}
+
+/// Whether planned start `planned` (wall-clock text in the service time zone) was the second
+/// occurrence of a time the autumn clock change repeats, told from when the run started
+/// (stored time `started`) and how many seconds late it was: the planned instant is the
+/// occurrence nearer to its start less its lateness.
+fn second_occurrence(planned: &str, started: &str, late: i64) -> bool {
+    use chrono::TimeZone as _;
+    let Ok(wall) = chrono::NaiveDateTime::parse_from_str(planned, "%Y-%m-%d %H:%M:%S") else {
+        return false;
+    };
+    let zone = weft_core::sched::clock::current().zone;
+    let chrono::LocalResult::Ambiguous(first, second) = zone.from_local_datetime(&wall) else {
+        return false;
+    };
+    let Some(start) = crate::error::parse_stored_time(started) else {
+        return false;
+    };
+    let at = start - chrono::Duration::seconds(late);
+    let off = |t: chrono::DateTime<chrono::Utc>| (at - t).num_seconds().abs();
+    off(second.with_timezone(&chrono::Utc)) < off(first.with_timezone(&chrono::Utc))
 }
 
 fn with_state(mut summary: InstanceSummary, word: &str) -> Result<InstanceSummary> {

@@ -4,7 +4,7 @@
 
 import { el, show } from './dom.js';
 import { call, Unauthorized } from './api.js';
-import { setZone } from './time.js';
+import { setZone, zoneName } from './time.js';
 
 /** @typedef {import('./types.js').Me} Me */
 
@@ -47,16 +47,57 @@ function drawMe() {
   const out = current.via === 'loopback'
     ? el('button', { type: 'button', class: 'link', id: 'sign-in', onclick: () => login('') }, 'Sign in')
     : el('button', { type: 'button', class: 'link', id: 'sign-out', onclick: signOut }, 'Sign out');
+  const service = current.timeZone ?? '';
+  const zone = el('button', {
+    type: 'button',
+    class: 'link',
+    id: 'zone',
+    title: browserZone() ? `Show times in the service zone (${service})` : 'Show times in this browser\'s zone',
+    onclick: () => {
+      const browser = !browserZone();
+      browserZoneChosen = browser;
+      try {
+        if (browser) localStorage.setItem(ZONE_KEY, 'browser');
+        else localStorage.removeItem(ZONE_KEY);
+      } catch {
+        // No storage: the choice lasts as long as the page.
+      }
+      applyZone();
+      drawMe();
+      reroute();
+    },
+  }, `${zoneName()}${browserZone() ? ' (browser)' : ' (service)'}`);
   line.replaceChildren(
+    zone, ' ',
     el('span', { id: 'me-user' }, current.user), ' ',
     el('span', { id: 'me-role', class: 'role' }, current.role), ' ',
     out);
 }
 
+/** Where the reader's choice of zone is kept: `browser`, or nothing for the service's. */
+const ZONE_KEY = 'weft-zone';
+
+/** The reader's choice where the browser keeps no storage. */
+let browserZoneChosen = false;
+
+/** Whether times are shown in the browser's zone (the reader asked), else the service's. */
+function browserZone() {
+  try {
+    return localStorage.getItem(ZONE_KEY) === 'browser';
+  } catch {
+    return browserZoneChosen;
+  }
+}
+
+/** Shows times in the zone the reader chose: the service's by default. */
+function applyZone() {
+  setZone(browserZone() ? undefined : current?.timeZone);
+}
+
 /** Asks who the server takes this browser for. */
 export async function loadMe() {
   current = await call('WhoAmI');
-  setZone(current?.timeZone);
+  applyZone();
   drawMe();
 }
 
@@ -107,7 +148,7 @@ function login(message) {
         }
         input.value = '';
         current = body;
-        setZone(current?.timeZone);
+        applyZone();
         drawMe();
         reroute();
       },

@@ -83,6 +83,14 @@ export function zoneOffset(t) {
   return wall - t;
 }
 
+/** A run's planned start as said in lists: the wall-clock text, and `(second)` for the
+ * second occurrence of a time the autumn clock change repeats.
+ * @param {{plannedStart?: string, plannedSecond?: boolean}} run
+ * @returns {string} */
+export function planned(run) {
+  return run.plannedStart ? `${run.plannedStart}${run.plannedSecond ? ' (second)' : ''}` : '';
+}
+
 /** A span of milliseconds in words: `840 ms`, `3.2 s`, `4 min 7 s`, `2 h 5 min`; '' for
  * none or a negative one.
  * @param {number} ms

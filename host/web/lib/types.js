@@ -11,7 +11,8 @@
  * @property {string} start
  * @property {string | null} [end]
  * @property {number} [batchId]
- * @property {string} [plannedStart]
+ * @property {string} [plannedStart] wall-clock text in the service zone
+ * @property {boolean} [plannedSecond] the second occurrence of a time the autumn change repeats
  * @property {number} [lateSeconds]
  * @property {boolean} [late]
  * @property {string[]} [runningOn]

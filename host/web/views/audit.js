@@ -2,7 +2,7 @@
 
 import { el, say, show } from '../lib/dom.js';
 import { call } from '../lib/api.js';
-import { localTime } from '../lib/time.js';
+import { localTime, zoneName } from '../lib/time.js';
 
 /** @typedef {import('../lib/types.js').AuditEntry} AuditEntry */
 
@@ -56,7 +56,7 @@ export async function auditView(params) {
     el('p', { class: 'muted' }, 'Every change and every refused attempt, newest first: who, how they were known, from where, on which host, what.'),
     filters,
     rows.length ? el('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'audit entries' }, el('table', { id: 'audit' },
-      el('thead', {}, el('tr', {}, el('th', {}, 'ID'), el('th', {}, 'When'), el('th', {}, 'User'), el('th', {}, 'Via'),
+      el('thead', {}, el('tr', {}, el('th', {}, 'ID'), el('th', {}, `When (${zoneName()})`), el('th', {}, 'User'), el('th', {}, 'Via'),
         el('th', {}, 'Client'), el('th', {}, 'Host'), el('th', {}, 'Command'), el('th', {}, 'Outcome'), el('th', {}, 'What'))),
       el('tbody', {}, rows))) : el('p', { class: 'muted' }, 'No entry matches.'),
     older ? el('p', {}, el('a', { href: older, id: 'older' }, 'Older')) : null);

@@ -8,7 +8,7 @@ import { backfillBatch, pauseBatch } from '../lib/actions.js';
 import { can, failed, reroute } from '../lib/session.js';
 import { addDays, dayOf, dayRange, weekday } from '../lib/days.js';
 import { byDay, daysSummary, heat } from '../lib/heat.js';
-import { duration, localTime, parseTime, zoneName } from '../lib/time.js';
+import { duration, localTime, parseTime, planned, zoneName } from '../lib/time.js';
 
 /** @typedef {import('../lib/types.js').Shown} Shown
  *  @typedef {import('../lib/types.js').Listed} Listed
@@ -41,7 +41,7 @@ function durationChart(runs) {
     const h = Math.max(2, (secs[i] / most) * H);
     return svg('a', { href: `#/runs/${r.batchInstanceId}`, class: 'bar-link', 'aria-label': `run ${r.batchInstanceId}: ${r.state} in ${duration(secs[i] * 1000)}` },
       svg('rect', { x: i * (W + GAP), y: H - h, width: W, height: h, class: `bar st-${r.state}` }),
-      svg('title', {}, `run ${r.batchInstanceId}, planned ${r.plannedStart ?? localTime(r.start)}: ${r.state} in ${duration(secs[i] * 1000)}`));
+      svg('title', {}, `run ${r.batchInstanceId}, planned ${planned(r) || localTime(r.start)}: ${r.state} in ${duration(secs[i] * 1000)}`));
   });
   const width = done.length * (W + GAP);
   return el('div', { class: 'chart' },

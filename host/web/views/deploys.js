@@ -3,7 +3,7 @@
 import { el, say, show } from '../lib/dom.js';
 import { call } from '../lib/api.js';
 import { definitionLines, lineDiff, shownDiff } from '../lib/diff.js';
-import { localTime } from '../lib/time.js';
+import { localTime, zoneName } from '../lib/time.js';
 
 /** @typedef {import('../lib/types.js').Deploy} Deploy */
 /** @typedef {import('../lib/types.js').DeployChangeDetail} DeployChangeDetail */
@@ -94,7 +94,7 @@ export async function deployChangeView(id) {
       el('div', { class: 'summary' },
         el('div', {}, el('span', {}, 'Change'), el('span', { id: 'change-kind' }, el('span', { class: `change-badge change-${c.change}` }, c.change))),
         el('div', {}, el('span', {}, 'Deploy'), el('span', {}, c.deployId ?? '—')),
-        el('div', {}, el('span', {}, 'When'), el('span', {}, localTime(c.deployed))),
+        el('div', {}, el('span', {}, `When (${zoneName()})`), el('span', {}, localTime(c.deployed))),
         c.previous ? el('div', {}, el('span', {}, 'Before'), el('span', {}, `deploy ${c.previous.deployId ?? '—'}, ${localTime(c.previous.deployed)}`)) : null),
       el('div', { class: 'actions-bar' },
         el('a', { href: '#/deploys' }, 'All deploys'),

@@ -2,7 +2,7 @@
 
 import { el, say, show } from '../lib/dom.js';
 import { call } from '../lib/api.js';
-import { localTime } from '../lib/time.js';
+import { localTime, zoneName } from '../lib/time.js';
 
 /** @typedef {import('../lib/types.js').NotificationEntry} NotificationEntry */
 
@@ -41,7 +41,7 @@ export async function notificationsView(params) {
       link('sent', 'sent'), ' · ', link('given up', 'given_up')),
     rows.length ? el('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'notifications' }, el('table', { id: 'notifications' },
       el('thead', {}, el('tr', {}, el('th', {}, 'ID'), el('th', {}, 'State'), el('th', {}, 'Event'), el('th', {}, 'Batch'),
-        el('th', {}, 'Run'), el('th', {}, 'Channel'), el('th', {}, 'Tries'), el('th', {}, 'Recorded'),
+        el('th', {}, 'Run'), el('th', {}, 'Channel'), el('th', {}, 'Tries'), el('th', {}, `Recorded (${zoneName()})`),
         el('th', {}, 'Sent or next try'), el('th', {}, 'Last error'))),
       el('tbody', {}, rows))) : el('p', { class: 'muted' }, 'No notification.'),
     older ? el('p', {}, el('a', { href: older, id: 'older' }, 'Older')) : null);

@@ -7,7 +7,7 @@ import { badge, el, fact, present } from '../lib/dom.js';
 import { ACTION_STATES, RESTARTABLE } from '../lib/order.js';
 import { can } from '../lib/session.js';
 import { errorPlace } from '../lib/errors.js';
-import { localTime, took } from '../lib/time.js';
+import { localTime, took, zoneName } from '../lib/time.js';
 
 /** @typedef {import('../lib/types.js').ActionRun} ActionRun
  *  @typedef {import('../lib/types.js').Instance} Instance */
@@ -93,7 +93,7 @@ export class ActionDetail {
           el('a', { href: `#/runs/${a.waitingFor.batchInstanceId}?action=${a.waitingFor.actionId}` },
             `run ${a.waitingFor.batchInstanceId}, action ${a.waitingFor.actionId}`)], { id: 'waiting-for' }) : null,
         a.deployId ? fact('Definitions', el('a', { href: `#/deploys?before=${a.deployId + 1}`, id: 'deploy' }, `deploy ${a.deployId}`)) : null,
-        fact('Start', localTime(a.start, true) || '—', { class: 'time' }),
+        fact(`Start (${zoneName()})`, localTime(a.start, true) || '—', { class: 'time' }),
         fact('End', localTime(a.end, true) || '—', { class: 'time' }),
         fact('Took', a.start ? took(a.start, a.end) : '—'),
         fact('Rows', rows, { id: 'rows' }),

@@ -9,7 +9,7 @@ import { badge, drawn, el, fact, say, show } from '../lib/dom.js';
 import { call, Unauthorized, Unreachable, reconnecting } from '../lib/api.js';
 import { can, failed } from '../lib/session.js';
 import { ACTION_FILTERS, ACTION_STATES, RESTARTABLE, firstLine, ordered, stateCounts } from '../lib/order.js';
-import { duration, localTime, took } from '../lib/time.js';
+import { duration, localTime, planned, took, zoneName } from '../lib/time.js';
 import { ONGOING, Timeline } from './run-timeline.js';
 import { ActionDetail } from './run-action.js';
 import { ask } from '../lib/confirm.js';
@@ -161,10 +161,10 @@ export function runView(id, params) {
     facts.replaceChildren(...[
       fact('State', badge(i.state), { id: 'run-state', 'data-state': i.state }),
       fact('User', i.user),
-      fact('Start', localTime(i.start, true), { class: 'time' }),
+      fact(`Start (${zoneName()})`, localTime(i.start, true), { class: 'time' }),
       fact('End', i.end ? localTime(i.end, true) : '—', { class: 'time' }),
       fact('Duration', took(i.start, i.end)),
-      i.batchId !== undefined ? fact('Planned', `${i.plannedStart}${i.late ? ` (late ${duration((i.lateSeconds ?? 0) * 1000)})` : ''}`, { class: i.late ? 'late' : '' }) : null,
+      i.batchId !== undefined ? fact('Planned', `${planned(i)}${i.late ? ` (late ${duration((i.lateSeconds ?? 0) * 1000)})` : ''}`, { class: i.late ? 'late' : '' }) : null,
       i.scheduleDate ? fact('Schedule date', `${i.scheduleDate}${i.scheduleDateSet ? ' (set by the run)' : ''}`, { id: 'schedule-date' }) : null,
       i.elements?.length ? fact('Asked to run', i.elements.map((e) => `${ELEMENTS[e.elementType] ?? e.elementType} ${e.elementId}`).join(', '), { id: 'elements' }) : null,
       i.backfillId !== undefined ? fact('Backfill', el('a', { href: `#/runs?backfill=${i.backfillId}`, id: 'backfill' }, `backfill ${i.backfillId}`)) : null,

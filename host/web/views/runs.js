@@ -8,7 +8,7 @@ import { can, failed } from '../lib/session.js';
 import { startRun } from '../lib/actions.js';
 import { Unauthorized } from '../lib/api.js';
 import { addDays, dayStart, isDay } from '../lib/days.js';
-import { duration, localTime, took, zoneName } from '../lib/time.js';
+import { duration, localTime, planned, took, zoneName } from '../lib/time.js';
 
 /** @typedef {import('../lib/types.js').Listed} Listed
  *  @typedef {import('../lib/types.js').Shown} Shown
@@ -39,9 +39,9 @@ export function pageNumbers(at, pages) {
  * @param {Listed} i */
 function started(i) {
   if (i.backfillId !== undefined) {
-    return el('a', { href: `#/runs?backfill=${i.backfillId}`, class: 'backfill' }, `backfill ${i.backfillId} (${i.plannedStart})`);
+    return el('a', { href: `#/runs?backfill=${i.backfillId}`, class: 'backfill' }, `backfill ${i.backfillId} (${planned(i)})`);
   }
-  return i.batchId !== undefined ? `scheduled (${i.plannedStart})` : 'by hand';
+  return i.batchId !== undefined ? `scheduled (${planned(i)})` : 'by hand';
 }
 
 /** The table of runs.

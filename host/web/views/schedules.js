@@ -2,7 +2,7 @@
 
 import { badge, el, say, show } from '../lib/dom.js';
 import { call } from '../lib/api.js';
-import { duration, localTime } from '../lib/time.js';
+import { duration, localTime, planned, zoneName } from '../lib/time.js';
 
 /** @typedef {import('../lib/types.js').BatchItem} BatchItem */
 /** @typedef {import('../lib/types.js').NextRuns} NextRuns */
@@ -43,13 +43,13 @@ export async function schedulesView() {
       el('div', {}, el('span', {}, 'Autumn overlap'), el('span', {}, next.autumnOverlap))),
     next.problem ? el('p', { class: 'problem' }, next.problem) : null,
     el('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'next starts' }, el('table', { class: 'next-starts' },
-      el('thead', {}, el('tr', {}, el('th', {}, 'Planned'), el('th', {}, 'Runs at (local)'), el('th', {}, 'UTC'), el('th', { class: 'wide' }, 'Offset'), el('th', {}, 'Clock change'))),
+      el('thead', {}, el('tr', {}, el('th', {}, 'Planned'), el('th', {}, `Runs at (${next.timeZone})`), el('th', {}, 'UTC'), el('th', { class: 'wide' }, 'Offset'), el('th', {}, 'Clock change'))),
       el('tbody', {}, next.starts.map((st) => el('tr', { class: st.clockChange ? 'clock-change' : '' },
         el('td', {}, st.planned, st.secondOccurrence ? ' (second)' : ''),
         el('td', {}, st.local), el('td', {}, st.utc), el('td', { class: 'wide' }, st.utcOffset ?? ''),
         el('td', { class: 'change' }, st.clockChange ?? '')))))),
     b.missed.length ? [el('h2', {}, 'Missed starts'), el('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'missed starts' }, el('table', { class: 'missed' },
-      el('thead', {}, el('tr', {}, el('th', {}, 'Planned'), el('th', {}, 'Why'), el('th', {}, 'Passed at'))),
+      el('thead', {}, el('tr', {}, el('th', {}, 'Planned'), el('th', {}, 'Why'), el('th', {}, `Passed at (${zoneName()})`))),
       el('tbody', {}, b.missed.map((ms) => el('tr', {},
         el('td', {}, ms.planned), el('td', { class: 'why' }, missedReason(ms.reason)), el('td', {}, localTime(ms.decided)))))))] : null,
     el('h2', {}, 'Recent scheduled runs'),
@@ -57,7 +57,7 @@ export async function schedulesView() {
       el('thead', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Planned'), el('th', {}, 'State'), el('th', {}, 'Late'))),
       el('tbody', {}, runs.map((i) => el('tr', { 'data-instance': i.batchInstanceId },
         el('td', { class: 'num' }, el('a', { href: `#/runs/${i.batchInstanceId}` }, i.batchInstanceId)),
-        el('td', {}, i.plannedStart ?? ''), el('td', {}, badge(i.state)),
+        el('td', {}, planned(i)), el('td', {}, badge(i.state)),
         el('td', { class: i.late ? 'late' : 'muted' }, i.late ? `late ${duration((i.lateSeconds ?? 0) * 1000)}` : 'on time')))))) : el('p', { class: 'muted' }, 'No scheduled run yet.')));
   show(el('h1', {}, 'Schedules'),
     batches.length > BATCHES ? el('p', { class: 'muted' }, `The first ${BATCHES} of ${batches.length} batches, by name.`) : null,

@@ -5,7 +5,7 @@ import { call } from '../lib/api.js';
 import { graph } from '../lib/graph.js';
 import { zoomable } from '../lib/panzoom.js';
 import { ACTION_STATES } from '../lib/order.js';
-import { localTime, took } from '../lib/time.js';
+import { localTime, took, zoneName } from '../lib/time.js';
 import { lineageHref } from './lineage.js';
 import { startRun } from '../lib/actions.js';
 import { can, failed } from '../lib/session.js';
@@ -131,7 +131,7 @@ export async function sheetView(id, node) {
       linkList('feeds', 'Feeds', sheet.feeds ?? [], 'reads')),
     el('h2', {}, 'Last runs'),
     runs.length ? el('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'last runs' }, el('table', { id: 'sheet-runs' },
-      el('thead', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Batch'), el('th', {}, 'State'), el('th', {}, 'Start'), el('th', {}, 'Duration'))),
+      el('thead', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Batch'), el('th', {}, 'State'), el('th', {}, `Start (${zoneName()})`), el('th', {}, 'Duration'))),
       el('tbody', {}, runs))) : el('p', { class: 'muted' }, 'It has not run yet.'));
   say('');
   // The states of the last run on the graph, once it is read.

@@ -608,6 +608,19 @@ fn in_a_real_browser_the_schedules_show_the_next_starts_across_a_clock_change_an
             "2026-10-24 04:00:00"
         ]])
     );
+    // The times in the browser's zone on request, labelled; and back.
+    assert_eq!(page.text("#zone"), "Europe/Berlin (service)");
+    let passed = "document.querySelector(\".schedule[data-batch='5'] .missed tbody tr\")?.cells[2].textContent";
+    page.click("#zone");
+    page.wait_until(
+        &format!("{passed} === '2026-10-24 02:00:00' && document.querySelector('#zone').textContent === 'UTC (browser)'"),
+        "times in the browser's zone",
+    );
+    page.click("#zone");
+    page.wait_until(
+        &format!("{passed} === '2026-10-24 04:00:00'"),
+        "times in the service zone again",
+    );
     assert_eq!(
         page.count(".schedule[data-batch='3'] .missed"),
         0,

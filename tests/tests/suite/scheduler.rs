@@ -949,3 +949,44 @@ fn a_paused_batch_passes_its_starts_as_missed_keeps_the_pause_through_a_deploy_a
     let (code, _, err) = w.cli(&["pause", "weekly"]);
     assert_eq!(code, Some(4), "{err}");
 }
+
+#[test]
+fn the_second_run_of_a_repeated_autumn_time_is_listed_as_the_second() {
+    // Berlin, the night the clocks go back: 02:30 happens twice (autumnOverlap: both).
+    let w = start(tempfile::tempdir().expect("home"), "2026-10-25 02:00:00");
+    add_data_connection(&w);
+    let doc = json!({"version": 1, "transformationData": {
+        "folders": [{"id": 5, "path": "/n"}],
+        "connections": [{"id": 1, "name": "data", "type": "sqlite"}],
+        "sheets": [{"id": 50, "attributes": {"name": "n", "folder_id": 5, "folder": "/n"},
+          "nodes": [{"id": 51, "type": 0, "attributes": {"module": "Sql", "name": "n", "action": "CREATE TABLE IF NOT EXISTS t (x INTEGER)"}},
+            {"id": 52, "type": 1, "attributes": {"field1": "t", "objectTypeId": 1, "connectionId": 1}}],
+          "edges": [{"id": 53, "from": 51, "to": 52}]}],
+        "batches": [{"id": 4, "name": "early", "schedule": "daily 02:30", "autumnOverlap": "both",
+          "elements": [{"elementType": "S", "elementId": 50}]}]}});
+    let (st, v) = post(&w.url, deploy_body(&doc.to_string()));
+    assert_eq!(st, 200, "{v}");
+    let first = scheduled_run(&w, "2026-10-25 02:30:00", 4);
+    // An hour later by the clock is 02:30 again.
+    let (st, v) = command(&w, "AdvanceClock", json!({"seconds": 3600}));
+    assert_eq!(st, 200, "{v}");
+    let second = v["payload"]["started"][0]["batchInstanceId"]
+        .as_i64()
+        .expect("the second 02:30 started");
+    finished(&w, second);
+    let (_, v) = command(&w, "ListBatchInstances", json!({"batchId": 4, "limit": 5}));
+    let listed: Vec<(i64, String, bool)> = v["payload"]["instances"]
+        .as_array()
+        .expect("instances")
+        .iter()
+        .map(|i| {
+            (
+                i["batchInstanceId"].as_i64().unwrap_or(-1),
+                i["plannedStart"].as_str().unwrap_or_default().to_owned(),
+                i["plannedSecond"] == true,
+            )
+        })
+        .collect();
+    let at = "2026-10-25 02:30:00".to_owned();
+    assert_eq!(listed, [(second, at.clone(), true), (first, at, false)]);
+}
