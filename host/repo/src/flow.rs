@@ -56,7 +56,9 @@ pub fn lineage(
 
 /// The other sheets that share tables with sheet `sheet`: those whose actions write what its
 /// actions read (`downstream` false), or read what they write (`downstream` true), as
-/// (sheet, name, folder, table), by folder, name and table; at most `limit` lines.
+/// (sheet, name, folder, table), by folder, name and table; at most `limit` lines. Tables are
+/// matched by their identity as the object type stores it (as the dependencies are), each
+/// line of the sheet one indexed read.
 ///
 /// # Errors
 ///
@@ -72,9 +74,9 @@ pub fn sheet_links(
         "SELECT DISTINCT s.id, s.name, f.path, o.object_name
            FROM data_flow m
            JOIN nodes mn ON mn.id = m.action_id
-           JOIN data_flow o ON o.writes = ?3 AND o.connection_id = m.connection_id
-                AND LOWER(o.schema_name) = LOWER(m.schema_name)
-                AND LOWER(o.object_name) = LOWER(m.object_name)
+           JOIN data_flow o ON o.connection_id = m.connection_id
+                AND o.object_name = m.object_name AND o.schema_name = m.schema_name
+                AND o.writes = ?3
            JOIN nodes onode ON onode.id = o.action_id
            JOIN sheets s ON s.id = onode.sheet_id
            JOIN folders f ON f.id = s.folder_id

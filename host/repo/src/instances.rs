@@ -459,6 +459,7 @@ fn summary(r: &Row) -> Result<(String, InstanceSummary)> {
         .transpose()?;
     let planned: Option<String> = r.get(7)?;
     let started: String = r.get(4)?;
+    let backfill_id: Option<i64> = r.get(9)?;
     Ok((
         r.get(3)?,
         InstanceSummary {
@@ -469,15 +470,17 @@ fn summary(r: &Row) -> Result<(String, InstanceSummary)> {
             start: iso(&started),
             end: r.get::<Option<String>>(5)?.map(|t| iso(&t)),
             batch_id,
-            planned_second: match (batch_id, &planned, late_seconds) {
-                (Some(_), Some(p), Some(late)) => second_occurrence(p, &started, late),
+            // A backfill's runs start long after their planned day: their lateness does not
+            // tell the occurrence.
+            planned_second: match (batch_id, &planned, late_seconds, backfill_id) {
+                (Some(_), Some(p), Some(late), None) => second_occurrence(p, &started, late),
                 _ => false,
             },
             planned_start: batch_id.and(planned),
             late_seconds,
             late: late_seconds.map(|s| s > LATE_AFTER_SECONDS),
             running_on: Vec::new(),
-            backfill_id: r.get(9)?,
+            backfill_id,
         },
     ))
 }
@@ -488,7 +491,7 @@ fn summary(r: &Row) -> Result<(String, InstanceSummary)> {
 /// occurrence nearer to its start less its lateness.
 fn second_occurrence(planned: &str, started: &str, late: i64) -> bool {
     use chrono::TimeZone as _;
-    let Ok(wall) = chrono::NaiveDateTime::parse_from_str(planned, "%Y-%m-%d %H:%M:%S") else {
+    let Some(wall) = weft_core::sched::clock::parse_wall(planned) else {
         return false;
     };
     let zone = weft_core::sched::clock::current().zone;

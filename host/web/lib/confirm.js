@@ -15,11 +15,15 @@ export function ask(q) {
     const dialog = /** @type {HTMLDialogElement} */ (el('dialog', {
       id: `${q.id}-question`, class: 'confirm-dialog', 'aria-labelledby': `${q.id}-title`, 'aria-describedby': `${q.id}-text`,
     }));
+    // Another view asked for (Back, a link): the question is withdrawn, nothing done.
+    const away = () => done(false);
     const done = (/** @type {boolean} */ yes) => {
-      dialog.close();
+      window.removeEventListener('hashchange', away);
+      if (dialog.open) dialog.close();
       dialog.remove();
       resolve(yes);
     };
+    window.addEventListener('hashchange', away);
     const problem = el('p', { class: 'problem', id: `${q.id}-problem`, role: 'alert' });
     dialog.append(
       el('h2', { id: `${q.id}-title` }, q.title),

@@ -11,6 +11,26 @@ export function dayOf(t) {
   return `${f.year}-${f.month}-${f.day}`;
 }
 
+/** Today in zone `zone` (an IANA name; none or one the browser does not know: the page's
+ * zone). Schedule dates are days of the service zone, whichever zone the page shows times in.
+ * @param {string | undefined} zone
+ * @param {number} [now]
+ * @returns {string} */
+export function todayIn(zone, now = Date.now()) {
+  try {
+    if (zone) {
+      const f = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' });
+      /** @type {Record<string, string>} */
+      const p = {};
+      for (const part of f.formatToParts(now)) p[part.type] = part.value;
+      return `${p.year}-${p.month}-${p.day}`;
+    }
+  } catch {
+    // A zone the browser does not know: the page's.
+  }
+  return dayOf(now);
+}
+
 /** The day `n` days after `day` (before, for a negative `n`).
  * @param {string} day
  * @param {number} n

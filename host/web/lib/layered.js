@@ -22,24 +22,39 @@ export function layered(nodes, edges) {
     out.get(e.from)?.push(e.to);
     inn.get(e.to)?.push(e.from);
   }
-  // Longest path layering, by Kahn's order; what a cycle leaves goes after the rest.
+  // Longest path layering, by Kahn's order. A cycle (an action that reads and writes one
+  // table) is broken where it is met: of the nodes left, the one with the fewest
+  // predecessors not yet placed goes next, after those that are, and the edges back to
+  // what is placed are left out of the layering.
   /** @type {Map<string, number>} */
   const layer = new Map();
   const waiting = new Map(nodes.map((n) => [n.id, inn.get(n.id)?.length ?? 0]));
+  const placed = new Set();
   const queue = nodes.filter((n) => waiting.get(n.id) === 0).map((n) => n.id);
   for (const id of queue) layer.set(id, 0);
-  for (let i = 0; i < queue.length; i += 1) {
-    const id = queue[i];
-    for (const next of out.get(id) ?? []) {
-      layer.set(next, Math.max(layer.get(next) ?? 0, (layer.get(id) ?? 0) + 1));
-      const left = (waiting.get(next) ?? 0) - 1;
-      waiting.set(next, left);
-      if (left === 0) queue.push(next);
+  for (let i = 0; ;) {
+    for (; i < queue.length; i += 1) {
+      const id = queue[i];
+      placed.add(id);
+      for (const next of out.get(id) ?? []) {
+        if (placed.has(next)) continue;
+        layer.set(next, Math.max(layer.get(next) ?? 0, (layer.get(id) ?? 0) + 1));
+        const left = (waiting.get(next) ?? 0) - 1;
+        waiting.set(next, left);
+        if (left === 0) queue.push(next);
+      }
     }
-  }
-  let deepest = Math.max(0, ...layer.values());
-  for (const n of nodes) {
-    if (!layer.has(n.id) || (waiting.get(n.id) ?? 0) > 0) layer.set(n.id, ++deepest);
+    if (placed.size >= nodes.length) break;
+    let pick = '';
+    let fewest = Infinity;
+    for (const n of nodes) {
+      const w = waiting.get(n.id) ?? 0;
+      if (!placed.has(n.id) && w < fewest) { fewest = w; pick = n.id; }
+    }
+    if (!pick) break;
+    waiting.set(pick, 0);
+    if (!layer.has(pick)) layer.set(pick, 0);
+    queue.push(pick);
   }
   /** @type {string[][]} */
   const columns = [];

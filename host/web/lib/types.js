@@ -270,6 +270,9 @@
  * @property {string} name
  * @property {string} schedule
  * @property {boolean} enabled
+ * @property {boolean} [paused] an operator paused it (PauseBatch)
+ * @property {string} [pausedBy]
+ * @property {string} [pausedAt]
  * @property {MissedStart[]} missed the newest, newest first
  */
 

@@ -5,10 +5,10 @@
 import { el, say, show, svg } from '../lib/dom.js';
 import { call, Unauthorized } from '../lib/api.js';
 import { backfillBatch, pauseBatch } from '../lib/actions.js';
-import { can, failed, reroute } from '../lib/session.js';
-import { addDays, dayOf, dayRange, weekday } from '../lib/days.js';
+import { can, failed, me, reroute } from '../lib/session.js';
+import { addDays, todayIn, dayRange, weekday } from '../lib/days.js';
 import { byDay, daysSummary, heat } from '../lib/heat.js';
-import { duration, localTime, parseTime, planned, zoneName } from '../lib/time.js';
+import { duration, localTime, parseTime, planned } from '../lib/time.js';
 
 /** @typedef {import('../lib/types.js').Shown} Shown
  *  @typedef {import('../lib/types.js').Listed} Listed
@@ -16,6 +16,9 @@ import { duration, localTime, parseTime, planned, zoneName } from '../lib/time.j
 
 /** How many runs the duration chart shows. */
 const DURATIONS = 60;
+
+/** How many planned starts the calendar asks for. */
+const STARTS = 400;
 
 /** How many weeks the calendar of planned starts shows. */
 const WEEKS_AHEAD = 5;
@@ -92,10 +95,12 @@ function startsCalendar(starts, today) {
  * @returns {Promise<Shown>} */
 export async function batchView(id, params) {
   const span = [91, 182, 364].includes(Number(params.get('days'))) ? Number(params.get('days')) : 91;
-  const today = dayOf(Date.now());
+  // Schedule dates are the service zone's days, whichever zone the page shows times in.
+  const service = me()?.timeZone;
+  const today = todayIn(service);
   const from = addDays(today, -(span - 1));
   const [next, runDays, recent] = await Promise.all([
-    call('NextRuns', { batchId: id, count: 400 }),
+    call('NextRuns', { batchId: id, count: STARTS }),
     call('ListRunDays', { from, to: today, batchId: id }),
     call('ListBatchInstances', { batchId: id, limit: DURATIONS }),
   ]);
@@ -142,7 +147,7 @@ export async function batchView(id, params) {
         }, 'Backfill…')) : null,
       said),
     el('section', { class: 'card' },
-      el('h2', {}, `Runs by day (${zoneName()})`),
+      el('h2', {}, `Runs by day (schedule dates, ${next.timeZone})`),
       el('nav', { class: 'pager', 'aria-label': 'days shown' }, 'Weeks: ',
         [[91, 13], [182, 26], [364, 52]].map(([n, w]) => (n === span ? el('span', { class: 'current-page', 'aria-current': 'page' }, String(w))
           : el('a', { href: `#/batches/${id}?days=${n}` }, String(w))))),
@@ -155,7 +160,10 @@ export async function batchView(id, params) {
       durationChart(recent.instances)),
     el('section', { class: 'card' },
       el('h2', {}, `Planned starts, the next ${WEEKS_AHEAD} weeks (${next.timeZone})`),
-      startsCalendar(next.starts.filter((/** @type {{planned: string}} */ s) => s.planned.slice(0, 10) < end), today)));
+      startsCalendar(next.starts.filter((/** @type {{planned: string}} */ s) => s.planned.slice(0, 10) < end), today),
+      next.starts.length >= STARTS && next.starts[next.starts.length - 1].planned.slice(0, 10) < end
+        ? el('p', { class: 'muted', id: 'starts-cut' }, `Only its next ${STARTS} starts are shown: they end on ${next.starts[next.starts.length - 1].planned}.`)
+        : null));
   say('');
   return null;
 }

@@ -4,9 +4,9 @@
 
 import { el, say, show } from '../lib/dom.js';
 import { call } from '../lib/api.js';
-import { addDays, dayOf, dayRange } from '../lib/days.js';
+import { addDays, todayIn, dayRange } from '../lib/days.js';
 import { byDay, daysSummary, heat } from '../lib/heat.js';
-import { zoneName } from '../lib/time.js';
+import { me } from '../lib/session.js';
 
 /** @typedef {import('../lib/types.js').Shown} Shown
  *  @typedef {import('../lib/heat.js').RunDay} RunDay
@@ -20,7 +20,9 @@ export const SPANS = [30, 90, 365];
  * @returns {Promise<Shown>} */
 export async function gridView(params) {
   const span = SPANS.includes(Number(params.get('days'))) ? Number(params.get('days')) : 90;
-  const today = dayOf(Date.now());
+  // Schedule dates are the service zone's days, whichever zone the page shows times in.
+  const service = me()?.timeZone;
+  const today = todayIn(service);
   const from = addDays(today, -(span - 1));
   const answer = await call('ListRunDays', { from, to: today });
   const batches = /** @type {BatchDays[]} */ (answer.batches);
@@ -42,7 +44,7 @@ export async function gridView(params) {
     SPANS.map((n) => (n === span ? el('span', { class: 'current-page', 'aria-current': 'page' }, String(n))
       : el('a', { href: `#/grid?days=${n}`, 'data-days': n }, String(n)))));
   show(el('h1', {}, 'Runs by day'),
-    el('p', { class: 'muted' }, `Each scheduled batch's runs by schedule date (the day of the planned start, ${zoneName()}), ${from} to ${today}, newest on the right; a cell's colour is the state of the day's newest run, outlined when another run that day failed.`),
+    el('p', { class: 'muted' }, `Each scheduled batch's runs by schedule date (the day of the planned start, ${service ?? 'the service zone'}), ${from} to ${today}, newest on the right; a cell's colour is the state of the day's newest run, outlined when another run that day failed.`),
     spans,
     batches.length
       ? el('div', { class: 'grid-wrap', id: 'grid', tabindex: 0, role: 'region', 'aria-label': 'runs by day' }, rows)

@@ -143,12 +143,15 @@ export class ActionDetail {
     if (term) {
       if (!again && lines.length === shown.length && lines[lines.length - 1] === shown[shown.length - 1]) return;
       this.lines = lines;
-      this.mark(term);
+      // New lines of a running action: marked too, the reader's place kept.
+      const place = pre.scrollTop;
+      this.mark(term, again);
+      if (!again) pre.scrollTop = place;
       return;
     }
     this.matches.textContent = '';
     if (again || !grows) {
-      if (again || lines.length !== shown.length || lines[lines.length - 1] !== shown[shown.length - 1]) {
+      if (again || !pre.firstChild || lines.length !== shown.length || lines[lines.length - 1] !== shown[shown.length - 1]) {
         pre.textContent = lines.length ? lines.join('\n') : '(nothing logged)';
       }
     } else {
@@ -158,23 +161,25 @@ export class ActionDetail {
     if (grows && atEnd) pre.scrollTop = pre.scrollHeight;
   }
 
-  /** The log with every match of `term` marked, the current one scrolled to.
-   * @param {string} term */
-  mark(term) {
+  /** The log with every match of `term` marked (any case), the current one scrolled to when
+   * `scroll`.
+   * @param {string} term @param {boolean} [scroll] */
+  mark(term, scroll = true) {
+    const pattern = new RegExp(term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi');
     /** @type {HTMLElement[]} */
     const marks = [];
     /** @type {(Node | string)[]} */
     const nodes = [];
     this.lines.forEach((line, n) => {
       if (n) nodes.push('\n');
-      const lower = line.toLowerCase();
       let at = 0;
-      for (let i = lower.indexOf(term); i >= 0; i = lower.indexOf(term, i + term.length)) {
+      for (const found of line.matchAll(pattern)) {
+        const i = found.index ?? 0;
         if (i > at) nodes.push(line.slice(at, i));
-        const m = el('mark', {}, line.slice(i, i + term.length));
+        const m = el('mark', {}, found[0]);
         marks.push(m);
         nodes.push(m);
-        at = i + term.length;
+        at = i + found[0].length;
       }
       if (at < line.length) nodes.push(line.slice(at));
     });
@@ -188,6 +193,6 @@ export class ActionDetail {
     cur.classList.add('current');
     this.matches.textContent = `${this.current + 1} of ${marks.length}`;
     // The log is positioned (app.css): a mark's offsetTop counts from the log's top.
-    this.log.scrollTop = cur.offsetTop - this.log.clientHeight / 2;
+    if (scroll) this.log.scrollTop = cur.offsetTop - this.log.clientHeight / 2;
   }
 }

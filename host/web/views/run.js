@@ -8,7 +8,7 @@
 import { badge, drawn, el, fact, say, show } from '../lib/dom.js';
 import { call, Unauthorized, Unreachable, reconnecting } from '../lib/api.js';
 import { can, failed } from '../lib/session.js';
-import { ACTION_FILTERS, ACTION_STATES, RESTARTABLE, firstLine, ordered, stateCounts } from '../lib/order.js';
+import { ACTION_FILTERS, ACTION_STATES, RESTARTABLE, firstLine, ordered, shows, stateCounts } from '../lib/order.js';
 import { duration, localTime, planned, took, zoneName } from '../lib/time.js';
 import { ONGOING, Timeline } from './run-timeline.js';
 import { ActionDetail } from './run-action.js';
@@ -64,6 +64,9 @@ export function runView(id, params) {
    * @param {number} aid @param {{focus: boolean, reveal?: boolean}} how */
   const choose = (aid, how) => {
     selected = aid;
+    // An action the filter hides is shown: the filter goes back to all.
+    const a = inst?.actions.find((x) => x.actionId === aid);
+    if (how.reveal && a && !shows(filter, a.state)) filter = 'all';
     address();
     update();
     if (how.reveal) timeline.reveal(aid);
@@ -179,12 +182,16 @@ export function runView(id, params) {
     const sig = JSON.stringify([ongoing, restartable, can('operate'), message]);
     if (sig === barSig) return;
     barSig = sig;
+    // A button of the bar that had the focus (a dialog gives it back there) keeps it.
+    const focused = document.activeElement instanceof HTMLElement && bar.contains(document.activeElement)
+      ? document.activeElement.id : '';
     bar.replaceChildren(...[
       can('operate') ? el('button', { type: 'button', class: 'danger', id: 'halt', disabled: !ongoing, onclick: halt }, 'Halt') : null,
       can('operate') ? el('button', { type: 'button', class: 'secondary', id: 'restart', disabled: !restartable, onclick: () => restart() }, 'Restart…') : null,
       el('button', { type: 'button', class: 'secondary', id: 'download-logs', onclick: download }, 'Download logs'),
       el('a', { href: '#/runs' }, 'All runs'),
     ].filter((x) => x !== null));
+    if (focused) document.getElementById(focused)?.focus();
     note.textContent = message;
     note.hidden = !message;
   };
@@ -259,9 +266,16 @@ export function runView(id, params) {
     timeline.update(inst, selected, filter);
     detail.show(inst.actions.find((a) => a.actionId === selected), inst);
     drawn();
-    // A link to an action: scrolled to and focused, once.
+    // A link to an action: scrolled to and focused, once (shown whatever the filter).
     if (!revealed && selected !== null && timeline.rows.has(selected)) {
       revealed = true;
+      const a = inst.actions.find((x) => x.actionId === selected);
+      if (a && !shows(filter, a.state)) {
+        filter = 'all';
+        address();
+        writeFilters(inst);
+        timeline.update(inst, selected, filter);
+      }
       timeline.reveal(selected);
     }
     say(ONGOING.has(inst.state) ? 'following the run…' : '');

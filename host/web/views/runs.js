@@ -20,6 +20,9 @@ const PAGE = 50;
 /** How often the first page asks again, in milliseconds. */
 const REFRESH = 5000;
 
+/** How often the runs grouped by batch ask again (grouping reads every run that matches). */
+const REFRESH_GROUPS = 30000;
+
 /** The page numbers a pager offers around page `at` of `pages`: the first, the last, and two
  * either side of `at`, with null where numbers are left out.
  * @param {number} at
@@ -102,7 +105,6 @@ export async function runsView(params) {
     if (backfill) payload.backfillId = backfill;
     if (from) payload.startedBefore = new Date(dayStart(addDays(from, 1))).toISOString().replace(/\.\d{3}Z$/, 'Z');
     payload.offset = (page - 1) * PAGE;
-    payload.total = true;
   }
 
   const stateSelect = el('select', { name: 'state', 'aria-label': 'state' },
@@ -158,8 +160,18 @@ export async function runsView(params) {
       el('span', { class: 'muted', id: 'shown' }, list.length ? `${first}–${first + list.length - 1} of ${total}` : 'No runs match.'));
     listing.replaceChildren(runsTable(list), pager);
   };
-  const ask = () => (grouped ? call('ListRunGroups', { limit: 200, ...(state ? { state } : {}), ...(name ? { name } : {}) })
-    : call('ListBatchInstances', payload));
+  // The total is counted at the first ask and every sixth refresh (counting reads every row
+  // that matches); in between the last count is shown.
+  let asks = 0;
+  /** @type {number | undefined} */
+  let total;
+  const ask = async () => {
+    if (grouped) return call('ListRunGroups', { limit: 200, ...(state ? { state } : {}), ...(name ? { name } : {}) });
+    const counted = asks++ % 6 === 0;
+    const answer = await call('ListBatchInstances', { ...payload, total: counted });
+    if (counted) total = answer.total;
+    return { ...answer, total };
+  };
   draw(await ask());
   const title = backfill ? `Runs of backfill ${backfill}` : grouped ? 'Runs by batch' : 'Runs';
   const said = el('p', { class: 'problem', id: 'runs-problem', role: 'alert' });
@@ -202,8 +214,8 @@ export async function runsView(params) {
       failed(e);
       return;
     }
-    timer = setTimeout(refresh, REFRESH);
+    timer = setTimeout(refresh, grouped ? REFRESH_GROUPS : REFRESH);
   };
-  timer = setTimeout(refresh, REFRESH);
+  timer = setTimeout(refresh, grouped ? REFRESH_GROUPS : REFRESH);
   return { stop: () => { stopped = true; clearTimeout(timer); } };
 }

@@ -35,7 +35,8 @@ export async function schedulesView() {
     return { b, next, runs: runs.instances };
   }));
   const cards = details.map(({ b, next, runs }) => el('section', { class: 'card schedule', 'data-batch': b.batchId },
-    el('h2', {}, el('a', { href: `#/batches/${b.batchId}`, class: 'batch-link' }, b.name), ' ', b.enabled ? null : el('span', { class: 'state state-D' }, 'disabled')),
+    el('h2', {}, el('a', { href: `#/batches/${b.batchId}`, class: 'batch-link' }, b.name), ' ', b.enabled ? null : el('span', { class: 'state state-D' }, 'disabled'),
+      b.paused ? el('span', { class: 'state state-H', title: `paused by ${b.pausedBy ?? '?'} at ${localTime(b.pausedAt)}` }, 'paused') : null),
     el('div', { class: 'summary' },
       el('div', {}, el('span', {}, 'Schedule'), el('span', { class: 'schedule-text' }, next.schedule)),
       el('div', {}, el('span', {}, 'Zone'), el('span', {}, next.timeZone)),

@@ -60,6 +60,13 @@ fn in_a_real_browser_a_failed_run_opens_on_its_failures_and_keeps_the_focus_whil
         "document.activeElement?.dataset.action === '30' && document.querySelector('#error')?.textContent.includes('nope')",
         "the failed action focused with its error",
     );
+    page.screenshot("run-failures");
+    page.dark(true);
+    page.screenshot("run-failures-dark");
+    page.resize(390, 844);
+    page.screenshot("run-failures-phone");
+    page.resize(1280, 800);
+    page.dark(false);
     assert!(
         page.eval("location.hash")
             .as_str()
@@ -482,13 +489,21 @@ fn in_a_real_browser_an_operator_starts_restarts_reruns_pauses_and_backfills_eac
         &format!("/^#\\/runs\\/\\d+$/.test(location.hash) && location.hash !== '#/runs/{first}' && document.querySelector('h1')?.textContent.startsWith(`Run ${{location.hash.split('/')[2]}}:`) && document.querySelector('#run-state')?.dataset.state === 'finished' && document.querySelectorAll('#timeline .tl-row').length === 3"),
         "the new run from action 10",
     );
-    // A question answered Cancel does nothing.
+    // A question answered Cancel does nothing; one left open is withdrawn when another view
+    // is asked for.
     page.click(".tl-row[data-action='20']");
     page.click("#run-from");
     page.click("#run-cancel");
     page.wait_until(
         "!document.querySelector('#run-question')",
         "the question withdrawn",
+    );
+    page.click("#run-from");
+    page.wait_for("#run-question");
+    page.eval("location.hash = '#/schedules'");
+    page.wait_until(
+        "!document.querySelector('#run-question') && document.querySelector('h1')?.textContent === 'Schedules'",
+        "the question withdrawn by another view",
     );
 
     // Pause and resume a schedule.

@@ -114,12 +114,19 @@ fn around(lines: &[LineageRow], asked: &GetLineageGraph) -> LineageGraph {
             for (towards, onwards) in [(&writers, false), (&readers, true)] {
                 let mut tables = centre.clone();
                 let mut seen: BTreeSet<Key> = centre.clone();
+                // Each action's lines are walked once a direction, however many of the
+                // tables reached it reads or writes.
+                let mut walked: BTreeSet<i64> = BTreeSet::new();
                 for _ in 0..asked.depth {
                     let mut next = BTreeSet::new();
                     for t in &tables {
                         for &i in towards.get(t).map_or(&[][..], Vec::as_slice) {
                             kept.insert(i);
-                            for &j in &by_action[&lines[i].action_id] {
+                            if !walked.insert(lines[i].action_id) {
+                                continue;
+                            }
+                            let of_action = by_action.get(&lines[i].action_id);
+                            for &j in of_action.map_or(&[][..], Vec::as_slice) {
                                 if lines[j].writes == onwards {
                                     kept.insert(j);
                                     let k = key(&lines[j].object);
