@@ -194,8 +194,10 @@ export class Timeline {
     const p = precision(step);
     const width = Math.max(1, r1 - r0);
     this.axis.replaceChildren(...at.map((t) => {
-      const tick = el('span', { class: 'tl-tick' }, clockTime(t, p));
-      tick.style.left = `${((t - r0) / width) * 100}%`;
+      const share = (t - r0) / width;
+      // A label near the right end reads leftwards from its tick, so that it is not cut.
+      const tick = el('span', { class: share > 0.85 ? 'tl-tick end' : 'tl-tick' }, clockTime(t, p));
+      tick.style.left = `${share * 100}%`;
       return tick;
     }));
     const zone = `time (${zoneName()})`;

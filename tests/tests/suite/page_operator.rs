@@ -249,6 +249,13 @@ fn in_a_real_browser_every_view_passes_axe_in_light_and_dark_at_two_widths() {
         );
         for (width, height) in [(1280, 800), (390, 844)] {
             page.resize(width, height);
+            // Nothing wider than the window: wide content scrolls in its own box.
+            if page.eval(&format!("document.documentElement.scrollWidth <= {width}")) != true {
+                found.push(format!(
+                    "{address} at {width} px: the page scrolls sideways ({} px wide)",
+                    page.eval("document.documentElement.scrollWidth")
+                ));
+            }
             for dark in [false, true] {
                 page.dark(dark);
                 for v in page.axe() {
