@@ -109,6 +109,15 @@ pub async fn asset(
     }
 }
 
+/// A file's entity tag: the server's version and a hash of the file (the same in every process
+/// of one build).
+fn etag(body: &str) -> String {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::hash::DefaultHasher::new();
+    body.hash(&mut h);
+    format!("\"{}-{:016x}\"", env!("CARGO_PKG_VERSION"), h.finish())
+}
+
 fn serve(
     state: &AppState,
     headers: &HeaderMap,
@@ -122,8 +131,22 @@ fn serve(
     {
         return state.refuse(e);
     }
-    let mut resp = (StatusCode::OK, body).into_response();
+    // The file's version: the browser asks again each time (no-cache) and is told "not
+    // modified" while the file is the one it has.
+    let tag = etag(body);
+    let unchanged = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == tag));
+    let mut resp = if unchanged {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (StatusCode::OK, body).into_response()
+    };
     let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&tag) {
+        h.insert(header::ETAG, v);
+    }
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
     h.insert(
         header::CONTENT_SECURITY_POLICY,

@@ -41,12 +41,43 @@ export function heat(days, cells, how) {
   });
   const columns = how.layout === 'weeks' ? Math.ceil((days.length + first) / 7) : days.length;
   const rows = how.layout === 'weeks' ? 7 : 1;
+  // The keyboard: one tab stop, the arrows move a day (a week up and down in the calendar),
+  // Home and End to the ends, Enter opens the day's newest run; the day is said as pointing
+  // at it says it.
+  let current = days.length - 1;
+  const move = (/** @type {number} */ to) => {
+    rects[current]?.classList.remove('current');
+    current = Math.max(0, Math.min(days.length - 1, to));
+    rects[current]?.classList.add('current');
+    if (how.hover) how.hover(cellText(days[current], cells.get(days[current])));
+  };
   const drawn = svg('svg', {
     class: 'heat',
     width: Math.max(1, columns * step - gap),
     height: rows * step - gap,
     role: 'img',
-    'aria-label': how.label,
+    tabindex: 0,
+    'aria-label': `${how.label}; the arrows move from day to day, Enter opens the day's run`,
+    onfocus: () => move(current),
+    onblur: () => rects[current]?.classList.remove('current'),
+    onkeydown: (/** @type {KeyboardEvent} */ ev) => {
+      const week = how.layout === 'weeks' ? 7 : 1;
+      const to = /** @type {Record<string, number>} */ ({
+        ArrowLeft: current - (how.layout === 'weeks' ? 7 : 1),
+        ArrowRight: current + (how.layout === 'weeks' ? 7 : 1),
+        ArrowUp: current - (week === 7 ? 1 : 0),
+        ArrowDown: current + (week === 7 ? 1 : 0),
+        Home: 0,
+        End: days.length - 1,
+      })[ev.key];
+      if (to !== undefined) {
+        ev.preventDefault();
+        move(to);
+      } else if (ev.key === 'Enter') {
+        const c = cells.get(days[current]);
+        if (c) how.open(c.batchInstanceId);
+      }
+    },
     onclick: (/** @type {MouseEvent} */ ev) => {
       const run = /** @type {SVGElement} */ (ev.target).dataset?.run;
       if (run) how.open(Number(run));

@@ -67,6 +67,16 @@ fn the_page_and_its_files_are_served_with_a_strict_policy() {
         assert_eq!(header(&h, "content-type"), kind, "{path}");
         assert!(!text.is_empty(), "{path}");
     }
+    // A file the browser has is "not modified": it asks again with the tag it was given.
+    let (_, h, _) = get(&w.url, "/ui/app.css", &[]);
+    let tag = header(&h, "etag").to_owned();
+    assert!(tag.starts_with('"') && tag.ends_with('"'), "{tag}");
+    let (st, h, body) = get(&w.url, "/ui/app.css", &[("if-none-match", tag.as_str())]);
+    assert_eq!((st, body.as_str()), (304, ""));
+    assert_eq!(header(&h, "etag"), tag);
+    let (st, _, body) = get(&w.url, "/ui/app.css", &[("if-none-match", "\"other\"")]);
+    assert_eq!(st, 200);
+    assert!(!body.is_empty());
     // The modules the entry imports are served too, typed as scripts; that they write text
     // only is page_code's to check.
     for path in ["/ui/router.js", "/ui/lib/dom.js", "/ui/views/run.js"] {

@@ -353,6 +353,28 @@ fn in_a_real_browser_runs_over_days_show_as_a_grid_a_duration_chart_a_calendar_a
         "a start a day ahead"
     );
     page.screenshot("batch");
+    // The days by keyboard: End is today (no run yet), a day up is yesterday's run.
+    page.eval("document.querySelector('#batch-days svg').focus()");
+    page.press("End");
+    page.wait_until(
+        "/: no run$/.test(document.querySelector('#batch-hover').textContent)",
+        "today said",
+    );
+    page.press("ArrowUp");
+    page.wait_until(
+        &format!(
+            "document.querySelector('#batch-hover').textContent.startsWith('{}: 1 run, the newest finished')",
+            days_ago(1)
+        ),
+        "yesterday said",
+    );
+    page.press("Enter");
+    page.wait_until(
+        "/^#\\/runs\\/\\d+$/.test(location.hash) && document.querySelector('#run-state')?.dataset.state === 'finished'",
+        "yesterday's run opened by the keyboard",
+    );
+    page.goto(&format!("{base}/#/batches/7"));
+    page.wait_for("#durations");
 
     // The runs grouped by batch, then paged by number and by date.
     page.goto(&format!("{base}/#/runs?group=batch"));
