@@ -6,8 +6,35 @@
 
 use crate::error::{Error, Result};
 use crate::model::{ActionPlace, BatchScope, FlowRow, ObjectKey};
-use crate::sql::{Param, Session, Statement, args};
+use crate::sql::{Param, Row, Session, Statement, args};
 use std::borrow::Cow;
+
+/// The lines of the data graph with each action's name, sheet and folder, as
+/// [`lineage_row`] reads them.
+const LINEAGE_ROWS: &str =
+    "SELECT d.action_id, d.writes, d.connection_id, d.schema_name, d.object_name,
+                COALESCE(n.name, ''), s.id, s.name, f.path
+           FROM data_flow d
+           JOIN nodes n ON n.id = d.action_id
+           JOIN sheets s ON s.id = n.sheet_id
+           JOIN folders f ON f.id = s.folder_id";
+
+/// A line of [`LINEAGE_ROWS`].
+fn lineage_row(r: &Row) -> Result<crate::model::LineageRow> {
+    Ok(crate::model::LineageRow {
+        action_id: r.get(0)?,
+        writes: r.get::<i64>(1)? != 0,
+        object: ObjectKey {
+            connection_id: r.get(2)?,
+            schema: r.get(3)?,
+            name: r.get(4)?,
+        },
+        action_name: r.get(5)?,
+        sheet_id: r.get(6)?,
+        sheet_name: r.get(7)?,
+        folder: r.get(8)?,
+    })
+}
 
 /// The actions of the whole repository that read or write the table `table` (any case; on
 /// `connection` and in `schema` when given), writers first, each with its sheet and folder:
@@ -24,33 +51,16 @@ pub fn lineage(
     limit: i64,
 ) -> Result<Vec<crate::model::LineageRow>> {
     conn.rows(
-        "SELECT d.action_id, d.writes, d.connection_id, d.schema_name, d.object_name,
-                COALESCE(n.name, ''), s.id, s.name, f.path
-           FROM data_flow d
-           JOIN nodes n ON n.id = d.action_id
-           JOIN sheets s ON s.id = n.sheet_id
-           JOIN folders f ON f.id = s.folder_id
+        &format!(
+            "{LINEAGE_ROWS}
           WHERE LOWER(d.object_name) = LOWER(?1)
             AND (CAST(?2 AS BIGINT) IS NULL OR d.connection_id = ?2)
             AND (CAST(?3 AS TEXT) IS NULL OR LOWER(d.schema_name) = LOWER(?3))
           ORDER BY d.writes DESC, f.path, s.name, 6, d.action_id
-          LIMIT ?4",
+          LIMIT ?4"
+        ),
         args![table, connection, schema, limit],
-        |r| {
-            Ok(crate::model::LineageRow {
-                action_id: r.get(0)?,
-                writes: r.get::<i64>(1)? != 0,
-                object: ObjectKey {
-                    connection_id: r.get(2)?,
-                    schema: r.get(3)?,
-                    name: r.get(4)?,
-                },
-                action_name: r.get(5)?,
-                sheet_id: r.get(6)?,
-                sheet_name: r.get(7)?,
-                folder: r.get(8)?,
-            })
-        },
+        lineage_row,
     )
 }
 
@@ -96,30 +106,13 @@ pub fn sheet_links(
 /// A repository error.
 pub fn graph(conn: &dyn Session, limit: i64) -> Result<Vec<crate::model::LineageRow>> {
     conn.rows(
-        "SELECT d.action_id, d.writes, d.connection_id, d.schema_name, d.object_name,
-                COALESCE(n.name, ''), s.id, s.name, f.path
-           FROM data_flow d
-           JOIN nodes n ON n.id = d.action_id
-           JOIN sheets s ON s.id = n.sheet_id
-           JOIN folders f ON f.id = s.folder_id
+        &format!(
+            "{LINEAGE_ROWS}
           ORDER BY d.action_id, d.writes, d.connection_id, d.schema_name, d.object_name
-          LIMIT ?1",
+          LIMIT ?1"
+        ),
         args![limit],
-        |r| {
-            Ok(crate::model::LineageRow {
-                action_id: r.get(0)?,
-                writes: r.get::<i64>(1)? != 0,
-                object: ObjectKey {
-                    connection_id: r.get(2)?,
-                    schema: r.get(3)?,
-                    name: r.get(4)?,
-                },
-                action_name: r.get(5)?,
-                sheet_id: r.get(6)?,
-                sheet_name: r.get(7)?,
-                folder: r.get(8)?,
-            })
-        },
+        lineage_row,
     )
 }
 
